@@ -1,0 +1,265 @@
+"""Learning a SubwordTextEncoder vocabulary the way Tensor2Tensor 1.15.7 does, in stages.
+
+T2T's `build_from_token_counts(token_counts, min_count, num_iterations=4)` repeats: segment
+every escaped token with the current vocabulary; from each segment start, count every
+substring up to `max_subtoken_length - 1` characters (weighted by the token count); accept,
+longest first, each substring whose count (less what longer accepted strings already took from
+it) is at least `min_count`; then sort accepted strings and the alphabet by count. The outer
+`build_to_target_size` bisects `min_count` in [1, 1000] until the size is within 1% of the
+target.
+
+Here each iteration is split into stages that can run on different workers and give the same
+result as T2T's single loop:
+
+1. `count_windows`: for a batch of tokens, the *window* at each segment start (the longest
+   substring counted from there). Every substring T2T counts is a prefix of one window, so
+   windows, summed by key, are all the state an iteration needs.
+2. Windows are partitioned by their first two characters (`partition_of`). Longest-first
+   subtraction only moves counts from a string to its own prefixes, and every prefix of two or
+   more characters shares the first two characters, so each partition is a closed system.
+3. `select_partition`: counts all prefixes of a partition's windows and, for each requested
+   `min_count`, accepts strings longest first. Only strings whose raw count reaches
+   `min_count` can be accepted, and all their prefixes also reach it, so only those are kept.
+   Single characters (always in the vocabulary, ordered by what is left of their count) get
+   their raw count and the amount subtracted from them as sums that add up across partitions.
+4. `assemble_vocab`: merges the partitions' results into T2T's vocabulary order.
+
+`learn_vocab` runs the stages in-process (for library users and tests); `pipeline.vocab_job`
+runs the same functions as Beam passes.
+"""
+
+import collections
+import zlib
+
+from transforms.codecs.subword import RESERVED_TOKENS, ESCAPE_CHARS, escape_token
+from transforms.codecs.subword import escape_token_all_known, segment
+
+# Probe key for the first refinement iteration, which is the same for every min_count: the
+# vocabulary is just the alphabet, so every character is a segment.
+FIRST_ITERATION = "*"
+
+
+def build_alphabet(tokens, reserved_tokens=RESERVED_TOKENS):
+    """Every character of the tokens and of the reserved tokens, plus T2T's escape characters."""
+    alphabet = set(ESCAPE_CHARS)
+    for token in tokens:
+        alphabet.update(token)
+    for token in reserved_tokens:
+        alphabet.update(token)
+    return alphabet
+
+
+def _window_end(start, length, max_subtoken_length):
+    if max_subtoken_length is None:
+        return length
+    return min(length, start + max_subtoken_length - 1)
+
+
+def count_windows(token_counts, max_subtoken_length, vocab=None, into=None):
+    """Sums, over (token, count) pairs, the windows at each segment start.
+
+    `vocab` is None for the first iteration (every character is a segment), else a
+    `(subtoken_set, max_len)` pair describing the previous iteration's vocabulary. All token
+    characters must be in the alphabet, which holds when the alphabet was built from these
+    tokens. Returns a dict window -> summed count (updated in place when `into` is given).
+    """
+    counts = {} if into is None else into
+    get = counts.get
+    for token, count in token_counts:
+        escaped = escape_token_all_known(token)
+        length = len(escaped)
+        if vocab is None:
+            starts = range(length)
+        else:
+            starts = segment(escaped, vocab[0], vocab[1])
+        for start in starts:
+            end = _window_end(start, length, max_subtoken_length)
+            if end > start:
+                window = escaped[start:end]
+                counts[window] = get(window, 0) + count
+    return counts
+
+
+def partition_of(window, num_partitions):
+    """Stable partition of a window by its first two characters (the same on every worker)."""
+    if num_partitions == 1:
+        return 0
+    return zlib.crc32(window[:2].encode("utf-8", "surrogatepass")) % num_partitions
+
+
+def split_windows(windows, num_partitions):
+    """Splits a window->count dict into {partition: dict}."""
+    if num_partitions == 1:
+        return {0: windows} if windows else {}
+    parts = collections.defaultdict(dict)
+    for window, count in windows.items():
+        parts[partition_of(window, num_partitions)][window] = count
+    return parts
+
+
+def merge_counts(into, other):
+    """Adds the counts of dict `other` into dict `into`; returns `into`."""
+    get = into.get
+    for key, count in other.items():
+        into[key] = get(key, 0) + count
+    return into
+
+
+def select_partition(windows, min_counts):
+    """Longest-first acceptance within one partition, for several min_counts at once.
+
+    Returns `{min_count: (accepted, char_raw, char_taken)}`: `accepted` lists (count, string)
+    for accepted strings of two or more characters, `char_raw` the count of each first
+    character, `char_taken` what accepted strings subtracted from their first character.
+    """
+    char_raw = {}
+    prefix_counts = {}
+    get = prefix_counts.get
+    for window, count in windows.items():
+        first = window[0]
+        char_raw[first] = char_raw.get(first, 0) + count
+        for end in range(2, len(window) + 1):
+            prefix = window[:end]
+            prefix_counts[prefix] = get(prefix, 0) + count
+
+    results = {}
+    if not min_counts:
+        return results
+    lowest = max(1, min(min_counts))
+    candidates = [(s, n) for s, n in prefix_counts.items() if n >= lowest]
+    candidates.sort(key=lambda item: len(item[0]), reverse=True)
+    for min_count in sorted(set(min_counts)):
+        threshold = max(1, min_count)
+        left = {s: n for s, n in candidates if n >= threshold}
+        accepted = []
+        taken = {}
+        for string, _ in candidates:
+            count = left.get(string)
+            if count is None or count < threshold:
+                continue
+            accepted.append((count, string))
+            for end in range(2, len(string)):
+                left[string[:end]] -= count
+            taken[string[0]] = taken.get(string[0], 0) + count
+        results[min_count] = (accepted, char_raw, taken)
+    return results
+
+
+def merge_selections(into, other):
+    """Merges two `(accepted, char_raw, char_taken)` partial results of different partitions."""
+    accepted, raw, taken = into
+    accepted.extend(other[0])
+    merge_counts(raw, other[1])
+    merge_counts(taken, other[2])
+    return into
+
+
+def empty_selection():
+    return ([], {}, {})
+
+
+def assemble_vocab(selection, alphabet, reserved_tokens=RESERVED_TOKENS):
+    """The vocabulary list T2T builds at the end of an iteration from a merged selection."""
+    accepted, char_raw, char_taken = selection
+    ranked = list(accepted)
+    ranked.extend((char_raw.get(c, 0) - char_taken.get(c, 0), c) for c in alphabet)
+    ranked.sort(reverse=True)
+    reserved = [escape_token(t, alphabet) for t in reserved_tokens]
+    return reserved + [s for _, s in ranked]
+
+
+def vocab_for_segmentation(subtoken_strings):
+    """The (subtoken_set, max_len) pair `count_windows` segments with."""
+    strings = [s for s in subtoken_strings if s]
+    return frozenset(strings), max(len(s) for s in strings)
+
+
+class NeedProbe(Exception):
+    """Raised by a bisection that needs the vocab size for a min_count not yet computed."""
+
+    def __init__(self, min_count, low, high):
+        super().__init__(min_count)
+        self.min_count = min_count
+        self.low = low
+        self.high = high
+
+
+def bisect_min_count(target_size, size_of, low=1, high=1000):
+    """T2T's `build_to_target_size` bisection; returns the chosen min_count.
+
+    `size_of(min_count)` returns the vocabulary size for that min_count or raises
+    `NeedProbe`; the search is deterministic, so a driver can rerun it from the start each
+    time it has learnt more sizes.
+    """
+    if low > high:
+        raise ValueError("Lower bound for the minimum token count is greater than the upper bound.")
+    if target_size < 1:
+        raise ValueError("Target size must be positive.")
+
+    def search(lo, hi):
+        present = (lo + hi) // 2
+        size = size_of(present, lo, hi)
+        if abs(size - target_size) * 100 < target_size or lo >= hi or present < 2:
+            return present
+        other = search(present + 1, hi) if size > target_size else search(lo, present - 1)
+        if abs(size_of(other, lo, hi) - target_size) < abs(size - target_size):
+            return other
+        return present
+
+    return search(low, high)
+
+
+def probe_subtree(low, high, depth):
+    """min_counts of the bisection subtree rooted at [low, high], `depth` levels deep."""
+    found = []
+
+    def walk(lo, hi, level):
+        present = (lo + hi) // 2
+        found.append(present)
+        if level >= depth or lo >= hi or present < 2:
+            return
+        walk(present + 1, hi, level + 1)
+        walk(lo, present - 1, level + 1)
+
+    walk(low, high, 0)
+    return sorted(set(found))
+
+
+def refine(token_counts, alphabet, min_counts, max_subtoken_length=None, num_iterations=4,
+           reserved_tokens=RESERVED_TOKENS, num_partitions=1):
+    """Runs the refinement iterations in-process; returns {min_count: vocab list}."""
+    token_counts = list(token_counts)
+    vocabs = {}
+    for iteration in range(num_iterations):
+        if iteration == 0:
+            jobs = {FIRST_ITERATION: None}
+        else:
+            jobs = {t: vocab_for_segmentation(vocabs[t]) for t in min_counts}
+        merged = {t: empty_selection() for t in min_counts}
+        for key, seg_vocab in jobs.items():
+            windows = count_windows(token_counts, max_subtoken_length, seg_vocab)
+            wanted = list(min_counts) if key == FIRST_ITERATION else [key]
+            for part in split_windows(windows, num_partitions).values():
+                for t, selection in select_partition(part, wanted).items():
+                    merge_selections(merged[t], selection)
+        vocabs = {t: assemble_vocab(merged[t], alphabet, reserved_tokens) for t in min_counts}
+    return vocabs
+
+
+def learn_vocab(token_counts, target_size, max_subtoken_length=None, reserved_tokens=RESERVED_TOKENS,
+                num_iterations=4, min_val=1, max_val=1000, num_partitions=1):
+    """In-process equivalent of T2T's `build_to_target_size`; returns the vocab list.
+
+    `token_counts` is a dict token -> count (from `tokenizer.encode` over the sample).
+    """
+    alphabet = build_alphabet(token_counts, reserved_tokens)
+    items = list(token_counts.items())
+    vocabs = {}
+
+    def size_of(min_count, _lo, _hi):
+        if min_count not in vocabs:
+            vocabs.update(refine(items, alphabet, [min_count], max_subtoken_length,
+                                 num_iterations, reserved_tokens, num_partitions))
+        return len(vocabs[min_count])
+
+    return vocabs[bisect_min_count(target_size, size_of, min_val, max_val)]

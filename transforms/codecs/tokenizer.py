@@ -1,0 +1,88 @@
+"""Tensor2Tensor's invertible tokenizer, reimplemented with a compiled regular expression.
+
+Text is split at every boundary between an alphanumeric character (Unicode category L* or
+N*, as Python's own `unicodedata` classifies it, the same table Tensor2Tensor uses) and a
+non-alphanumeric one. A token that is a single space is dropped unless it is the first token,
+because `decode` re-inserts one space between two adjacent alphanumeric tokens.
+
+The character class is built from `unicodedata` rather than `regex`'s `\\p{L}`/`\\p{N}`: the
+`regex` module ships its own, newer Unicode tables, and a different table would tokenize some
+characters differently from Tensor2Tensor running on the same Python.
+"""
+
+import functools
+import re
+import sys
+import unicodedata
+
+
+@functools.lru_cache(maxsize=1)
+def _alnum_ranges():
+    """Code-point ranges [(lo, hi), ...] of categories L* and N*, below sys.maxunicode.
+
+    Tensor2Tensor enumerates `range(sys.maxunicode)`, so U+10FFFF itself is excluded (it is
+    unassigned anyway).
+    """
+    ranges = []
+    start = None
+    for cp in range(sys.maxunicode):
+        is_alnum = unicodedata.category(chr(cp))[0] in "LN"
+        if is_alnum and start is None:
+            start = cp
+        elif not is_alnum and start is not None:
+            ranges.append((start, cp - 1))
+            start = None
+    if start is not None:
+        ranges.append((start, sys.maxunicode - 1))
+    return tuple(ranges)
+
+
+def _class_body():
+    parts = []
+    for lo, hi in _alnum_ranges():
+        parts.append(re.escape(chr(lo)) if lo == hi else
+                     "%s-%s" % (re.escape(chr(lo)), re.escape(chr(hi))))
+    return "".join(parts)
+
+
+@functools.lru_cache(maxsize=1)
+def _run_pattern():
+    """Matches maximal runs of alphanumeric or of non-alphanumeric characters."""
+    body = _class_body()
+    return re.compile("[%s]+|[^%s]+" % (body, body))
+
+
+@functools.lru_cache(maxsize=1)
+def _alnum_char_pattern():
+    return re.compile("[%s]" % _class_body())
+
+
+def is_alnum_char(char):
+    """True if `char` is alphanumeric in Tensor2Tensor's sense."""
+    return _alnum_char_pattern().match(char) is not None
+
+
+def encode(text):
+    """Splits a unicode string into tokens, exactly as `tensor2tensor...tokenizer.encode`."""
+    if not text:
+        return []
+    runs = _run_pattern().findall(text)
+    if len(runs) <= 2:
+        return runs
+    # Drop single-space tokens except the first and the last one.
+    last = len(runs) - 1
+    return [tok for i, tok in enumerate(runs) if tok != " " or i == 0 or i == last]
+
+
+def decode(tokens):
+    """Inverse of `encode`: joins tokens, with a space between two alphanumeric tokens."""
+    match = _alnum_char_pattern().match
+    out = []
+    prev_alnum = False
+    for i, token in enumerate(tokens):
+        alnum = match(token[0]) is not None
+        if i > 0 and prev_alnum and alnum:
+            out.append(" ")
+        out.append(token)
+        prev_alnum = alnum
+    return "".join(out)
