@@ -1,0 +1,1 @@
+"""Datagen jobs: options, entry points, the multi-pass driver and the output layout."""

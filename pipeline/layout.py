@@ -1,0 +1,62 @@
+"""OutputLayout: every name datagen writes in --output_dir, in one place.
+
+Final outputs carry Tensor2Tensor's names. Work in progress lives under `.datagen-work/`,
+whose names no reader's `{problem}-train*` glob matches.
+"""
+
+import os
+
+from apache_beam.io.filesystems import FileSystems
+
+from transforms.shuffled_shards import shard_file_name
+
+SUMMARY_NAME = "datagen_summary.json"
+COMPLETE_NAME = "DATAGEN_COMPLETE"
+WORK_NAME = ".datagen-work"
+
+
+def lang_of(path):
+    """Language suffix from a file name: `train.en.gz` -> `en`."""
+    name = os.path.basename(path)
+    for ext in (".gz", ".bz2"):
+        if name.endswith(ext):
+            name = name[:-len(ext)]
+    return name.rsplit(".", 1)[-1] if "." in name else name
+
+
+class OutputLayout:
+    def __init__(self, output_dir, problem, vocab_size):
+        self.output_dir = output_dir
+        self.problem = problem
+        self.vocab_size = vocab_size
+
+    def path(self, *names):
+        return FileSystems.join(self.output_dir, *names)
+
+    def vocab_path(self, lang=None):
+        name = "vocab.%s.%d.subwords" % (self.problem, self.vocab_size)
+        return self.path(name + ("." + lang if lang else ""))
+
+    def shard_path(self, split, shard, num_shards):
+        return self.path(shard_file_name(self.problem, split, shard, num_shards))
+
+    def shard_pattern(self, split):
+        return self.path("%s-%s-*" % (self.problem, split))
+
+    @property
+    def summary_path(self):
+        return self.path(SUMMARY_NAME)
+
+    @property
+    def complete_path(self):
+        return self.path(COMPLETE_NAME)
+
+    def rejects_path(self, split):
+        return self.path("rejects", "%s.jsonl" % split)
+
+    @property
+    def work_dir(self):
+        return self.path(WORK_NAME)
+
+    def work(self, *names):
+        return FileSystems.join(self.work_dir, *names)

@@ -1,0 +1,56 @@
+"""DatagenOptions: the job's own flags, parsed by Beam next to every Beam pipeline option."""
+
+from apache_beam.options.pipeline_options import PipelineOptions
+
+
+def _optional_length(value):
+    """`--max_subtoken_length none` (or 0) means no limit, as T2T's None."""
+    if value is None or str(value).lower() in ("none", "0", ""):
+        return None
+    return int(value)
+
+
+class DatagenOptions(PipelineOptions):
+    """Flags of `python -m pipeline.datagen` (Beam's own, like --runner, pass through)."""
+
+    @classmethod
+    def _add_argparse_args(cls, parser):
+        add = parser.add_argument
+        add("--train_source", help="File pattern(s), comma-separated, of training source text "
+            "(one sentence per line; plain, .gz or .bz2).")
+        add("--train_target", help="File pattern(s) of the line-aligned training target text.")
+        add("--dev_source", default=None, help="File pattern(s) of dev source text (optional).")
+        add("--dev_target", default=None, help="File pattern(s) of dev target text.")
+        add("--output_dir", help="Where vocab, shards and the summary go (any Beam FileSystems path).")
+        add("--problem", default="translate_enzh_wmt8k", help="File-name prefix, as T2T's problem name.")
+        add("--source_lang", default=None, help="Source language suffix (default: the files' extension).")
+        add("--target_lang", default=None, help="Target language suffix (default: the files' extension).")
+        add("--vocab_size", type=int, default=8192, help="Target subword vocabulary size.")
+        add("--shared_vocab", action="store_true", default=False,
+            help="Learn one vocabulary from both sides (vocab.{problem}.{size}.subwords).")
+        add("--file_byte_budget", type=float, default=1e8,
+            help="Characters sampled per file for the vocabulary (T2T's file_byte_budget).")
+        add("--max_subtoken_length", type=_optional_length, default=200,
+            help="Longest subtoken counted while learning; 'none' for no limit.")
+        add("--num_train_shards", type=int, default=10)
+        add("--num_dev_shards", type=int, default=1)
+        add("--seed", type=int, default=0, help="Seed of the deterministic global shuffle.")
+        add("--overwrite", action="store_true", default=False,
+            help="Replace a completed output directory (and relearn its vocabularies).")
+        add("--vocab_partitions", type=int, default=16,
+            help="Partitions of the subtoken counts per refinement iteration (parallelism and "
+                 "memory per worker; the result does not depend on it).")
+        add("--bisection_lookahead", type=int, default=1,
+            help="Bisection levels below the current min_count probed speculatively in the same "
+                 "pass: 0 runs one probe per pass; 1 three probes per pass (half the passes).")
+        add("--encode_chunk_lines", type=int, default=50000,
+            help="Lines per parallel encoding chunk of an uncompressed file.")
+
+
+def datagen_flag_values(options):
+    """{flag: value} of DatagenOptions' own flags (for the summary)."""
+    import argparse
+    parser = argparse.ArgumentParser()
+    DatagenOptions._add_argparse_args(parser)
+    view = options.view_as(DatagenOptions)
+    return {a.dest: getattr(view, a.dest) for a in parser._actions if a.dest != "help"}

@@ -1,0 +1,29 @@
+"""The end-of-job summary as a readable table (the JSON summary holds the same facts)."""
+
+
+def format_summary(summary):
+    lines = []
+    if summary.get("noop"):
+        lines.append("Output already complete, nothing done (finished %s). Use --overwrite to redo."
+                     % summary.get("finished_at"))
+    lines.append("datagen %s: problem %s, seed %s, %s passes, %.1f s" % (
+        summary["status"], summary["problem"], summary["seed"], summary["passes"], summary["seconds"]))
+    lines.append("")
+    lines.append("%-8s %10s %10s %10s  %s" % ("vocab", "size", "min_count", "tokens", "file"))
+    for name, v in sorted(summary["vocab"].items()):
+        if name == "passes":
+            continue
+        lines.append("%-8s %10d %10s %10s  %s%s" % (
+            name, v["size"], v.get("min_count", "-"), v.get("distinct_tokens", "-"), v["path"],
+            " (reused)" if v.get("reused") else ""))
+    lines.append("")
+    lines.append("%-8s %10s %10s %10s %7s" % ("split", "read", "written", "rejected", "shards"))
+    for split, s in sorted(summary["splits"].items()):
+        lines.append("%-8s %10d %10d %10d %7d" % (split, s["pairs_read"], s["pairs_written"],
+                                                   s["pairs_rejected"], len(s["shards"])))
+        for reason, n in sorted(s["rejected_by_reason"].items()):
+            lines.append("%-8s %32s: %d" % ("", reason, n))
+    lines.append("")
+    lines.append("stages: " + ", ".join("%s %.1f s" % (k, v["seconds"])
+                                        for k, v in summary["stages"].items()))
+    return "\n".join(lines)

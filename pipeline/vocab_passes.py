@@ -1,0 +1,148 @@
+"""The multi-pass driver that learns T2T subword vocabularies with Beam.
+
+Pass 1 samples every file (T2T's byte budget), counts tokens with a combine, checkpoints the
+counts under the work directory and runs the first bisection probes. Every later pass reads the
+checkpoint and runs the next probes. Each pass runs all four refinement iterations of its
+probes (`LearnSubwordVocabs`), for every vocabulary still searching, so the source and target
+vocabularies share passes. With `bisection_lookahead` L a pass also probes the L bisection
+levels below the current one, so the search advances L+1 levels per pass.
+
+The bisection itself (`subword_learner.bisect_min_count`) is replayed from the start after each
+pass with every size learnt so far; where it needs a size it does not have, that is the next
+pass's probe.
+"""
+
+import json
+import logging
+import time
+
+import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
+
+from transforms import file_io
+from transforms.codecs import subword_learner as learner
+from transforms.json_result import WriteJsonResult
+from transforms.subword_refine import LearnSubwordVocabs
+from transforms.token_counts import SampleAndCountTokens
+
+LOG = logging.getLogger("datagen")
+
+MIN_COUNT_LOW, MIN_COUNT_HIGH = 1, 1000
+
+
+def _probe_key(name, min_count):
+    return "%s:%d" % (name, min_count)
+
+
+def _vocab_report(vocabs):
+    return {_probe_key(name, t): v for (name, t), v in vocabs.items()}
+
+
+def _sizes_report(item):
+    iteration, sizes = item
+    return {"iteration": iteration, "sizes": {_probe_key(n, t): s for (n, t), s in sizes.items()}}
+
+
+class SubwordVocabSearch:
+    """Bisection state of several vocabularies; says what to probe next and what was chosen."""
+
+    def __init__(self, names, target_size, lookahead):
+        self.names = list(names)
+        self.target_size = target_size
+        self.lookahead = lookahead
+        self.vocabs = {name: {} for name in names}
+        self.chosen = {}
+
+    def next_probes(self):
+        """{name: [min_count, ...]} for the names whose bisection needs more sizes."""
+        probes = {}
+        for name in self.names:
+            if name in self.chosen:
+                continue
+            known = self.vocabs[name]
+
+            def size_of(min_count, low, high, known=known):
+                if min_count not in known:
+                    raise learner.NeedProbe(min_count, low, high)
+                return len(known[min_count])
+
+            try:
+                self.chosen[name] = learner.bisect_min_count(
+                    self.target_size, size_of, MIN_COUNT_LOW, MIN_COUNT_HIGH)
+            except learner.NeedProbe as need:
+                subtree = learner.probe_subtree(need.low, need.high, self.lookahead)
+                probes[name] = [t for t in subtree if t not in known] or [need.min_count]
+        return probes
+
+    def add(self, vocabs):
+        for (name, min_count), vocab in vocabs.items():
+            self.vocabs[name][min_count] = vocab
+
+    def result(self, name):
+        return self.vocabs[name][self.chosen[name]]
+
+
+def learn_subword_vocabs(options, work_dir, files, config, run_pass):
+    """Learns one vocabulary per name in `files` ({name: [(path, size_in_bytes), ...]}).
+
+    `config` carries vocab_size, max_subtoken_length, file_byte_budget, vocab_partitions and
+    bisection_lookahead; `run_pass(label, build)` runs one Beam pipeline built by
+    `build(pipeline)` and times it. Returns ({name: vocab list}, statistics).
+    """
+    search = SubwordVocabSearch(sorted(files), config["vocab_size"], config["bisection_lookahead"])
+    token_prefix = FileSystems.join(work_dir, "token_counts", "part")
+    probes = search.next_probes()
+    stats = {"passes": [], "sampling": [], "distinct_tokens": {}, "chosen_min_count": {}}
+    alphabets = None
+    pass_no = 0
+    while probes:
+        pass_no += 1
+        result_path = FileSystems.join(work_dir, "vocab_pass_%03d.json" % pass_no)
+        first = pass_no == 1
+
+        def build(p, probes=probes, result_path=result_path, first=first):
+            outputs = {}
+            if first:
+                items = [(name, path, size) for name in sorted(files) for path, size in files[name]]
+                counted = (p | "Files" >> beam.Create(items)
+                           | "SampleAndCount" >> SampleAndCountTokens(sorted(files), config["file_byte_budget"]))
+                batches, alphabet_pc = counted["batches"], counted["alphabets"]
+                _ = (batches | "ToJson" >> beam.Map(json.dumps)
+                     | "Checkpoint" >> beam.io.WriteToText(token_prefix, file_name_suffix=".jsonl"))
+                outputs.update(alphabets=alphabet_pc, sampling=counted["stats"],
+                               distinct=counted["distinct"] | "DistinctToList" >> beam.Map(list))
+            else:
+                batches = (p | "ReadCheckpoint" >> beam.io.ReadFromText(token_prefix + "*")
+                           | "FromJson" >> beam.Map(json.loads))
+                alphabet_pc = p | "Alphabets" >> beam.Create([alphabets])
+            vocabs, sizes = batches | "Learn" >> LearnSubwordVocabs(
+                probes, alphabet_pc, config["max_subtoken_length"], config["vocab_partitions"])
+            outputs.update(vocabs=vocabs | "VocabReport" >> beam.Map(_vocab_report),
+                           sizes=sizes | "SizesReport" >> beam.Map(_sizes_report))
+            _ = outputs | "Result" >> WriteJsonResult(result_path)
+
+        label = "vocab pass %d: %s" % (pass_no, ", ".join(
+            "%s min_count %s" % (name, ",".join(map(str, ts))) for name, ts in sorted(probes.items())))
+        seconds = run_pass(label, build)
+        result = file_io.read_json(result_path)
+        if first:
+            alphabets = result["alphabets"][0]
+            stats["sampling"] = sorted(result["sampling"], key=lambda s: (s["vocab"], s["path"]))
+            stats["distinct_tokens"] = {name: 0 for name in files}
+            stats["distinct_tokens"].update(dict(result["distinct"]))
+        reported = result["vocabs"][0]
+        vocabs = {}
+        for key, vocab in reported.items():
+            name, t = key.rsplit(":", 1)
+            vocabs[(name, int(t))] = vocab
+        for report in sorted(result["sizes"], key=lambda r: r["iteration"]):
+            LOG.info("  iteration %d: %s", report["iteration"], ", ".join(
+                "%s -> %d subtokens" % (k.replace(":", " min_count="), v)
+                for k, v in sorted(report["sizes"].items())))
+        search.add(vocabs)
+        stats["passes"].append({"pass": pass_no, "probes": probes, "seconds": round(seconds, 3),
+                                "sizes": {_probe_key(n, t): len(v) for (n, t), v in vocabs.items()}})
+        probes = search.next_probes()
+    stats["chosen_min_count"] = dict(search.chosen)
+    return {name: search.result(name) for name in files}, stats
+

@@ -1,0 +1,37 @@
+"""ScanTextFiles: line counts, sizes, seek points and UTF-8 validity of every input file.
+
+The driver checks these facts before anything is written (a source/target pair with different
+line counts is an error), the vocab sampler needs each file's size (T2T's sampling stride
+depends on it), and the encoder splits files at the seek points to read them in parallel.
+"""
+
+import apache_beam as beam
+
+from transforms import file_io
+from transforms.text_lines import scan_stream
+
+
+class _ScanFileFn(beam.DoFn):
+    def __init__(self, checkpoint_every):
+        self._every = checkpoint_every
+
+    def process(self, path):
+        with file_io.open_text_source(path) as f:
+            num_bytes, num_lines, checkpoints, first_invalid = scan_stream(f, self._every)
+        if file_io.is_compressed(path):
+            checkpoints = checkpoints[:1]  # a compressed stream cannot seek: read it whole
+        yield path, {"bytes": num_bytes, "lines": num_lines, "checkpoints": checkpoints,
+                     "first_invalid_utf8_line": first_invalid}
+
+
+class ScanTextFiles(beam.PTransform):
+    """paths -> (path, facts) for each file, each file scanned by one worker in parallel."""
+
+    def __init__(self, checkpoint_every=50000):
+        super().__init__()
+        self._every = checkpoint_every
+
+    def expand(self, paths):
+        return (paths
+                | "Spread" >> beam.Reshuffle()
+                | "Scan" >> beam.ParDo(_ScanFileFn(self._every)))

@@ -1,0 +1,117 @@
+"""How datagen reads text lines: the same lines Tensor2Tensor sees, with errors that name file and line.
+
+T2T reads corpora through `tf.gfile` in text mode: lines end at `\\n` only (a `\\r` stays in the
+line until `strip()` removes it at the end), every line is decoded as strict UTF-8, and each
+line is `str.strip()`-ed before use. These helpers work on binary file objects (from Beam's
+`FileSystems.open`, so `gs://` and `s3://` work) and import no Beam or TensorFlow themselves.
+"""
+
+_CHUNK = 1 << 22
+
+
+class InputError(ValueError):
+    """Bad input that names the file and (1-based) line."""
+
+    def __init__(self, path, line_number, message):
+        where = "%s:%d" % (path, line_number) if line_number else path
+        super().__init__("%s: %s" % (where, message))
+        self.path = path
+        self.line_number = line_number
+
+
+def iter_raw_lines(stream, limit=None):
+    """Yields the lines of a binary stream as bytes without their `\\n`, at most `limit` of them."""
+    if limit is not None and limit <= 0:
+        return
+    pending = b""
+    emitted = 0
+    while True:
+        chunk = stream.read(_CHUNK)
+        if not chunk:
+            break
+        parts = (pending + chunk).split(b"\n")
+        pending = parts.pop()
+        for part in parts:
+            yield part
+            emitted += 1
+            if limit is not None and emitted >= limit:
+                return
+    if pending:
+        yield pending
+
+
+def decode_line(raw, path, line_number):
+    """Strict UTF-8 decoding, as T2T's reader does; the error names file and line."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InputError(path, line_number,
+                         "invalid UTF-8 at byte %d of the line (%s)" % (e.start, e.reason)) from None
+
+
+def scan_stream(stream, checkpoint_every):
+    """Counts lines and bytes of a binary stream in one read.
+
+    Returns (num_bytes, num_lines, checkpoints, first_invalid) where checkpoints lists
+    (line_index, byte_offset) of the start of every `checkpoint_every`-th line (so a reader
+    can seek there) and first_invalid is the 1-based number of the first line that is not
+    valid UTF-8, or None.
+    """
+    num_bytes = 0
+    num_lines = 0
+    checkpoints = [(0, 0)]
+    first_invalid = None
+    pending = b""
+    pending_offset = 0
+    while True:
+        chunk = stream.read(_CHUNK)
+        if not chunk:
+            break
+        num_bytes += len(chunk)
+        data = pending + chunk
+        parts = data.split(b"\n")
+        pending = parts.pop()
+        offset = pending_offset
+        for part in parts:
+            if first_invalid is None:
+                try:
+                    part.decode("utf-8")
+                except UnicodeDecodeError:
+                    first_invalid = num_lines + 1
+            num_lines += 1
+            offset += len(part) + 1
+            if num_lines % checkpoint_every == 0:
+                checkpoints.append((num_lines, offset))
+        pending_offset = offset
+    if pending:
+        if first_invalid is None:
+            try:
+                pending.decode("utf-8")
+            except UnicodeDecodeError:
+                first_invalid = num_lines + 1
+        num_lines += 1
+    if checkpoints[-1][0] >= num_lines and len(checkpoints) > 1:
+        checkpoints.pop()
+    return num_bytes, num_lines, checkpoints, first_invalid
+
+
+def sample_lines_for_vocab(raw_lines, file_size, byte_budget, path="<stream>"):
+    """Tensor2Tensor's `generate_lines_for_vocab` sampling for one file.
+
+    Skips `int(file_size / byte_budget / 2)` lines between samples, takes one stripped line,
+    charges its length in characters against the budget, and stops when a line is due and the
+    budget is spent (so the last line may overshoot). Yields decoded, stripped lines.
+    """
+    stride = int(file_size / byte_budget / 2)
+    counter = 0
+    budget = byte_budget
+    for number, raw in enumerate(raw_lines, 1):
+        if counter < stride:
+            counter += 1
+            continue
+        if budget <= 0:
+            return
+        line = decode_line(raw, path, number).strip()
+        budget -= len(line)
+        counter = 0
+        yield line

@@ -1,0 +1,103 @@
+"""SampleAndCountTokens: T2T's byte-budget vocab sample, tokenized, counted by a Beam combine.
+
+Each input file is sampled independently (one worker per file, as T2T's stride sampling is
+sequential within a file); the sampled lines are tokenized with T2T's invertible tokenizer and
+counted per file, and `CombinePerKey(sum)` adds the counts of all files that feed one
+vocabulary. The output is batches of `(vocab_name, token, count)` triples, the input of the
+refinement passes, plus per-file sampling statistics.
+"""
+
+import collections
+
+import apache_beam as beam
+
+from transforms import file_io
+from transforms.codecs import tokenizer
+from transforms.codecs.subword import ESCAPE_CHARS, RESERVED_TOKENS
+from transforms.text_lines import iter_raw_lines, sample_lines_for_vocab
+
+STATS = "stats"
+
+
+class _SampleFileFn(beam.DoFn):
+    """(vocab_name, path, file_size) -> ((vocab_name, token), count) for the file's sample."""
+
+    def __init__(self, byte_budget):
+        self._budget = byte_budget
+
+    def process(self, item):
+        vocab_name, path, file_size = item
+        counts = collections.Counter()
+        lines = chars = 0
+        with file_io.open_text_source(path) as f:
+            for line in sample_lines_for_vocab(iter_raw_lines(f), file_size, self._budget, path):
+                counts.update(tokenizer.encode(line))
+                lines += 1
+                chars += len(line)
+        for token, count in counts.items():
+            yield (vocab_name, token), count
+        yield beam.pvalue.TaggedOutput(STATS, {
+            "vocab": vocab_name, "path": path, "sampled_lines": lines, "sampled_chars": chars,
+            "distinct_tokens_in_file": len(counts)})
+
+
+class _AlphabetFn(beam.CombineFn):
+    """Batches of (vocab_name, token, count) -> {vocab_name: sorted alphabet}."""
+
+    def __init__(self, vocab_names):
+        self._names = list(vocab_names)
+
+    def create_accumulator(self):
+        return {}
+
+    def add_input(self, acc, batch):
+        for name, token, _ in batch:
+            acc.setdefault(name, set()).update(token)
+        return acc
+
+    def merge_accumulators(self, accs):
+        out = {}
+        for acc in accs:
+            for name, chars in acc.items():
+                out.setdefault(name, set()).update(chars)
+        return out
+
+    def extract_output(self, acc):
+        out = {}
+        for name in self._names:
+            chars = set(acc.get(name, ())) | set(ESCAPE_CHARS)
+            for token in RESERVED_TOKENS:
+                chars.update(token)
+            out[name] = sorted(chars)
+        return out
+
+
+class SampleAndCountTokens(beam.PTransform):
+    """(vocab_name, path, file_size) -> token batches, alphabets and sampling statistics.
+
+    Returns a dict of PCollections: `batches` (lists of (vocab_name, token, count)),
+    `alphabets` (one {vocab_name: sorted characters}), `stats` (one dict per file) and
+    `distinct` ((vocab_name, number of distinct tokens)).
+    """
+
+    def __init__(self, vocab_names, byte_budget, batch_size=4000):
+        super().__init__()
+        self._names = list(vocab_names)
+        self._budget = byte_budget
+        self._batch_size = batch_size
+
+    def expand(self, files):
+        sampled = (files
+                   | "Spread" >> beam.Reshuffle()
+                   | "SampleAndTokenize" >> beam.ParDo(_SampleFileFn(self._budget))
+                   .with_outputs(STATS, main="counts"))
+        totals = sampled.counts | "SumCounts" >> beam.CombinePerKey(sum)
+        triples = totals | "Flatten" >> beam.MapTuple(lambda key, count: (key[0], key[1], count))
+        batches = triples | "Batch" >> beam.BatchElements(
+            min_batch_size=self._batch_size, max_batch_size=self._batch_size)
+        alphabets = batches | "Alphabets" >> beam.CombineGlobally(_AlphabetFn(self._names))
+        distinct = (triples
+                    | "VocabName" >> beam.Map(lambda t: t[0])
+                    | "CountDistinct" >> beam.combiners.Count.PerElement())
+        return {"batches": batches, "alphabets": alphabets, "stats": sampled[STATS],
+                "distinct": distinct}
