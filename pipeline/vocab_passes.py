@@ -105,7 +105,8 @@ def learn_subword_vocabs(options, work_dir, files, config, run_pass):
             if first:
                 items = [(name, path, size) for name in sorted(files) for path, size in files[name]]
                 counted = (p | "Files" >> beam.Create(items)
-                           | "SampleAndCount" >> SampleAndCountTokens(sorted(files), config["file_byte_budget"]))
+                           | "SampleAndCount" >> SampleAndCountTokens(
+                               sorted(files), config["file_byte_budget"], config["vocab_partitions"]))
                 batches, alphabet_pc = counted["batches"], counted["alphabets"]
                 _ = (batches | "ToJson" >> beam.Map(json.dumps)
                      | "Checkpoint" >> beam.io.WriteToText(token_prefix, file_name_suffix=".jsonl"))

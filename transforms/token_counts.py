@@ -8,6 +8,7 @@ refinement passes, plus per-file sampling statistics.
 """
 
 import collections
+import zlib
 
 import apache_beam as beam
 
@@ -75,16 +76,18 @@ class _AlphabetFn(beam.CombineFn):
 class SampleAndCountTokens(beam.PTransform):
     """(vocab_name, path, file_size) -> token batches, alphabets and sampling statistics.
 
+    Tokens are spread over `num_batches` batches by a stable hash of the token.
+
     Returns a dict of PCollections: `batches` (lists of (vocab_name, token, count)),
     `alphabets` (one {vocab_name: sorted characters}), `stats` (one dict per file) and
     `distinct` ((vocab_name, number of distinct tokens)).
     """
 
-    def __init__(self, vocab_names, byte_budget, batch_size=4000):
+    def __init__(self, vocab_names, byte_budget, num_batches=16):
         super().__init__()
         self._names = list(vocab_names)
         self._budget = byte_budget
-        self._batch_size = batch_size
+        self._num_batches = num_batches
 
     def expand(self, files):
         sampled = (files
@@ -93,8 +96,13 @@ class SampleAndCountTokens(beam.PTransform):
                    .with_outputs(STATS, main="counts"))
         totals = sampled.counts | "SumCounts" >> beam.CombinePerKey(sum)
         triples = totals | "Flatten" >> beam.MapTuple(lambda key, count: (key[0], key[1], count))
-        batches = triples | "Batch" >> beam.BatchElements(
-            min_batch_size=self._batch_size, max_batch_size=self._batch_size)
+        # A fixed number of batches keyed by a stable token hash: large enough elements for
+        # the refinement passes to do real work per element, independent of bundle sizes.
+        batches = (triples
+                   | "KeyByTokenHash" >> beam.Map(
+                       lambda t, n=self._num_batches: (zlib.crc32(t[1].encode("utf-8")) % n, t))
+                   | "GroupIntoBatches" >> beam.GroupByKey()
+                   | "DropKey" >> beam.MapTuple(lambda _, batch: list(batch)))
         alphabets = batches | "Alphabets" >> beam.CombineGlobally(_AlphabetFn(self._names))
         distinct = (triples
                     | "VocabName" >> beam.Map(lambda t: t[0])

@@ -49,33 +49,36 @@ def build_alphabet(tokens, reserved_tokens=RESERVED_TOKENS):
     return alphabet
 
 
-def _window_end(start, length, max_subtoken_length):
-    if max_subtoken_length is None:
-        return length
-    return min(length, start + max_subtoken_length - 1)
-
-
 def count_windows(token_counts, max_subtoken_length, vocab=None, into=None):
     """Sums, over (token, count) pairs, the windows at each segment start.
 
     `vocab` is None for the first iteration (every character is a segment), else a
     `(subtoken_set, max_len)` pair describing the previous iteration's vocabulary. All token
     characters must be in the alphabet, which holds when the alphabet was built from these
-    tokens. Returns a dict window -> summed count (updated in place when `into` is given).
+    tokens. Returns a Counter window -> summed count (updated in place when `into` is given).
+
+    T2T counts `escaped[start:end]` for `end` below `start + max_subtoken_length`, so a window
+    is at most `max_subtoken_length - 1` characters long (slicing past the end is harmless).
     """
-    counts = {} if into is None else into
+    counts = collections.Counter() if into is None else into
     get = counts.get
+    span = None if max_subtoken_length is None else max_subtoken_length - 1
+    if span is not None and span <= 0:
+        return counts
     for token, count in token_counts:
         escaped = escape_token_all_known(token)
-        length = len(escaped)
         if vocab is None:
-            starts = range(length)
+            starts = range(len(escaped))
         else:
             starts = segment(escaped, vocab[0], vocab[1])
-        for start in starts:
-            end = _window_end(start, length, max_subtoken_length)
-            if end > start:
-                window = escaped[start:end]
+        if span is None:
+            windows = [escaped[i:] for i in starts]
+        else:
+            windows = [escaped[i:i + span] for i in starts]
+        if count == 1:
+            counts.update(windows)  # C-level counting
+        else:
+            for window in windows:
                 counts[window] = get(window, 0) + count
     return counts
 
@@ -92,8 +95,13 @@ def split_windows(windows, num_partitions):
     if num_partitions == 1:
         return {0: windows} if windows else {}
     parts = collections.defaultdict(dict)
+    memo = {}
     for window, count in windows.items():
-        parts[partition_of(window, num_partitions)][window] = count
+        head = window[:2]
+        part = memo.get(head)
+        if part is None:
+            part = memo[head] = partition_of(head, num_partitions)
+        parts[part][window] = count
     return parts
 
 

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Runs the whole datagen job on the sample corpus shipped in the repo, on this machine.
+# Creates ./.venv and installs the project on first use. Extra arguments go to the job, e.g.
+#   ./run_local.sh --overwrite --seed 7
+set -euo pipefail
+cd "$(dirname "$0")"
+
+if [ ! -x .venv/bin/python ]; then
+  echo "Creating virtualenv .venv and installing the project (first run only)..."
+  python3 -m venv .venv
+  .venv/bin/pip install --quiet --upgrade pip
+fi
+if ! .venv/bin/python -c "import pipeline.datagen, apache_beam, tensorflow, google_crc32c" >/dev/null 2>&1; then
+  .venv/bin/pip install --quiet -e .
+fi
+
+OUT="${OUTPUT_DIR:-$PWD/local_output/translate_enzh_wmt8k}"
+.venv/bin/python -m pipeline.datagen \
+  --train_source sample_data/enzh-mlqe-pe/train.en \
+  --train_target sample_data/enzh-mlqe-pe/train.zh \
+  --dev_source sample_data/enzh-mlqe-pe/dev.en \
+  --dev_target sample_data/enzh-mlqe-pe/dev.zh \
+  --output_dir "$OUT" \
+  --problem translate_enzh_wmt8k \
+  --vocab_size 8192 \
+  --runner DirectRunner --direct_running_mode multi_processing --direct_num_workers 2 \
+  "$@"
+
+echo
+echo "Outputs are in $OUT:"
+ls -1 "$OUT"

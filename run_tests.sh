@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# The test command: sets up .venv on a fresh machine (project, test requirements and the
+# Tensor2Tensor 1.15.7 reference, installed --no-deps), then runs the whole suite.
+# Extra arguments go to pytest, e.g. ./run_tests.sh -k parity -x
+set -euo pipefail
+cd "$(dirname "$0")"
+
+if [ ! -x .venv/bin/python ]; then
+  python3 -m venv .venv
+  .venv/bin/pip install --quiet --upgrade pip
+fi
+if ! .venv/bin/python -c "import pipeline.datagen, apache_beam, tensorflow, google_crc32c, pytest, hypothesis, tensor2tensor" >/dev/null 2>&1; then
+  .venv/bin/pip install --quiet -e . -r requirements-test.txt
+  .venv/bin/pip install --quiet --no-deps tensor2tensor==1.15.7
+fi
+exec .venv/bin/python -m pytest tests "$@"

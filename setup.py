@@ -1,0 +1,23 @@
+"""Package for the Beam datagen job. Works as Beam's `--setup_file` so remote workers
+(Dataflow, Flink, Spark) install the `pipeline` and `transforms` packages and their
+runtime requirements."""
+
+import setuptools
+
+REQUIRED = [
+    "apache-beam>=2.77,<3",
+    "google-crc32c>=1.5",
+    "tensorflow-cpu>=2.16; platform_machine == 'x86_64'",
+    "tensorflow>=2.16; platform_machine != 'x86_64'",
+]
+
+setuptools.setup(
+    name="t2t-beam-datagen",
+    version="0.1.0",
+    description="Tensor2Tensor-compatible translation datagen (subword vocab, encoded, "
+                "sharded, shuffled TFRecords) on Apache Beam",
+    packages=setuptools.find_packages(include=["pipeline", "pipeline.*", "transforms", "transforms.*"]),
+    python_requires=">=3.10",
+    install_requires=REQUIRED,
+    extras_require={"test": ["pytest>=8", "hypothesis>=6.100", "regex>=2023.0"]},
+)
