@@ -257,6 +257,7 @@ class DatagenJob:
         FileSystems.mkdirs(layout.output_dir) if not file_io.exists(layout.output_dir) else None
         splits = self.splits()
         plan = self.vocab_plan(splits)
+        _delete_tree(layout.work_dir)  # leftovers of a killed run must not be read back
         try:
             facts = self._timed("scan", self.scan, splits)
             vocab = self._timed("vocab", self.vocabs, plan, facts)
@@ -281,14 +282,29 @@ def run(argv=None):
     return DatagenJob(options).run()
 
 
+def print_help():
+    import argparse
+    parser = argparse.ArgumentParser(
+        prog="python -m pipeline.datagen",
+        description="Tensor2Tensor-compatible translation datagen on Apache Beam.",
+        epilog="Every Apache Beam pipeline option is accepted too (--runner, "
+               "--direct_num_workers, --project, --setup_file, ...).")
+    DatagenOptions._add_argparse_args(parser)
+    parser.print_help()
+
+
 def main(argv=None):
+    argv = list(argv if argv is not None else sys.argv[1:])
+    if "-h" in argv or "--help" in argv:
+        print_help()
+        return 0
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s", "%H:%M:%S"))
     LOG.addHandler(handler)
     LOG.setLevel(logging.INFO)
     LOG.propagate = False
     try:
-        summary = run(argv if argv is not None else sys.argv[1:])
+        summary = run(argv)
     except DatagenError as e:
         LOG.error("%s", e)
         return 2
