@@ -29,6 +29,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from pipeline import vocab_passes
 from pipeline.layout import OutputLayout, lang_of
 from pipeline.options import DatagenOptions, datagen_flag_values
+from pipeline.runners import DatagenError, check_workers_can_import_project, is_dry_run, runner_name
 from pipeline.summary import format_summary
 from transforms import file_io
 from transforms.codecs.subword import vocab_file_text
@@ -40,10 +41,6 @@ from transforms.shuffled_shards import WriteRejects, WriteShuffledShards
 LOG = logging.getLogger("datagen")
 
 
-class DatagenError(Exception):
-    """A problem with the job's input or flags, reported without a traceback."""
-
-
 def _now():
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
@@ -51,6 +48,22 @@ def _now():
 def _delete_tree(path):
     if FileSystems.exists(path):
         FileSystems.delete([path])
+
+
+def build_scan_pass(p, paths, checkpoint_every, result_path):
+    facts = (p | "Paths" >> beam.Create(paths)
+             | "Scan" >> ScanTextFiles(checkpoint_every)
+             | "AsList" >> beam.Map(list))
+    _ = {"files": facts} | "Result" >> WriteJsonResult(result_path)
+
+
+def build_encode_pass(p, chunks, vocab_paths, seed, problem, num_shards, shard_dir, rejects_dir,
+                      result_path):
+    encoded = (p | "Chunks" >> beam.Create(chunks)
+               | "Encode" >> EncodePairs(vocab_paths[0], vocab_paths[1], seed, num_shards))
+    shards = encoded.records | "Write" >> WriteShuffledShards(problem, num_shards, shard_dir)
+    rejects = encoded.rejects | "Rejects" >> WriteRejects(rejects_dir)
+    _ = {"shards": shards, "rejects": rejects} | "Result" >> WriteJsonResult(result_path)
 
 
 class DatagenJob:
@@ -65,7 +78,9 @@ class DatagenJob:
             raise DatagenError("--dev_source and --dev_target go together")
         if f.vocab_size < 1:
             raise DatagenError("--vocab_size must be positive")
-        self.layout = OutputLayout(f.output_dir, f.problem, f.vocab_size)
+        check_workers_can_import_project(options)
+        self.dry_run = is_dry_run(options)
+        self.layout = OutputLayout(file_io.absolute(f.output_dir), f.problem, f.vocab_size)
         self.stages = {}
         self.pass_count = 0
 
@@ -76,6 +91,11 @@ class DatagenJob:
         start = time.time()
         pipeline = beam.Pipeline(options=self.options)
         build(pipeline)
+        if self.dry_run and runner_name(self.options) != "dataflow":
+            # Only Dataflow has a dry run of its own; elsewhere translating is the dry run.
+            pipeline.to_runner_api()
+            LOG.info("pass %d translated (dry run)", self.pass_count)
+            return 0.0
         result = pipeline.run()
         state = result.wait_until_finish()
         if state not in (None, beam.runners.runner.PipelineState.DONE):
@@ -108,12 +128,8 @@ class DatagenJob:
         paths = sorted({p for pair in splits.values() for files in pair for p in files})
         result_path = self.layout.work("scan.json")
 
-        def build(p):
-            facts = (p | "Paths" >> beam.Create(paths) | "Scan" >> ScanTextFiles(
-                self.flags.encode_chunk_lines) | "AsList" >> beam.Map(list))
-            _ = {"files": facts} | "Result" >> WriteJsonResult(result_path)
-
-        self.run_pass("scan %d files" % len(paths), build)
+        self.run_pass("scan %d files" % len(paths),
+                      lambda p: build_scan_pass(p, paths, self.flags.encode_chunk_lines, result_path))
         facts = dict(file_io.read_json(result_path)["files"])
         problems = []
         for path in paths:
@@ -154,12 +170,8 @@ class DatagenJob:
             else:
                 to_learn[name] = [(p, facts[p]["bytes"]) for p in files]
         if to_learn:
-            config = {"vocab_size": f.vocab_size, "max_subtoken_length": f.max_subtoken_length,
-                      "file_byte_budget": f.file_byte_budget,
-                      "vocab_partitions": f.vocab_partitions,
-                      "bisection_lookahead": f.bisection_lookahead}
             learnt, stats = vocab_passes.learn_subword_vocabs(
-                self.options, self.layout.work_dir, to_learn, config, self.run_pass)
+                self.options, self.layout.work_dir, to_learn, self._vocab_config(), self.run_pass)
             for name, vocab in sorted(learnt.items()):
                 path = plan[name][0]
                 file_io.write_bytes_atomically(path, vocab_file_text(vocab).encode("utf-8"))
@@ -176,18 +188,27 @@ class DatagenJob:
             report["passes"] = stats["passes"]
         return report
 
+    def num_shards(self, splits):
+        shards = {"train": self.flags.num_train_shards}
+        if "dev" in splits:
+            shards["dev"] = self.flags.num_dev_shards
+        return shards
+
+    @staticmethod
+    def encoder_vocab_paths(plan):
+        """(source vocab path, target vocab path); the same file twice for a shared vocab."""
+        if "shared" in plan:
+            return plan["shared"][0], plan["shared"][0]
+        return plan["source"][0], plan["target"][0]
+
     def encode(self, splits, facts, plan):
         f = self.flags
-        num_shards = {"train": f.num_train_shards}
-        if "dev" in splits:
-            num_shards["dev"] = f.num_dev_shards
+        num_shards = self.num_shards(splits)
         chunks = []
         for split, (sources, targets) in sorted(splits.items()):
             for index, (src, tgt) in enumerate(zip(sources, targets)):
                 chunks.extend(plan_chunks(split, index, src, tgt, facts[src], facts[tgt]))
-        vocab_paths = [path for _, (path, _) in sorted(plan.items())]
-        src_vocab, tgt_vocab = (vocab_paths * 2)[:2] if len(vocab_paths) == 1 else (
-            plan["source"][0], plan["target"][0])
+        vocab_paths = self.encoder_vocab_paths(plan)
         shard_dir = self.layout.work("shards")
         rejects_dir = self.layout.work("rejects")
         result_path = self.layout.work("encode.json")
@@ -196,11 +217,8 @@ class DatagenJob:
             FileSystems.mkdirs(d)
 
         def build(p):
-            encoded = (p | "Chunks" >> beam.Create(chunks)
-                       | "Encode" >> EncodePairs(src_vocab, tgt_vocab, f.seed, num_shards))
-            shards = encoded.records | "Write" >> WriteShuffledShards(f.problem, num_shards, shard_dir)
-            rejects = encoded.rejects | "Rejects" >> WriteRejects(rejects_dir)
-            _ = {"shards": shards, "rejects": rejects} | "Result" >> WriteJsonResult(result_path)
+            build_encode_pass(p, chunks, vocab_paths, f.seed, f.problem, num_shards,
+                              shard_dir, rejects_dir, result_path)
 
         self.run_pass("encode %d chunks into %s" % (len(chunks), ", ".join(
             "%d %s shards" % (n, s) for s, n in sorted(num_shards.items()))), build)
@@ -244,9 +262,53 @@ class DatagenJob:
                                [self.layout.rejects_path(r["split"]) for r in rejects])
         return report
 
+    def translate_all_passes(self):
+        """--dry_run: builds and translates one pass of every kind, reads and writes nothing.
+
+        Inputs are not listed (patterns are taken as file names) and file facts are
+        placeholders, so this needs no access to the input or output file systems.
+        """
+        f = self.flags
+        splits = {"train": (f.train_source.split(","), f.train_target.split(","))}
+        if f.dev_source:
+            splits["dev"] = (f.dev_source.split(","), f.dev_target.split(","))
+        plan = self.vocab_plan(splits)
+        num_shards = self.num_shards(splits)
+        work = self.layout.work
+        paths = sorted({p for pair in splits.values() for files in pair for p in files})
+        self.run_pass("scan (dry run)", lambda p: build_scan_pass(
+            p, paths, f.encode_chunk_lines, work("scan.json")))
+        config = self._vocab_config()
+        files = {name: [(path, 0) for path in plan_files] for name, (_, plan_files) in plan.items()}
+        probes = vocab_passes.SubwordVocabSearch(sorted(plan), f.vocab_size,
+                                                 f.bisection_lookahead).next_probes()
+        prefix = vocab_passes.token_checkpoint_prefix(self.layout.work_dir)
+        self.run_pass("first vocab pass (dry run)", lambda p: vocab_passes.build_vocab_pass(
+            p, files, probes, None, prefix, work("vocab_pass_001.json"), config))
+        self.run_pass("later vocab pass (dry run)", lambda p: vocab_passes.build_vocab_pass(
+            p, None, probes, {name: [] for name in plan}, prefix, work("vocab_pass_002.json"),
+            config))
+        no_facts = {"lines": 0, "checkpoints": [(0, 0)]}
+        chunks = [c for split, (sources, targets) in sorted(splits.items())
+                  for i, (s, t) in enumerate(zip(sources, targets))
+                  for c in plan_chunks(split, i, s, t, no_facts, no_facts)]
+        self.run_pass("encode (dry run)", lambda p: build_encode_pass(
+            p, chunks, self.encoder_vocab_paths(plan), f.seed, f.problem, num_shards,
+            work("shards"), work("rejects"), work("encode.json")))
+        return {"status": "dry_run", "passes": self.pass_count, "problem": f.problem,
+                "runner": self.options.get_all_options().get("runner")}
+
+    def _vocab_config(self):
+        f = self.flags
+        return {"vocab_size": f.vocab_size, "max_subtoken_length": f.max_subtoken_length,
+                "file_byte_budget": f.file_byte_budget, "vocab_partitions": f.vocab_partitions,
+                "bisection_lookahead": f.bisection_lookahead}
+
     def run(self):
         f = self.flags
         layout = self.layout
+        if self.dry_run:
+            return self.translate_all_passes()
         if file_io.exists(layout.complete_path) and not f.overwrite:
             LOG.info("%s is complete (%s exists): nothing to do; pass --overwrite to redo it",
                      layout.output_dir, layout.complete_path)
@@ -308,6 +370,10 @@ def main(argv=None):
     except DatagenError as e:
         LOG.error("%s", e)
         return 2
+    if summary["status"] == "dry_run":
+        print("dry run: %d passes translated for runner %s; nothing was run or written"
+              % (summary["passes"], summary["runner"]))
+        return 0
     print(format_summary(summary))
     return 0
 

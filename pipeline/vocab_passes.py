@@ -82,6 +82,39 @@ class SubwordVocabSearch:
         return self.vocabs[name][self.chosen[name]]
 
 
+def build_vocab_pass(p, files, probes, alphabets, token_prefix, result_path, config):
+    """Adds one vocab pass to pipeline `p`.
+
+    The first pass (`files` given: {name: [(path, size)]}) samples and counts tokens and
+    checkpoints the counts at `token_prefix`; later passes (`files` None) read the checkpoint
+    and need the `alphabets` the first pass found. The pass's results go to `result_path`.
+    """
+    outputs = {}
+    if files is not None:
+        items = [(name, path, size) for name in sorted(files) for path, size in files[name]]
+        counted = (p | "Files" >> beam.Create(items)
+                   | "SampleAndCount" >> SampleAndCountTokens(
+                       sorted(files), config["file_byte_budget"], config["vocab_partitions"]))
+        batches, alphabet_pc = counted["batches"], counted["alphabets"]
+        _ = (batches | "ToJson" >> beam.Map(json.dumps)
+             | "Checkpoint" >> beam.io.WriteToText(token_prefix, file_name_suffix=".jsonl"))
+        outputs.update(alphabets=alphabet_pc, sampling=counted["stats"],
+                       distinct=counted["distinct"] | "DistinctToList" >> beam.Map(list))
+    else:
+        batches = (p | "ReadCheckpoint" >> beam.io.ReadFromText(token_prefix + "*")
+                   | "FromJson" >> beam.Map(json.loads))
+        alphabet_pc = p | "Alphabets" >> beam.Create([alphabets])
+    vocabs, sizes = batches | "Learn" >> LearnSubwordVocabs(
+        probes, alphabet_pc, config["max_subtoken_length"], config["vocab_partitions"])
+    outputs.update(vocabs=vocabs | "VocabReport" >> beam.Map(_vocab_report),
+                   sizes=sizes | "SizesReport" >> beam.Map(_sizes_report))
+    _ = outputs | "Result" >> WriteJsonResult(result_path)
+
+
+def token_checkpoint_prefix(work_dir):
+    return FileSystems.join(work_dir, "token_counts", "part")
+
+
 def learn_subword_vocabs(options, work_dir, files, config, run_pass):
     """Learns one vocabulary per name in `files` ({name: [(path, size_in_bytes), ...]}).
 
@@ -90,7 +123,7 @@ def learn_subword_vocabs(options, work_dir, files, config, run_pass):
     `build(pipeline)` and times it. Returns ({name: vocab list}, statistics).
     """
     search = SubwordVocabSearch(sorted(files), config["vocab_size"], config["bisection_lookahead"])
-    token_prefix = FileSystems.join(work_dir, "token_counts", "part")
+    token_prefix = token_checkpoint_prefix(work_dir)
     probes = search.next_probes()
     stats = {"passes": [], "sampling": [], "distinct_tokens": {}, "chosen_min_count": {}}
     alphabets = None
@@ -101,26 +134,8 @@ def learn_subword_vocabs(options, work_dir, files, config, run_pass):
         first = pass_no == 1
 
         def build(p, probes=probes, result_path=result_path, first=first):
-            outputs = {}
-            if first:
-                items = [(name, path, size) for name in sorted(files) for path, size in files[name]]
-                counted = (p | "Files" >> beam.Create(items)
-                           | "SampleAndCount" >> SampleAndCountTokens(
-                               sorted(files), config["file_byte_budget"], config["vocab_partitions"]))
-                batches, alphabet_pc = counted["batches"], counted["alphabets"]
-                _ = (batches | "ToJson" >> beam.Map(json.dumps)
-                     | "Checkpoint" >> beam.io.WriteToText(token_prefix, file_name_suffix=".jsonl"))
-                outputs.update(alphabets=alphabet_pc, sampling=counted["stats"],
-                               distinct=counted["distinct"] | "DistinctToList" >> beam.Map(list))
-            else:
-                batches = (p | "ReadCheckpoint" >> beam.io.ReadFromText(token_prefix + "*")
-                           | "FromJson" >> beam.Map(json.loads))
-                alphabet_pc = p | "Alphabets" >> beam.Create([alphabets])
-            vocabs, sizes = batches | "Learn" >> LearnSubwordVocabs(
-                probes, alphabet_pc, config["max_subtoken_length"], config["vocab_partitions"])
-            outputs.update(vocabs=vocabs | "VocabReport" >> beam.Map(_vocab_report),
-                           sizes=sizes | "SizesReport" >> beam.Map(_sizes_report))
-            _ = outputs | "Result" >> WriteJsonResult(result_path)
+            build_vocab_pass(p, files if first else None, probes, alphabets, token_prefix,
+                             result_path, config)
 
         label = "vocab pass %d: %s" % (pass_no, ", ".join(
             "%s min_count %s" % (name, ",".join(map(str, ts))) for name, ts in sorted(probes.items())))

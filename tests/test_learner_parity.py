@@ -5,12 +5,13 @@ Both learners get the same token counts: lines sampled by T2T's own
 parity is tested in test_tokenizer.py). The learnt vocabulary must be the same list, in the
 same order, and its vocab file the same bytes as T2T's `store_to_file`.
 
-To stay within a couple of minutes the large corpora are cut to their first lines (fewer for
-the larger targets, whose bisection goes down to min_count 1), and T2T's bisection probes are
-shared between target sizes over the same token counts (`t2t_build_to_target_size(memo=...)`,
-which gives the same result as without the memo). The complete t2t-datagen path
-(`get_or_generate_vocab_inner` over `generate_lines_for_vocab`) runs unshared on the small
-corpus and on the small-budget samples.
+To stay within a couple of minutes the large corpora are cut to their first lines for the
+learn_vocab cases, and T2T's bisection probes are shared between target sizes over the same
+token counts (`t2t_build_to_target_size(memo=...)`, which gives the same result as without
+the memo). The complete t2t-datagen path (`get_or_generate_vocab_inner` over
+`generate_lines_for_vocab`) runs unshared on the small corpus and on the small-budget samples.
+No token in these corpora is 200 characters long, so max_subtoken_length 200 and None learn
+the same; the refine cases use short max_subtoken_lengths (2 to 6) to exercise the cut-off.
 """
 
 import os
@@ -36,8 +37,12 @@ SIDE_IDS = ["%s/%s" % side for side in SIDES]
 TARGETS = (300, 2000, 8192)
 MAX_SUBTOKEN_LENGTHS = (200, None)
 
-# How many leading lines of each training file the full-sample parity tests learn from.
-LINES_FOR_TARGET = {300: 1000, 2000: 1000, 8192: 400}
+# How many leading lines of each training file the full-sample learn_vocab tests learn from.
+# With 400 lines the bisection ends at min_count 28 to 750 for target 300 (enzh's Chinese side
+# cannot go below its ~1,750-character alphabet), 3 to 7 for 2000 (1,705 to 2,203 entries),
+# and 1 for 8192, which is out of reach. All three targets share one sample per file, hence
+# one memo of T2T probes.
+PARITY_LINES = 400
 
 FULL_BUDGET = 1e8  # larger than every file: generate_lines_for_vocab yields every line
 SMALL_BUDGET = 20000  # a stride of several lines, and the budget runs out early
@@ -131,16 +136,74 @@ def test_our_token_counts_match_t2t(corpus, name, samples):
     assert our_token_counts(sample.lines) == sample.token_counts
 
 
+def model_of_t2t_sampling(path, file_byte_budget):
+    """What `generate_lines_for_vocab` yields for one local file, written out plainly.
+
+    * lines come from tf.gfile's line reader, which splits on "\\n" only and drops every
+      "\\r" (also inside a line);
+    * `countermax = int(file size in bytes / budget / 2)` lines are skipped before each line
+      taken, and the file is read until the budget is used up;
+    * a taken line is `str.strip()`ed and the budget decreases by its length in code points.
+    """
+    with open(path, "rb") as f:
+        data = f.read()
+    text = data.decode("utf-8").replace("\r", "")
+    lines = text.split("\n")
+    lines = [line + "\n" for line in lines[:-1]] + ([lines[-1]] if lines[-1] else [])
+    budget = file_byte_budget
+    countermax = int(len(data) / budget / 2)
+    counter = 0
+    out = []
+    for line in lines:
+        if counter < countermax:
+            counter += 1
+        else:
+            if budget <= 0:
+                break
+            line = line.strip()
+            budget -= len(line)
+            counter = 0
+            out.append(line)
+    return out
+
+
+@pytest.mark.parametrize("budget", [FULL_BUDGET, SMALL_BUDGET, 3000, 150])
+@pytest.mark.parametrize("corpus,name", SIDES, ids=SIDE_IDS)
+def test_t2t_sampling_model(corpus, name, budget):
+    path = corpus_path(corpus, name)
+    assert t2t.t2t_sample_lines(path, budget) == model_of_t2t_sampling(path, budget)
+
+
+@pytest.mark.parametrize("budget", [FULL_BUDGET, 40, 12, 5])
+def test_t2t_sampling_model_edge_cases(tmp_path, budget):
+    """Carriage returns (dropped everywhere), a BOM (kept), Unicode spaces (stripped),
+    multi-byte characters (the budget counts code points), no final newline."""
+    path = tmp_path / "edge.txt"
+    text = ("a\rb c\r\n\ufeffhead\n\u3000 全角 \x85\n\n\r\rz\r\n" + "中文句子。\n" * 7
+            + "  tab\tin side \n" + "last line")
+    path.write_bytes(text.encode("utf-8"))
+    lines = t2t.t2t_sample_lines(str(path), budget)
+    assert lines == model_of_t2t_sampling(str(path), budget)
+    if budget == FULL_BUDGET:
+        assert lines[:4] == ["ab c", "\ufeffhead", "全角", ""]
+        assert lines[-1] == "last line"
+
+
 # --- learn_vocab == build_from_generator ----------------------------------------------------
 
 
-@pytest.mark.parametrize("num_partitions", [1, 5])
-@pytest.mark.parametrize("max_subtoken_length", MAX_SUBTOKEN_LENGTHS)
+# (max_subtoken_length, num_partitions): our learner runs twice per case, once unpartitioned
+# and once with 5 partitions; T2T runs with both max_subtoken_lengths.
+LEARN_VARIANTS = [(200, 1), (None, 5)]
+
+
+@pytest.mark.parametrize("max_subtoken_length,num_partitions", LEARN_VARIANTS,
+                         ids=["msl%s-p%d" % v for v in LEARN_VARIANTS])
 @pytest.mark.parametrize("target_size", TARGETS)
 @pytest.mark.parametrize("corpus,name", SIDES, ids=SIDE_IDS)
 def test_learn_vocab_matches_t2t(corpus, name, target_size, max_subtoken_length,
                                  num_partitions, samples):
-    sample = samples(corpus, name, max_lines=LINES_FOR_TARGET[target_size])
+    sample = samples(corpus, name, max_lines=PARITY_LINES)
     expected = sample.t2t_vocab(target_size, max_subtoken_length)
     ours = subword_learner.learn_vocab(sample.token_counts, target_size, max_subtoken_length,
                                        num_partitions=num_partitions)
@@ -173,12 +236,11 @@ def test_small_budget_sample(corpus, name, samples):
     assert our_token_counts(sample.lines) == sample.token_counts
 
 
-@pytest.mark.parametrize("max_subtoken_length", MAX_SUBTOKEN_LENGTHS)
 @pytest.mark.parametrize("corpus,name", SIDES, ids=SIDE_IDS)
-def test_learn_vocab_small_budget_matches_t2t_datagen_path(corpus, name, max_subtoken_length,
-                                                           samples):
+def test_learn_vocab_small_budget_matches_t2t_datagen_path(corpus, name, samples):
     path = corpus_path(corpus, name)
     target_size = 1000
+    max_subtoken_length = 200  # Text2TextProblem's default
     expected = t2t.t2t_build_vocab([path], target_size, max_subtoken_length, SMALL_BUDGET)
     sample = samples(corpus, name, budget=SMALL_BUDGET)
     ours = subword_learner.learn_vocab(sample.token_counts, target_size, max_subtoken_length,

@@ -1,6 +1,7 @@
 """Small file helpers over Beam's FileSystems, so every path may be local, gs:// or s3://."""
 
 import json
+import os
 
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
@@ -42,10 +43,17 @@ def exists(path):
     return FileSystems.exists(path)
 
 
+def absolute(path):
+    """Local paths made absolute: workers of remote or portable runners run elsewhere."""
+    if "://" in path:
+        return path
+    return os.path.abspath(os.path.expanduser(path))
+
+
 def expand_patterns(patterns):
     """Sorted file list for a comma-separated list of glob patterns; each must match something."""
     paths = []
-    for pattern in [p.strip() for p in patterns.split(",") if p.strip()]:
+    for pattern in [absolute(p.strip()) for p in patterns.split(",") if p.strip()]:
         matched = sorted(m.path for m in FileSystems.match([pattern])[0].metadata_list)
         if not matched:
             raise FileNotFoundError("no file matches %r" % pattern)

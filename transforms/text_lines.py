@@ -1,8 +1,8 @@
 """How datagen reads text lines: the same lines Tensor2Tensor sees, with errors that name file and line.
 
-T2T reads corpora through `tf.gfile` in text mode: lines end at `\\n` only (a `\\r` stays in the
-line until `strip()` removes it at the end), every line is decoded as strict UTF-8, and each
-line is `str.strip()`-ed before use. These helpers work on binary file objects (from Beam's
+T2T reads corpora through `tf.gfile` in text mode: lines end at `\\n` only, TensorFlow's line
+reader drops every `\\r` anywhere in a line (not only before the `\\n`), every line is
+decoded as strict UTF-8, and each line is `str.strip()`-ed before use. These helpers work on binary file objects (from Beam's
 `FileSystems.open`, so `gs://` and `s3://` work) and import no Beam or TensorFlow themselves.
 """
 
@@ -41,7 +41,12 @@ def iter_raw_lines(stream, limit=None):
 
 
 def decode_line(raw, path, line_number):
-    """Strict UTF-8 decoding, as T2T's reader does; the error names file and line."""
+    """A line as T2T's `tf.gfile` reader yields it: `\\r` removed, strict UTF-8.
+
+    The error names the file and the line.
+    """
+    if b"\r" in raw:
+        raw = raw.replace(b"\r", b"")
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as e:

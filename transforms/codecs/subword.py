@@ -80,7 +80,10 @@ def vocab_file_text(subtoken_strings):
 
 
 def parse_vocab_lines(lines):
-    """Subtoken strings from vocab file lines, as T2T's `_load_from_file_object` reads them."""
+    """Subtoken strings from vocab file lines, as T2T's `_load_from_file_object` reads them.
+
+    The lines are as `tf.gfile` yields them (see `SubwordEncoder.from_text`).
+    """
     out = []
     for line in lines:
         s = line.rstrip()
@@ -110,8 +113,8 @@ class SubwordEncoder:
 
     @classmethod
     def from_text(cls, text):
-        # Lines end in "\n" only (T2T reads with tf.gfile, which does not split on "\r").
-        lines = text.split("\n")
+        # As T2T's tf.gfile reader: lines end in "\n" only, and every "\r" is dropped.
+        lines = text.replace("\r", "").split("\n")
         if lines and lines[-1] == "":
             lines.pop()
         return cls(parse_vocab_lines(lines))
@@ -150,9 +153,11 @@ class SubwordEncoder:
         return ids
 
     def decode(self, ids, strip_extraneous=False):
-        """Subtoken ids -> text. With `strip_extraneous`, PAD and EOS ids are dropped."""
-        if strip_extraneous:
-            ids = [i for i in ids if i not in (PAD_ID, EOS_ID)]
+        """Subtoken ids -> text. With `strip_extraneous`, trailing PAD and EOS ids are dropped."""
+        if strip_extraneous:  # as T2T's strip_ids: trailing PAD/EOS only
+            ids = list(ids)
+            while ids and ids[-1] in (PAD_ID, EOS_ID):
+                ids.pop()
         n = len(self.subtoken_strings)
         concatenated = "".join(self.subtoken_strings[i] if 0 <= i < n else "" for i in ids)
         tokens = []

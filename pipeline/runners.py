@@ -1,0 +1,52 @@
+"""What the job needs to know about the runner it is given.
+
+Workers of a remote runner (Dataflow, Flink, Spark, a portable runner with Docker workers)
+do not have this project installed unless the job ships it: with `--setup_file ./setup.py`,
+`--extra_package(s)`, or a custom SDK container (`--sdk_container_image`, or
+`--environment_config` naming a Docker image). Without one of them such a job would fail on
+its first worker with an ImportError, minutes after submission; the job refuses to start
+instead.
+"""
+
+from apache_beam.options.pipeline_options import (PortableOptions, SetupOptions,
+                                                   StandardOptions, TestOptions, WorkerOptions)
+
+REMOTE_RUNNERS = {"dataflow", "flink", "spark", "portable"}
+# Environments whose workers run in an environment the user prepared (or in this process).
+LOCAL_ENVIRONMENTS = {"LOOPBACK", "EXTERNAL", "PROCESS", "BEAM_PYTHON"}
+
+
+class DatagenError(Exception):
+    """A problem with the job's input or flags, reported without a traceback."""
+
+
+def runner_name(options):
+    runner = options.view_as(StandardOptions).runner or "DirectRunner"
+    if not isinstance(runner, str):
+        runner = type(runner).__name__
+    name = runner.rsplit(".", 1)[-1].lower()
+    return name[:-len("runner")] if name.endswith("runner") else name
+
+
+def project_shipped(options):
+    setup = options.view_as(SetupOptions)
+    worker = options.view_as(WorkerOptions)
+    portable = options.view_as(PortableOptions)
+    env_type = (portable.environment_type or "").upper()
+    return bool(setup.setup_file or setup.extra_packages or worker.sdk_container_image
+                or (env_type == "DOCKER" and portable.environment_config)
+                or env_type in LOCAL_ENVIRONMENTS)
+
+
+def check_workers_can_import_project(options):
+    """Raises DatagenError when a remote runner's workers would not have this project."""
+    name = runner_name(options)
+    if name in REMOTE_RUNNERS and not project_shipped(options):
+        raise DatagenError(
+            "--runner %s starts workers that do not have this project installed: pass "
+            "--setup_file ./setup.py (or --sdk_container_image with an image built from the "
+            "project's Dockerfile)" % options.view_as(StandardOptions).runner)
+
+
+def is_dry_run(options):
+    return bool(options.view_as(TestOptions).dry_run)

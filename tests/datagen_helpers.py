@@ -1,0 +1,58 @@
+"""Helpers for tests that run the datagen job and read what it wrote."""
+
+import glob
+import os
+
+from pipeline import datagen
+
+DATA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
+
+FNAPI = ["--runner", "FnApiRunner"]
+DIRECT_1 = ["--runner", "DirectRunner", "--direct_num_workers", "1"]
+DIRECT_MP2 = ["--runner", "DirectRunner", "--direct_running_mode", "multi_processing",
+              "--direct_num_workers", "2"]
+
+
+def run_datagen(output_dir, source, target, *extra, runner=FNAPI):
+    argv = ["--train_source", str(source), "--train_target", str(target),
+            "--output_dir", str(output_dir)] + list(runner) + [str(a) for a in extra]
+    return datagen.run(argv)
+
+
+def read_examples(path):
+    """[(inputs, targets)] of a TFRecord file, read with TensorFlow's own reader."""
+    import tensorflow as tf
+    out = []
+    for raw in tf.data.TFRecordDataset(path).as_numpy_iterator():
+        example = tf.train.Example.FromString(raw)
+        feature = example.features.feature
+        out.append((tuple(feature["inputs"].int64_list.value),
+                    tuple(feature["targets"].int64_list.value)))
+    return out
+
+
+def shard_files(output_dir, problem, split):
+    return sorted(glob.glob(os.path.join(str(output_dir), "%s-%s-*" % (problem, split))))
+
+
+def output_bytes(output_dir):
+    """{relative path: bytes} of every output file except the summary (it holds timings)."""
+    files = {}
+    for path in sorted(glob.glob(os.path.join(str(output_dir), "**"), recursive=True)):
+        rel = os.path.relpath(path, str(output_dir))
+        if os.path.isfile(path) and rel not in ("datagen_summary.json", "DATAGEN_COMPLETE"):
+            with open(path, "rb") as f:
+                files[rel] = f.read()
+    return files
+
+
+def t2t_pairs(source, target, source_encoder, target_encoder):
+    """What T2T's text2text_generate_encoded yields for line-aligned files (empty pairs dropped)."""
+    pairs = []
+    with open(source, encoding="utf-8") as fs, open(target, encoding="utf-8") as ft:
+        for a, b in zip(fs, ft):
+            a, b = a.strip(), b.strip()
+            if a and b:
+                pairs.append((tuple(source_encoder.encode(a) + [1]),
+                              tuple(target_encoder.encode(b) + [1])))
+    return pairs
