@@ -19,5 +19,9 @@ setuptools.setup(
     packages=setuptools.find_packages(include=["pipeline", "pipeline.*", "transforms", "transforms.*"]),
     python_requires=">=3.10",
     install_requires=REQUIRED,
-    extras_require={"test": ["pytest>=8", "hypothesis>=6.100", "regex>=2023.0"]},
+    extras_require={
+        # Submitting to Dataflow: the GCP I/O and runner, and `build` for --setup_file sdists.
+        "dataflow": ["apache-beam[gcp]>=2.77,<3", "build"],
+        "test": ["pytest>=8", "hypothesis>=6.100", "regex>=2023.0"],
+    },
 )

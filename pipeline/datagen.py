@@ -20,6 +20,7 @@ Example:
 import datetime
 import logging
 import sys
+import threading
 import time
 
 import apache_beam as beam
@@ -39,6 +40,7 @@ from transforms.json_result import WriteJsonResult
 from transforms.shuffled_shards import WriteRejects, WriteShuffledShards
 
 LOG = logging.getLogger("datagen")
+PROGRESS_SECONDS = 60  # a long pass logs that it is still running this often
 
 
 def _now():
@@ -96,8 +98,19 @@ class DatagenJob:
             pipeline.to_runner_api()
             LOG.info("pass %d translated (dry run)", self.pass_count)
             return 0.0
-        result = pipeline.run()
-        state = result.wait_until_finish()
+        stop = threading.Event()
+        number = self.pass_count
+
+        def heartbeat():
+            while not stop.wait(PROGRESS_SECONDS):
+                LOG.info("pass %d still running, %.0f s so far", number, time.time() - start)
+
+        threading.Thread(target=heartbeat, daemon=True).start()
+        try:
+            result = pipeline.run()
+            state = result.wait_until_finish()
+        finally:
+            stop.set()
         if state not in (None, beam.runners.runner.PipelineState.DONE):
             raise RuntimeError("pass %d (%s) ended in state %s" % (self.pass_count, label, state))
         seconds = time.time() - start
@@ -316,26 +329,46 @@ class DatagenJob:
             summary["noop"] = True
             return summary
         started, t0 = _now(), time.time()
-        FileSystems.mkdirs(layout.output_dir) if not file_io.exists(layout.output_dir) else None
         splits = self.splits()
         plan = self.vocab_plan(splits)
         _delete_tree(layout.work_dir)  # leftovers of a killed run must not be read back
         try:
             facts = self._timed("scan", self.scan, splits)
-            vocab = self._timed("vocab", self.vocabs, plan, facts)
-            num_shards, shards, rejects = self._timed("encode", self.encode, splits, facts, plan)
-            split_report = self._timed("finish", self.finish, splits, facts, num_shards, shards, rejects)
+            try:
+                vocab = self._timed("vocab", self.vocabs, plan, facts)
+                num_shards, shards, rejects = self._timed("encode", self.encode, splits, facts, plan)
+                split_report = self._timed("finish", self.finish, splits, facts, num_shards,
+                                           shards, rejects)
+            except Exception as e:
+                self._record_failure(started, t0, e)
+                raise
         finally:
             _delete_tree(layout.work_dir)
-        summary = {
-            "status": "complete", "started_at": started, "finished_at": _now(),
-            "seconds": round(time.time() - t0, 3), "problem": f.problem, "seed": f.seed,
-            "flags": datagen_flag_values(self.options),
-            "runner": self.options.get_all_options().get("runner"),
-            "passes": self.pass_count, "vocab": vocab, "splits": split_report, "stages": self.stages}
+        summary = self._summary("complete", started, t0, vocab=vocab, splits=split_report)
         file_io.write_json(layout.summary_path, summary)
         file_io.write_bytes_atomically(layout.complete_path, (summary["finished_at"] + "\n").encode())
         return summary
+
+    def _summary(self, status, started, t0, **facts):
+        f = self.flags
+        summary = {
+            "status": status, "started_at": started, "finished_at": _now(),
+            "seconds": round(time.time() - t0, 3), "problem": f.problem, "seed": f.seed,
+            "flags": datagen_flag_values(self.options),
+            "runner": self.options.get_all_options().get("runner"),
+            "passes": self.pass_count, "stages": self.stages}
+        summary.update(facts)
+        return summary
+
+    def _record_failure(self, started, t0, error):
+        """A failed run leaves a summary saying so (unless a complete output is still there)."""
+        if file_io.exists(self.layout.complete_path):
+            return
+        try:
+            file_io.write_json(self.layout.summary_path, self._summary(
+                "failed", started, t0, error="%s: %s" % (type(error).__name__, error)))
+        except Exception:  # the original error matters more
+            LOG.exception("could not write the failure summary")
 
 
 def run(argv=None):

@@ -101,7 +101,7 @@ def build_vocab_pass(p, files, probes, alphabets, token_prefix, result_path, con
         outputs.update(alphabets=alphabet_pc, sampling=counted["stats"],
                        distinct=counted["distinct"] | "DistinctToList" >> beam.Map(list))
     else:
-        batches = (p | "ReadCheckpoint" >> beam.io.ReadFromText(token_prefix + "*")
+        batches = (p | "ReadCheckpoint" >> beam.io.ReadFromText(token_prefix + "*", validate=False)
                    | "FromJson" >> beam.Map(json.loads))
         alphabet_pc = p | "Alphabets" >> beam.Create([alphabets])
     vocabs, sizes = batches | "Learn" >> LearnSubwordVocabs(

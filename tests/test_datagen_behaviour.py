@@ -10,7 +10,7 @@ import shutil
 import pytest
 
 from pipeline import datagen
-from datagen_helpers import (DATA_DIR, DIRECT_1, DIRECT_MP2, output_bytes, read_examples,
+from datagen_helpers import (DATA_DIR, DIRECT_1, output_bytes, read_examples,
                                    run_datagen, shard_files)
 
 FLAGS = ["--problem", "p", "--vocab_size", 400, "--num_train_shards", 4, "--seed", 3,
@@ -74,14 +74,6 @@ def test_outputs_and_summary(baseline):
     examples = read_examples(shard_files(out, "p", "train")[0])
     assert examples and all(i[-1] == 1 and t[-1] == 1 for i, t in examples)
     assert not os.path.exists(out / ".datagen-work")
-
-
-def test_two_worker_processes_give_byte_identical_files(tmp_path, baseline, corpus):
-    out, _ = baseline
-    other = tmp_path / "mp2"
-    run_datagen(other, corpus[("train", "en")], corpus[("train", "zh")], *_flags(corpus),
-                runner=DIRECT_MP2)
-    assert output_bytes(other) == output_bytes(out)
 
 
 def _reuse_vocab(src_out, dst_out):

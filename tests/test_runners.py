@@ -1,0 +1,209 @@
+"""Runner portability and production use: the same bytes on every runner this machine can
+run, the Dataflow translation, refusing a remote runner that would lack the project, and
+crashed or killed runs that leave nothing a reader would pick up and complete on rerun."""
+
+import glob
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+from datagen_helpers import (DATA_DIR, DIRECT_MP2, FNAPI, output_bytes, read_examples,
+                             run_datagen, shard_files)
+from pipeline import datagen
+from transforms import shuffled_shards
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FLAGS = ["--problem", "p", "--vocab_size", 300, "--num_train_shards", 3, "--seed", 11]
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    d = tmp_path_factory.mktemp("corpus")
+    files = []
+    for lang in ("en", "zh"):
+        with open(os.path.join(DATA_DIR, "enzh-mlqe-pe", "train." + lang), encoding="utf-8") as f:
+            lines = [next(f) for _ in range(400)]
+        path = d / ("train." + lang)
+        path.write_text("".join(lines), encoding="utf-8")
+        files.append(str(path))
+    return files
+
+
+@pytest.fixture(scope="module")
+def baseline(tmp_path_factory, corpus):
+    out = tmp_path_factory.mktemp("fnapi") / "out"
+    summary = run_datagen(out, *corpus, *FLAGS, runner=FNAPI)
+    return out, summary
+
+
+def test_direct_runner_two_processes_matches_fnapi(tmp_path, baseline, corpus):
+    run_datagen(tmp_path / "mp2", *corpus, *FLAGS, runner=DIRECT_MP2)
+    assert output_bytes(tmp_path / "mp2") == output_bytes(baseline[0])
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("localhost", 0))
+        return s.getsockname()[1]
+
+
+def _wait_for_port(port, proc, seconds=90):
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError("service exited with %s" % proc.returncode)
+        try:
+            with socket.create_connection(("localhost", port), timeout=1):
+                return
+        except OSError:
+            time.sleep(0.3)
+    raise TimeoutError("port %d did not open" % port)
+
+
+@pytest.fixture(scope="module")
+def portable_services(tmp_path_factory):
+    """Beam's Python job service and an external worker pool on localhost, stopped by PID."""
+    logs = tmp_path_factory.mktemp("services")
+    env = dict(os.environ)
+    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
+    job_port, pool_port = _free_port(), _free_port()
+    commands = [
+        [sys.executable, "-m", "apache_beam.runners.portability.local_job_service_main",
+         "--port", str(job_port)],
+        [sys.executable, "-m", "apache_beam.runners.worker.worker_pool_main",
+         "--service_port", str(pool_port)],
+    ]
+    procs = []
+    try:
+        for i, cmd in enumerate(commands):
+            log = open(logs / ("service%d.log" % i), "wb")
+            procs.append(subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                          start_new_session=True, cwd=str(logs)))
+        _wait_for_port(job_port, procs[0])
+        _wait_for_port(pool_port, procs[1])
+        yield job_port, pool_port
+    finally:
+        for proc in procs:
+            try:
+                os.killpg(proc.pid, signal.SIGTERM)
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+            except ProcessLookupError:
+                pass
+
+
+def test_portable_runner_with_external_workers_matches_fnapi(tmp_path, baseline, corpus,
+                                                             portable_services):
+    job_port, pool_port = portable_services
+    runner = ["--runner", "PortableRunner", "--job_endpoint", "localhost:%d" % job_port,
+              "--environment_type", "EXTERNAL", "--environment_config", "localhost:%d" % pool_port]
+    summary = run_datagen(tmp_path / "portable", *corpus, *FLAGS, runner=runner)
+    assert summary["runner"] == "PortableRunner"
+    assert output_bytes(tmp_path / "portable") == output_bytes(baseline[0])
+
+
+DATAFLOW = ["--runner", "DataflowRunner", "--project", "my-project", "--region", "us-central1",
+            "--temp_location", "gs://my-bucket/tmp", "--dry_run", "True"]
+GCS_ARGS = ["--train_source", "gs://my-bucket/data/train.en", "--train_target",
+            "gs://my-bucket/data/train.zh", "--output_dir", "gs://my-bucket/out"]
+
+
+def test_dataflow_dry_run_translates_every_pass(capsys):
+    pytest.importorskip("apache_beam.runners.dataflow.dataflow_runner")
+    pytest.importorskip("google.cloud.storage")
+    code = datagen.main(GCS_ARGS + DATAFLOW + ["--setup_file", os.path.join(REPO, "setup.py")])
+    assert code == 0
+    assert "4 passes translated for runner DataflowRunner" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("runner", [DATAFLOW, ["--runner", "FlinkRunner"],
+                                    ["--runner", "PortableRunner", "--job_endpoint", "localhost:1"]])
+def test_remote_runner_without_setup_file_refuses_to_start(runner, caplog):
+    code = datagen.main(GCS_ARGS + runner)
+    assert code == 2
+    assert "--setup_file ./setup.py" in caplog.text
+
+
+def _copy_vocabs(src, dst):
+    os.makedirs(dst, exist_ok=True)
+    for name in os.listdir(src):
+        if name.startswith("vocab."):
+            shutil.copy(os.path.join(src, name), os.path.join(dst, name))
+
+
+def _visible_shards(out):
+    return glob.glob(os.path.join(str(out), "p-train*")) + glob.glob(os.path.join(str(out), "p-dev*"))
+
+
+def test_crash_while_writing_leaves_nothing_visible_and_rerun_keeps_the_vocab(
+        tmp_path, baseline, corpus, monkeypatch):
+    original = shuffled_shards._TFRecordUtil.write_record
+    written = []
+
+    def failing_write(f, record):
+        written.append(1)
+        if len(written) > 50:
+            raise OSError("disk died in the middle of a shard")
+        original(f, record)
+
+    monkeypatch.setattr(shuffled_shards._TFRecordUtil, "write_record", failing_write)
+    out = tmp_path / "out"
+    with pytest.raises(Exception, match="disk died"):
+        run_datagen(out, *corpus, *FLAGS, runner=FNAPI)
+    assert len(written) > 50
+    assert _visible_shards(out) == []
+    assert not os.path.exists(out / "DATAGEN_COMPLETE")
+    assert not os.path.exists(out / ".datagen-work")
+    with open(out / "datagen_summary.json") as f:
+        failed = json.load(f)
+    assert failed["status"] == "failed" and "disk died" in failed["error"]
+    assert sorted(n for n in os.listdir(out) if n.startswith("vocab.")) == [
+        "vocab.p.300.subwords.en", "vocab.p.300.subwords.zh"]
+
+    monkeypatch.setattr(shuffled_shards._TFRecordUtil, "write_record", original)
+    summary = run_datagen(out, *corpus, *FLAGS, runner=FNAPI)
+    assert summary["status"] == "complete"
+    assert summary["passes"] == 2  # scan + encode: the vocab passes were not run again
+    assert all(v["reused"] for v in summary["vocab"].values())
+    assert output_bytes(out) == output_bytes(baseline[0])
+
+
+def test_kill_9_during_encoding_then_rerun_completes(tmp_path, baseline):
+    """A bigger input (7,000 pairs) so the encode pass is long enough to be killed inside."""
+    out = tmp_path / "out"
+    _copy_vocabs(baseline[0], out)
+    source = os.path.join(REPO, "sample_data", "enzh-mlqe-pe", "train.en")
+    target = os.path.join(REPO, "sample_data", "enzh-mlqe-pe", "train.zh")
+    cmd = [sys.executable, "-m", "pipeline.datagen", "--train_source", source, "--train_target",
+           target, "--output_dir", str(out)] + [str(a) for a in FLAGS] + [
+           "--runner", "DirectRunner", "--direct_running_mode", "multi_processing",
+           "--direct_num_workers", "2", "--encode_chunk_lines", "500"]
+    proc = subprocess.Popen(cmd, cwd=REPO, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                            text=True, start_new_session=True)
+    try:
+        for line in proc.stderr:
+            if ": encode " in line:
+                break
+        time.sleep(3)
+        assert proc.poll() is None, "the job finished before it could be killed"
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    assert _visible_shards(out) == []
+    assert not os.path.exists(out / "DATAGEN_COMPLETE")
+
+    summary = run_datagen(out, source, target, *FLAGS, "--encode_chunk_lines", 500, runner=FNAPI)
+    train = summary["splits"]["train"]
+    assert (train["pairs_read"], train["pairs_written"]) == (7000, 7000)
+    assert len(shard_files(out, "p", "train")) == 3
+    assert sum(len(read_examples(p)) for p in shard_files(out, "p", "train")) == 7000
+    assert not os.path.exists(out / ".datagen-work")
