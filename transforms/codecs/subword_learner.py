@@ -113,6 +113,52 @@ def merge_counts(into, other):
     return into
 
 
+def _common_prefix_length(a, b):
+    """Length of the longest common prefix of two strings (binary search on C-level slices)."""
+    if not a or not b or a[0] != b[0]:
+        return 0
+    hi = min(len(a), len(b))
+    if a[:hi] == b[:hi]:
+        return hi
+    lo = 1
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def count_prefixes(windows, lowest):
+    """Counts of the prefixes (two or more characters) of the windows that may reach `lowest`.
+
+    The count of a prefix is the sum of the counts of the windows it begins. In sorted order
+    the windows sharing a prefix are contiguous, so a prefix longer than a window's longest
+    common prefix with both of its neighbours begins that window alone and its count is the
+    window's count. When that is below `lowest`, such a prefix can never be accepted (nor be a
+    prefix of an accepted string), so it is not counted at all: for long tokens (a run of Han
+    characters is one token) that skips most of T2T's quadratic substring counting.
+    Returns (prefix counts, counts of first characters).
+    """
+    items = sorted(windows.items())
+    n = len(items)
+    shared = [0] * (n + 1)  # shared[i]: common prefix length of windows i-1 and i
+    for i in range(1, n):
+        shared[i] = _common_prefix_length(items[i - 1][0], items[i][0])
+    char_raw = {}
+    counts = {}
+    get = counts.get
+    for i, (window, count) in enumerate(items):
+        first = window[0]
+        char_raw[first] = char_raw.get(first, 0) + count
+        upto = len(window) if count >= lowest else max(shared[i], shared[i + 1])
+        for end in range(2, upto + 1):
+            prefix = window[:end]
+            counts[prefix] = get(prefix, 0) + count
+    return counts, char_raw
+
+
 def select_partition(windows, min_counts):
     """Longest-first acceptance within one partition, for several min_counts at once.
 
@@ -120,20 +166,12 @@ def select_partition(windows, min_counts):
     for accepted strings of two or more characters, `char_raw` the count of each first
     character, `char_taken` what accepted strings subtracted from their first character.
     """
-    char_raw = {}
-    prefix_counts = {}
-    get = prefix_counts.get
-    for window, count in windows.items():
-        first = window[0]
-        char_raw[first] = char_raw.get(first, 0) + count
-        for end in range(2, len(window) + 1):
-            prefix = window[:end]
-            prefix_counts[prefix] = get(prefix, 0) + count
+    lowest = max(1, min(min_counts)) if min_counts else 1
+    prefix_counts, char_raw = count_prefixes(windows, lowest)
 
     results = {}
     if not min_counts:
         return results
-    lowest = max(1, min(min_counts))
     candidates = [(s, n) for s, n in prefix_counts.items() if n >= lowest]
     candidates.sort(key=lambda item: len(item[0]), reverse=True)
     for min_count in sorted(set(min_counts)):
