@@ -1,23 +1,27 @@
 """`python -m pipeline.datagen`: Tensor2Tensor's t2t-datagen for translation, on Apache Beam.
 
-One command turns line-aligned parallel text into T2T subword vocabularies and sharded,
-globally shuffled TFRecord files of `tf.train.Example`s (`inputs`, `targets`: ids + EOS).
-The job runs as several Beam pipelines (passes), each on the runner given by the Beam options:
+One command turns parallel text (line-aligned files, TSV, TMX, SGM, IWSLT XML, members of
+archives) into T2T subword vocabularies and sharded, globally shuffled TFRecord files of
+`tf.train.Example`s (`inputs`, `targets`: ids + EOS). The job runs as several Beam pipelines
+(passes), each on the runner given by the Beam options:
 
-1. scan: line counts, sizes and UTF-8 validity of every file; misaligned pairs stop the job
-   here, before anything is written;
+1. prepare: line counts, sizes and UTF-8 validity of every line-aligned file, and every other
+   dataset converted into line pairs; misaligned or invalid input stops the job here, before
+   anything is written (unless told to reject it);
 2. vocab passes (`pipeline.vocab_passes`), unless the vocab files already exist;
 3. encode: encode every pair in parallel, shuffle deterministically and write the shards
    under a temporary directory;
-4. finish: check that pairs read = written + rejected, move shards and rejects into place,
-   write the JSON summary and, last, the completion marker.
+4. finish: check that pairs read = written + rejected for every dataset, move shards and
+   rejects into place, write the JSON summary and, last, the completion marker.
 
 Example:
   python -m pipeline.datagen --train_source 'data/train.en' --train_target 'data/train.zh' \\
       --output_dir /tmp/t2t_data --runner DirectRunner
 """
 
+import dataclasses
 import datetime
+import json
 import logging
 import sys
 import threading
@@ -28,6 +32,7 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from pipeline import vocab_passes
+from pipeline.datasets import plan_datasets
 from pipeline.layout import OutputLayout, lang_of
 from pipeline.options import DatagenOptions, datagen_flag_values
 from pipeline.runners import DatagenError, check_workers_can_import_project, is_dry_run, runner_name
@@ -37,6 +42,7 @@ from transforms.codecs.subword import vocab_file_text
 from transforms.encode_pairs import EncodePairs, load_subword_vocab, plan_chunks
 from transforms.file_scan import ScanTextFiles
 from transforms.json_result import WriteJsonResult
+from transforms.materialize import MaterializeDatasets
 from transforms.shuffled_shards import WriteRejects, WriteShuffledShards
 
 LOG = logging.getLogger("datagen")
@@ -52,20 +58,51 @@ def _delete_tree(path):
         FileSystems.delete([path])
 
 
-def build_scan_pass(p, paths, checkpoint_every, result_path):
-    facts = (p | "Paths" >> beam.Create(paths)
-             | "Scan" >> ScanTextFiles(checkpoint_every)
-             | "AsList" >> beam.Map(list))
-    _ = {"files": facts} | "Result" >> WriteJsonResult(result_path)
+def _read_rejects_file(path):
+    with FileSystems.open(path) as f:
+        for line in f.read().decode("utf-8").splitlines():
+            record = json.loads(line)
+            yield record["split"], record
+
+
+def build_prepare_pass(p, paths, structured, work_dir, settings, result_path):
+    """Scans the line-aligned files in `paths` and materializes the `structured` datasets."""
+    outputs = {}
+    if paths:
+        outputs["files"] = (p | "Paths" >> beam.Create(paths)
+                            | "Scan" >> ScanTextFiles(settings["checkpoint_every"])
+                            | "AsList" >> beam.Map(list))
+    if structured:
+        outputs["materialized"] = (p | "Datasets" >> beam.Create(structured)
+                                   | "Materialize" >> MaterializeDatasets(work_dir, settings))
+    _ = outputs | "Result" >> WriteJsonResult(result_path)
 
 
 def build_encode_pass(p, chunks, vocab_paths, seed, problem, num_shards, shard_dir, rejects_dir,
-                      result_path):
+                      result_path, settings=None, earlier_rejects=()):
+    """Encodes `chunks`, writes shuffled shards, and all rejects (with those of `prepare`)."""
     encoded = (p | "Chunks" >> beam.Create(chunks)
-               | "Encode" >> EncodePairs(vocab_paths[0], vocab_paths[1], seed, num_shards))
+               | "Encode" >> EncodePairs(vocab_paths[0], vocab_paths[1], seed, num_shards, settings))
     shards = encoded.records | "Write" >> WriteShuffledShards(problem, num_shards, shard_dir)
-    rejects = encoded.rejects | "Rejects" >> WriteRejects(rejects_dir)
-    _ = {"shards": shards, "rejects": rejects} | "Result" >> WriteJsonResult(result_path)
+    rejects = encoded.rejects
+    if earlier_rejects:
+        earlier = (p | "RejectFiles" >> beam.Create(list(earlier_rejects))
+                   | "ReadRejects" >> beam.FlatMap(_read_rejects_file))
+        rejects = (rejects, earlier) | "AllRejects" >> beam.Flatten()
+    written = rejects | "Rejects" >> WriteRejects(rejects_dir)
+    _ = {"shards": shards, "rejects": written} | "Result" >> WriteJsonResult(result_path)
+
+
+@dataclasses.dataclass
+class Prepared:
+    """A dataset with the line-aligned files the rest of the job reads."""
+    ds: dict
+    source_lines: str
+    target_lines: str
+    source_facts: dict
+    target_facts: dict
+    units: int                      # pairs (or units) read from the original input
+    rejects_path: str = None        # rejects found while materializing
 
 
 class DatagenJob:
@@ -73,13 +110,23 @@ class DatagenJob:
         self.options = options
         self.flags = options.view_as(DatagenOptions)
         f = self.flags
-        for name in ("train_source", "train_target", "output_dir"):
-            if not getattr(f, name):
-                raise DatagenError("--%s is required" % name)
-        if bool(f.dev_source) != bool(f.dev_target):
-            raise DatagenError("--dev_source and --dev_target go together")
+        if not f.output_dir:
+            raise DatagenError("--output_dir is required")
+        if not (f.train_source or f.train_target or f.train_tsv or f.train_tmx):
+            raise DatagenError("no training data: pass --train_source/--train_target, "
+                               "--train_tsv or --train_tmx")
+        for split in ("train", "dev"):
+            if bool(getattr(f, split + "_source")) != bool(getattr(f, split + "_target")):
+                raise DatagenError("--%s_source and --%s_target go together" % (split, split))
+        if (f.train_tmx or f.dev_tmx) and not (f.source_lang and f.target_lang):
+            raise DatagenError("TMX input needs --source_lang and --target_lang (xml:lang of "
+                               "the sides)")
         if f.vocab_size < 1:
             raise DatagenError("--vocab_size must be positive")
+        if (f.train_tsv or f.dev_tsv) and (min(f.source_column, f.target_column) < 0
+                                           or f.source_column == f.target_column):
+            raise DatagenError("--source_column and --target_column must be different "
+                               "non-negative column numbers")
         check_workers_can_import_project(options)
         self.dry_run = is_dry_run(options)
         self.layout = OutputLayout(file_io.absolute(f.output_dir), f.problem, f.vocab_size)
@@ -124,64 +171,98 @@ class DatagenJob:
         return value
 
     # -- the job ---------------------------------------------------------------------------
-    def splits(self):
+    def plan(self):
         f = self.flags
-        splits = {"train": (file_io.expand_patterns(f.train_source),
-                            file_io.expand_patterns(f.train_target))}
-        if f.dev_source:
-            splits["dev"] = (file_io.expand_patterns(f.dev_source),
-                             file_io.expand_patterns(f.dev_target))
-        for split, (sources, targets) in splits.items():
-            if len(sources) != len(targets):
-                raise DatagenError("%s: %d source files but %d target files (%s vs %s)" % (
-                    split, len(sources), len(targets), sources, targets))
-        return splits
+        datasets = {"train": plan_datasets(f, "train")}
+        if f.dev_source or f.dev_tsv or f.dev_tmx:
+            datasets["dev"] = plan_datasets(f, "dev")
+        return datasets
 
-    def scan(self, splits):
-        paths = sorted({p for pair in splits.values() for files in pair for p in files})
-        result_path = self.layout.work("scan.json")
+    def _settings(self):
+        f = self.flags
+        return {"checkpoint_every": f.encode_chunk_lines, "source_lang": f.source_lang,
+                "target_lang": f.target_lang, "source_column": f.source_column,
+                "target_column": f.target_column, "on_misaligned": f.on_misaligned,
+                "on_invalid_utf8": f.on_invalid_utf8, "max_line_chars": f.max_line_chars}
 
-        self.run_pass("scan %d files" % len(paths),
-                      lambda p: build_scan_pass(p, paths, self.flags.encode_chunk_lines, result_path))
-        facts = dict(file_io.read_json(result_path)["files"])
+    def prepare(self, datasets):
+        """Runs the prepare pass; returns {split: [Prepared]} or raises DatagenError."""
+        f = self.flags
+        every = [ds for split in sorted(datasets) for ds in datasets[split]]
+        in_place = [ds for ds in every if ds.read_in_place]
+        structured = [dataclasses.asdict(ds) for ds in every if not ds.read_in_place]
+        paths = sorted({p for ds in in_place for p in (ds.source, ds.target)})
+        result_path = self.layout.work("prepare.json")
+        self.run_pass("prepare: scan %d files, convert %d datasets" % (len(paths), len(structured)),
+                      lambda p: build_prepare_pass(p, paths, structured,
+                                                   self.layout.work("materialized"),
+                                                   self._settings(), result_path))
+        result = file_io.read_json(result_path)
+        facts = dict(result.get("files", []))
+        materialized = {(m["split"], m["index"]): m for m in result.get("materialized", [])}
         problems = []
-        for path in paths:
-            if facts[path]["first_invalid_utf8_line"]:
-                problems.append("%s:%d: invalid UTF-8" % (path, facts[path]["first_invalid_utf8_line"]))
-        for split, (sources, targets) in splits.items():
-            for src, tgt in zip(sources, targets):
-                if facts[src]["lines"] != facts[tgt]["lines"]:
+        prepared = {split: [] for split in datasets}
+        for ds in every:
+            if ds.read_in_place:
+                sf, tf_ = facts[ds.source], facts[ds.target]
+                for path, fact in ((ds.source, sf), (ds.target, tf_)):
+                    if fact["first_invalid_utf8_line"] and f.on_invalid_utf8 == "error":
+                        problems.append("%s:%d: invalid UTF-8 (--on_invalid_utf8 reject|replace "
+                                        "to go on)" % (path, fact["first_invalid_utf8_line"]))
+                if sf["lines"] != tf_["lines"] and f.on_misaligned == "error":
                     problems.append("%s: line counts differ: %s has %d lines, %s has %d lines" % (
-                        split, src, facts[src]["lines"], tgt, facts[tgt]["lines"]))
+                        ds.split, ds.source, sf["lines"], ds.target, tf_["lines"]))
+                prepared[ds.split].append(Prepared(dataclasses.asdict(ds), ds.source, ds.target,
+                                                   sf, tf_, max(sf["lines"], tf_["lines"])))
+            else:
+                m = materialized[(ds.split, ds.index)]
+                if "error" in m:
+                    problems.append(m["error"])
+                    continue
+                prepared[ds.split].append(Prepared(
+                    dataclasses.asdict(ds), m["source_path"], m["target_path"],
+                    m["facts"]["source"], m["facts"]["target"], m["units"], m["rejects_path"]))
         if problems:
             raise DatagenError("bad input, nothing written:\n  " + "\n  ".join(problems))
-        return facts
+        return prepared
 
-    def vocab_plan(self, splits):
-        """{vocab name: (vocab path, [train files])}."""
+    def vocab_plan(self, datasets):
+        """{vocab name: (vocab path, [train datasets])}."""
         f = self.flags
-        sources, targets = splits["train"]
+        train = datasets["train"]
         if f.shared_vocab:
-            return {"shared": (self.layout.vocab_path(None), sources + targets)}
-        src_lang = f.source_lang or lang_of(sources[0])
-        tgt_lang = f.target_lang or lang_of(targets[0])
+            return {"shared": (self.layout.vocab_path(None), train)}
+        first = train[0]
+        src_lang = f.source_lang or (lang_of(first.source) if first.target else None)
+        tgt_lang = f.target_lang or (lang_of(first.target) if first.target else None)
+        if not src_lang or not tgt_lang:
+            raise DatagenError("pass --source_lang and --target_lang (vocab file suffixes), "
+                               "or --shared_vocab")
         if src_lang == tgt_lang:
             raise DatagenError("source and target language are both %r: pass --source_lang/"
                                "--target_lang, or --shared_vocab" % src_lang)
-        return {"source": (self.layout.vocab_path(src_lang), sources),
-                "target": (self.layout.vocab_path(tgt_lang), targets)}
+        return {"source": (self.layout.vocab_path(src_lang), train),
+                "target": (self.layout.vocab_path(tgt_lang), train)}
 
-    def vocabs(self, plan, facts):
+    def vocabs(self, plan, prepared):
         f = self.flags
         report = {}
         to_learn = {}
-        for name, (path, files) in sorted(plan.items()):
+        by_index = {p.ds["index"]: p for p in prepared["train"]}
+        for name, (path, train) in sorted(plan.items()):
             if file_io.exists(path) and not f.overwrite:
                 LOG.info("vocab %s: reusing %s", name, path)
-                size = load_subword_vocab(path).vocab_size
-                report[name] = {"path": path, "size": size, "reused": True}
-            else:
-                to_learn[name] = [(p, facts[p]["bytes"]) for p in files]
+                report[name] = {"path": path, "size": load_subword_vocab(path).vocab_size,
+                                "reused": True}
+                continue
+            files = []
+            for ds in train:
+                p = by_index[ds.index]
+                if name in ("source", "shared"):
+                    files.append((p.source_lines, p.source_facts["bytes"]))
+                if name in ("target", "shared"):
+                    files.append((p.target_lines, p.target_facts["bytes"]))
+            to_learn[name] = files
         if to_learn:
             learnt, stats = vocab_passes.learn_subword_vocabs(
                 self.options, self.layout.work_dir, to_learn, self._vocab_config(), self.run_pass)
@@ -214,13 +295,14 @@ class DatagenJob:
             return plan["shared"][0], plan["shared"][0]
         return plan["source"][0], plan["target"][0]
 
-    def encode(self, splits, facts, plan):
+    def encode(self, prepared, plan):
         f = self.flags
-        num_shards = self.num_shards(splits)
-        chunks = []
-        for split, (sources, targets) in sorted(splits.items()):
-            for index, (src, tgt) in enumerate(zip(sources, targets)):
-                chunks.extend(plan_chunks(split, index, src, tgt, facts[src], facts[tgt]))
+        num_shards = self.num_shards(prepared)
+        chunks = [c for split in sorted(prepared) for p in prepared[split]
+                  for c in plan_chunks(p.ds, p.source_lines, p.target_lines,
+                                       p.source_facts, p.target_facts)]
+        earlier = [p.rejects_path for split in sorted(prepared) for p in prepared[split]
+                   if p.rejects_path]
         vocab_paths = self.encoder_vocab_paths(plan)
         shard_dir = self.layout.work("shards")
         rejects_dir = self.layout.work("rejects")
@@ -231,34 +313,58 @@ class DatagenJob:
 
         def build(p):
             build_encode_pass(p, chunks, vocab_paths, f.seed, f.problem, num_shards,
-                              shard_dir, rejects_dir, result_path)
+                              shard_dir, rejects_dir, result_path, self._settings(), earlier)
 
         self.run_pass("encode %d chunks into %s" % (len(chunks), ", ".join(
             "%d %s shards" % (n, s) for s, n in sorted(num_shards.items()))), build)
         result = file_io.read_json(result_path)
         return num_shards, result.get("shards", []), result.get("rejects", [])
 
-    def finish(self, splits, facts, num_shards, shards, rejects):
-        """Checks the books, then moves outputs into place; the marker comes last."""
+    def finish(self, prepared, num_shards, shards, rejects):
+        """Checks the books of every dataset, then moves outputs into place; marker last."""
         report = {}
-        for split, (sources, _) in sorted(splits.items()):
-            read = sum(facts[p]["lines"] for p in sources)
+        for split, items in sorted(prepared.items()):
             split_shards = sorted((s for s in shards if s["split"] == split), key=lambda s: s["shard"])
-            written = sum(s["records"] for s in split_shards)
-            split_rejects = [r for r in rejects if r["split"] == split]
-            rejected = sum(r["rejected"] for r in split_rejects)
-            by_reason = {}
-            for r in split_rejects:
-                for reason, n in r["by_reason"].items():
-                    by_reason[reason] = by_reason.get(reason, 0) + n
-            if len(split_shards) != num_shards[split] or read != written + rejected:
-                raise RuntimeError("%s: books do not balance: %d pairs read, %d written, %d rejected, "
-                                   "%d of %d shards" % (split, read, written, rejected,
-                                                        len(split_shards), num_shards[split]))
-            report[split] = {"pairs_read": read, "pairs_written": written, "pairs_rejected": rejected,
-                             "rejected_by_reason": by_reason,
-                             "rejects_file": self.layout.rejects_path(split) if rejected else None,
-                             "shards": [{"name": s["name"], "records": s["records"]} for s in split_shards]}
+            written = {}
+            for s in split_shards:
+                for index, n in s["by_dataset"]:
+                    written[index] = written.get(index, 0) + n
+            rejected = {}
+            for r in rejects:
+                if r["split"] == split:
+                    for key, n in r["by_dataset_reason"]:
+                        index, reason = key.split("\t")
+                        rejected.setdefault(int(index), {})[reason] = n
+            datasets = {}
+            unbalanced = []
+            for p in items:
+                index = p.ds["index"]
+                n_written = written.get(index, 0)
+                by_reason = rejected.get(index, {})
+                n_rejected = sum(by_reason.values())
+                datasets[p.ds["name"]] = {
+                    "format": p.ds["format"], "files": [x for x in (p.ds["source"], p.ds["target"]) if x],
+                    "pairs_read": p.units, "pairs_written": n_written, "pairs_rejected": n_rejected,
+                    "rejected_by_reason": dict(sorted(by_reason.items()))}
+                if p.units != n_written + n_rejected:
+                    unbalanced.append("%s: %d read, %d written, %d rejected" % (
+                        p.ds["name"], p.units, n_written, n_rejected))
+            if unbalanced or len(split_shards) != num_shards[split]:
+                raise RuntimeError("%s: books do not balance: %s; %d of %d shards" % (
+                    split, "; ".join(unbalanced) or "all datasets balance", len(split_shards),
+                    num_shards[split]))
+            total_reasons = {}
+            for d in datasets.values():
+                for reason, n in d["rejected_by_reason"].items():
+                    total_reasons[reason] = total_reasons.get(reason, 0) + n
+            n_rejected = sum(d["pairs_rejected"] for d in datasets.values())
+            report[split] = {
+                "pairs_read": sum(d["pairs_read"] for d in datasets.values()),
+                "pairs_written": sum(d["pairs_written"] for d in datasets.values()),
+                "pairs_rejected": n_rejected, "rejected_by_reason": dict(sorted(total_reasons.items())),
+                "rejects_file": self.layout.rejects_path(split) if n_rejected else None,
+                "datasets": datasets,
+                "shards": [{"name": s["name"], "records": s["records"]} for s in split_shards]}
         # Replace any previous outputs: marker first, so a crash here never looks complete.
         _delete_tree(self.layout.complete_path)
         old = [m.path for split in num_shards
@@ -266,13 +372,14 @@ class DatagenJob:
         if old:
             FileSystems.delete(old)
         _delete_tree(self.layout.path("rejects"))
-        src = [FileSystems.join(self.layout.work("shards"), s["name"]) for s in shards]
-        dst = [self.layout.path(s["name"]) for s in shards]
-        FileSystems.rename(src, dst)
-        if rejects:
+        FileSystems.rename([FileSystems.join(self.layout.work("shards"), s["name"]) for s in shards],
+                           [self.layout.path(s["name"]) for s in shards])
+        written_rejects = [r for r in rejects if r["rejected"]]
+        if written_rejects:
             FileSystems.mkdirs(self.layout.path("rejects"))
-            FileSystems.rename([FileSystems.join(self.layout.work("rejects"), r["name"]) for r in rejects],
-                               [self.layout.rejects_path(r["split"]) for r in rejects])
+            FileSystems.rename(
+                [FileSystems.join(self.layout.work("rejects"), r["name"]) for r in written_rejects],
+                [self.layout.rejects_path(r["split"]) for r in written_rejects])
         return report
 
     def translate_all_passes(self):
@@ -282,17 +389,30 @@ class DatagenJob:
         placeholders, so this needs no access to the input or output file systems.
         """
         f = self.flags
-        splits = {"train": (f.train_source.split(","), f.train_target.split(","))}
-        if f.dev_source:
-            splits["dev"] = (f.dev_source.split(","), f.dev_target.split(","))
-        plan = self.vocab_plan(splits)
-        num_shards = self.num_shards(splits)
+        from pipeline.datasets import Dataset
+        datasets = {}
+        for split in ("train", "dev"):
+            items = []
+            sources = (getattr(f, split + "_source") or "").split(",")
+            targets = (getattr(f, split + "_target") or "").split(",")
+            for src, tgt in zip(sources, targets):
+                if src:
+                    items.append(Dataset(split, len(items), src, "lines", src, tgt))
+            for fmt in ("tsv", "tmx"):
+                for path in filter(None, (getattr(f, "%s_%s" % (split, fmt)) or "").split(",")):
+                    items.append(Dataset(split, len(items), path, fmt, path))
+            if items:
+                datasets[split] = items
+        plan = self.vocab_plan(datasets)
+        num_shards = self.num_shards(datasets)
         work = self.layout.work
-        paths = sorted({p for pair in splits.values() for files in pair for p in files})
-        self.run_pass("scan (dry run)", lambda p: build_scan_pass(
-            p, paths, f.encode_chunk_lines, work("scan.json")))
+        every = [ds for items in datasets.values() for ds in items]
+        paths = sorted({p for ds in every if ds.read_in_place for p in (ds.source, ds.target)})
+        structured = [dataclasses.asdict(ds) for ds in every if not ds.read_in_place]
+        self.run_pass("prepare (dry run)", lambda p: build_prepare_pass(
+            p, paths, structured, work("materialized"), self._settings(), work("prepare.json")))
         config = self._vocab_config()
-        files = {name: [(path, 0) for path in plan_files] for name, (_, plan_files) in plan.items()}
+        files = {name: [(ds.source, 0) for ds in train] for name, (_, train) in plan.items()}
         probes = vocab_passes.SubwordVocabSearch(sorted(plan), f.vocab_size,
                                                  f.bisection_lookahead).next_probes()
         prefix = vocab_passes.token_checkpoint_prefix(self.layout.work_dir)
@@ -302,12 +422,12 @@ class DatagenJob:
             p, None, probes, {name: [] for name in plan}, prefix, work("vocab_pass_002.json"),
             config))
         no_facts = {"lines": 0, "checkpoints": [(0, 0)]}
-        chunks = [c for split, (sources, targets) in sorted(splits.items())
-                  for i, (s, t) in enumerate(zip(sources, targets))
-                  for c in plan_chunks(split, i, s, t, no_facts, no_facts)]
+        chunks = [c for ds in every for c in plan_chunks(
+            dataclasses.asdict(ds), ds.source, ds.target or ds.source, no_facts, no_facts)]
         self.run_pass("encode (dry run)", lambda p: build_encode_pass(
             p, chunks, self.encoder_vocab_paths(plan), f.seed, f.problem, num_shards,
-            work("shards"), work("rejects"), work("encode.json")))
+            work("shards"), work("rejects"), work("encode.json"), self._settings(),
+            [work("materialized", "x.rejects.jsonl")] if structured else ()))
         return {"status": "dry_run", "passes": self.pass_count, "problem": f.problem,
                 "runner": self.options.get_all_options().get("runner")}
 
@@ -315,7 +435,7 @@ class DatagenJob:
         f = self.flags
         return {"vocab_size": f.vocab_size, "max_subtoken_length": f.max_subtoken_length,
                 "file_byte_budget": f.file_byte_budget, "vocab_partitions": f.vocab_partitions,
-                "bisection_lookahead": f.bisection_lookahead}
+                "bisection_lookahead": f.bisection_lookahead, "on_invalid_utf8": f.on_invalid_utf8}
 
     def run(self):
         f = self.flags
@@ -329,15 +449,15 @@ class DatagenJob:
             summary["noop"] = True
             return summary
         started, t0 = _now(), time.time()
-        splits = self.splits()
-        plan = self.vocab_plan(splits)
+        datasets = self.plan()
+        plan = self.vocab_plan(datasets)
         _delete_tree(layout.work_dir)  # leftovers of a killed run must not be read back
         try:
-            facts = self._timed("scan", self.scan, splits)
+            prepared = self._timed("prepare", self.prepare, datasets)
             try:
-                vocab = self._timed("vocab", self.vocabs, plan, facts)
-                num_shards, shards, rejects = self._timed("encode", self.encode, splits, facts, plan)
-                split_report = self._timed("finish", self.finish, splits, facts, num_shards,
+                vocab = self._timed("vocab", self.vocabs, plan, prepared)
+                num_shards, shards, rejects = self._timed("encode", self.encode, prepared, plan)
+                split_report = self._timed("finish", self.finish, prepared, num_shards,
                                            shards, rejects)
             except Exception as e:
                 self._record_failure(started, t0, e)

@@ -16,11 +16,31 @@ class DatagenOptions(PipelineOptions):
     @classmethod
     def _add_argparse_args(cls, parser):
         add = parser.add_argument
-        add("--train_source", help="File pattern(s), comma-separated, of training source text "
-            "(one sentence per line; plain, .gz or .bz2).")
-        add("--train_target", help="File pattern(s) of the line-aligned training target text.")
+        add("--train_source", default=None, help="File pattern(s), comma-separated, of training "
+            "source text: one sentence per line (plain, .gz, .bz2), or SGM/IWSLT XML; "
+            "`archive.tgz!path/inside` reads a member of a .tar/.tar.gz/.tgz/.zip archive.")
+        add("--train_target", default=None, help="File pattern(s) of the aligned training target text.")
         add("--dev_source", default=None, help="File pattern(s) of dev source text (optional).")
         add("--dev_target", default=None, help="File pattern(s) of dev target text.")
+        for split in ("train", "dev"):
+            add("--%s_format" % split, default="auto", choices=("auto", "lines", "sgm", "iwslt"),
+                help="Format of --%s_source/--%s_target: from the file name (.sgm, .xml, "
+                     "else lines) or as given." % (split, split))
+            add("--%s_tsv" % split, default=None, help="TSV file pattern(s) for %s: one pair "
+                "per row, columns --source_column/--target_column." % split)
+            add("--%s_tmx" % split, default=None, help="TMX file pattern(s) for %s: sides "
+                "chosen by xml:lang = --source_lang/--target_lang." % split)
+        add("--source_column", type=int, default=0, help="TSV column of the source text (0-based).")
+        add("--target_column", type=int, default=1, help="TSV column of the target text (0-based).")
+        add("--on_misaligned", default="error", choices=("error", "reject"),
+            help="Files with different line counts, TMX units missing a side, SGM/IWSLT "
+                 "segments without a partner, TSV rows missing a column: stop with an error "
+                 "naming the first one (default), or reject them and go on.")
+        add("--on_invalid_utf8", default="error", choices=("error", "reject", "replace"),
+            help="A line that is not UTF-8: stop with an error naming file and line (default), "
+                 "reject its pair, or decode it with U+FFFD replacement characters.")
+        add("--max_line_chars", type=int, default=0,
+            help="Reject pairs with a side longer than this many characters (0: no limit).")
         add("--output_dir", help="Where vocab, shards and the summary go (any Beam FileSystems path).")
         add("--problem", default="translate_enzh_wmt8k", help="File-name prefix, as T2T's problem name.")
         add("--source_lang", default=None, help="Source language suffix (default: the files' extension).")

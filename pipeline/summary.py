@@ -21,8 +21,14 @@ def format_summary(summary):
     for split, s in sorted(summary["splits"].items()):
         lines.append("%-8s %10d %10d %10d %7d" % (split, s["pairs_read"], s["pairs_written"],
                                                    s["pairs_rejected"], len(s["shards"])))
+        datasets = s.get("datasets", {})
+        for name, d in sorted(datasets.items()) if len(datasets) > 1 else ():
+            lines.append("  %-20s %6s %10d %10d %10d" % (name[:20], d["format"], d["pairs_read"],
+                                                      d["pairs_written"], d["pairs_rejected"]))
         for reason, n in sorted(s["rejected_by_reason"].items()):
             lines.append("%-8s %32s: %d" % ("", reason, n))
+        if s.get("rejects_file"):
+            lines.append("%-8s rejects: %s" % ("", s["rejects_file"]))
     lines.append("")
     lines.append("stages: " + ", ".join("%s %.1f s" % (k, v["seconds"])
                                         for k, v in summary["stages"].items()))

@@ -94,7 +94,8 @@ def build_vocab_pass(p, files, probes, alphabets, token_prefix, result_path, con
         items = [(name, path, size) for name in sorted(files) for path, size in files[name]]
         counted = (p | "Files" >> beam.Create(items)
                    | "SampleAndCount" >> SampleAndCountTokens(
-                       sorted(files), config["file_byte_budget"], config["vocab_partitions"]))
+                       sorted(files), config["file_byte_budget"], config["vocab_partitions"],
+                       config.get("on_invalid_utf8", "error")))
         batches, alphabet_pc = counted["batches"], counted["alphabets"]
         _ = (batches | "ToJson" >> beam.Map(json.dumps)
              | "Checkpoint" >> beam.io.WriteToText(token_prefix, file_name_suffix=".jsonl"))

@@ -14,8 +14,10 @@ DIRECT_MP2 = ["--runner", "DirectRunner", "--direct_running_mode", "multi_proces
 
 
 def run_datagen(output_dir, source, target, *extra, runner=FNAPI):
-    argv = ["--train_source", str(source), "--train_target", str(target),
-            "--output_dir", str(output_dir)] + list(runner) + [str(a) for a in extra]
+    """Runs the job in-process; source/target None for runs with only --train_tsv/--train_tmx."""
+    argv = ["--output_dir", str(output_dir)] + list(runner) + [str(a) for a in extra]
+    if source is not None:
+        argv += ["--train_source", str(source), "--train_target", str(target)]
     return datagen.run(argv)
 
 

@@ -67,7 +67,8 @@ def test_outputs_and_summary(baseline):
     assert on_disk["splits"]["dev"]["pairs_written"] == 60
     assert on_disk["vocab"]["source"]["sampled_lines"] == 500
     assert on_disk["vocab"]["source"]["distinct_tokens"] > 100
-    assert set(on_disk["stages"]) == {"scan", "vocab", "encode", "finish"}
+    assert set(on_disk["stages"]) == {"prepare", "vocab", "encode", "finish"}
+    assert on_disk["splits"]["train"]["datasets"]["train.en"]["pairs_read"] == 500
     assert on_disk["flags"]["seed"] == 3
     # every record ends in EOS; within a shard records are sorted by shuffle key, so the
     # shards are not in input order
@@ -158,9 +159,10 @@ def test_empty_pairs_are_rejected_and_counted(tmp_path):
     assert train["rejected_by_reason"] == {"empty_source": 1, "empty_pair": 1, "empty_target": 1}
     with open(out / "rejects" / "train.jsonl", encoding="utf-8") as f:
         rejects = [json.loads(line) for line in f]
-    assert [(r["line"], r["reason"]) for r in rejects] == [
-        (2, "empty_source"), (3, "empty_pair"), (4, "empty_target")]
-    assert rejects[0]["target"] == "Leer" and rejects[0]["source_file"] == src
+    assert [(r["where"], r["reason"]) for r in rejects] == [
+        ("line 2", "empty_source"), ("line 3", "empty_pair"), ("line 4", "empty_target")]
+    assert rejects[0]["target"] == "Leer" and rejects[0]["file"] == "%s + %s" % (src, tgt)
+    assert rejects[0]["dataset"] == "c.en"
     assert sum(len(read_examples(p)) for p in shard_files(out, "p", "train")) == 3
 
 

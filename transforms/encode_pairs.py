@@ -14,10 +14,10 @@ import apache_beam as beam
 
 from transforms import file_io
 from transforms.codecs.subword import EOS_ID, SubwordEncoder
+from transforms.rejects import reject_record
 from transforms.text_lines import decode_line, iter_raw_lines
 
 REJECTS = "rejects"
-REJECT_TEXT_CHARS = 500
 
 
 def shuffle_key(seed, split, pair_index, line_number):
@@ -37,10 +37,12 @@ def load_subword_vocab(path):
 
 
 class _EncodeChunkFn(beam.DoFn):
-    def __init__(self, source_vocab_path, target_vocab_path, seed, num_shards):
+    def __init__(self, source_vocab_path, target_vocab_path, seed, num_shards, settings):
         self._paths = (source_vocab_path, target_vocab_path)
         self._seed = seed
         self._num_shards = num_shards  # {split: number of shards}
+        self._on_invalid = settings.get("on_invalid_utf8", "error")
+        self._max_chars = settings.get("max_line_chars", 0)
 
     def setup(self):
         import tensorflow as tf  # heavy: imported once per worker
@@ -56,8 +58,17 @@ class _EncodeChunkFn(beam.DoFn):
         feature["targets"].int64_list.value.extend(targets)
         return example.SerializeToString(deterministic=True)
 
+    def _reject(self, chunk, number, reason, source, target):
+        ds = chunk["ds"]
+        return beam.pvalue.TaggedOutput(REJECTS, (ds["split"], reject_record(
+            ds, number, "line %d" % number, reason, source, target)))
+
     def process(self, chunk):
-        split = chunk["split"]
+        if chunk.get("unmatched"):
+            yield from self._unmatched(chunk)
+            return
+        ds = chunk["ds"]
+        split = ds["split"]
         src_path, tgt_path = chunk["source"], chunk["target"]
         first, count = chunk["first_line"], chunk["num_lines"]
         num_shards = self._num_shards[split]
@@ -75,26 +86,51 @@ class _EncodeChunkFn(beam.DoFn):
                 if raw_src is None or raw_tgt is None:
                     raise ValueError("%s / %s: file changed while reading, line %d is missing"
                                      % (src_path, tgt_path, number))
-                source = decode_line(raw_src, src_path, number).strip()
-                target = decode_line(raw_tgt, tgt_path, number).strip()
+                source = decode_line(raw_src, src_path, number, self._on_invalid)
+                target = decode_line(raw_tgt, tgt_path, number, self._on_invalid)
+                if source is None or target is None:
+                    yield self._reject(chunk, number, "invalid_utf8",
+                                       decode_line(raw_src, src_path, number, "replace").strip(),
+                                       decode_line(raw_tgt, tgt_path, number, "replace").strip())
+                    continue
+                source, target = source.strip(), target.strip()
                 if not source or not target:
                     reason = ("empty_pair" if not source and not target
                               else "empty_source" if not source else "empty_target")
-                    yield beam.pvalue.TaggedOutput(REJECTS, (split, {
-                        "split": split, "pair_index": chunk["pair_index"],
-                        "source_file": src_path, "target_file": tgt_path, "line": number,
-                        "reason": reason, "source": source[:REJECT_TEXT_CHARS],
-                        "target": target[:REJECT_TEXT_CHARS]}))
+                    yield self._reject(chunk, number, reason, source, target)
+                    continue
+                if self._max_chars and max(len(source), len(target)) > self._max_chars:
+                    yield self._reject(chunk, number, "line_too_long", source, target)
                     continue
                 record = self._example(self._source.encode(source) + [EOS_ID],
                                        self._target.encode(target) + [EOS_ID])
-                key = shuffle_key(self._seed, split, chunk["pair_index"], number)
-                yield (split, shard_of(key, num_shards)), (key, chunk["pair_index"], number, record)
+                key = shuffle_key(self._seed, split, ds["index"], number)
+                yield (split, shard_of(key, num_shards)), (key, ds["index"], number, record)
+
+    def _unmatched(self, chunk):
+        """Lines of the longer file of a misaligned pair (--on_misaligned reject)."""
+        side = chunk["unmatched"]
+        path = chunk[side]
+        with file_io.open_text_source(path) as f:
+            if chunk["offset"]:
+                f.seek(chunk["offset"])
+            lines = iter_raw_lines(f)
+            for _ in range(chunk["skip"]):
+                next(lines, None)
+            for i, raw in enumerate(lines):
+                number = chunk["first_line"] + i + 1
+                text = decode_line(raw, path, number, "replace").strip()
+                yield self._reject(chunk, number, "unmatched_%s_line" % side,
+                                   text if side == "source" else "", text if side == "target" else "")
 
 
-def plan_chunks(split, pair_index, source_path, target_path, source_scan, target_scan):
-    """Chunks of a file pair: line ranges that start at a seek point present in both files."""
-    total = source_scan["lines"]
+def plan_chunks(ds, source_path, target_path, source_scan, target_scan):
+    """Chunks of a line-aligned file pair of dataset `ds` (a dict).
+
+    Line ranges start at a seek point present in both files. When the files have different
+    line counts, a last chunk covers the extra lines of the longer one (they are rejected).
+    """
+    total = min(source_scan["lines"], target_scan["lines"])
     src_points = dict(map(tuple, source_scan["checkpoints"]))
     tgt_points = dict(map(tuple, target_scan["checkpoints"]))
     starts = sorted(set(src_points) & set(tgt_points) | {0})
@@ -102,19 +138,26 @@ def plan_chunks(split, pair_index, source_path, target_path, source_scan, target
     chunks = []
     for i, start in enumerate(starts):
         end = starts[i + 1] if i + 1 < len(starts) else total
-        chunks.append({"split": split, "pair_index": pair_index, "source": source_path,
-                       "target": target_path, "first_line": start, "num_lines": end - start,
+        chunks.append({"ds": ds, "source": source_path, "target": target_path,
+                       "first_line": start, "num_lines": end - start,
                        "source_offset": src_points.get(start, 0),
                        "target_offset": tgt_points.get(start, 0)})
+    if source_scan["lines"] != target_scan["lines"]:
+        side, points = (("source", src_points) if source_scan["lines"] > total
+                        else ("target", tgt_points))
+        start = max(line for line in points if line <= total)
+        chunks.append({"ds": ds, "source": source_path, "target": target_path, "unmatched": side,
+                       "first_line": total, "offset": points[start], "skip": total - start})
     return chunks
 
 
 class EncodePairs(beam.PTransform):
-    """Chunks -> ((split, shard), (key, pair_index, line, serialized Example)) and rejects."""
+    """Chunks -> ((split, shard), (key, dataset index, line, serialized Example)) and rejects."""
 
-    def __init__(self, source_vocab_path, target_vocab_path, seed, num_shards):
+    def __init__(self, source_vocab_path, target_vocab_path, seed, num_shards, settings=None):
         super().__init__()
-        self._fn = _EncodeChunkFn(source_vocab_path, target_vocab_path, seed, num_shards)
+        self._fn = _EncodeChunkFn(source_vocab_path, target_vocab_path, seed, num_shards,
+                                  settings or {})
 
     def expand(self, chunks):
         return (chunks

@@ -34,10 +34,13 @@ class _WriteShardFn(beam.DoFn):
         records = sorted(grouped["records"])
         name = shard_file_name(self._problem, split, shard, self._num_shards[split])
         path = FileSystems.join(self._tmp_dir, name)
+        by_dataset = {}
         with FileSystems.create(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
-            for _, _, _, record in records:
+            for _, dataset_index, _, record in records:
                 _TFRecordUtil.write_record(f, record)
-        yield {"split": split, "shard": shard, "name": name, "records": len(records)}
+                by_dataset[dataset_index] = by_dataset.get(dataset_index, 0) + 1
+        yield {"split": split, "shard": shard, "name": name, "records": len(records),
+               "by_dataset": sorted(by_dataset.items())}
 
 
 class _WriteRejectsFn(beam.DoFn):
@@ -46,15 +49,17 @@ class _WriteRejectsFn(beam.DoFn):
 
     def process(self, item):
         split, rejects = item
-        rejects = sorted(rejects, key=lambda r: (r["pair_index"], r["line"]))
+        rejects = sorted(rejects, key=lambda r: (r["dataset_index"], r["ordinal"]))
         by_reason = {}
         name = "%s.jsonl" % split
         with FileSystems.create(FileSystems.join(self._tmp_dir, name),
                                 compression_type=CompressionTypes.UNCOMPRESSED) as f:
             for reject in rejects:
                 f.write((json.dumps(reject, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8"))
-                by_reason[reject["reason"]] = by_reason.get(reject["reason"], 0) + 1
-        yield {"split": split, "name": name, "rejected": len(rejects), "by_reason": by_reason}
+                key = "%d\t%s" % (reject["dataset_index"], reject["reason"])
+                by_reason[key] = by_reason.get(key, 0) + 1
+        yield {"split": split, "name": name, "rejected": len(rejects),
+               "by_dataset_reason": sorted(by_reason.items())}
 
 
 class WriteShuffledShards(beam.PTransform):

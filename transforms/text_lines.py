@@ -40,16 +40,22 @@ def iter_raw_lines(stream, limit=None):
         yield pending
 
 
-def decode_line(raw, path, line_number):
+def decode_line(raw, path, line_number, on_invalid="error"):
     """A line as T2T's `tf.gfile` reader yields it: `\\r` removed, strict UTF-8.
 
-    The error names the file and the line.
+    A line that is not UTF-8 raises InputError naming the file and line (`on_invalid`
+    "error"), returns None ("reject": the caller rejects the pair) or is decoded with U+FFFD
+    replacement characters ("replace").
     """
     if b"\r" in raw:
         raw = raw.replace(b"\r", b"")
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as e:
+        if on_invalid == "replace":
+            return raw.decode("utf-8", "replace")
+        if on_invalid == "reject":
+            return None
         raise InputError(path, line_number,
                          "invalid UTF-8 at byte %d of the line (%s)" % (e.start, e.reason)) from None
 
@@ -100,12 +106,14 @@ def scan_stream(stream, checkpoint_every):
     return num_bytes, num_lines, checkpoints, first_invalid
 
 
-def sample_lines_for_vocab(raw_lines, file_size, byte_budget, path="<stream>"):
+def sample_lines_for_vocab(raw_lines, file_size, byte_budget, path="<stream>", on_invalid="error"):
     """Tensor2Tensor's `generate_lines_for_vocab` sampling for one file.
 
     Skips `int(file_size / byte_budget / 2)` lines between samples, takes one stripped line,
     charges its length in characters against the budget, and stops when a line is due and the
-    budget is spent (so the last line may overshoot). Yields decoded, stripped lines.
+    budget is spent (so the last line may overshoot). Yields decoded, stripped lines. With
+    `on_invalid="reject"` a line that is not UTF-8 is passed over and the next line is taken
+    in its place.
     """
     stride = int(file_size / byte_budget / 2)
     counter = 0
@@ -116,7 +124,10 @@ def sample_lines_for_vocab(raw_lines, file_size, byte_budget, path="<stream>"):
             continue
         if budget <= 0:
             return
-        line = decode_line(raw, path, number).strip()
+        line = decode_line(raw, path, number, on_invalid)
+        if line is None:
+            continue
+        line = line.strip()
         budget -= len(line)
         counter = 0
         yield line

@@ -23,15 +23,17 @@ STATS = "stats"
 class _SampleFileFn(beam.DoFn):
     """(vocab_name, path, file_size) -> ((vocab_name, token), count) for the file's sample."""
 
-    def __init__(self, byte_budget):
+    def __init__(self, byte_budget, on_invalid_utf8="error"):
         self._budget = byte_budget
+        self._on_invalid = on_invalid_utf8
 
     def process(self, item):
         vocab_name, path, file_size = item
         counts = collections.Counter()
         lines = chars = 0
         with file_io.open_text_source(path) as f:
-            for line in sample_lines_for_vocab(iter_raw_lines(f), file_size, self._budget, path):
+            for line in sample_lines_for_vocab(iter_raw_lines(f), file_size, self._budget, path,
+                                               self._on_invalid):
                 counts.update(tokenizer.encode(line))
                 lines += 1
                 chars += len(line)
@@ -83,8 +85,9 @@ class SampleAndCountTokens(beam.PTransform):
     `distinct` ((vocab_name, number of distinct tokens)).
     """
 
-    def __init__(self, vocab_names, byte_budget, num_batches=16):
+    def __init__(self, vocab_names, byte_budget, num_batches=16, on_invalid_utf8="error"):
         super().__init__()
+        self._on_invalid = on_invalid_utf8
         self._names = list(vocab_names)
         self._budget = byte_budget
         self._num_batches = num_batches
@@ -92,7 +95,7 @@ class SampleAndCountTokens(beam.PTransform):
     def expand(self, files):
         sampled = (files
                    | "Spread" >> beam.Reshuffle()
-                   | "SampleAndTokenize" >> beam.ParDo(_SampleFileFn(self._budget))
+                   | "SampleAndTokenize" >> beam.ParDo(_SampleFileFn(self._budget, self._on_invalid))
                    .with_outputs(STATS, main="counts"))
         totals = sampled.counts | "SumCounts" >> beam.CombinePerKey(sum)
         triples = totals | "Flatten" >> beam.MapTuple(lambda key, count: (key[0], key[1], count))

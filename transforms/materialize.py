@@ -1,0 +1,187 @@
+"""MaterializeDatasets: turn TSV, TMX, SGM, IWSLT XML and archived datasets into line pairs.
+
+Each such dataset is read by one worker with the pure readers of `transforms.corpus_formats`
+and written as two line-aligned UTF-8 files (one segment per line) under the work directory,
+so sampling and encoding treat every dataset alike. What cannot become a pair is written to a
+rejects file with its position in the original file (`tu 5`, `doc 2455 seg 3`, `line 12`).
+Segments are cleaned as T2T's line reader would see them: `\\r` removed, newlines inside a
+segment (possible in XML) turned into spaces, then stripped; a pair with an empty side, or a
+side longer than `max_line_chars`, is rejected here.
+
+Errors never escape as exceptions from inside Beam: a dataset that must stop the job (bad
+XML, misaligned units with `on_misaligned=error`, invalid UTF-8 with `on_invalid_utf8=error`)
+yields an `error` fact that the driver reports before anything is written.
+"""
+
+import json
+
+import apache_beam as beam
+from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.io.filesystems import FileSystems
+
+from transforms import corpus_formats as formats
+from transforms import file_io
+from transforms.rejects import reject_record
+from transforms.text_lines import InputError, decode_line, iter_raw_lines
+
+MISALIGNED = {"missing_source", "missing_target", "missing_source_and_target",
+              "unmatched_source_segment",
+              "unmatched_target_segment", "unmatched_source_line", "unmatched_target_line",
+              "too_few_columns"}
+
+
+def open_member(path):
+    """Opens a file or an `archive!member` for binary reading (members of .gz/.bz2 too)."""
+    outer, member = formats.split_archive_path(path)
+    if member is None:
+        return file_io.open_text_source(outer)
+    stream = formats.open_archive_member(
+        FileSystems.open(outer, compression_type=CompressionTypes.UNCOMPRESSED), outer, member)
+    if member.endswith(".gz"):
+        import gzip
+        return gzip.GzipFile(fileobj=stream)
+    if member.endswith(".bz2"):
+        import bz2
+        return bz2.BZ2File(stream)
+    return stream
+
+
+def read_line_pairs(source_stream, source_path, target_stream, target_path, on_invalid):
+    """Line-aligned files as Pair/Reject, extra lines of the longer file as unmatched."""
+    sources, targets = iter_raw_lines(source_stream), iter_raw_lines(target_stream)
+    number = 0
+    while True:
+        raw_src, raw_tgt = next(sources, None), next(targets, None)
+        if raw_src is None and raw_tgt is None:
+            return
+        number += 1
+        where = "line %d" % number
+        if raw_src is None or raw_tgt is None:
+            side, raw, path = (("target", raw_tgt, target_path) if raw_src is None
+                               else ("source", raw_src, source_path))
+            text = decode_line(raw, path, number, "replace")
+            yield formats.Reject(where, "unmatched_%s_line" % side,
+                                 text if side == "source" else "", text if side == "target" else "")
+            continue
+        src = decode_line(raw_src, source_path, number, on_invalid)
+        tgt = decode_line(raw_tgt, target_path, number, on_invalid)
+        if src is None or tgt is None:
+            yield formats.Reject(where, "invalid_utf8",
+                                 decode_line(raw_src, source_path, number, "replace"),
+                                 decode_line(raw_tgt, target_path, number, "replace"))
+            continue
+        yield formats.Pair(src, tgt, where)
+
+
+def clean_segment(text):
+    return text.replace("\r", "").replace("\n", " ").strip()
+
+
+class _SideWriter:
+    """Writes one side's lines and records the seek points the encoder chunks at."""
+
+    def __init__(self, path, checkpoint_every):
+        self.path = path
+        self._f = FileSystems.create(path, compression_type=CompressionTypes.UNCOMPRESSED)
+        self._every = checkpoint_every
+        self.lines = 0
+        self.bytes = 0
+        self.checkpoints = [(0, 0)]
+
+    def write(self, text):
+        data = (text + "\n").encode("utf-8")
+        self._f.write(data)
+        self.lines += 1
+        self.bytes += len(data)
+        if self.lines % self._every == 0:
+            self.checkpoints.append((self.lines, self.bytes))
+
+    def close(self):
+        self._f.close()
+        if len(self.checkpoints) > 1 and self.checkpoints[-1][0] >= self.lines:
+            self.checkpoints.pop()
+        return {"bytes": self.bytes, "lines": self.lines, "checkpoints": self.checkpoints,
+                "first_invalid_utf8_line": None}
+
+
+class _MaterializeFn(beam.DoFn):
+    def __init__(self, work_dir, settings):
+        self._dir = work_dir
+        self._s = settings
+
+    def _units(self, ds, streams):
+        s = self._s
+        if ds["format"] == "tsv":
+            return formats.read_tsv(streams[0], ds["source"], s["source_column"], s["target_column"])
+        if ds["format"] == "tmx":
+            return formats.read_tmx(streams[0], ds["source"], s["source_lang"], s["target_lang"])
+        if ds["format"] == "sgm":
+            return formats.read_sgm_pair(streams[0], ds["source"], streams[1], ds["target"])
+        if ds["format"] == "iwslt":
+            return formats.read_iwslt_xml_pair(streams[0], ds["source"], streams[1], ds["target"])
+        return read_line_pairs(streams[0], ds["source"], streams[1], ds["target"],
+                               s["on_invalid_utf8"])
+
+    def process(self, ds):
+        s = self._s
+        base = FileSystems.join(self._dir, "%s-%03d" % (ds["split"], ds["index"]))
+        paths = [ds["source"]] + ([ds["target"]] if ds["target"] else [])
+        streams = []
+        rejects = []
+        units = 0
+        try:
+            streams = [open_member(p) for p in paths]
+            src, tgt = _SideWriter(base + ".src", s["checkpoint_every"]), _SideWriter(
+                base + ".tgt", s["checkpoint_every"])
+            for ordinal, unit in enumerate(self._units(ds, streams), 1):
+                units += 1
+                if isinstance(unit, formats.Reject):
+                    if unit.reason in MISALIGNED and s["on_misaligned"] == "error":
+                        raise InputError(ds["source"], 0, "%s: %s (%s); --on_misaligned reject "
+                                         "rejects such units instead" % (
+                                             unit.where, unit.reason.replace("_", " "),
+                                             ds["target"] or ds["source"]))
+                    if unit.reason == "invalid_utf8" and s["on_invalid_utf8"] == "error":
+                        raise InputError(ds["source"], 0, "%s: invalid UTF-8" % unit.where)
+                    rejects.append((ordinal, unit))
+                    continue
+                source, target = clean_segment(unit.source), clean_segment(unit.target)
+                reason = None
+                if not source or not target:
+                    reason = ("empty_pair" if not source and not target
+                              else "empty_source" if not source else "empty_target")
+                elif s["max_line_chars"] and max(len(source), len(target)) > s["max_line_chars"]:
+                    reason = "line_too_long"
+                if reason:
+                    rejects.append((ordinal, formats.Reject(unit.where, reason, source, target)))
+                    continue
+                src.write(source)
+                tgt.write(target)
+            facts = {"source": src.close(), "target": tgt.close()}
+        except (formats.FormatError, InputError) as e:
+            yield {"split": ds["split"], "index": ds["index"], "error": str(e)}
+            return
+        finally:
+            for stream in streams:
+                stream.close()
+        by_reason = {}
+        rejects_path = base + ".rejects.jsonl"
+        with FileSystems.create(rejects_path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+            for ordinal, r in rejects:
+                by_reason[r.reason] = by_reason.get(r.reason, 0) + 1
+                f.write((json.dumps(reject_record(ds, ordinal, r.where, r.reason, r.source, r.target),
+                                    ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8"))
+        yield {"split": ds["split"], "index": ds["index"], "units": units,
+               "source_path": base + ".src", "target_path": base + ".tgt", "facts": facts,
+               "rejected_by_reason": by_reason, "rejects_path": rejects_path}
+
+
+class MaterializeDatasets(beam.PTransform):
+    """Dataset dicts -> one fact dict per dataset (files written, or an error)."""
+
+    def __init__(self, work_dir, settings):
+        super().__init__()
+        self._fn = _MaterializeFn(work_dir, settings)
+
+    def expand(self, datasets):
+        return datasets | "Spread" >> beam.Reshuffle() | "Materialize" >> beam.ParDo(self._fn)
