@@ -39,7 +39,8 @@ from pipeline.runners import DatagenError, check_workers_can_import_project, is_
 from pipeline.summary import format_summary
 from transforms import file_io
 from transforms.codecs.subword import vocab_file_text
-from transforms.encode_pairs import EncodePairs, load_subword_vocab, plan_chunks
+from transforms.encode_pairs import EncodePairs, plan_chunks
+from transforms.vocab_kinds import load_vocab
 from transforms.file_scan import ScanTextFiles
 from transforms.json_result import WriteJsonResult
 from transforms.materialize import MaterializeDatasets
@@ -84,13 +85,18 @@ def build_encode_pass(p, chunks, vocab_paths, seed, problem, num_shards, shard_d
     encoded = (p | "Chunks" >> beam.Create(chunks)
                | "Encode" >> EncodePairs(vocab_paths[0], vocab_paths[1], seed, num_shards, settings))
     shards = encoded.records | "Write" >> WriteShuffledShards(problem, num_shards, shard_dir)
+    token_stats = (encoded.stats
+                   | "SumTokenStats" >> beam.CombinePerKey(
+                       lambda rows: [sum(column) for column in zip(*rows)] if rows else [0, 0, 0, 0])
+                   | "StatsToList" >> beam.Map(list))
     rejects = encoded.rejects
     if earlier_rejects:
         earlier = (p | "RejectFiles" >> beam.Create(list(earlier_rejects))
                    | "ReadRejects" >> beam.FlatMap(_read_rejects_file))
         rejects = (rejects, earlier) | "AllRejects" >> beam.Flatten()
     written = rejects | "Rejects" >> WriteRejects(rejects_dir)
-    _ = {"shards": shards, "rejects": written} | "Result" >> WriteJsonResult(result_path)
+    _ = {"shards": shards, "rejects": written, "tokens": token_stats} | (
+        "Result" >> WriteJsonResult(result_path))
 
 
 @dataclasses.dataclass
@@ -183,7 +189,8 @@ class DatagenJob:
         return {"checkpoint_every": f.encode_chunk_lines, "source_lang": f.source_lang,
                 "target_lang": f.target_lang, "source_column": f.source_column,
                 "target_column": f.target_column, "on_misaligned": f.on_misaligned,
-                "on_invalid_utf8": f.on_invalid_utf8, "max_line_chars": f.max_line_chars}
+                "on_invalid_utf8": f.on_invalid_utf8, "max_line_chars": f.max_line_chars,
+                "vocab_type": f.vocab_type, "bpe_eos_token": f.bpe_eos_token}
 
     def prepare(self, datasets):
         """Runs the prepare pass; returns {split: [Prepared]} or raises DatagenError."""
@@ -227,11 +234,13 @@ class DatagenJob:
         return prepared
 
     def vocab_plan(self, datasets):
-        """{vocab name: (vocab path, [train datasets])}."""
+        """{vocab name: (vocab path in the output, [train datasets])}."""
         f = self.flags
+        kind = f.vocab_type
         train = datasets["train"]
-        if f.shared_vocab:
-            return {"shared": (self.layout.vocab_path(None), train)}
+        word_files = [w for w in (f.word_vocab or "").split(",") if w]
+        if f.shared_vocab or (kind == "byte_bpe" and f.bpe_vocab) or len(word_files) == 1:
+            return {"shared": (self.layout.vocab_path(None, kind), train)}
         first = train[0]
         src_lang = f.source_lang or (lang_of(first.source) if first.target else None)
         tgt_lang = f.target_lang or (lang_of(first.target) if first.target else None)
@@ -241,18 +250,62 @@ class DatagenJob:
         if src_lang == tgt_lang:
             raise DatagenError("source and target language are both %r: pass --source_lang/"
                                "--target_lang, or --shared_vocab" % src_lang)
-        return {"source": (self.layout.vocab_path(src_lang), train),
-                "target": (self.layout.vocab_path(tgt_lang), train)}
+        return {"source": (self.layout.vocab_path(src_lang, kind), train),
+                "target": (self.layout.vocab_path(tgt_lang, kind), train)}
+
+    def _given_vocabs(self, plan):
+        """{name: path} of vocabularies the user supplied (--bpe_vocab, --word_vocab)."""
+        f = self.flags
+        if f.vocab_type == "byte_bpe" and f.bpe_vocab:
+            return {"shared": file_io.absolute(f.bpe_vocab)}
+        if f.vocab_type == "word" and f.word_vocab:
+            files = [file_io.absolute(w) for w in f.word_vocab.split(",") if w]
+            if len(files) > 2:
+                raise DatagenError("--word_vocab takes FILE or SOURCE_FILE,TARGET_FILE")
+            return dict(zip(sorted(plan), files)) if len(files) == 2 else {"shared": files[0]}
+        return {}
+
+    def _vocab_exists(self, path):
+        if self.flags.vocab_type == "byte_bpe":
+            return file_io.exists(FileSystems.join(path, "merges.txt"))
+        return file_io.exists(path)
+
+    def _write_vocab(self, path, content):
+        """Writes a vocab file, or for byte_bpe the directory's files (merges.txt last)."""
+        if isinstance(content, dict):
+            if not file_io.exists(path):
+                FileSystems.mkdirs(path)
+            for name in ("vocab.json", "merges.txt"):
+                file_io.write_bytes_atomically(FileSystems.join(path, name),
+                                               content[name].encode("utf-8"))
+        else:
+            file_io.write_bytes_atomically(path, content.encode("utf-8"))
 
     def vocabs(self, plan, prepared):
         f = self.flags
+        kind = f.vocab_type
         report = {}
         to_learn = {}
         by_index = {p.ds["index"]: p for p in prepared["train"]}
+        given = self._given_vocabs(plan)
         for name, (path, train) in sorted(plan.items()):
-            if file_io.exists(path) and not f.overwrite:
+            if name in given:
+                encoder = load_vocab(kind, given[name])
+                if kind == "word":
+                    content = encoder.to_text()
+                    if encoder.fixed_specials:
+                        LOG.info("vocab %s: %s did not start with <unk>, <s>, </s>: moved them "
+                                 "to the front", name, given[name])
+                else:
+                    content = {"vocab.json": encoder.vocab_json_text(),
+                               "merges.txt": encoder.merges_text()}
+                self._write_vocab(path, content)
+                report[name] = {"path": path, "size": encoder.vocab_size, "reused": False,
+                                "given": given[name]}
+                continue
+            if self._vocab_exists(path) and not f.overwrite:
                 LOG.info("vocab %s: reusing %s", name, path)
-                report[name] = {"path": path, "size": load_subword_vocab(path).vocab_size,
+                report[name] = {"path": path, "size": load_vocab(kind, path).vocab_size,
                                 "reused": True}
                 continue
             files = []
@@ -263,23 +316,28 @@ class DatagenJob:
                 if name in ("target", "shared"):
                     files.append((p.target_lines, p.target_facts["bytes"]))
             to_learn[name] = files
-        if to_learn:
+        if not to_learn:
+            return report
+        if kind == "subword":
             learnt, stats = vocab_passes.learn_subword_vocabs(
                 self.options, self.layout.work_dir, to_learn, self._vocab_config(), self.run_pass)
-            for name, vocab in sorted(learnt.items()):
-                path = plan[name][0]
-                file_io.write_bytes_atomically(path, vocab_file_text(vocab).encode("utf-8"))
-                sampling = [s for s in stats["sampling"] if s["vocab"] == name]
-                report[name] = {
-                    "path": path, "size": len(vocab), "reused": False,
-                    "min_count": stats["chosen_min_count"][name],
-                    "sampled_lines": sum(s["sampled_lines"] for s in sampling),
-                    "sampled_chars": sum(s["sampled_chars"] for s in sampling),
-                    "distinct_tokens": stats["distinct_tokens"].get(name, 0),
-                    "files": sampling}
-                LOG.info("vocab %s: %d subtokens (min_count %d) -> %s", name, len(vocab),
-                         stats["chosen_min_count"][name], path)
-            report["passes"] = stats["passes"]
+            contents = {name: vocab_file_text(v) for name, v in learnt.items()}
+        else:
+            contents, stats = vocab_passes.learn_counted_vocabs(
+                kind, self.layout.work_dir, to_learn, self._vocab_config(), self.run_pass)
+        for name, content in sorted(contents.items()):
+            path = plan[name][0]
+            self._write_vocab(path, content)
+            sampling = [s for s in stats["sampling"] if s["vocab"] == name]
+            report[name] = {
+                "path": path, "size": load_vocab(kind, path).vocab_size, "reused": False,
+                "sampled_lines": sum(s["sampled_lines"] for s in sampling),
+                "sampled_chars": sum(s["sampled_chars"] for s in sampling),
+                "distinct_tokens": stats["distinct_tokens"].get(name, 0), "files": sampling}
+            if kind == "subword":
+                report[name]["min_count"] = stats["chosen_min_count"][name]
+            LOG.info("vocab %s: %d entries -> %s", name, report[name]["size"], path)
+        report["passes"] = stats["passes"]
         return report
 
     def num_shards(self, splits):
@@ -318,6 +376,7 @@ class DatagenJob:
         self.run_pass("encode %d chunks into %s" % (len(chunks), ", ".join(
             "%d %s shards" % (n, s) for s, n in sorted(num_shards.items()))), build)
         result = file_io.read_json(result_path)
+        self.token_stats = dict(result.get("tokens", []))
         return num_shards, result.get("shards", []), result.get("rejects", [])
 
     def finish(self, prepared, num_shards, shards, rejects):
@@ -365,6 +424,12 @@ class DatagenJob:
                 "rejects_file": self.layout.rejects_path(split) if n_rejected else None,
                 "datasets": datasets,
                 "shards": [{"name": s["name"], "records": s["records"]} for s in split_shards]}
+            tokens = getattr(self, "token_stats", {}).get(split, [0, 0, 0, 0])
+            report[split]["tokens"] = {"source": tokens[0], "target": tokens[2]}
+            if self.flags.vocab_type == "word":
+                report[split]["oov_rate"] = {
+                    "source": round(tokens[1] / tokens[0], 6) if tokens[0] else 0.0,
+                    "target": round(tokens[3] / tokens[2], 6) if tokens[2] else 0.0}
         # Replace any previous outputs: marker first, so a crash here never looks complete.
         _delete_tree(self.layout.complete_path)
         old = [m.path for split in num_shards
@@ -435,7 +500,8 @@ class DatagenJob:
         f = self.flags
         return {"vocab_size": f.vocab_size, "max_subtoken_length": f.max_subtoken_length,
                 "file_byte_budget": f.file_byte_budget, "vocab_partitions": f.vocab_partitions,
-                "bisection_lookahead": f.bisection_lookahead, "on_invalid_utf8": f.on_invalid_utf8}
+                "bisection_lookahead": f.bisection_lookahead, "on_invalid_utf8": f.on_invalid_utf8,
+                "bpe_min_frequency": f.bpe_min_frequency}
 
     def run(self):
         f = self.flags

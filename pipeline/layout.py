@@ -33,8 +33,11 @@ class OutputLayout:
     def path(self, *names):
         return FileSystems.join(self.output_dir, *names)
 
-    def vocab_path(self, lang=None):
-        name = "vocab.%s.%d.subwords" % (self.problem, self.vocab_size)
+    def vocab_path(self, lang=None, kind="subword"):
+        """T2T's `vocab.{problem}.{size}.subwords[.lang]`; `.bpe` (a directory holding
+        vocab.json and merges.txt) and `.words` for the other kinds."""
+        suffix = {"subword": "subwords", "byte_bpe": "bpe", "word": "words"}[kind]
+        name = "vocab.%s.%d.%s" % (self.problem, self.vocab_size, suffix)
         return self.path(name + ("." + lang if lang else ""))
 
     def shard_path(self, split, shard, num_shards):

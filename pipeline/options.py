@@ -45,7 +45,22 @@ class DatagenOptions(PipelineOptions):
         add("--problem", default="translate_enzh_wmt8k", help="File-name prefix, as T2T's problem name.")
         add("--source_lang", default=None, help="Source language suffix (default: the files' extension).")
         add("--target_lang", default=None, help="Target language suffix (default: the files' extension).")
-        add("--vocab_size", type=int, default=8192, help="Target subword vocabulary size.")
+        add("--vocab_type", default="subword", choices=("subword", "byte_bpe", "word"),
+            help="subword: T2T SubwordTextEncoder; byte_bpe: GPT-2 style byte-level BPE; "
+                 "word: tensorflow/nmt word vocabulary.")
+        add("--vocab_size", type=int, default=8192,
+            help="Target vocabulary size (subword: approximate, as T2T; byte_bpe: exact, "
+                 "bytes + merges + special tokens; word: exact, specials included).")
+        add("--bpe_vocab", default=None,
+            help="Existing byte-level BPE for both sides (e.g. GPT-2's): a directory with "
+                 "vocab.json + merges.txt, or encoder.json + vocab.bpe. Nothing is learnt.")
+        add("--bpe_eos_token", default="<|endoftext|>",
+            help="Token whose id ends every byte_bpe example.")
+        add("--bpe_min_frequency", type=int, default=2,
+            help="BPE learning stops before merging a pair seen fewer times than this.")
+        add("--word_vocab", default=None,
+            help="Existing word vocabulary: FILE for both sides, or SOURCE_FILE,TARGET_FILE. "
+                 "Missing or misplaced <unk>, <s>, </s> are moved to the front.")
         add("--shared_vocab", action="store_true", default=False,
             help="Learn one vocabulary from both sides (vocab.{problem}.{size}.subwords).")
         add("--file_byte_budget", type=float, default=1e8,

@@ -15,7 +15,7 @@ def format_summary(summary):
             continue
         lines.append("%-8s %10d %10s %10s  %s%s" % (
             name, v["size"], v.get("min_count", "-"), v.get("distinct_tokens", "-"), v["path"],
-            " (reused)" if v.get("reused") else ""))
+            " (reused)" if v.get("reused") else " (from %s)" % v["given"] if v.get("given") else ""))
     lines.append("")
     lines.append("%-8s %10s %10s %10s %7s" % ("split", "read", "written", "rejected", "shards"))
     for split, s in sorted(summary["splits"].items()):
@@ -27,6 +27,9 @@ def format_summary(summary):
                                                       d["pairs_written"], d["pairs_rejected"]))
         for reason, n in sorted(s["rejected_by_reason"].items()):
             lines.append("%-8s %32s: %d" % ("", reason, n))
+        if "oov_rate" in s:
+            lines.append("%-8s OOV rate: source %.2f%%, target %.2f%%" % (
+                "", 100 * s["oov_rate"]["source"], 100 * s["oov_rate"]["target"]))
         if s.get("rejects_file"):
             lines.append("%-8s rejects: %s" % ("", s["rejects_file"]))
     lines.append("")

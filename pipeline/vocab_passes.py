@@ -163,3 +163,81 @@ def learn_subword_vocabs(options, work_dir, files, config, run_pass):
     stats["chosen_min_count"] = dict(search.chosen)
     return {name: search.result(name) for name in files}, stats
 
+
+
+# -- word and byte-level BPE vocabularies: one pass over the same sampled counts ------------
+
+def _descending(word):
+    """A key that sorts words in descending code-point order (so Top keeps the smallest)."""
+    return tuple(-ord(c) for c in word) + (1,)
+
+
+def _word_rank(item):
+    word, count = item
+    return count, _descending(word)
+
+
+def _word_vocab_text(name_items, vocab_size):
+    from transforms.codecs.word_vocab import WordVocab
+    name, items = name_items
+    return [name, WordVocab.from_counts(dict(items), vocab_size).to_text()]
+
+
+def _learn_bpe(name_items, vocab_size, min_frequency):
+    from transforms.codecs.byte_bpe import learn_byte_bpe
+    name, items = name_items
+    bpe = learn_byte_bpe(dict(items), vocab_size, min_frequency=min_frequency)
+    return [name, {"vocab.json": bpe.vocab_json_text(), "merges.txt": bpe.merges_text()}]
+
+
+def build_counted_vocab_pass(p, kind, files, config, result_path):
+    """One pass: sample and count with the kind's tokenizer, then build every vocabulary.
+
+    Word vocabularies keep the `vocab_size - 3` most frequent words (`Top.PerKey`, ties
+    broken by the word); BPE merges are learnt from each vocabulary's aggregated pre-token
+    counts on one worker (`transforms.codecs.byte_bpe.learn_byte_bpe`).
+    """
+    from transforms.codecs.word_vocab import SPECIALS
+    from transforms.vocab_kinds import tokenizer_for
+    items = [(name, path, size) for name in sorted(files) for path, size in files[name]]
+    counted = (p | "Files" >> beam.Create(items)
+               | "SampleAndCount" >> SampleAndCountTokens(
+                   sorted(files), config["file_byte_budget"], config["vocab_partitions"],
+                   config.get("on_invalid_utf8", "error"), tokenize=tokenizer_for(kind),
+                   batched=False))
+    keyed = counted["counts"] | "KeyByVocab" >> beam.Map(lambda t: (t[0], (t[1], t[2])))
+    size = config["vocab_size"]
+    if kind == "word":
+        vocabs = (keyed
+                  | "DropSpecials" >> beam.Filter(lambda kv: kv[1][0] not in SPECIALS)
+                  | "MostFrequent" >> beam.combiners.Top.PerKey(max(0, size - len(SPECIALS)),
+                                                                key=_word_rank)
+                  | "WordVocab" >> beam.Map(_word_vocab_text, vocab_size=size))
+    else:
+        vocabs = (keyed
+                  | "GroupCounts" >> beam.GroupByKey()
+                  | "LearnMerges" >> beam.Map(_learn_bpe, vocab_size=size,
+                                              min_frequency=config.get("bpe_min_frequency", 2)))
+    _ = {"vocabs": vocabs, "sampling": counted["stats"],
+         "distinct": counted["distinct"] | "DistinctToList" >> beam.Map(list)} | (
+        "Result" >> WriteJsonResult(result_path))
+
+
+def learn_counted_vocabs(kind, work_dir, files, config, run_pass):
+    """Word or BPE vocabularies in one pass; returns ({name: text or {file: text}}, stats)."""
+    result_path = FileSystems.join(work_dir, "vocab_pass_001.json")
+    run_pass("%s vocab: sample, count and build %s" % (kind, ", ".join(sorted(files))),
+             lambda p: build_counted_vocab_pass(p, kind, files, config, result_path))
+    result = file_io.read_json(result_path)
+    vocabs = dict(result["vocabs"])
+    for name in files:  # a vocabulary with nothing sampled still gets its specials
+        if name not in vocabs:
+            if kind == "word":
+                vocabs[name] = _word_vocab_text((name, []), config["vocab_size"])[1]
+            else:
+                vocabs[name] = _learn_bpe((name, []), config["vocab_size"], 2)[1]
+    distinct = {name: 0 for name in files}
+    distinct.update(dict(result["distinct"]))
+    stats = {"sampling": sorted(result["sampling"], key=lambda s: (s["vocab"], s["path"])),
+             "distinct_tokens": distinct, "passes": []}
+    return vocabs, stats

@@ -13,11 +13,12 @@ import hashlib
 import apache_beam as beam
 
 from transforms import file_io
-from transforms.codecs.subword import EOS_ID, SubwordEncoder
 from transforms.rejects import reject_record
 from transforms.text_lines import decode_line, iter_raw_lines
+from transforms.vocab_kinds import eos_ids, load_vocab
 
 REJECTS = "rejects"
+STATS = "stats"
 
 
 def shuffle_key(seed, split, pair_index, line_number):
@@ -32,10 +33,6 @@ def shard_of(key, num_shards):
     return (key * num_shards) >> 64
 
 
-def load_subword_vocab(path):
-    return SubwordEncoder.from_text(file_io.read_bytes(path).decode("utf-8"))
-
-
 class _EncodeChunkFn(beam.DoFn):
     def __init__(self, source_vocab_path, target_vocab_path, seed, num_shards, settings):
         self._paths = (source_vocab_path, target_vocab_path)
@@ -43,13 +40,29 @@ class _EncodeChunkFn(beam.DoFn):
         self._num_shards = num_shards  # {split: number of shards}
         self._on_invalid = settings.get("on_invalid_utf8", "error")
         self._max_chars = settings.get("max_line_chars", 0)
+        self._kind = settings.get("vocab_type", "subword")
+        self._eos_token = settings.get("bpe_eos_token", "<|endoftext|>")
 
     def setup(self):
         import tensorflow as tf  # heavy: imported once per worker
         self._example_cls = tf.train.Example
-        self._source = load_subword_vocab(self._paths[0])
+        self._source = load_vocab(self._kind, self._paths[0])
         self._target = (self._source if self._paths[1] == self._paths[0]
-                        else load_subword_vocab(self._paths[1]))
+                        else load_vocab(self._kind, self._paths[1]))
+        self._eos = (eos_ids(self._kind, self._source, self._eos_token),
+                     eos_ids(self._kind, self._target, self._eos_token))
+        self._count_oov = self._kind == "word"
+
+    def _ids(self, side, text, stats):
+        encoder = self._source if side == 0 else self._target
+        if self._count_oov:
+            ids, oov = encoder.encode_with_oov(text)
+            stats[side * 2] += len(ids)
+            stats[side * 2 + 1] += oov
+        else:
+            ids = encoder.encode(text)
+            stats[side * 2] += len(ids)
+        return ids + self._eos[side]
 
     def _example(self, inputs, targets):
         example = self._example_cls()
@@ -72,6 +85,7 @@ class _EncodeChunkFn(beam.DoFn):
         src_path, tgt_path = chunk["source"], chunk["target"]
         first, count = chunk["first_line"], chunk["num_lines"]
         num_shards = self._num_shards[split]
+        stats = [0, 0, 0, 0]  # source tokens, source OOV, target tokens, target OOV
         with file_io.open_text_source(src_path) as src, file_io.open_text_source(tgt_path) as tgt:
             if chunk["source_offset"]:
                 src.seek(chunk["source_offset"])
@@ -102,10 +116,10 @@ class _EncodeChunkFn(beam.DoFn):
                 if self._max_chars and max(len(source), len(target)) > self._max_chars:
                     yield self._reject(chunk, number, "line_too_long", source, target)
                     continue
-                record = self._example(self._source.encode(source) + [EOS_ID],
-                                       self._target.encode(target) + [EOS_ID])
+                record = self._example(self._ids(0, source, stats), self._ids(1, target, stats))
                 key = shuffle_key(self._seed, split, ds["index"], number)
                 yield (split, shard_of(key, num_shards)), (key, ds["index"], number, record)
+        yield beam.pvalue.TaggedOutput(STATS, (split, stats))
 
     def _unmatched(self, chunk):
         """Lines of the longer file of a misaligned pair (--on_misaligned reject)."""
@@ -152,7 +166,8 @@ def plan_chunks(ds, source_path, target_path, source_scan, target_scan):
 
 
 class EncodePairs(beam.PTransform):
-    """Chunks -> ((split, shard), (key, dataset index, line, serialized Example)) and rejects."""
+    """Chunks -> ((split, shard), (key, dataset index, line, serialized Example)), rejects,
+    and per-chunk token counts (split, [source tokens, source OOV, target tokens, target OOV])."""
 
     def __init__(self, source_vocab_path, target_vocab_path, seed, num_shards, settings=None):
         super().__init__()
@@ -162,4 +177,4 @@ class EncodePairs(beam.PTransform):
     def expand(self, chunks):
         return (chunks
                 | "Spread" >> beam.Reshuffle()
-                | "Encode" >> beam.ParDo(self._fn).with_outputs(REJECTS, main="records"))
+                | "Encode" >> beam.ParDo(self._fn).with_outputs(REJECTS, STATS, main="records"))

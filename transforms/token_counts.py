@@ -23,9 +23,10 @@ STATS = "stats"
 class _SampleFileFn(beam.DoFn):
     """(vocab_name, path, file_size) -> ((vocab_name, token), count) for the file's sample."""
 
-    def __init__(self, byte_budget, on_invalid_utf8="error"):
+    def __init__(self, byte_budget, on_invalid_utf8="error", tokenize=tokenizer.encode):
         self._budget = byte_budget
         self._on_invalid = on_invalid_utf8
+        self._tokenize = tokenize
 
     def process(self, item):
         vocab_name, path, file_size = item
@@ -34,7 +35,7 @@ class _SampleFileFn(beam.DoFn):
         with file_io.open_text_source(path) as f:
             for line in sample_lines_for_vocab(iter_raw_lines(f), file_size, self._budget, path,
                                                self._on_invalid):
-                counts.update(tokenizer.encode(line))
+                counts.update(self._tokenize(line))
                 lines += 1
                 chars += len(line)
         for token, count in counts.items():
@@ -80,14 +81,20 @@ class SampleAndCountTokens(beam.PTransform):
 
     Tokens are spread over `num_batches` batches by a stable hash of the token.
 
-    Returns a dict of PCollections: `batches` (lists of (vocab_name, token, count)),
+    `tokenize` splits a sampled line into the counted units (T2T's tokenizer by default).
+    `batches` and `alphabets` (what the subword refinement needs) only when `batched`.
+    Returns a dict of PCollections: `counts` ((vocab_name, token, count) triples), `batches`
+    (lists of such triples),
     `alphabets` (one {vocab_name: sorted characters}), `stats` (one dict per file) and
     `distinct` ((vocab_name, number of distinct tokens)).
     """
 
-    def __init__(self, vocab_names, byte_budget, num_batches=16, on_invalid_utf8="error"):
+    def __init__(self, vocab_names, byte_budget, num_batches=16, on_invalid_utf8="error",
+                 tokenize=tokenizer.encode, batched=True):
         super().__init__()
+        self._batched = batched
         self._on_invalid = on_invalid_utf8
+        self._tokenize = tokenize
         self._names = list(vocab_names)
         self._budget = byte_budget
         self._num_batches = num_batches
@@ -95,20 +102,24 @@ class SampleAndCountTokens(beam.PTransform):
     def expand(self, files):
         sampled = (files
                    | "Spread" >> beam.Reshuffle()
-                   | "SampleAndTokenize" >> beam.ParDo(_SampleFileFn(self._budget, self._on_invalid))
+                   | "SampleAndTokenize" >> beam.ParDo(
+                       _SampleFileFn(self._budget, self._on_invalid, self._tokenize))
                    .with_outputs(STATS, main="counts"))
         totals = sampled.counts | "SumCounts" >> beam.CombinePerKey(sum)
         triples = totals | "Flatten" >> beam.MapTuple(lambda key, count: (key[0], key[1], count))
-        # A fixed number of batches keyed by a stable token hash: large enough elements for
-        # the refinement passes to do real work per element, independent of bundle sizes.
-        batches = (triples
-                   | "KeyByTokenHash" >> beam.Map(
-                       lambda t, n=self._num_batches: (zlib.crc32(t[1].encode("utf-8")) % n, t))
-                   | "GroupIntoBatches" >> beam.GroupByKey()
-                   | "DropKey" >> beam.MapTuple(lambda _, batch: list(batch)))
-        alphabets = batches | "Alphabets" >> beam.CombineGlobally(_AlphabetFn(self._names))
         distinct = (triples
                     | "VocabName" >> beam.Map(lambda t: t[0])
                     | "CountDistinct" >> beam.combiners.Count.PerElement())
-        return {"batches": batches, "alphabets": alphabets, "stats": sampled[STATS],
-                "distinct": distinct}
+        outputs = {"counts": triples, "stats": sampled[STATS], "distinct": distinct}
+        if self._batched:
+            # A fixed number of batches keyed by a stable token hash: large enough elements
+            # for the refinement passes to do real work per element, whatever the bundles.
+            outputs["batches"] = (
+                triples
+                | "KeyByTokenHash" >> beam.Map(
+                    lambda t, n=self._num_batches: (zlib.crc32(t[1].encode("utf-8")) % n, t))
+                | "GroupIntoBatches" >> beam.GroupByKey()
+                | "DropKey" >> beam.MapTuple(lambda _, batch: list(batch)))
+            outputs["alphabets"] = outputs["batches"] | "Alphabets" >> beam.CombineGlobally(
+                _AlphabetFn(self._names))
+        return outputs
