@@ -14,7 +14,6 @@ pass's probe.
 
 import json
 import logging
-import time
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems

@@ -58,3 +58,22 @@ def t2t_pairs(source, target, source_encoder, target_encoder):
                 pairs.append((tuple(source_encoder.encode(a) + [1]),
                               tuple(target_encoder.encode(b) + [1])))
     return pairs
+
+
+def with_t2t_vocab(output_dir, problem="p", vocab_size=8192):
+    """An output dir holding real T2T en/zh vocab files, so the job skips vocab learning."""
+    import shutil
+    os.makedirs(output_dir, exist_ok=True)
+    for lang in ("en", "zh"):
+        shutil.copy(os.path.join(DATA_DIR, "t2t_vocab",
+                                 "vocab.translate_enzh_wmt8k.8192.subwords." + lang),
+                    os.path.join(str(output_dir), "vocab.%s.%d.subwords.%s" % (problem, vocab_size, lang)))
+    return output_dir
+
+
+def assert_books_balance(summary):
+    """pairs read = written + rejected, for every split and every dataset."""
+    for split in summary["splits"].values():
+        assert split["pairs_read"] == split["pairs_written"] + split["pairs_rejected"]
+        for d in split["datasets"].values():
+            assert d["pairs_read"] == d["pairs_written"] + d["pairs_rejected"], d

@@ -4,24 +4,15 @@ count balances the books: pairs read = pairs written + pairs rejected."""
 
 import json
 import os
-import shutil
 
 import pytest
 
-from datagen_helpers import DATA_DIR, read_examples, run_datagen, shard_files
+from datagen_helpers import (assert_books_balance, read_examples, run_datagen,
+                             shard_files, with_t2t_vocab)
 from pipeline import datagen
 
-VOCAB_DIR = os.path.join(DATA_DIR, "t2t_vocab")
 FLAGS = ["--problem", "p", "--vocab_size", 8192, "--num_train_shards", 2]
 
-
-def _with_vocab(out):
-    """An output dir holding real T2T en/zh vocab files, so the job skips vocab learning."""
-    os.makedirs(out, exist_ok=True)
-    for lang in ("en", "zh"):
-        shutil.copy(os.path.join(VOCAB_DIR, "vocab.translate_enzh_wmt8k.8192.subwords." + lang),
-                    os.path.join(out, "vocab.p.8192.subwords." + lang))
-    return out
 
 
 def _files(tmp_path, source_bytes, target_bytes):
@@ -39,20 +30,14 @@ def _rejects(out, split="train"):
         return [json.loads(line) for line in f]
 
 
-def _balanced(summary):
-    for split in summary["splits"].values():
-        assert split["pairs_read"] == split["pairs_written"] + split["pairs_rejected"]
-        for d in split["datasets"].values():
-            assert d["pairs_read"] == d["pairs_written"] + d["pairs_rejected"]
-
 
 def test_misaligned_lines_rejected_on_request(tmp_path):
     src, tgt = _files(tmp_path, b"one\ntwo\nthree\nfour\n", "一\n二\n".encode())
-    out = _with_vocab(tmp_path / "out")
+    out = with_t2t_vocab(tmp_path / "out")
     with pytest.raises(datagen.DatagenError, match="in.en has 4 lines, .*in.zh has 2 lines"):
         run_datagen(out, src, tgt, *FLAGS)
     summary = run_datagen(out, src, tgt, *FLAGS, "--on_misaligned", "reject")
-    _balanced(summary)
+    assert_books_balance(summary)
     train = summary["splits"]["train"]
     assert (train["pairs_read"], train["pairs_written"], train["pairs_rejected"]) == (4, 2, 2)
     assert [(r["where"], r["reason"], r["source"]) for r in _rejects(out)] == [
@@ -62,14 +47,14 @@ def test_misaligned_lines_rejected_on_request(tmp_path):
 @pytest.mark.parametrize("mode", ["error", "reject", "replace"])
 def test_invalid_utf8_modes(tmp_path, mode):
     src, tgt = _files(tmp_path, b"good one\nbad \xc3\x28 one\nlast\n", "好\n坏\n最后\n".encode())
-    out = _with_vocab(tmp_path / "out")
+    out = with_t2t_vocab(tmp_path / "out")
     if mode == "error":
         with pytest.raises(datagen.DatagenError, match=r"in\.en:2: invalid UTF-8"):
             run_datagen(out, src, tgt, *FLAGS)
         assert sorted(os.listdir(out)) == ["vocab.p.8192.subwords.en", "vocab.p.8192.subwords.zh"]
         return
     summary = run_datagen(out, src, tgt, *FLAGS, "--on_invalid_utf8", mode)
-    _balanced(summary)
+    assert_books_balance(summary)
     train = summary["splits"]["train"]
     if mode == "reject":
         assert (train["pairs_written"], train["pairs_rejected"]) == (2, 1)
@@ -82,9 +67,9 @@ def test_invalid_utf8_modes(tmp_path, mode):
 
 def test_max_line_chars_rejects_long_pairs(tmp_path):
     src, tgt = _files(tmp_path, ("short\n" + "long " * 30 + "\n").encode(), "短\n长\n".encode())
-    out = _with_vocab(tmp_path / "out")
+    out = with_t2t_vocab(tmp_path / "out")
     summary = run_datagen(out, src, tgt, *FLAGS, "--max_line_chars", 100)
-    _balanced(summary)
+    assert_books_balance(summary)
     assert summary["splits"]["train"]["rejected_by_reason"] == {"line_too_long": 1}
 
 
@@ -92,9 +77,9 @@ def test_crlf_nul_and_control_characters_are_kept_as_text(tmp_path):
     """CRLF line ends lose the \\r (as T2T's reader); NUL and other control characters are
     ordinary non-alphanumeric characters: encoded (escaped if outside the vocab), not dropped."""
     src, tgt = _files(tmp_path, b"a\x00b\r\nbell\x07 here\r\n", "甲\r\n乙\x1b丙\r\n".encode())
-    out = _with_vocab(tmp_path / "out")
+    out = with_t2t_vocab(tmp_path / "out")
     summary = run_datagen(out, src, tgt, *FLAGS)
-    _balanced(summary)
+    assert_books_balance(summary)
     assert summary["splits"]["train"]["pairs_written"] == 2
     from transforms.codecs.subword import SubwordEncoder
     en = SubwordEncoder.from_file(os.path.join(out, "vocab.p.8192.subwords.en"))

@@ -5,7 +5,6 @@ import collections
 import json
 import os
 import random
-import shutil
 import tarfile
 import zipfile
 
@@ -13,12 +12,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from datagen_helpers import DATA_DIR, read_examples, run_datagen, shard_files
+from datagen_helpers import (DATA_DIR, assert_books_balance, read_examples, run_datagen,
+                             shard_files, with_t2t_vocab)
 from pipeline import datagen
 from transforms.codecs.subword import SubwordEncoder
 
 FORMATS = os.path.join(DATA_DIR, "formats")
-VOCAB_DIR = os.path.join(DATA_DIR, "t2t_vocab")
 EN_SGM = os.path.join(FORMATS, "valid.en-zh.head3000.en.sgm")
 ZH_SGM = os.path.join(FORMATS, "valid.en-zh.head3000.zh.sgm")
 EN_XML = os.path.join(FORMATS, "IWSLT17.TED.tst2017.en-zh.head5docs.en.xml")
@@ -28,23 +27,10 @@ FLAGS = ["--problem", "p", "--vocab_size", 8192, "--num_train_shards", 2,
          "--source_lang", "en", "--target_lang", "zh"]
 
 
-def _with_vocab(out):
-    os.makedirs(out, exist_ok=True)
-    for lang in ("en", "zh"):
-        shutil.copy(os.path.join(VOCAB_DIR, "vocab.translate_enzh_wmt8k.8192.subwords." + lang),
-                    os.path.join(out, "vocab.p.8192.subwords." + lang))
-    return out
-
 
 def _all_inputs(out, split="train"):
     return [i for path in shard_files(out, "p", split) for i, _ in read_examples(path)]
 
-
-def _balanced(summary):
-    for split in summary["splits"].values():
-        assert split["pairs_read"] == split["pairs_written"] + split["pairs_rejected"]
-        for d in split["datasets"].values():
-            assert d["pairs_read"] == d["pairs_written"] + d["pairs_rejected"], d
 
 
 def test_mixed_formats_in_one_run(tmp_path):
@@ -57,14 +43,14 @@ def test_mixed_formats_in_one_run(tmp_path):
     with zipfile.ZipFile(zipped, "w") as z:
         z.write(EN_SGM, "valid.en.sgm")
         z.write(ZH_SGM, "valid.zh.sgm")
-    out = _with_vocab(tmp_path / "out")
+    out = with_t2t_vocab(tmp_path / "out")
     summary = run_datagen(
         out, ",".join([os.path.join(mlqe, "train.en"), "%s!mlqe/dev.en" % tgz, EN_XML,
                        "%s!valid.en.sgm" % zipped]),
         ",".join([os.path.join(mlqe, "train.zh"), "%s!mlqe/dev.zh" % tgz, ZH_XML,
                   "%s!valid.zh.sgm" % zipped]),
         *FLAGS, "--train_tsv", TSV, "--dev_source", EN_SGM, "--dev_target", ZH_SGM)
-    _balanced(summary)
+    assert_books_balance(summary)
     datasets = summary["splits"]["train"]["datasets"]
     assert {name: (d["format"], d["pairs_read"]) for name, d in datasets.items()} == {
         "train.en": ("lines", 3000), "dev.en": ("lines", 1000),
@@ -97,7 +83,7 @@ def test_tmx_learns_a_vocab_and_rejects_units_missing_a_side(tmp_path):
     summary = run_datagen(out, None, None, "--problem", "p", "--vocab_size", 300,
                           "--num_train_shards", 2, "--source_lang", "en", "--target_lang", "es",
                           "--train_tmx", real, "--shared_vocab")
-    _balanced(summary)
+    assert_books_balance(summary)
     d = summary["splits"]["train"]["datasets"]["en-es.head800.tmx"]
     assert d["pairs_read"] == 800 and d["rejected_by_reason"] == {"empty_pair": 1}
     assert os.path.exists(out / "vocab.p.300.subwords")
@@ -113,7 +99,7 @@ def test_tmx_learns_a_vocab_and_rejects_units_missing_a_side(tmp_path):
     summary = run_datagen(out3, None, None, "--problem", "p", "--vocab_size", 50,
                           "--num_train_shards", 1, "--source_lang", "en", "--target_lang", "es",
                           "--train_tmx", broken, "--on_misaligned", "reject")
-    _balanced(summary)
+    assert_books_balance(summary)
     with open(out3 / "rejects" / "train.jsonl", encoding="utf-8") as f:
         (reject,) = [json.loads(line) for line in f]
     assert (reject["where"], reject["reason"], reject["source"]) == ("tu 2", "missing_target", "Only English")
@@ -132,7 +118,7 @@ def test_sgm_pairs_by_id_not_position(tmp_path):
         reordered[i] = line
     zh_reordered = tmp_path / "reordered.zh.sgm"
     zh_reordered.write_text("".join(reordered), encoding="utf-8")
-    a, b = _with_vocab(tmp_path / "a"), _with_vocab(tmp_path / "b")
+    a, b = with_t2t_vocab(tmp_path / "a"), with_t2t_vocab(tmp_path / "b")
     run_datagen(a, EN_SGM, ZH_SGM, *FLAGS)
     run_datagen(b, EN_SGM, str(zh_reordered), *FLAGS)
     assert sorted(read_examples(shard_files(a, "p", "train")[0])) == sorted(
@@ -141,10 +127,10 @@ def test_sgm_pairs_by_id_not_position(tmp_path):
     missing = tmp_path / "missing.zh.sgm"
     missing.write_text("".join(l for l in lines if not l.startswith('<seg id="7">')), encoding="utf-8")
     with pytest.raises(datagen.DatagenError, match=r"seg 7: unmatched source segment"):
-        run_datagen(_with_vocab(tmp_path / "c"), EN_SGM, str(missing), *FLAGS)
-    summary = run_datagen(_with_vocab(tmp_path / "d"), EN_SGM, str(missing), *FLAGS,
+        run_datagen(with_t2t_vocab(tmp_path / "c"), EN_SGM, str(missing), *FLAGS)
+    summary = run_datagen(with_t2t_vocab(tmp_path / "d"), EN_SGM, str(missing), *FLAGS,
                           "--on_misaligned", "reject")
-    _balanced(summary)
+    assert_books_balance(summary)
     assert summary["splits"]["train"]["rejected_by_reason"] == {"unmatched_source_segment": 1}
 
 
@@ -192,7 +178,7 @@ def test_fuzz_ends_in_a_clear_error_or_balanced_books(tmp_path_factory, case):
     (d / "in.zh").write_bytes(tgt)
     if kind == "sgm":
         (d / "in.zh.sgm").write_bytes(tgt)
-    out = _with_vocab(d / "out")
+    out = with_t2t_vocab(d / "out")
     extra = [a for kv in options.items() for a in kv]
     if kind in ("lines", "bytes"):
         args = (str(d / "in.en"), str(d / "in.zh"))
@@ -206,5 +192,5 @@ def test_fuzz_ends_in_a_clear_error_or_balanced_books(tmp_path_factory, case):
     except datagen.DatagenError as e:
         assert str(e).strip()
         return
-    _balanced(summary)
+    assert_books_balance(summary)
     assert summary["splits"]["train"]["pairs_written"] == len(_all_inputs(out))

@@ -4,7 +4,6 @@ iterator) and GPT-2 style byte-level BPE."""
 
 import os
 
-import pytest
 
 from datagen_helpers import DATA_DIR, read_examples, run_datagen, shard_files
 from transforms.codecs.word_vocab import WordVocab

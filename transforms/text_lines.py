@@ -60,6 +60,14 @@ def decode_line(raw, path, line_number, on_invalid="error"):
                          "invalid UTF-8 at byte %d of the line (%s)" % (e.start, e.reason)) from None
 
 
+def _is_utf8(raw):
+    try:
+        raw.decode("utf-8")
+        return True
+    except UnicodeDecodeError:
+        return False
+
+
 def scan_stream(stream, checkpoint_every):
     """Counts lines and bytes of a binary stream in one read.
 
@@ -84,22 +92,16 @@ def scan_stream(stream, checkpoint_every):
         pending = parts.pop()
         offset = pending_offset
         for part in parts:
-            if first_invalid is None:
-                try:
-                    part.decode("utf-8")
-                except UnicodeDecodeError:
-                    first_invalid = num_lines + 1
+            if first_invalid is None and not _is_utf8(part):
+                first_invalid = num_lines + 1
             num_lines += 1
             offset += len(part) + 1
             if num_lines % checkpoint_every == 0:
                 checkpoints.append((num_lines, offset))
         pending_offset = offset
     if pending:
-        if first_invalid is None:
-            try:
-                pending.decode("utf-8")
-            except UnicodeDecodeError:
-                first_invalid = num_lines + 1
+        if first_invalid is None and not _is_utf8(pending):
+            first_invalid = num_lines + 1
         num_lines += 1
     if checkpoints[-1][0] >= num_lines and len(checkpoints) > 1:
         checkpoints.pop()
