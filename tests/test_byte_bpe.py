@@ -7,6 +7,7 @@ import json
 import os
 import pickle
 import random
+import tempfile
 
 import pytest
 from hypothesis import HealthCheck, example, given, settings
@@ -296,8 +297,8 @@ def test_cache_is_bounded():
     bpe = ByteBPE.from_openai_files(ENCODER_JSON, VOCAB_BPE)
     bpe._cache_size = 50
     rng = random.Random(3)
-    for _ in range(100):
-        text = " ".join("".join(rng.choice("abcdefgh") for _ in range(5)) for _ in range(10))
+    for n in list(range(100)) + [200]:
+        text = " ".join("".join(rng.choice("abcdefgh") for _ in range(5)) for _ in range(n % 20 or n))
         ids = bpe.encode(text)
         assert len(bpe._cache) <= 50
         assert bpe.decode(ids) == text
@@ -387,6 +388,8 @@ def test_bad_files_are_rejected():
         ByteBPE({"a": 0}, [])
     with pytest.raises(ValueError, match="left right"):
         ByteBPE.from_texts(json.dumps(vocab), "#version: 0.2\na b c\n")
+    with pytest.raises(ValueError, match="not made of byte symbols"):
+        ByteBPE(dict(vocab, **{"\u4e2d": 300, "\u4e2d!": 301}), [("\u4e2d", "!")])
     with pytest.raises(ValueError, match="is used by"):
         ByteBPE(dict(vocab, extra=0), [])
 
@@ -463,6 +466,21 @@ def test_learned_files_load_in_tokenizers(learned):
     assert ours.encode("a<|endoftext|>b") == hf.encode("a<|endoftext|>b").ids
 
 
+def test_learned_files_load_in_transformers(learned):
+    """Optional (transformers is not a test requirement): GPT2Tokenizer (pure Python, still in
+    transformers 4.x) and GPT2TokenizerFast read the learned files and agree with us."""
+    transformers = pytest.importorskip("transformers")
+    vocab_path = os.path.join(learned["ours_dir"], "vocab.json")
+    merges_path = os.path.join(learned["ours_dir"], "merges.txt")
+    loaded = [transformers.GPT2TokenizerFast(vocab_file=vocab_path, merges_file=merges_path)]
+    if hasattr(transformers, "GPT2Tokenizer"):
+        loaded.append(transformers.GPT2Tokenizer(vocab_path, merges_path))
+    lines = _lines(EVAL_FILES[0])[:100] + _lines(EVAL_FILES[1])[:100] + ["x<|endoftext|>y"]
+    for tok in loaded:
+        assert tok.eos_token_id == 0
+        assert [tok.encode(line) for line in lines] == [learned["ours"].encode(line) for line in lines]
+
+
 def test_learner_is_deterministic(learned):
     counts = learned["counts"]
     items = list(counts.items())
@@ -509,9 +527,12 @@ def test_learner_equals_tokenizers_trainer_small(lines, vocab_size, min_frequenc
     """Small alphabets make ties, repeated symbols and overlapping pairs common."""
     ours = learn_byte_bpe(_word_counts(lines), vocab_size, (ENDOFTEXT,), min_frequency)
     hf = _hf_train(lines, vocab_size, min_frequency)
-    assert json.loads(ours.vocab_json_text()) == hf.get_vocab()
-    hf_merges = json.loads(hf._tokenizer.to_str())["model"]["merges"]
-    assert [list(m) for m in ours.merges] == [m if isinstance(m, list) else m.split(" ") for m in hf_merges]
+    with tempfile.TemporaryDirectory() as d:
+        hf.save_model(d)
+        with open(os.path.join(d, "vocab.json"), encoding="utf-8", newline="") as f:
+            assert ours.vocab_json_text() == f.read()
+        with open(os.path.join(d, "merges.txt"), encoding="utf-8", newline="") as f:
+            assert ours.merges_text() == f.read()
 
 
 def test_tie_break_and_min_frequency():

@@ -4,6 +4,8 @@ iterator) and GPT-2 style byte-level BPE."""
 
 import os
 
+import pytest
+
 
 from datagen_helpers import DATA_DIR, read_examples, run_datagen, shard_files
 from transforms.codecs.word_vocab import WordVocab
@@ -71,3 +73,42 @@ def test_word_vocab_learnt_from_the_sample_and_real_iwslt_vocab_fixed(tmp_path):
                 "--word_vocab", real, "--num_train_shards", 1)
     fixed = WordVocab.from_file(str(out2 / "vocab.envi.8192.words"))
     assert fixed.words[:3] == ("<unk>", "<s>", "</s>") and fixed.vocab_size == 17191
+
+
+GPT2_DIR = os.path.join(DATA_DIR, "gpt2")
+MLQE = os.path.join(DATA_DIR, "enzh-mlqe-pe")
+
+
+def _pairs(out, problem):
+    return [pair for p in shard_files(out, problem, "train") for pair in read_examples(p)]
+
+
+def test_byte_bpe_with_gpt2_vocab_gives_gpt2_ids_plus_endoftext(tmp_path):
+    from transforms.codecs.byte_bpe import ByteBPE
+    out = tmp_path / "out"
+    summary = run_datagen(out, os.path.join(MLQE, "dev.en"), os.path.join(MLQE, "dev.zh"),
+                          "--problem", "gpt", "--vocab_type", "byte_bpe", "--bpe_vocab", GPT2_DIR,
+                          "--num_train_shards", 2)
+    assert summary["splits"]["train"]["pairs_written"] == 1000
+    bpe = ByteBPE.from_dir(str(out / "vocab.gpt.8192.bpe"))
+    assert bpe.vocab_size == 50257 and bpe.eos_id == 50256
+    want = sorted((tuple(bpe.encode_ordinary(a.strip()) + [50256]),
+                   tuple(bpe.encode_ordinary(b.strip()) + [50256]))
+                  for a, b in zip(_lines(os.path.join(MLQE, "dev.en")), _lines(os.path.join(MLQE, "dev.zh"))))
+    assert sorted(_pairs(out, "gpt")) == want  # ByteBPE == tiktoken: tests/test_byte_bpe.py
+
+
+def test_byte_bpe_learnt_on_the_sample_loads_in_tokenizers(tmp_path):
+    out = tmp_path / "out"
+    summary = run_datagen(out, os.path.join(MLQE, "train.en"), os.path.join(MLQE, "train.zh"),
+                          "--problem", "bpe", "--vocab_type", "byte_bpe", "--vocab_size", 1000,
+                          "--num_train_shards", 2)
+    assert summary["vocab"]["source"]["size"] == 1000
+    from transforms.codecs.byte_bpe import ByteBPE
+    src = ByteBPE.from_dir(str(out / "vocab.bpe.1000.bpe.en"))
+    texts = [line.strip() for line in _lines(os.path.join(MLQE, "dev.en"))[:200]]
+    assert all(src.decode(src.encode(t)) == t for t in texts)
+    tokenizers = pytest.importorskip("tokenizers")
+    hf = tokenizers.ByteLevelBPETokenizer(str(out / "vocab.bpe.1000.bpe.en" / "vocab.json"),
+                                          str(out / "vocab.bpe.1000.bpe.en" / "merges.txt"))
+    assert all(hf.encode(t).ids == src.encode(t) for t in texts)

@@ -59,6 +59,9 @@ class _EncodeChunkFn(beam.DoFn):
             ids, oov = encoder.encode_with_oov(text)
             stats[side * 2] += len(ids)
             stats[side * 2 + 1] += oov
+        elif self._kind == "byte_bpe":
+            ids = encoder.encode_ordinary(text)  # "<|endoftext|>" in a corpus line is just text
+            stats[side * 2] += len(ids)
         else:
             ids = encoder.encode(text)
             stats[side * 2] += len(ids)

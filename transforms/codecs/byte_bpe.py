@@ -10,6 +10,9 @@ How text becomes ids (the GPT-2 scheme):
 3. Merges. Starting from one symbol per byte, the adjacent pair with the lowest merge rank is
    merged (the leftmost one if it occurs more than once), until no adjacent pair has a merge.
    A pre-token whose bytes are a whole vocabulary token is looked up first (as tiktoken does).
+   That shortcut gives the same ids as merging whenever every token merges back to itself,
+   which the tests check for GPT-2's 50,000 tokens and for learned vocabularies.
+   Results are cached per pre-token (a bounded dict).
 
 Special tokens (`<|endoftext|>` by default) are cut out of the text before pre-tokenization when
 `encode(..., allow_special=True)`; otherwise they are ordinary text.
@@ -99,11 +102,6 @@ def pretokenize(text):
     return _findall(text)
 
 
-def _byte_level(data):
-    """bytes -> byte-level string (the vocab.json spelling)."""
-    return "".join([_BYTE_TO_CHAR[b] for b in data])
-
-
 def _token_bytes(token):
     """byte-level string -> bytes, or None if `token` has a character outside the 256."""
     try:
@@ -153,6 +151,8 @@ class ByteBPE:
             for part in (a, b, a + b):
                 if part not in encoder:
                     raise ValueError("merge (%r, %r): %r is not in the vocabulary" % (a, b, part))
+            if _token_bytes(a + b) is None:
+                raise ValueError("merge (%r, %r) is not made of byte symbols" % (a, b))
             produced.add(a + b)
         if special_tokens is None:
             byte_set = set(byte_chars)
@@ -222,10 +222,10 @@ class ByteBPE:
     @classmethod
     def from_texts(cls, vocab_json_text, merges_text):
         """From the contents of a vocab.json/encoder.json and a merges.txt/vocab.bpe file."""
-        encoder = json.loads(vocab_json_text)
+        encoder = json.loads(vocab_json_text.lstrip("\ufeff"))
         if not isinstance(encoder, dict):
             raise ValueError("the vocabulary JSON is not an object token -> id")
-        return cls(encoder, _parse_merges(merges_text))
+        return cls(encoder, _parse_merges(merges_text.lstrip("\ufeff")))
 
     @classmethod
     def from_openai_files(cls, encoder_json_path, vocab_bpe_path):
@@ -279,15 +279,20 @@ class ByteBPE:
         cache = self._cache
         found = list(map(cache.get, pieces))
         if None in found:
-            encode_piece = self._encode_piece
-            if len(cache) + len(pieces) > self._cache_size:
+            # Bounded cache: emptied when full, and never filled past its size.
+            if len(cache) >= self._cache_size:
                 cache.clear()
+            room = self._cache_size - len(cache)
+            encode_piece = self._encode_piece
             for i, ids in enumerate(found):
                 if ids is None:
                     piece = pieces[i]
                     ids = cache.get(piece)
                     if ids is None:
-                        ids = cache[piece] = encode_piece(piece)
+                        ids = encode_piece(piece)
+                        if room > 0:
+                            cache[piece] = ids
+                            room -= 1
                     found[i] = ids
         return list(chain.from_iterable(found))
 
@@ -519,7 +524,7 @@ def learn_byte_bpe(word_counts, vocab_size, special_tokens=(ENDOFTEXT,), min_fre
         merges.append((id_to_token[a], id_to_token[b]))
 
         replacement = array("i", (new,))
-        a_left, b_left, new_left = a << shift, b << shift, new << shift
+        b_left, new_left = b << shift, new << shift
         delta = defaultdict(int)
         created = defaultdict(list)
         for wi in dict.fromkeys(where.pop(key)):
