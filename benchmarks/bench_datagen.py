@@ -632,7 +632,7 @@ def run_ours(args, work_dir, meta):
         f.write("seconds_since_start\trss_mb\n")
         for t, b in run["_samples"]:
             f.write("%.2f\t%.1f\n" % (t - run["start_unix"], b / 2.0 ** 20))
-    summary_path = os.path.join(out_dir, "datagen_summary.json")
+    summary_path = os.path.join(out_dir, "%s.datagen_summary.json" % args.problem)
     if run["returncode"] != 0:
         rec["error"] = "exit status %s" % run["returncode"]
     elif not os.path.exists(summary_path):

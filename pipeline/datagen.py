@@ -33,7 +33,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 from pipeline import vocab_passes
 from pipeline.datasets import plan_datasets
-from pipeline.layout import OutputLayout, lang_of
+from pipeline.layout import WORK_NAME, OutputLayout, lang_of
 from pipeline.options import DatagenOptions, datagen_flag_values
 from pipeline.runners import DatagenError, check_workers_can_import_project, is_dry_run, runner_name
 from pipeline.summary import format_summary
@@ -55,8 +55,14 @@ def _now():
 
 
 def _delete_tree(path):
+    """Deletes a file or a directory tree, also on object stores (gs://, s3://), where a
+    "directory" is only a name prefix: `exists` is false for it, so its files are listed."""
     if FileSystems.exists(path):
         FileSystems.delete([path])
+        return
+    listed = FileSystems.match([FileSystems.join(path, "**")])[0].metadata_list
+    if listed:
+        FileSystems.delete([m.path for m in listed])
 
 
 def _read_rejects_file(path):
@@ -129,6 +135,17 @@ class DatagenJob:
                                "the sides)")
         if f.vocab_size < 1:
             raise DatagenError("--vocab_size must be positive")
+        if f.vocab_type == "word" and f.vocab_size < 3 and not f.word_vocab:
+            raise DatagenError("--vocab_size for a word vocabulary counts <unk>, <s>, </s>: "
+                               "at least 3")
+        if f.vocab_type == "byte_bpe" and f.vocab_size < 257 and not f.bpe_vocab:
+            raise DatagenError("--vocab_size for byte_bpe counts the 256 byte symbols and "
+                               "<|endoftext|>: at least 257")
+        if f.num_train_shards < 1 or f.num_dev_shards < 1:
+            raise DatagenError("--num_train_shards and --num_dev_shards must be at least 1")
+        if f.encode_chunk_lines < 1 or f.vocab_partitions < 1 or f.bisection_lookahead < 0:
+            raise DatagenError("--encode_chunk_lines and --vocab_partitions must be at least 1, "
+                               "--bisection_lookahead at least 0")
         if (f.train_tsv or f.dev_tsv) and (min(f.source_column, f.target_column) < 0
                                            or f.source_column == f.target_column):
             raise DatagenError("--source_column and --target_column must be different "
@@ -273,8 +290,8 @@ class DatagenJob:
     def _write_vocab(self, path, content):
         """Writes a vocab file, or for byte_bpe the directory's files (merges.txt last)."""
         if isinstance(content, dict):
-            if not file_io.exists(path):
-                FileSystems.mkdirs(path)
+            _delete_tree(path)  # never a new vocab.json beside an old merges.txt
+            FileSystems.mkdirs(path)
             for name in ("vocab.json", "merges.txt"):
                 file_io.write_bytes_atomically(FileSystems.join(path, name),
                                                content[name].encode("utf-8"))
@@ -432,11 +449,12 @@ class DatagenJob:
                     "target": round(tokens[3] / tokens[2], 6) if tokens[2] else 0.0}
         # Replace any previous outputs: marker first, so a crash here never looks complete.
         _delete_tree(self.layout.complete_path)
-        old = [m.path for split in num_shards
+        old = [m.path for split in ("train", "dev")
                for m in FileSystems.match([self.layout.shard_pattern(split)])[0].metadata_list]
         if old:
             FileSystems.delete(old)
-        _delete_tree(self.layout.path("rejects"))
+        for split in ("train", "dev"):
+            _delete_tree(self.layout.rejects_path(split))
         FileSystems.rename([FileSystems.join(self.layout.work("shards"), s["name"]) for s in shards],
                            [self.layout.path(s["name"]) for s in shards])
         written_rejects = [r for r in rejects if r["rejected"]]
@@ -520,6 +538,10 @@ class DatagenJob:
         _delete_tree(layout.work_dir)  # leftovers of a killed run must not be read back
         try:
             prepared = self._timed("prepare", self.prepare, datasets)
+            # The input is valid: from here on this run writes into output_dir (vocab files
+            # first), so a previous complete output stops being complete now, not at the end.
+            _delete_tree(layout.complete_path)
+            file_io.write_json(layout.summary_path, self._summary("running", started, t0))
             try:
                 vocab = self._timed("vocab", self.vocabs, plan, prepared)
                 num_shards, shards, rejects = self._timed("encode", self.encode, prepared, plan)
@@ -530,6 +552,10 @@ class DatagenJob:
                 raise
         finally:
             _delete_tree(layout.work_dir)
+            parent = layout.path(WORK_NAME)
+            if FileSystems.exists(parent) and not FileSystems.match(
+                    [FileSystems.join(parent, "*")])[0].metadata_list:
+                FileSystems.delete([parent])  # no other problem's run is using it
         summary = self._summary("complete", started, t0, vocab=vocab, splits=split_report)
         file_io.write_json(layout.summary_path, summary)
         file_io.write_bytes_atomically(layout.complete_path, (summary["finished_at"] + "\n").encode())
@@ -563,6 +589,18 @@ def run(argv=None):
     return DatagenJob(options).run()
 
 
+class _StderrHandler(logging.StreamHandler):
+    """Logs to whatever sys.stderr is when a record is written (callers may replace it)."""
+
+    @property
+    def stream(self):
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _):
+        pass
+
+
 def print_help():
     import argparse
     parser = argparse.ArgumentParser(
@@ -579,11 +617,12 @@ def main(argv=None):
     if "-h" in argv or "--help" in argv:
         print_help()
         return 0
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s", "%H:%M:%S"))
-    LOG.addHandler(handler)
-    LOG.setLevel(logging.INFO)
-    LOG.propagate = False
+    if not any(isinstance(h, _StderrHandler) for h in LOG.handlers):
+        handler = _StderrHandler()
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s", "%H:%M:%S"))
+        LOG.addHandler(handler)
+        LOG.setLevel(logging.INFO)
+        LOG.propagate = False
     try:
         summary = run(argv)
     except DatagenError as e:

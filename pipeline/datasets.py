@@ -46,7 +46,10 @@ def _expand(patterns):
         except FormatError as e:
             raise DatagenError(str(e)) from None
         if member is None:
-            out.extend(file_io.expand_patterns(pattern))
+            try:
+                out.extend(file_io.expand_patterns(pattern))
+            except FileNotFoundError as e:
+                raise DatagenError(str(e)) from None
         else:
             outer = file_io.absolute(outer)
             if not file_io.exists(outer):

@@ -10,8 +10,8 @@ from apache_beam.io.filesystems import FileSystems
 
 from transforms.shuffled_shards import shard_file_name
 
-SUMMARY_NAME = "datagen_summary.json"
-COMPLETE_NAME = "DATAGEN_COMPLETE"
+SUMMARY_NAME = "%s.datagen_summary.json"  # % problem: several problems may share a data_dir
+COMPLETE_NAME = "%s.DATAGEN_COMPLETE"
 WORK_NAME = ".datagen-work"
 
 
@@ -48,18 +48,18 @@ class OutputLayout:
 
     @property
     def summary_path(self):
-        return self.path(SUMMARY_NAME)
+        return self.path(SUMMARY_NAME % self.problem)
 
     @property
     def complete_path(self):
-        return self.path(COMPLETE_NAME)
+        return self.path(COMPLETE_NAME % self.problem)
 
     def rejects_path(self, split):
-        return self.path("rejects", "%s.jsonl" % split)
+        return self.path("rejects", "%s-%s.jsonl" % (self.problem, split))
 
     @property
     def work_dir(self):
-        return self.path(WORK_NAME)
+        return self.path(WORK_NAME, self.problem)
 
     def work(self, *names):
         return FileSystems.join(self.work_dir, *names)

@@ -145,8 +145,8 @@ def learn_subword_vocabs(options, work_dir, files, config, run_pass):
             alphabets = result["alphabets"][0]
             stats["sampling"] = sorted(result["sampling"], key=lambda s: (s["vocab"], s["path"]))
             stats["distinct_tokens"] = {name: 0 for name in files}
-            stats["distinct_tokens"].update(dict(result["distinct"]))
-        reported = result["vocabs"][0]
+            stats["distinct_tokens"].update(dict(result.get("distinct", [])))
+        reported = result.get("vocabs", [{}])[0]
         vocabs = {}
         for key, vocab in reported.items():
             name, t = key.rsplit(":", 1)
@@ -228,7 +228,7 @@ def learn_counted_vocabs(kind, work_dir, files, config, run_pass):
     run_pass("%s vocab: sample, count and build %s" % (kind, ", ".join(sorted(files))),
              lambda p: build_counted_vocab_pass(p, kind, files, config, result_path))
     result = file_io.read_json(result_path)
-    vocabs = dict(result["vocabs"])
+    vocabs = dict(result.get("vocabs", []))
     for name in files:  # a vocabulary with nothing sampled still gets its specials
         if name not in vocabs:
             if kind == "word":
@@ -236,7 +236,7 @@ def learn_counted_vocabs(kind, work_dir, files, config, run_pass):
             else:
                 vocabs[name] = _learn_bpe((name, []), config["vocab_size"], 2)[1]
     distinct = {name: 0 for name in files}
-    distinct.update(dict(result["distinct"]))
+    distinct.update(dict(result.get("distinct", [])))
     stats = {"sampling": sorted(result["sampling"], key=lambda s: (s["vocab"], s["path"])),
              "distinct_tokens": distinct, "passes": []}
     return vocabs, stats

@@ -42,7 +42,7 @@ def output_bytes(output_dir):
     files = {}
     for path in sorted(glob.glob(os.path.join(str(output_dir), "**"), recursive=True)):
         rel = os.path.relpath(path, str(output_dir))
-        if os.path.isfile(path) and rel not in ("datagen_summary.json", "DATAGEN_COMPLETE"):
+        if os.path.isfile(path) and not rel.endswith((".datagen_summary.json", ".DATAGEN_COMPLETE")):
             with open(path, "rb") as f:
                 files[rel] = f.read()
     return files

@@ -23,7 +23,7 @@ def _files(tmp_path, source_bytes, target_bytes):
 
 
 def _rejects(out, split="train"):
-    path = os.path.join(out, "rejects", split + ".jsonl")
+    path = os.path.join(out, "rejects", "p-%s.jsonl" % split)
     if not os.path.exists(path):
         return []
     with open(path, encoding="utf-8") as f:
@@ -86,3 +86,44 @@ def test_crlf_nul_and_control_characters_are_kept_as_text(tmp_path):
     inputs = sorted(i for p in shard_files(out, "p", "train") for i, _ in read_examples(p))
     assert inputs == sorted([tuple(en.encode("a\x00b") + [1]), tuple(en.encode("bell\x07 here") + [1])])
     assert sorted(en.decode(list(i[:-1])) for i in inputs) == ["a\x00b", "bell\x07 here"]
+
+
+def test_tsv_invalid_utf8_replace_decodes_instead_of_rejecting(tmp_path):
+    tsv = tmp_path / "c.tsv"
+    tsv.write_bytes("good\t好\n".encode() + b"bad \xff byte\t" + "坏\n".encode())
+    out = with_t2t_vocab(tmp_path / "out")
+    summary = run_datagen(out, None, None, *FLAGS, "--source_lang", "en", "--target_lang", "zh",
+                          "--train_tsv", str(tsv), "--on_invalid_utf8", "replace")
+    assert_books_balance(summary)
+    assert summary["splits"]["train"]["pairs_written"] == 2
+
+
+def test_input_with_no_text_at_all_balances(tmp_path):
+    src, tgt = _files(tmp_path, b"\n  \n\n", b"\n\n \n")
+    summary = run_datagen(tmp_path / "out", src, tgt, "--problem", "p", "--vocab_size", 100,
+                          "--num_train_shards", 1)
+    assert_books_balance(summary)
+    train = summary["splits"]["train"]
+    assert (train["pairs_read"], train["pairs_written"], train["pairs_rejected"]) == (3, 0, 3)
+
+
+@pytest.mark.parametrize("flags,message", [
+    (["--num_train_shards", 0], "at least 1"),
+    (["--encode_chunk_lines", 0], "at least 1"),
+    (["--vocab_type", "word", "--vocab_size", 2], "at least 3"),
+    (["--vocab_type", "byte_bpe", "--vocab_size", 100], "at least 257"),
+])
+def test_bad_flags_are_refused_before_any_work(tmp_path, flags, message, capsys):
+    src, tgt = _files(tmp_path, b"a\n", b"b\n")
+    argv = ["--train_source", src, "--train_target", tgt, "--output_dir", str(tmp_path / "out"),
+            "--runner", "FnApiRunner"] + [str(f) for f in flags]
+    assert datagen.main(argv) == 2
+    assert message in capsys.readouterr().err
+    assert not os.path.exists(tmp_path / "out")
+
+
+def test_missing_input_is_a_clear_error(tmp_path, capsys):
+    argv = ["--train_source", str(tmp_path / "nope.en"), "--train_target", str(tmp_path / "nope.zh"),
+            "--output_dir", str(tmp_path / "out"), "--runner", "FnApiRunner"]
+    assert datagen.main(argv) == 2
+    assert "no file matches" in capsys.readouterr().err

@@ -55,10 +55,11 @@ def baseline(tmp_path_factory, corpus):
 def test_outputs_and_summary(baseline):
     out, summary = baseline
     names = sorted(os.listdir(out))
-    assert names == ["DATAGEN_COMPLETE", "datagen_summary.json", "p-dev-00000-of-00001"] + [
+    assert names == ["p-dev-00000-of-00001"] + [
         "p-train-%05d-of-00004" % i for i in range(4)] + [
+        "p.DATAGEN_COMPLETE", "p.datagen_summary.json"] + [
         "vocab.p.400.subwords.en", "vocab.p.400.subwords.zh"]
-    with open(out / "datagen_summary.json") as f:
+    with open(out / "p.datagen_summary.json") as f:
         on_disk = json.load(f)
     assert on_disk["status"] == "complete"
     train = on_disk["splits"]["train"]
@@ -157,7 +158,7 @@ def test_empty_pairs_are_rejected_and_counted(tmp_path):
     train = summary["splits"]["train"]
     assert (train["pairs_read"], train["pairs_written"], train["pairs_rejected"]) == (6, 3, 3)
     assert train["rejected_by_reason"] == {"empty_source": 1, "empty_pair": 1, "empty_target": 1}
-    with open(out / "rejects" / "train.jsonl", encoding="utf-8") as f:
+    with open(out / "rejects" / "p-train.jsonl", encoding="utf-8") as f:
         rejects = [json.loads(line) for line in f]
     assert [(r["where"], r["reason"]) for r in rejects] == [
         ("line 2", "empty_source"), ("line 3", "empty_pair"), ("line 4", "empty_target")]

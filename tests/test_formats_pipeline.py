@@ -100,7 +100,7 @@ def test_tmx_learns_a_vocab_and_rejects_units_missing_a_side(tmp_path):
                           "--num_train_shards", 1, "--source_lang", "en", "--target_lang", "es",
                           "--train_tmx", broken, "--on_misaligned", "reject")
     assert_books_balance(summary)
-    with open(out3 / "rejects" / "train.jsonl", encoding="utf-8") as f:
+    with open(out3 / "rejects" / "p-train.jsonl", encoding="utf-8") as f:
         (reject,) = [json.loads(line) for line in f]
     assert (reject["where"], reject["reason"], reject["source"]) == ("tu 2", "missing_target", "Only English")
     en = SubwordEncoder.from_file(str(out3 / "vocab.p.50.subwords.en"))

@@ -127,10 +127,10 @@ def test_dataflow_dry_run_translates_every_pass(capsys):
 
 @pytest.mark.parametrize("runner", [DATAFLOW, ["--runner", "FlinkRunner"],
                                     ["--runner", "PortableRunner", "--job_endpoint", "localhost:1"]])
-def test_remote_runner_without_setup_file_refuses_to_start(runner, caplog):
+def test_remote_runner_without_setup_file_refuses_to_start(runner, capsys):
     code = datagen.main(GCS_ARGS + runner)
     assert code == 2
-    assert "--setup_file ./setup.py" in caplog.text
+    assert "--setup_file ./setup.py" in capsys.readouterr().err
 
 
 def _copy_vocabs(src, dst):
@@ -161,9 +161,9 @@ def test_crash_while_writing_leaves_nothing_visible_and_rerun_keeps_the_vocab(
         run_datagen(out, *corpus, *FLAGS, runner=FNAPI)
     assert len(written) > 50
     assert _visible_shards(out) == []
-    assert not os.path.exists(out / "DATAGEN_COMPLETE")
+    assert not os.path.exists(out / "p.DATAGEN_COMPLETE")
     assert not os.path.exists(out / ".datagen-work")
-    with open(out / "datagen_summary.json") as f:
+    with open(out / "p.datagen_summary.json") as f:
         failed = json.load(f)
     assert failed["status"] == "failed" and "disk died" in failed["error"]
     assert sorted(n for n in os.listdir(out) if n.startswith("vocab.")) == [
@@ -199,7 +199,7 @@ def test_kill_9_during_encoding_then_rerun_completes(tmp_path, baseline):
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
     assert _visible_shards(out) == []
-    assert not os.path.exists(out / "DATAGEN_COMPLETE")
+    assert not os.path.exists(out / "p.DATAGEN_COMPLETE")
 
     summary = run_datagen(out, source, target, *FLAGS, "--encode_chunk_lines", 500, runner=FNAPI)
     train = summary["splits"]["train"]
@@ -207,3 +207,35 @@ def test_kill_9_during_encoding_then_rerun_completes(tmp_path, baseline):
     assert len(shard_files(out, "p", "train")) == 3
     assert sum(len(read_examples(p)) for p in shard_files(out, "p", "train")) == 7000
     assert not os.path.exists(out / ".datagen-work")
+
+
+def test_failed_overwrite_is_not_left_looking_complete(tmp_path, baseline, corpus, monkeypatch):
+    out = tmp_path / "out"
+    shutil.copytree(baseline[0], out)
+
+    def failing_write(f, record):
+        raise OSError("disk died")
+
+    monkeypatch.setattr(shuffled_shards._TFRecordUtil, "write_record", failing_write)
+    with pytest.raises(Exception, match="disk died"):
+        run_datagen(out, *corpus, *FLAGS, "--overwrite", runner=FNAPI)
+    assert not os.path.exists(out / "p.DATAGEN_COMPLETE")
+    with open(out / "p.datagen_summary.json") as f:
+        assert json.load(f)["status"] == "failed"
+
+
+def test_problems_sharing_a_directory_and_overwrite_without_dev(tmp_path, baseline, corpus):
+    out = tmp_path / "out"
+    shutil.copytree(baseline[0], out)
+    flags = [str(a) for a in FLAGS]
+    flags[flags.index("p")] = "q"
+    other = run_datagen(out, *corpus, *flags, runner=FNAPI)
+    assert not other.get("noop") and os.path.exists(out / "q.DATAGEN_COMPLETE")
+    assert os.path.exists(out / "p.DATAGEN_COMPLETE")
+    # a dev split written once, then an --overwrite run without one: no stale dev shard stays
+    run_datagen(out, *corpus, *FLAGS, "--overwrite", "--dev_source", corpus[0],
+                "--dev_target", corpus[1], runner=FNAPI)
+    assert glob.glob(str(out / "p-dev-*"))
+    run_datagen(out, *corpus, *FLAGS, "--overwrite", runner=FNAPI)
+    assert glob.glob(str(out / "p-dev-*")) == []
+    assert len(glob.glob(str(out / "q-train-*"))) == 3

@@ -186,17 +186,21 @@ def _iter_lines(stream):
 # TSV
 
 
-def read_tsv(stream, path, source_column=0, target_column=1) -> Iterator[Union[Pair, Reject]]:
-    """Pairs from a tab-separated file: one row per line, source and target columns by index."""
+def read_tsv(stream, path, source_column=0, target_column=1, invalid_utf8="reject"
+             ) -> Iterator[Union[Pair, Reject]]:
+    """Pairs from a tab-separated file: one row per line, source and target columns by index.
+
+    A row that is not UTF-8 is a Reject, or with `invalid_utf8="replace"` decoded with U+FFFD.
+    """
     for name, value in (("source_column", source_column), ("target_column", target_column)):
         if not isinstance(value, int) or value < 0:
             raise ValueError("%s must be a non-negative integer, not %r" % (name, value))
     if source_column == target_column:
         raise ValueError("source_column and target_column are both %d" % source_column)
-    return _read_tsv(stream, path, source_column, target_column)
+    return _read_tsv(stream, path, source_column, target_column, invalid_utf8 == "replace")
 
 
-def _read_tsv(stream, path, source_column, target_column):
+def _read_tsv(stream, path, source_column, target_column, replace=False):
     need = max(source_column, target_column) + 1
     blank_start, blank_count = 0, 0  # a run of empty lines, reported only if a row follows
     for number, raw in enumerate(_iter_lines(stream), 1):
@@ -216,8 +220,10 @@ def _read_tsv(stream, path, source_column, target_column):
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError:
-            yield Reject(where, "invalid_utf8", _trunc(raw.decode("utf-8", "replace")), "")
-            continue
+            text = raw.decode("utf-8", "replace")
+            if not replace:
+                yield Reject(where, "invalid_utf8", _trunc(text), "")
+                continue
         fields = text.split("\t")
         if len(fields) < need:
             yield Reject(where, "too_few_columns", _trunc(text), "")
@@ -503,7 +509,8 @@ def _scan_segments(stream, path):
         raise FormatError(path, "line %d" % seg[1], "<seg id=%s> is never closed" % seg[0])
 
 
-def _read_segmented_pair(source_stream, source_path, target_stream, target_path):
+def _read_segmented_pair(source_stream, source_path, target_stream, target_path,
+                         invalid_utf8="reject"):
     targets = {}
     for seg in _scan_segments(target_stream, target_path):
         key = (seg.docid, seg.segid)
@@ -523,7 +530,7 @@ def _read_segmented_pair(source_stream, source_path, target_stream, target_path)
         target = targets.pop(key, None)
         if target is None:
             yield Reject(where, "unmatched_source_segment", _trunc(seg.text), "")
-        elif seg.bad_utf8 or target.bad_utf8:
+        elif (seg.bad_utf8 or target.bad_utf8) and invalid_utf8 != "replace":
             yield Reject(where, "invalid_utf8", _trunc(seg.text), _trunc(target.text))
         else:
             yield Pair(seg.text, target.text, where)
@@ -531,16 +538,22 @@ def _read_segmented_pair(source_stream, source_path, target_stream, target_path)
         yield Reject(_seg_where(*key), "unmatched_target_segment", "", _trunc(target.text))
 
 
-def read_sgm_pair(source_stream, source_path, target_stream, target_path
+def read_sgm_pair(source_stream, source_path, target_stream, target_path, invalid_utf8="reject"
                   ) -> Iterator[Union[Pair, Reject]]:
-    """Pairs from an mteval SGM source/reference file pair, matched by (docid, seg id)."""
-    return _read_segmented_pair(source_stream, source_path, target_stream, target_path)
+    """Pairs from an mteval SGM source/reference file pair, matched by (docid, seg id).
+
+    Segments that are not UTF-8 are Rejects, or with `invalid_utf8="replace"` decoded with
+    U+FFFD.
+    """
+    return _read_segmented_pair(source_stream, source_path, target_stream, target_path,
+                                invalid_utf8)
 
 
-def read_iwslt_xml_pair(source_stream, source_path, target_stream, target_path
-                        ) -> Iterator[Union[Pair, Reject]]:
+def read_iwslt_xml_pair(source_stream, source_path, target_stream, target_path,
+                        invalid_utf8="reject") -> Iterator[Union[Pair, Reject]]:
     """Pairs from IWSLT XML files: as SGM; talk metadata lines (<url>, <title> ...) ignored."""
-    return _read_segmented_pair(source_stream, source_path, target_stream, target_path)
+    return _read_segmented_pair(source_stream, source_path, target_stream, target_path,
+                                invalid_utf8)
 
 
 # --------------------------------------------------------------------------------------------

@@ -112,13 +112,16 @@ class _MaterializeFn(beam.DoFn):
     def _units(self, ds, streams):
         s = self._s
         if ds["format"] == "tsv":
-            return formats.read_tsv(streams[0], ds["source"], s["source_column"], s["target_column"])
+            return formats.read_tsv(streams[0], ds["source"], s["source_column"],
+                                    s["target_column"], s["on_invalid_utf8"])
         if ds["format"] == "tmx":
             return formats.read_tmx(streams[0], ds["source"], s["source_lang"], s["target_lang"])
         if ds["format"] == "sgm":
-            return formats.read_sgm_pair(streams[0], ds["source"], streams[1], ds["target"])
+            return formats.read_sgm_pair(streams[0], ds["source"], streams[1], ds["target"],
+                                         s["on_invalid_utf8"])
         if ds["format"] == "iwslt":
-            return formats.read_iwslt_xml_pair(streams[0], ds["source"], streams[1], ds["target"])
+            return formats.read_iwslt_xml_pair(streams[0], ds["source"], streams[1],
+                                               ds["target"], s["on_invalid_utf8"])
         return read_line_pairs(streams[0], ds["source"], streams[1], ds["target"],
                                s["on_invalid_utf8"])
 
