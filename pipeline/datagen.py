@@ -31,7 +31,7 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from pipeline import vocab_passes
+from pipeline import books, vocab_passes
 from pipeline.datasets import plan_datasets
 from pipeline.layout import WORK_NAME, OutputLayout, lang_of
 from pipeline.options import DatagenOptions, datagen_flag_values
@@ -398,55 +398,11 @@ class DatagenJob:
 
     def finish(self, prepared, num_shards, shards, rejects):
         """Checks the books of every dataset, then moves outputs into place; marker last."""
-        report = {}
-        for split, items in sorted(prepared.items()):
-            split_shards = sorted((s for s in shards if s["split"] == split), key=lambda s: s["shard"])
-            written = {}
-            for s in split_shards:
-                for index, n in s["by_dataset"]:
-                    written[index] = written.get(index, 0) + n
-            rejected = {}
-            for r in rejects:
-                if r["split"] == split:
-                    for key, n in r["by_dataset_reason"]:
-                        index, reason = key.split("\t")
-                        rejected.setdefault(int(index), {})[reason] = n
-            datasets = {}
-            unbalanced = []
-            for p in items:
-                index = p.ds["index"]
-                n_written = written.get(index, 0)
-                by_reason = rejected.get(index, {})
-                n_rejected = sum(by_reason.values())
-                datasets[p.ds["name"]] = {
-                    "format": p.ds["format"], "files": [x for x in (p.ds["source"], p.ds["target"]) if x],
-                    "pairs_read": p.units, "pairs_written": n_written, "pairs_rejected": n_rejected,
-                    "rejected_by_reason": dict(sorted(by_reason.items()))}
-                if p.units != n_written + n_rejected:
-                    unbalanced.append("%s: %d read, %d written, %d rejected" % (
-                        p.ds["name"], p.units, n_written, n_rejected))
-            if unbalanced or len(split_shards) != num_shards[split]:
-                raise RuntimeError("%s: books do not balance: %s; %d of %d shards" % (
-                    split, "; ".join(unbalanced) or "all datasets balance", len(split_shards),
-                    num_shards[split]))
-            total_reasons = {}
-            for d in datasets.values():
-                for reason, n in d["rejected_by_reason"].items():
-                    total_reasons[reason] = total_reasons.get(reason, 0) + n
-            n_rejected = sum(d["pairs_rejected"] for d in datasets.values())
-            report[split] = {
-                "pairs_read": sum(d["pairs_read"] for d in datasets.values()),
-                "pairs_written": sum(d["pairs_written"] for d in datasets.values()),
-                "pairs_rejected": n_rejected, "rejected_by_reason": dict(sorted(total_reasons.items())),
-                "rejects_file": self.layout.rejects_path(split) if n_rejected else None,
-                "datasets": datasets,
-                "shards": [{"name": s["name"], "records": s["records"]} for s in split_shards]}
-            tokens = getattr(self, "token_stats", {}).get(split, [0, 0, 0, 0])
-            report[split]["tokens"] = {"source": tokens[0], "target": tokens[2]}
-            if self.flags.vocab_type == "word":
-                report[split]["oov_rate"] = {
-                    "source": round(tokens[1] / tokens[0], 6) if tokens[0] else 0.0,
-                    "target": round(tokens[3] / tokens[2], 6) if tokens[2] else 0.0}
+        tokens = getattr(self, "token_stats", {})
+        report = {split: books.split_report(
+            split, items, num_shards[split], shards, rejects, tokens.get(split, [0, 0, 0, 0]),
+            self.layout.rejects_path(split), self.flags.vocab_type == "word")
+            for split, items in sorted(prepared.items())}
         # Replace any previous outputs: marker first, so a crash here never looks complete.
         _delete_tree(self.layout.complete_path)
         old = [m.path for split in ("train", "dev")

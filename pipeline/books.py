@@ -1,0 +1,69 @@
+"""The books of a run: for every split and dataset, pairs read = pairs written + rejected.
+
+Built from what the encode pass reported (records per dataset in each shard, rejects per
+dataset and reason, token counts) and what the prepare pass read. A run whose books do not
+balance, or that is missing a shard, fails instead of looking complete.
+"""
+
+
+class BooksDoNotBalance(RuntimeError):
+    pass
+
+
+def _written_by_dataset(split_shards):
+    written = {}
+    for shard in split_shards:
+        for index, n in shard["by_dataset"]:
+            written[index] = written.get(index, 0) + n
+    return written
+
+
+def _rejected_by_dataset(rejects, split):
+    rejected = {}
+    for report in rejects:
+        if report["split"] == split:
+            for key, n in report["by_dataset_reason"]:
+                index, reason = key.split("\t")
+                rejected.setdefault(int(index), {})[reason] = n
+    return rejected
+
+
+def split_report(split, prepared, num_shards, shards, rejects, tokens, rejects_file, with_oov):
+    """The summary of one split; raises BooksDoNotBalance when a pair is unaccounted for.
+
+    `prepared` are the split's datasets (with `ds` and `units` read), `shards`/`rejects` the
+    encode pass's reports, `tokens` [source tokens, source OOV, target tokens, target OOV].
+    """
+    split_shards = sorted((s for s in shards if s["split"] == split), key=lambda s: s["shard"])
+    written = _written_by_dataset(split_shards)
+    rejected = _rejected_by_dataset(rejects, split)
+    datasets, unbalanced, totals = {}, [], {}
+    for p in prepared:
+        index = p.ds["index"]
+        by_reason = rejected.get(index, {})
+        n_written, n_rejected = written.get(index, 0), sum(by_reason.values())
+        datasets[p.ds["name"]] = {
+            "format": p.ds["format"], "files": [x for x in (p.ds["source"], p.ds["target"]) if x],
+            "pairs_read": p.units, "pairs_written": n_written, "pairs_rejected": n_rejected,
+            "rejected_by_reason": dict(sorted(by_reason.items()))}
+        if p.units != n_written + n_rejected:
+            unbalanced.append("%s: %d read, %d written, %d rejected" % (
+                p.ds["name"], p.units, n_written, n_rejected))
+        for reason, n in by_reason.items():
+            totals[reason] = totals.get(reason, 0) + n
+    if unbalanced or len(split_shards) != num_shards:
+        raise BooksDoNotBalance("%s: books do not balance: %s; %d of %d shards" % (
+            split, "; ".join(unbalanced) or "all datasets balance", len(split_shards), num_shards))
+    n_rejected = sum(d["pairs_rejected"] for d in datasets.values())
+    report = {
+        "pairs_read": sum(d["pairs_read"] for d in datasets.values()),
+        "pairs_written": sum(d["pairs_written"] for d in datasets.values()),
+        "pairs_rejected": n_rejected, "rejected_by_reason": dict(sorted(totals.items())),
+        "rejects_file": rejects_file if n_rejected else None,
+        "datasets": datasets,
+        "shards": [{"name": s["name"], "records": s["records"]} for s in split_shards],
+        "tokens": {"source": tokens[0], "target": tokens[2]}}
+    if with_oov:
+        report["oov_rate"] = {"source": round(tokens[1] / tokens[0], 6) if tokens[0] else 0.0,
+                              "target": round(tokens[3] / tokens[2], 6) if tokens[2] else 0.0}
+    return report
