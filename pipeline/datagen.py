@@ -32,9 +32,9 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from pipeline import books, vocab_passes
-from pipeline.datasets import plan_datasets
+from pipeline.datasets import literal_patterns, plan_datasets
 from pipeline.layout import WORK_NAME, OutputLayout, lang_of
-from pipeline.options import DatagenOptions, datagen_flag_values
+from pipeline.options import DatagenOptions, datagen_flag_values, validate_flags
 from pipeline.runners import DatagenError, check_workers_can_import_project, is_dry_run, runner_name
 from pipeline.summary import format_summary
 from transforms import file_io
@@ -93,7 +93,7 @@ def build_encode_pass(p, chunks, vocab_paths, seed, problem, num_shards, shard_d
     shards = encoded.records | "Write" >> WriteShuffledShards(problem, num_shards, shard_dir)
     token_stats = (encoded.stats
                    | "SumTokenStats" >> beam.CombinePerKey(
-                       lambda rows: [sum(column) for column in zip(*rows)] if rows else [0, 0, 0, 0])
+                       lambda rows: [sum(column) for column in zip(*rows)])
                    | "StatsToList" >> beam.Map(list))
     rejects = encoded.rejects
     if earlier_rejects:
@@ -122,34 +122,7 @@ class DatagenJob:
         self.options = options
         self.flags = options.view_as(DatagenOptions)
         f = self.flags
-        if not f.output_dir:
-            raise DatagenError("--output_dir is required")
-        if not (f.train_source or f.train_target or f.train_tsv or f.train_tmx):
-            raise DatagenError("no training data: pass --train_source/--train_target, "
-                               "--train_tsv or --train_tmx")
-        for split in ("train", "dev"):
-            if bool(getattr(f, split + "_source")) != bool(getattr(f, split + "_target")):
-                raise DatagenError("--%s_source and --%s_target go together" % (split, split))
-        if (f.train_tmx or f.dev_tmx) and not (f.source_lang and f.target_lang):
-            raise DatagenError("TMX input needs --source_lang and --target_lang (xml:lang of "
-                               "the sides)")
-        if f.vocab_size < 1:
-            raise DatagenError("--vocab_size must be positive")
-        if f.vocab_type == "word" and f.vocab_size < 3 and not f.word_vocab:
-            raise DatagenError("--vocab_size for a word vocabulary counts <unk>, <s>, </s>: "
-                               "at least 3")
-        if f.vocab_type == "byte_bpe" and f.vocab_size < 257 and not f.bpe_vocab:
-            raise DatagenError("--vocab_size for byte_bpe counts the 256 byte symbols and "
-                               "<|endoftext|>: at least 257")
-        if f.num_train_shards < 1 or f.num_dev_shards < 1:
-            raise DatagenError("--num_train_shards and --num_dev_shards must be at least 1")
-        if f.encode_chunk_lines < 1 or f.vocab_partitions < 1 or f.bisection_lookahead < 0:
-            raise DatagenError("--encode_chunk_lines and --vocab_partitions must be at least 1, "
-                               "--bisection_lookahead at least 0")
-        if (f.train_tsv or f.dev_tsv) and (min(f.source_column, f.target_column) < 0
-                                           or f.source_column == f.target_column):
-            raise DatagenError("--source_column and --target_column must be different "
-                               "non-negative column numbers")
+        validate_flags(f)
         check_workers_can_import_project(options)
         self.dry_run = is_dry_run(options)
         self.layout = OutputLayout(file_io.absolute(f.output_dir), f.problem, f.vocab_size)
@@ -194,11 +167,11 @@ class DatagenJob:
         return value
 
     # -- the job ---------------------------------------------------------------------------
-    def plan(self):
+    def plan(self, **expand):
         f = self.flags
-        datasets = {"train": plan_datasets(f, "train")}
+        datasets = {"train": plan_datasets(f, "train", **expand)}
         if f.dev_source or f.dev_tsv or f.dev_tmx:
-            datasets["dev"] = plan_datasets(f, "dev")
+            datasets["dev"] = plan_datasets(f, "dev", **expand)
         return datasets
 
     def _settings(self):
@@ -337,7 +310,7 @@ class DatagenJob:
             return report
         if kind == "subword":
             learnt, stats = vocab_passes.learn_subword_vocabs(
-                self.options, self.layout.work_dir, to_learn, self._vocab_config(), self.run_pass)
+                self.layout.work_dir, to_learn, self._vocab_config(), self.run_pass)
             contents = {name: vocab_file_text(v) for name, v in learnt.items()}
         else:
             contents, stats = vocab_passes.learn_counted_vocabs(
@@ -393,12 +366,11 @@ class DatagenJob:
         self.run_pass("encode %d chunks into %s" % (len(chunks), ", ".join(
             "%d %s shards" % (n, s) for s, n in sorted(num_shards.items()))), build)
         result = file_io.read_json(result_path)
-        self.token_stats = dict(result.get("tokens", []))
-        return num_shards, result.get("shards", []), result.get("rejects", [])
+        return (num_shards, result.get("shards", []), result.get("rejects", []),
+                dict(result.get("tokens", [])))
 
-    def finish(self, prepared, num_shards, shards, rejects):
+    def finish(self, prepared, num_shards, shards, rejects, tokens):
         """Checks the books of every dataset, then moves outputs into place; marker last."""
-        tokens = getattr(self, "token_stats", {})
         report = {split: books.split_report(
             split, items, num_shards[split], shards, rejects, tokens.get(split, [0, 0, 0, 0]),
             self.layout.rejects_path(split), self.flags.vocab_type == "word")
@@ -428,20 +400,7 @@ class DatagenJob:
         placeholders, so this needs no access to the input or output file systems.
         """
         f = self.flags
-        from pipeline.datasets import Dataset
-        datasets = {}
-        for split in ("train", "dev"):
-            items = []
-            sources = (getattr(f, split + "_source") or "").split(",")
-            targets = (getattr(f, split + "_target") or "").split(",")
-            for src, tgt in zip(sources, targets):
-                if src:
-                    items.append(Dataset(split, len(items), src, "lines", src, tgt))
-            for fmt in ("tsv", "tmx"):
-                for path in filter(None, (getattr(f, "%s_%s" % (split, fmt)) or "").split(",")):
-                    items.append(Dataset(split, len(items), path, fmt, path))
-            if items:
-                datasets[split] = items
+        datasets = self.plan(expand=literal_patterns)
         plan = self.vocab_plan(datasets)
         num_shards = self.num_shards(datasets)
         work = self.layout.work
@@ -452,14 +411,19 @@ class DatagenJob:
             p, paths, structured, work("materialized"), self._settings(), work("prepare.json")))
         config = self._vocab_config()
         files = {name: [(ds.source, 0) for ds in train] for name, (_, train) in plan.items()}
-        probes = vocab_passes.SubwordVocabSearch(sorted(plan), f.vocab_size,
-                                                 f.bisection_lookahead).next_probes()
-        prefix = vocab_passes.token_checkpoint_prefix(self.layout.work_dir)
-        self.run_pass("first vocab pass (dry run)", lambda p: vocab_passes.build_vocab_pass(
-            p, files, probes, None, prefix, work("vocab_pass_001.json"), config))
-        self.run_pass("later vocab pass (dry run)", lambda p: vocab_passes.build_vocab_pass(
-            p, None, probes, {name: [] for name in plan}, prefix, work("vocab_pass_002.json"),
-            config))
+        if f.vocab_type == "subword":
+            probes = vocab_passes.SubwordVocabSearch(sorted(plan), f.vocab_size,
+                                                     f.bisection_lookahead).next_probes()
+            prefix = vocab_passes.token_checkpoint_prefix(self.layout.work_dir)
+            self.run_pass("first vocab pass (dry run)", lambda p: vocab_passes.build_vocab_pass(
+                p, files, probes, None, prefix, work("vocab_pass_001.json"), config))
+            self.run_pass("later vocab pass (dry run)", lambda p: vocab_passes.build_vocab_pass(
+                p, None, probes, {name: [] for name in plan}, prefix, work("vocab_pass_002.json"),
+                config))
+        else:
+            self.run_pass("%s vocab pass (dry run)" % f.vocab_type,
+                          lambda p: vocab_passes.build_counted_vocab_pass(
+                              p, f.vocab_type, files, config, work("vocab_pass_001.json")))
         no_facts = {"lines": 0, "checkpoints": [(0, 0)]}
         chunks = [c for ds in every for c in plan_chunks(
             dataclasses.asdict(ds), ds.source, ds.target or ds.source, no_facts, no_facts)]
@@ -500,9 +464,8 @@ class DatagenJob:
             file_io.write_json(layout.summary_path, self._summary("running", started, t0))
             try:
                 vocab = self._timed("vocab", self.vocabs, plan, prepared)
-                num_shards, shards, rejects = self._timed("encode", self.encode, prepared, plan)
-                split_report = self._timed("finish", self.finish, prepared, num_shards,
-                                           shards, rejects)
+                encoded = self._timed("encode", self.encode, prepared, plan)
+                split_report = self._timed("finish", self.finish, prepared, *encoded)
             except Exception as e:
                 self._record_failure(started, t0, e)
                 raise

@@ -16,9 +16,6 @@ from pipeline.runners import DatagenError
 from transforms import file_io
 from transforms.corpus_formats import FormatError, detect_format, split_archive_path
 
-FORMATS = ("lines", "sgm", "iwslt", "tsv", "tmx")
-
-
 @dataclasses.dataclass
 class Dataset:
     split: str
@@ -33,8 +30,10 @@ class Dataset:
         """Line-aligned plain/compressed files are chunked and read where they are."""
         return self.format == "lines" and "!" not in self.source and "!" not in (self.target or "")
 
-    def describe(self):
-        return self.source if self.target is None else "%s + %s" % (self.source, self.target)
+
+def literal_patterns(patterns):
+    """Pattern lists taken as file names, without asking any file system (for --dry_run)."""
+    return [p.strip() for p in (patterns or "").split(",") if p.strip()]
 
 
 def _expand(patterns):
@@ -62,10 +61,13 @@ def _name(path):
     return os.path.basename(split_archive_path(path)[1] or path)
 
 
-def plan_datasets(flags, split):
-    """The datasets of `split` ('train' or 'dev') from the job's flags, in a fixed order."""
-    sources = _expand(getattr(flags, split + "_source"))
-    targets = _expand(getattr(flags, split + "_target"))
+def plan_datasets(flags, split, expand=_expand):
+    """The datasets of `split` ('train' or 'dev') from the job's flags, in a fixed order.
+
+    `expand` turns a comma-separated pattern list into file names (globbing by default).
+    """
+    sources = expand(getattr(flags, split + "_source"))
+    targets = expand(getattr(flags, split + "_target"))
     if len(sources) != len(targets):
         raise DatagenError("%s: %d source files but %d target files (%s vs %s)" % (
             split, len(sources), len(targets), sources, targets))
@@ -78,7 +80,7 @@ def plan_datasets(flags, split):
                                "files, not %s (use --%s_%s)" % (src, split, split, fmt, split, fmt))
         datasets.append(Dataset(split, len(datasets), _name(src), fmt, src, tgt))
     for fmt in ("tsv", "tmx"):
-        for path in _expand(getattr(flags, "%s_%s" % (split, fmt))):
+        for path in expand(getattr(flags, "%s_%s" % (split, fmt))):
             datasets.append(Dataset(split, len(datasets), _name(path), fmt, path))
     names = [d.name for d in datasets]
     for d in datasets:

@@ -8,7 +8,6 @@ import os
 
 from apache_beam.io.filesystems import FileSystems
 
-from transforms.shuffled_shards import shard_file_name
 
 SUMMARY_NAME = "%s.datagen_summary.json"  # % problem: several problems may share a data_dir
 COMPLETE_NAME = "%s.DATAGEN_COMPLETE"
@@ -16,9 +15,10 @@ WORK_NAME = ".datagen-work"
 
 
 def lang_of(path):
-    """Language suffix from a file name: `train.en.gz` -> `en`."""
-    name = os.path.basename(path)
-    for ext in (".gz", ".bz2"):
+    """Language suffix from a file name: `train.en.gz` -> `en`, `test.zh.sgm` -> `zh`,
+    `corpus.tgz!dir/train.de` -> `de` (compression and format extensions are skipped)."""
+    name = os.path.basename(path.rsplit("!", 1)[-1])
+    for ext in (".gz", ".bz2", ".sgm", ".xml"):
         if name.endswith(ext):
             name = name[:-len(ext)]
     return name.rsplit(".", 1)[-1] if "." in name else name
@@ -39,9 +39,6 @@ class OutputLayout:
         suffix = {"subword": "subwords", "byte_bpe": "bpe", "word": "words"}[kind]
         name = "vocab.%s.%d.%s" % (self.problem, self.vocab_size, suffix)
         return self.path(name + ("." + lang if lang else ""))
-
-    def shard_path(self, split, shard, num_shards):
-        return self.path(shard_file_name(self.problem, split, shard, num_shards))
 
     def shard_pattern(self, split):
         return self.path("%s-%s-*" % (self.problem, split))

@@ -117,12 +117,19 @@ GCS_ARGS = ["--train_source", "gs://my-bucket/data/train.en", "--train_target",
             "gs://my-bucket/data/train.zh", "--output_dir", "gs://my-bucket/out"]
 
 
-def test_dataflow_dry_run_translates_every_pass(capsys):
+@pytest.mark.parametrize("extra,passes", [
+    ([], 4),
+    # a word vocab is one counting pass; SGM inputs are converted in the prepare pass
+    (["--vocab_type", "word", "--train_source", "gs://my-bucket/data/a.en.sgm",
+      "--train_target", "gs://my-bucket/data/a.zh.sgm"], 3),
+])
+def test_dataflow_dry_run_translates_every_pass(capsys, extra, passes):
     pytest.importorskip("apache_beam.runners.dataflow.dataflow_runner")
     pytest.importorskip("google.cloud.storage")
-    code = datagen.main(GCS_ARGS + DATAFLOW + ["--setup_file", os.path.join(REPO, "setup.py")])
+    code = datagen.main(GCS_ARGS + DATAFLOW + ["--setup_file", os.path.join(REPO, "setup.py")]
+                        + extra)
     assert code == 0
-    assert "4 passes translated for runner DataflowRunner" in capsys.readouterr().out
+    assert "%d passes translated for runner DataflowRunner" % passes in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("runner", [DATAFLOW, ["--runner", "FlinkRunner"],
