@@ -2,6 +2,8 @@
 
 from apache_beam.options.pipeline_options import PipelineOptions
 
+from pipeline.runners import DatagenError
+
 
 def _optional_length(value):
     """`--max_subtoken_length none` (or 0) means no limit, as T2T's None."""
@@ -89,3 +91,35 @@ def datagen_flag_values(options):
     DatagenOptions._add_argparse_args(parser)
     view = options.view_as(DatagenOptions)
     return {a.dest: getattr(view, a.dest) for a in parser._actions if a.dest != "help"}
+
+
+def validate_flags(f):
+    """Refuses impossible flag combinations before any work is done (DatagenError, exit 2)."""
+    if not f.output_dir:
+        raise DatagenError("--output_dir is required")
+    if not (f.train_source or f.train_target or f.train_tsv or f.train_tmx):
+        raise DatagenError("no training data: pass --train_source/--train_target, "
+                           "--train_tsv or --train_tmx")
+    for split in ("train", "dev"):
+        if bool(getattr(f, split + "_source")) != bool(getattr(f, split + "_target")):
+            raise DatagenError("--%s_source and --%s_target go together" % (split, split))
+    if (f.train_tmx or f.dev_tmx) and not (f.source_lang and f.target_lang):
+        raise DatagenError("TMX input needs --source_lang and --target_lang (xml:lang of "
+                           "the sides)")
+    if f.vocab_size < 1:
+        raise DatagenError("--vocab_size must be positive")
+    if f.vocab_type == "word" and f.vocab_size < 3 and not f.word_vocab:
+        raise DatagenError("--vocab_size for a word vocabulary counts <unk>, <s>, </s>: "
+                           "at least 3")
+    if f.vocab_type == "byte_bpe" and f.vocab_size < 257 and not f.bpe_vocab:
+        raise DatagenError("--vocab_size for byte_bpe counts the 256 byte symbols and "
+                           "<|endoftext|>: at least 257")
+    if f.num_train_shards < 1 or f.num_dev_shards < 1:
+        raise DatagenError("--num_train_shards and --num_dev_shards must be at least 1")
+    if f.encode_chunk_lines < 1 or f.vocab_partitions < 1 or f.bisection_lookahead < 0:
+        raise DatagenError("--encode_chunk_lines and --vocab_partitions must be at least 1, "
+                           "--bisection_lookahead at least 0")
+    if (f.train_tsv or f.dev_tsv) and (min(f.source_column, f.target_column) < 0
+                                       or f.source_column == f.target_column):
+        raise DatagenError("--source_column and --target_column must be different "
+                           "non-negative column numbers")

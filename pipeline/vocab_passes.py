@@ -115,7 +115,7 @@ def token_checkpoint_prefix(work_dir):
     return FileSystems.join(work_dir, "token_counts", "part")
 
 
-def learn_subword_vocabs(options, work_dir, files, config, run_pass):
+def learn_subword_vocabs(work_dir, files, config, run_pass):
     """Learns one vocabulary per name in `files` ({name: [(path, size_in_bytes), ...]}).
 
     `config` carries vocab_size, max_subtoken_length, file_byte_budget, vocab_partitions and

@@ -71,10 +71,19 @@ def test_outputs_and_summary(baseline):
     assert set(on_disk["stages"]) == {"prepare", "vocab", "encode", "finish"}
     assert on_disk["splits"]["train"]["datasets"]["train.en"]["pairs_read"] == 500
     assert on_disk["flags"]["seed"] == 3
-    # every record ends in EOS; within a shard records are sorted by shuffle key, so the
-    # shards are not in input order
+    # every record ends in EOS; shard 0 holds the lowest quarter of the shuffle keys, in key
+    # order (not input order)
+    from transforms.codecs.subword import SubwordEncoder
+    from transforms.encode_pairs import shard_of, shuffle_key
     examples = read_examples(shard_files(out, "p", "train")[0])
     assert examples and all(i[-1] == 1 and t[-1] == 1 for i, t in examples)
+    en = SubwordEncoder.from_file(str(out / "vocab.p.400.subwords.en"))
+    with open(os.path.join(DATA_DIR, "enzh-mlqe-pe", "train.en"), encoding="utf-8") as f:
+        lines = [next(f).strip() for _ in range(500)]
+    keys = sorted((shuffle_key(3, "train", 0, n), n) for n in range(1, 501))
+    first_shard = [n for key, n in keys if shard_of(key, 4) == 0]
+    assert [i for i, _ in examples] == [tuple(en.encode(lines[n - 1]) + [1]) for n in first_shard]
+    assert first_shard != sorted(first_shard)
     assert not os.path.exists(out / ".datagen-work")
 
 

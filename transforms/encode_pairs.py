@@ -57,14 +57,12 @@ class _EncodeChunkFn(beam.DoFn):
         encoder = self._source if side == 0 else self._target
         if self._count_oov:
             ids, oov = encoder.encode_with_oov(text)
-            stats[side * 2] += len(ids)
             stats[side * 2 + 1] += oov
         elif self._kind == "byte_bpe":
             ids = encoder.encode_ordinary(text)  # "<|endoftext|>" in a corpus line is just text
-            stats[side * 2] += len(ids)
         else:
             ids = encoder.encode(text)
-            stats[side * 2] += len(ids)
+        stats[side * 2] += len(ids)
         return ids + self._eos[side]
 
     def _example(self, inputs, targets):
