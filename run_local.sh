@@ -10,7 +10,7 @@ if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
   .venv/bin/pip install --quiet --upgrade pip
 fi
-if ! .venv/bin/python -c "import pipeline.datagen, apache_beam, tensorflow, google_crc32c" >/dev/null 2>&1; then
+if ! .venv/bin/python -c "import pipeline.datagen, apache_beam, tensorflow, google_crc32c, numba, pydivsufsort, regex" >/dev/null 2>&1; then
   .venv/bin/pip install --quiet -e .
 fi
 

@@ -7,6 +7,12 @@ import setuptools
 REQUIRED = [
     "apache-beam>=2.77,<3",
     "google-crc32c>=1.5",
+    # The subword learner's token index: suffix array (pydivsufsort) and compiled loops (numba).
+    "numpy>=1.24",
+    "numba>=0.59",
+    "pydivsufsort>=0.0.14",
+    # GPT-2's pre-tokenizer pattern (byte-level BPE) needs \p{..} classes.
+    "regex>=2023.0",
     "tensorflow-cpu>=2.16; platform_machine == 'x86_64'",
     "tensorflow>=2.16; platform_machine != 'x86_64'",
 ]
@@ -22,6 +28,6 @@ setuptools.setup(
     extras_require={
         # Submitting to Dataflow: the GCP I/O and runner, and `build` for --setup_file sdists.
         "dataflow": ["apache-beam[gcp]>=2.77,<3", "build"],
-        "test": ["pytest>=8", "hypothesis>=6.100", "regex>=2023.0"],
+        "test": ["pytest>=8", "hypothesis>=6.100"],
     },
 )

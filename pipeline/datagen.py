@@ -414,12 +414,13 @@ class DatagenJob:
         if f.vocab_type == "subword":
             probes = vocab_passes.SubwordVocabSearch(sorted(plan), f.vocab_size,
                                                      f.bisection_lookahead).next_probes()
-            prefix = vocab_passes.token_checkpoint_prefix(self.layout.work_dir)
+            index_dir = vocab_passes.token_index_dir(self.layout.work_dir)
+            indexes = {name: {"path": FileSystems.join(index_dir, name + ".npz"), "alphabet": [],
+                              "distinct_tokens": 0} for name in plan}
             self.run_pass("first vocab pass (dry run)", lambda p: vocab_passes.build_vocab_pass(
-                p, files, probes, None, prefix, work("vocab_pass_001.json"), config))
+                p, files, probes, None, index_dir, work("vocab_pass_001.json"), config))
             self.run_pass("later vocab pass (dry run)", lambda p: vocab_passes.build_vocab_pass(
-                p, None, probes, {name: [] for name in plan}, prefix, work("vocab_pass_002.json"),
-                config))
+                p, None, probes, indexes, index_dir, work("vocab_pass_002.json"), config))
         else:
             self.run_pass("%s vocab pass (dry run)" % f.vocab_type,
                           lambda p: vocab_passes.build_counted_vocab_pass(

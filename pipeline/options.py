@@ -74,9 +74,9 @@ class DatagenOptions(PipelineOptions):
         add("--seed", type=int, default=0, help="Seed of the deterministic global shuffle.")
         add("--overwrite", action="store_true", default=False,
             help="Replace a completed output directory (and relearn its vocabularies).")
-        add("--vocab_partitions", type=int, default=16,
-            help="Partitions of the subtoken counts per refinement iteration (parallelism and "
-                 "memory per worker; the result does not depend on it).")
+        add("--vocab_partitions", type=int, default=2,
+            help="Partitions of each vocabulary's token index per refinement iteration (work "
+                 "items per probe, for parallelism; the result does not depend on it).")
         add("--bisection_lookahead", type=int, default=1,
             help="Bisection levels below the current min_count probed speculatively in the same "
                  "pass: 0 runs one probe per pass; 1 three probes per pass (half the passes).")

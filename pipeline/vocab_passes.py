@@ -21,7 +21,7 @@ from apache_beam.io.filesystems import FileSystems
 from transforms import file_io
 from transforms.codecs import subword_learner as learner
 from transforms.json_result import WriteJsonResult
-from transforms.subword_refine import LearnSubwordVocabs
+from transforms.subword_refine import BuildTokenIndexes, LearnSubwordVocabs
 from transforms.token_counts import SampleAndCountTokens
 
 LOG = logging.getLogger("datagen")
@@ -81,38 +81,34 @@ class SubwordVocabSearch:
         return self.vocabs[name][self.chosen[name]]
 
 
-def build_vocab_pass(p, files, probes, alphabets, token_prefix, result_path, config):
+def build_vocab_pass(p, files, probes, indexes, index_dir, result_path, config):
     """Adds one vocab pass to pipeline `p`.
 
     The first pass (`files` given: {name: [(path, size)]}) samples and counts tokens and
-    checkpoints the counts at `token_prefix`; later passes (`files` None) read the checkpoint
-    and need the `alphabets` the first pass found. The pass's results go to `result_path`.
+    writes each vocabulary's token index under `index_dir`; later passes (`files` None) read
+    the indexes the first pass wrote (`indexes`: {name: info}). The pass's results go to
+    `result_path`.
     """
     outputs = {}
     if files is not None:
         items = [(name, path, size) for name in sorted(files) for path, size in files[name]]
         counted = (p | "Files" >> beam.Create(items)
                    | "SampleAndCount" >> SampleAndCountTokens(
-                       sorted(files), config["file_byte_budget"], config["vocab_partitions"],
-                       config.get("on_invalid_utf8", "error")))
-        batches, alphabet_pc = counted["batches"], counted["alphabets"]
-        _ = (batches | "ToJson" >> beam.Map(json.dumps)
-             | "Checkpoint" >> beam.io.WriteToText(token_prefix, file_name_suffix=".jsonl"))
-        outputs.update(alphabets=alphabet_pc, sampling=counted["stats"],
+                       config["file_byte_budget"], config.get("on_invalid_utf8", "error")))
+        index_pc = counted["counts"] | "Index" >> BuildTokenIndexes(
+            files, index_dir, config["max_subtoken_length"])
+        outputs.update(indexes=index_pc, sampling=counted["stats"],
                        distinct=counted["distinct"] | "DistinctToList" >> beam.Map(list))
     else:
-        batches = (p | "ReadCheckpoint" >> beam.io.ReadFromText(token_prefix + "*", validate=False)
-                   | "FromJson" >> beam.Map(json.loads))
-        alphabet_pc = p | "Alphabets" >> beam.Create([alphabets])
-    vocabs, sizes = batches | "Learn" >> LearnSubwordVocabs(
-        probes, alphabet_pc, config["max_subtoken_length"], config["vocab_partitions"])
+        index_pc = p | "Indexes" >> beam.Create(sorted(indexes.items()))
+    vocabs, sizes = index_pc | "Learn" >> LearnSubwordVocabs(probes, config["vocab_partitions"])
     outputs.update(vocabs=vocabs | "VocabReport" >> beam.Map(_vocab_report),
                    sizes=sizes | "SizesReport" >> beam.Map(_sizes_report))
     _ = outputs | "Result" >> WriteJsonResult(result_path)
 
 
-def token_checkpoint_prefix(work_dir):
-    return FileSystems.join(work_dir, "token_counts", "part")
+def token_index_dir(work_dir):
+    return FileSystems.join(work_dir, "token_index")
 
 
 def learn_subword_vocabs(work_dir, files, config, run_pass):
@@ -123,10 +119,10 @@ def learn_subword_vocabs(work_dir, files, config, run_pass):
     `build(pipeline)` and times it. Returns ({name: vocab list}, statistics).
     """
     search = SubwordVocabSearch(sorted(files), config["vocab_size"], config["bisection_lookahead"])
-    token_prefix = token_checkpoint_prefix(work_dir)
+    index_dir = token_index_dir(work_dir)
     probes = search.next_probes()
     stats = {"passes": [], "sampling": [], "distinct_tokens": {}, "chosen_min_count": {}}
-    alphabets = None
+    indexes = None
     pass_no = 0
     while probes:
         pass_no += 1
@@ -134,7 +130,7 @@ def learn_subword_vocabs(work_dir, files, config, run_pass):
         first = pass_no == 1
 
         def build(p, probes=probes, result_path=result_path, first=first):
-            build_vocab_pass(p, files if first else None, probes, alphabets, token_prefix,
+            build_vocab_pass(p, files if first else None, probes, indexes, index_dir,
                              result_path, config)
 
         label = "vocab pass %d: %s" % (pass_no, ", ".join(
@@ -142,7 +138,10 @@ def learn_subword_vocabs(work_dir, files, config, run_pass):
         seconds = run_pass(label, build)
         result = file_io.read_json(result_path)
         if first:
-            alphabets = result["alphabets"][0]
+            indexes = dict(result["indexes"])
+            missing = sorted(set(files) - set(indexes))
+            if missing:  # nothing sampled: an empty index, so every probe still has its vocab
+                raise RuntimeError("no token index was written for %s" % ", ".join(missing))
             stats["sampling"] = sorted(result["sampling"], key=lambda s: (s["vocab"], s["path"]))
             stats["distinct_tokens"] = {name: 0 for name in files}
             stats["distinct_tokens"].update(dict(result.get("distinct", [])))
@@ -201,9 +200,8 @@ def build_counted_vocab_pass(p, kind, files, config, result_path):
     items = [(name, path, size) for name in sorted(files) for path, size in files[name]]
     counted = (p | "Files" >> beam.Create(items)
                | "SampleAndCount" >> SampleAndCountTokens(
-                   sorted(files), config["file_byte_budget"], config["vocab_partitions"],
-                   config.get("on_invalid_utf8", "error"), tokenize=tokenizer_for(kind),
-                   batched=False))
+                   config["file_byte_budget"], config.get("on_invalid_utf8", "error"),
+                   tokenize=tokenizer_for(kind)))
     keyed = counted["counts"] | "KeyByVocab" >> beam.Map(lambda t: (t[0], (t[1], t[2])))
     size = config["vocab_size"]
     if kind == "word":

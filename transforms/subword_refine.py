@@ -1,85 +1,115 @@
-"""LearnSubwordVocabs: T2T's subtoken-count refinement iterations as Beam stages.
+"""T2T's subtoken-count refinement as Beam stages, over suffix-array token indexes.
 
-Input: batches of (vocab_name, token, count). For every requested probe (vocab_name,
-min_count) the transform runs `num_iterations` refinement iterations, each as three stages:
+`BuildTokenIndexes` turns the counted tokens of each vocabulary into a
+`subword_index.TokenIndex` written to a file (the checkpoint later passes read).
+`LearnSubwordVocabs` runs, for every requested probe (vocab_name, min_count),
+`num_iterations` refinement iterations, each as one stage:
 
-1. `_WindowsFn` segments each token with the previous iteration's vocabulary (a side input)
-   and emits, per (probe, partition), the summed counts of the windows at segment starts;
-2. `CombinePerKey` sums those dicts per (probe, partition) across workers;
-3. `_SelectFn` does the longest-first acceptance for the partition.
+1. `_SelectFn`, one element per (vocabulary, probe, partition): segments the vocabulary's
+   tokens with the probe's previous vocabulary (a side input) and does T2T's longest-first
+   acceptance over the partition's windows (a contiguous range of the suffix array);
+2. `CombinePerKey` merges the partitions' partial selections per probe;
+3. the merged selections are assembled into vocabularies, the next iteration's side input.
 
-The partial selections are merged per probe and assembled into vocabularies, which are the
-side input of the next iteration. Partitions split the substring counts so no worker holds
-all of them; see `transforms.codecs.subword_learner` for why the result is exactly T2T's.
-The first iteration is the same for every min_count, so it is computed once per vocab_name.
+The first iteration is the same for every min_count (the vocabulary is the alphabet), so it
+runs once per vocabulary with all of its probes' min_counts. No worker counts substrings:
+see `transforms.codecs.subword_index` for why the result is exactly T2T's.
 """
 
+import json
+import typing
+
 import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
+from apache_beam.utils import shared
 
 from transforms.codecs import subword_learner as learner
 
 
-class _WindowsFn(beam.DoFn):
-    def __init__(self, probes, num_partitions, max_subtoken_length):
-        self._probes = probes  # {vocab_name: [min_count, ...]}
-        self._parts = num_partitions
+def _load_index(path):
+    from transforms.codecs.subword_index import TokenIndex
+    with FileSystems.open(path, compression_type="uncompressed") as f:
+        return TokenIndex.load(f.read())
+
+
+class _BuildIndexFn(beam.DoFn):
+    """(vocab_name, [(token, count)]) -> (vocab_name, {path, alphabet, distinct_tokens})."""
+
+    def __init__(self, index_dir, max_subtoken_length):
+        self._dir = index_dir
         self._max_len = max_subtoken_length
-        self._seg = None
-        self._seg_source = None
 
-    def _segmentation_vocabs(self, vocabs):
-        if self._seg_source is not vocabs:
-            self._seg = {key: learner.vocab_for_segmentation(v) for key, v in vocabs.items()}
-            self._seg_source = vocabs
-        return self._seg
-
-    def process(self, batch, vocabs=None):
-        by_name = {}
-        for name, token, count in batch:
-            if name in self._probes:
-                by_name.setdefault(name, []).append((token, count))
-        for name, tokens in by_name.items():
-            if vocabs is None:
-                jobs = [((name, learner.FIRST_ITERATION), None)]
-            else:
-                seg = self._segmentation_vocabs(vocabs)
-                jobs = [((name, t), seg[(name, t)]) for t in self._probes.get(name, ())]
-            for probe, seg_vocab in jobs:
-                windows = learner.count_windows(tokens, self._max_len, seg_vocab)
-                for part, counts in learner.split_windows(windows, self._parts).items():
-                    yield (probe, part), counts
+    def process(self, item):
+        from transforms.codecs.subword_index import TokenIndex
+        name, token_counts = item
+        token_counts = [tc for tc in token_counts if tc[0] is not None]
+        index = TokenIndex.build(token_counts, self._max_len)
+        path = FileSystems.join(self._dir, "%s.npz" % name)
+        with FileSystems.create(path + ".tmp") as f:
+            index.save(f)
+        FileSystems.rename([path + ".tmp"], [path])
+        alphabet = learner.build_alphabet((t for t, _ in token_counts))
+        yield name, {"path": path, "alphabet": sorted(alphabet),
+                     "distinct_tokens": len(token_counts)}
 
 
-class _MergeCountsFn(beam.CombineFn):
-    """Sums dicts of counts."""
+class BuildTokenIndexes(beam.PTransform):
+    """(vocab_name, token, count) triples -> one (vocab_name, index info) per vocabulary.
 
-    def create_accumulator(self):
-        return {}
+    The index of a vocabulary is built on one worker from its distinct tokens (T2T holds the
+    same token counts in one process) and written to `index_dir/{vocab_name}.npz`. Every name
+    in `vocab_names` gets an index, an empty one when nothing was sampled for it.
+    """
 
-    def add_input(self, acc, counts):
-        if not acc:
-            return dict(counts)
-        return learner.merge_counts(acc, counts)
+    def __init__(self, vocab_names, index_dir, max_subtoken_length):
+        super().__init__()
+        self._names = sorted(vocab_names)
+        self._dir = index_dir
+        self._max_len = max_subtoken_length
 
-    def merge_accumulators(self, accs):
-        accs = iter(accs)
-        out = next(accs)
-        for acc in accs:
-            learner.merge_counts(out, acc)
-        return out
-
-    def extract_output(self, acc):
-        return acc
+    def expand(self, triples):
+        keyed = triples | "KeyByVocab" >> beam.Map(lambda t: (t[0], (t[1], t[2])))
+        every_name = triples.pipeline | "Names" >> beam.Create(
+            [(name, (None, 0)) for name in self._names])
+        return ((keyed, every_name)
+                | "WithEveryName" >> beam.Flatten()
+                | "GroupByVocab" >> beam.GroupByKey()
+                | "BuildIndex" >> beam.ParDo(_BuildIndexFn(self._dir, self._max_len)))
 
 
 class _SelectFn(beam.DoFn):
-    def __init__(self, probes):
-        self._probes = probes
+    """(vocab_name, info, probe key, partition) -> ((vocab_name, min_count), selection)."""
 
-    def process(self, item):
-        ((name, key), _partition), windows = item
-        wanted = self._probes[name] if key == learner.FIRST_ITERATION else [key]
-        for min_count, selection in learner.select_partition(windows, wanted).items():
+    def __init__(self, probes, num_partitions, shared_indexes):
+        self._probes = probes  # {vocab_name: [min_count, ...]}
+        self._parts = num_partitions
+        self._shared = shared_indexes
+        self._indexes = None
+        self._marks = None
+
+    def setup(self):
+        self._indexes = {}
+        self._marks = {}
+
+    def _index(self, path):
+        if path not in self._indexes:
+            # One loaded index per worker process, whichever iteration stage asks first.
+            self._indexes[path] = self._shared.acquire(lambda: _load_index(path), tag=path)
+        return self._indexes[path]
+
+    def process(self, item, vocabs=None):
+        name, info, key, part_no = item
+        index = self._index(info["path"])
+        part = index.partitions(self._parts)[part_no]
+        if key == learner.FIRST_ITERATION:
+            marks, wanted = None, self._probes[name]
+        else:
+            cache_key = (name, key)
+            if cache_key not in self._marks:
+                self._marks.clear()  # keep one probe's marks: the partitions of a probe come together
+                self._marks[cache_key] = index.segment_marks(json.loads(vocabs[(name, key)][1]))
+            marks, wanted = self._marks[cache_key], [key]
+        for min_count, selection in index.select(marks, part, wanted).items():
             yield (name, min_count), selection
 
 
@@ -100,51 +130,66 @@ class _MergeSelectionsFn(beam.CombineFn):
         return acc
 
 
-def _assemble_all(selections, alphabets, probes, reserved_tokens):
-    """{probe: selection} -> {probe: vocab list}, for every probe (empty input included)."""
-    out = {}
-    for name, min_counts in probes.items():
-        for t in min_counts:
-            selection = selections.get((name, t), learner.empty_selection())
-            out[(name, t)] = learner.assemble_vocab(selection, alphabets[name], reserved_tokens)
-    return out
+def _work_items(item, probes, num_partitions, first):
+    """(vocab_name, info) -> its (vocab_name, info, probe key, partition) work items."""
+    name, info = item
+    if name not in probes:
+        return
+    for key in [learner.FIRST_ITERATION] if first else probes[name]:
+        for part in range(num_partitions):
+            yield name, info, key, part
+
+
+def _assemble(item, infos, reserved_tokens):
+    """((vocab_name, min_count), merged selection) -> (probe, (size, vocab list as JSON)).
+
+    One JSON string per vocabulary keeps the next iteration's side input a handful of
+    objects: runners weigh cached side inputs by walking them, which for lists of 10^4..10^6
+    strings costs more than the iteration itself.
+    """
+    probe, selection = item
+    vocab = learner.assemble_vocab(selection, infos[probe[0]]["alphabet"], reserved_tokens)
+    return probe, (len(vocab), json.dumps(vocab, ensure_ascii=False))
 
 
 class LearnSubwordVocabs(beam.PTransform):
-    """Token batches -> one dict {(vocab_name, min_count): vocab list}, plus iteration sizes.
+    """Index infos -> one dict {(vocab_name, min_count): vocab list}, plus iteration sizes.
 
-    `probes` is {vocab_name: [min_count, ...]}; `alphabets` a singleton PCollection
-    {vocab_name: alphabet}. Returns (vocabs, sizes) where `sizes` holds one
-    (iteration, {(vocab_name, min_count): size}) per iteration, for the logs.
+    The input holds one (vocab_name, info) per vocabulary, `info` as `BuildTokenIndexes`
+    emits it. `probes` is {vocab_name: [min_count, ...]}. Returns (vocabs, sizes) where `sizes`
+    holds one (iteration, {(vocab_name, min_count): size}) per iteration, for the logs.
     """
 
-    def __init__(self, probes, alphabets, max_subtoken_length, num_partitions,
-                 num_iterations=4, reserved_tokens=learner.RESERVED_TOKENS):
+    def __init__(self, probes, num_partitions, num_iterations=4,
+                 reserved_tokens=learner.RESERVED_TOKENS):
         super().__init__()
         self._probes = {name: sorted(set(ts)) for name, ts in probes.items() if ts}
-        self._alphabets = alphabets
-        self._max_len = max_subtoken_length
         self._parts = num_partitions
         self._iterations = num_iterations
         self._reserved = tuple(reserved_tokens)
 
-    def expand(self, batches):
+    def expand(self, indexes):
+        shared_indexes = shared.Shared()
+        infos = beam.pvalue.AsSingleton(indexes | "InfoDict" >> beam.combiners.ToDict())
         vocabs = None
         size_reports = []
         for it in range(1, self._iterations + 1):
             side = {} if vocabs is None else {"vocabs": beam.pvalue.AsSingleton(vocabs)}
-            selections = (
-                batches
-                | "Windows%d" % it >> beam.ParDo(
-                    _WindowsFn(self._probes, self._parts, self._max_len), **side)
-                | "SumWindows%d" % it >> beam.CombinePerKey(_MergeCountsFn())
-                | "Select%d" % it >> beam.ParDo(_SelectFn(self._probes))
+            vocabs = (
+                indexes
+                | "Work%d" % it >> beam.FlatMap(
+                    _work_items, probes=self._probes, num_partitions=self._parts, first=it == 1
+                ).with_output_types(typing.Any)
+                | "Spread%d" % it >> beam.Reshuffle()
+                | "Select%d" % it >> beam.ParDo(
+                    _SelectFn(self._probes, self._parts, shared_indexes), **side)
                 | "MergeSelections%d" % it >> beam.CombinePerKey(_MergeSelectionsFn())
+                | "Assemble%d" % it >> beam.Map(_assemble, infos=infos,
+                                                reserved_tokens=self._reserved)
                 | "Collect%d" % it >> beam.combiners.ToDict())
-            vocabs = selections | "Assemble%d" % it >> beam.Map(
-                _assemble_all, alphabets=beam.pvalue.AsSingleton(self._alphabets),
-                probes=self._probes, reserved_tokens=self._reserved)
             size_reports.append(vocabs | "Sizes%d" % it >> beam.Map(
-                lambda v, it=it: (it, {k: len(s) for k, s in v.items()})))
+                lambda v, it=it: (it, {probe: size for probe, (size, _) in v.items()})))
         sizes = size_reports | "AllSizes" >> beam.Flatten()
-        return vocabs, sizes
+        vocab_lists = vocabs | "VocabLists" >> beam.Map(
+            lambda v: {probe: json.loads(text) for probe, (_, text) in v.items()})
+        return vocab_lists, sizes

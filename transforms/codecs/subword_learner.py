@@ -292,20 +292,50 @@ def refine(token_counts, alphabet, min_counts, max_subtoken_length=None, num_ite
     return vocabs
 
 
+def refine_indexed(index, alphabet, min_counts, num_iterations=4,
+                   reserved_tokens=RESERVED_TOKENS, num_partitions=1):
+    """`refine` over a `subword_index.TokenIndex` (same result, linear-time iterations)."""
+    parts = index.partitions(num_partitions)
+    vocabs = {}
+    for iteration in range(num_iterations):
+        if iteration == 0:
+            jobs = {FIRST_ITERATION: None}
+        else:
+            jobs = {t: index.segment_marks(vocabs[t]) for t in min_counts}
+        merged = {t: empty_selection() for t in min_counts}
+        for key, marks in jobs.items():
+            wanted = list(min_counts) if key == FIRST_ITERATION else [key]
+            for part in parts:
+                for t, selection in index.select(marks, part, wanted).items():
+                    merge_selections(merged[t], selection)
+        vocabs = {t: assemble_vocab(merged[t], alphabet, reserved_tokens) for t in min_counts}
+    return vocabs
+
+
 def learn_vocab(token_counts, target_size, max_subtoken_length=None, reserved_tokens=RESERVED_TOKENS,
-                num_iterations=4, min_val=1, max_val=1000, num_partitions=1):
+                num_iterations=4, min_val=1, max_val=1000, num_partitions=1, indexed=True):
     """In-process equivalent of T2T's `build_to_target_size`; returns the vocab list.
 
     `token_counts` is a dict token -> count (from `tokenizer.encode` over the sample).
+    `indexed` learns over a suffix-array `TokenIndex` (the fast path); False runs the
+    string-keyed stages above (the plain-Python reference the index is tested against).
     """
     alphabet = build_alphabet(token_counts, reserved_tokens)
     items = list(token_counts.items())
     vocabs = {}
+    index = None
+    if indexed:
+        from transforms.codecs.subword_index import TokenIndex
+        index = TokenIndex.build(items, max_subtoken_length)
 
     def size_of(min_count, _lo, _hi):
         if min_count not in vocabs:
-            vocabs.update(refine(items, alphabet, [min_count], max_subtoken_length,
-                                 num_iterations, reserved_tokens, num_partitions))
+            if index is not None:
+                vocabs.update(refine_indexed(index, alphabet, [min_count], num_iterations,
+                                             reserved_tokens, num_partitions))
+            else:
+                vocabs.update(refine(items, alphabet, [min_count], max_subtoken_length,
+                                     num_iterations, reserved_tokens, num_partitions))
         return len(vocabs[min_count])
 
     return vocabs[bisect_min_count(target_size, size_of, min_val, max_val)]

@@ -1,0 +1,417 @@
+"""A suffix-array index of a vocabulary's distinct tokens: T2T's refinement in linear time.
+
+Tensor2Tensor's `build_from_token_counts` iteration (see `subword_learner`) segments every
+escaped token with the current vocabulary, counts every substring that starts at a segment
+start (up to `max_subtoken_length - 1` characters), and accepts strings longest first,
+subtracting an accepted string's count from its prefixes. Done as T2T does it that is
+quadratic in the token length: Chinese runs of Han characters are single tokens.
+
+Here the distinct escaped tokens are concatenated once into an integer array (characters
+ranked, 0 between tokens) and suffix-sorted (`pydivsufsort`), with the longest common prefix
+(LCP) of neighbouring suffixes. An iteration then needs no substring at all:
+
+* Segmentation: the suffixes that begin with a vocabulary string form one range of the
+  suffix array, and the ranges of strings that are prefixes of one another nest. Marking the
+  ranges shortest first gives, for every position, the longest vocabulary string starting
+  there; greedy longest-match segmentation is then a walk from each token start.
+* Counting and selection: the *windows* (the substring from a segment start to at most
+  `max_subtoken_length - 1` characters, the strings whose prefixes T2T counts) come out of the
+  suffix array already sorted, with their LCPs. Sorted strings and their LCPs describe the
+  trie of all their prefixes; the count of a prefix is the summed count of the windows below
+  it. Longest-first acceptance is a bottom-up pass over that trie: a node is accepted when its
+  count less what accepted descendants took (`taken`) reaches `min_count`; it then passes its
+  whole count up as taken, otherwise it passes its own `taken`. A chain of trie nodes with one
+  child and no window ending inside has one count, so only its deepest node can be accepted:
+  the pass visits only branching and window-end nodes, O(windows) with a stack.
+
+Both loops are compiled with numba. The result is exactly `subword_learner.select_partition`'s
+(tests compare them on real corpora and random strings) and the partitions are contiguous
+ranges of the suffix array that never split a two-character prefix, so partial results merge
+like the string-keyed ones.
+
+This module needs numpy, numba and pydivsufsort, but neither Beam nor TensorFlow.
+"""
+
+import io
+
+import numba
+import numpy as np
+import pydivsufsort
+
+from transforms.codecs.subword import escape_token_all_known
+
+_NJIT = dict(cache=True, nogil=True)
+
+
+@numba.njit(**_NJIT)
+def _pattern_ranges(codes, sa, patterns, offsets):
+    """[lo, hi) of the suffixes starting with each pattern (binary search; 0 ends a token)."""
+    count = len(offsets) - 1
+    lo_out = np.empty(count, np.int64)
+    hi_out = np.empty(count, np.int64)
+    n = len(sa)
+    for k in range(count):
+        start, stop = offsets[k], offsets[k + 1]
+        lo, hi = 0, n
+        # lower bound: first suffix >= pattern
+        while lo < hi:
+            mid = (lo + hi) >> 1
+            p = sa[mid]
+            cmp = 0
+            for j in range(start, stop):
+                c = codes[p + j - start]
+                if c != patterns[j]:
+                    cmp = -1 if c < patterns[j] else 1
+                    break
+            if cmp < 0:
+                lo = mid + 1
+            else:
+                hi = mid
+        first = lo
+        hi = n
+        # upper bound: first suffix that does not start with the pattern
+        while lo < hi:
+            mid = (lo + hi) >> 1
+            p = sa[mid]
+            cmp = 0
+            for j in range(start, stop):
+                c = codes[p + j - start]
+                if c != patterns[j]:
+                    cmp = -1 if c < patterns[j] else 1
+                    break
+            if cmp <= 0:
+                lo = mid + 1
+            else:
+                hi = mid
+        lo_out[k] = first
+        hi_out[k] = lo
+    return lo_out, hi_out
+
+
+@numba.njit(**_NJIT)
+def _segment_starts(token_starts, codes, isa, los, his, lengths):
+    """Marks (by suffix rank) the greedy longest-match segment starts of every token.
+
+    `los`/`his`/`lengths` are the suffix-array ranges of the vocabulary strings, sorted by
+    length: painting them in that order leaves, at each rank, the longest string that prefixes
+    the suffix. Returns (marks, ok); ok is False if a position has no matching string.
+    """
+    n = len(codes)
+    longest = np.zeros(n, np.int32)
+    for k in range(len(los)):
+        length = lengths[k]
+        for r in range(los[k], his[k]):
+            longest[r] = length
+    marks = np.zeros(n, np.bool_)  # by suffix rank
+    for t in range(len(token_starts)):
+        p = token_starts[t]
+        while codes[p] != 0:
+            r = isa[p]
+            step = longest[r]
+            if step == 0:
+                return marks, False
+            marks[r] = True
+            p += step
+    return marks, True
+
+
+@numba.njit(**_NJIT)
+def _select(lcp_next, remaining, weights, first, marks, use_all, lo, hi, min_count,
+            num_codes, stack_size, capacity):
+    """Longest-first acceptance over the windows at suffix ranks [lo, hi).
+
+    All arrays are in suffix-rank order. Returns (ranks, lengths, counts) of accepted strings
+    of two or more characters, and per character code the count of windows starting with it
+    and what accepted strings took from it. More than `capacity` accepted strings returns
+    counts None-like: an empty `counts` array with ranks of length capacity + 1 (the caller
+    retries with more room).
+    """
+    depth = np.zeros(stack_size, np.int64)
+    raw = np.zeros(stack_size, np.int64)
+    taken = np.zeros(stack_size, np.int64)
+    where = np.zeros(stack_size, np.int64)
+    char_raw = np.zeros(num_codes, np.int64)
+    char_taken = np.zeros(num_codes, np.int64)
+    acc_rank = np.empty(capacity, np.int64)
+    acc_len = np.empty(capacity, np.int64)
+    acc_cnt = np.empty(capacity, np.int64)
+    accepted = 0
+    top = 0
+    big = np.int64(1) << 62
+    run = big
+    prev_len = 0
+    have_prev = False
+    for r in range(lo, hi + 1):
+        last = r == hi
+        if last:
+            selected = True
+        else:
+            selected = first[r] != 0 and (use_all or marks[r])
+        if selected:
+            if last:
+                length = 0
+                h = 0
+            else:
+                length = remaining[r]
+                h = min(run, prev_len, length) if have_prev else 0
+            # Close the nodes deeper than the common prefix with the previous window.
+            while depth[top] > h:
+                d = depth[top]
+                node_raw = raw[top]
+                node_taken = taken[top]
+                node_where = where[top]
+                top -= 1
+                if depth[top] < h:
+                    if depth[top] == 0 and h > 1:
+                        top += 1
+                        depth[top] = 1
+                        raw[top] = 0
+                        taken[top] = 0
+                        where[top] = node_where
+                    top += 1
+                    depth[top] = h
+                    raw[top] = 0
+                    taken[top] = 0
+                    where[top] = node_where
+                if d >= 2:
+                    if node_raw - node_taken >= min_count:
+                        if accepted == capacity:
+                            return (np.empty(capacity + 1, np.int64), acc_len[:0], acc_cnt[:0],
+                                    char_raw, char_taken)
+                        acc_rank[accepted] = node_where
+                        acc_len[accepted] = d
+                        acc_cnt[accepted] = node_raw - node_taken
+                        accepted += 1
+                        taken[top] += node_raw
+                    else:
+                        taken[top] += node_taken
+                    raw[top] += node_raw
+                else:
+                    c = first[node_where]
+                    char_raw[c] += node_raw
+                    char_taken[c] += node_taken
+            if last:
+                break
+            if depth[top] < length:
+                if depth[top] == 0 and length > 1:
+                    top += 1
+                    depth[top] = 1
+                    raw[top] = 0
+                    taken[top] = 0
+                    where[top] = r
+                top += 1
+                depth[top] = length
+                raw[top] = 0
+                taken[top] = 0
+                where[top] = r
+            raw[top] += weights[r]
+            prev_len = length
+            have_prev = True
+            run = big
+        if not last:
+            v = lcp_next[r]
+            if v < run:
+                run = v
+    return (acc_rank[:accepted], acc_len[:accepted], acc_cnt[:accepted], char_raw, char_taken)
+
+
+def _capped(values, cap, dtype):
+    if cap is not None:
+        values = np.minimum(values, cap)
+    return values.astype(dtype)
+
+
+class TokenIndex:
+    """The escaped distinct tokens of one vocabulary, suffix-sorted, with their counts.
+
+    By text position (n = total escaped characters + one separator after each token):
+      codes      character rank + 1, 0 after each token;
+      isa        the suffix rank of each position;
+      starts     the first position of each token.
+    By suffix rank r (the suffix starting at position sa[r]):
+      sa         the suffix array;
+      lcp_next   LCP of suffixes r and r + 1, capped at the window span;
+      first      codes[sa[r]], the suffix's first character (0 for a separator);
+      remaining  characters left in the token, capped at the window span: the window length
+                 when the suffix starts a segment;
+      weights    the count of the token the suffix starts in.
+    `chars` maps a code back to its character (code c is chars[c - 1]).
+    """
+
+    ARRAYS = ("codes", "isa", "starts", "sa", "lcp_next", "first", "remaining", "weights")
+
+    def __init__(self, chars, max_subtoken_length, **arrays):
+        self.chars = list(chars)
+        self.max_subtoken_length = max_subtoken_length
+        for name in self.ARRAYS:
+            setattr(self, name, arrays[name])
+        self._code_of = {c: i + 1 for i, c in enumerate(self.chars)}
+        self._range_cache = {}
+        self._partitions = {}
+        self._capacity = 4096
+
+    # -- building and storing ---------------------------------------------------------------
+
+    @classmethod
+    def build(cls, token_counts, max_subtoken_length):
+        """Index of (token, count) pairs (distinct tokens; order does not matter)."""
+        tokens = []
+        counts = []
+        for token, count in token_counts:
+            tokens.append(escape_token_all_known(token))
+            counts.append(count)
+        span = None if max_subtoken_length is None else max(0, max_subtoken_length - 1)
+        lengths = np.fromiter((len(t) for t in tokens), np.int64, len(tokens))
+        # Each token is followed by one separator slot; "\0" is a placeholder overwritten below.
+        text = "\0".join(tokens) + "\0" if tokens else ""
+        points = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), np.uint32)
+        del text
+        n = len(points)
+        ends = np.cumsum(lengths + 1) - 1  # separator position of each token
+        starts = ends - lengths
+        is_sep = np.zeros(n, np.bool_)
+        is_sep[ends] = True
+        chars_points = np.unique(points[~is_sep])
+        codes = (np.searchsorted(chars_points, points) + 1).astype(np.uint32)
+        del points
+        codes[is_sep] = 0
+        del is_sep
+        chars = [chr(int(c)) for c in chars_points]
+        if n:
+            sa = pydivsufsort.divsufsort(codes).astype(np.int32)
+            lcp = pydivsufsort.kasai(codes, sa)
+        else:
+            sa = np.zeros(0, np.int32)
+            lcp = np.zeros(0, np.int64)
+        isa = np.empty(n, np.int32)
+        isa[sa] = np.arange(n, dtype=np.int32)
+        wide = np.int32 if n < 2 ** 31 else np.int64
+        lcp_next = _capped(lcp, span, wide)
+        del lcp
+        remaining = (np.repeat(ends, lengths + 1) - np.arange(n))[sa]
+        weights_arr = np.asarray(counts, np.int64)
+        weight_type = np.int32 if (weights_arr.size == 0 or weights_arr.max() < 2 ** 31) else np.int64
+        weights = np.repeat(weights_arr.astype(weight_type), lengths + 1)[sa]
+        return cls(chars, max_subtoken_length,
+                   codes=codes, isa=isa, starts=starts.astype(np.int64), sa=sa,
+                   lcp_next=lcp_next, first=codes[sa],
+                   remaining=_capped(remaining, span, wide), weights=weights)
+
+    def save(self, fileobj):
+        """Writes the index to a binary file object (numpy .npz)."""
+        np.savez(fileobj, chars=np.array(self.chars, dtype=object).astype(str),
+                 max_subtoken_length=np.array(-1 if self.max_subtoken_length is None
+                                              else self.max_subtoken_length),
+                 **{name: getattr(self, name) for name in self.ARRAYS})
+
+    @classmethod
+    def load(cls, fileobj):
+        """Reads an index written by `save` (a file object, or bytes)."""
+        if isinstance(fileobj, (bytes, bytearray)):
+            fileobj = io.BytesIO(fileobj)
+        with np.load(fileobj, allow_pickle=False) as data:
+            max_len = int(data["max_subtoken_length"])
+            return cls([str(c) for c in data["chars"]], None if max_len < 0 else max_len,
+                       **{name: data[name] for name in cls.ARRAYS})
+
+    # -- what the refinement asks -------------------------------------------------------------
+
+    @property
+    def span(self):
+        m = self.max_subtoken_length
+        return None if m is None else m - 1
+
+    @property
+    def num_tokens(self):
+        return len(self.starts)
+
+    def partitions(self, num_partitions):
+        """`num_partitions` contiguous suffix-rank ranges of about equal size.
+
+        A boundary never falls between two suffixes sharing their first two characters within
+        a window, so each string of two or more characters is counted in one range only.
+        """
+        if num_partitions in self._partitions:
+            return self._partitions[num_partitions]
+        n = len(self.sa)
+        bounds = [0]
+        if n and num_partitions > 1:
+            sa = self.sa
+            # cut points: ranks r where suffixes r-1 and r share < 2 characters of their windows
+            rem = self.remaining
+            shared = np.minimum(self.lcp_next[:-1], np.minimum(rem[:-1], rem[1:]))
+            cuts = np.flatnonzero(shared < 2) + 1
+            for k in range(1, num_partitions):
+                target = k * n // num_partitions
+                i = np.searchsorted(cuts, target)
+                if i < len(cuts):
+                    cut = int(cuts[i])
+                    if cut > bounds[-1]:
+                        bounds.append(cut)
+        bounds.append(n)
+        ranges = [(bounds[i], bounds[i + 1]) for i in range(len(bounds) - 1)]
+        while len(ranges) < num_partitions:
+            ranges.append((n, n))
+        self._partitions[num_partitions] = ranges
+        return ranges
+
+    def _ranges(self, strings):
+        """Suffix-array ranges of vocabulary strings, cached across iterations."""
+        cache = self._range_cache
+        missing = [s for s in strings if s not in cache]
+        if missing:
+            unknown = len(self.chars) + 1  # a code no suffix has: the range comes out empty
+            code_of = self._code_of
+            offsets = np.zeros(len(missing) + 1, np.int64)
+            np.cumsum([len(s) for s in missing], out=offsets[1:])
+            patterns = np.fromiter((code_of.get(c, unknown) for s in missing for c in s),
+                                   np.int64, int(offsets[-1]))
+            # one separator at the end keeps every comparison inside the array
+            los, his = _pattern_ranges(self.codes, self.sa, patterns, offsets)
+            for s, lo, hi in zip(missing, los.tolist(), his.tolist()):
+                cache[s] = (lo, hi) if hi > lo else None
+        return [(cache[s], len(s)) for s in strings if s and cache[s] is not None]
+
+    def segment_marks(self, vocab):
+        """Boolean per position: True at each segment start under `vocab` (a list of strings)."""
+        found = sorted(self._ranges(vocab), key=lambda item: item[1])
+        los = np.array([r[0] for r, _ in found], np.int64)
+        his = np.array([r[1] for r, _ in found], np.int64)
+        lengths = np.array([length for _, length in found], np.int32)
+        marks, ok = _segment_starts(self.starts, self.codes, self.isa, los, his, lengths)
+        if not ok:
+            raise ValueError("a token character is missing from the vocabulary")
+        return marks
+
+    def select(self, marks, part, min_counts):
+        """`select_partition`'s result for the windows of suffix-rank range `part`.
+
+        `marks` is None for the first iteration (every position starts a segment).
+        Returns {min_count: (accepted [(count, string)], char_raw, char_taken)}.
+        """
+        lo, hi = part
+        span = self.span
+        results = {}
+        if span is not None and span <= 0:
+            return {t: ([], {}, {}) for t in set(min_counts)}
+        use_all = marks is None
+        if use_all:
+            marks = np.zeros(1, np.bool_)
+        stack = (span if span is not None else int(self.remaining.max(initial=0))) + 3
+        chars = self.chars
+        for min_count in sorted(set(min_counts)):
+            while True:
+                ranks, lens, cnts, char_raw, char_taken = _select(
+                    self.lcp_next, self.remaining, self.weights, self.first, marks, use_all,
+                    lo, hi, max(1, min_count), len(chars) + 1, stack, self._capacity)
+                if len(ranks) <= self._capacity:
+                    break
+                self._capacity *= 4  # more accepted strings than room: rerun with more
+            codes = self.codes
+            positions = self.sa[ranks].tolist()
+            accepted = [(count, "".join([chars[c - 1] for c in codes[p:p + length].tolist()]))
+                        for p, length, count in zip(positions, lens.tolist(), cnts.tolist())]
+            raw = {chars[c - 1]: v for c, v in enumerate(char_raw.tolist()) if v and c}
+            took = {chars[c - 1]: v for c, v in enumerate(char_taken.tolist()) if v and c}
+            results[min_count] = (accepted, raw, took)
+        return results
