@@ -412,15 +412,14 @@ class DatagenJob:
         config = self._vocab_config()
         files = {name: [(ds.source, 0) for ds in train] for name, (_, train) in plan.items()}
         if f.vocab_type == "subword":
-            probes = vocab_passes.SubwordVocabSearch(sorted(plan), f.vocab_size,
-                                                     f.bisection_lookahead).next_probes()
             index_dir = vocab_passes.token_index_dir(self.layout.work_dir)
             indexes = {name: {"path": FileSystems.join(index_dir, name + ".npz"), "alphabet": [],
                               "distinct_tokens": 0} for name in plan}
+            known = {name: {} for name in plan}
             self.run_pass("first vocab pass (dry run)", lambda p: vocab_passes.build_vocab_pass(
-                p, files, probes, None, index_dir, work("vocab_pass_001.json"), config))
+                p, files, None, index_dir, known, work("vocab_pass_001.json"), config))
             self.run_pass("later vocab pass (dry run)", lambda p: vocab_passes.build_vocab_pass(
-                p, None, probes, indexes, index_dir, work("vocab_pass_002.json"), config))
+                p, None, indexes, index_dir, known, work("vocab_pass_002.json"), config))
         else:
             self.run_pass("%s vocab pass (dry run)" % f.vocab_type,
                           lambda p: vocab_passes.build_counted_vocab_pass(
@@ -439,7 +438,8 @@ class DatagenJob:
         f = self.flags
         return {"vocab_size": f.vocab_size, "max_subtoken_length": f.max_subtoken_length,
                 "file_byte_budget": f.file_byte_budget, "vocab_partitions": f.vocab_partitions,
-                "bisection_lookahead": f.bisection_lookahead, "on_invalid_utf8": f.on_invalid_utf8,
+                "bisection_lookahead": f.bisection_lookahead,
+                "bisection_rounds": f.bisection_rounds_per_pass, "on_invalid_utf8": f.on_invalid_utf8,
                 "bpe_min_frequency": f.bpe_min_frequency}
 
     def run(self):

@@ -77,9 +77,14 @@ class DatagenOptions(PipelineOptions):
         add("--vocab_partitions", type=int, default=2,
             help="Partitions of each vocabulary's token index per refinement iteration (work "
                  "items per probe, for parallelism; the result does not depend on it).")
-        add("--bisection_lookahead", type=int, default=1,
-            help="Bisection levels below the current min_count probed speculatively in the same "
-                 "pass: 0 runs one probe per pass; 1 three probes per pass (half the passes).")
+        add("--bisection_rounds_per_pass", type=int, default=3,
+            help="Bisection rounds (each: 4 refinement iterations of its probes) in one Beam "
+                 "pipeline. Each round probes the min_count the search needs and enough levels "
+                 "below it for the search to end within the pass's rounds; fewer rounds: fewer "
+                 "stages, more probes per round.")
+        add("--bisection_lookahead", type=int, default=0,
+            help="Least number of bisection levels below the needed min_count that a round "
+                 "probes too (more when the rounds left need it).")
         add("--encode_chunk_lines", type=int, default=50000,
             help="Lines per parallel encoding chunk of an uncompressed file.")
 
@@ -116,8 +121,10 @@ def validate_flags(f):
                            "<|endoftext|>: at least 257")
     if f.num_train_shards < 1 or f.num_dev_shards < 1:
         raise DatagenError("--num_train_shards and --num_dev_shards must be at least 1")
-    if f.encode_chunk_lines < 1 or f.vocab_partitions < 1 or f.bisection_lookahead < 0:
-        raise DatagenError("--encode_chunk_lines and --vocab_partitions must be at least 1, "
+    if (f.encode_chunk_lines < 1 or f.vocab_partitions < 1 or f.bisection_lookahead < 0
+            or f.bisection_rounds_per_pass < 1):
+        raise DatagenError("--encode_chunk_lines, --vocab_partitions and "
+                           "--bisection_rounds_per_pass must be at least 1, "
                            "--bisection_lookahead at least 0")
     if (f.train_tsv or f.dev_tsv) and (min(f.source_column, f.target_column) < 0
                                        or f.source_column == f.target_column):

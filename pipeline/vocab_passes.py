@@ -37,13 +37,24 @@ def _vocab_report(vocabs):
     return {_probe_key(name, t): v for (name, t), v in vocabs.items()}
 
 
+def _round_report(item):
+    round_no, vocabs = item
+    return {"round": round_no, "vocabs": _vocab_report(vocabs)}
+
+
 def _sizes_report(item):
-    iteration, sizes = item
-    return {"iteration": iteration, "sizes": {_probe_key(n, t): s for (n, t), s in sizes.items()}}
+    round_no, iteration, sizes = item
+    return {"round": round_no, "iteration": iteration,
+            "sizes": {_probe_key(n, t): s for (n, t), s in sizes.items()}}
+
+
+def _probes_report(item):
+    round_no, probes = item
+    return {"round": round_no, "probes": probes}
 
 
 class SubwordVocabSearch:
-    """Bisection state of several vocabularies; says what to probe next and what was chosen."""
+    """Bisection state of several vocabularies: what was learnt, what to probe, what was chosen."""
 
     def __init__(self, names, target_size, lookahead):
         self.names = list(names)
@@ -52,25 +63,21 @@ class SubwordVocabSearch:
         self.vocabs = {name: {} for name in names}
         self.chosen = {}
 
+    def known_sizes(self):
+        return {name: {t: len(v) for t, v in self.vocabs[name].items()} for name in self.names}
+
     def next_probes(self):
         """{name: [min_count, ...]} for the names whose bisection needs more sizes."""
         probes = {}
-        for name in self.names:
+        for name, sizes in self.known_sizes().items():
             if name in self.chosen:
                 continue
-            known = self.vocabs[name]
-
-            def size_of(min_count, low, high, known=known):
-                if min_count not in known:
-                    raise learner.NeedProbe(min_count, low, high)
-                return len(known[min_count])
-
-            try:
-                self.chosen[name] = learner.bisect_min_count(
-                    self.target_size, size_of, MIN_COUNT_LOW, MIN_COUNT_HIGH)
-            except learner.NeedProbe as need:
-                subtree = learner.probe_subtree(need.low, need.high, self.lookahead)
-                probes[name] = [t for t in subtree if t not in known] or [need.min_count]
+            chosen, wanted = learner.next_probes(sizes, self.target_size, self.lookahead,
+                                                 MIN_COUNT_LOW, MIN_COUNT_HIGH)
+            if chosen is not None:
+                self.chosen[name] = chosen
+            else:
+                probes[name] = wanted
         return probes
 
     def add(self, vocabs):
@@ -81,29 +88,35 @@ class SubwordVocabSearch:
         return self.vocabs[name][self.chosen[name]]
 
 
-def build_vocab_pass(p, files, probes, indexes, index_dir, result_path, config):
+def build_vocab_pass(p, files, indexes, index_dir, known, result_path, config):
     """Adds one vocab pass to pipeline `p`.
 
     The first pass (`files` given: {name: [(path, size)]}) samples and counts tokens and
     writes each vocabulary's token index under `index_dir`; later passes (`files` None) read
-    the indexes the first pass wrote (`indexes`: {name: info}). The pass's results go to
-    `result_path`.
+    the indexes the first pass wrote (`indexes`: {name: info}). Then up to
+    `bisection_rounds` rounds of the bisection run, from the sizes already `known`
+    ({name: {min_count: size}}). The pass's results go to `result_path`.
     """
     outputs = {}
     if files is not None:
-        items = [(name, path, size) for name in sorted(files) for path, size in files[name]]
+        names = sorted(files)
+        items = [(name, path, size) for name in names for path, size in files[name]]
         counted = (p | "Files" >> beam.Create(items)
                    | "SampleAndCount" >> SampleAndCountTokens(
-                       config["file_byte_budget"], config.get("on_invalid_utf8", "error")))
-        index_pc = counted["counts"] | "Index" >> BuildTokenIndexes(
-            files, index_dir, config["max_subtoken_length"])
+                       names, config["file_byte_budget"], config.get("on_invalid_utf8", "error")))
+        index_pc = counted["totals"] | "Index" >> BuildTokenIndexes(
+            index_dir, config["max_subtoken_length"])
         outputs.update(indexes=index_pc, sampling=counted["stats"],
                        distinct=counted["distinct"] | "DistinctToList" >> beam.Map(list))
     else:
+        names = sorted(indexes)
         index_pc = p | "Indexes" >> beam.Create(sorted(indexes.items()))
-    vocabs, sizes = index_pc | "Learn" >> LearnSubwordVocabs(probes, config["vocab_partitions"])
-    outputs.update(vocabs=vocabs | "VocabReport" >> beam.Map(_vocab_report),
-                   sizes=sizes | "SizesReport" >> beam.Map(_sizes_report))
+    learnt = index_pc | "Learn" >> LearnSubwordVocabs(
+        names, config["vocab_size"], config["vocab_partitions"],
+        rounds=config["bisection_rounds"], lookahead=config["bisection_lookahead"], known=known)
+    outputs.update(vocabs=learnt["vocabs"] | "VocabReport" >> beam.Map(_round_report),
+                   sizes=learnt["sizes"] | "SizesReport" >> beam.Map(_sizes_report),
+                   probes=learnt["probes"] | "ProbesReport" >> beam.Map(_probes_report))
     _ = outputs | "Result" >> WriteJsonResult(result_path)
 
 
@@ -114,50 +127,55 @@ def token_index_dir(work_dir):
 def learn_subword_vocabs(work_dir, files, config, run_pass):
     """Learns one vocabulary per name in `files` ({name: [(path, size_in_bytes), ...]}).
 
-    `config` carries vocab_size, max_subtoken_length, file_byte_budget, vocab_partitions and
-    bisection_lookahead; `run_pass(label, build)` runs one Beam pipeline built by
-    `build(pipeline)` and times it. Returns ({name: vocab list}, statistics).
+    `config` carries vocab_size, max_subtoken_length, file_byte_budget, vocab_partitions,
+    bisection_lookahead and bisection_rounds; `run_pass(label, build)` runs one Beam pipeline
+    built by `build(pipeline)` and times it. Returns ({name: vocab list}, statistics).
     """
-    search = SubwordVocabSearch(sorted(files), config["vocab_size"], config["bisection_lookahead"])
+    names = sorted(files)
+    search = SubwordVocabSearch(names, config["vocab_size"], config["bisection_lookahead"])
     index_dir = token_index_dir(work_dir)
-    probes = search.next_probes()
     stats = {"passes": [], "sampling": [], "distinct_tokens": {}, "chosen_min_count": {}}
     indexes = None
     pass_no = 0
-    while probes:
+    while pass_no == 0 or search.next_probes():
         pass_no += 1
         result_path = FileSystems.join(work_dir, "vocab_pass_%03d.json" % pass_no)
         first = pass_no == 1
+        known = search.known_sizes()
 
-        def build(p, probes=probes, result_path=result_path, first=first):
-            build_vocab_pass(p, files if first else None, probes, indexes, index_dir,
+        def build(p, result_path=result_path, first=first, known=known):
+            build_vocab_pass(p, files if first else None, indexes, index_dir, known,
                              result_path, config)
 
-        label = "vocab pass %d: %s" % (pass_no, ", ".join(
-            "%s min_count %s" % (name, ",".join(map(str, ts))) for name, ts in sorted(probes.items())))
+        label = "vocab pass %d: %sbisect %s (up to %d rounds)" % (
+            pass_no, "sample, count and index, " if first else "", ", ".join(names),
+            config["bisection_rounds"])
         seconds = run_pass(label, build)
         result = file_io.read_json(result_path)
         if first:
             indexes = dict(result["indexes"])
-            missing = sorted(set(files) - set(indexes))
-            if missing:  # nothing sampled: an empty index, so every probe still has its vocab
-                raise RuntimeError("no token index was written for %s" % ", ".join(missing))
             stats["sampling"] = sorted(result["sampling"], key=lambda s: (s["vocab"], s["path"]))
             stats["distinct_tokens"] = {name: 0 for name in files}
             stats["distinct_tokens"].update(dict(result.get("distinct", [])))
-        reported = result.get("vocabs", [{}])[0]
-        vocabs = {}
-        for key, vocab in reported.items():
-            name, t = key.rsplit(":", 1)
-            vocabs[(name, int(t))] = vocab
-        for report in sorted(result["sizes"], key=lambda r: r["iteration"]):
-            LOG.info("  iteration %d: %s", report["iteration"], ", ".join(
-                "%s -> %d subtokens" % (k.replace(":", " min_count="), v)
-                for k, v in sorted(report["sizes"].items())))
-        search.add(vocabs)
-        stats["passes"].append({"pass": pass_no, "probes": probes, "seconds": round(seconds, 3),
-                                "sizes": {_probe_key(n, t): len(v) for (n, t), v in vocabs.items()}})
-        probes = search.next_probes()
+        learnt = {}
+        for report in result.get("vocabs", []):
+            for key, vocab in report["vocabs"].items():
+                name, t = key.rsplit(":", 1)
+                learnt[(name, int(t))] = vocab
+        rounds = {r["round"]: r["probes"] for r in result.get("probes", []) if r["probes"]}
+        for report in sorted(result.get("sizes", []), key=lambda r: (r["round"], r["iteration"])):
+            if report["sizes"]:
+                LOG.info("  round %d iteration %d: %s", report["round"], report["iteration"],
+                         ", ".join("%s -> %d subtokens" % (k.replace(":", " min_count="), v)
+                                   for k, v in sorted(report["sizes"].items())))
+        if not learnt:
+            raise RuntimeError("vocab pass %d learnt nothing; the bisection cannot advance"
+                               % pass_no)
+        search.add(learnt)
+        stats["passes"].append({
+            "pass": pass_no, "seconds": round(seconds, 3),
+            "rounds": [{"round": r, "probes": rounds[r]} for r in sorted(rounds)],
+            "sizes": {_probe_key(n, t): len(v) for (n, t), v in learnt.items()}})
     stats["chosen_min_count"] = dict(search.chosen)
     return {name: search.result(name) for name in files}, stats
 
@@ -200,19 +218,18 @@ def build_counted_vocab_pass(p, kind, files, config, result_path):
     items = [(name, path, size) for name in sorted(files) for path, size in files[name]]
     counted = (p | "Files" >> beam.Create(items)
                | "SampleAndCount" >> SampleAndCountTokens(
-                   config["file_byte_budget"], config.get("on_invalid_utf8", "error"),
+                   sorted(files), config["file_byte_budget"], config.get("on_invalid_utf8", "error"),
                    tokenize=tokenizer_for(kind)))
-    keyed = counted["counts"] | "KeyByVocab" >> beam.Map(lambda t: (t[0], (t[1], t[2])))
     size = config["vocab_size"]
     if kind == "word":
-        vocabs = (keyed
+        vocabs = (counted["counts"]
+                  | "KeyByVocab" >> beam.Map(lambda t: (t[0], (t[1], t[2])))
                   | "DropSpecials" >> beam.Filter(lambda kv: kv[1][0] not in SPECIALS)
                   | "MostFrequent" >> beam.combiners.Top.PerKey(max(0, size - len(SPECIALS)),
                                                                 key=_word_rank)
                   | "WordVocab" >> beam.Map(_word_vocab_text, vocab_size=size))
     else:
-        vocabs = (keyed
-                  | "GroupCounts" >> beam.GroupByKey()
+        vocabs = (counted["totals"]
                   | "LearnMerges" >> beam.Map(_learn_bpe, vocab_size=size,
                                               min_frequency=config.get("bpe_min_frequency", 2)))
     _ = {"vocabs": vocabs, "sampling": counted["stats"],

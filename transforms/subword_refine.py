@@ -17,7 +17,6 @@ see `transforms.codecs.subword_index` for why the result is exactly T2T's.
 """
 
 import json
-import typing
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
@@ -33,7 +32,7 @@ def _load_index(path):
 
 
 class _BuildIndexFn(beam.DoFn):
-    """(vocab_name, [(token, count)]) -> (vocab_name, {path, alphabet, distinct_tokens})."""
+    """(vocab_name, {token: count}) -> (vocab_name, {path, alphabet, distinct_tokens})."""
 
     def __init__(self, index_dir, max_subtoken_length):
         self._dir = index_dir
@@ -41,55 +40,47 @@ class _BuildIndexFn(beam.DoFn):
 
     def process(self, item):
         from transforms.codecs.subword_index import TokenIndex
-        name, token_counts = item
-        token_counts = [tc for tc in token_counts if tc[0] is not None]
-        index = TokenIndex.build(token_counts, self._max_len)
+        name, counts = item
+        index = TokenIndex.build(counts.items(), self._max_len)
         path = FileSystems.join(self._dir, "%s.npz" % name)
         with FileSystems.create(path + ".tmp") as f:
             index.save(f)
         FileSystems.rename([path + ".tmp"], [path])
-        alphabet = learner.build_alphabet((t for t, _ in token_counts))
-        yield name, {"path": path, "alphabet": sorted(alphabet),
-                     "distinct_tokens": len(token_counts)}
+        alphabet = learner.build_alphabet(counts)
+        yield name, {"path": path, "alphabet": sorted(alphabet), "distinct_tokens": len(counts)}
 
 
 class BuildTokenIndexes(beam.PTransform):
-    """(vocab_name, token, count) triples -> one (vocab_name, index info) per vocabulary.
+    """(vocab_name, {token: count}) -> (vocab_name, index info), one per vocabulary.
 
     The index of a vocabulary is built on one worker from its distinct tokens (T2T holds the
-    same token counts in one process) and written to `index_dir/{vocab_name}.npz`. Every name
-    in `vocab_names` gets an index, an empty one when nothing was sampled for it.
+    same token counts in one process) and written to `index_dir/{vocab_name}.npz`.
     """
 
-    def __init__(self, vocab_names, index_dir, max_subtoken_length):
+    def __init__(self, index_dir, max_subtoken_length):
         super().__init__()
-        self._names = sorted(vocab_names)
         self._dir = index_dir
         self._max_len = max_subtoken_length
 
-    def expand(self, triples):
-        keyed = triples | "KeyByVocab" >> beam.Map(lambda t: (t[0], (t[1], t[2])))
-        every_name = triples.pipeline | "Names" >> beam.Create(
-            [(name, (None, 0)) for name in self._names])
-        return ((keyed, every_name)
-                | "WithEveryName" >> beam.Flatten()
-                | "GroupByVocab" >> beam.GroupByKey()
-                | "BuildIndex" >> beam.ParDo(_BuildIndexFn(self._dir, self._max_len)))
+    def expand(self, totals):
+        return totals | "BuildIndex" >> beam.ParDo(_BuildIndexFn(self._dir, self._max_len))
 
 
 class _SelectFn(beam.DoFn):
-    """(vocab_name, info, probe key, partition) -> ((vocab_name, min_count), selection)."""
+    """(vocab_name, info, partition) -> ((vocab_name, min_count), (selection, alphabet)).
 
-    def __init__(self, probes, num_partitions, shared_indexes):
-        self._probes = probes  # {vocab_name: [min_count, ...]}
+    For every probe of the round on this vocabulary: segment the tokens with the probe's
+    previous vocabulary (`vocabs`; None in the first iteration, where every character starts
+    a segment and all min_counts share one pass) and select over the partition's windows.
+    """
+
+    def __init__(self, num_partitions, shared_indexes):
         self._parts = num_partitions
         self._shared = shared_indexes
         self._indexes = None
-        self._marks = None
 
     def setup(self):
         self._indexes = {}
-        self._marks = {}
 
     def _index(self, path):
         if path not in self._indexes:
@@ -97,99 +88,165 @@ class _SelectFn(beam.DoFn):
             self._indexes[path] = self._shared.acquire(lambda: _load_index(path), tag=path)
         return self._indexes[path]
 
-    def process(self, item, vocabs=None):
-        name, info, key, part_no = item
+    def process(self, item, probes, vocabs=None):
+        name, info, part_no = item
+        wanted = probes.get(name)
+        if not wanted:
+            return
         index = self._index(info["path"])
         part = index.partitions(self._parts)[part_no]
-        if key == learner.FIRST_ITERATION:
-            marks, wanted = None, self._probes[name]
+        alphabet = info["alphabet"]
+        if vocabs is None:
+            jobs = [(None, wanted)]
         else:
-            cache_key = (name, key)
-            if cache_key not in self._marks:
-                self._marks.clear()  # keep one probe's marks: the partitions of a probe come together
-                self._marks[cache_key] = index.segment_marks(json.loads(vocabs[(name, key)][1]))
-            marks, wanted = self._marks[cache_key], [key]
-        for min_count, selection in index.select(marks, part, wanted).items():
-            yield (name, min_count), selection
+            jobs = [(index.segment_marks(json.loads(vocabs[(name, t)][1])), [t]) for t in wanted]
+        for marks, min_counts in jobs:
+            for min_count, selection in index.select(marks, part, min_counts).items():
+                yield (name, min_count), (selection, alphabet)
 
 
-class _MergeSelectionsFn(beam.CombineFn):
-    def create_accumulator(self):
-        return learner.empty_selection()
-
-    def add_input(self, acc, selection):
-        return learner.merge_selections(acc, selection)
-
-    def merge_accumulators(self, accs):
-        out = learner.empty_selection()
-        for acc in accs:
-            learner.merge_selections(out, acc)
-        return out
-
-    def extract_output(self, acc):
-        return acc
-
-
-def _work_items(item, probes, num_partitions, first):
-    """(vocab_name, info) -> its (vocab_name, info, probe key, partition) work items."""
-    name, info = item
-    if name not in probes:
-        return
-    for key in [learner.FIRST_ITERATION] if first else probes[name]:
-        for part in range(num_partitions):
-            yield name, info, key, part
-
-
-def _assemble(item, infos, reserved_tokens):
-    """((vocab_name, min_count), merged selection) -> (probe, (size, vocab list as JSON)).
+class _AssembleVocabsFn(beam.CombineFn):
+    """Partial selections of all probes -> {probe: (size, vocab list as JSON)}.
 
     One JSON string per vocabulary keeps the next iteration's side input a handful of
     objects: runners weigh cached side inputs by walking them, which for lists of 10^4..10^6
     strings costs more than the iteration itself.
     """
-    probe, selection = item
-    vocab = learner.assemble_vocab(selection, infos[probe[0]]["alphabet"], reserved_tokens)
-    return probe, (len(vocab), json.dumps(vocab, ensure_ascii=False))
+
+    def __init__(self, reserved_tokens):
+        self._reserved = reserved_tokens
+
+    def create_accumulator(self):
+        return {}
+
+    def add_input(self, acc, item):
+        probe, (selection, alphabet) = item
+        if probe in acc:
+            learner.merge_selections(acc[probe][0], selection)
+        else:
+            acc[probe] = (selection, alphabet)
+        return acc
+
+    def merge_accumulators(self, accs):
+        out = {}
+        for acc in accs:
+            for probe, value in acc.items():
+                self.add_input(out, (probe, value))
+        return out
+
+    def extract_output(self, acc):
+        out = {}
+        for probe, (selection, alphabet) in acc.items():
+            vocab = learner.assemble_vocab(selection, alphabet, self._reserved)
+            out[probe] = (len(vocab), json.dumps(vocab, ensure_ascii=False))
+        return out
 
 
-class LearnSubwordVocabs(beam.PTransform):
-    """Index infos -> one dict {(vocab_name, min_count): vocab list}, plus iteration sizes.
+def _work_items(item, num_partitions):
+    """(vocab_name, info) -> its (vocab_name, info, partition) work items."""
+    name, info = item
+    for part in range(num_partitions):
+        yield name, info, part
 
-    The input holds one (vocab_name, info) per vocabulary, `info` as `BuildTokenIndexes`
-    emits it. `probes` is {vocab_name: [min_count, ...]}. Returns (vocabs, sizes) where `sizes`
-    holds one (iteration, {(vocab_name, min_count): size}) per iteration, for the logs.
+
+def _plan_round(known, target_size, lookahead, rounds_left):
+    """{vocab_name: {min_count: size}} -> {vocab_name: [min_count, ...]} still to probe."""
+    probes = {}
+    for name, sizes in known.items():
+        _, wanted = learner.next_probes(sizes, target_size, lookahead, rounds_left=rounds_left)
+        if wanted:
+            probes[name] = wanted
+    return probes
+
+
+def _add_sizes(known, vocabs):
+    out = {name: dict(sizes) for name, sizes in known.items()}
+    for (name, min_count), (size, _) in vocabs.items():
+        out[name][min_count] = size
+    return out
+
+
+class _RefinementIterations(beam.PTransform):
+    """One bisection round: `num_iterations` refinement iterations of its probes.
+
+    Input: {"work": (vocab_name, info, partition) items, "probes": one {vocab_name:
+    [min_count, ...]}}. Output: (vocabs, sizes): one {(vocab_name, min_count): (size, vocab
+    list as JSON)} after the last iteration, and one (iteration, {probe: size}) per iteration.
     """
 
-    def __init__(self, probes, num_partitions, num_iterations=4,
-                 reserved_tokens=learner.RESERVED_TOKENS):
+    def __init__(self, num_partitions, num_iterations, reserved_tokens, shared_indexes):
         super().__init__()
-        self._probes = {name: sorted(set(ts)) for name, ts in probes.items() if ts}
         self._parts = num_partitions
         self._iterations = num_iterations
-        self._reserved = tuple(reserved_tokens)
+        self._reserved = reserved_tokens
+        self._shared = shared_indexes
 
-    def expand(self, indexes):
-        shared_indexes = shared.Shared()
-        infos = beam.pvalue.AsSingleton(indexes | "InfoDict" >> beam.combiners.ToDict())
+    def expand(self, inputs):
+        probes = beam.pvalue.AsSingleton(inputs["probes"])
         vocabs = None
         size_reports = []
         for it in range(1, self._iterations + 1):
             side = {} if vocabs is None else {"vocabs": beam.pvalue.AsSingleton(vocabs)}
             vocabs = (
-                indexes
-                | "Work%d" % it >> beam.FlatMap(
-                    _work_items, probes=self._probes, num_partitions=self._parts, first=it == 1
-                ).with_output_types(typing.Any)
-                | "Spread%d" % it >> beam.Reshuffle()
+                inputs["work"]
                 | "Select%d" % it >> beam.ParDo(
-                    _SelectFn(self._probes, self._parts, shared_indexes), **side)
-                | "MergeSelections%d" % it >> beam.CombinePerKey(_MergeSelectionsFn())
-                | "Assemble%d" % it >> beam.Map(_assemble, infos=infos,
-                                                reserved_tokens=self._reserved)
-                | "Collect%d" % it >> beam.combiners.ToDict())
+                    _SelectFn(self._parts, self._shared), probes=probes, **side)
+                | "Assemble%d" % it >> beam.CombineGlobally(_AssembleVocabsFn(self._reserved)))
             size_reports.append(vocabs | "Sizes%d" % it >> beam.Map(
                 lambda v, it=it: (it, {probe: size for probe, (size, _) in v.items()})))
-        sizes = size_reports | "AllSizes" >> beam.Flatten()
-        vocab_lists = vocabs | "VocabLists" >> beam.Map(
-            lambda v: {probe: json.loads(text) for probe, (_, text) in v.items()})
-        return vocab_lists, sizes
+        return vocabs, size_reports | "AllSizes" >> beam.Flatten()
+
+
+class LearnSubwordVocabs(beam.PTransform):
+    """Index infos -> vocabularies of the bisection's probes, round after round.
+
+    The input holds one (vocab_name, info) per vocabulary, `info` as `BuildTokenIndexes`
+    emits it. Each of `rounds` bisection rounds replays T2T's bisection over `min_count` with
+    the sizes learnt so far (`known`: {vocab_name: {min_count: size}} from earlier passes, then
+    the earlier rounds' results) and probes the min_count the search needs next plus its
+    subtree, each probe with `num_iterations` refinement iterations. The subtree is
+    `lookahead` levels deep, or with `fit_rounds` deeper where that lets the search finish in
+    the rounds left. A round with nothing left to probe does no work.
+
+    Returns a dict of PCollections: `vocabs` ((round, {(vocab_name, min_count): vocab list})
+    per round), `sizes` ((round, iteration, {probe: size})), `probes` ((round, {vocab_name:
+    [min_count, ...]})).
+    """
+
+    def __init__(self, vocab_names, target_size, num_partitions, rounds=3, lookahead=0,
+                 known=None, num_iterations=4, reserved_tokens=learner.RESERVED_TOKENS,
+                 fit_rounds=True):
+        super().__init__()
+        self._fit_rounds = fit_rounds
+        self._known = {name: dict((known or {}).get(name, {})) for name in vocab_names}
+        self._target = target_size
+        self._parts = num_partitions
+        self._rounds = rounds
+        self._lookahead = lookahead
+        self._iterations = num_iterations
+        self._reserved = tuple(reserved_tokens)
+
+    def expand(self, indexes):
+        shared_indexes = shared.Shared()
+        work = (indexes
+                | "Work" >> beam.FlatMap(_work_items, num_partitions=self._parts)
+                | "Spread" >> beam.Reshuffle())
+        state = indexes.pipeline | "Known" >> beam.Create([self._known])
+        vocab_reports, size_reports, probe_reports = [], [], []
+        for r in range(1, self._rounds + 1):
+            probes = state | "Plan%d" % r >> beam.Map(
+                _plan_round, target_size=self._target, lookahead=self._lookahead,
+                rounds_left=self._rounds - r + 1 if self._fit_rounds else None)
+            vocabs, sizes = {"work": work, "probes": probes} | "Round%d" % r >> (
+                _RefinementIterations(self._parts, self._iterations, self._reserved,
+                                      shared_indexes))
+            state = state | "Learnt%d" % r >> beam.Map(
+                _add_sizes, vocabs=beam.pvalue.AsSingleton(vocabs))
+            vocab_reports.append(vocabs | "Lists%d" % r >> beam.Map(
+                lambda v, r=r: (r, {probe: json.loads(text) for probe, (_, text) in v.items()})))
+            size_reports.append(sizes | "RoundSizes%d" % r >> beam.MapTuple(
+                lambda it, s, r=r: (r, it, s)))
+            probe_reports.append(probes | "RoundProbes%d" % r >> beam.Map(lambda p, r=r: (r, p)))
+        return {"vocabs": vocab_reports | "AllVocabs" >> beam.Flatten(),
+                "sizes": size_reports | "AllSizes" >> beam.Flatten(),
+                "probes": probe_reports | "AllProbes" >> beam.Flatten()}

@@ -18,7 +18,7 @@ STATS = "stats"
 
 
 class _SampleFileFn(beam.DoFn):
-    """(vocab_name, path, file_size) -> ((vocab_name, token), count) for the file's sample."""
+    """(vocab_name, path, file_size) -> (vocab_name, {token: count}) for the file's sample."""
 
     def __init__(self, byte_budget, on_invalid_utf8="error", tokenize=tokenizer.encode):
         self._budget = byte_budget
@@ -35,23 +35,58 @@ class _SampleFileFn(beam.DoFn):
                 counts.update(self._tokenize(line))
                 lines += 1
                 chars += len(line)
-        for token, count in counts.items():
-            yield (vocab_name, token), count
+        yield vocab_name, dict(counts)
         yield beam.pvalue.TaggedOutput(STATS, {
             "vocab": vocab_name, "path": path, "sampled_lines": lines, "sampled_chars": chars,
             "distinct_tokens_in_file": len(counts)})
 
 
+class _SumCountsFn(beam.CombineFn):
+    """Adds {token: count} dicts: the per-file counts of one vocabulary."""
+
+    def create_accumulator(self):
+        return {}
+
+    def add_input(self, acc, counts):
+        get = acc.get
+        for token, count in counts.items():
+            acc[token] = get(token, 0) + count
+        return acc
+
+    def merge_accumulators(self, accs):
+        accs = list(accs)
+        out = max(accs, key=len)
+        for acc in accs:
+            if acc is not out:
+                self.add_input(out, acc)
+        return out
+
+    def extract_output(self, acc):
+        return acc
+
+
+def _triples(item):
+    name, counts = item
+    for token, count in counts.items():
+        yield name, token, count
+
+
 class SampleAndCountTokens(beam.PTransform):
     """(vocab_name, path, file_size) -> token counts and sampling statistics.
 
-    `tokenize` splits a sampled line into the counted units (T2T's tokenizer by default).
-    Returns a dict of PCollections: `counts` ((vocab_name, token, count) triples), `stats`
-    (one dict per file) and `distinct` ((vocab_name, number of distinct tokens)).
+    Each file's sample is counted on one worker into one {token: count} dict, and a
+    `CombinePerKey` adds the dicts of the files that feed a vocabulary: a few large elements
+    instead of one per distinct token. `tokenize` splits a sampled line into the counted units
+    (T2T's tokenizer by default). Returns a dict of PCollections: `totals` ((vocab_name,
+    {token: count}), one per name in `vocab_names`, empty when nothing was sampled), `counts`
+    ((vocab_name, token, count) triples), `stats` (one dict per file) and `distinct`
+    ((vocab_name, number of distinct tokens)).
     """
 
-    def __init__(self, byte_budget, on_invalid_utf8="error", tokenize=tokenizer.encode):
+    def __init__(self, vocab_names, byte_budget, on_invalid_utf8="error",
+                 tokenize=tokenizer.encode):
         super().__init__()
+        self._names = sorted(vocab_names)
         self._on_invalid = on_invalid_utf8
         self._tokenize = tokenize
         self._budget = byte_budget
@@ -62,9 +97,12 @@ class SampleAndCountTokens(beam.PTransform):
                    | "SampleAndTokenize" >> beam.ParDo(
                        _SampleFileFn(self._budget, self._on_invalid, self._tokenize))
                    .with_outputs(STATS, main="counts"))
-        totals = sampled.counts | "SumCounts" >> beam.CombinePerKey(sum)
-        triples = totals | "Flatten" >> beam.MapTuple(lambda key, count: (key[0], key[1], count))
-        distinct = (triples
-                    | "VocabName" >> beam.Map(lambda t: t[0])
-                    | "CountDistinct" >> beam.combiners.Count.PerElement())
-        return {"counts": triples, "stats": sampled[STATS], "distinct": distinct}
+        every_name = files.pipeline | "EveryVocab" >> beam.Create(
+            [(name, {}) for name in self._names])
+        totals = ((sampled.counts, every_name)
+                  | "WithEveryVocab" >> beam.Flatten()
+                  | "SumCounts" >> beam.CombinePerKey(_SumCountsFn()))
+        return {"totals": totals,
+                "counts": totals | "Triples" >> beam.FlatMap(_triples),
+                "stats": sampled[STATS],
+                "distinct": totals | "Distinct" >> beam.MapTuple(lambda n, c: (n, len(c)))}

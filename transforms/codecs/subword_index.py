@@ -245,8 +245,10 @@ class TokenIndex:
         self.max_subtoken_length = max_subtoken_length
         for name in self.ARRAYS:
             setattr(self, name, arrays[name])
-        self._code_of = {c: i + 1 for i, c in enumerate(self.chars)}
-        self._range_cache = {}
+        # sorted code points of the characters, to encode vocabulary strings
+        self._points = np.array([ord(c) for c in self.chars], np.int64)
+        # the text itself (separators as "\0"), so that an accepted string is one slice
+        self._text = self._decode(self.codes)
         self._partitions = {}
         self._capacity = 4096
 
@@ -355,30 +357,34 @@ class TokenIndex:
         self._partitions[num_partitions] = ranges
         return ranges
 
-    def _ranges(self, strings):
-        """Suffix-array ranges of vocabulary strings, cached across iterations."""
-        cache = self._range_cache
-        missing = [s for s in strings if s not in cache]
-        if missing:
-            unknown = len(self.chars) + 1  # a code no suffix has: the range comes out empty
-            code_of = self._code_of
-            offsets = np.zeros(len(missing) + 1, np.int64)
-            np.cumsum([len(s) for s in missing], out=offsets[1:])
-            patterns = np.fromiter((code_of.get(c, unknown) for s in missing for c in s),
-                                   np.int64, int(offsets[-1]))
-            # one separator at the end keeps every comparison inside the array
-            los, his = _pattern_ranges(self.codes, self.sa, patterns, offsets)
-            for s, lo, hi in zip(missing, los.tolist(), his.tolist()):
-                cache[s] = (lo, hi) if hi > lo else None
-        return [(cache[s], len(s)) for s in strings if s and cache[s] is not None]
+    def _decode(self, codes):
+        points = np.zeros(len(codes), np.uint32)
+        known = codes != 0
+        points[known] = self._points[codes[known].astype(np.int64) - 1]
+        return points.tobytes().decode("utf-32-le", "surrogatepass")
+
+    def _encode(self, strings):
+        """Concatenated character codes of `strings` and their offsets (code K+1 = unknown)."""
+        lengths = np.fromiter((len(s) for s in strings), np.int64, len(strings))
+        offsets = np.zeros(len(strings) + 1, np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        points = np.frombuffer("".join(strings).encode("utf-32-le", "surrogatepass"),
+                               np.uint32).astype(np.int64)
+        where = np.searchsorted(self._points, points)
+        found = where < len(self._points)
+        found[found] = self._points[where[found]] == points[found]
+        codes = np.where(found, where + 1, len(self._points) + 1)
+        return codes, offsets, lengths
 
     def segment_marks(self, vocab):
-        """Boolean per position: True at each segment start under `vocab` (a list of strings)."""
-        found = sorted(self._ranges(vocab), key=lambda item: item[1])
-        los = np.array([r[0] for r, _ in found], np.int64)
-        his = np.array([r[1] for r, _ in found], np.int64)
-        lengths = np.array([length for _, length in found], np.int32)
-        marks, ok = _segment_starts(self.starts, self.codes, self.isa, los, his, lengths)
+        """Boolean per suffix rank: True where a segment starts under `vocab` (strings)."""
+        vocab = [s for s in vocab if s]
+        patterns, offsets, lengths = self._encode(vocab)
+        los, his = _pattern_ranges(self.codes, self.sa, patterns, offsets)
+        order = np.argsort(lengths, kind="stable")
+        keep = order[his[order] > los[order]]
+        marks, ok = _segment_starts(self.starts, self.codes, self.isa, los[keep], his[keep],
+                                    lengths[keep].astype(np.int32))
         if not ok:
             raise ValueError("a token character is missing from the vocabulary")
         return marks
@@ -407,9 +413,9 @@ class TokenIndex:
                 if len(ranks) <= self._capacity:
                     break
                 self._capacity *= 4  # more accepted strings than room: rerun with more
-            codes = self.codes
+            text = self._text
             positions = self.sa[ranks].tolist()
-            accepted = [(count, "".join([chars[c - 1] for c in codes[p:p + length].tolist()]))
+            accepted = [(count, text[p:p + length])
                         for p, length, count in zip(positions, lens.tolist(), cnts.tolist())]
             raw = {chars[c - 1]: v for c, v in enumerate(char_raw.tolist()) if v and c}
             took = {chars[c - 1]: v for c, v in enumerate(char_taken.tolist()) if v and c}

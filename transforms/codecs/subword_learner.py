@@ -255,6 +255,31 @@ def bisect_min_count(target_size, size_of, low=1, high=1000):
     return search(low, high)
 
 
+def next_probes(known_sizes, target_size, lookahead, low=1, high=1000, rounds_left=None):
+    """Replays the bisection with the sizes known so far.
+
+    `known_sizes` is {min_count: vocab size}. Returns (chosen min_count, []) when the search
+    is decided, else (None, the min_counts to probe next: the node the search needs and its
+    subtree `lookahead` levels deep, less what is known). With `rounds_left` the subtree is
+    deep enough (never less than `lookahead`) for the rest of the search to fit in that
+    many rounds: the bisection of [lo, hi] needs at most floor(log2(hi - lo + 1)) + 1 levels.
+    """
+    def size_of(min_count, lo, hi):
+        if min_count not in known_sizes:
+            raise NeedProbe(min_count, lo, hi)
+        return known_sizes[min_count]
+
+    try:
+        return bisect_min_count(target_size, size_of, low, high), []
+    except NeedProbe as need:
+        depth = lookahead
+        if rounds_left:
+            levels = (need.high - need.low + 1).bit_length()
+            depth = max(lookahead, -(-levels // rounds_left) - 1)
+        subtree = probe_subtree(need.low, need.high, depth)
+        return None, [t for t in subtree if t not in known_sizes] or [need.min_count]
+
+
 def probe_subtree(low, high, depth):
     """min_counts of the bisection subtree rooted at [low, high], `depth` levels deep."""
     found = []
