@@ -25,15 +25,28 @@ Runs, one after the other and each in its own fresh subprocess:
 and prints wall time and peak memory per stage, the T2T/ours ratios, whether the vocab files
 are byte-identical and whether the multisets of (inputs, targets) records are equal.
 
-Peak memory is the peak RSS of the whole process tree (the subprocess plus all of its
-descendants, summed), sampled from /proc every --sample_interval seconds, combined with the
-exact kernel high-water mark of the largest single process in the tree (wait4 rusage
-ru_maxrss): peak_mb = max(tree sum, largest single process).
+With --t2t_reference [DIR] the T2T side is not run: its figures come from a stored T2T run
+of the whole corpus (DATA_DIR/t2t-reference: t2t-timings.json, the two vocab files, the
+sha256 of its shards). Our pipeline runs as usual; the table then shows the stored T2T
+seconds (upper bounds: that run had other work beside it) and its whole-run peak RSS, and the
+vocab files are compared byte for byte with the stored ones. The records cannot be compared
+(the reference keeps no shards); that check is skipped with a note.
+
+Peak memory is sampled with psutil every --sample_interval seconds over the process tree (the
+subprocess plus all of its descendants): the RSS summed over the processes, and the RSS of the
+largest single process (also taken from the exact kernel high-water mark of wait4's rusage
+ru_maxrss, which covers the child and its reaped descendants): peak_mb = max(tree sum, largest
+single process). PSS (psutil memory_full_info().pss, summed) is sampled every --pss_interval s.
+
+Needs psutil, which is not in requirements.txt / setup.py: `pip install psutil` (it is in the
+project's .venv).
 
 Run with the project's virtualenv (it has tensor2tensor + tensorflow):
 
   .venv/bin/python benchmarks/bench_datagen.py --lines 100000      # quick (~5 min for T2T)
   .venv/bin/python benchmarks/bench_datagen.py                     # full bench (> 1 h)
+  .venv/bin/python benchmarks/bench_datagen.py --t2t_reference --work_dir /tmp/bench_full
+                                    # full corpus, ours only, T2T from the stored reference
 
 See benchmarks/README.md.
 """
@@ -53,11 +66,14 @@ import tempfile
 import threading
 import time
 
+import psutil  # not in requirements.txt / setup.py: pip install psutil
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO_ROOT = os.path.dirname(HERE)
-BENCH_DIR = "/work/shared/data/bench/enzh-wmt21-24"
-DEFAULT_SOURCE = os.path.join(BENCH_DIR, "train.en.xz")
-DEFAULT_TARGET = os.path.join(BENCH_DIR, "train.zh.xz")
+DEFAULT_DATA_DIR = "/work/shared/data/bench/enzh-wmt21-24"   # --data_dir
+SOURCE_NAME, TARGET_NAME = "train.en.xz", "train.zh.xz"      # default --source/--target in it
+T2T_REFERENCE_NAME = "t2t-reference"                         # default --t2t_reference in it
+_REFERENCE_IN_DATA_DIR = object()   # --t2t_reference given without a value
 DEFAULT_RUNNER_ARGS = ("--runner DirectRunner --direct_running_mode multi_processing "
                        "--direct_num_workers 2")
 UNSHUFFLED_SUFFIX = "-unshuffled"   # generator_utils.UNSHUFFLED_SUFFIX
@@ -73,83 +89,104 @@ TARGETS = {
     "encode_time": ("encode+write >= 5x faster than T2T", "encode", "seconds", 5.0),
 }
 
+# The stored T2T reference run (--t2t_reference). Its t2t-timings.json carries per-side
+# sampled_lines / distinct_tokens / vocab_size / count_s / build_s ("src" = source = en,
+# "tgt" = target = zh) and encode_write_s / shuffle_s, but not the whole run's wall time and
+# peak RSS. Those two are stated in /work/shared/data/README.md (t2t-reference/: "the whole
+# run took 4,158 s wall and 5.47 GB peak RSS", one process, with other work running beside
+# it) and are used only if the json does not carry them (keys "wall_s" / "peak_rss_mb").
+T2T_REFERENCE_WALL_SECONDS = 4158.0
+T2T_REFERENCE_PEAK_MB = 5470.0
+# Settings of that run (same README: translate_enzh_wmt8k, file byte budget 1e8, target
+# 8192, max_subtoken_length 200, 10 shards); used unless the json has a "settings" object.
+T2T_REFERENCE_SETTINGS = {"problem": "translate_enzh_wmt8k", "vocab_size": 8192,
+                          "max_subtoken_length": 200, "file_byte_budget": 1e8,
+                          "num_shards": 10}
+T2T_REFERENCE_TIMINGS = "t2t-timings.json"
+T2T_REFERENCE_SHARDS = "t2t-shards.sha256"
+T2T_REFERENCE_SIDES = {"source": "src", "target": "tgt"}  # vocab file suffix / json key
+T2T_REFERENCE_NOTE = ("T2T figures are from a stored reference run (not run here); its "
+                      "times are upper bounds (that run had other work beside it) and its "
+                      "peak is the whole run's (one process)")
+
 
 # --------------------------------------------------------------------------------------
 # Process-tree measurement
 # --------------------------------------------------------------------------------------
 
-_PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
+def _tree_rss(root):
+    """RSS over a psutil.Process and all of its live descendants.
 
-
-def _tree_rss_bytes(root_pid):
-    """Sum of RSS over root_pid and all of its live descendants (one /proc scan).
-
-    Returns (bytes, pids in the tree)."""
-    children = collections.defaultdict(list)
-    rss = {}
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
+    Returns (sum of RSS in bytes, largest single RSS in bytes, (pid, name) of that process,
+    the live processes). Processes that vanish or turn zombie mid-scan are skipped."""
+    try:
+        procs = [root] + root.children(recursive=True)
+    except psutil.Error:
+        return 0, 0, None, []
+    total = largest = 0
+    largest_proc, live = None, []
+    for proc in procs:
         try:
-            with open("/proc/%s/stat" % name, "rb") as f:
-                data = f.read()
-        except OSError:
+            rss = proc.memory_info().rss
+        except psutil.Error:
             continue
-        # "pid (comm) state ppid ... rss(24th field) ..."; comm may contain spaces/parens.
-        fields = data[data.rfind(b")") + 2:].split()
+        if not rss:  # a zombie's statm reads 0
+            continue
+        live.append(proc)
+        total += rss
+        if rss > largest:
+            largest, largest_proc = rss, proc
+    ident = None
+    if largest_proc is not None:
         try:
-            pid, ppid, pages = int(name), int(fields[1]), int(fields[21])
-        except (IndexError, ValueError):
-            continue
-        children[ppid].append(pid)
-        rss[pid] = pages * _PAGE_SIZE
-    total, stack, pids = 0, [root_pid], []
-    while stack:
-        pid = stack.pop()
-        if pid in rss:
-            total += rss[pid]
-            pids.append(pid)
-        stack.extend(children.get(pid, ()))
-    return total, pids
+            ident = (largest_proc.pid, largest_proc.name())
+        except psutil.Error:
+            ident = (largest_proc.pid, "?")
+    return total, largest, ident, live
 
 
-def _pss_bytes(pids):
-    """Sum of PSS (shared pages split between the processes mapping them) over pids."""
+def _pss_bytes(procs):
+    """Sum of PSS (shared pages split between the processes mapping them) over procs
+    (psutil memory_full_info().pss; reads /proc/PID/smaps_rollup)."""
     total = 0
-    for pid in pids:
+    for proc in procs:
         try:
-            with open("/proc/%d/smaps_rollup" % pid, "rb") as f:
-                for line in f:
-                    if line.startswith(b"Pss:"):
-                        total += int(line.split()[1]) * 1024
-                        break
-        except (OSError, ValueError):
+            total += proc.memory_full_info().pss
+        except psutil.Error:
             continue
     return total
 
 
 class _TreeSampler(threading.Thread):
-    """Samples the RSS of a process tree every `interval` s (and its PSS every
-    `pss_interval` s; reading smaps_rollup costs a few ms per process)."""
+    """Samples, with psutil, the RSS of a process tree every `interval` s: summed over the
+    processes and of the largest single process; and its PSS every `pss_interval` s (reading
+    smaps_rollup costs a few ms per process)."""
 
     def __init__(self, pid, interval, pss_interval):
         super().__init__(daemon=True)
         self.pid, self.interval, self.pss_interval = pid, interval, pss_interval
         self.peak_bytes, self.peak_pss_bytes, self.max_procs = 0, 0, 0
-        self.samples = []  # (unix time, rss bytes)
+        self.peak_single_bytes, self.peak_single_process = 0, None
+        self.samples = []  # (unix time, rss bytes summed over the tree, largest single rss)
         self._stop_event = threading.Event()
 
     def run(self):
+        try:
+            root = psutil.Process(self.pid)
+        except psutil.Error:
+            return  # exited (and reaped) before the first sample
         next_pss = 0.0
         while True:
-            total, pids = _tree_rss_bytes(self.pid)
+            total, largest, ident, procs = _tree_rss(root)
             if total:
                 now = time.time()
-                self.samples.append((now, total))
+                self.samples.append((now, total, largest))
                 self.peak_bytes = max(self.peak_bytes, total)
-                self.max_procs = max(self.max_procs, len(pids))
+                if largest > self.peak_single_bytes:
+                    self.peak_single_bytes, self.peak_single_process = largest, ident
+                self.max_procs = max(self.max_procs, len(procs))
                 if self.pss_interval > 0 and now >= next_pss:
-                    self.peak_pss_bytes = max(self.peak_pss_bytes, _pss_bytes(pids))
+                    self.peak_pss_bytes = max(self.peak_pss_bytes, _pss_bytes(procs))
                     next_pss = now + self.pss_interval
             if self._stop_event.wait(self.interval):
                 return
@@ -182,8 +219,11 @@ def run_measured(cmd, log_prefix, cwd=None, env=None, interval=0.1, pss_interval
         sampler.stop()
     proc.returncode = os.waitstatus_to_exitcode(status)
     # Linux: ru_maxrss is in KiB and, for wait4, is the max over the child and its
-    # reaped descendants (largest single process, not a sum).
-    max_single_mb = rusage.ru_maxrss / 1024.0
+    # reaped descendants (largest single process, not a sum). Descendants that were not
+    # reaped by their parent are only in the psutil samples.
+    rusage_single_mb = rusage.ru_maxrss / 1024.0
+    sampled_single_mb = sampler.peak_single_bytes / 2.0 ** 20
+    max_single_mb = max(rusage_single_mb, sampled_single_mb)
     tree_peak_mb = sampler.peak_bytes / 2.0 ** 20
     return {
         "cmd": cmd,
@@ -195,7 +235,11 @@ def run_measured(cmd, log_prefix, cwd=None, env=None, interval=0.1, pss_interval
         "tree_peak_rss_mb": tree_peak_mb,
         "tree_peak_pss_mb": sampler.peak_pss_bytes / 2.0 ** 20 or None,
         "max_single_process_rss_mb": max_single_mb,
+        "max_single_process_rss_mb_rusage": rusage_single_mb,
+        "max_single_process_rss_mb_sampled": sampled_single_mb,
+        "max_single_process_sampled": sampler.peak_single_process,
         "max_processes": sampler.max_procs,
+        "memory_sampler": "psutil %s" % psutil.__version__,
         "stdout_path": out_path,
         "stderr_path": err_path,
         "_samples": sampler.samples,
@@ -602,6 +646,94 @@ def _vocab_filename(args, side):
     return "vocab.%s.%d.subwords.%s" % (args.problem, args.vocab_size, lang)
 
 
+def load_t2t_reference(ref_dir, args):
+    """The T2T result record (as run_t2t returns it) from a stored T2T run in ref_dir.
+
+    ref_dir holds t2t-timings.json, vocab.{problem}.{vocab_size}.subwords.src (source) and
+    .tgt (target), and t2t-shards.sha256. Stage "seconds" are the stored in-process times
+    (vocab_en/vocab_zh = count_s + build_s of "src"/"tgt", encode_write = encode_write_s,
+    shuffle = shuffle_s); stages have no peak of their own ("peak_mb": None): the record's
+    "peak_mb" and "wall_seconds" are the whole run's. Raises ValueError if ref_dir does not
+    hold a usable reference for the requested settings.
+    """
+    ref_dir = os.path.abspath(ref_dir)
+    timings_path = os.path.join(ref_dir, T2T_REFERENCE_TIMINGS)
+    try:
+        with open(timings_path) as f:
+            timings = json.load(f)
+    except (OSError, ValueError) as e:
+        raise ValueError("no usable T2T reference in %s: %s" % (ref_dir, e))
+    settings = dict(timings.get("settings") or T2T_REFERENCE_SETTINGS)
+    mismatched = {k: (getattr(args, k), v) for k, v in settings.items()
+                  if hasattr(args, k) and getattr(args, k) != v}
+    if mismatched:
+        raise ValueError("the T2T reference in %s was made with other settings; "
+                         "flag: (given, reference): %s" % (ref_dir, mismatched))
+    try:
+        sides = {side: timings[key] for side, key in T2T_REFERENCE_SIDES.items()}
+        vocab_seconds = {side: float(v["count_s"]) + float(v["build_s"])
+                         for side, v in sides.items()}
+        encode_write_s, shuffle_s = float(timings["encode_write_s"]), float(timings["shuffle_s"])
+    except (KeyError, TypeError, ValueError) as e:
+        raise ValueError("%s lacks a field or has a bad one: %r" % (timings_path, e))
+
+    vocab_paths, warnings = {}, []
+    for side, suffix in T2T_REFERENCE_SIDES.items():
+        path = os.path.join(ref_dir, "vocab.%s.%d.subwords.%s" % (
+            args.problem, args.vocab_size, suffix))
+        if not os.path.exists(path):
+            raise ValueError("T2T reference vocab file missing: %s" % path)
+        vocab_paths[side] = path
+        with open(path, "rb") as f:
+            n = f.read().count(b"\n")
+        if n != sides[side].get("vocab_size"):
+            warnings.append("%s has %d lines, %s says vocab_size %s" % (
+                os.path.basename(path), n, T2T_REFERENCE_TIMINGS, sides[side].get("vocab_size")))
+    shards = {}
+    shards_path = os.path.join(ref_dir, T2T_REFERENCE_SHARDS)
+    if os.path.exists(shards_path):
+        with open(shards_path) as f:
+            for line in f:
+                parts = line.split()
+                if len(parts) == 2:
+                    shards[parts[1].lstrip("*")] = parts[0]
+
+    def whole_run(keys, constant):
+        for k in keys:
+            if timings.get(k) is not None:
+                return float(timings[k]), "%s:%s" % (T2T_REFERENCE_TIMINGS, k)
+        return constant, "documented constant (/work/shared/data/README.md)"
+
+    wall, wall_src = whole_run(("wall_s", "total_s"), T2T_REFERENCE_WALL_SECONDS)
+    peak, peak_src = whole_run(("peak_rss_mb", "peak_mb"), T2T_REFERENCE_PEAK_MB)
+
+    def vocab_stage(side):
+        v = sides[side]
+        return {"ok": True, "seconds": vocab_seconds[side], "count_seconds": v["count_s"],
+                "build_seconds": v["build_s"], "vocab_size": v.get("vocab_size"),
+                "vocab_lines": v.get("sampled_lines"),
+                "distinct_tokens": v.get("distinct_tokens"), "vocab_path": vocab_paths[side],
+                "peak_mb": None, "from_reference": True}
+
+    stages = collections.OrderedDict([
+        ("vocab_en", vocab_stage("source")),
+        ("vocab_zh", vocab_stage("target")),
+        ("encode_write", {"ok": True, "seconds": encode_write_s, "peak_mb": None,
+                          "from_reference": True}),
+        ("shuffle", {"ok": True, "seconds": shuffle_s, "peak_mb": None,
+                     "from_reference": True}),
+    ])
+    return {
+        "reference": True, "ok": True, "note": T2T_REFERENCE_NOTE,
+        "times_are_upper_bounds": True,
+        "reference_dir": ref_dir, "data_dir": ref_dir, "vocab_paths": vocab_paths,
+        "timings": timings, "settings": settings,
+        "wall_seconds": wall, "wall_seconds_source": wall_src,
+        "peak_mb": peak, "peak_mb_source": peak_src, "peak_scope": "whole run, one process",
+        "stages": stages, "shards": [], "shards_sha256": shards, "warnings": warnings,
+    }
+
+
 def run_ours(args, work_dir, meta):
     ours_dir = os.path.join(work_dir, "ours")
     if os.path.exists(ours_dir):
@@ -629,9 +761,11 @@ def run_ours(args, work_dir, meta):
     rec.update(out_dir=out_dir, ok=False, stages={})
     rec["rss_samples_path"] = os.path.join(log_dir, "rss_samples.tsv")
     with open(rec["rss_samples_path"], "w") as f:
-        f.write("seconds_since_start\trss_mb\n")
-        for t, b in run["_samples"]:
-            f.write("%.2f\t%.1f\n" % (t - run["start_unix"], b / 2.0 ** 20))
+        # rss_mb: summed over the process tree; max_single_rss_mb: its largest process
+        f.write("seconds_since_start\trss_mb\tmax_single_rss_mb\n")
+        for t, b, single in run["_samples"]:
+            f.write("%.2f\t%.1f\t%.1f\n" % (t - run["start_unix"], b / 2.0 ** 20,
+                                            single / 2.0 ** 20))
     summary_path = os.path.join(out_dir, "%s.datagen_summary.json" % args.problem)
     if run["returncode"] != 0:
         rec["error"] = "exit status %s" % run["returncode"]
@@ -646,9 +780,10 @@ def run_ours(args, work_dir, meta):
         except (ValueError, KeyError, TypeError, AttributeError) as e:
             rec["error"] = "bad summary: %r" % e
     if rec["ok"]:
-        print(" %.2fs, peak %.1f MB (tree, up to %d processes; largest single process "
-              "%.1f MB)" % (run["wall_seconds"], run["peak_mb"], run["max_processes"],
-                            run["max_single_process_rss_mb"]))
+        print(" %.2fs, peak %.1f MB (sum over processes %.1f MB, up to %d processes; "
+              "largest single process %.1f MB)" % (
+                  run["wall_seconds"], run["peak_mb"], run["tree_peak_rss_mb"],
+                  run["max_processes"], run["max_single_process_rss_mb"]))
     else:
         print(" FAILED: %s (after %.1fs)\n--- stderr tail ---\n%s\n-------------------" % (
             rec["error"], run["wall_seconds"], _tail(run["stderr_path"])))
@@ -685,7 +820,7 @@ def _our_stages(summary, samples):
             end = _unix_time(info.get("end", info.get("finished_at")))
             if start is not None and end is not None:
                 # one sample interval of slack on each side
-                window = [b for t, b in samples if start - 0.2 <= t <= end + 0.2]
+                window = [b for t, b, _ in samples if start - 0.2 <= t <= end + 0.2]
                 if window:
                     rec["peak_mb"] = max(window) / 2.0 ** 20
                     rec["peak_source"] = "sampled"
@@ -697,7 +832,9 @@ def compare_vocabs(args, t2t, ours):
     out = {}
     summary_vocab = (ours.get("summary") or {}).get("vocab") or {}
     for side in ("source", "target"):
-        t2t_path = os.path.join(t2t["data_dir"], _vocab_filename(args, side))
+        # a stored reference names its files .src/.tgt (see load_t2t_reference)
+        t2t_path = (t2t.get("vocab_paths") or {}).get(side) or os.path.join(
+            t2t["data_dir"], _vocab_filename(args, side))
         our_path = os.path.join(ours["out_dir"], _vocab_filename(args, side))
         reported = (summary_vocab.get(side) or {}).get("path")
         if not os.path.exists(our_path) and reported:
@@ -758,13 +895,20 @@ def _ratio(a, b):
 
 
 def build_table(t2t, ours):
-    """Rows: T2T stages, our stages, then the mapped comparisons."""
+    """Rows: T2T stages, our stages, then the mapped comparisons.
+
+    With a stored T2T reference (t2t["reference"]), T2T rows are labelled "t2t-ref", carry
+    "t2t_source": "reference", and the T2T peaks of the mapped and total rows are the whole
+    reference run's ("t2t_peak_scope": "whole run"); the total row uses its wall time."""
     rows = []
     ts = t2t.get("stages", {}) if t2t else {}
+    ref = bool(t2t and t2t.get("reference"))
+    t2t_label = "t2t-ref" if ref else "t2t"
     for name in T2T_STAGES:
         if name in ts and ts[name].get("ok"):
-            rows.append({"stage": "t2t:" + name, "t2t_seconds": ts[name].get("seconds"),
-                         "t2t_peak_mb": ts[name]["peak_mb"]})
+            rows.append({"stage": "%s:%s" % (t2t_label, name),
+                         "t2t_seconds": ts[name].get("seconds"),
+                         "t2t_peak_mb": ts[name].get("peak_mb")})
     if ours and ours.get("ok"):
         for name, rec in ours["stages"].items():
             rows.append({"stage": "ours:" + name, "ours_seconds": rec["seconds"],
@@ -773,8 +917,12 @@ def build_table(t2t, ours):
     def t2t_sum(names, key):
         if not all(n in ts and ts[n].get("ok") for n in names):
             return None
-        vals = [ts[n][key] for n in names]
-        return sum(vals) if key != "peak_mb" else max(vals)
+        vals = [ts[n].get(key) for n in names]
+        if key != "peak_mb":
+            return sum(vals)
+        if all(v is not None for v in vals):
+            return max(vals)
+        return t2t.get("peak_mb")  # no per-stage peaks (stored reference): whole run
 
     def ours_sum(prefix):
         if not (ours and ours.get("ok")):
@@ -792,16 +940,23 @@ def build_table(t2t, ours):
               ("encode", ("encode_write", "shuffle"), "encode")]
     for label, t2t_names, prefix in mapped:
         o_secs, o_peak, peak_scope = ours_sum(prefix)
-        row = {"stage": "%s (t2t %s vs ours %s*)" % (label, "+".join(t2t_names), prefix),
+        row = {"stage": "%s (%s %s vs ours %s*)" % (
+                   label, t2t_label, "+".join(t2t_names), prefix),
                "key": label,
                "t2t_seconds": t2t_sum(t2t_names, "seconds"), "ours_seconds": o_secs,
                "t2t_peak_mb": t2t_sum(t2t_names, "peak_mb"), "ours_peak_mb": o_peak,
                "ours_peak_scope": peak_scope}
+        if ref and row["t2t_peak_mb"] is not None:
+            row["t2t_peak_scope"] = "whole run"
         rows.append(row)
     # Whole run: sum of T2T stage process wall times (incl. interpreter + TF import per
-    # stage, excluding the import-only baseline) vs our single process.
+    # stage, excluding the import-only baseline) vs our single process; for a stored
+    # reference, that run's wall time and peak.
     total = {"stage": "total (process wall)", "key": "total"}
-    if ts and all(n in ts and ts[n].get("ok") for n in T2T_STAGES):
+    if ref:
+        total["t2t_seconds"], total["t2t_peak_mb"] = t2t["wall_seconds"], t2t["peak_mb"]
+        total["t2t_peak_scope"] = "whole run"
+    elif ts and all(n in ts and ts[n].get("ok") for n in T2T_STAGES):
         total["t2t_seconds"] = sum(ts[n]["wall_seconds"] for n in T2T_STAGES)
         total["t2t_peak_mb"] = max(ts[n]["peak_mb"] for n in T2T_STAGES)
     if ours and "wall_seconds" in ours and ours.get("ok"):
@@ -809,6 +964,8 @@ def build_table(t2t, ours):
         total["ours_peak_mb"] = ours["peak_mb"]
     rows.append(total)
     for r in rows:
+        if ref:
+            r["t2t_source"] = "reference"
         r["time_ratio"] = _ratio(r.get("t2t_seconds"), r.get("ours_seconds"))
         r["peak_ratio"] = _ratio(r.get("t2t_peak_mb"), r.get("ours_peak_mb"))
     return rows
@@ -820,8 +977,11 @@ def print_table(rows):
         w, "stage", "t2t s", "ours s", "ratio", "t2t MB", "ours MB", "ratio"))
     print(head)
     print("-" * len(head))
+    ref = any(r.get("t2t_source") == "reference" for r in rows)
     for r in rows:
-        peak_note = " (whole run)" if r.get("ours_peak_scope") == "whole run" else ""
+        scopes = [side for side in ("t2t", "ours") if r.get(side + "_peak_scope") == "whole run"]
+        peak_note = (" (whole run)" if scopes == ["ours"] else
+                     " (whole run: %s)" % ", ".join(scopes) if scopes else "")
         print("%-*s %10s %10s %8s %10s %10s %8s%s" % (
             w, r["stage"], _fmt(r.get("t2t_seconds")), _fmt(r.get("ours_seconds")),
             _fmt(r.get("time_ratio"), "%.2fx"), _fmt(r.get("t2t_peak_mb"), "%.1f"),
@@ -829,15 +989,25 @@ def print_table(rows):
             peak_note))
     print("ratio = T2T / ours (> 1: ours is faster / uses less memory). Peak MB = peak RSS "
           "of the process tree incl. children.")
+    if ref:
+        print("t2t-ref = STORED T2T REFERENCE RUN, not run here: its seconds are upper bounds "
+              "(that run had other work beside it; the total is its whole wall time), its peak "
+              "MB is the whole run's (one process), so ratios on time are upper bounds too.")
 
 
 def check_targets(rows):
     by_key = {r.get("key"): r for r in rows if r.get("key")}
     out = {}
     for name, (desc, key, metric, minimum) in TARGETS.items():
-        ratio = by_key.get(key, {}).get("time_ratio" if metric == "seconds" else "peak_ratio")
+        row = by_key.get(key, {})
+        ratio = row.get("time_ratio" if metric == "seconds" else "peak_ratio")
         out[name] = {"description": desc, "ratio": ratio, "required": minimum,
                      "met": None if ratio is None else ratio >= minimum}
+        if row.get("t2t_source") == "reference":
+            out[name]["t2t_source"] = "reference"
+            out[name]["note"] = ("T2T side from the stored reference run: "
+                                 + ("time is an upper bound" if metric == "seconds" else
+                                    "peak of the whole T2T run"))
     return out
 
 
@@ -845,12 +1015,24 @@ def parse_args(argv):
     p = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0],
         formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("--source", default=DEFAULT_SOURCE,
-                   help="source-language training file (plain text or .xz)")
-    p.add_argument("--target", default=DEFAULT_TARGET,
-                   help="target-language training file, line-aligned with --source")
+    p.add_argument("--data_dir", default=DEFAULT_DATA_DIR,
+                   help="bench corpus dir: holds the default --source/--target (%s, %s) and "
+                        "the default --t2t_reference (%s/)" % (
+                            SOURCE_NAME, TARGET_NAME, T2T_REFERENCE_NAME))
+    p.add_argument("--source", default=None,
+                   help="source-language training file (plain text or .xz); None: "
+                        "DATA_DIR/%s" % SOURCE_NAME)
+    p.add_argument("--target", default=None,
+                   help="target-language training file, line-aligned with --source; "
+                        "None: DATA_DIR/%s" % TARGET_NAME)
     p.add_argument("--lines", type=int, default=None,
                    help="use only the first N line pairs (quick run); default: all")
+    p.add_argument("--t2t_reference", nargs="?", const=_REFERENCE_IN_DATA_DIR, default=None,
+                   metavar="DIR",
+                   help="do not run T2T: take its side from the stored T2T run in DIR "
+                        "(t2t-timings.json, vocab .src/.tgt files, t2t-shards.sha256); "
+                        "without DIR: DATA_DIR/%s. Only ours runs (--only ours is implied); "
+                        "whole corpus only (not with --lines)" % T2T_REFERENCE_NAME)
     p.add_argument("--problem", default="translate_enzh_wmt8k")
     p.add_argument("--source_lang", default="en", help="vocab file suffix for the source")
     p.add_argument("--target_lang", default="zh", help="vocab file suffix for the target")
@@ -880,6 +1062,21 @@ def parse_args(argv):
                    help="seconds between PSS samples of the process tree (informational; "
                         "0 disables)")
     args = p.parse_args(argv)
+    if args.source is None:
+        args.source = os.path.join(args.data_dir, SOURCE_NAME)
+    if args.target is None:
+        args.target = os.path.join(args.data_dir, TARGET_NAME)
+    if args.t2t_reference is _REFERENCE_IN_DATA_DIR:
+        args.t2t_reference = os.path.join(args.data_dir, T2T_REFERENCE_NAME)
+    if args.t2t_reference is not None:
+        if args.lines is not None:
+            p.error("--t2t_reference is a run on the whole corpus: it cannot be used with "
+                    "--lines")
+        if args.only == "t2t":
+            p.error("--t2t_reference replaces the T2T run: it cannot be used with --only t2t")
+        if args.reuse_t2t:
+            p.error("--t2t_reference and --reuse_t2t are alternatives; pass one")
+        args.t2t_reference = os.path.abspath(args.t2t_reference)
     if args.python is None:
         venv_py = os.path.join(REPO_ROOT, ".venv", "bin", "python")
         args.python = venv_py if os.path.exists(venv_py) else sys.executable
@@ -890,6 +1087,23 @@ def parse_args(argv):
 
 def main(argv):
     args = parse_args(argv)
+    reference = None
+    if args.t2t_reference:
+        try:
+            reference = load_t2t_reference(args.t2t_reference, args)
+        except ValueError as e:
+            print("[bench] --t2t_reference: %s" % e, file=sys.stderr)
+            return 2
+        print("[t2t-ref] %s: %s" % (args.t2t_reference, T2T_REFERENCE_NOTE))
+        for w in reference["warnings"]:
+            print("[t2t-ref] WARNING: %s" % w)
+        corpus_dir = os.path.dirname(args.t2t_reference)
+        for side in ("source", "target"):
+            path = os.path.abspath(getattr(args, side))
+            if os.path.dirname(os.path.realpath(path)) != os.path.realpath(corpus_dir):
+                print("[t2t-ref] WARNING: --%s %s is not in %s, the corpus dir the reference "
+                      "sits in; the comparison assumes the same input" % (side, path,
+                                                                          corpus_dir))
     if args.work_dir:
         work_dir = os.path.abspath(args.work_dir)
         os.makedirs(work_dir, exist_ok=True)
@@ -899,6 +1113,9 @@ def main(argv):
         keep = args.keep_work_dir
     print("[bench] work dir: %s" % work_dir)
     results = {"config": {k: v for k, v in vars(args).items()}, "work_dir": work_dir}
+    if reference:
+        results["t2t_source"] = "reference"
+        results["t2t_reference_note"] = T2T_REFERENCE_NOTE
     try:
         meta = _prepare_input(args, os.path.join(work_dir, "input"))
         results["input"] = meta
@@ -911,7 +1128,10 @@ def main(argv):
                 "max_subtoken_length", "file_byte_budget", "num_shards")},
         }
         t2t = ours = None
-        if args.only in ("both", "t2t"):
+        if reference:
+            t2t = reference  # --only both|ours: only ours runs
+            results["t2t"] = t2t
+        elif args.only in ("both", "t2t"):
             t2t = run_t2t(args, work_dir, meta, fingerprint)
             results["t2t"] = t2t
         if args.only in ("both", "ours"):
@@ -920,7 +1140,18 @@ def main(argv):
 
         print()
         pairs_read = meta["files"]["source"]["lines"]
-        if t2t and t2t.get("ok"):
+        if t2t and t2t.get("reference"):
+            st = t2t["stages"]
+            print("[t2t-ref] STORED T2T REFERENCE (not run here, %s): vocab sizes %s=%s %s=%s "
+                  "(from %s / %s sampled lines, %s / %s distinct tokens); whole run %.0fs wall "
+                  "(%s), peak %.0f MB (%s); %d shards (sha256 only); times are upper bounds" % (
+                      t2t["reference_dir"], args.source_lang, st["vocab_en"]["vocab_size"],
+                      args.target_lang, st["vocab_zh"]["vocab_size"],
+                      st["vocab_en"]["vocab_lines"], st["vocab_zh"]["vocab_lines"],
+                      st["vocab_en"]["distinct_tokens"], st["vocab_zh"]["distinct_tokens"],
+                      t2t["wall_seconds"], t2t["wall_seconds_source"], t2t["peak_mb"],
+                      t2t["peak_mb_source"], len(t2t["shards_sha256"])))
+        elif t2t and t2t.get("ok"):
             st = t2t["stages"]
             written = st["encode_write"]["pairs_written"]
             print("[t2t] pairs read %d, written %d, rejected %d; vocab sizes en=%d zh=%d "
@@ -960,9 +1191,15 @@ def main(argv):
                     extra = " (t2t: %s, ours: %s)" % (rec["t2t_path"], rec["ours_path"])
                 print("[compare] vocab %s (%s): %s%s" % (
                     side, os.path.basename(rec["t2t_path"]), rec["result"], extra))
-            rec_cmp = compare_records(args, work_dir, t2t, ours)
+            if t2t.get("reference"):
+                rec_cmp = {"skipped": True, "reason": "the stored T2T reference has no shards "
+                           "(only their sha256, of unseeded-shuffled files)"}
+            else:
+                rec_cmp = compare_records(args, work_dir, t2t, ours)
             results["record_comparison"] = rec_cmp
-            if "error" in rec_cmp:
+            if rec_cmp.get("skipped"):
+                print("[compare] records: skipped -- %s" % rec_cmp["reason"])
+            elif "error" in rec_cmp:
                 print("[compare] records: comparison failed:\n%s" % rec_cmp["error"])
             else:
                 print("[compare] records (inputs, targets) multiset: %s -- t2t %d records "
@@ -986,8 +1223,13 @@ def main(argv):
         rows = build_table(t2t, ours)
         results["table"] = rows
         print_table(rows)
+        if ours and ours.get("ok"):
+            print("Ours, peak RSS: sum over processes %.1f MB (up to %d processes), largest "
+                  "single process %.1f MB." % (ours["tree_peak_rss_mb"],
+                                               ours.get("max_processes", 0),
+                                               ours["max_single_process_rss_mb"]))
         pss = []
-        if t2t and t2t.get("stages"):
+        if t2t and t2t.get("stages") and not t2t.get("reference"):
             pss += ["t2t:%s %s" % (n, _fmt(r.get("tree_peak_pss_mb"), "%.0f"))
                     for n, r in t2t["stages"].items()]
         if ours and "tree_peak_pss_mb" in ours:
@@ -1001,8 +1243,10 @@ def main(argv):
         print()
         for name, t in targets.items():
             status = "n/a" if t["met"] is None else ("PASS" if t["met"] else "FAIL")
-            print("[target] %-4s %-42s ratio %s (need >= %.0fx)" % (
-                status, t["description"], _fmt(t["ratio"], "%.2fx"), t["required"]))
+            print("[target] %-4s %-42s ratio %s (need >= %.0fx)%s" % (
+                status, t["description"], _fmt(t["ratio"], "%.2fx"), t["required"],
+                " [vs stored T2T reference: %s]" % t["note"].split(": ", 1)[1]
+                if t.get("t2t_source") == "reference" else ""))
         ok = all(side is None or side.get("ok") for side in (t2t, ours))
         results["ok"] = ok
     finally:

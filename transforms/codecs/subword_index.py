@@ -89,15 +89,16 @@ def _pattern_ranges(codes, sa, patterns, offsets):
 
 
 @numba.njit(**_NJIT)
-def _segment_starts(token_starts, codes, isa, los, his, lengths):
+def _segment_starts(token_starts, codes, isa, los, his, lengths, longest):
     """Marks (by suffix rank) the greedy longest-match segment starts of every token.
 
     `los`/`his`/`lengths` are the suffix-array ranges of the vocabulary strings, sorted by
     length: painting them in that order leaves, at each rank, the longest string that prefixes
-    the suffix. Returns (marks, ok); ok is False if a position has no matching string.
+    the suffix (in `longest`, by rank). Returns (marks, ok); ok is False if a position has
+    no matching string.
     """
     n = len(codes)
-    longest = np.zeros(n, np.int32)
+    longest[:] = 0
     for k in range(len(los)):
         length = lengths[k]
         for r in range(los[k], his[k]):
@@ -274,7 +275,8 @@ class TokenIndex:
         is_sep = np.zeros(n, np.bool_)
         is_sep[ends] = True
         chars_points = np.unique(points[~is_sep])
-        codes = (np.searchsorted(chars_points, points) + 1).astype(np.uint32)
+        code_type = np.uint16 if len(chars_points) < 2 ** 16 - 1 else np.uint32
+        codes = (np.searchsorted(chars_points, points) + 1).astype(code_type)
         del points
         codes[is_sep] = 0
         del is_sep
@@ -288,7 +290,9 @@ class TokenIndex:
         isa = np.empty(n, np.int32)
         isa[sa] = np.arange(n, dtype=np.int32)
         wide = np.int32 if n < 2 ** 31 else np.int64
-        lcp_next = _capped(lcp, span, wide)
+        # window lengths and LCPs never exceed the span: one byte when it is short
+        narrow = np.uint8 if span is not None and span < 256 else wide
+        lcp_next = _capped(lcp, span, narrow)
         del lcp
         remaining = (np.repeat(ends, lengths + 1) - np.arange(n))[sa]
         weights_arr = np.asarray(counts, np.int64)
@@ -297,7 +301,7 @@ class TokenIndex:
         return cls(chars, max_subtoken_length,
                    codes=codes, isa=isa, starts=starts.astype(np.int64), sa=sa,
                    lcp_next=lcp_next, first=codes[sa],
-                   remaining=_capped(remaining, span, wide), weights=weights)
+                   remaining=_capped(remaining, span, narrow), weights=weights)
 
     def save(self, fileobj):
         """Writes the index to a binary file object (numpy .npz)."""
@@ -383,8 +387,11 @@ class TokenIndex:
         los, his = _pattern_ranges(self.codes, self.sa, patterns, offsets)
         order = np.argsort(lengths, kind="stable")
         keep = order[his[order] > los[order]]
+        lengths = lengths[keep]
+        # narrow dtypes keep the random accesses of the walk in cache
+        longest = np.empty(len(self.codes), np.uint8 if lengths.max(initial=0) < 256 else np.int32)
         marks, ok = _segment_starts(self.starts, self.codes, self.isa, los[keep], his[keep],
-                                    lengths[keep].astype(np.int32))
+                                    lengths.astype(longest.dtype), longest)
         if not ok:
             raise ValueError("a token character is missing from the vocabulary")
         return marks
