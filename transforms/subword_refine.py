@@ -82,10 +82,12 @@ class _SelectFn(beam.DoFn):
     def setup(self):
         self._indexes = {}
 
-    def _index(self, path):
+    def _index(self, name, path):
         if path not in self._indexes:
-            # One loaded index per worker process, whichever iteration stage asks first.
-            self._indexes[path] = self._shared.acquire(lambda: _load_index(path), tag=path)
+            # One loaded index per vocabulary and worker process, whichever iteration stage
+            # asks first. A Shared handle keeps one object (a new tag replaces it), hence one
+            # handle per vocabulary.
+            self._indexes[path] = self._shared[name].acquire(lambda: _load_index(path), tag=path)
         return self._indexes[path]
 
     def process(self, item, probes, vocabs=None):
@@ -93,7 +95,7 @@ class _SelectFn(beam.DoFn):
         wanted = probes.get(name)
         if not wanted:
             return
-        index = self._index(info["path"])
+        index = self._index(name, info["path"])
         part = index.partitions(self._parts)[part_no]
         alphabet = info["alphabet"]
         if vocabs is None:
@@ -227,7 +229,7 @@ class LearnSubwordVocabs(beam.PTransform):
         self._reserved = tuple(reserved_tokens)
 
     def expand(self, indexes):
-        shared_indexes = shared.Shared()
+        shared_indexes = {name: shared.Shared() for name in self._known}
         work = (indexes
                 | "Work" >> beam.FlatMap(_work_items, num_partitions=self._parts)
                 | "Spread" >> beam.Reshuffle())
