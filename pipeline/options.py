@@ -75,8 +75,8 @@ class DatagenOptions(PipelineOptions):
         add("--overwrite", action="store_true", default=False,
             help="Replace a completed output directory (and relearn its vocabularies).")
         add("--vocab_partitions", type=int, default=2,
-            help="Partitions of each vocabulary's token index per refinement iteration (work "
-                 "items per probe, for parallelism; the result does not depend on it).")
+            help="Work items per vocabulary in each refinement iteration, each taking a share "
+                 "of the round's probes (parallelism only; the result does not depend on it).")
         add("--bisection_rounds_per_pass", type=int, default=3,
             help="Bisection rounds (each: 4 refinement iterations of its probes) in one Beam "
                  "pipeline. Each round probes the min_count the search needs and enough levels "

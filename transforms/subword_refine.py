@@ -1,19 +1,19 @@
 """T2T's subtoken-count refinement as Beam stages, over suffix-array token indexes.
 
 `BuildTokenIndexes` turns the counted tokens of each vocabulary into a
-`subword_index.TokenIndex` written to a file (the checkpoint later passes read).
-`LearnSubwordVocabs` runs, for every requested probe (vocab_name, min_count),
-`num_iterations` refinement iterations, each as one stage:
+`subword_index.TokenIndex` written to a file (the checkpoint a continuing pass reads).
+`LearnSubwordVocabs` runs the bisection over min_count in rounds; each round picks its probes
+from the sizes learnt so far (a side input) and runs `num_iterations` refinement iterations,
+each as two stages:
 
-1. `_SelectFn`, one element per (vocabulary, probe, partition): segments the vocabulary's
-   tokens with the probe's previous vocabulary (a side input) and does T2T's longest-first
-   acceptance over the partition's windows (a contiguous range of the suffix array);
-2. `CombinePerKey` merges the partitions' partial selections per probe;
-3. the merged selections are assembled into vocabularies, the next iteration's side input.
+1. `_SelectFn` over (vocabulary, share) work items: each item takes its share of the round's
+   probes on that vocabulary, segments the tokens with each probe's previous vocabulary (a
+   side input) and does T2T's longest-first acceptance over the index;
+2. `_AssembleVocabsFn`, one global combine, merges the selections and assembles every
+   probe's vocabulary: the next iteration's side input.
 
-The first iteration is the same for every min_count (the vocabulary is the alphabet), so it
-runs once per vocabulary with all of its probes' min_counts. No worker counts substrings:
-see `transforms.codecs.subword_index` for why the result is exactly T2T's.
+No worker counts or holds substrings: see `transforms.codecs.subword_index` for why the
+result is exactly T2T's.
 """
 
 import json
@@ -67,15 +67,16 @@ class BuildTokenIndexes(beam.PTransform):
 
 
 class _SelectFn(beam.DoFn):
-    """(vocab_name, info, partition) -> ((vocab_name, min_count), (selection, alphabet)).
+    """(vocab_name, info, share) -> ((vocab_name, min_count), (selection, alphabet)).
 
-    For every probe of the round on this vocabulary: segment the tokens with the probe's
-    previous vocabulary (`vocabs`; None in the first iteration, where every character starts
-    a segment and all min_counts share one pass) and select over the partition's windows.
+    Work item `share` of `num_shares` takes every `num_shares`-th probe of the round on this
+    vocabulary, so each probe is segmented once: segment the tokens with the probe's previous
+    vocabulary (`vocabs`; None in the first iteration, where every character starts a segment)
+    and select over all windows of the index.
     """
 
-    def __init__(self, num_partitions, shared_indexes):
-        self._parts = num_partitions
+    def __init__(self, num_shares, shared_indexes):
+        self._shares = num_shares
         self._shared = shared_indexes
         self._indexes = None
 
@@ -91,19 +92,19 @@ class _SelectFn(beam.DoFn):
         return self._indexes[path]
 
     def process(self, item, probes, vocabs=None):
-        name, info, part_no = item
-        wanted = probes.get(name)
+        name, info, share = item
+        wanted = probes.get(name, [])[share::self._shares]
         if not wanted:
             return
         index = self._index(name, info["path"])
-        part = index.partitions(self._parts)[part_no]
+        whole = (0, len(index.sa))
         alphabet = info["alphabet"]
         if vocabs is None:
             jobs = [(None, wanted)]
         else:
             jobs = [(index.segment_marks(json.loads(vocabs[(name, t)][1])), [t]) for t in wanted]
         for marks, min_counts in jobs:
-            for min_count, selection in index.select(marks, part, min_counts).items():
+            for min_count, selection in index.select(marks, whole, min_counts).items():
                 yield (name, min_count), (selection, alphabet)
 
 
@@ -144,11 +145,11 @@ class _AssembleVocabsFn(beam.CombineFn):
         return out
 
 
-def _work_items(item, num_partitions):
-    """(vocab_name, info) -> its (vocab_name, info, partition) work items."""
+def _work_items(item, num_shares):
+    """(vocab_name, info) -> its (vocab_name, info, share) work items."""
     name, info = item
-    for part in range(num_partitions):
-        yield name, info, part
+    for share in range(num_shares):
+        yield name, info, share
 
 
 def _plan_round(known, target_size, lookahead, rounds_left):
@@ -171,7 +172,7 @@ def _add_sizes(known, vocabs):
 class _RefinementIterations(beam.PTransform):
     """One bisection round: `num_iterations` refinement iterations of its probes.
 
-    Input: {"work": (vocab_name, info, partition) items, "probes": one {vocab_name:
+    Input: {"work": (vocab_name, info, share) items, "probes": one {vocab_name:
     [min_count, ...]}}. Output: (vocabs, sizes): one {(vocab_name, min_count): (size, vocab
     list as JSON)} after the last iteration, and one (iteration, {probe: size}) per iteration.
     """
@@ -231,7 +232,7 @@ class LearnSubwordVocabs(beam.PTransform):
     def expand(self, indexes):
         shared_indexes = {name: shared.Shared() for name in self._known}
         work = (indexes
-                | "Work" >> beam.FlatMap(_work_items, num_partitions=self._parts)
+                | "Work" >> beam.FlatMap(_work_items, num_shares=self._parts)
                 | "Spread" >> beam.Reshuffle())
         state = indexes.pipeline | "Known" >> beam.Create([self._known])
         vocab_reports, size_reports, probe_reports = [], [], []

@@ -117,6 +117,23 @@ def _segment_starts(token_starts, codes, isa, los, his, lengths, longest):
 
 
 @numba.njit(**_NJIT)
+def _push(depth, raw, taken, where, top, node_depth, rank):
+    """Opens a trie node at `node_depth` on the stack (a depth-1 node first, under the root)."""
+    if depth[top] == 0 and node_depth > 1:
+        top += 1
+        depth[top] = 1
+        raw[top] = 0
+        taken[top] = 0
+        where[top] = rank
+    top += 1
+    depth[top] = node_depth
+    raw[top] = 0
+    taken[top] = 0
+    where[top] = rank
+    return top
+
+
+@numba.njit(**_NJIT)
 def _select(lcp_next, remaining, weights, first, marks, use_all, lo, hi, min_count,
             num_codes, stack_size, capacity):
     """Longest-first acceptance over the windows at suffix ranks [lo, hi).
@@ -163,17 +180,7 @@ def _select(lcp_next, remaining, weights, first, marks, use_all, lo, hi, min_cou
                 node_where = where[top]
                 top -= 1
                 if depth[top] < h:
-                    if depth[top] == 0 and h > 1:
-                        top += 1
-                        depth[top] = 1
-                        raw[top] = 0
-                        taken[top] = 0
-                        where[top] = node_where
-                    top += 1
-                    depth[top] = h
-                    raw[top] = 0
-                    taken[top] = 0
-                    where[top] = node_where
+                    top = _push(depth, raw, taken, where, top, h, node_where)
                 if d >= 2:
                     if node_raw - node_taken >= min_count:
                         if accepted == capacity:
@@ -194,17 +201,7 @@ def _select(lcp_next, remaining, weights, first, marks, use_all, lo, hi, min_cou
             if last:
                 break
             if depth[top] < length:
-                if depth[top] == 0 and length > 1:
-                    top += 1
-                    depth[top] = 1
-                    raw[top] = 0
-                    taken[top] = 0
-                    where[top] = r
-                top += 1
-                depth[top] = length
-                raw[top] = 0
-                taken[top] = 0
-                where[top] = r
+                top = _push(depth, raw, taken, where, top, length, r)
             raw[top] += weights[r]
             prev_len = length
             have_prev = True
@@ -326,10 +323,6 @@ class TokenIndex:
     def span(self):
         m = self.max_subtoken_length
         return None if m is None else m - 1
-
-    @property
-    def num_tokens(self):
-        return len(self.starts)
 
     def partitions(self, num_partitions):
         """`num_partitions` contiguous suffix-rank ranges of about equal size.
