@@ -10,7 +10,13 @@ if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
   .venv/bin/pip install --quiet --upgrade pip
 fi
-if ! .venv/bin/python -c "import pipeline.datagen, apache_beam, tensorflow, google_crc32c, numba, pydivsufsort, regex" >/dev/null 2>&1; then
+# Installed? (looked up, not imported: importing TensorFlow alone takes seconds)
+if ! .venv/bin/python -c "
+import importlib.metadata, importlib.util, sys
+importlib.metadata.version('t2t-beam-datagen')
+sys.exit(any(importlib.util.find_spec(m) is None for m in
+             ('apache_beam', 'tensorflow', 'google_crc32c', 'numba', 'pydivsufsort', 'regex')))
+" >/dev/null 2>&1; then
   .venv/bin/pip install --quiet -e .
 fi
 

@@ -22,7 +22,7 @@ from transforms import file_io
 from transforms.codecs import subword_learner as learner
 from transforms.json_result import WriteJsonResult
 from transforms.subword_refine import BuildTokenIndexes, LearnSubwordVocabs
-from transforms.token_counts import SampleAndCountTokens
+from transforms.token_counts import SampleAndCountTokens, count_triples
 
 LOG = logging.getLogger("datagen")
 
@@ -163,11 +163,14 @@ def learn_subword_vocabs(work_dir, files, config, run_pass):
                 name, t = key.rsplit(":", 1)
                 learnt[(name, int(t))] = vocab
         rounds = {r["round"]: r["probes"] for r in result.get("probes", []) if r["probes"]}
-        for report in sorted(result.get("sizes", []), key=lambda r: (r["round"], r["iteration"])):
-            if report["sizes"]:
-                LOG.info("  round %d iteration %d: %s", report["round"], report["iteration"],
-                         ", ".join("%s -> %d subtokens" % (k.replace(":", " min_count="), v)
-                                   for k, v in sorted(report["sizes"].items())))
+        by_iteration = {}  # one report per work item: merged per (round, iteration)
+        for report in result.get("sizes", []):
+            by_iteration.setdefault((report["round"], report["iteration"]), {}).update(
+                report["sizes"])
+        for (round_no, iteration), sizes in sorted(by_iteration.items()):
+            LOG.info("  round %d iteration %d: %s", round_no, iteration,
+                     ", ".join("%s -> %d subtokens" % (k.replace(":", " min_count="), v)
+                               for k, v in sorted(sizes.items())))
         if not learnt:
             raise RuntimeError("vocab pass %d learnt nothing; the bisection cannot advance"
                                % pass_no)
@@ -222,7 +225,8 @@ def build_counted_vocab_pass(p, kind, files, config, result_path):
                    tokenize=tokenizer_for(kind)))
     size = config["vocab_size"]
     if kind == "word":
-        vocabs = (counted["counts"]
+        vocabs = (counted["totals"]
+                  | "Triples" >> beam.FlatMap(count_triples)
                   | "KeyByVocab" >> beam.Map(lambda t: (t[0], (t[1], t[2])))
                   | "DropSpecials" >> beam.Filter(lambda kv: kv[1][0] not in SPECIALS)
                   | "MostFrequent" >> beam.combiners.Top.PerKey(max(0, size - len(SPECIALS)),

@@ -13,6 +13,7 @@ import hashlib
 import apache_beam as beam
 
 from transforms import file_io
+from transforms.example_proto import Int64FeaturesWriter
 from transforms.rejects import reject_record
 from transforms.text_lines import decode_line, iter_raw_lines
 from transforms.vocab_kinds import eos_ids, load_vocab
@@ -44,8 +45,7 @@ class _EncodeChunkFn(beam.DoFn):
         self._eos_token = settings.get("bpe_eos_token", "<|endoftext|>")
 
     def setup(self):
-        import tensorflow as tf  # heavy: imported once per worker
-        self._example_cls = tf.train.Example
+        self._examples = Int64FeaturesWriter()  # tf.train.Example bytes, without TensorFlow
         self._source = load_vocab(self._kind, self._paths[0])
         self._target = (self._source if self._paths[1] == self._paths[0]
                         else load_vocab(self._kind, self._paths[1]))
@@ -64,13 +64,6 @@ class _EncodeChunkFn(beam.DoFn):
             ids = encoder.encode(text)
         stats[side * 2] += len(ids)
         return ids + self._eos[side]
-
-    def _example(self, inputs, targets):
-        example = self._example_cls()
-        feature = example.features.feature
-        feature["inputs"].int64_list.value.extend(inputs)
-        feature["targets"].int64_list.value.extend(targets)
-        return example.SerializeToString(deterministic=True)
 
     def _reject(self, chunk, number, reason, source, target):
         ds = chunk["ds"]
@@ -117,7 +110,8 @@ class _EncodeChunkFn(beam.DoFn):
                 if self._max_chars and max(len(source), len(target)) > self._max_chars:
                     yield self._reject(chunk, number, "line_too_long", source, target)
                     continue
-                record = self._example(self._ids(0, source, stats), self._ids(1, target, stats))
+                record = self._examples.serialize({"inputs": self._ids(0, source, stats),
+                                                   "targets": self._ids(1, target, stats)})
                 key = shuffle_key(self._seed, split, ds["index"], number)
                 yield (split, shard_of(key, num_shards)), (key, ds["index"], number, record)
         yield beam.pvalue.TaggedOutput(STATS, (split, stats))

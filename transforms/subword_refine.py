@@ -3,14 +3,13 @@
 `BuildTokenIndexes` turns the counted tokens of each vocabulary into a
 `subword_index.TokenIndex` written to a file (the checkpoint a continuing pass reads).
 `LearnSubwordVocabs` runs the bisection over min_count in rounds; each round picks its probes
-from the sizes learnt so far (a side input) and runs `num_iterations` refinement iterations,
-each as two stages:
+from the sizes learnt so far (a side input) and refines them, in two stages:
 
-1. `_SelectFn` over (vocabulary, share) work items: each item takes its share of the round's
-   probes on that vocabulary, segments the tokens with each probe's previous vocabulary (a
-   side input) and does T2T's longest-first acceptance over the index;
-2. `_AssembleVocabsFn`, one global combine, merges the selections and assembles every
-   probe's vocabulary: the next iteration's side input.
+1. `_RefineProbesFn` over (vocabulary, share) work items: each item takes its share of the
+   round's probes on that vocabulary and runs their `num_iterations` refinement iterations:
+   segment the tokens with the probe's previous vocabulary, then T2T's longest-first
+   acceptance over the index;
+2. one global combine gathers the round's vocabularies: the next round's side input.
 
 No worker counts or holds substrings: see `transforms.codecs.subword_index` for why the
 result is exactly T2T's.
@@ -23,6 +22,8 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.utils import shared
 
 from transforms.codecs import subword_learner as learner
+
+SIZES = "sizes"
 
 
 def _load_index(path):
@@ -66,17 +67,23 @@ class BuildTokenIndexes(beam.PTransform):
         return totals | "BuildIndex" >> beam.ParDo(_BuildIndexFn(self._dir, self._max_len))
 
 
-class _SelectFn(beam.DoFn):
-    """(vocab_name, info, share) -> ((vocab_name, min_count), (selection, alphabet)).
+class _RefineProbesFn(beam.DoFn):
+    """(vocab_name, info, share) -> ((vocab_name, min_count), (size, vocab list as JSON)).
 
     Work item `share` of `num_shares` takes every `num_shares`-th probe of the round on this
-    vocabulary, so each probe is segmented once: segment the tokens with the probe's previous
-    vocabulary (`vocabs`; None in the first iteration, where every character starts a segment)
-    and select over all windows of the index.
+    vocabulary and runs all `num_iterations` refinement iterations of its probes over the
+    whole index: an iteration of a probe needs only that probe's previous vocabulary, so the
+    iterations need no data from other work items. Each iteration's sizes go to the `sizes`
+    output as (iteration, {probe: size}).
+
+    A vocabulary travels as one JSON string: runners weigh cached side inputs by walking them,
+    and for lists of 10^4..10^6 strings that costs more than the refinement.
     """
 
-    def __init__(self, num_shares, shared_indexes):
+    def __init__(self, num_shares, num_iterations, reserved_tokens, shared_indexes):
         self._shares = num_shares
+        self._iterations = num_iterations
+        self._reserved = reserved_tokens
         self._shared = shared_indexes
         self._indexes = None
 
@@ -85,64 +92,25 @@ class _SelectFn(beam.DoFn):
 
     def _index(self, name, path):
         if path not in self._indexes:
-            # One loaded index per vocabulary and worker process, whichever iteration stage
-            # asks first. A Shared handle keeps one object (a new tag replaces it), hence one
-            # handle per vocabulary.
+            # One loaded index per vocabulary and worker process, whichever round asks first.
+            # A Shared handle keeps one object (a new tag replaces it): one handle per vocabulary.
             self._indexes[path] = self._shared[name].acquire(lambda: _load_index(path), tag=path)
         return self._indexes[path]
 
-    def process(self, item, probes, vocabs=None):
+    def process(self, item, probes):
         name, info, share = item
         wanted = probes.get(name, [])[share::self._shares]
         if not wanted:
             return
-        index = self._index(name, info["path"])
-        whole = (0, len(index.sa))
-        alphabet = info["alphabet"]
-        if vocabs is None:
-            jobs = [(None, wanted)]
-        else:
-            jobs = [(index.segment_marks(json.loads(vocabs[(name, t)][1])), [t]) for t in wanted]
-        for marks, min_counts in jobs:
-            for min_count, selection in index.select(marks, whole, min_counts).items():
-                yield (name, min_count), (selection, alphabet)
-
-
-class _AssembleVocabsFn(beam.CombineFn):
-    """Partial selections of all probes -> {probe: (size, vocab list as JSON)}.
-
-    One JSON string per vocabulary keeps the next iteration's side input a handful of
-    objects: runners weigh cached side inputs by walking them, which for lists of 10^4..10^6
-    strings costs more than the iteration itself.
-    """
-
-    def __init__(self, reserved_tokens):
-        self._reserved = reserved_tokens
-
-    def create_accumulator(self):
-        return {}
-
-    def add_input(self, acc, item):
-        probe, (selection, alphabet) = item
-        if probe in acc:
-            learner.merge_selections(acc[probe][0], selection)
-        else:
-            acc[probe] = (selection, alphabet)
-        return acc
-
-    def merge_accumulators(self, accs):
-        out = {}
-        for acc in accs:
-            for probe, value in acc.items():
-                self.add_input(out, (probe, value))
-        return out
-
-    def extract_output(self, acc):
-        out = {}
-        for probe, (selection, alphabet) in acc.items():
-            vocab = learner.assemble_vocab(selection, alphabet, self._reserved)
-            out[probe] = (len(vocab), json.dumps(vocab, ensure_ascii=False))
-        return out
+        sizes = []
+        vocabs = learner.refine_indexed(
+            self._index(name, info["path"]), info["alphabet"], wanted, self._iterations,
+            self._reserved, on_iteration=lambda it, v: sizes.append(
+                (it, {(name, t): len(vocab) for t, vocab in v.items()})))
+        for report in sizes:
+            yield beam.pvalue.TaggedOutput(SIZES, report)
+        for t, vocab in vocabs.items():
+            yield (name, t), (len(vocab), json.dumps(vocab, ensure_ascii=False))
 
 
 def _work_items(item, num_shares):
@@ -169,35 +137,26 @@ def _add_sizes(known, vocabs):
     return out
 
 
-class _RefinementIterations(beam.PTransform):
-    """One bisection round: `num_iterations` refinement iterations of its probes.
+class _RefinementRound(beam.PTransform):
+    """One bisection round: every refinement iteration of its probes, in one stage.
 
     Input: {"work": (vocab_name, info, share) items, "probes": one {vocab_name:
     [min_count, ...]}}. Output: (vocabs, sizes): one {(vocab_name, min_count): (size, vocab
-    list as JSON)} after the last iteration, and one (iteration, {probe: size}) per iteration.
+    list as JSON)} after the last iteration, and (iteration, {probe: size}) per iteration
+    and work item.
     """
 
     def __init__(self, num_partitions, num_iterations, reserved_tokens, shared_indexes):
         super().__init__()
-        self._parts = num_partitions
-        self._iterations = num_iterations
-        self._reserved = reserved_tokens
-        self._shared = shared_indexes
+        self._fn = _RefineProbesFn(num_partitions, num_iterations, reserved_tokens,
+                                   shared_indexes)
 
     def expand(self, inputs):
-        probes = beam.pvalue.AsSingleton(inputs["probes"])
-        vocabs = None
-        size_reports = []
-        for it in range(1, self._iterations + 1):
-            side = {} if vocabs is None else {"vocabs": beam.pvalue.AsSingleton(vocabs)}
-            vocabs = (
-                inputs["work"]
-                | "Select%d" % it >> beam.ParDo(
-                    _SelectFn(self._parts, self._shared), probes=probes, **side)
-                | "Assemble%d" % it >> beam.CombineGlobally(_AssembleVocabsFn(self._reserved)))
-            size_reports.append(vocabs | "Sizes%d" % it >> beam.Map(
-                lambda v, it=it: (it, {probe: size for probe, (size, _) in v.items()})))
-        return vocabs, size_reports | "AllSizes" >> beam.Flatten()
+        refined = inputs["work"] | "Refine" >> beam.ParDo(
+            self._fn, probes=beam.pvalue.AsSingleton(inputs["probes"])).with_outputs(
+                SIZES, main="vocabs")
+        vocabs = refined.vocabs | "Assemble" >> beam.combiners.ToDict()
+        return vocabs, refined[SIZES]
 
 
 class LearnSubwordVocabs(beam.PTransform):
@@ -241,8 +200,8 @@ class LearnSubwordVocabs(beam.PTransform):
                 _plan_round, target_size=self._target, lookahead=self._lookahead,
                 rounds_left=self._rounds - r + 1 if self._fit_rounds else None)
             vocabs, sizes = {"work": work, "probes": probes} | "Round%d" % r >> (
-                _RefinementIterations(self._parts, self._iterations, self._reserved,
-                                      shared_indexes))
+                _RefinementRound(self._parts, self._iterations, self._reserved,
+                                 shared_indexes))
             state = state | "Learnt%d" % r >> beam.Map(
                 _add_sizes, vocabs=beam.pvalue.AsSingleton(vocabs))
             vocab_reports.append(vocabs | "Lists%d" % r >> beam.Map(

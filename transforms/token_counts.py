@@ -65,7 +65,8 @@ class _SumCountsFn(beam.CombineFn):
         return acc
 
 
-def _triples(item):
+def count_triples(item):
+    """(vocab_name, {token: count}) -> its (vocab_name, token, count) triples."""
     name, counts = item
     for token, count in counts.items():
         yield name, token, count
@@ -78,9 +79,10 @@ class SampleAndCountTokens(beam.PTransform):
     `CombinePerKey` adds the dicts of the files that feed a vocabulary: a few large elements
     instead of one per distinct token. `tokenize` splits a sampled line into the counted units
     (T2T's tokenizer by default). Returns a dict of PCollections: `totals` ((vocab_name,
-    {token: count}), one per name in `vocab_names`, empty when nothing was sampled), `counts`
-    ((vocab_name, token, count) triples), `stats` (one dict per file) and `distinct`
-    ((vocab_name, number of distinct tokens)).
+    {token: count}), one per name in `vocab_names`, empty when nothing was sampled), `stats`
+    (one dict per file) and `distinct` ((vocab_name, number of distinct tokens)).
+    `count_triples` flattens a total into (vocab_name, token, count) elements where a
+    transform needs one element per token.
     """
 
     def __init__(self, vocab_names, byte_budget, on_invalid_utf8="error",
@@ -103,6 +105,5 @@ class SampleAndCountTokens(beam.PTransform):
                   | "WithEveryVocab" >> beam.Flatten()
                   | "SumCounts" >> beam.CombinePerKey(_SumCountsFn()))
         return {"totals": totals,
-                "counts": totals | "Triples" >> beam.FlatMap(_triples),
                 "stats": sampled[STATS],
                 "distinct": totals | "Distinct" >> beam.MapTuple(lambda n, c: (n, len(c)))}

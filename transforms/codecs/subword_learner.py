@@ -314,12 +314,18 @@ def refine(token_counts, alphabet, min_counts, max_subtoken_length=None, num_ite
                 for t, selection in select_partition(part, wanted).items():
                     merge_selections(merged[t], selection)
         vocabs = {t: assemble_vocab(merged[t], alphabet, reserved_tokens) for t in min_counts}
+        if on_iteration is not None:
+            on_iteration(iteration + 1, vocabs)
     return vocabs
 
 
 def refine_indexed(index, alphabet, min_counts, num_iterations=4,
-                   reserved_tokens=RESERVED_TOKENS, num_partitions=1):
-    """`refine` over a `subword_index.TokenIndex` (same result, linear-time iterations)."""
+                   reserved_tokens=RESERVED_TOKENS, num_partitions=1, on_iteration=None):
+    """`refine` over a `subword_index.TokenIndex` (same result, linear-time iterations).
+
+    `on_iteration(iteration, {min_count: vocab list})`, if given, sees every iteration's
+    vocabularies (iterations numbered from 1).
+    """
     parts = index.partitions(num_partitions)
     vocabs = {}
     for iteration in range(num_iterations):
@@ -334,6 +340,8 @@ def refine_indexed(index, alphabet, min_counts, num_iterations=4,
                 for t, selection in index.select(marks, part, wanted).items():
                     merge_selections(merged[t], selection)
         vocabs = {t: assemble_vocab(merged[t], alphabet, reserved_tokens) for t in min_counts}
+        if on_iteration is not None:
+            on_iteration(iteration + 1, vocabs)
     return vocabs
 
 
