@@ -7,7 +7,9 @@ archives) into T2T subword vocabularies and sharded, globally shuffled TFRecord 
 
 1. prepare: line counts, sizes and UTF-8 validity of every line-aligned file, and every other
    dataset converted into line pairs; misaligned or invalid input stops the job here, before
-   anything is written (unless told to reject it);
+   anything is written (unless told to reject it). When every dataset is read in place and a
+   vocabulary is learnt, this scan rides along in the first vocab pass (one pipeline fewer:
+   worker start-up is most of a small job's time); the sample reads the file sizes from it;
 2. vocab passes (`pipeline.vocab_passes`), unless the vocab files already exist;
 3. encode: encode every pair in parallel, shuffle deterministically and write the shards
    under a temporary directory;
@@ -72,17 +74,34 @@ def _read_rejects_file(path):
             yield record["split"], record
 
 
-def build_prepare_pass(p, paths, structured, work_dir, settings, result_path):
-    """Scans the line-aligned files in `paths` and materializes the `structured` datasets."""
-    outputs = {}
-    if paths:
-        outputs["files"] = (p | "Paths" >> beam.Create(paths)
-                            | "Scan" >> ScanTextFiles(settings["checkpoint_every"])
-                            | "AsList" >> beam.Map(list))
-    if structured:
-        outputs["materialized"] = (p | "Datasets" >> beam.Create(structured)
-                                   | "Materialize" >> MaterializeDatasets(work_dir, settings))
-    _ = outputs | "Result" >> WriteJsonResult(result_path)
+class PrepareInputs(beam.PTransform):
+    """Scans the line-aligned files in `paths` and materializes the `structured` datasets.
+
+    Applied to the pipeline; writes the facts to `result_path` and returns the (path, facts)
+    of the scanned files, so a vocab pass in the same pipeline can size its samples.
+    """
+
+    def __init__(self, paths, structured, work_dir, settings, result_path):
+        super().__init__()
+        self._paths = paths
+        self._structured = structured
+        self._work_dir = work_dir
+        self._settings = settings
+        self._result_path = result_path
+
+    def expand(self, pbegin):
+        outputs = {}
+        scanned = None
+        if self._paths:
+            scanned = (pbegin | "Paths" >> beam.Create(self._paths)
+                       | "Scan" >> ScanTextFiles(self._settings["checkpoint_every"]))
+            outputs["files"] = scanned | "AsList" >> beam.Map(list)
+        if self._structured:
+            outputs["materialized"] = (
+                pbegin | "Datasets" >> beam.Create(self._structured)
+                | "Materialize" >> MaterializeDatasets(self._work_dir, self._settings))
+        _ = outputs | "Result" >> WriteJsonResult(self._result_path)
+        return scanned
 
 
 def build_encode_pass(p, chunks, vocab_paths, seed, problem, num_shards, shard_dir, rejects_dir,
@@ -182,19 +201,26 @@ class DatagenJob:
                 "on_invalid_utf8": f.on_invalid_utf8, "max_line_chars": f.max_line_chars,
                 "vocab_type": f.vocab_type, "bpe_eos_token": f.bpe_eos_token}
 
+    def prepare_inputs(self, datasets):
+        """The prepare stage of `datasets` as a transform to apply to a pipeline, and its label."""
+        every = [ds for split in sorted(datasets) for ds in datasets[split]]
+        structured = [dataclasses.asdict(ds) for ds in every if not ds.read_in_place]
+        paths = sorted({p for ds in every if ds.read_in_place for p in (ds.source, ds.target)})
+        label = "prepare: scan %d files, convert %d datasets" % (len(paths), len(structured))
+        return PrepareInputs(paths, structured, self.layout.work("materialized"),
+                             self._settings(), self.layout.work("prepare.json")), label
+
     def prepare(self, datasets):
         """Runs the prepare pass; returns {split: [Prepared]} or raises DatagenError."""
+        transform, label = self.prepare_inputs(datasets)
+        self.run_pass(label, lambda p: p | "Prepare" >> transform)
+        return self.read_prepared(datasets)
+
+    def read_prepared(self, datasets):
+        """The prepare stage's facts as {split: [Prepared]}; raises DatagenError on bad input."""
         f = self.flags
         every = [ds for split in sorted(datasets) for ds in datasets[split]]
-        in_place = [ds for ds in every if ds.read_in_place]
-        structured = [dataclasses.asdict(ds) for ds in every if not ds.read_in_place]
-        paths = sorted({p for ds in in_place for p in (ds.source, ds.target)})
-        result_path = self.layout.work("prepare.json")
-        self.run_pass("prepare: scan %d files, convert %d datasets" % (len(paths), len(structured)),
-                      lambda p: build_prepare_pass(p, paths, structured,
-                                                   self.layout.work("materialized"),
-                                                   self._settings(), result_path))
-        result = file_io.read_json(result_path)
+        result = file_io.read_json(self.layout.work("prepare.json"))
         facts = dict(result.get("files", []))
         materialized = {(m["split"], m["index"]): m for m in result.get("materialized", [])}
         problems = []
@@ -271,50 +297,93 @@ class DatagenJob:
         else:
             file_io.write_bytes_atomically(path, content.encode("utf-8"))
 
-    def vocabs(self, plan, prepared):
+    def vocabs(self, plan, datasets, prepared=None, on_prepared=None):
+        """Writes, reuses or learns every vocabulary of `plan`; returns (prepared, report).
+
+        With `prepared` None the prepare stage has not run yet: it is built into the first
+        vocab pass (one pipeline fewer, which is most of a small job's time), the vocab
+        sample sizes come from its scan, and `on_prepared(prepared)` runs once its facts are
+        checked, before any vocabulary is written. That needs every dataset read in place and
+        something to learn; otherwise the prepare pass runs on its own first.
+        """
         f = self.flags
         kind = f.vocab_type
         report = {}
         to_learn = {}
-        by_index = {p.ds["index"]: p for p in prepared["train"]}
         given = self._given_vocabs(plan)
         for name, (path, train) in sorted(plan.items()):
             if name in given:
-                encoder = load_vocab(kind, given[name])
-                if kind == "word":
-                    content = encoder.to_text()
-                    if encoder.fixed_specials:
-                        LOG.info("vocab %s: %s did not start with <unk>, <s>, </s>: moved them "
-                                 "to the front", name, given[name])
-                else:
-                    content = {"vocab.json": encoder.vocab_json_text(),
-                               "merges.txt": encoder.merges_text()}
-                self._write_vocab(path, content)
-                report[name] = {"path": path, "size": encoder.vocab_size, "reused": False,
-                                "given": given[name]}
                 continue
             if self._vocab_exists(path) and not f.overwrite:
                 LOG.info("vocab %s: reusing %s", name, path)
                 report[name] = {"path": path, "size": load_vocab(kind, path).vocab_size,
                                 "reused": True}
                 continue
-            files = []
-            for ds in train:
-                p = by_index[ds.index]
-                if name in ("source", "shared"):
-                    files.append((p.source_lines, p.source_facts["bytes"]))
-                if name in ("target", "shared"):
-                    files.append((p.target_lines, p.target_facts["bytes"]))
-            to_learn[name] = files
+            to_learn[name] = train
+        every = [ds for items in datasets.values() for ds in items]
+        if prepared is None and not (to_learn and all(ds.read_in_place for ds in every)):
+            prepared = self._timed("prepare", self.prepare, datasets)
+            on_prepared(prepared)
+        facts = {}
+        first_pass = None
+        if prepared is None:
+            transform, label = self.prepare_inputs(datasets)
+
+            def read_back():
+                facts["prepared"] = self.read_prepared(datasets)
+                on_prepared(facts["prepared"])
+
+            first_pass = (lambda p: p | "Prepare" >> transform, label, read_back)
+            self.stages["prepare"] = {"seconds": 0.0, "ran_with": "vocab"}
+        else:
+            facts["prepared"] = prepared
+        for name in sorted(given):
+            encoder = load_vocab(kind, given[name])
+            if kind == "word":
+                content = encoder.to_text()
+                if encoder.fixed_specials:
+                    LOG.info("vocab %s: %s did not start with <unk>, <s>, </s>: moved them "
+                             "to the front", name, given[name])
+            else:
+                content = {"vocab.json": encoder.vocab_json_text(),
+                           "merges.txt": encoder.merges_text()}
+            self._write_vocab(plan[name][0], content)
+            report[name] = {"path": plan[name][0], "size": encoder.vocab_size, "reused": False,
+                            "given": given[name]}
         if not to_learn:
-            return report
+            return facts["prepared"], report
+        report.update(self._learn_vocabs(plan, to_learn, prepared, first_pass))
+        return facts["prepared"], report
+
+    def _learn_vocabs(self, plan, to_learn, prepared, first_pass):
+        """Runs the vocab passes of `to_learn` ({name: [train datasets]}); returns their report.
+
+        Each vocabulary samples its side of every train dataset: the line files the prepare
+        stage made, sized by its scan (`prepared`), or with `first_pass` the datasets' own
+        files, sized by the scan in the same pipeline.
+        """
+        kind = self.flags.vocab_type
+        by_index = {p.ds["index"]: p for p in (prepared or {}).get("train", [])}
+        files = {}
+        for name, train in to_learn.items():
+            files[name] = []
+            for ds in train:
+                p = by_index.get(ds.index)
+                if name in ("source", "shared"):
+                    files[name].append((p.source_lines, p.source_facts["bytes"]) if p
+                                       else (ds.source, None))
+                if name in ("target", "shared"):
+                    files[name].append((p.target_lines, p.target_facts["bytes"]) if p
+                                       else (ds.target, None))
         if kind == "subword":
             learnt, stats = vocab_passes.learn_subword_vocabs(
-                self.layout.work_dir, to_learn, self._vocab_config(), self.run_pass)
+                self.layout.work_dir, files, self._vocab_config(), self.run_pass, first_pass)
             contents = {name: vocab_file_text(v) for name, v in learnt.items()}
         else:
             contents, stats = vocab_passes.learn_counted_vocabs(
-                kind, self.layout.work_dir, to_learn, self._vocab_config(), self.run_pass)
+                kind, self.layout.work_dir, files, self._vocab_config(), self.run_pass,
+                first_pass)
+        report = {}
         for name, content in sorted(contents.items()):
             path = plan[name][0]
             self._write_vocab(path, content)
@@ -405,25 +474,34 @@ class DatagenJob:
         num_shards = self.num_shards(datasets)
         work = self.layout.work
         every = [ds for items in datasets.values() for ds in items]
-        paths = sorted({p for ds in every if ds.read_in_place for p in (ds.source, ds.target)})
         structured = [dataclasses.asdict(ds) for ds in every if not ds.read_in_place]
-        self.run_pass("prepare (dry run)", lambda p: build_prepare_pass(
-            p, paths, structured, work("materialized"), self._settings(), work("prepare.json")))
+        prepare, _ = self.prepare_inputs(datasets)
+        # As in a real run, the prepare stage rides along the first vocab pass when every
+        # dataset is read in place (the files are then sized by its scan).
+        with_vocab = not structured and not self._given_vocabs(plan)
+        if not with_vocab:
+            self.run_pass("prepare (dry run)", lambda p: p | "Prepare" >> prepare)
         config = self._vocab_config()
-        files = {name: [(ds.source, 0) for ds in train] for name, (_, train) in plan.items()}
+        files = {name: [(ds.source, None if with_vocab else 0) for ds in train]
+                 for name, (_, train) in plan.items()}
+
+        def scan(p):
+            return p | "Prepare" >> prepare if with_vocab else None
+
         if f.vocab_type == "subword":
             index_dir = vocab_passes.token_index_dir(self.layout.work_dir)
             indexes = {name: {"path": FileSystems.join(index_dir, name + ".npz"), "alphabet": [],
                               "distinct_tokens": 0} for name in plan}
             known = {name: {} for name in plan}
             self.run_pass("first vocab pass (dry run)", lambda p: vocab_passes.build_vocab_pass(
-                p, files, None, index_dir, known, work("vocab_pass_001.json"), config))
+                p, files, None, index_dir, known, work("vocab_pass_001.json"), config, scan(p)))
             self.run_pass("later vocab pass (dry run)", lambda p: vocab_passes.build_vocab_pass(
                 p, None, indexes, index_dir, known, work("vocab_pass_002.json"), config))
         else:
             self.run_pass("%s vocab pass (dry run)" % f.vocab_type,
                           lambda p: vocab_passes.build_counted_vocab_pass(
-                              p, f.vocab_type, files, config, work("vocab_pass_001.json")))
+                              p, f.vocab_type, files, config, work("vocab_pass_001.json"),
+                              scan(p)))
         no_facts = {"lines": 0, "checkpoints": [(0, 0)]}
         chunks = [c for ds in every for c in plan_chunks(
             dataclasses.asdict(ds), ds.source, ds.target or ds.source, no_facts, no_facts)]
@@ -457,18 +535,26 @@ class DatagenJob:
         datasets = self.plan()
         plan = self.vocab_plan(datasets)
         _delete_tree(layout.work_dir)  # leftovers of a killed run must not be read back
-        try:
-            prepared = self._timed("prepare", self.prepare, datasets)
+        writing = []
+
+        def start_writing(_prepared):
             # The input is valid: from here on this run writes into output_dir (vocab files
             # first), so a previous complete output stops being complete now, not at the end.
             _delete_tree(layout.complete_path)
             file_io.write_json(layout.summary_path, self._summary("running", started, t0))
+            writing.append(True)
+
+        try:
             try:
-                vocab = self._timed("vocab", self.vocabs, plan, prepared)
+                start = time.time()
+                prepared, vocab = self.vocabs(plan, datasets, on_prepared=start_writing)
+                self.stages["vocab"] = {"seconds": round(
+                    time.time() - start - self.stages["prepare"]["seconds"], 3)}
                 encoded = self._timed("encode", self.encode, prepared, plan)
                 split_report = self._timed("finish", self.finish, prepared, *encoded)
             except Exception as e:
-                self._record_failure(started, t0, e)
+                if writing:
+                    self._record_failure(started, t0, e)
                 raise
         finally:
             _delete_tree(layout.work_dir)

@@ -33,6 +33,7 @@ def format_summary(summary):
         if s.get("rejects_file"):
             lines.append("%-8s rejects: %s" % ("", s["rejects_file"]))
     lines.append("")
-    lines.append("stages: " + ", ".join("%s %.1f s" % (k, v["seconds"])
-                                        for k, v in summary["stages"].items()))
+    lines.append("stages: " + ", ".join(
+        "%s in the %s pass" % (k, v["ran_with"]) if "ran_with" in v else "%s %.1f s" % (k, v["seconds"])
+        for k, v in summary["stages"].items()))
     return "\n".join(lines)

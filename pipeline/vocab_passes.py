@@ -88,22 +88,45 @@ class SubwordVocabSearch:
         return self.vocabs[name][self.chosen[name]]
 
 
-def build_vocab_pass(p, files, indexes, index_dir, known, result_path, config):
+def _with_size(item, facts):
+    name, path, size = item
+    return name, path, facts[path]["bytes"] if size is None else size
+
+
+def sample_items(p, files, scanned=None):
+    """(vocab_name, path, size) of every file to sample: {name: [(path, size)]} as a
+    PCollection; a size None is taken from `scanned` ((path, facts) of a scan in the same
+    pipeline)."""
+    items = p | "Files" >> beam.Create(
+        [(name, path, size) for name in sorted(files) for path, size in files[name]])
+    if scanned is not None:
+        items = items | "FileSizes" >> beam.Map(_with_size, facts=beam.pvalue.AsDict(scanned))
+    return items
+
+
+def _on_invalid_for_counting(config, scanned):
+    """With the scan in the same pipeline, invalid UTF-8 is the scan's to report (the driver
+    stops before writing anything), so counting replaces it rather than failing the pipeline."""
+    on_invalid = config.get("on_invalid_utf8", "error")
+    return "replace" if scanned is not None and on_invalid == "error" else on_invalid
+
+
+def build_vocab_pass(p, files, indexes, index_dir, known, result_path, config, scanned=None):
     """Adds one vocab pass to pipeline `p`.
 
     The first pass (`files` given: {name: [(path, size)]}) samples and counts tokens and
     writes each vocabulary's token index under `index_dir`; later passes (`files` None) read
-    the indexes the first pass wrote (`indexes`: {name: info}). Then up to
+    the indexes the first pass wrote (`indexes`: {name: info}); a size None in `files` comes
+    from `scanned`, the prepare stage's scan in the same pipeline. Then up to
     `bisection_rounds` rounds of the bisection run, from the sizes already `known`
     ({name: {min_count: size}}). The pass's results go to `result_path`.
     """
     outputs = {}
     if files is not None:
         names = sorted(files)
-        items = [(name, path, size) for name in names for path, size in files[name]]
-        counted = (p | "Files" >> beam.Create(items)
+        counted = (sample_items(p, files, scanned)
                    | "SampleAndCount" >> SampleAndCountTokens(
-                       names, config["file_byte_budget"], config.get("on_invalid_utf8", "error")))
+                       names, config["file_byte_budget"], _on_invalid_for_counting(config, scanned)))
         index_pc = counted["totals"] | "Index" >> BuildTokenIndexes(
             index_dir, config["max_subtoken_length"])
         outputs.update(indexes=index_pc, sampling=counted["stats"],
@@ -124,12 +147,15 @@ def token_index_dir(work_dir):
     return FileSystems.join(work_dir, "token_index")
 
 
-def learn_subword_vocabs(work_dir, files, config, run_pass):
+def learn_subword_vocabs(work_dir, files, config, run_pass, first_pass=None):
     """Learns one vocabulary per name in `files` ({name: [(path, size_in_bytes), ...]}).
 
     `config` carries vocab_size, max_subtoken_length, file_byte_budget, vocab_partitions,
     bisection_lookahead and bisection_rounds; `run_pass(label, build)` runs one Beam pipeline
-    built by `build(pipeline)` and times it. Returns ({name: vocab list}, statistics).
+    built by `build(pipeline)` and times it. `first_pass`, if given, is (add, label,
+    after): `add(pipeline)` adds another stage to the first pass and returns a scan
+    ((path, facts)) that sizes the files whose size is None, and `after()` runs when that
+    pass has finished. Returns ({name: vocab list}, statistics).
     """
     names = sorted(files)
     search = SubwordVocabSearch(names, config["vocab_size"], config["bisection_lookahead"])
@@ -143,14 +169,20 @@ def learn_subword_vocabs(work_dir, files, config, run_pass):
         first = pass_no == 1
         known = search.known_sizes()
 
-        def build(p, result_path=result_path, first=first, known=known):
-            build_vocab_pass(p, files if first else None, indexes, index_dir, known,
-                             result_path, config)
+        extra = first_pass if first else None
 
-        label = "vocab pass %d: %sbisect %s (up to %d rounds)" % (
-            pass_no, "sample, count and index, " if first else "", ", ".join(names),
+        def build(p, result_path=result_path, first=first, known=known, extra=extra):
+            scanned = extra[0](p) if extra else None
+            build_vocab_pass(p, files if first else None, indexes, index_dir, known,
+                             result_path, config, scanned)
+
+        label = "vocab pass %d: %s%sbisect %s (up to %d rounds)" % (
+            pass_no, extra[1] + "; " if extra else "",
+            "sample, count and index, " if first else "", ", ".join(names),
             config["bisection_rounds"])
         seconds = run_pass(label, build)
+        if extra:
+            extra[2]()
         result = file_io.read_json(result_path)
         if first:
             indexes = dict(result["indexes"])
@@ -209,7 +241,7 @@ def _learn_bpe(name_items, vocab_size, min_frequency):
     return [name, {"vocab.json": bpe.vocab_json_text(), "merges.txt": bpe.merges_text()}]
 
 
-def build_counted_vocab_pass(p, kind, files, config, result_path):
+def build_counted_vocab_pass(p, kind, files, config, result_path, scanned=None):
     """One pass: sample and count with the kind's tokenizer, then build every vocabulary.
 
     Word vocabularies keep the `vocab_size - 3` most frequent words (`Top.PerKey`, ties
@@ -218,10 +250,9 @@ def build_counted_vocab_pass(p, kind, files, config, result_path):
     """
     from transforms.codecs.word_vocab import SPECIALS
     from transforms.vocab_kinds import tokenizer_for
-    items = [(name, path, size) for name in sorted(files) for path, size in files[name]]
-    counted = (p | "Files" >> beam.Create(items)
+    counted = (sample_items(p, files, scanned)
                | "SampleAndCount" >> SampleAndCountTokens(
-                   sorted(files), config["file_byte_budget"], config.get("on_invalid_utf8", "error"),
+                   sorted(files), config["file_byte_budget"], _on_invalid_for_counting(config, scanned),
                    tokenize=tokenizer_for(kind)))
     size = config["vocab_size"]
     if kind == "word":
@@ -241,11 +272,17 @@ def build_counted_vocab_pass(p, kind, files, config, result_path):
         "Result" >> WriteJsonResult(result_path))
 
 
-def learn_counted_vocabs(kind, work_dir, files, config, run_pass):
-    """Word or BPE vocabularies in one pass; returns ({name: text or {file: text}}, stats)."""
+def learn_counted_vocabs(kind, work_dir, files, config, run_pass, first_pass=None):
+    """Word or BPE vocabularies in one pass; returns ({name: text or {file: text}}, stats).
+
+    `first_pass` is as for `learn_subword_vocabs`."""
     result_path = FileSystems.join(work_dir, "vocab_pass_001.json")
-    run_pass("%s vocab: sample, count and build %s" % (kind, ", ".join(sorted(files))),
-             lambda p: build_counted_vocab_pass(p, kind, files, config, result_path))
+    run_pass("%s%s vocab: sample, count and build %s" % (
+        first_pass[1] + "; " if first_pass else "", kind, ", ".join(sorted(files))),
+        lambda p: build_counted_vocab_pass(p, kind, files, config, result_path,
+                                           first_pass[0](p) if first_pass else None))
+    if first_pass:
+        first_pass[2]()
     result = file_io.read_json(result_path)
     vocabs = dict(result.get("vocabs", []))
     for name in files:  # a vocabulary with nothing sampled still gets its specials

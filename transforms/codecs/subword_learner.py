@@ -314,8 +314,6 @@ def refine(token_counts, alphabet, min_counts, max_subtoken_length=None, num_ite
                 for t, selection in select_partition(part, wanted).items():
                     merge_selections(merged[t], selection)
         vocabs = {t: assemble_vocab(merged[t], alphabet, reserved_tokens) for t in min_counts}
-        if on_iteration is not None:
-            on_iteration(iteration + 1, vocabs)
     return vocabs
 
 
