@@ -23,6 +23,8 @@ setuptools.setup(
     description="Tensor2Tensor-compatible translation datagen (subword vocab, encoded, "
                 "sharded, shuffled TFRecords) on Apache Beam",
     packages=setuptools.find_packages(include=["pipeline", "pipeline.*", "transforms", "transforms.*"]),
+    # The tokenizer's stored table of alphanumeric code-point ranges.
+    package_data={"transforms.codecs": ["alnum_ranges.json"]},
     python_requires=">=3.10",
     install_requires=REQUIRED,
     extras_require={

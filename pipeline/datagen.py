@@ -104,12 +104,19 @@ class PrepareInputs(beam.PTransform):
         return scanned
 
 
-def build_encode_pass(p, chunks, vocab_paths, seed, problem, num_shards, shard_dir, rejects_dir,
-                      result_path, settings=None, earlier_rejects=()):
-    """Encodes `chunks`, writes shuffled shards, and all rejects (with those of `prepare`)."""
+def build_encode_pass(p, chunks, vocab_paths, seed, problem, num_shards, work_dirs, result_path,
+                      settings=None, earlier_rejects=()):
+    """Encodes `chunks`, writes shuffled shards, and all rejects (with those of `prepare`).
+
+    `work_dirs`: where shard fragments, shards and rejects files are written
+    ({"fragments", "shards", "rejects"}); the shard and rejects files are moved into place by
+    the driver once the books balance.
+    """
     encoded = (p | "Chunks" >> beam.Create(chunks)
-               | "Encode" >> EncodePairs(vocab_paths[0], vocab_paths[1], seed, num_shards, settings))
-    shards = encoded.records | "Write" >> WriteShuffledShards(problem, num_shards, shard_dir)
+               | "Encode" >> EncodePairs(vocab_paths[0], vocab_paths[1], seed, num_shards,
+                                         work_dirs["fragments"], settings))
+    shards = encoded.records | "Write" >> WriteShuffledShards(problem, num_shards,
+                                                              work_dirs["shards"])
     token_stats = (encoded.stats
                    | "SumTokenStats" >> beam.CombinePerKey(
                        lambda rows: [sum(column) for column in zip(*rows)])
@@ -119,7 +126,7 @@ def build_encode_pass(p, chunks, vocab_paths, seed, problem, num_shards, shard_d
         earlier = (p | "RejectFiles" >> beam.Create(list(earlier_rejects))
                    | "ReadRejects" >> beam.FlatMap(_read_rejects_file))
         rejects = (rejects, earlier) | "AllRejects" >> beam.Flatten()
-    written = rejects | "Rejects" >> WriteRejects(rejects_dir)
+    written = rejects | "Rejects" >> WriteRejects(work_dirs["rejects"])
     _ = {"shards": shards, "rejects": written, "tokens": token_stats} | (
         "Result" >> WriteJsonResult(result_path))
 
@@ -421,16 +428,15 @@ class DatagenJob:
         earlier = [p.rejects_path for split in sorted(prepared) for p in prepared[split]
                    if p.rejects_path]
         vocab_paths = self.encoder_vocab_paths(plan)
-        shard_dir = self.layout.work("shards")
-        rejects_dir = self.layout.work("rejects")
+        work_dirs = {name: self.layout.work(name) for name in ("fragments", "shards", "rejects")}
         result_path = self.layout.work("encode.json")
-        for d in (shard_dir, rejects_dir):
+        for d in work_dirs.values():
             _delete_tree(d)
             FileSystems.mkdirs(d)
 
         def build(p):
             build_encode_pass(p, chunks, vocab_paths, f.seed, f.problem, num_shards,
-                              shard_dir, rejects_dir, result_path, self._settings(), earlier)
+                              work_dirs, result_path, self._settings(), earlier)
 
         self.run_pass("encode %d chunks into %s" % (len(chunks), ", ".join(
             "%d %s shards" % (n, s) for s, n in sorted(num_shards.items()))), build)
@@ -507,7 +513,8 @@ class DatagenJob:
             dataclasses.asdict(ds), ds.source, ds.target or ds.source, no_facts, no_facts)]
         self.run_pass("encode (dry run)", lambda p: build_encode_pass(
             p, chunks, self.encoder_vocab_paths(plan), f.seed, f.problem, num_shards,
-            work("shards"), work("rejects"), work("encode.json"), self._settings(),
+            {name: work(name) for name in ("fragments", "shards", "rejects")},
+            work("encode.json"), self._settings(),
             [work("materialized", "x.rejects.jsonl")] if structured else ()))
         return {"status": "dry_run", "passes": self.pass_count, "problem": f.problem,
                 "runner": self.options.get_all_options().get("runner")}

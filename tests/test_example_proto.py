@@ -38,3 +38,10 @@ def test_loads_beside_tensorflow_and_twice():
     # a private descriptor pool: no clash with TensorFlow's tensorflow.Example, nor with itself
     a, b = Int64FeaturesWriter(), Int64FeaturesWriter()
     assert a.serialize({"inputs": [1]}) == b.serialize({"inputs": [1]}) == _tf_bytes({"inputs": [1]})
+
+
+def test_map_key_order_is_the_protobuf_runtime_order():
+    # the runtime's sorter puts a longer key before its own prefix ("ab" < "a" < "")
+    features = {k: [i, -i, 2 ** 40] for i, k in enumerate(
+        ["a", "b", "ab", "", "ba", "inputs", "targets", "aa", "b0", "é", "\U0001F600"])}
+    assert Int64FeaturesWriter().serialize(features) == _tf_bytes(features)

@@ -276,7 +276,7 @@ def test_save_and_reload(add_single_quotes, tmp_path):
     assert reloaded.subtoken_strings == encoder.subtoken_strings
     assert reloaded.subtoken_strings == list(t2t_reloaded.all_subtoken_strings)
     assert reloaded.alphabet == encoder.alphabet == t2t_reloaded._alphabet
-    assert reloaded._max_len == t2t_reloaded._max_subtoken_len
+    assert reloaded.max_subtoken_length == t2t_reloaded._max_subtoken_len
     assert reloaded._ids == t2t_reloaded._subtoken_string_to_id
 
 
@@ -350,7 +350,7 @@ def test_real_vocab_loads_like_t2t(real_vocab):
     assert ours.subtoken_strings == list(expected.all_subtoken_strings)
     assert ours.vocab_size == expected.vocab_size > 8000
     assert ours.alphabet == expected._alphabet
-    assert ours._max_len == expected._max_subtoken_len
+    assert ours.max_subtoken_length == expected._max_subtoken_len
     assert ours._ids == expected._subtoken_string_to_id
     with open(path, "rb") as f:
         raw = f.read()

@@ -235,3 +235,23 @@ def test_encode_equals_t2t(text):
 @given(st.lists(st.lists(piece, min_size=1, max_size=8).map("".join), max_size=12))
 def test_decode_equals_t2t_on_any_token_list(tokens):
     assert tokenizer.decode(tokens) == t2t.tokenizer.decode(tokens)
+
+
+def test_stored_alnum_table_is_what_unicodedata_says(monkeypatch, tmp_path):
+    """The stored table is used only for its own Unicode version, and then equals a fresh
+    computation; for another version (or no file) the ranges are computed."""
+    import json
+    import unicodedata
+    with open(tokenizer._TABLE_PATH, encoding="utf-8") as f:
+        table = json.load(f)
+    computed = tokenizer.compute_alnum_ranges()
+    if table["unidata_version"] == unicodedata.unidata_version:
+        assert tuple(tuple(r) for r in table["ranges"]) == computed
+    stale = tmp_path / "alnum_ranges.json"
+    stale.write_text(json.dumps({"unidata_version": "0.0", "ranges": [[65, 65]]}))
+    monkeypatch.setattr(tokenizer, "_TABLE_PATH", str(stale))
+    tokenizer._alnum_ranges.cache_clear()
+    try:
+        assert tokenizer._alnum_ranges() == computed
+    finally:
+        tokenizer._alnum_ranges.cache_clear()

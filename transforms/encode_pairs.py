@@ -5,16 +5,20 @@ where the range starts in both files (found by `ScanTextFiles`), so chunks are r
 different workers. The DoFn loads both vocabularies once per worker in `setup`, strips each
 line, encodes both sides and appends EOS, exactly as T2T's `text2text_generate_encoded`.
 Pairs with an empty side are rejected with a reason (T2T drops them silently); every other
-pair becomes a serialized `tf.train.Example` keyed for the deterministic shuffle.
+pair becomes a serialized `tf.train.Example` keyed for the deterministic shuffle; a chunk's
+records are written as one sorted fragment file per shard (`transforms.shard_fragments`), and
+only the fragments' names and counts go on to the shard writer.
 """
 
 import hashlib
 
 import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
 
 from transforms import file_io
 from transforms.example_proto import Int64FeaturesWriter
 from transforms.rejects import reject_record
+from transforms.shard_fragments import fragment_name, write_fragment
 from transforms.text_lines import decode_line, iter_raw_lines
 from transforms.vocab_kinds import eos_ids, load_vocab
 
@@ -35,8 +39,10 @@ def shard_of(key, num_shards):
 
 
 class _EncodeChunkFn(beam.DoFn):
-    def __init__(self, source_vocab_path, target_vocab_path, seed, num_shards, settings):
+    def __init__(self, source_vocab_path, target_vocab_path, seed, num_shards, fragment_dir,
+                 settings):
         self._paths = (source_vocab_path, target_vocab_path)
+        self._fragment_dir = fragment_dir
         self._seed = seed
         self._num_shards = num_shards  # {split: number of shards}
         self._on_invalid = settings.get("on_invalid_utf8", "error")
@@ -79,6 +85,7 @@ class _EncodeChunkFn(beam.DoFn):
         src_path, tgt_path = chunk["source"], chunk["target"]
         first, count = chunk["first_line"], chunk["num_lines"]
         num_shards = self._num_shards[split]
+        by_shard = {}  # shard -> [(key, dataset index, line number, record)]
         stats = [0, 0, 0, 0]  # source tokens, source OOV, target tokens, target OOV
         with file_io.open_text_source(src_path) as src, file_io.open_text_source(tgt_path) as tgt:
             if chunk["source_offset"]:
@@ -113,7 +120,14 @@ class _EncodeChunkFn(beam.DoFn):
                 record = self._examples.serialize({"inputs": self._ids(0, source, stats),
                                                    "targets": self._ids(1, target, stats)})
                 key = shuffle_key(self._seed, split, ds["index"], number)
-                yield (split, shard_of(key, num_shards)), (key, ds["index"], number, record)
+                by_shard.setdefault(shard_of(key, num_shards), []).append(
+                    (key, ds["index"], number, record))
+        for shard, entries in sorted(by_shard.items()):
+            path = FileSystems.join(self._fragment_dir,
+                                    fragment_name(split, shard, ds["index"], first))
+            write_fragment(path, entries)
+            yield (split, shard), {"path": path, "records": len(entries),
+                                   "by_dataset": [[ds["index"], len(entries)]]}
         yield beam.pvalue.TaggedOutput(STATS, (split, stats))
 
     def _unmatched(self, chunk):
@@ -161,13 +175,15 @@ def plan_chunks(ds, source_path, target_path, source_scan, target_scan):
 
 
 class EncodePairs(beam.PTransform):
-    """Chunks -> ((split, shard), (key, dataset index, line, serialized Example)), rejects,
-    and per-chunk token counts (split, [source tokens, source OOV, target tokens, target OOV])."""
+    """Chunks -> ((split, shard), fragment {path, records, by_dataset}) for each shard fragment
+    written under `fragment_dir`, rejects, and per-chunk token counts
+    (split, [source tokens, source OOV, target tokens, target OOV])."""
 
-    def __init__(self, source_vocab_path, target_vocab_path, seed, num_shards, settings=None):
+    def __init__(self, source_vocab_path, target_vocab_path, seed, num_shards, fragment_dir,
+                 settings=None):
         super().__init__()
         self._fn = _EncodeChunkFn(source_vocab_path, target_vocab_path, seed, num_shards,
-                                  settings or {})
+                                  fragment_dir, settings or {})
 
     def expand(self, chunks):
         return (chunks

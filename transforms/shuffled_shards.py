@@ -1,13 +1,12 @@
 """WriteShuffledShards: the deterministic global shuffle and the sharded TFRecord write.
 
-Every record arrives keyed by (split, shard) with a 64-bit key derived from the seed and its
-position (see `encode_pairs.shuffle_key`); a shard is a contiguous range of the key space and
-its records are written sorted by key. Neither depends on bundles, workers or the runner, so
-the same input and seed give byte-identical files everywhere. Files are written under a
+Every record has a 64-bit key derived from the seed and its position (see
+`encode_pairs.shuffle_key`); a shard is a contiguous range of the key space and its records are
+written sorted by key. The encode pass leaves each shard's records in sorted fragment files
+(`transforms.shard_fragments`); here the fragments of a shard are grouped by name and merged
+into the shard file. Neither the keys nor the merge depend on bundles, workers or the runner,
+so the same input and seed give byte-identical files everywhere. Files are written under a
 temporary directory; the driver renames them into place only after the whole job succeeded.
-
-Records are framed by Beam's own TFRecord code (`apache_beam.io.tfrecordio`), the same
-framing and masked CRC32C TensorFlow reads.
 """
 
 import json
@@ -15,7 +14,8 @@ import json
 import apache_beam as beam
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
-from apache_beam.io.tfrecordio import _TFRecordUtil
+
+from transforms.shard_fragments import merge_fragments
 
 
 def shard_file_name(problem, split, shard, num_shards):
@@ -31,15 +31,22 @@ class _WriteShardFn(beam.DoFn):
 
     def process(self, item):
         (split, shard), grouped = item
-        records = sorted(grouped["records"])
+        fragments = list(grouped["fragments"])
         name = shard_file_name(self._problem, split, shard, self._num_shards[split])
         path = FileSystems.join(self._tmp_dir, name)
-        by_dataset = {}
+        written = 0
         with FileSystems.create(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
-            for _, dataset_index, _, record in records:
-                _TFRecordUtil.write_record(f, record)
-                by_dataset[dataset_index] = by_dataset.get(dataset_index, 0) + 1
-        yield {"split": split, "shard": shard, "name": name, "records": len(records),
+            for _, framed in merge_fragments([frag["path"] for frag in fragments]):
+                f.write(framed)
+                written += 1
+        by_dataset = {}
+        for frag in fragments:
+            for dataset_index, count in frag["by_dataset"]:
+                by_dataset[dataset_index] = by_dataset.get(dataset_index, 0) + count
+        if written != sum(by_dataset.values()):
+            raise ValueError("%s: merged %d records, its fragments list %d"
+                             % (name, written, sum(by_dataset.values())))
+        yield {"split": split, "shard": shard, "name": name, "records": written,
                "by_dataset": sorted(by_dataset.items())}
 
 
@@ -63,7 +70,7 @@ class _WriteRejectsFn(beam.DoFn):
 
 
 class WriteShuffledShards(beam.PTransform):
-    """((split, shard), (key, pair_index, line, record)) -> one report per shard file written.
+    """((split, shard), fragment {path, records, by_dataset}) -> one report per shard file.
 
     Every shard of every split is written, empty ones included.
     """
@@ -74,11 +81,11 @@ class WriteShuffledShards(beam.PTransform):
         self._num_shards = dict(num_shards)
         self._tmp_dir = tmp_dir
 
-    def expand(self, records):
+    def expand(self, fragments):
         all_shards = [((split, shard), None)
                       for split, n in sorted(self._num_shards.items()) for shard in range(n)]
-        expected = records.pipeline | "AllShards" >> beam.Create(all_shards)
-        return ({"records": records, "expected": expected}
+        expected = fragments.pipeline | "AllShards" >> beam.Create(all_shards)
+        return ({"fragments": fragments, "expected": expected}
                 | "GroupByShard" >> beam.CoGroupByKey()
                 | "WriteShard" >> beam.ParDo(_WriteShardFn(self._problem, self._num_shards,
                                                            self._tmp_dir)))

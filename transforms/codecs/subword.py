@@ -10,6 +10,7 @@ only, exactly the bytes `SubwordTextEncoder.store_to_file` writes.
 """
 
 import re
+from itertools import chain
 
 from transforms.codecs import tokenizer
 
@@ -96,6 +97,42 @@ def parse_vocab_lines(lines):
     return out
 
 
+class _TokenIdsCache(dict):
+    """token -> subtoken ids, filled on a miss (`__missing__`), so a hit costs one C lookup.
+
+    " " maps to no ids: a single space between two other tokens is not a token (see
+    `tokenizer.split_runs`); `SubwordEncoder.encode` adds back the first and last one. The
+    cache is emptied when it reaches `limit` entries, which bounds a worker's memory.
+    """
+
+    def __init__(self, token_ids, limit):
+        super().__init__()
+        self._token_ids = token_ids
+        self._limit = limit
+        self[" "] = []
+
+    def __missing__(self, token):
+        ids = self._token_ids(token)
+        if len(self) >= self._limit:
+            self.clear()
+            self[" "] = []
+        self[token] = ids
+        return ids
+
+
+def _prefix_table(string_to_id):
+    """{every non-empty prefix of a subtoken: its id if it is a subtoken itself, else -1}.
+
+    Greedy longest match then walks forward while the text read so far is a prefix of some
+    subtoken, instead of trying every length from the longest subtoken's down.
+    """
+    table = dict(string_to_id)
+    for s in string_to_id:
+        for k in range(1, len(s)):
+            table.setdefault(s[:k], -1)
+    return table
+
+
 class SubwordEncoder:
     """Encodes text to subtoken ids and back, with a vocabulary learnt by Tensor2Tensor.
 
@@ -106,10 +143,9 @@ class SubwordEncoder:
     def __init__(self, subtoken_strings, cache_size=1 << 18):
         self.subtoken_strings = list(subtoken_strings)
         self._ids = {s: i for i, s in enumerate(self.subtoken_strings) if s}
-        self._max_len = max((len(s) for s in self.subtoken_strings), default=1)
+        self._prefixes = _prefix_table(self._ids)
         self.alphabet = frozenset(c for s in self.subtoken_strings for c in s) | ESCAPE_CHARS
-        self._cache = {}
-        self._cache_size = cache_size
+        self._cache = _TokenIdsCache(self._token_ids_uncached, cache_size)
 
     @classmethod
     def from_text(cls, text):
@@ -126,6 +162,11 @@ class SubwordEncoder:
             return cls.from_text(f.read().decode("utf-8"))
 
     @property
+    def max_subtoken_length(self):
+        """Length of the longest subtoken (T2T's `_max_subtoken_len`)."""
+        return max((len(s) for s in self.subtoken_strings), default=1)
+
+    @property
     def vocab_size(self):
         return len(self.subtoken_strings)
 
@@ -134,22 +175,50 @@ class SubwordEncoder:
 
     def token_to_ids(self, token):
         """Ids of one token (a string as `tokenizer.encode` yields it)."""
-        ids = self._cache.get(token)
-        if ids is None:
+        if token == " ":
+            return self._token_ids_uncached(token)
+        return self._cache[token]
+
+    def _token_ids_uncached(self, token):
+        if self.alphabet.issuperset(token):
+            escaped = escape_token_all_known(token)
+        else:
             escaped = escape_token(token, self.alphabet)
-            starts = segment(escaped, self._ids, self._max_len)
-            bounds = starts[1:] + [len(escaped)]
-            ids = [self._ids[escaped[a:b]] for a, b in zip(starts, bounds)]
-            if len(self._cache) >= self._cache_size:
-                self._cache.clear()
-            self._cache[token] = ids
+        return self._segment_ids(escaped)
+
+    def _segment_ids(self, escaped):
+        """Greedy longest-match ids of an escaped token (as `segment`, by a prefix walk)."""
+        prefixes = self._prefixes
+        ids = []
+        start = 0
+        n = len(escaped)
+        while start < n:
+            best_end = start
+            end = start + 1
+            while end <= n:
+                found = prefixes.get(escaped[start:end])
+                if found is None:
+                    break
+                if found >= 0:
+                    best_end, best_id = end, found
+                end += 1
+            if best_end == start:
+                raise ValueError("no subtoken matches %r at offset %d" % (escaped, start))
+            ids.append(best_id)
+            start = best_end
         return ids
 
     def encode(self, text):
         """Text -> list of subtoken ids (without EOS)."""
-        ids = []
-        for token in tokenizer.encode(text):
-            ids.extend(self.token_to_ids(token))
+        runs = tokenizer.split_runs(text)
+        if not runs:
+            return []
+        ids = list(chain.from_iterable(map(self._cache.__getitem__, runs)))
+        # The cache maps " " to nothing; a first or last single space is a token.
+        if runs[0] == " ":
+            ids[:0] = self.token_to_ids(" ")
+        if runs[-1] == " " and len(runs) > 1:
+            ids.extend(self.token_to_ids(" "))
         return ids
 
     def decode(self, ids, strip_extraneous=False):

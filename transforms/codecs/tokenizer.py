@@ -11,17 +11,22 @@ characters differently from Tensor2Tensor running on the same Python.
 """
 
 import functools
+import json
+import os
 import re
 import sys
 import unicodedata
 
 
-@functools.lru_cache(maxsize=1)
-def _alnum_ranges():
+_TABLE_PATH = os.path.join(os.path.dirname(__file__), "alnum_ranges.json")
+
+
+def compute_alnum_ranges():
     """Code-point ranges [(lo, hi), ...] of categories L* and N*, below sys.maxunicode.
 
     Tensor2Tensor enumerates `range(sys.maxunicode)`, so U+10FFFF itself is excluded (it is
-    unassigned anyway).
+    unassigned anyway). Asking `unicodedata` about 1.1M code points takes ~0.4 s, in every
+    process that tokenizes: `_alnum_ranges` reads a stored copy instead when it can.
     """
     ranges = []
     start = None
@@ -35,6 +40,20 @@ def _alnum_ranges():
     if start is not None:
         ranges.append((start, sys.maxunicode - 1))
     return tuple(ranges)
+
+
+@functools.lru_cache(maxsize=1)
+def _alnum_ranges():
+    """`compute_alnum_ranges()`, from the table stored beside this module when it was made
+    with this Python's Unicode version (`python -m transforms.codecs.tokenizer` writes it)."""
+    try:
+        with open(_TABLE_PATH, encoding="utf-8") as f:
+            table = json.load(f)
+        if table["unidata_version"] == unicodedata.unidata_version:
+            return tuple(tuple(r) for r in table["ranges"])
+    except (OSError, ValueError, KeyError):
+        pass
+    return compute_alnum_ranges()
 
 
 def _class_body(bmp_only=False):
@@ -70,11 +89,24 @@ def is_alnum_char(char):
     return _alnum_char_pattern().match(char) is not None
 
 
+_ABOVE_BMP = re.compile("[\U00010000-\U0010FFFF]")
+
+
+def split_runs(text):
+    """Maximal runs of alphanumeric or of non-alphanumeric characters, in order.
+
+    `encode` is these runs without the single spaces between two other runs; encoders that
+    map a run to ids may instead map " " to nothing and add the first/last one back.
+    """
+    bmp_only = text.isascii() or _ABOVE_BMP.search(text) is None
+    return _run_pattern(bmp_only).findall(text)
+
+
 def encode(text):
     """Splits a unicode string into tokens, exactly as `tensor2tensor...tokenizer.encode`."""
     if not text:
         return []
-    runs = _run_pattern(max(text) < "\U00010000").findall(text)
+    runs = split_runs(text)
     if len(runs) <= 2:
         return runs
     # Drop single-space tokens except the first and the last one.
@@ -94,3 +126,12 @@ def decode(tokens):
         out.append(token)
         prev_alnum = alnum
     return "".join(out)
+
+
+if __name__ == "__main__":
+    with open(_TABLE_PATH, "w", encoding="utf-8") as out:
+        json.dump({"unidata_version": unicodedata.unidata_version,
+                   "about": "Code-point ranges of Unicode categories L* and N* (see "
+                            "tokenizer.compute_alnum_ranges); regenerate with "
+                            "python -m transforms.codecs.tokenizer",
+                   "ranges": compute_alnum_ranges()}, out, separators=(",", ":"))

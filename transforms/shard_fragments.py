@@ -1,0 +1,61 @@
+"""Shard fragments: one encode bundle's records of one shard, sorted, in a work file.
+
+The global shuffle needs every record of a shard in one place, in shuffle-key order. Sending
+the records themselves through a GroupByKey costs a pickle per record, a round trip through the
+runner (which, on local runners, holds all of them in memory) and a copy into the writer. So an
+encode bundle writes, per shard, one file of its records sorted by key, and only the file's name
+and counts cross the shuffle; the shard writer merges the fragments of its shard (`heapq.merge`),
+streaming, in memory bounded by one record per fragment.
+
+A fragment is a sequence of entries: a 20-byte header (shuffle key u64, dataset index u32, line
+number u32, record length u32, little-endian) and the record already framed as TFRecord, so the
+merge only copies bytes. Entries are ordered by (key, dataset index, line number), the order of
+the final shard file; the line number breaks ties, so the order never depends on the runner.
+"""
+
+import heapq
+import struct
+
+from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.io.filesystems import FileSystems
+
+from transforms.tfrecord_framing import frame_record
+
+_HEADER = struct.Struct("<QIII")
+FRAMING_BYTES = 16  # TFRecord: length u64, its masked CRC u32, data, data's masked CRC u32
+
+
+def fragment_name(split, shard, dataset_index, first_line):
+    """One name per (shard, encode chunk): a retried bundle rewrites the same file."""
+    return "%s-%05d-d%d-l%d.frag" % (split, shard, dataset_index, first_line)
+
+
+def write_fragment(path, entries):
+    """Writes `entries` [(key, dataset index, line number, record bytes)] sorted, atomically
+    (a temporary name, then a rename), so a fragment that exists is whole."""
+    tmp = path + ".tmp"
+    with FileSystems.create(tmp, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+        for key, dataset_index, number, record in sorted(entries):
+            f.write(_HEADER.pack(key, dataset_index, number, len(record)) + frame_record(record))
+    FileSystems.rename([tmp], [path])
+
+
+def read_fragment(path):
+    """Yields ((key, dataset index, line number), framed record bytes) in file order."""
+    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+        while True:
+            header = f.read(_HEADER.size)
+            if not header:
+                return
+            if len(header) != _HEADER.size:
+                raise ValueError("%s: fragment ends inside an entry header" % path)
+            key, dataset_index, number, length = _HEADER.unpack(header)
+            framed = f.read(length + FRAMING_BYTES)
+            if len(framed) != length + FRAMING_BYTES:
+                raise ValueError("%s: fragment ends inside a record" % path)
+            yield (key, dataset_index, number), framed
+
+
+def merge_fragments(paths):
+    """((key, dataset index, line number), framed record) of all fragments, in key order."""
+    return heapq.merge(*(read_fragment(p) for p in sorted(paths)), key=lambda entry: entry[0])
