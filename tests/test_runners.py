@@ -155,16 +155,16 @@ def _visible_shards(out):
 
 def test_crash_while_writing_leaves_nothing_visible_and_rerun_keeps_the_vocab(
         tmp_path, baseline, corpus, monkeypatch):
-    original = shuffled_shards._TFRecordUtil.write_record
+    original = shuffled_shards.frame_record
     written = []
 
-    def failing_write(f, record):
+    def failing_frame(record):
         written.append(1)
         if len(written) > 50:
             raise OSError("disk died in the middle of a shard")
-        original(f, record)
+        return original(record)
 
-    monkeypatch.setattr(shuffled_shards._TFRecordUtil, "write_record", failing_write)
+    monkeypatch.setattr(shuffled_shards, "frame_record", failing_frame)
     out = tmp_path / "out"
     with pytest.raises(Exception, match="disk died"):
         run_datagen(out, *corpus, *FLAGS, runner=FNAPI)
@@ -178,7 +178,7 @@ def test_crash_while_writing_leaves_nothing_visible_and_rerun_keeps_the_vocab(
     assert sorted(n for n in os.listdir(out) if n.startswith("vocab.")) == [
         "vocab.p.300.subwords.en", "vocab.p.300.subwords.zh"]
 
-    monkeypatch.setattr(shuffled_shards._TFRecordUtil, "write_record", original)
+    monkeypatch.setattr(shuffled_shards, "frame_record", original)
     summary = run_datagen(out, *corpus, *FLAGS, runner=FNAPI)
     assert summary["status"] == "complete"
     assert summary["passes"] == 2  # scan + encode: the vocab passes were not run again
@@ -222,10 +222,10 @@ def test_failed_overwrite_is_not_left_looking_complete(tmp_path, baseline, corpu
     out = tmp_path / "out"
     shutil.copytree(baseline[0], out)
 
-    def failing_write(f, record):
+    def failing_frame(record):
         raise OSError("disk died")
 
-    monkeypatch.setattr(shuffled_shards._TFRecordUtil, "write_record", failing_write)
+    monkeypatch.setattr(shuffled_shards, "frame_record", failing_frame)
     with pytest.raises(Exception, match="disk died"):
         run_datagen(out, *corpus, *FLAGS, "--overwrite", runner=FNAPI)
     assert not os.path.exists(out / "p.DATAGEN_COMPLETE")

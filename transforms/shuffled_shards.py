@@ -6,8 +6,8 @@ its records are written sorted by key. Neither depends on bundles, workers or th
 the same input and seed give byte-identical files everywhere. Files are written under a
 temporary directory; the driver renames them into place only after the whole job succeeded.
 
-Records are framed by Beam's own TFRecord code (`apache_beam.io.tfrecordio`), the same
-framing and masked CRC32C TensorFlow reads.
+Records are framed by `transforms.tfrecord_framing` (length, data and their masked CRC32Cs),
+the framing TensorFlow's TFRecord reader expects.
 """
 
 import json
@@ -15,7 +15,8 @@ import json
 import apache_beam as beam
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
-from apache_beam.io.tfrecordio import _TFRecordUtil
+
+from transforms.tfrecord_framing import frame_record
 
 
 def shard_file_name(problem, split, shard, num_shards):
@@ -37,7 +38,7 @@ class _WriteShardFn(beam.DoFn):
         by_dataset = {}
         with FileSystems.create(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
             for _, dataset_index, _, record in records:
-                _TFRecordUtil.write_record(f, record)
+                f.write(frame_record(record))
                 by_dataset[dataset_index] = by_dataset.get(dataset_index, 0) + 1
         yield {"split": split, "shard": shard, "name": name, "records": len(records),
                "by_dataset": sorted(by_dataset.items())}
