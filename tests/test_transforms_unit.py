@@ -269,12 +269,14 @@ def test_learn_subword_vocabs_equals_the_reference_learner(tiny_counts, tmp_path
 
 
 def test_learn_subword_vocabs_does_no_work_once_the_search_is_decided(tiny_counts):
+    from transforms.codecs.subword_index import TokenIndex
     counts = tiny_counts["en"]
     alphabet = sorted(learner.build_alphabet(counts))
+    index = TokenIndex.build(counts.items(), 200)
     known = {}
 
     def size_of(min_count, _lo, _hi):
-        known[min_count] = len(learner.refine(counts.items(), alphabet, [min_count], 200)[min_count])
+        known[min_count] = len(learner.refine_indexed(index, alphabet, [min_count])[min_count])
         return known[min_count]
 
     learner.bisect_min_count(TARGET, size_of)
