@@ -211,6 +211,7 @@ def test_learn_vocab_matches_t2t(corpus, name, target_size, max_subtoken_length,
     assert_same_vocab(ours, expected)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("max_subtoken_length", MAX_SUBTOKEN_LENGTHS)
 @pytest.mark.parametrize("target_size", TARGETS)
 @pytest.mark.parametrize("name", CORPORA["envi-nmt-testdata"])
