@@ -17,7 +17,8 @@ transformers' pure-Python GPT2Tokenizer, tiktoken and Hugging Face tokenizers.
 
 2. Learning (vocab --vocab_size 8192, --min_frequency 2, special token <|endoftext|>), per
    language, on the first --train_lines lines (default 0 = the whole file), each side in its own
-   fresh subprocess that reports its own peak RSS (VmHWM):
+   fresh subprocess whose peak RSS (over its process tree) is sampled with psutil every
+   --sample_interval s (benchmarks/process_memory.py):
 
    - ours:       pretokenize + count the lines (Counter), then learn_byte_bpe(counts, ...)
    - tokenizers: ByteLevelBPETokenizer().train_from_iterator(lines, ...) with
@@ -25,6 +26,8 @@ transformers' pure-Python GPT2Tokenizer, tiktoken and Hugging Face tokenizers.
 
    Both processes hold the same list of lines; "base MB" is the RSS right after reading them.
    The files both write are compared (vocab.json, merges.txt).
+
+The bench files are DATA_DIR/train.en.xz and DATA_DIR/train.zh.xz (--data_dir), or --files.
 
 Usage (from the repository root, with the project venv):
 
@@ -43,13 +46,17 @@ import sys
 import tempfile
 import time
 
+import psutil  # requirements-test.txt; not a runtime dependency of the job
+
+from process_memory import TreeSampler
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO_ROOT = os.path.dirname(HERE)
 if REPO_ROOT not in sys.path:
     sys.path.insert(0, REPO_ROOT)
 
-BENCH_DIR = "/work/shared/data/bench/enzh-wmt21-24"
-DEFAULT_FILES = [os.path.join(BENCH_DIR, "train.en.xz"), os.path.join(BENCH_DIR, "train.zh.xz")]
+DEFAULT_DATA_DIR = "/work/shared/data/bench/enzh-wmt21-24"   # --data_dir
+DATA_FILES = ("train.en.xz", "train.zh.xz")
 GPT2_DIR = os.path.join(REPO_ROOT, "tests", "data", "gpt2")
 ENCODER_JSON = os.path.join(GPT2_DIR, "encoder.json")
 VOCAB_BPE = os.path.join(GPT2_DIR, "vocab.bpe")
@@ -69,13 +76,9 @@ def read_lines(path, limit=0):
     return lines
 
 
-def rss_mb(field="VmRSS"):
-    """This process's current RSS (VmRSS) or peak RSS (VmHWM) in MB, from /proc."""
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1]) / 1024.0
-    return float("nan")
+def rss_mb():
+    """This process's current RSS in MB."""
+    return psutil.Process().memory_info().rss / 2.0 ** 20
 
 
 # --------------------------------------------------------------------------------------
@@ -210,9 +213,6 @@ def train_in_this_process(side, sample, out_dir, vocab_size, min_frequency):
         record["seconds"] = time.perf_counter() - start
         tok.save_model(out_dir)
         record["vocab_size"] = tok.get_vocab_size()
-    # VmHWM: this process's own high-water mark. (wait4's ru_maxrss would also count the
-    # parent's RSS at fork time, which Linux carries over exec.)
-    record["peak_mb"] = rss_mb("VmHWM")
     print(json.dumps(record))
 
 
@@ -224,11 +224,21 @@ def run_training(side, sample, out_dir, args):
     env = dict(os.environ, RAYON_NUM_THREADS=str(args.hf_threads), TOKENIZERS_PARALLELISM="true")
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, env=env, cwd=REPO_ROOT)
-    out = proc.stdout.read()
-    if proc.wait():
-        raise RuntimeError("%s training failed (exit %d)" % (side, proc.returncode))
+    # The peak is sampled from outside: the child's own rusage high-water mark would also
+    # count the parent's RSS at fork time, which Linux carries over exec.
+    sampler = TreeSampler(proc.pid, args.sample_interval, 0)
+    sampler.start()
+    try:
+        out = proc.stdout.read()
+        returncode = proc.wait()
+    finally:
+        sampler.stop()
+    if returncode:
+        raise RuntimeError("%s training failed (exit %d)" % (side, returncode))
     record = json.loads(out.decode().strip().splitlines()[-1])
     record["wall_seconds"] = time.perf_counter() - start
+    record["peak_mb"] = sampler.peak_bytes / 2.0 ** 20
+    record["memory_sampler"] = "psutil %s, every %g s" % (psutil.__version__, args.sample_interval)
     return record
 
 
@@ -305,8 +315,9 @@ def report(encode_rows, train_rows, args):
             ])
         parts.append(
             "Learning, vocab %d, min_frequency %d, tokenizers with RAYON_NUM_THREADS=%d; peak MB\n"
-            "is each process's VmHWM and includes the lines it holds (base MB: RSS after reading)\n"
-            % (args.vocab_size, args.min_frequency, args.hf_threads)
+            "is each process tree's peak RSS (psutil, every %g s) and includes the lines it holds\n"
+            "(base MB: RSS after reading)\n"
+            % (args.vocab_size, args.min_frequency, args.hf_threads, args.sample_interval)
             + table(header, rows)
         )
     return "\n\n".join(parts)
@@ -318,7 +329,10 @@ def main(argv=None):
         side, sample, out_dir, vocab_size, min_frequency = argv[1:]
         return train_in_this_process(side, sample, out_dir, int(vocab_size), int(min_frequency))
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--files", nargs="+", default=DEFAULT_FILES, help="plain or .xz text files")
+    parser.add_argument("--data_dir", default=DEFAULT_DATA_DIR,
+                        help="directory holding %s (default %%(default)s)" % " and ".join(DATA_FILES))
+    parser.add_argument("--files", nargs="+", default=None,
+                        help="plain or .xz text files (default: the two files in --data_dir)")
     parser.add_argument("--lines", type=int, default=20000, help="lines per file for encoding")
     parser.add_argument("--train_lines", type=int, default=0, help="lines per file for learning (0 = all)")
     parser.add_argument("--repeats", type=int, default=3, help="encoding runs per tokenizer (best kept)")
@@ -329,7 +343,14 @@ def main(argv=None):
     parser.add_argument("--skip_train", action="store_true")
     parser.add_argument("--work_dir", help="keep samples and learned files here (default: a temp dir)")
     parser.add_argument("--json_out", help="write all measurements to this JSON file")
+    parser.add_argument("--sample_interval", type=float, default=0.05,
+                        help="seconds between memory samples of a learning subprocess")
     args = parser.parse_args(argv)
+    if args.files is None:
+        args.files = [os.path.join(args.data_dir, name) for name in DATA_FILES]
+    missing = [path for path in args.files if not os.path.exists(path)]
+    if missing:
+        parser.error("no such file: %s (see --data_dir, --files)" % ", ".join(missing))
     os.environ["RAYON_NUM_THREADS"] = "1"  # encoding is measured on one core
 
     encode_rows = [] if args.skip_encode else bench_encode(args.files, args.lines, args.repeats)

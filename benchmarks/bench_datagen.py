@@ -38,8 +38,8 @@ largest single process (also taken from the exact kernel high-water mark of wait
 ru_maxrss, which covers the child and its reaped descendants): peak_mb = max(tree sum, largest
 single process). PSS (psutil memory_full_info().pss, summed) is sampled every --pss_interval s.
 
-Needs psutil, which is not in requirements.txt / setup.py: `pip install psutil` (it is in the
-project's .venv).
+Needs psutil (benchmarks/process_memory.py samples the tree with it); it is in
+requirements-test.txt, not in the job's runtime requirements.
 
 Run with the project's virtualenv (it has tensor2tensor + tensorflow):
 
@@ -63,10 +63,11 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 
-import psutil  # not in requirements.txt / setup.py: pip install psutil
+import psutil  # requirements-test.txt; not a runtime dependency of the job
+
+from process_memory import TreeSampler
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO_ROOT = os.path.dirname(HERE)
@@ -114,88 +115,6 @@ T2T_REFERENCE_NOTE = ("T2T figures are from a stored reference run (not run here
 # Process-tree measurement
 # --------------------------------------------------------------------------------------
 
-def _tree_rss(root):
-    """RSS over a psutil.Process and all of its live descendants.
-
-    Returns (sum of RSS in bytes, largest single RSS in bytes, (pid, name) of that process,
-    the live processes). Processes that vanish or turn zombie mid-scan are skipped."""
-    try:
-        procs = [root] + root.children(recursive=True)
-    except psutil.Error:
-        return 0, 0, None, []
-    total = largest = 0
-    largest_proc, live = None, []
-    for proc in procs:
-        try:
-            rss = proc.memory_info().rss
-        except psutil.Error:
-            continue
-        if not rss:  # a zombie's statm reads 0
-            continue
-        live.append(proc)
-        total += rss
-        if rss > largest:
-            largest, largest_proc = rss, proc
-    ident = None
-    if largest_proc is not None:
-        try:
-            ident = (largest_proc.pid, largest_proc.name())
-        except psutil.Error:
-            ident = (largest_proc.pid, "?")
-    return total, largest, ident, live
-
-
-def _pss_bytes(procs):
-    """Sum of PSS (shared pages split between the processes mapping them) over procs
-    (psutil memory_full_info().pss; reads /proc/PID/smaps_rollup)."""
-    total = 0
-    for proc in procs:
-        try:
-            total += proc.memory_full_info().pss
-        except psutil.Error:
-            continue
-    return total
-
-
-class _TreeSampler(threading.Thread):
-    """Samples, with psutil, the RSS of a process tree every `interval` s: summed over the
-    processes and of the largest single process; and its PSS every `pss_interval` s (reading
-    smaps_rollup costs a few ms per process)."""
-
-    def __init__(self, pid, interval, pss_interval):
-        super().__init__(daemon=True)
-        self.pid, self.interval, self.pss_interval = pid, interval, pss_interval
-        self.peak_bytes, self.peak_pss_bytes, self.max_procs = 0, 0, 0
-        self.peak_single_bytes, self.peak_single_process = 0, None
-        self.samples = []  # (unix time, rss bytes summed over the tree, largest single rss)
-        self._stop_event = threading.Event()
-
-    def run(self):
-        try:
-            root = psutil.Process(self.pid)
-        except psutil.Error:
-            return  # exited (and reaped) before the first sample
-        next_pss = 0.0
-        while True:
-            total, largest, ident, procs = _tree_rss(root)
-            if total:
-                now = time.time()
-                self.samples.append((now, total, largest))
-                self.peak_bytes = max(self.peak_bytes, total)
-                if largest > self.peak_single_bytes:
-                    self.peak_single_bytes, self.peak_single_process = largest, ident
-                self.max_procs = max(self.max_procs, len(procs))
-                if self.pss_interval > 0 and now >= next_pss:
-                    self.peak_pss_bytes = max(self.peak_pss_bytes, _pss_bytes(procs))
-                    next_pss = now + self.pss_interval
-            if self._stop_event.wait(self.interval):
-                return
-
-    def stop(self):
-        self._stop_event.set()
-        self.join()
-
-
 def run_measured(cmd, log_prefix, cwd=None, env=None, interval=0.1, pss_interval=0.5):
     """Runs cmd in a fresh subprocess; returns wall time, peak RSS and exit status.
 
@@ -206,7 +125,7 @@ def run_measured(cmd, log_prefix, cwd=None, env=None, interval=0.1, pss_interval
         t0 = time.perf_counter()
         start_unix = time.time()
         proc = subprocess.Popen(cmd, stdout=out, stderr=err, cwd=cwd, env=env)
-        sampler = _TreeSampler(proc.pid, interval, pss_interval)
+        sampler = TreeSampler(proc.pid, interval, pss_interval)
         sampler.start()
         try:
             _, status, rusage = os.wait4(proc.pid, 0)

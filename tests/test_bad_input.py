@@ -31,6 +31,7 @@ def _rejects(out, split="train"):
 
 
 
+@pytest.mark.slow
 def test_misaligned_lines_rejected_on_request(tmp_path):
     src, tgt = _files(tmp_path, b"one\ntwo\nthree\nfour\n", "一\n二\n".encode())
     out = with_t2t_vocab(tmp_path / "out")
@@ -44,6 +45,7 @@ def test_misaligned_lines_rejected_on_request(tmp_path):
         ("line 3", "unmatched_source_line", "three"), ("line 4", "unmatched_source_line", "four")]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["error", "reject", "replace"])
 def test_invalid_utf8_modes(tmp_path, mode):
     src, tgt = _files(tmp_path, b"good one\nbad \xc3\x28 one\nlast\n", "好\n坏\n最后\n".encode())
@@ -65,6 +67,7 @@ def test_invalid_utf8_modes(tmp_path, mode):
         assert (train["pairs_written"], train["pairs_rejected"]) == (3, 0)
 
 
+@pytest.mark.slow
 def test_max_line_chars_rejects_long_pairs(tmp_path):
     src, tgt = _files(tmp_path, ("short\n" + "long " * 30 + "\n").encode(), "短\n长\n".encode())
     out = with_t2t_vocab(tmp_path / "out")
@@ -73,6 +76,7 @@ def test_max_line_chars_rejects_long_pairs(tmp_path):
     assert summary["splits"]["train"]["rejected_by_reason"] == {"line_too_long": 1}
 
 
+@pytest.mark.slow
 def test_crlf_nul_and_control_characters_are_kept_as_text(tmp_path):
     """CRLF line ends lose the \\r (as T2T's reader); NUL and other control characters are
     ordinary non-alphanumeric characters: encoded (escaped if outside the vocab), not dropped."""
@@ -88,6 +92,7 @@ def test_crlf_nul_and_control_characters_are_kept_as_text(tmp_path):
     assert sorted(en.decode(list(i[:-1])) for i in inputs) == ["a\x00b", "bell\x07 here"]
 
 
+@pytest.mark.slow
 def test_tsv_invalid_utf8_replace_decodes_instead_of_rejecting(tmp_path):
     tsv = tmp_path / "c.tsv"
     tsv.write_bytes("good\t好\n".encode() + b"bad \xff byte\t" + "坏\n".encode())
@@ -98,6 +103,7 @@ def test_tsv_invalid_utf8_replace_decodes_instead_of_rejecting(tmp_path):
     assert summary["splits"]["train"]["pairs_written"] == 2
 
 
+@pytest.mark.slow
 def test_input_with_no_text_at_all_balances(tmp_path):
     src, tgt = _files(tmp_path, b"\n  \n\n", b"\n\n \n")
     summary = run_datagen(tmp_path / "out", src, tgt, "--problem", "p", "--vocab_size", 100,

@@ -307,6 +307,7 @@ def test_cache_is_bounded():
 # ---------------------------------------------------------------------------- hypothesis
 
 
+@pytest.mark.slow
 @HYPOTHESIS
 @given(st.text())
 @example("\U0010FFFF\u0378 \ufffe")
@@ -336,6 +337,7 @@ def test_roundtrip_and_tiktoken_parity_tricky_text(gpt2, tiktoken_gpt2, text):
 # ---------------------------------------------------------------------------- files
 
 
+@pytest.mark.slow
 def test_hf_format_round_trip(gpt2, tmp_path):
     vocab_path, merges_path = gpt2.save(str(tmp_path))
     assert sorted(os.listdir(tmp_path)) == ["merges.txt", "vocab.json"]
@@ -481,6 +483,7 @@ def test_learned_files_load_in_transformers(learned):
         assert [tok.encode(line) for line in lines] == [learned["ours"].encode(line) for line in lines]
 
 
+@pytest.mark.slow
 def test_learner_is_deterministic(learned):
     counts = learned["counts"]
     items = list(counts.items())

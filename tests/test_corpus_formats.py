@@ -357,6 +357,7 @@ class _GeneratedTmx:
         return out
 
 
+@pytest.mark.slow
 def test_tmx_memory_stays_flat():
     tus = 30000  # about 4 MB of TMX
     tracemalloc.start()

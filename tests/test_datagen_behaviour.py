@@ -13,6 +13,9 @@ from pipeline import datagen
 from datagen_helpers import (DATA_DIR, DIRECT_1, output_bytes, read_examples,
                                    run_datagen, shard_files)
 
+# Every test runs the whole job (or its first passes): the full suite only.
+pytestmark = pytest.mark.slow
+
 FLAGS = ["--problem", "p", "--vocab_size", 400, "--num_train_shards", 4, "--seed", 3,
          "--dev_source", None, "--dev_target", None]
 

@@ -9,6 +9,9 @@ import pytest
 from datagen_helpers import DATA_DIR, read_examples, run_datagen, shard_files, t2t_pairs
 import t2t_reference as t2t
 
+# Each case is a whole multi-pass job checked against T2T: the full suite only.
+pytestmark = pytest.mark.slow
+
 CASES = [
     # corpus dir, source, target, vocab size, max_subtoken_length, shared, byte budget, extra
     # Small byte budgets make T2T's sampler skip lines (stride) and stop early (budget).

@@ -33,6 +33,7 @@ def _all_inputs(out, split="train"):
 
 
 
+@pytest.mark.slow
 def test_mixed_formats_in_one_run(tmp_path):
     mlqe = os.path.join(DATA_DIR, "enzh-mlqe-pe")
     tgz = tmp_path / "mlqe-dev.tgz"
@@ -77,6 +78,7 @@ def _tmx(path, units):
     return str(path)
 
 
+@pytest.mark.slow
 def test_tmx_learns_a_vocab_and_rejects_units_missing_a_side(tmp_path):
     real = os.path.join(FORMATS, "en-es.head800.tmx")
     out = tmp_path / "out"
@@ -107,6 +109,7 @@ def test_tmx_learns_a_vocab_and_rejects_units_missing_a_side(tmp_path):
     assert sorted(en.decode(list(i[:-1])) for i in _all_inputs(out3)) == ["Bye \u263a", "Hello & welcome"]
 
 
+@pytest.mark.slow
 def test_sgm_pairs_by_id_not_position(tmp_path):
     with open(ZH_SGM, encoding="utf-8") as f:
         lines = f.read().splitlines(keepends=True)
@@ -168,6 +171,7 @@ def _corpora(draw):
     return kind, src, tgt, options
 
 
+@pytest.mark.slow
 @settings(max_examples=10, deadline=None, suppress_health_check=list(HealthCheck))
 @given(case=_corpora())
 def test_fuzz_ends_in_a_clear_error_or_balanced_books(tmp_path_factory, case):

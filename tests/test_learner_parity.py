@@ -197,6 +197,7 @@ def test_t2t_sampling_model_edge_cases(tmp_path, budget):
 LEARN_VARIANTS = [(200, 1), (None, 5)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("max_subtoken_length,num_partitions", LEARN_VARIANTS,
                          ids=["msl%s-p%d" % v for v in LEARN_VARIANTS])
 @pytest.mark.parametrize("target_size", TARGETS)
@@ -210,6 +211,7 @@ def test_learn_vocab_matches_t2t(corpus, name, target_size, max_subtoken_length,
     assert_same_vocab(ours, expected)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("max_subtoken_length", MAX_SUBTOKEN_LENGTHS)
 @pytest.mark.parametrize("target_size", TARGETS)
 @pytest.mark.parametrize("name", CORPORA["envi-nmt-testdata"])
@@ -236,6 +238,7 @@ def test_small_budget_sample(corpus, name, samples):
     assert our_token_counts(sample.lines) == sample.token_counts
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("corpus,name", SIDES, ids=SIDE_IDS)
 def test_learn_vocab_small_budget_matches_t2t_datagen_path(corpus, name, samples):
     path = corpus_path(corpus, name)
@@ -262,6 +265,7 @@ REFINE_CASES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("num_partitions", [1, 5])
 @pytest.mark.parametrize(
     "corpus,name,max_lines,min_counts,max_subtoken_length,num_iterations", REFINE_CASES,

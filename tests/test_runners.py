@@ -43,6 +43,7 @@ def baseline(tmp_path_factory, corpus):
     return out, summary
 
 
+@pytest.mark.slow
 def test_direct_runner_two_processes_matches_fnapi(tmp_path, baseline, corpus):
     run_datagen(tmp_path / "mp2", *corpus, *FLAGS, runner=DIRECT_MP2)
     assert output_bytes(tmp_path / "mp2") == output_bytes(baseline[0])
@@ -101,6 +102,7 @@ def portable_services(tmp_path_factory):
                 pass
 
 
+@pytest.mark.slow
 def test_portable_runner_with_external_workers_matches_fnapi(tmp_path, baseline, corpus,
                                                              portable_services):
     job_port, pool_port = portable_services
@@ -117,6 +119,7 @@ GCS_ARGS = ["--train_source", "gs://my-bucket/data/train.en", "--train_target",
             "gs://my-bucket/data/train.zh", "--output_dir", "gs://my-bucket/out"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("extra,passes", [
     # line files: the prepare stage rides along the first vocab pass, then a later vocab
     # pass and the encode pass
@@ -153,6 +156,7 @@ def _visible_shards(out):
     return glob.glob(os.path.join(str(out), "p-train*")) + glob.glob(os.path.join(str(out), "p-dev*"))
 
 
+@pytest.mark.slow
 def test_crash_while_writing_leaves_nothing_visible_and_rerun_keeps_the_vocab(
         tmp_path, baseline, corpus, monkeypatch):
     original = shuffled_shards.merge_fragments
@@ -187,6 +191,7 @@ def test_crash_while_writing_leaves_nothing_visible_and_rerun_keeps_the_vocab(
     assert output_bytes(out) == output_bytes(baseline[0])
 
 
+@pytest.mark.slow
 def test_kill_9_during_encoding_then_rerun_completes(tmp_path, baseline):
     """A bigger input (7,000 pairs) so the encode pass is long enough to be killed inside."""
     out = tmp_path / "out"
@@ -219,6 +224,7 @@ def test_kill_9_during_encoding_then_rerun_completes(tmp_path, baseline):
     assert not os.path.exists(out / ".datagen-work")
 
 
+@pytest.mark.slow
 def test_failed_overwrite_is_not_left_looking_complete(tmp_path, baseline, corpus, monkeypatch):
     out = tmp_path / "out"
     shutil.copytree(baseline[0], out)
@@ -234,6 +240,7 @@ def test_failed_overwrite_is_not_left_looking_complete(tmp_path, baseline, corpu
         assert json.load(f)["status"] == "failed"
 
 
+@pytest.mark.slow
 def test_problems_sharing_a_directory_and_overwrite_without_dev(tmp_path, baseline, corpus):
     out = tmp_path / "out"
     shutil.copytree(baseline[0], out)

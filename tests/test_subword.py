@@ -179,6 +179,7 @@ def test_long_tokens():
     assert encoder.decode(encoder.encode(corpus)) == corpus
 
 
+@pytest.mark.slow
 def test_long_tokens_equal_t2t():
     rng = random.Random(1)
     tokens = ["".join(rng.choice("ABCDEFGH") for _ in range(rng.randint(1, 1500)))
@@ -358,6 +359,7 @@ def test_real_vocab_loads_like_t2t(real_vocab):
     assert SubwordEncoder.from_text(raw.decode("utf-8")).subtoken_strings == ours.subtoken_strings
 
 
+@pytest.mark.slow
 def test_real_vocab_encode_decode_corpus_lines(real_vocab, corpus_lines):
     """Every line of every test corpus, with every vocabulary (many characters unknown)."""
     ours, expected, _ = real_vocab
@@ -398,6 +400,7 @@ def test_decode_strip_extraneous_inner_ids_equal_t2t(real_vocab):
     assert ours.decode(ids, strip_extraneous=True) == expected.decode(ids, strip_extraneous=True)
 
 
+@pytest.mark.slow
 @HYPOTHESIS
 @given(text=broad_text)
 @example(text="a_b\\c;12;\\u 中文 \U0001F638 \t\n x")

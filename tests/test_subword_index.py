@@ -55,6 +55,7 @@ token_counts = st.dictionaries(tokens, st.integers(1, 6), min_size=1, max_size=1
 max_lengths = st.sampled_from([None, 1, 2, 3, 4, 200])
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(token_counts, max_lengths, st.lists(st.integers(0, 7), min_size=1, max_size=3),
        st.integers(1, 4), st.one_of(st.none(), st.integers(1, 4)))
@@ -65,6 +66,7 @@ def test_selection_equals_string_keyed_counting(counts, max_len, min_counts, par
     assert _indexed(index, wanted, vocab, parts) == _string_keyed(counts, max_len, wanted, vocab)
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(token_counts, st.integers(1, 4))
 def test_segment_marks_are_greedy_longest_match(counts, vocab_min):
@@ -88,6 +90,7 @@ def _corpus_counts(corpus, name, max_lines):
     return dict(counts)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("corpus,name", [("enzh-mlqe-pe", "train.zh"), ("enzh-mlqe-pe", "train.en"),
                                          ("ende-opennmt", "train.de")])
 @pytest.mark.parametrize("max_len", [200, 4, None])
@@ -101,6 +104,7 @@ def test_refinement_equals_string_keyed_on_real_corpora(corpus, name, max_len):
         assert learner.refine_indexed(index, alphabet, min_counts, num_partitions=parts) == expected
 
 
+@pytest.mark.slow
 def test_learn_vocab_paths_agree():
     counts = _corpus_counts("enzh-mlqe-pe", "train.zh", 800)
     assert (learner.learn_vocab(counts, 1000, 200)

@@ -112,6 +112,7 @@ def test_encode_edge_cases(text, tokens):
     assert tokenizer.decode(tokens) == text
 
 
+@pytest.mark.slow
 def test_alphanumeric_set_is_t2t_set():
     """Every code point is classified as T2T classifies it (its set is built the same way)."""
     ours = {chr(cp) for cp in range(sys.maxunicode + 1) if tokenizer.is_alnum_char(chr(cp))}
@@ -214,6 +215,7 @@ def test_encode_equals_t2t_on_corpus_lines(relpath):
 # --- properties on generated text -----------------------------------------------------------
 
 
+@pytest.mark.slow
 @HYPOTHESIS
 @given(broad_text)
 @example(" ")
@@ -223,6 +225,7 @@ def test_decode_encode_roundtrip(text):
     assert tokenizer.decode(tokenizer.encode(text)) == text
 
 
+@pytest.mark.slow
 @HYPOTHESIS
 @given(broad_text)
 @example("  a  b ")
@@ -231,6 +234,7 @@ def test_encode_equals_t2t(text):
     assert tokenizer.encode(text) == t2t.tokenizer.encode(text)
 
 
+@pytest.mark.slow
 @HYPOTHESIS
 @given(st.lists(st.lists(piece, min_size=1, max_size=8).map("".join), max_size=12))
 def test_decode_equals_t2t_on_any_token_list(tokens):

@@ -11,6 +11,9 @@ from datagen_helpers import DATA_DIR, read_examples, run_datagen, shard_files
 from transforms.codecs.word_vocab import WordVocab
 from transforms.encode_pairs import shuffle_key
 
+# Every test runs the whole job: the full suite only.
+pytestmark = pytest.mark.slow
+
 ENVI = os.path.join(DATA_DIR, "envi-nmt-testdata")
 SRC = os.path.join(ENVI, "iwslt15.tst2013.100.en")
 TGT = os.path.join(ENVI, "iwslt15.tst2013.100.vi")

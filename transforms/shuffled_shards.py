@@ -7,6 +7,9 @@ written sorted by key. The encode pass leaves each shard's records in sorted fra
 into the shard file. Neither the keys nor the merge depend on bundles, workers or the runner,
 so the same input and seed give byte-identical files everywhere. Files are written under a
 temporary directory; the driver renames them into place only after the whole job succeeded.
+
+Records are already framed (`transforms.tfrecord_framing`: length, data and their masked
+CRC32Cs, what TensorFlow's TFRecord reader expects) in the fragments; the merge copies bytes.
 """
 
 import json

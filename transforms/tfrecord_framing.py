@@ -1,7 +1,14 @@
-"""TFRecord framing: the bytes TensorFlow's TFRecordWriter writes around each record.
+"""TFRecord framing: the bytes around each record of a TFRecord file, on a public API.
 
-length (u64) | masked CRC32C of the length (u32) | data | masked CRC32C of the data (u32), all
-little-endian. The CRC comes from `google_crc32c` (a C extension); the mask is TFRecord's.
+A TFRecord file is a sequence of records, each framed as
+
+    uint64 length | uint32 masked_crc32c(length) | data | uint32 masked_crc32c(data)
+
+(little-endian), where the mask is TensorFlow's: rotate the CRC32C right by 15 bits and add
+0xa282ead8. This module writes and reads that framing with `google_crc32c` (a runtime
+dependency with a C implementation) so the shard writer needs neither TensorFlow on the
+workers nor Beam's private `apache_beam.io.tfrecordio._TFRecordUtil`. Uncompressed files only:
+the job writes its shards uncompressed, as T2T does.
 """
 
 import struct
@@ -10,14 +17,56 @@ import google_crc32c
 
 _LENGTH = struct.Struct("<Q")
 _CRC = struct.Struct("<I")
+_MASK_DELTA = 0xA282EAD8
 
 
 def masked_crc32c(data):
+    """TensorFlow's masked CRC32C: a CRC stored next to the data it covers is masked, so that
+    a CRC of bytes that themselves hold CRCs stays well distributed."""
     crc = google_crc32c.value(data)
-    return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
+    return (((crc >> 15) | (crc << 17)) + _MASK_DELTA) & 0xFFFFFFFF
 
 
 def frame_record(data):
-    """`data` framed as one TFRecord."""
+    """One record's bytes as they appear in a TFRecord file."""
+    data = bytes(data)
     length = _LENGTH.pack(len(data))
-    return b"".join((length, _CRC.pack(masked_crc32c(length)), data, _CRC.pack(masked_crc32c(data))))
+    return b"".join((length, _CRC.pack(masked_crc32c(length)), data,
+                     _CRC.pack(masked_crc32c(data))))
+
+
+class CorruptRecordError(ValueError):
+    """The stream is not valid TFRecord framing (truncated, or a checksum does not match)."""
+
+
+def _read_exactly(stream, n, what, offset):
+    buf = stream.read(n)
+    if len(buf) != n:
+        raise CorruptRecordError("truncated %s at byte %d: wanted %d bytes, got %d"
+                                 % (what, offset, n, len(buf)))
+    return buf
+
+
+def read_records(stream):
+    """Yields the records of a binary TFRecord stream, checking both checksums of each.
+
+    For tests and inspection (the job itself never reads its shards back); raises
+    CorruptRecordError on a truncated or corrupted record.
+    """
+    offset = 0
+    while True:
+        header = stream.read(_LENGTH.size)
+        if not header:
+            return
+        if len(header) != _LENGTH.size:
+            raise CorruptRecordError("truncated length at byte %d" % offset)
+        (length_crc,) = _CRC.unpack(_read_exactly(stream, _CRC.size, "length checksum", offset))
+        if length_crc != masked_crc32c(header):
+            raise CorruptRecordError("length checksum mismatch at byte %d" % offset)
+        (length,) = _LENGTH.unpack(header)
+        data = _read_exactly(stream, length, "record", offset)
+        (data_crc,) = _CRC.unpack(_read_exactly(stream, _CRC.size, "record checksum", offset))
+        if data_crc != masked_crc32c(data):
+            raise CorruptRecordError("record checksum mismatch at byte %d" % offset)
+        yield data
+        offset += _LENGTH.size + 2 * _CRC.size + length
