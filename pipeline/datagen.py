@@ -228,6 +228,10 @@ class DatagenJob:
         for ds in every:
             if ds.read_in_place:
                 sf, tf_ = facts[ds.source], facts[ds.target]
+                unreadable = [fact["error"] for fact in (sf, tf_) if "error" in fact]
+                if unreadable:
+                    problems.extend(e for e in unreadable if e not in problems)
+                    continue
                 for path, fact in ((ds.source, sf), (ds.target, tf_)):
                     if fact["first_invalid_utf8_line"] and f.on_invalid_utf8 == "error":
                         problems.append("%s:%d: invalid UTF-8 (--on_invalid_utf8 reject|replace "
@@ -246,7 +250,7 @@ class DatagenJob:
                     dataclasses.asdict(ds), m["source_path"], m["target_path"],
                     m["facts"]["source"], m["facts"]["target"], m["units"], m["rejects_path"]))
         if problems:
-            raise DatagenError("bad input, nothing written:\n  " + "\n  ".join(problems))
+            raise DatagenError("bad input, nothing written: " + "; ".join(problems))
         return prepared
 
     def vocab_plan(self, datasets):

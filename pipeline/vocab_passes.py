@@ -18,6 +18,7 @@ import logging
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
+from pipeline.runners import DatagenError
 from transforms import file_io
 from transforms.codecs import subword_learner as learner
 from transforms.json_result import WriteJsonResult
@@ -88,9 +89,19 @@ class SubwordVocabSearch:
         return self.vocabs[name][self.chosen[name]]
 
 
+def check_sampling(sampling):
+    """Raises DatagenError when a file could not be sampled (its statistics carry the error:
+    the sampler reports it instead of failing the pipeline). Returns `sampling` sorted."""
+    errors = sorted({s["error"] for s in sampling if s.get("error")})
+    if errors:
+        raise DatagenError("bad input, nothing written: " + "; ".join(errors))
+    return sorted(sampling, key=lambda s: (s["vocab"], s["path"]))
+
+
 def _with_size(item, facts):
     name, path, size = item
-    return name, path, facts[path]["bytes"] if size is None else size
+    # A file the scan could not read has no size; the driver reports its error after the pass.
+    return name, path, facts[path].get("bytes", 0) if size is None else size
 
 
 def sample_items(p, files, scanned=None):
@@ -186,7 +197,7 @@ def learn_subword_vocabs(work_dir, files, config, run_pass, first_pass=None):
         result = file_io.read_json(result_path)
         if first:
             indexes = dict(result["indexes"])
-            stats["sampling"] = sorted(result["sampling"], key=lambda s: (s["vocab"], s["path"]))
+            stats["sampling"] = check_sampling(result["sampling"])
             stats["distinct_tokens"] = {name: 0 for name in files}
             stats["distinct_tokens"].update(dict(result.get("distinct", [])))
         learnt = {}
@@ -293,6 +304,6 @@ def learn_counted_vocabs(kind, work_dir, files, config, run_pass, first_pass=Non
                 vocabs[name] = _learn_bpe((name, []), config["vocab_size"], 2)[1]
     distinct = {name: 0 for name in files}
     distinct.update(dict(result.get("distinct", [])))
-    stats = {"sampling": sorted(result["sampling"], key=lambda s: (s["vocab"], s["path"])),
+    stats = {"sampling": check_sampling(result["sampling"]),
              "distinct_tokens": distinct, "passes": []}
     return vocabs, stats
