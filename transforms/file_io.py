@@ -144,6 +144,20 @@ def exists(path):
     return FileSystems.exists(path)
 
 
+def filesystem_problem(path):
+    """None, or why Beam has no file system for `path` here (e.g. gs:// without the gcp
+    extra: Beam raises a ValueError wherever such a path is first used)."""
+    try:
+        FileSystems.get_filesystem(path)
+        return None
+    except ValueError:
+        scheme = FileSystems.get_scheme(path) or ""
+        extra = {"gs": "gcp", "s3": "aws", "azfs": "azure"}.get(scheme)
+        hint = ("install apache-beam[%s] (for gs://: pip install -e '.[dataflow]')" % extra
+                if extra else "is the scheme right?")
+        return "%s: no file system for %s:// paths is installed; %s" % (path, scheme, hint)
+
+
 def absolute(path):
     """Local paths made absolute: workers of remote or portable runners run elsewhere."""
     if "://" in path:
@@ -158,5 +172,9 @@ def expand_patterns(patterns):
         matched = sorted(m.path for m in FileSystems.match([pattern])[0].metadata_list)
         if not matched:
             raise FileNotFoundError("no file matches %r" % pattern)
+        for path in matched:
+            if "://" not in path and os.path.isdir(path):  # object stores list files only
+                raise IsADirectoryError("%s is a directory, not a file (name its files, "
+                                        "e.g. %s)" % (path, os.path.join(path, "*.en")))
         paths.extend(matched)
     return paths
