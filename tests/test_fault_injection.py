@@ -13,18 +13,22 @@ import gzip
 import importlib.metadata
 import os
 import re
+import struct
 import sys
 
 import pytest
 
-from datagen_helpers import DATA_DIR, assert_books_balance, shard_files, with_t2t_vocab
+from datagen_helpers import (DATA_DIR, DIRECT_MP2, assert_books_balance, shard_files,
+                             with_t2t_vocab)
 from pipeline import datagen
+from transforms.example_proto import Int64FeaturesWriter
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SAMPLE = os.path.join(ROOT, "sample_data", "enzh-mlqe-pe")
 GPT2_DIR = os.path.join(DATA_DIR, "gpt2")
 LINES = 200
-FLAGS = ["--problem", "p", "--num_train_shards", "2", "--runner", "FnApiRunner"]
+JOB_FLAGS = ["--problem", "p", "--num_train_shards", "2"]
+FLAGS = JOB_FLAGS + ["--runner", "FnApiRunner"]
 
 
 def _sample(lang, lines=LINES):
@@ -42,6 +46,19 @@ def _truncated(compress, data):
     """`data` compressed and cut in the middle of the stream, as by an interrupted download."""
     packed = compress(data)
     return packed[:len(packed) // 2]
+
+
+def _examples(path):
+    """{feature: ids} of each record of a TFRecord file, read without TensorFlow (its import
+    alone takes seconds): 8-byte length, 4-byte CRC, data, 4-byte CRC."""
+    with open(path, "rb") as f:
+        data = f.read()
+    parse = Int64FeaturesWriter().parse
+    at = 0
+    while at < len(data):
+        (length,) = struct.unpack("<Q", data[at:at + 8])
+        yield parse(data[at + 12:at + 12 + length])
+        at += 12 + length + 4
 
 
 def _main(capsys, *argv):
@@ -74,16 +91,20 @@ def _assert_no_output(out, problem="p"):
 
 # -- 1. truncated or corrupt compressed input --------------------------------------------
 
-def test_truncated_gzip_is_an_error_not_a_shorter_file(tmp_path, capsys):
+@pytest.mark.parametrize("runner", [["--runner", "FnApiRunner"], DIRECT_MP2],
+                         ids=["in_process", "2_worker_processes"])
+def test_truncated_gzip_is_an_error_not_a_shorter_file(tmp_path, capsys, runner):
     """The issue's reproduction: the vocabulary is learnt, so the scan runs inside the first
     vocab pass (a word vocabulary: one pass, the same path as subword's first pass);
-    --on_misaligned reject used to turn the cut file into 'unmatched' lines."""
+    --on_misaligned reject used to turn the cut file into 'unmatched' lines. The error is
+    found in a worker (a separate process with DIRECT_MP2) and reaches the driver as a fact."""
     src = _write(tmp_path / "t.en.gz", _truncated(gzip.compress, _sample("en")))
     tgt = _write(tmp_path / "t.zh", _sample("zh"))
     out = tmp_path / "out"
     _assert_one_line_error(capsys, ["--train_source", src, "--train_target", tgt,
                                     "--output_dir", out, "--on_misaligned", "reject",
-                                    "--vocab_type", "word", "--vocab_size", 100] + FLAGS,
+                                    "--vocab_type", "word", "--vocab_size", 100]
+                           + JOB_FLAGS + runner,
                            "t.en.gz: compressed stream ends early (truncated or corrupt)")
     _assert_no_output(out)
     assert not glob.glob(os.path.join(out, "vocab.*"))
@@ -162,6 +183,23 @@ def test_allow_empty_writes_empty_shards_and_balanced_books(tmp_path, capsys):
     assert_books_balance(summary)
     assert summary["splits"]["train"]["pairs_read"] == 0
     assert len(shard_files(out, "p", "train")) == 2
+
+
+def test_learnt_bpe_carries_its_eos_token(tmp_path, capsys):
+    """--bpe_eos_token with a learnt vocabulary: the token is the vocabulary's special token
+    (it used to be missing, failing the encode pass), and every example ends in its id."""
+    src = _write(tmp_path / "a.en", _sample("en", 50))
+    tgt = _write(tmp_path / "a.zh", _sample("zh", 50))
+    out = tmp_path / "out"
+    code, errors, err = _main(capsys, "--train_source", src, "--train_target", tgt,
+                              "--output_dir", out, "--vocab_type", "byte_bpe", "--vocab_size",
+                              260, "--bpe_eos_token", "</s>", *FLAGS)
+    assert code == 0 and not errors, err
+    with open(os.path.join(out, "vocab.p.260.bpe.en", "vocab.json"), encoding="utf-8") as f:
+        assert f.read().startswith('{"</s>":0,')
+    examples = [e for path in shard_files(out, "p", "train") for e in _examples(path)]
+    assert len(examples) == 50
+    assert all(e["inputs"][-1] == 0 and e["targets"][-1] == 0 for e in examples)
 
 
 # -- 6. flags checked before anything runs or is deleted ---------------------------------

@@ -49,7 +49,7 @@ class _CheckedDecompressor(io.RawIOBase):
         return True
 
     def seekable(self):
-        return True
+        return self._file.seekable()
 
     def seek(self, offset, whence=io.SEEK_SET):
         return self._call(self._file.seek, offset, whence)
