@@ -11,6 +11,9 @@ REQUIRED = [
     "numpy>=1.24",
     "numba>=0.59",
     "pydivsufsort>=0.0.14",
+    # tf.train.Example built without TensorFlow (transforms/example_proto.py):
+    # message_factory.GetMessageClass.
+    "protobuf>=4.22",
     # GPT-2's pre-tokenizer pattern (byte-level BPE) needs \p{..} classes.
     "regex>=2023.0",
     "tensorflow-cpu>=2.16; platform_machine == 'x86_64'",

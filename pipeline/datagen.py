@@ -30,13 +30,15 @@ import threading
 import time
 
 import apache_beam as beam
+from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from pipeline import books, vocab_passes
 from pipeline.datasets import literal_patterns, plan_datasets
 from pipeline.layout import WORK_NAME, OutputLayout, lang_of
-from pipeline.options import DatagenOptions, datagen_flag_values, validate_flags
+from pipeline.options import (DatagenOptions, check_known_flags, datagen_flag_values,
+                              validate_flags)
 from pipeline.runners import DatagenError, check_workers_can_import_project, is_dry_run, runner_name
 from pipeline.summary import format_summary
 from transforms import file_io
@@ -65,6 +67,11 @@ def _delete_tree(path):
     listed = FileSystems.match([FileSystems.join(path, "**")])[0].metadata_list
     if listed:
         FileSystems.delete([m.path for m in listed])
+
+
+def one_line(text):
+    """A message as one line: a scheduler's log shows one line per failure."""
+    return "; ".join(part.strip() for part in str(text).splitlines() if part.strip())
 
 
 def _read_rejects_file(path):
@@ -155,6 +162,70 @@ class DatagenJob:
         self.stages = {}
         self.pass_count = 0
 
+    # -- checks before anything runs or is deleted ------------------------------------------
+    def _named_paths(self):
+        """(flag, path) of every path the flags name (input patterns, vocabularies, output)."""
+        f = self.flags
+        named = [("--output_dir", f.output_dir)]
+        for flag in ("train_source", "train_target", "train_tsv", "train_tmx", "dev_source",
+                     "dev_target", "dev_tsv", "dev_tmx", "word_vocab", "bpe_vocab"):
+            named += [("--" + flag, p.strip()) for p in (getattr(f, flag) or "").split(",")
+                      if p.strip()]
+        return named
+
+    def check_file_systems(self):
+        """Raises DatagenError when a path's scheme has no Beam file system here (gs://
+        without apache-beam[gcp]): Beam would raise a ValueError with a traceback from
+        whichever stage touched the path first."""
+        for flag, path in self._named_paths():
+            problem = file_io.filesystem_problem(path)
+            if problem:
+                raise DatagenError("%s %s" % (flag, problem))
+
+    def _load_given(self, flag, path):
+        try:
+            return load_vocab(self.flags.vocab_type, path)
+        except (OSError, ValueError) as e:  # BeamIOError is an OSError, bad JSON a ValueError
+            raise DatagenError("%s %s: not a readable %s vocabulary (%s)" % (
+                flag, path, self.flags.vocab_type, one_line(e))) from None
+
+    def check_given_vocabs(self):
+        """Loads the vocabularies the flags name (--word_vocab, --bpe_vocab) before anything
+        runs, so a missing file, or a --bpe_eos_token the vocabulary lacks, is a one-line
+        error (exit 2) instead of a traceback in the encode pass."""
+        f = self.flags
+        if f.vocab_type == "word" and f.word_vocab:
+            for path in [file_io.absolute(w) for w in f.word_vocab.split(",") if w]:
+                if not file_io.exists(path):
+                    raise DatagenError("--word_vocab %s: no such file" % path)
+                self._load_given("--word_vocab", path)
+        if f.vocab_type == "byte_bpe" and f.bpe_vocab:
+            path = file_io.absolute(f.bpe_vocab)
+            if not any(all(file_io.exists(FileSystems.join(path, n)) for n in names)
+                       for names in (("vocab.json", "merges.txt"), ("encoder.json", "vocab.bpe"))):
+                raise DatagenError("--bpe_vocab %s: no vocab.json + merges.txt (or GPT-2's "
+                                   "encoder.json + vocab.bpe) there" % path)
+            self.check_eos_token(self._load_given("--bpe_vocab", path), path)
+
+    def check_eos_token(self, encoder, path):
+        """Raises DatagenError when a byte_bpe vocabulary lacks --bpe_eos_token."""
+        if encoder.token_to_id(self.flags.bpe_eos_token) is None:
+            raise DatagenError("--bpe_eos_token %r is not in the vocabulary %s" % (
+                self.flags.bpe_eos_token, path))
+
+    def check_output_writable(self):
+        """Writes and deletes a file in the work directory, so an --output_dir under a
+        regular file, in /proc or without permission stops the job with one line before any
+        pass runs (a pass would fail with a worker's traceback)."""
+        probe = FileSystems.join(self.layout.work_dir, "write-test")
+        try:
+            with FileSystems.create(probe, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+                f.write(b"")
+            FileSystems.delete([probe])
+        except OSError as e:  # BeamIOError is an OSError too
+            raise DatagenError("--output_dir %s: cannot write there (%s)" % (
+                self.layout.output_dir, one_line(e))) from None
+
     # -- running passes -------------------------------------------------------------------
     def run_pass(self, label, build):
         self.pass_count += 1
@@ -235,6 +306,10 @@ class DatagenJob:
         for ds in every:
             if ds.read_in_place:
                 sf, tf_ = facts[ds.source], facts[ds.target]
+                unreadable = [fact["error"] for fact in (sf, tf_) if "error" in fact]
+                if unreadable:
+                    problems.extend(e for e in unreadable if e not in problems)
+                    continue
                 for path, fact in ((ds.source, sf), (ds.target, tf_)):
                     if fact["first_invalid_utf8_line"] and f.on_invalid_utf8 == "error":
                         problems.append("%s:%d: invalid UTF-8 (--on_invalid_utf8 reject|replace "
@@ -253,7 +328,7 @@ class DatagenJob:
                     dataclasses.asdict(ds), m["source_path"], m["target_path"],
                     m["facts"]["source"], m["facts"]["target"], m["units"], m["rejects_path"]))
         if problems:
-            raise DatagenError("bad input, nothing written:\n  " + "\n  ".join(problems))
+            raise DatagenError("bad input, nothing written: " + "; ".join(problems))
         return prepared
 
     def vocab_plan(self, datasets):
@@ -323,8 +398,10 @@ class DatagenJob:
                 continue
             if self._vocab_exists(path) and not f.overwrite:
                 LOG.info("vocab %s: reusing %s", name, path)
-                report[name] = {"path": path, "size": load_vocab(kind, path).vocab_size,
-                                "reused": True}
+                encoder = load_vocab(kind, path)
+                if kind == "byte_bpe":
+                    self.check_eos_token(encoder, path)
+                report[name] = {"path": path, "size": encoder.vocab_size, "reused": True}
                 continue
             to_learn[name] = train
         every = [ds for items in datasets.values() for ds in items]
@@ -406,6 +483,39 @@ class DatagenJob:
         report["passes"] = stats["passes"]
         return report
 
+    def _no_pairs(self, split, prepared, detail):
+        """The DatagenError for a split with nothing to write, naming its inputs."""
+        inputs = ", ".join(" + ".join(x for x in (p.ds["source"], p.ds["target"]) if x)
+                           for p in prepared[split])
+        return DatagenError("%s: no pairs to write: %s, inputs %s; pass --allow_empty to "
+                            "write empty shards" % (split, detail, inputs))
+
+    def check_has_pairs(self, prepared):
+        """Raises DatagenError when a split's input holds no pair (empty files, or nothing
+        left after the prepare stage's rejects), unless --allow_empty: a scheduled run over
+        an empty download must fail, not publish empty shards as a complete output."""
+        if self.flags.allow_empty:
+            return
+        for split in sorted(prepared):
+            pairs = sum(min(p.source_facts["lines"], p.target_facts["lines"])
+                        for p in prepared[split])
+            if not pairs:
+                read = sum(p.units for p in prepared[split])
+                raise self._no_pairs(split, prepared, "the input is empty" if not read else
+                                     "all %d units read were rejected" % read)
+
+    def check_written(self, prepared, report):
+        """Raises DatagenError, before any output is replaced, when the encode pass wrote
+        no pair of a split (every pair rejected), unless --allow_empty."""
+        if self.flags.allow_empty:
+            return
+        for split in sorted(report):
+            if not report[split]["pairs_written"]:
+                reasons = ", ".join("%s: %d" % kv
+                                    for kv in sorted(report[split]["rejected_by_reason"].items()))
+                raise self._no_pairs(split, prepared, "all %d pairs read were rejected (%s)" % (
+                    report[split]["pairs_read"], reasons or "none"))
+
     def num_shards(self, splits):
         shards = {"train": self.flags.num_train_shards}
         if "dev" in splits:
@@ -450,6 +560,7 @@ class DatagenJob:
             split, items, num_shards[split], shards, rejects, tokens.get(split, [0, 0, 0, 0]),
             self.layout.rejects_path(split), self.flags.vocab_type == "word")
             for split, items in sorted(prepared.items())}
+        self.check_written(prepared, report)
         # Replace any previous outputs: marker first, so a crash here never looks complete.
         _delete_tree(self.layout.complete_path)
         old = [m.path for split in ("train", "dev")
@@ -525,13 +636,15 @@ class DatagenJob:
                 "file_byte_budget": f.file_byte_budget, "vocab_partitions": f.vocab_partitions,
                 "bisection_lookahead": f.bisection_lookahead,
                 "bisection_rounds": f.bisection_rounds_per_pass, "on_invalid_utf8": f.on_invalid_utf8,
-                "bpe_min_frequency": f.bpe_min_frequency}
+                "bpe_min_frequency": f.bpe_min_frequency, "bpe_eos_token": f.bpe_eos_token}
 
     def run(self):
         f = self.flags
         layout = self.layout
         if self.dry_run:
             return self.translate_all_passes()
+        self.check_file_systems()
+        self.check_given_vocabs()
         if file_io.exists(layout.complete_path) and not f.overwrite:
             LOG.info("%s is complete (%s exists): nothing to do; pass --overwrite to redo it",
                      layout.output_dir, layout.complete_path)
@@ -542,9 +655,11 @@ class DatagenJob:
         datasets = self.plan()
         plan = self.vocab_plan(datasets)
         _delete_tree(layout.work_dir)  # leftovers of a killed run must not be read back
+        self.check_output_writable()
         writing = []
 
-        def start_writing(_prepared):
+        def start_writing(prepared):
+            self.check_has_pairs(prepared)
             # The input is valid: from here on this run writes into output_dir (vocab files
             # first), so a previous complete output stops being complete now, not at the end.
             _delete_tree(layout.complete_path)
@@ -598,6 +713,8 @@ class DatagenJob:
 
 def run(argv=None):
     """Runs the job; returns the summary dict. Raises DatagenError on bad input or flags."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    check_known_flags(argv)
     options = PipelineOptions(argv)
     return DatagenJob(options).run()
 
@@ -639,7 +756,7 @@ def main(argv=None):
     try:
         summary = run(argv)
     except DatagenError as e:
-        LOG.error("%s", e)
+        LOG.error("%s", one_line(e))
         return 2
     if summary["status"] == "dry_run":
         print("dry run: %d passes translated for runner %s; nothing was run or written"

@@ -47,12 +47,14 @@ def _expand(patterns):
         if member is None:
             try:
                 out.extend(file_io.expand_patterns(pattern))
-            except FileNotFoundError as e:
+            except OSError as e:  # no match, a directory
                 raise DatagenError(str(e)) from None
         else:
             outer = file_io.absolute(outer)
             if not file_io.exists(outer):
                 raise DatagenError("no archive %s (for %s)" % (outer, pattern))
+            if "://" not in outer and os.path.isdir(outer):
+                raise DatagenError("%s is a directory, not an archive (for %s)" % (outer, pattern))
             out.append("%s!%s" % (outer, member))
     return out
 

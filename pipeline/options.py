@@ -1,8 +1,15 @@
 """DatagenOptions: the job's own flags, parsed by Beam next to every Beam pipeline option."""
 
-from apache_beam.options.pipeline_options import PipelineOptions
+import difflib
+
+from apache_beam.options.pipeline_options import PipelineOptions, _BeamArgumentParser
 
 from pipeline.runners import DatagenError
+
+# Flags that only mean something for one --vocab_type: given with another they would be
+# silently ignored, so they are refused.
+VOCAB_TYPE_FLAGS = (("word_vocab", "word"), ("bpe_vocab", "byte_bpe"),
+                    ("bpe_eos_token", "byte_bpe"), ("bpe_min_frequency", "byte_bpe"))
 
 
 def _optional_length(value):
@@ -72,6 +79,10 @@ class DatagenOptions(PipelineOptions):
         add("--num_train_shards", type=int, default=10)
         add("--num_dev_shards", type=int, default=1)
         add("--seed", type=int, default=0, help="Seed of the deterministic global shuffle.")
+        add("--allow_empty", action="store_true", default=False,
+            help="Write empty shards (and mark the output complete) when a split has no pair "
+                 "to write: empty input, or every pair rejected. Without it such a run "
+                 "exits 2 (\"no pairs to write\").")
         add("--overwrite", action="store_true", default=False,
             help="Replace a completed output directory (and relearn its vocabularies).")
         add("--vocab_partitions", type=int, default=2,
@@ -87,6 +98,57 @@ class DatagenOptions(PipelineOptions):
                  "probes too (more when the rounds left need it).")
         add("--encode_chunk_lines", type=int, default=50000,
             help="Lines per parallel encoding chunk of an uncompressed file.")
+
+
+class _StrictParser(_BeamArgumentParser):
+    """Beam's argument parser, with a bad value (`--vocab_size abc`) raising DatagenError
+    (exit 2, one line) instead of printing the usage and exiting the process."""
+
+    def error(self, message):
+        raise DatagenError(message)
+
+
+def _every_option_parser():
+    """A parser of every flag Beam knows: its own pipeline options and DatagenOptions (each
+    PipelineOptions subclass adds its flags, as `PipelineOptions.get_all_options` does)."""
+    parser = _StrictParser(allow_abbrev=False)
+    classes = {}
+    for cls in PipelineOptions.__subclasses__():
+        classes.setdefault(str(cls), cls)
+    for cls in classes.values():
+        cls._add_argparse_args(parser)
+    return parser
+
+
+def check_known_flags(argv):
+    """Raises DatagenError for a flag that is neither the job's nor a Beam pipeline option.
+
+    Beam only warns about such flags and drops them, so a typo (`--vocab_sise 100`) would run
+    the whole job with the default; a scheduled job must fail at once instead.
+    """
+    parser = _every_option_parser()
+    _, unknown = parser.parse_known_args(argv)
+    flags = [a for a in unknown if a.startswith("-")]
+    if flags:
+        known = [s for action in parser._actions for s in action.option_strings]
+        names = []
+        for flag in flags:
+            close = difflib.get_close_matches(flag.split("=", 1)[0], known, n=1)
+            names.append(flag + (" (did you mean %s?)" % close[0] if close else ""))
+        raise DatagenError("unknown flag%s %s: neither a flag of this job (see --help) nor a "
+                           "Beam pipeline option" % ("s" if len(flags) > 1 else "",
+                                                     ", ".join(names)))
+    if unknown:
+        raise DatagenError("unexpected argument%s %s: every value goes after its --flag" % (
+            "s" if len(unknown) > 1 else "", " ".join(repr(a) for a in unknown)))
+
+
+def _defaults():
+    """{flag: default} of DatagenOptions' own flags."""
+    import argparse
+    parser = argparse.ArgumentParser()
+    DatagenOptions._add_argparse_args(parser)
+    return {a.dest: a.default for a in parser._actions if a.dest != "help"}
 
 
 def datagen_flag_values(options):
@@ -113,6 +175,24 @@ def validate_flags(f):
                            "the sides)")
     if f.vocab_size < 1:
         raise DatagenError("--vocab_size must be positive")
+    if not f.file_byte_budget > 0:  # also NaN: 0 divides by zero, < 0 samples nothing
+        raise DatagenError("--file_byte_budget must be a positive number of characters, "
+                           "not %s" % f.file_byte_budget)
+    if f.max_line_chars < 0:
+        raise DatagenError("--max_line_chars must be 0 (no limit) or positive, not %d"
+                           % f.max_line_chars)
+    defaults = _defaults()
+    for flag, kind in VOCAB_TYPE_FLAGS:
+        if getattr(f, flag) != defaults[flag] and f.vocab_type != kind:
+            raise DatagenError("--%s applies to --vocab_type %s only, not %s" % (
+                flag, kind, f.vocab_type))
+    if f.bpe_min_frequency < 1:
+        raise DatagenError("--bpe_min_frequency must be at least 1")
+    if f.bpe_eos_token == "":
+        raise DatagenError("--bpe_eos_token must not be empty")
+    if f.word_vocab is not None and not 1 <= len([w for w in f.word_vocab.split(",") if w]) <= 2:
+        raise DatagenError("--word_vocab takes FILE or SOURCE_FILE,TARGET_FILE, not %r"
+                           % f.word_vocab)
     if f.vocab_type == "word" and f.vocab_size < 3 and not f.word_vocab:
         raise DatagenError("--vocab_size for a word vocabulary counts <unk>, <s>, </s>: "
                            "at least 3")

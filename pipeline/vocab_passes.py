@@ -18,6 +18,7 @@ import logging
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
+from pipeline.runners import DatagenError
 from transforms import file_io
 from transforms.codecs import subword_learner as learner
 from transforms.json_result import WriteJsonResult
@@ -88,9 +89,19 @@ class SubwordVocabSearch:
         return self.vocabs[name][self.chosen[name]]
 
 
+def check_sampling(sampling):
+    """Raises DatagenError when a file could not be sampled (its statistics carry the error:
+    the sampler reports it instead of failing the pipeline). Returns `sampling` sorted."""
+    errors = sorted({s["error"] for s in sampling if s.get("error")})
+    if errors:
+        raise DatagenError("bad input, nothing written: " + "; ".join(errors))
+    return sorted(sampling, key=lambda s: (s["vocab"], s["path"]))
+
+
 def _with_size(item, facts):
     name, path, size = item
-    return name, path, facts[path]["bytes"] if size is None else size
+    # A file the scan could not read has no size; the driver reports its error after the pass.
+    return name, path, facts[path].get("bytes", 0) if size is None else size
 
 
 def sample_items(p, files, scanned=None):
@@ -186,7 +197,7 @@ def learn_subword_vocabs(work_dir, files, config, run_pass, first_pass=None):
         result = file_io.read_json(result_path)
         if first:
             indexes = dict(result["indexes"])
-            stats["sampling"] = sorted(result["sampling"], key=lambda s: (s["vocab"], s["path"]))
+            stats["sampling"] = check_sampling(result["sampling"])
             stats["distinct_tokens"] = {name: 0 for name in files}
             stats["distinct_tokens"].update(dict(result.get("distinct", [])))
         learnt = {}
@@ -234,10 +245,13 @@ def _word_vocab_text(name_items, vocab_size):
     return [name, WordVocab.from_counts(dict(items), vocab_size).to_text()]
 
 
-def _learn_bpe(name_items, vocab_size, min_frequency):
-    from transforms.codecs.byte_bpe import learn_byte_bpe
+def _learn_bpe(name_items, vocab_size, min_frequency, eos_token=None):
+    """A learnt BPE whose special token is `eos_token` (--bpe_eos_token), so the id that ends
+    every example is in the vocabulary whatever token was chosen."""
+    from transforms.codecs.byte_bpe import ENDOFTEXT, learn_byte_bpe
     name, items = name_items
-    bpe = learn_byte_bpe(dict(items), vocab_size, min_frequency=min_frequency)
+    bpe = learn_byte_bpe(dict(items), vocab_size, special_tokens=(eos_token or ENDOFTEXT,),
+                         min_frequency=min_frequency)
     return [name, {"vocab.json": bpe.vocab_json_text(), "merges.txt": bpe.merges_text()}]
 
 
@@ -266,7 +280,8 @@ def build_counted_vocab_pass(p, kind, files, config, result_path, scanned=None):
     else:
         vocabs = (counted["totals"]
                   | "LearnMerges" >> beam.Map(_learn_bpe, vocab_size=size,
-                                              min_frequency=config.get("bpe_min_frequency", 2)))
+                                              min_frequency=config.get("bpe_min_frequency", 2),
+                                              eos_token=config.get("bpe_eos_token")))
     _ = {"vocabs": vocabs, "sampling": counted["stats"],
          "distinct": counted["distinct"] | "DistinctToList" >> beam.Map(list)} | (
         "Result" >> WriteJsonResult(result_path))
@@ -290,9 +305,10 @@ def learn_counted_vocabs(kind, work_dir, files, config, run_pass, first_pass=Non
             if kind == "word":
                 vocabs[name] = _word_vocab_text((name, []), config["vocab_size"])[1]
             else:
-                vocabs[name] = _learn_bpe((name, []), config["vocab_size"], 2)[1]
+                vocabs[name] = _learn_bpe((name, []), config["vocab_size"], 2,
+                                          config.get("bpe_eos_token"))[1]
     distinct = {name: 0 for name in files}
     distinct.update(dict(result.get("distinct", [])))
-    stats = {"sampling": sorted(result["sampling"], key=lambda s: (s["vocab"], s["path"])),
+    stats = {"sampling": check_sampling(result["sampling"]),
              "distinct_tokens": distinct, "passes": []}
     return vocabs, stats

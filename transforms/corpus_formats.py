@@ -1,6 +1,7 @@
 """Readers that turn parallel corpora in Tensor2Tensor's input formats into aligned pairs.
 
-Pure Python, standard library only (no Beam, no TensorFlow, no lxml): the pipeline opens the
+Pure Python, standard library only (no Beam, no TensorFlow, no lxml; the project's
+`transforms.text_lines` only for its error class, which a stream may raise): the pipeline opens the
 files (Beam FileSystems) and passes binary file objects; only ``.read(n)`` is used, except
 that archives use ``seek`` when the stream is seekable. Every reader is a generator of
 ``Pair`` (an aligned source/target pair) and ``Reject`` (a unit that could not be paired, with
@@ -108,6 +109,8 @@ import xml.etree.ElementTree as ET
 import zipfile
 import zlib
 from typing import Iterator, NamedTuple, Optional, Tuple, Union
+
+from transforms.text_lines import InputError
 
 try:  # optional stdlib modules (absent in some minimal Python builds)
     import lzma
@@ -364,7 +367,7 @@ def _read_tmx(stream, path, source_lang, target_lang):
             event, elem = next(events)
         except StopIteration:
             break
-        except FormatError:
+        except (FormatError, InputError):  # the stream's own error (a cut .gz) names the file
             raise
         except ET.ParseError as error:
             line = error.position[0] if getattr(error, "position", None) else 0

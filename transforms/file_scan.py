@@ -8,16 +8,24 @@ depends on it), and the encoder splits files at the seek points to read them in 
 import apache_beam as beam
 
 from transforms import file_io
-from transforms.text_lines import scan_stream
+from transforms.text_lines import InputError, scan_stream
 
 
 class _ScanFileFn(beam.DoFn):
+    """path -> (path, facts); a file that cannot be read whole (a truncated or corrupt
+    `.gz`/`.bz2`) gives facts with an `error` the driver reports before anything is written,
+    rather than an exception that fails the pipeline with a worker's traceback."""
+
     def __init__(self, checkpoint_every):
         self._every = checkpoint_every
 
     def process(self, path):
-        with file_io.open_text_source(path) as f:
-            num_bytes, num_lines, checkpoints, first_invalid = scan_stream(f, self._every)
+        try:
+            with file_io.open_text_source(path) as f:
+                num_bytes, num_lines, checkpoints, first_invalid = scan_stream(f, self._every)
+        except InputError as e:
+            yield path, {"error": str(e)}
+            return
         if file_io.is_compressed(path):
             checkpoints = checkpoints[:1]  # a compressed stream cannot seek: read it whole
         yield path, {"bytes": num_bytes, "lines": num_lines, "checkpoints": checkpoints,

@@ -38,11 +38,9 @@ def open_member(path):
     stream = formats.open_archive_member(
         FileSystems.open(outer, compression_type=CompressionTypes.UNCOMPRESSED), outer, member)
     if member.endswith(".gz"):
-        import gzip
-        return gzip.GzipFile(fileobj=stream)
+        return file_io.open_checked_decompressed(stream, path, "gzip")
     if member.endswith(".bz2"):
-        import bz2
-        return bz2.BZ2File(stream)
+        return file_io.open_checked_decompressed(stream, path, "bzip2")
     return stream
 
 

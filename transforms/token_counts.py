@@ -12,13 +12,18 @@ import apache_beam as beam
 
 from transforms import file_io
 from transforms.codecs import tokenizer
-from transforms.text_lines import iter_raw_lines, sample_lines_for_vocab
+from transforms.text_lines import InputError, iter_raw_lines, sample_lines_for_vocab
 
 STATS = "stats"
 
 
 class _SampleFileFn(beam.DoFn):
-    """(vocab_name, path, file_size) -> (vocab_name, {token: count}) for the file's sample."""
+    """(vocab_name, path, file_size) -> (vocab_name, {token: count}) for the file's sample.
+
+    A file that cannot be read (a truncated `.gz`, invalid UTF-8 with `on_invalid_utf8`
+    "error") ends its sample and puts an `error` into the file's statistics for the driver
+    to report, rather than failing the pipeline with a worker's traceback.
+    """
 
     def __init__(self, byte_budget, on_invalid_utf8="error", tokenize=tokenizer.encode):
         self._budget = byte_budget
@@ -29,16 +34,22 @@ class _SampleFileFn(beam.DoFn):
         vocab_name, path, file_size = item
         counts = collections.Counter()
         lines = chars = 0
-        with file_io.open_text_source(path) as f:
-            for line in sample_lines_for_vocab(iter_raw_lines(f), file_size, self._budget, path,
-                                               self._on_invalid):
-                counts.update(self._tokenize(line))
-                lines += 1
-                chars += len(line)
+        error = None
+        try:
+            with file_io.open_text_source(path) as f:
+                for line in sample_lines_for_vocab(iter_raw_lines(f), file_size, self._budget,
+                                                   path, self._on_invalid):
+                    counts.update(self._tokenize(line))
+                    lines += 1
+                    chars += len(line)
+        except InputError as e:
+            error = str(e)
         yield vocab_name, dict(counts)
-        yield beam.pvalue.TaggedOutput(STATS, {
-            "vocab": vocab_name, "path": path, "sampled_lines": lines, "sampled_chars": chars,
-            "distinct_tokens_in_file": len(counts)})
+        stats = {"vocab": vocab_name, "path": path, "sampled_lines": lines,
+                 "sampled_chars": chars, "distinct_tokens_in_file": len(counts)}
+        if error:
+            stats["error"] = error
+        yield beam.pvalue.TaggedOutput(STATS, stats)
 
 
 class _SumCountsFn(beam.CombineFn):
