@@ -1,0 +1,67 @@
+"""EncodePairs on TestPipeline: what one chunk of a line-aligned pair becomes.
+
+Each chunk leaves, per shard, one fragment of its records sorted by shuffle key (records are
+`tf.train.Example` bytes with the ids the subword encoder gives, EOS appended); pairs with an
+empty side are rejected with a reason; every pair is either in a fragment or rejected.
+"""
+
+import io
+import os
+
+import apache_beam as beam
+from apache_beam.testing.util import assert_that, equal_to
+
+from beam_unit import test_pipeline, write
+from transforms.codecs.subword import SubwordEncoder, vocab_file_text
+from transforms.encode_pairs import EncodePairs, plan_chunks, shard_of, shuffle_key
+from transforms.example_proto import Int64FeaturesWriter
+from transforms.shard_fragments import read_fragment
+from transforms.tfrecord_framing import read_records
+
+SUBTOKENS = ["<pad>", "<EOS>", "hello_", "world_", "你好_", "世界_", "_"] + list("helowrd你好世界!")
+
+
+def test_chunks_become_sorted_fragments_and_rejects(tmp_path):
+    vocab = write(tmp_path / "vocab.txt", vocab_file_text(SUBTOKENS))
+    source = ["hello world", "", "hello", "world hello", "  ", "hello world!"]
+    target = ["你好世界", "世界", "你好", "", "  ", "世界你好"]
+    src = write(tmp_path / "s.en", "\n".join(source) + "\n")
+    tgt = write(tmp_path / "s.zh", "\n".join(target) + "\n")
+    ds = {"split": "train", "name": "s.en", "index": 0, "source": src, "target": tgt}
+    # two chunks of three lines: seek points as the scan would find them
+    facts_s = {"lines": 6, "checkpoints": [(0, 0), (3, len("\n".join(source[:3])) + 1)]}
+    facts_t = {"lines": 6, "checkpoints": [(0, 0), (3, len("\n".join(target[:3]).encode()) + 1)]}
+    chunks = plan_chunks(ds, src, tgt, facts_s, facts_t)
+    assert [(c["first_line"], c["num_lines"]) for c in chunks] == [(0, 3), (3, 3)]
+    fragment_dir = tmp_path / "fragments"
+    os.makedirs(fragment_dir)
+    with test_pipeline() as p:
+        out = (p | beam.Create(chunks)
+               | EncodePairs(vocab, vocab, 7, {"train": 2}, str(fragment_dir)))
+        assert_that(out.rejects | beam.MapTuple(lambda split, r: (split, r["where"], r["reason"])),
+                    equal_to([("train", "line 2", "empty_source"),
+                              ("train", "line 4", "empty_target"),
+                              ("train", "line 5", "empty_pair")]), label="rejects")
+        assert_that(out.stats | beam.MapTuple(lambda split, s: (split, s[1], s[3])),
+                    equal_to([("train", 0, 0), ("train", 0, 0)]), label="stats")
+        assert_that(out.records | beam.MapTuple(lambda where, f: f["records"])
+                    | beam.CombineGlobally(sum), equal_to([3]), label="fragments")
+    encoder = SubwordEncoder(SUBTOKENS)
+    examples = Int64FeaturesWriter()
+    expected = {}
+    for number in (1, 3, 6):  # the pairs with both sides
+        key = shuffle_key(7, "train", 0, number)
+        ids = {"inputs": encoder.encode(source[number - 1]) + [1],
+               "targets": encoder.encode(target[number - 1]) + [1]}
+        expected.setdefault(shard_of(key, 2), []).append((key, number, ids))
+    got = {}
+    for name in sorted(os.listdir(fragment_dir)):
+        shard = int(name.split("-")[1])
+        entries = []
+        for (key, _, number), framed in read_fragment(str(fragment_dir / name)):
+            (record,) = read_records(io.BytesIO(framed))
+            entries.append((key, number, examples.parse(record)))
+        assert entries == sorted(entries)  # a fragment is in shuffle-key order
+        got.setdefault(shard, []).extend(entries)
+    assert {shard: sorted(e) for shard, e in got.items()} == {
+        shard: sorted(e) for shard, e in expected.items()}
