@@ -8,9 +8,10 @@ object stores work; no content hash, which would read every input on every rerun
 complete output whose fingerprint differs is refused (exit 2) unless `--overwrite`.
 
 Vocab files are reused when they exist (as T2T does), e.g. after a crash. A learnt or copied
-vocabulary gets a sidecar `{vocab file}.fingerprint.json` holding the vocab fingerprint (the
-flags and train inputs that determine it); a vocab file whose sidecar differs is refused. A
-vocab file without a sidecar was put there by hand and is reused as T2T would.
+vocabulary gets a hidden sidecar `.{vocab file name}.fingerprint.json` holding the vocab
+fingerprint (the flags and train inputs that determine it); a vocab file whose sidecar
+differs is refused. A vocab file without a sidecar was put there by hand and is reused as
+T2T would.
 """
 
 from apache_beam.io.filesystems import FileSystems
@@ -98,8 +99,10 @@ def differences(old, new):
 
 
 def sidecar_path(vocab_path):
-    """Where a vocab file's (or byte_bpe vocab directory's) fingerprint is kept."""
-    return vocab_path.rstrip("/") + ".fingerprint.json"
+    """Where a vocab file's (or byte_bpe vocab directory's) fingerprint is kept: a hidden
+    `.{vocab name}.fingerprint.json` beside it, so a `vocab.*` glob sees only vocabularies."""
+    head, name = vocab_path.rstrip("/").rsplit("/", 1)
+    return "%s/.%s.fingerprint.json" % (head, name)
 
 
 def read_sidecar(vocab_path):

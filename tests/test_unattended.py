@@ -69,7 +69,7 @@ def test_fingerprint_changed_flag_input_and_reused_vocab(tmp_path, corpus, capsy
     out = tmp_path / "out"
     assert datagen.main(_argv(out, corpus)) == 0
     assert _summary(out)["fingerprint"]["flags"]["seed"] == 0
-    assert os.path.exists(out / "vocab.p.8192.subwords.en.fingerprint.json")
+    assert os.path.exists(out / ".vocab.p.8192.subwords.en.fingerprint.json")
     assert not os.path.exists(out / "p.datagen.lock")
     capsys.readouterr()
 
