@@ -112,8 +112,12 @@ class OutputLock:
         except OSError as e:
             raise DatagenError("--output_dir: cannot write the lock %s (%s)" % (
                 self.path, " ".join(str(e).split()))) from None
-        time.sleep(SETTLE_SECONDS)
-        now_held = self._read()
+        try:
+            time.sleep(SETTLE_SECONDS)
+            now_held = self._read()
+        except BaseException:  # interrupted while settling: leave no lease behind
+            self.release()
+            raise
         if not now_held or now_held.get("run_id") != self.lease["run_id"]:
             raise DatagenError("%s was taken by %s at the same moment" % (
                 self.path, describe(now_held or {})))
