@@ -688,11 +688,15 @@ class DatagenJob:
             return self.translate_all_passes()
         self.check_file_systems()
         self.check_given_vocabs()
+        # Inputs are listed and checked before the lock is written: bad input must leave
+        # nothing behind, not even a new output directory.
+        datasets = self.plan()
+        plan = self.vocab_plan(datasets)
         self.lock = OutputLock(layout.output_dir, f.problem, f.lock_stale_seconds)
         started, t0 = _now(), time.time()
         with self.lock:
             try:
-                return self._run_locked(started, t0)
+                return self._run_locked(started, t0, datasets, plan)
             except (Interrupted, KeyboardInterrupt) as e:
                 self._record_failure(started, t0, e, "interrupted")
                 raise
@@ -711,7 +715,7 @@ class DatagenJob:
                                "--overwrite to replace it" % (
                                    self.layout.output_dir, "; ".join(changes)))
 
-    def _run_locked(self, started, t0):
+    def _run_locked(self, started, t0, datasets, plan):
         """The job, once this run holds the output directory's lock."""
         f = self.flags
         layout = self.layout
@@ -725,8 +729,6 @@ class DatagenJob:
                      layout.output_dir, layout.complete_path)
             summary["noop"] = True
             return summary
-        datasets = self.plan()
-        plan = self.vocab_plan(datasets)
         _delete_tree(layout.work_dir)  # leftovers of a killed run must not be read back
         self.check_output_writable()
         writing = []

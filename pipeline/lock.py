@@ -110,8 +110,9 @@ class OutputLock:
         try:
             self._write()
         except OSError as e:
-            raise DatagenError("--output_dir: cannot write the lock %s (%s)" % (
-                self.path, " ".join(str(e).split()))) from None
+            raise DatagenError("--output_dir %s: cannot write there (lock %s: %s)" % (
+                self.path.rsplit("/", 1)[0], self.path.rsplit("/", 1)[-1],
+                " ".join(str(e).split()))) from None
         try:
             time.sleep(SETTLE_SECONDS)
             now_held = self._read()
