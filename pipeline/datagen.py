@@ -174,7 +174,9 @@ class DatagenJob:
         self.layout = OutputLayout(file_io.absolute(f.output_dir), f.problem, f.vocab_size)
         self.stages = {}
         self.pass_count = 0
-        self.lock = None
+        self.lock = None                # OutputLock, held while the job runs
+        self.fingerprint = None         # pipeline.fingerprint.output_fingerprint
+        self.vocab_fingerprint = None   # pipeline.fingerprint.vocab_fingerprint
 
     # -- checks before anything runs or is deleted ------------------------------------------
     def _named_paths(self):
@@ -598,7 +600,8 @@ class DatagenJob:
 
     def finish(self, prepared, num_shards, shards, rejects, tokens):
         """Checks the books of every dataset, then moves outputs into place; marker last."""
-        self.lock.check()  # a run that lost its lock must not replace the new holder's files
+        if self.lock is not None:  # a run that lost its lock must not replace the new holder's
+            self.lock.check()      # files
         report = {split: books.split_report(
             split, items, num_shards[split], shards, rejects, tokens.get(split, [0, 0, 0, 0]),
             self.layout.rejects_path(split), self.flags.vocab_type == "word")
@@ -772,7 +775,7 @@ class DatagenJob:
             "flags": datagen_flag_values(self.options),
             "runner": self.options.get_all_options().get("runner"),
             "passes": self.pass_count, "stages": self.stages,
-            "fingerprint": getattr(self, "fingerprint", None)}
+            "fingerprint": self.fingerprint}
         summary.update(facts)
         return summary
 
@@ -838,7 +841,7 @@ def main(argv=None):
         LOG.error("%s", one_line(e))
         return 2
     except (Interrupted, KeyboardInterrupt) as e:
-        stopped = e if isinstance(e, Interrupted) else Interrupted(2)
+        stopped = e if isinstance(e, Interrupted) else Interrupted(signal.SIGINT)
         LOG.error("interrupted (%s)", stopped)
         return stopped.exit_status
     if summary["status"] == "dry_run":

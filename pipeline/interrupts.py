@@ -70,7 +70,8 @@ class InterruptWatcher:
                 # Beam's threads waiting on the killed workers end in errors, and Beam
                 # logs the interrupted bundle's traceback: not news.
                 threading.excepthook = lambda args: None
-                logging.getLogger("apache_beam").disabled = True
+                # (a level, not `disabled`: that would not cover its child loggers)
+                logging.getLogger("apache_beam").setLevel(logging.CRITICAL + 1)
                 # First, or Beam's cleanup in the main thread waits for them forever.
                 kill_worker_processes()
                 signal.pthread_kill(main_ident, WAKE)
@@ -82,7 +83,7 @@ class InterruptWatcher:
         self._saved = {sig: signal.signal(sig, signal.SIG_IGN) for sig in SIGNALS}
         self._saved[WAKE] = signal.signal(WAKE, self._on_wake)
         self._excepthook = threading.excepthook
-        self._beam_log_disabled = logging.getLogger("apache_beam").disabled
+        self._beam_log_level = logging.getLogger("apache_beam").level
         self._thread = threading.Thread(target=self._watch, args=(threading.get_ident(),),
                                         name="datagen-signals", daemon=True)
         self._thread.start()
@@ -99,7 +100,7 @@ class InterruptWatcher:
             signal.signal(sig, handler)
         signal.pthread_sigmask(signal.SIG_SETMASK, self._old_mask)
         threading.excepthook = self._excepthook
-        logging.getLogger("apache_beam").disabled = self._beam_log_disabled
+        logging.getLogger("apache_beam").setLevel(self._beam_log_level)
         return False
 
 
