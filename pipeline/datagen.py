@@ -21,10 +21,18 @@ Example:
       --output_dir /tmp/t2t_data --runner DirectRunner
 """
 
-import dataclasses
+import signal
+
+if __name__ == "__main__":
+    # Before any import starts a thread: every thread must block these for the driver to
+    # hear them while its worker processes ignore them (see pipeline.interrupts).
+    signal.pthread_sigmask(signal.SIG_BLOCK, (signal.SIGINT, signal.SIGTERM))
+
+import dataclasses  # noqa: E402 (after the signal mask, on purpose)
 import datetime
 import json
 import logging
+import os
 import sys
 import threading
 import time
@@ -34,7 +42,9 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from pipeline import books, vocab_passes
+from pipeline import books, fingerprint, vocab_passes
+from pipeline.interrupts import InterruptWatcher, Interrupted, kill_worker_processes
+from pipeline.lock import OutputLock
 from pipeline.datasets import literal_patterns, plan_datasets
 from pipeline.layout import WORK_NAME, OutputLayout, lang_of
 from pipeline.options import (DatagenOptions, check_known_flags, datagen_flag_values,
@@ -151,8 +161,11 @@ class Prepared:
 
 
 class DatagenJob:
-    def __init__(self, options):
+    def __init__(self, options, interrupted=lambda: None):
+        """`interrupted()`: the signal number that stopped the run, or None
+        (`InterruptWatcher.received`)."""
         self.options = options
+        self.interrupted = interrupted
         self.flags = options.view_as(DatagenOptions)
         f = self.flags
         validate_flags(f)
@@ -161,6 +174,9 @@ class DatagenJob:
         self.layout = OutputLayout(file_io.absolute(f.output_dir), f.problem, f.vocab_size)
         self.stages = {}
         self.pass_count = 0
+        self.lock = None                # OutputLock, held while the job runs
+        self.fingerprint = None         # pipeline.fingerprint.output_fingerprint
+        self.vocab_fingerprint = None   # pipeline.fingerprint.vocab_fingerprint
 
     # -- checks before anything runs or is deleted ------------------------------------------
     def _named_paths(self):
@@ -228,6 +244,8 @@ class DatagenJob:
 
     # -- running passes -------------------------------------------------------------------
     def run_pass(self, label, build):
+        if self.lock is not None:
+            self.lock.check()
         self.pass_count += 1
         LOG.info("pass %d: %s", self.pass_count, label)
         start = time.time()
@@ -249,6 +267,14 @@ class DatagenJob:
         try:
             result = pipeline.run()
             state = result.wait_until_finish()
+        except BaseException:
+            signum = self.interrupted()
+            if signum is not None:
+                # Beam may have wrapped Interrupted into its own error; workers still
+                # running (an in-process signal) must not write on into the work directory.
+                kill_worker_processes()
+                raise Interrupted(signum) from None
+            raise
         finally:
             stop.set()
         if state not in (None, beam.runners.runner.PipelineState.DONE):
@@ -298,7 +324,7 @@ class DatagenJob:
         """The prepare stage's facts as {split: [Prepared]}; raises DatagenError on bad input."""
         f = self.flags
         every = [ds for split in sorted(datasets) for ds in datasets[split]]
-        result = file_io.read_json(self.layout.work("prepare.json"))
+        result = file_io.read_work_json(self.layout.work("prepare.json"))
         facts = dict(result.get("files", []))
         materialized = {(m["split"], m["index"]): m for m in result.get("materialized", [])}
         problems = []
@@ -368,8 +394,25 @@ class DatagenJob:
             return file_io.exists(FileSystems.join(path, "merges.txt"))
         return file_io.exists(path)
 
+    def check_reused_vocab(self, path):
+        """Raises DatagenError when an existing vocab file was made from other vocab inputs
+        or flags (e.g. left by a crashed run on another corpus); one without a fingerprint
+        sidecar was put there by hand and is reused as T2T does."""
+        recorded = fingerprint.read_sidecar(path)
+        if recorded is None:
+            LOG.info("%s has no %s: reused as given", path, fingerprint.sidecar_path(path))
+            return
+        changes = fingerprint.differences(recorded, self.vocab_fingerprint)
+        if changes:
+            raise DatagenError("%s was made from other vocab inputs/flags: %s; pass "
+                               "--overwrite to relearn it" % (path, "; ".join(changes)))
+
     def _write_vocab(self, path, content):
-        """Writes a vocab file, or for byte_bpe the directory's files (merges.txt last)."""
+        """Writes a vocab file, or for byte_bpe the directory's files (merges.txt last).
+
+        Its fingerprint sidecar goes first, so a vocab file this job wrote never lacks one
+        (a sidecar without its vocab file is rewritten with the next vocab)."""
+        fingerprint.write_sidecar(path, self.vocab_fingerprint)
         if isinstance(content, dict):
             _delete_tree(path)  # never a new vocab.json beside an old merges.txt
             FileSystems.mkdirs(path)
@@ -397,6 +440,7 @@ class DatagenJob:
             if name in given:
                 continue
             if self._vocab_exists(path) and not f.overwrite:
+                self.check_reused_vocab(path)
                 LOG.info("vocab %s: reusing %s", name, path)
                 encoder = load_vocab(kind, path)
                 if kind == "byte_bpe":
@@ -550,12 +594,14 @@ class DatagenJob:
 
         self.run_pass("encode %d chunks into %s" % (len(chunks), ", ".join(
             "%d %s shards" % (n, s) for s, n in sorted(num_shards.items()))), build)
-        result = file_io.read_json(result_path)
+        result = file_io.read_work_json(result_path)
         return (num_shards, result.get("shards", []), result.get("rejects", []),
                 dict(result.get("tokens", [])))
 
     def finish(self, prepared, num_shards, shards, rejects, tokens):
         """Checks the books of every dataset, then moves outputs into place; marker last."""
+        if self.lock is not None:  # a run that lost its lock must not replace the new holder's
+            self.lock.check()      # files
         report = {split: books.split_report(
             split, items, num_shards[split], shards, rejects, tokens.get(split, [0, 0, 0, 0]),
             self.layout.rejects_path(split), self.flags.vocab_type == "word")
@@ -645,15 +691,47 @@ class DatagenJob:
             return self.translate_all_passes()
         self.check_file_systems()
         self.check_given_vocabs()
-        if file_io.exists(layout.complete_path) and not f.overwrite:
-            LOG.info("%s is complete (%s exists): nothing to do; pass --overwrite to redo it",
-                     layout.output_dir, layout.complete_path)
-            summary = file_io.read_json(layout.summary_path)
-            summary["noop"] = True
-            return summary
-        started, t0 = _now(), time.time()
+        # Inputs are listed and checked before the lock is written: bad input must leave
+        # nothing behind, not even a new output directory.
         datasets = self.plan()
         plan = self.vocab_plan(datasets)
+        self.lock = OutputLock(layout.output_dir, f.problem, f.lock_stale_seconds)
+        started, t0 = _now(), time.time()
+        with self.lock:
+            try:
+                return self._run_locked(started, t0, datasets, plan)
+            except (Interrupted, KeyboardInterrupt) as e:
+                self._record_failure(started, t0, e, "interrupted")
+                raise
+
+    def check_same_fingerprint(self, summary):
+        """Raises DatagenError when a complete output was made from other inputs or flags:
+        a scheduled rerun must not pass yesterday's output off as today's."""
+        recorded = summary.get("fingerprint")
+        if recorded is None:
+            LOG.warning("%s records no fingerprint (written by an older version): cannot "
+                        "tell whether its inputs or flags changed", self.layout.summary_path)
+            return
+        changes = fingerprint.differences(recorded, self.fingerprint)
+        if changes:
+            raise DatagenError("%s holds a complete output of other inputs/flags: %s; pass "
+                               "--overwrite to replace it" % (
+                                   self.layout.output_dir, "; ".join(changes)))
+
+    def _run_locked(self, started, t0, datasets, plan):
+        """The job, once this run holds the output directory's lock."""
+        f = self.flags
+        layout = self.layout
+        flag_values = datagen_flag_values(self.options)
+        self.fingerprint = fingerprint.output_fingerprint(flag_values)
+        self.vocab_fingerprint = fingerprint.vocab_fingerprint(flag_values)
+        if file_io.exists(layout.complete_path) and not f.overwrite:
+            summary = file_io.read_json(layout.summary_path)
+            self.check_same_fingerprint(summary)
+            LOG.info("%s is complete (%s exists): nothing to do; pass --overwrite to redo it",
+                     layout.output_dir, layout.complete_path)
+            summary["noop"] = True
+            return summary
         _delete_tree(layout.work_dir)  # leftovers of a killed run must not be read back
         self.check_output_writable()
         writing = []
@@ -696,27 +774,30 @@ class DatagenJob:
             "seconds": round(time.time() - t0, 3), "problem": f.problem, "seed": f.seed,
             "flags": datagen_flag_values(self.options),
             "runner": self.options.get_all_options().get("runner"),
-            "passes": self.pass_count, "stages": self.stages}
+            "passes": self.pass_count, "stages": self.stages,
+            "fingerprint": self.fingerprint}
         summary.update(facts)
         return summary
 
-    def _record_failure(self, started, t0, error):
-        """A failed run leaves a summary saying so (unless a complete output is still there)."""
+    def _record_failure(self, started, t0, error, status="failed"):
+        """A failed or interrupted run leaves a summary saying so (unless a complete output
+        is still there: then the summary describes that output)."""
         if file_io.exists(self.layout.complete_path):
             return
         try:
             file_io.write_json(self.layout.summary_path, self._summary(
-                "failed", started, t0, error="%s: %s" % (type(error).__name__, error)))
+                status, started, t0, error="%s: %s" % (type(error).__name__, error)))
         except Exception:  # the original error matters more
             LOG.exception("could not write the failure summary")
 
 
-def run(argv=None):
-    """Runs the job; returns the summary dict. Raises DatagenError on bad input or flags."""
+def run(argv=None, interrupted=lambda: None):
+    """Runs the job; returns the summary dict. Raises DatagenError on bad input or flags,
+    Interrupted when `interrupted()` reports a signal."""
     argv = list(sys.argv[1:] if argv is None else argv)
     check_known_flags(argv)
     options = PipelineOptions(argv)
-    return DatagenJob(options).run()
+    return DatagenJob(options, interrupted).run()
 
 
 class _StderrHandler(logging.StreamHandler):
@@ -754,10 +835,15 @@ def main(argv=None):
         LOG.setLevel(logging.INFO)
         LOG.propagate = False
     try:
-        summary = run(argv)
+        with InterruptWatcher() as watcher:
+            summary = run(argv, lambda: watcher.received)
     except DatagenError as e:
         LOG.error("%s", one_line(e))
         return 2
+    except (Interrupted, KeyboardInterrupt) as e:
+        stopped = e if isinstance(e, Interrupted) else Interrupted(signal.SIGINT)
+        LOG.error("interrupted (%s)", stopped)
+        return stopped.exit_status
     if summary["status"] == "dry_run":
         print("dry run: %d passes translated for runner %s; nothing was run or written"
               % (summary["passes"], summary["runner"]))
@@ -767,4 +853,11 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    status = main()
+    if status > 128:
+        # Interrupted: Beam's threads waiting on killed workers would delay or garble the
+        # exit; everything the run had to clean up is done.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(status)
+    sys.exit(status)

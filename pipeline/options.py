@@ -98,6 +98,9 @@ class DatagenOptions(PipelineOptions):
                  "probes too (more when the rounds left need it).")
         add("--encode_chunk_lines", type=int, default=50000,
             help="Lines per parallel encoding chunk of an uncompressed file.")
+        add("--lock_stale_seconds", type=float, default=120.0,
+            help="A run holds {output_dir}/{problem}.datagen.lock and refreshes its heartbeat; "
+                 "a lock whose heartbeat is older than this (a killed run) is taken over.")
 
 
 class _StrictParser(_BeamArgumentParser):
@@ -206,6 +209,9 @@ def validate_flags(f):
         raise DatagenError("--encode_chunk_lines, --vocab_partitions and "
                            "--bisection_rounds_per_pass must be at least 1, "
                            "--bisection_lookahead at least 0")
+    if not f.lock_stale_seconds > 0:
+        raise DatagenError("--lock_stale_seconds must be a positive number of seconds, not %s"
+                           % f.lock_stale_seconds)
     if (f.train_tsv or f.dev_tsv) and (min(f.source_column, f.target_column) < 0
                                        or f.source_column == f.target_column):
         raise DatagenError("--source_column and --target_column must be different "

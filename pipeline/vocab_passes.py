@@ -194,7 +194,7 @@ def learn_subword_vocabs(work_dir, files, config, run_pass, first_pass=None):
         seconds = run_pass(label, build)
         if extra:
             extra[2]()
-        result = file_io.read_json(result_path)
+        result = file_io.read_work_json(result_path)
         if first:
             indexes = dict(result["indexes"])
             stats["sampling"] = check_sampling(result["sampling"])
@@ -298,7 +298,7 @@ def learn_counted_vocabs(kind, work_dir, files, config, run_pass, first_pass=Non
                                            first_pass[0](p) if first_pass else None))
     if first_pass:
         first_pass[2]()
-    result = file_io.read_json(result_path)
+    result = file_io.read_work_json(result_path)
     vocabs = dict(result.get("vocabs", []))
     for name in files:  # a vocabulary with nothing sampled still gets its specials
         if name not in vocabs:

@@ -136,6 +136,20 @@ def read_json(path):
     return json.loads(read_bytes(path).decode("utf-8"))
 
 
+def read_work_json(path):
+    """A pass's result or checkpoint file, which must be there: a missing or unreadable one
+    (removed by a cleanup or another run) is an error, never read as an empty result."""
+    try:
+        value = read_json(path)
+    except (OSError, ValueError) as e:  # BeamIOError is an OSError, bad JSON a ValueError
+        raise RuntimeError("work file %s is missing or unreadable (%s): was the work "
+                           "directory removed by another run?" % (
+                               path, " ".join(str(e).split()))) from None
+    if not isinstance(value, dict):
+        raise RuntimeError("work file %s holds no result object" % path)
+    return value
+
+
 def write_json(path, value):
     write_bytes_atomically(path, (json.dumps(value, indent=1, sort_keys=True) + "\n").encode("utf-8"))
 

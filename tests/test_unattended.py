@@ -1,0 +1,188 @@
+"""Scheduled, unattended runs: fingerprints, the output lock, Ctrl-C/SIGTERM and kill -9.
+
+Through the public command (`pipeline.datagen.main` in-process, `python -m pipeline.datagen`
+in a subprocess where signals are involved), on a few hundred lines of the sample corpus.
+"""
+
+import glob
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import psutil
+import pytest
+
+from datagen_helpers import DIRECT_MP2, FNAPI
+from pipeline import datagen
+
+pytestmark = pytest.mark.slow
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SAMPLE = os.path.join(ROOT, "sample_data", "enzh-mlqe-pe")
+FLAGS = ["--problem", "p", "--num_train_shards", "2"]
+
+
+@pytest.fixture
+def corpus(tmp_path):
+    """300 pairs of the sample corpus, copied so a test may change them."""
+    paths = []
+    for lang in ("en", "zh"):
+        with open(os.path.join(SAMPLE, "train." + lang), "rb") as f:
+            data = b"".join(f.readline() for _ in range(300))
+        path = tmp_path / ("train." + lang)
+        path.write_bytes(data)
+        paths.append(str(path))
+    return paths
+
+
+def _argv(out, corpus, *extra, runner=FNAPI):
+    return (["--train_source", corpus[0], "--train_target", corpus[1], "--output_dir",
+             str(out)] + FLAGS + list(runner) + [str(e) for e in extra])
+
+
+def _summary(out):
+    with open(os.path.join(str(out), "p.datagen_summary.json")) as f:
+        return json.load(f)
+
+
+def _visible(out):
+    return glob.glob(os.path.join(str(out), "p-train*")) + glob.glob(
+        os.path.join(str(out), "p-dev*"))
+
+
+def _write_lease(out, **lease):
+    os.makedirs(str(out), exist_ok=True)
+    base = {"run_id": "other", "host": "elsewhere", "pid": 4242,
+            "started_at": "2026-01-01T00:00:00+00:00", "heartbeat_at": time.time(),
+            "heartbeat_iso": "now"}
+    base.update(lease)
+    with open(os.path.join(str(out), "p.datagen.lock"), "w") as f:
+        json.dump(base, f)
+
+
+def test_fingerprint_changed_flag_input_and_reused_vocab(tmp_path, corpus, capsys):
+    out = tmp_path / "out"
+    assert datagen.main(_argv(out, corpus)) == 0
+    assert _summary(out)["fingerprint"]["flags"]["seed"] == 0
+    assert os.path.exists(out / ".vocab.p.8192.subwords.en.fingerprint.json")
+    assert not os.path.exists(out / "p.datagen.lock")
+    capsys.readouterr()
+
+    assert datagen.main(_argv(out, corpus, "--encode_chunk_lines", 7)) == 0  # operational
+    assert "nothing to do" in capsys.readouterr().err
+
+    assert datagen.main(_argv(out, corpus, "--seed", 1)) == 2
+    err = capsys.readouterr().err
+    assert "complete output of other inputs/flags: --seed 0 -> 1" in err
+    assert "--overwrite" in err and "Traceback" not in err
+
+    os.utime(corpus[0], (time.time() + 100, time.time() + 100))
+    assert datagen.main(_argv(out, corpus)) == 2
+    assert "%s changed (size/mtime)" % corpus[0] in capsys.readouterr().err
+    assert os.path.exists(out / "p.DATAGEN_COMPLETE")
+
+    assert datagen.main(_argv(out, corpus, "--seed", 1, "--overwrite")) == 0
+    assert _summary(out)["fingerprint"]["flags"]["seed"] == 1
+    assert datagen.main(_argv(out, corpus, "--seed", 1)) == 0  # same fingerprint: no-op
+    assert "nothing to do" in capsys.readouterr().err
+
+    # A crash after the vocab was written, then a run on other inputs: the vocab is refused.
+    os.remove(out / "p.DATAGEN_COMPLETE")
+    with open(corpus[1], "ab") as f:
+        f.write(b"\n")
+    with open(corpus[0], "ab") as f:
+        f.write(b"\n")
+    assert datagen.main(_argv(out, corpus, "--seed", 1)) == 2
+    err = capsys.readouterr().err
+    assert "vocab.p.8192.subwords.en was made from other vocab inputs/flags" in err
+    assert "train.en changed (size/mtime)" in err
+    assert _visible(out) and not os.path.exists(out / "p.DATAGEN_COMPLETE")
+
+
+def test_held_lock_exits_2_naming_the_holder_and_stale_lock_is_taken_over(
+        tmp_path, corpus, capsys):
+    out = tmp_path / "out"
+    _write_lease(out, host=socket.gethostname(), pid=os.getpid(), run_id="abc")
+    assert datagen.main(_argv(out, corpus)) == 2
+    err = capsys.readouterr().err
+    assert "in use by run abc (host %s, pid %d" % (socket.gethostname(), os.getpid()) in err
+    assert not os.path.exists(out / "p.datagen_summary.json")
+
+    _write_lease(out, heartbeat_at=time.time() - 30)  # another host, heartbeat 30 s old
+    assert datagen.main(_argv(out, corpus, "--lock_stale_seconds", 10)) == 0
+    err = capsys.readouterr().err
+    assert "taking over the lock" in err and "no heartbeat for 30 s" in err
+    assert _summary(out)["status"] == "complete"
+    assert not os.path.exists(out / "p.datagen.lock")
+
+
+def _start(out, corpus, runner):
+    cmd = [sys.executable, "-m", "pipeline.datagen"] + _argv(out, corpus, runner=runner)
+    return subprocess.Popen(cmd, cwd=ROOT, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                            text=True, start_new_session=True)
+
+
+def _wait_for_pass(proc, seconds):
+    """Reads stderr until the first pass starts, then lets it run `seconds`; the lines."""
+    lines = []
+    for line in proc.stderr:
+        lines.append(line)
+        if " pass 1: " in line:
+            break
+    time.sleep(seconds)
+    assert proc.poll() is None, "the job ended before it could be stopped:\n" + "".join(lines)
+    return lines
+
+
+@pytest.mark.parametrize("sig,runner", [(signal.SIGINT, DIRECT_MP2),
+                                        (signal.SIGTERM, DIRECT_MP2),
+                                        (signal.SIGINT, FNAPI)],
+                         ids=["sigint-2-workers", "sigterm-2-workers", "sigint-fnapi"])
+def test_signal_to_the_process_group(tmp_path, corpus, capsys, sig, runner):
+    out = tmp_path / "out"
+    proc = _start(out, corpus, runner)
+    try:
+        _wait_for_pass(proc, 1.5 if runner is FNAPI else 2.5)
+        family = psutil.Process(proc.pid).children(recursive=True)
+        if runner is DIRECT_MP2:
+            assert family, "no worker processes to check"
+        # a second run on the same directory meanwhile stops at once, naming the first
+        assert datagen.main(_argv(out, corpus)) == 2
+        assert "pid %d" % proc.pid in capsys.readouterr().err
+        os.killpg(proc.pid, sig)
+        err = proc.stderr.read()
+        status = proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert status == 128 + sig
+    assert "Traceback" not in err and err.strip().splitlines()[-1].endswith(
+        "ERROR interrupted (%s)" % signal.Signals(sig).name), err
+    time.sleep(0.5)
+    assert [p.pid for p in family if p.is_running() and p.status() != psutil.STATUS_ZOMBIE] == []
+    assert _summary(out)["status"] == "interrupted"
+    assert _visible(out) == [] and not os.path.exists(out / "p.datagen.lock")
+    if runner is DIRECT_MP2:
+        assert datagen.main(_argv(out, corpus)) == 0
+        assert _summary(out)["status"] == "complete"
+
+
+def test_kill_9_then_rerun_takes_over_the_dead_runs_lock(tmp_path, corpus, capsys):
+    out = tmp_path / "out"
+    proc = _start(out, corpus, FNAPI)
+    try:
+        _wait_for_pass(proc, 1.0)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    assert os.path.exists(out / "p.datagen.lock") and _visible(out) == []
+    assert datagen.main(_argv(out, corpus)) == 0
+    err = capsys.readouterr().err
+    assert "taking over the lock" in err and "process %d on this host is gone" % proc.pid in err
+    assert _summary(out)["status"] == "complete"
