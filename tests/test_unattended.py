@@ -139,6 +139,19 @@ def _wait_for_pass(proc, seconds):
     return lines
 
 
+def _wait_for_workers(proc, timeout=60):
+    """The job's worker processes, once there are some (their start-up time depends on the
+    machine's load, so this polls rather than sleeping a fixed time)."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        assert proc.poll() is None, "the job ended before its workers were seen"
+        if psutil.Process(proc.pid).children(recursive=True):
+            time.sleep(0.3)  # let the pass take in work, so the signal lands mid-pass
+            return psutil.Process(proc.pid).children(recursive=True)
+        time.sleep(0.1)
+    raise AssertionError("no worker processes within %d s" % timeout)
+
+
 @pytest.mark.parametrize("sig,runner", [(signal.SIGINT, DIRECT_MP2),
                                         (signal.SIGTERM, DIRECT_MP2),
                                         (signal.SIGINT, FNAPI)],
@@ -147,10 +160,9 @@ def test_signal_to_the_process_group(tmp_path, corpus, capsys, sig, runner):
     out = tmp_path / "out"
     proc = _start(out, corpus, runner)
     try:
-        _wait_for_pass(proc, 1.5 if runner is FNAPI else 2.5)
-        family = psutil.Process(proc.pid).children(recursive=True)
-        if runner is DIRECT_MP2:
-            assert family, "no worker processes to check"
+        _wait_for_pass(proc, 1.5 if runner is FNAPI else 0.5)
+        family = (_wait_for_workers(proc) if runner is DIRECT_MP2
+                  else psutil.Process(proc.pid).children(recursive=True))
         # a second run on the same directory meanwhile stops at once, naming the first
         assert datagen.main(_argv(out, corpus)) == 2
         assert "pid %d" % proc.pid in capsys.readouterr().err
