@@ -2,6 +2,8 @@
 # The test command: sets up .venv on a fresh machine (project, test requirements and the
 # Tensor2Tensor 1.15.7 reference, installed --no-deps), then runs the whole suite.
 # Extra arguments go to pytest, e.g. ./run_tests.sh -k parity -x
+# Tests run in TEST_WORKERS (default 2) pytest-xdist processes, one test file per process at a
+# time (module fixtures stay shared); TEST_WORKERS=0 runs them in this process.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -9,8 +11,8 @@ if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
   .venv/bin/pip install --quiet --upgrade pip
 fi
-if ! .venv/bin/python -c "import pipeline.datagen, apache_beam, tensorflow, google_crc32c, numba, pydivsufsort, regex, psutil, pytest, hypothesis, tensor2tensor" >/dev/null 2>&1; then
+if ! .venv/bin/python -c "import pipeline.datagen, apache_beam, tensorflow, google_crc32c, numba, pydivsufsort, regex, psutil, pytest, xdist, hypothesis, tensor2tensor" >/dev/null 2>&1; then
   .venv/bin/pip install --quiet -e . -r requirements-test.txt
   .venv/bin/pip install --quiet --no-deps tensor2tensor==1.15.7
 fi
-exec .venv/bin/python -m pytest tests "$@"
+exec .venv/bin/python -m pytest tests -n "${TEST_WORKERS:-2}" --dist loadfile "$@"

@@ -3,7 +3,7 @@
 import tensorflow as tf
 from hypothesis import given, settings, strategies as st
 
-from transforms.example_proto import Int64FeaturesWriter
+from transforms.example_proto import Int64FeaturesWriter, PairExampleWriter
 
 INT64 = st.integers(min_value=-2 ** 63, max_value=2 ** 63 - 1)
 
@@ -45,3 +45,17 @@ def test_map_key_order_is_the_protobuf_runtime_order():
     features = {k: [i, -i, 2 ** 40] for i, k in enumerate(
         ["a", "b", "ab", "", "ba", "inputs", "targets", "aa", "b0", "é", "\U0001F600"])}
     assert Int64FeaturesWriter().serialize(features) == _tf_bytes(features)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(INT64, max_size=300), st.lists(INT64, max_size=300))
+def test_pair_from_cached_entries_is_tensorflows_example(inputs, targets):
+    pairs = PairExampleWriter("inputs", "targets")
+    data = pairs.join(pairs.entry(0, inputs), pairs.entry(1, targets))
+    assert data == _tf_bytes({"inputs": inputs, "targets": targets})
+
+
+def test_pair_writer_follows_the_runtime_order_whichever_name_comes_first():
+    pairs = PairExampleWriter("targets", "inputs")  # first side sorts after the second
+    data = pairs.join(pairs.entry(0, [5, 1]), pairs.entry(1, list(range(200))))
+    assert data == _tf_bytes({"targets": [5, 1], "inputs": list(range(200))})

@@ -16,7 +16,7 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 from transforms import file_io
-from transforms.example_proto import Int64FeaturesWriter
+from transforms.example_proto import PairExampleWriter
 from transforms.rejects import reject_record
 from transforms.shard_fragments import fragment_name, write_fragment
 from transforms.text_lines import decode_line, iter_raw_lines
@@ -24,7 +24,7 @@ from transforms.vocab_kinds import eos_ids, load_vocab
 
 REJECTS = "rejects"
 STATS = "stats"
-LINE_CACHE_SIZE = 1 << 17  # lines per side whose ids a worker keeps (~100 MB at most)
+LINE_CACHE_SIZE = 1 << 17  # lines per side whose Example entries a worker keeps (~60 MB at most)
 
 
 def shuffle_key(seed, split, pair_index, line_number):
@@ -52,32 +52,35 @@ class _EncodeChunkFn(beam.DoFn):
         self._eos_token = settings.get("bpe_eos_token", "<|endoftext|>")
 
     def setup(self):
-        self._examples = Int64FeaturesWriter()  # tf.train.Example bytes, without TensorFlow
+        self._examples = PairExampleWriter("inputs", "targets")  # without TensorFlow
         self._source = load_vocab(self._kind, self._paths[0])
         self._target = (self._source if self._paths[1] == self._paths[0]
                         else load_vocab(self._kind, self._paths[1]))
         self._eos = (eos_ids(self._kind, self._source, self._eos_token),
                      eos_ids(self._kind, self._target, self._eos_token))
         self._count_oov = self._kind == "word"
-        self._line_ids = ({}, {})  # per side: line -> (ids + EOS, OOV words)
+        self._line_entries = ({}, {})  # per side: line -> (Example entry, tokens, OOV words)
 
-    def _ids(self, side, text, stats):
-        """Ids of one side's line, EOS appended; a line seen before is looked up.
+    def _entry(self, side, text, stats):
+        """The Example feature entry of one side's line (ids, EOS appended); a line seen
+        before is looked up.
 
         Parallel corpora repeat lines a lot (on the en-zh bench corpus 76% of English and 52%
-        of Chinese lines occur more than once), so each side keeps its recent lines' ids.
+        of Chinese lines occur more than once), so each side keeps its recent lines' entries,
+        already serialized (`PairExampleWriter`).
         """
-        cache = self._line_ids[side]
+        cache = self._line_entries[side]
         known = cache.get(text)
         if known is None:
-            known = self._encode_line(side, text)
+            ids, oov = self._encode_line(side, text)
+            known = (self._examples.entry(side, ids), len(ids) - len(self._eos[side]), oov)
             if len(cache) >= LINE_CACHE_SIZE:
                 cache.clear()
             cache[text] = known
-        ids, oov = known
-        stats[side * 2] += len(ids) - len(self._eos[side])
+        entry, tokens, oov = known
+        stats[side * 2] += tokens
         stats[side * 2 + 1] += oov
-        return ids
+        return entry
 
     def _encode_line(self, side, text):
         """(ids + EOS, out-of-vocabulary words) of one line."""
@@ -137,8 +140,8 @@ class _EncodeChunkFn(beam.DoFn):
                 if self._max_chars and max(len(source), len(target)) > self._max_chars:
                     yield self._reject(chunk, number, "line_too_long", source, target)
                     continue
-                record = self._examples.serialize({"inputs": self._ids(0, source, stats),
-                                                   "targets": self._ids(1, target, stats)})
+                record = self._examples.join(self._entry(0, source, stats),
+                                             self._entry(1, target, stats))
                 key = shuffle_key(self._seed, split, ds["index"], number)
                 by_shard.setdefault(shard_of(key, num_shards), []).append(
                     (key, ds["index"], number, record))
