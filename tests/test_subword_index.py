@@ -165,3 +165,23 @@ def test_rounds_fitted_lookahead_finishes_the_search_in_time(target, rounds):
     chosen, wanted = learner.next_probes(known, target, 0)
     assert wanted == [] and chosen == learner.bisect_min_count(
         target, lambda m, lo, hi: size(m))
+
+
+def test_select_is_right_when_another_thread_grows_the_capacity(monkeypatch):
+    """One index serves every thread of a worker (Beam's Shared handle). A select that finds
+    more strings than its capacity reruns with more room; another thread raising the shared
+    capacity meanwhile must not make it take the overflow result (uninitialized ranks)."""
+    from transforms.codecs import subword_index
+    counts = _corpus_counts("enzh-mlqe-pe", "train.en", 300)
+    expected = _indexed(TokenIndex.build(counts.items(), 200), [1, 2], None, 1)
+    index = TokenIndex.build(counts.items(), 200)
+    index._capacity = 8  # the first call overflows
+    real_select = subword_index._select
+
+    def select_while_another_thread_grows(*args):
+        result = real_select(*args)
+        index._capacity = 1 << 20  # what a concurrent select that overflowed would do
+        return result
+
+    monkeypatch.setattr(subword_index, "_select", select_while_another_thread_grows)
+    assert _indexed(index, [1, 2], None, 1) == expected

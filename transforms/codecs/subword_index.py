@@ -406,13 +406,17 @@ class TokenIndex:
         stack = (span if span is not None else int(self.remaining.max(initial=0))) + 3
         chars = self.chars
         for min_count in sorted(set(min_counts)):
+            # A local copy: one index may serve several threads of a worker (a Beam Shared
+            # handle), and another thread may raise the capacity between call and check.
+            capacity = self._capacity
             while True:
                 ranks, lens, cnts, char_raw, char_taken = _select(
                     self.lcp_next, self.remaining, self.weights, self.first, marks, use_all,
-                    lo, hi, max(1, min_count), len(chars) + 1, stack, self._capacity)
-                if len(ranks) <= self._capacity:
+                    lo, hi, max(1, min_count), len(chars) + 1, stack, capacity)
+                if len(ranks) <= capacity:
                     break
-                self._capacity *= 4  # more accepted strings than room: rerun with more
+                capacity *= 4  # more accepted strings than room: rerun with more
+            self._capacity = max(self._capacity, capacity)
             text = self._text
             positions = self.sa[ranks].tolist()
             accepted = [(count, text[p:p + length])
