@@ -49,7 +49,8 @@ from pipeline.datasets import literal_patterns, plan_datasets
 from pipeline.layout import WORK_NAME, OutputLayout, lang_of
 from pipeline.options import (DatagenOptions, check_known_flags, datagen_flag_values,
                               validate_flags)
-from pipeline.runners import DatagenError, check_workers_can_import_project, is_dry_run, runner_name
+from pipeline.runners import (DatagenError, check_workers_can_import_project, is_dry_run,
+                              run_small_input_in_process, runner_name)
 from pipeline.summary import format_summary
 from transforms import file_io
 from transforms.codecs.subword import vocab_file_text
@@ -704,6 +705,17 @@ class DatagenJob:
                 self._record_failure(started, t0, e, "interrupted")
                 raise
 
+    def choose_direct_mode(self):
+        """Small inputs run in this process under DirectRunner (see
+        `run_small_input_in_process`); the input size comes from the fingerprint."""
+        input_bytes = sum(facts["size"] or 0
+                          for flag, files in self.fingerprint["inputs"].items()
+                          if flag not in ("word_vocab", "bpe_vocab") for facts in files.values())
+        if run_small_input_in_process(self.options, input_bytes, self.flags.in_process_below_mb):
+            LOG.info("input is %.1f MB (< --in_process_below_mb %g): passes run in this "
+                     "process, not in worker processes", input_bytes / 1e6,
+                     self.flags.in_process_below_mb)
+
     def check_same_fingerprint(self, summary):
         """Raises DatagenError when a complete output was made from other inputs or flags:
         a scheduled rerun must not pass yesterday's output off as today's."""
@@ -734,6 +746,7 @@ class DatagenJob:
             return summary
         _delete_tree(layout.work_dir)  # leftovers of a killed run must not be read back
         self.check_output_writable()
+        self.choose_direct_mode()
         writing = []
 
         def start_writing(prepared):

@@ -19,6 +19,9 @@ def _optional_length(value):
     return int(value)
 
 
+IN_PROCESS_BELOW_MB_DEFAULT = 16.0
+
+
 class DatagenOptions(PipelineOptions):
     """Flags of `python -m pipeline.datagen` (Beam's own, like --runner, pass through)."""
 
@@ -101,6 +104,11 @@ class DatagenOptions(PipelineOptions):
         add("--lock_stale_seconds", type=float, default=120.0,
             help="A run holds {output_dir}/{problem}.datagen.lock and refreshes its heartbeat; "
                  "a lock whose heartbeat is older than this (a killed run) is taken over.")
+        add("--in_process_below_mb", type=float, default=IN_PROCESS_BELOW_MB_DEFAULT,
+            help="With DirectRunner's multi_processing mode, run the passes in this process "
+                 "instead when the input files total less than this many MB: starting worker "
+                 "processes for every pass takes longer than such a job's work. 0 always "
+                 "starts the workers. The output is the same either way.")
 
 
 class _StrictParser(_BeamArgumentParser):
@@ -209,6 +217,9 @@ def validate_flags(f):
         raise DatagenError("--encode_chunk_lines, --vocab_partitions and "
                            "--bisection_rounds_per_pass must be at least 1, "
                            "--bisection_lookahead at least 0")
+    if not f.in_process_below_mb >= 0:
+        raise DatagenError("--in_process_below_mb must be 0 or more, not %s"
+                           % f.in_process_below_mb)
     if not f.lock_stale_seconds > 0:
         raise DatagenError("--lock_stale_seconds must be a positive number of seconds, not %s"
                            % f.lock_stale_seconds)

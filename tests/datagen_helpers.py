@@ -9,8 +9,9 @@ DATA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
 
 FNAPI = ["--runner", "FnApiRunner"]
 DIRECT_1 = ["--runner", "DirectRunner", "--direct_num_workers", "1"]
+# Worker processes even for the tests' small inputs (--in_process_below_mb 0).
 DIRECT_MP2 = ["--runner", "DirectRunner", "--direct_running_mode", "multi_processing",
-              "--direct_num_workers", "2"]
+              "--direct_num_workers", "2", "--in_process_below_mb", "0"]
 
 
 def run_datagen(output_dir, source, target, *extra, runner=FNAPI):

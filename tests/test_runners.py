@@ -49,6 +49,40 @@ def test_direct_runner_two_processes_matches_fnapi(tmp_path, baseline, corpus):
     assert output_bytes(tmp_path / "mp2") == output_bytes(baseline[0])
 
 
+@pytest.mark.slow
+def test_small_input_runs_in_process_under_multi_processing(tmp_path, baseline, corpus, caplog):
+    """Below --in_process_below_mb (16 MB by default) a multi_processing DirectRunner job runs
+    its passes in this process, writing the same bytes."""
+    caplog.set_level("INFO", logger="datagen")
+    mp2_default = [a for a in DIRECT_MP2 if a not in ("--in_process_below_mb", "0")]
+    assert len(mp2_default) == len(DIRECT_MP2) - 2
+    run_datagen(tmp_path / "small", *corpus, *FLAGS, runner=mp2_default)
+    assert "passes run in this process, not in worker processes" in caplog.text
+    assert output_bytes(tmp_path / "small") == output_bytes(baseline[0])
+
+
+def test_in_process_switch_only_for_small_inputs_of_multi_processing():
+    from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions
+    from pipeline.runners import run_small_input_in_process
+
+    def mode_after(args, input_bytes, limit_mb=8):
+        options = PipelineOptions(args)
+        run_small_input_in_process(options, input_bytes, limit_mb)
+        return options.view_as(DirectOptions).direct_running_mode
+
+    mp = ["--runner", "DirectRunner", "--direct_running_mode", "multi_processing",
+          "--direct_num_workers", "2"]
+    assert mode_after(mp, 7_999_999) == "in_memory"
+    options = PipelineOptions(mp)
+    run_small_input_in_process(options, 10, 8)
+    assert options.view_as(DirectOptions).direct_num_workers == 1  # one thread: no GIL contention
+    assert mode_after(mp, 8_000_000) == "multi_processing"
+    assert mode_after(mp, 10, limit_mb=0) == "multi_processing"
+    assert mode_after(["--runner", "FnApiRunner"], 10) == "in_memory"  # untouched default
+    assert mode_after(["--runner", "DirectRunner", "--direct_running_mode", "multi_threading"],
+                      10) == "multi_threading"
+
+
 def _free_port():
     with socket.socket() as s:
         s.bind(("localhost", 0))
@@ -201,7 +235,7 @@ def test_kill_9_during_encoding_then_rerun_completes(tmp_path, baseline):
     cmd = [sys.executable, "-m", "pipeline.datagen", "--train_source", source, "--train_target",
            target, "--output_dir", str(out)] + [str(a) for a in FLAGS] + [
            "--runner", "DirectRunner", "--direct_running_mode", "multi_processing",
-           "--direct_num_workers", "2", "--encode_chunk_lines", "500"]
+           "--direct_num_workers", "2", "--in_process_below_mb", "0", "--encode_chunk_lines", "500"]
     proc = subprocess.Popen(cmd, cwd=REPO, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL,
                             text=True, start_new_session=True)
     try:
