@@ -52,9 +52,8 @@ from pipeline.options import (DatagenOptions, check_known_flags, datagen_flag_va
 from pipeline.runners import DatagenError, check_workers_can_import_project, is_dry_run, runner_name
 from pipeline.summary import format_summary
 from transforms import file_io
-from transforms.codecs.subword import vocab_file_text
 from transforms.encode_pairs import EncodePairs, plan_chunks
-from transforms.vocab_kinds import load_vocab
+from transforms.vocab_kinds import vocab_kind
 from transforms.file_scan import ScanTextFiles
 from transforms.json_result import WriteJsonResult
 from transforms.materialize import MaterializeDatasets
@@ -68,15 +67,6 @@ def _now():
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
 
-def _delete_tree(path):
-    """Deletes a file or a directory tree, also on object stores (gs://, s3://), where a
-    "directory" is only a name prefix: `exists` is false for it, so its files are listed."""
-    if FileSystems.exists(path):
-        FileSystems.delete([path])
-        return
-    listed = FileSystems.match([FileSystems.join(path, "**")])[0].metadata_list
-    if listed:
-        FileSystems.delete([m.path for m in listed])
 
 
 def one_line(text):
@@ -171,6 +161,7 @@ class DatagenJob:
         validate_flags(f)
         check_workers_can_import_project(options)
         self.dry_run = is_dry_run(options)
+        self.kind = vocab_kind(f.vocab_type)
         self.layout = OutputLayout(file_io.absolute(f.output_dir), f.problem, f.vocab_size)
         self.stages = {}
         self.pass_count = 0
@@ -200,34 +191,30 @@ class DatagenJob:
 
     def _load_given(self, flag, path):
         try:
-            return load_vocab(self.flags.vocab_type, path)
+            return self.kind.load(path)
         except (OSError, ValueError) as e:  # BeamIOError is an OSError, bad JSON a ValueError
             raise DatagenError("%s %s: not a readable %s vocabulary (%s)" % (
-                flag, path, self.flags.vocab_type, one_line(e))) from None
+                flag, path, self.kind.name, one_line(e))) from None
 
     def check_given_vocabs(self):
         """Loads the vocabularies the flags name (--word_vocab, --bpe_vocab) before anything
         runs, so a missing file, or a --bpe_eos_token the vocabulary lacks, is a one-line
         error (exit 2) instead of a traceback in the encode pass."""
-        f = self.flags
-        if f.vocab_type == "word" and f.word_vocab:
-            for path in [file_io.absolute(w) for w in f.word_vocab.split(",") if w]:
-                if not file_io.exists(path):
-                    raise DatagenError("--word_vocab %s: no such file" % path)
-                self._load_given("--word_vocab", path)
-        if f.vocab_type == "byte_bpe" and f.bpe_vocab:
-            path = file_io.absolute(f.bpe_vocab)
-            if not any(all(file_io.exists(FileSystems.join(path, n)) for n in names)
-                       for names in (("vocab.json", "merges.txt"), ("encoder.json", "vocab.bpe"))):
-                raise DatagenError("--bpe_vocab %s: no vocab.json + merges.txt (or GPT-2's "
-                                   "encoder.json + vocab.bpe) there" % path)
-            self.check_eos_token(self._load_given("--bpe_vocab", path), path)
+        flag = self.kind.given_flag
+        for path in self.kind.given_files(self.flags):
+            missing = self.kind.missing(path)
+            if missing:
+                raise DatagenError("%s %s: %s" % (flag, path, missing))
+            self.check_eos_token(self._load_given(flag, path), path)
 
     def check_eos_token(self, encoder, path):
-        """Raises DatagenError when a byte_bpe vocabulary lacks --bpe_eos_token."""
-        if encoder.token_to_id(self.flags.bpe_eos_token) is None:
+        """Raises DatagenError when a vocabulary lacks the ids that end every example (a
+        byte_bpe vocabulary without --bpe_eos_token)."""
+        try:
+            self.kind.eos_ids(encoder, self.flags.bpe_eos_token)
+        except ValueError:
             raise DatagenError("--bpe_eos_token %r is not in the vocabulary %s" % (
-                self.flags.bpe_eos_token, path))
+                self.flags.bpe_eos_token, path)) from None
 
     def check_output_writable(self):
         """Writes and deletes a file in the work directory, so an --output_dir under a
@@ -360,11 +347,10 @@ class DatagenJob:
     def vocab_plan(self, datasets):
         """{vocab name: (vocab path in the output, [train datasets])}."""
         f = self.flags
-        kind = f.vocab_type
+        kind = self.kind
         train = datasets["train"]
-        word_files = [w for w in (f.word_vocab or "").split(",") if w]
-        if f.shared_vocab or (kind == "byte_bpe" and f.bpe_vocab) or len(word_files) == 1:
-            return {"shared": (self.layout.vocab_path(None, kind), train)}
+        if f.shared_vocab or len(kind.given_files(f)) == 1:
+            return {"shared": (self.layout.vocab_path(kind), train)}
         first = train[0]
         src_lang = f.source_lang or (lang_of(first.source) if first.target else None)
         tgt_lang = f.target_lang or (lang_of(first.target) if first.target else None)
@@ -374,25 +360,16 @@ class DatagenJob:
         if src_lang == tgt_lang:
             raise DatagenError("source and target language are both %r: pass --source_lang/"
                                "--target_lang, or --shared_vocab" % src_lang)
-        return {"source": (self.layout.vocab_path(src_lang, kind), train),
-                "target": (self.layout.vocab_path(tgt_lang, kind), train)}
+        return {"source": (self.layout.vocab_path(kind, src_lang), train),
+                "target": (self.layout.vocab_path(kind, tgt_lang), train)}
 
     def _given_vocabs(self, plan):
         """{name: path} of vocabularies the user supplied (--bpe_vocab, --word_vocab)."""
-        f = self.flags
-        if f.vocab_type == "byte_bpe" and f.bpe_vocab:
-            return {"shared": file_io.absolute(f.bpe_vocab)}
-        if f.vocab_type == "word" and f.word_vocab:
-            files = [file_io.absolute(w) for w in f.word_vocab.split(",") if w]
-            if len(files) > 2:
-                raise DatagenError("--word_vocab takes FILE or SOURCE_FILE,TARGET_FILE")
-            return dict(zip(sorted(plan), files)) if len(files) == 2 else {"shared": files[0]}
-        return {}
-
-    def _vocab_exists(self, path):
-        if self.flags.vocab_type == "byte_bpe":
-            return file_io.exists(FileSystems.join(path, "merges.txt"))
-        return file_io.exists(path)
+        files = self.kind.given_files(self.flags)
+        if len(files) > 2:
+            raise DatagenError("%s takes FILE or SOURCE_FILE,TARGET_FILE" % self.kind.given_flag)
+        return dict(zip(sorted(plan), files)) if len(files) == 2 else dict(
+            {"shared": files[0]} if files else {})
 
     def check_reused_vocab(self, path):
         """Raises DatagenError when an existing vocab file was made from other vocab inputs
@@ -413,14 +390,7 @@ class DatagenJob:
         Its fingerprint sidecar goes first, so a vocab file this job wrote never lacks one
         (a sidecar without its vocab file is rewritten with the next vocab)."""
         fingerprint.write_sidecar(path, self.vocab_fingerprint)
-        if isinstance(content, dict):
-            _delete_tree(path)  # never a new vocab.json beside an old merges.txt
-            FileSystems.mkdirs(path)
-            for name in ("vocab.json", "merges.txt"):
-                file_io.write_bytes_atomically(FileSystems.join(path, name),
-                                               content[name].encode("utf-8"))
-        else:
-            file_io.write_bytes_atomically(path, content.encode("utf-8"))
+        self.kind.write(path, content)
 
     def vocabs(self, plan, datasets, prepared=None, on_prepared=None):
         """Writes, reuses or learns every vocabulary of `plan`; returns (prepared, report).
@@ -432,19 +402,18 @@ class DatagenJob:
         something to learn; otherwise the prepare pass runs on its own first.
         """
         f = self.flags
-        kind = f.vocab_type
+        kind = self.kind
         report = {}
         to_learn = {}
         given = self._given_vocabs(plan)
         for name, (path, train) in sorted(plan.items()):
             if name in given:
                 continue
-            if self._vocab_exists(path) and not f.overwrite:
+            if kind.exists(path) and not f.overwrite:
                 self.check_reused_vocab(path)
                 LOG.info("vocab %s: reusing %s", name, path)
-                encoder = load_vocab(kind, path)
-                if kind == "byte_bpe":
-                    self.check_eos_token(encoder, path)
+                encoder = kind.load(path)
+                self.check_eos_token(encoder, path)
                 report[name] = {"path": path, "size": encoder.vocab_size, "reused": True}
                 continue
             to_learn[name] = train
@@ -466,15 +435,10 @@ class DatagenJob:
         else:
             facts["prepared"] = prepared
         for name in sorted(given):
-            encoder = load_vocab(kind, given[name])
-            if kind == "word":
-                content = encoder.to_text()
-                if encoder.fixed_specials:
-                    LOG.info("vocab %s: %s did not start with <unk>, <s>, </s>: moved them "
-                             "to the front", name, given[name])
-            else:
-                content = {"vocab.json": encoder.vocab_json_text(),
-                           "merges.txt": encoder.merges_text()}
+            encoder = kind.load(given[name])
+            content, note = kind.content_of(encoder)
+            if note:
+                LOG.info("vocab %s: %s %s", name, given[name], note)
             self._write_vocab(plan[name][0], content)
             report[name] = {"path": plan[name][0], "size": encoder.vocab_size, "reused": False,
                             "given": given[name]}
@@ -490,7 +454,7 @@ class DatagenJob:
         stage made, sized by its scan (`prepared`), or with `first_pass` the datasets' own
         files, sized by the scan in the same pipeline.
         """
-        kind = self.flags.vocab_type
+        kind = self.kind
         by_index = {p.ds["index"]: p for p in (prepared or {}).get("train", [])}
         files = {}
         for name, train in to_learn.items():
@@ -503,25 +467,19 @@ class DatagenJob:
                 if name in ("target", "shared"):
                     files[name].append((p.target_lines, p.target_facts["bytes"]) if p
                                        else (ds.target, None))
-        if kind == "subword":
-            learnt, stats = vocab_passes.learn_subword_vocabs(
-                self.layout.work_dir, files, self._vocab_config(), self.run_pass, first_pass)
-            contents = {name: vocab_file_text(v) for name, v in learnt.items()}
-        else:
-            contents, stats = vocab_passes.learn_counted_vocabs(
-                kind, self.layout.work_dir, files, self._vocab_config(), self.run_pass,
-                first_pass)
+        contents, stats = kind.learn(vocab_passes, self.layout.work_dir, files,
+                                     self._vocab_config(), self.run_pass, first_pass)
         report = {}
         for name, content in sorted(contents.items()):
             path = plan[name][0]
             self._write_vocab(path, content)
             sampling = [s for s in stats["sampling"] if s["vocab"] == name]
             report[name] = {
-                "path": path, "size": load_vocab(kind, path).vocab_size, "reused": False,
+                "path": path, "size": kind.load(path).vocab_size, "reused": False,
                 "sampled_lines": sum(s["sampled_lines"] for s in sampling),
                 "sampled_chars": sum(s["sampled_chars"] for s in sampling),
                 "distinct_tokens": stats["distinct_tokens"].get(name, 0), "files": sampling}
-            if kind == "subword":
+            if name in stats.get("chosen_min_count", {}):  # learnt by bisection (subword)
                 report[name]["min_count"] = stats["chosen_min_count"][name]
             LOG.info("vocab %s: %d entries -> %s", name, report[name]["size"], path)
         report["passes"] = stats["passes"]
@@ -585,7 +543,7 @@ class DatagenJob:
         work_dirs = {name: self.layout.work(name) for name in ("fragments", "shards", "rejects")}
         result_path = self.layout.work("encode.json")
         for d in work_dirs.values():
-            _delete_tree(d)
+            file_io.delete_tree(d)
             FileSystems.mkdirs(d)
 
         def build(p):
@@ -604,17 +562,17 @@ class DatagenJob:
             self.lock.check()      # files
         report = {split: books.split_report(
             split, items, num_shards[split], shards, rejects, tokens.get(split, [0, 0, 0, 0]),
-            self.layout.rejects_path(split), self.flags.vocab_type == "word")
+            self.layout.rejects_path(split), self.kind.counts_oov)
             for split, items in sorted(prepared.items())}
         self.check_written(prepared, report)
         # Replace any previous outputs: marker first, so a crash here never looks complete.
-        _delete_tree(self.layout.complete_path)
+        file_io.delete_tree(self.layout.complete_path)
         old = [m.path for split in ("train", "dev")
                for m in FileSystems.match([self.layout.shard_pattern(split)])[0].metadata_list]
         if old:
             FileSystems.delete(old)
         for split in ("train", "dev"):
-            _delete_tree(self.layout.rejects_path(split))
+            file_io.delete_tree(self.layout.rejects_path(split))
         FileSystems.rename([FileSystems.join(self.layout.work("shards"), s["name"]) for s in shards],
                            [self.layout.path(s["name"]) for s in shards])
         written_rejects = [r for r in rejects if r["rejected"]]
@@ -651,20 +609,8 @@ class DatagenJob:
         def scan(p):
             return p | "Prepare" >> prepare if with_vocab else None
 
-        if f.vocab_type == "subword":
-            index_dir = vocab_passes.token_index_dir(self.layout.work_dir)
-            indexes = {name: {"path": FileSystems.join(index_dir, name + ".npz"), "alphabet": [],
-                              "distinct_tokens": 0} for name in plan}
-            known = {name: {} for name in plan}
-            self.run_pass("first vocab pass (dry run)", lambda p: vocab_passes.build_vocab_pass(
-                p, files, None, index_dir, known, work("vocab_pass_001.json"), config, scan(p)))
-            self.run_pass("later vocab pass (dry run)", lambda p: vocab_passes.build_vocab_pass(
-                p, None, indexes, index_dir, known, work("vocab_pass_002.json"), config))
-        else:
-            self.run_pass("%s vocab pass (dry run)" % f.vocab_type,
-                          lambda p: vocab_passes.build_counted_vocab_pass(
-                              p, f.vocab_type, files, config, work("vocab_pass_001.json"),
-                              scan(p)))
+        self.kind.translate(vocab_passes, self.layout.work_dir, files, config, self.run_pass,
+                            scan)
         no_facts = {"lines": 0, "checkpoints": [(0, 0)]}
         chunks = [c for ds in every for c in plan_chunks(
             dataclasses.asdict(ds), ds.source, ds.target or ds.source, no_facts, no_facts)]
@@ -732,7 +678,7 @@ class DatagenJob:
                      layout.output_dir, layout.complete_path)
             summary["noop"] = True
             return summary
-        _delete_tree(layout.work_dir)  # leftovers of a killed run must not be read back
+        file_io.delete_tree(layout.work_dir)  # leftovers of a killed run must not be read back
         self.check_output_writable()
         writing = []
 
@@ -740,7 +686,7 @@ class DatagenJob:
             self.check_has_pairs(prepared)
             # The input is valid: from here on this run writes into output_dir (vocab files
             # first), so a previous complete output stops being complete now, not at the end.
-            _delete_tree(layout.complete_path)
+            file_io.delete_tree(layout.complete_path)
             file_io.write_json(layout.summary_path, self._summary("running", started, t0))
             writing.append(True)
 
@@ -757,7 +703,7 @@ class DatagenJob:
                     self._record_failure(started, t0, e)
                 raise
         finally:
-            _delete_tree(layout.work_dir)
+            file_io.delete_tree(layout.work_dir)
             parent = layout.path(WORK_NAME)
             if FileSystems.exists(parent) and not FileSystems.match(
                     [FileSystems.join(parent, "*")])[0].metadata_list:

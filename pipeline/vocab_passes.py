@@ -23,7 +23,7 @@ from transforms import file_io
 from transforms.codecs import subword_learner as learner
 from transforms.json_result import WriteJsonResult
 from transforms.subword_refine import BuildTokenIndexes, LearnSubwordVocabs
-from transforms.token_counts import SampleAndCountTokens, count_triples
+from transforms.token_counts import SampleAndCountTokens
 
 LOG = logging.getLogger("datagen")
 
@@ -226,74 +226,43 @@ def learn_subword_vocabs(work_dir, files, config, run_pass, first_pass=None):
     return {name: search.result(name) for name in files}, stats
 
 
+def translate_subword_vocab_passes(work_dir, files, config, run_pass, scan):
+    """--dry_run: the first vocab pass (with `scan(p)` riding along, as in a real run) and a
+    later one reading placeholder token indexes."""
+    index_dir = token_index_dir(work_dir)
+    indexes = {name: {"path": FileSystems.join(index_dir, name + ".npz"), "alphabet": [],
+                      "distinct_tokens": 0} for name in files}
+    known = {name: {} for name in files}
+    run_pass("first vocab pass (dry run)", lambda p: build_vocab_pass(
+        p, files, None, index_dir, known, FileSystems.join(work_dir, "vocab_pass_001.json"),
+        config, scan(p)))
+    run_pass("later vocab pass (dry run)", lambda p: build_vocab_pass(
+        p, None, indexes, index_dir, known, FileSystems.join(work_dir, "vocab_pass_002.json"),
+        config))
+
 
 # -- word and byte-level BPE vocabularies: one pass over the same sampled counts ------------
 
-def _descending(word):
-    """A key that sorts words in descending code-point order (so Top keeps the smallest)."""
-    return tuple(-ord(c) for c in word) + (1,)
-
-
-def _word_rank(item):
-    word, count = item
-    return count, _descending(word)
-
-
-def _word_vocab_text(name_items, vocab_size):
-    from transforms.codecs.word_vocab import WordVocab
-    name, items = name_items
-    return [name, WordVocab.from_counts(dict(items), vocab_size).to_text()]
-
-
-def _learn_bpe(name_items, vocab_size, min_frequency, eos_token=None):
-    """A learnt BPE whose special token is `eos_token` (--bpe_eos_token), so the id that ends
-    every example is in the vocabulary whatever token was chosen."""
-    from transforms.codecs.byte_bpe import ENDOFTEXT, learn_byte_bpe
-    name, items = name_items
-    bpe = learn_byte_bpe(dict(items), vocab_size, special_tokens=(eos_token or ENDOFTEXT,),
-                         min_frequency=min_frequency)
-    return [name, {"vocab.json": bpe.vocab_json_text(), "merges.txt": bpe.merges_text()}]
-
-
 def build_counted_vocab_pass(p, kind, files, config, result_path, scanned=None):
-    """One pass: sample and count with the kind's tokenizer, then build every vocabulary.
-
-    Word vocabularies keep the `vocab_size - 3` most frequent words (`Top.PerKey`, ties
-    broken by the word); BPE merges are learnt from each vocabulary's aggregated pre-token
-    counts on one worker (`transforms.codecs.byte_bpe.learn_byte_bpe`).
-    """
-    from transforms.codecs.word_vocab import SPECIALS
-    from transforms.vocab_kinds import tokenizer_for
+    """One pass: sample and count with the kind's tokenizer, then build every vocabulary
+    (`kind.vocabs_from_counts`)."""
     counted = (sample_items(p, files, scanned)
                | "SampleAndCount" >> SampleAndCountTokens(
                    sorted(files), config["file_byte_budget"], _on_invalid_for_counting(config, scanned),
-                   tokenize=tokenizer_for(kind)))
-    size = config["vocab_size"]
-    if kind == "word":
-        vocabs = (counted["totals"]
-                  | "Triples" >> beam.FlatMap(count_triples)
-                  | "KeyByVocab" >> beam.Map(lambda t: (t[0], (t[1], t[2])))
-                  | "DropSpecials" >> beam.Filter(lambda kv: kv[1][0] not in SPECIALS)
-                  | "MostFrequent" >> beam.combiners.Top.PerKey(max(0, size - len(SPECIALS)),
-                                                                key=_word_rank)
-                  | "WordVocab" >> beam.Map(_word_vocab_text, vocab_size=size))
-    else:
-        vocabs = (counted["totals"]
-                  | "LearnMerges" >> beam.Map(_learn_bpe, vocab_size=size,
-                                              min_frequency=config.get("bpe_min_frequency", 2),
-                                              eos_token=config.get("bpe_eos_token")))
+                   tokenize=kind.tokenizer()))
+    vocabs = kind.vocabs_from_counts(counted["totals"], config)
     _ = {"vocabs": vocabs, "sampling": counted["stats"],
          "distinct": counted["distinct"] | "DistinctToList" >> beam.Map(list)} | (
         "Result" >> WriteJsonResult(result_path))
 
 
 def learn_counted_vocabs(kind, work_dir, files, config, run_pass, first_pass=None):
-    """Word or BPE vocabularies in one pass; returns ({name: text or {file: text}}, stats).
+    """Vocabularies of `kind` learnt in one pass; returns ({name: content}, stats).
 
     `first_pass` is as for `learn_subword_vocabs`."""
     result_path = FileSystems.join(work_dir, "vocab_pass_001.json")
     run_pass("%s%s vocab: sample, count and build %s" % (
-        first_pass[1] + "; " if first_pass else "", kind, ", ".join(sorted(files))),
+        first_pass[1] + "; " if first_pass else "", kind.name, ", ".join(sorted(files))),
         lambda p: build_counted_vocab_pass(p, kind, files, config, result_path,
                                            first_pass[0](p) if first_pass else None))
     if first_pass:
@@ -302,13 +271,15 @@ def learn_counted_vocabs(kind, work_dir, files, config, run_pass, first_pass=Non
     vocabs = dict(result.get("vocabs", []))
     for name in files:  # a vocabulary with nothing sampled still gets its specials
         if name not in vocabs:
-            if kind == "word":
-                vocabs[name] = _word_vocab_text((name, []), config["vocab_size"])[1]
-            else:
-                vocabs[name] = _learn_bpe((name, []), config["vocab_size"], 2,
-                                          config.get("bpe_eos_token"))[1]
+            vocabs[name] = kind.empty_content(config)
     distinct = {name: 0 for name in files}
     distinct.update(dict(result.get("distinct", [])))
     stats = {"sampling": check_sampling(result["sampling"]),
              "distinct_tokens": distinct, "passes": []}
     return vocabs, stats
+
+
+def translate_counted_vocab_pass(kind, work_dir, files, config, run_pass, scan):
+    """--dry_run: the one pass of `learn_counted_vocabs`."""
+    run_pass("%s vocab pass (dry run)" % kind.name, lambda p: build_counted_vocab_pass(
+        p, kind, files, config, FileSystems.join(work_dir, "vocab_pass_001.json"), scan(p)))

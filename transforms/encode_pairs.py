@@ -20,7 +20,7 @@ from transforms.example_proto import Int64FeaturesWriter
 from transforms.rejects import reject_record
 from transforms.shard_fragments import fragment_name, write_fragment
 from transforms.text_lines import decode_line, iter_raw_lines
-from transforms.vocab_kinds import eos_ids, load_vocab
+from transforms.vocab_kinds import DEFAULT_KIND, ENDOFTEXT, vocab_kind
 
 REJECTS = "rejects"
 STATS = "stats"
@@ -48,17 +48,16 @@ class _EncodeChunkFn(beam.DoFn):
         self._num_shards = num_shards  # {split: number of shards}
         self._on_invalid = settings.get("on_invalid_utf8", "error")
         self._max_chars = settings.get("max_line_chars", 0)
-        self._kind = settings.get("vocab_type", "subword")
-        self._eos_token = settings.get("bpe_eos_token", "<|endoftext|>")
+        self._kind = vocab_kind(settings.get("vocab_type", DEFAULT_KIND))
+        self._eos_token = settings.get("bpe_eos_token", ENDOFTEXT)
 
     def setup(self):
         self._examples = Int64FeaturesWriter()  # tf.train.Example bytes, without TensorFlow
-        self._source = load_vocab(self._kind, self._paths[0])
+        self._source = self._kind.load(self._paths[0])
         self._target = (self._source if self._paths[1] == self._paths[0]
-                        else load_vocab(self._kind, self._paths[1]))
-        self._eos = (eos_ids(self._kind, self._source, self._eos_token),
-                     eos_ids(self._kind, self._target, self._eos_token))
-        self._count_oov = self._kind == "word"
+                        else self._kind.load(self._paths[1]))
+        self._eos = (self._kind.eos_ids(self._source, self._eos_token),
+                     self._kind.eos_ids(self._target, self._eos_token))
         self._line_ids = ({}, {})  # per side: line -> (ids + EOS, OOV words)
 
     def _ids(self, side, text, stats):
@@ -81,14 +80,7 @@ class _EncodeChunkFn(beam.DoFn):
 
     def _encode_line(self, side, text):
         """(ids + EOS, out-of-vocabulary words) of one line."""
-        encoder = self._source if side == 0 else self._target
-        oov = 0
-        if self._count_oov:
-            ids, oov = encoder.encode_with_oov(text)
-        elif self._kind == "byte_bpe":
-            ids = encoder.encode_ordinary(text)  # "<|endoftext|>" in a corpus line is just text
-        else:
-            ids = encoder.encode(text)
+        ids, oov = self._kind.encode_line(self._source if side == 0 else self._target, text)
         return ids + self._eos[side], oov
 
     def _reject(self, chunk, number, reason, source, target):
