@@ -47,13 +47,12 @@ from pipeline.interrupts import InterruptWatcher, Interrupted, kill_worker_proce
 from pipeline.lock import OutputLock
 from pipeline.datasets import literal_patterns, plan_datasets
 from pipeline.layout import WORK_NAME, OutputLayout, lang_of
-from pipeline.options import (DatagenOptions, check_known_flags, datagen_flag_values,
-                              validate_flags)
+from pipeline.options import (DatagenOptions, check_known_flags, datagen_config,
+                              datagen_flag_values, validate_flags)
 from pipeline.runners import DatagenError, check_workers_can_import_project, is_dry_run, runner_name
 from pipeline.summary import format_summary
 from transforms import file_io
 from transforms.encode_pairs import EncodePairs, plan_chunks
-from transforms.vocab_kinds import vocab_kind
 from transforms.file_scan import ScanTextFiles
 from transforms.json_result import WriteJsonResult
 from transforms.materialize import MaterializeDatasets
@@ -88,12 +87,12 @@ class PrepareInputs(beam.PTransform):
     of the scanned files, so a vocab pass in the same pipeline can size its samples.
     """
 
-    def __init__(self, paths, structured, work_dir, settings, result_path):
+    def __init__(self, paths, structured, work_dir, read, result_path):
         super().__init__()
         self._paths = paths
         self._structured = structured
         self._work_dir = work_dir
-        self._settings = settings
+        self._read = read  # transforms.config.ReadConfig
         self._result_path = result_path
 
     def expand(self, pbegin):
@@ -101,18 +100,18 @@ class PrepareInputs(beam.PTransform):
         scanned = None
         if self._paths:
             scanned = (pbegin | "Paths" >> beam.Create(self._paths)
-                       | "Scan" >> ScanTextFiles(self._settings["checkpoint_every"]))
+                       | "Scan" >> ScanTextFiles(self._read.encode_chunk_lines))
             outputs["files"] = scanned | "AsList" >> beam.Map(list)
         if self._structured:
             outputs["materialized"] = (
                 pbegin | "Datasets" >> beam.Create(self._structured)
-                | "Materialize" >> MaterializeDatasets(self._work_dir, self._settings))
+                | "Materialize" >> MaterializeDatasets(self._work_dir, self._read))
         _ = outputs | "Result" >> WriteJsonResult(self._result_path)
         return scanned
 
 
 def build_encode_pass(p, chunks, vocab_paths, seed, problem, num_shards, work_dirs, result_path,
-                      settings=None, earlier_rejects=()):
+                      config, earlier_rejects=()):
     """Encodes `chunks`, writes shuffled shards, and all rejects (with those of `prepare`).
 
     `work_dirs`: where shard fragments, shards and rejects files are written
@@ -121,7 +120,7 @@ def build_encode_pass(p, chunks, vocab_paths, seed, problem, num_shards, work_di
     """
     encoded = (p | "Chunks" >> beam.Create(chunks)
                | "Encode" >> EncodePairs(vocab_paths[0], vocab_paths[1], seed, num_shards,
-                                         work_dirs["fragments"], settings))
+                                         work_dirs["fragments"], config))
     shards = encoded.records | "Write" >> WriteShuffledShards(problem, num_shards,
                                                               work_dirs["shards"])
     token_stats = (encoded.stats
@@ -161,7 +160,8 @@ class DatagenJob:
         validate_flags(f)
         check_workers_can_import_project(options)
         self.dry_run = is_dry_run(options)
-        self.kind = vocab_kind(f.vocab_type)
+        self.config = datagen_config(f)  # what the passes read; built once, never changed
+        self.kind = self.config.vocab.kind
         self.layout = OutputLayout(file_io.absolute(f.output_dir), f.problem, f.vocab_size)
         self.stages = {}
         self.pass_count = 0
@@ -211,10 +211,10 @@ class DatagenJob:
         """Raises DatagenError when a vocabulary lacks the ids that end every example (a
         byte_bpe vocabulary without --bpe_eos_token)."""
         try:
-            self.kind.eos_ids(encoder, self.flags.bpe_eos_token)
+            self.kind.eos_ids(encoder, self.config.vocab.bpe_eos_token)
         except ValueError:
             raise DatagenError("--bpe_eos_token %r is not in the vocabulary %s" % (
-                self.flags.bpe_eos_token, path)) from None
+                self.config.vocab.bpe_eos_token, path)) from None
 
     def check_output_writable(self):
         """Writes and deletes a file in the work directory, so an --output_dir under a
@@ -284,14 +284,6 @@ class DatagenJob:
             datasets["dev"] = plan_datasets(f, "dev", **expand)
         return datasets
 
-    def _settings(self):
-        f = self.flags
-        return {"checkpoint_every": f.encode_chunk_lines, "source_lang": f.source_lang,
-                "target_lang": f.target_lang, "source_column": f.source_column,
-                "target_column": f.target_column, "on_misaligned": f.on_misaligned,
-                "on_invalid_utf8": f.on_invalid_utf8, "max_line_chars": f.max_line_chars,
-                "vocab_type": f.vocab_type, "bpe_eos_token": f.bpe_eos_token}
-
     def prepare_inputs(self, datasets):
         """The prepare stage of `datasets` as a transform to apply to a pipeline, and its label."""
         every = [ds for split in sorted(datasets) for ds in datasets[split]]
@@ -299,7 +291,7 @@ class DatagenJob:
         paths = sorted({p for ds in every if ds.read_in_place for p in (ds.source, ds.target)})
         label = "prepare: scan %d files, convert %d datasets" % (len(paths), len(structured))
         return PrepareInputs(paths, structured, self.layout.work("materialized"),
-                             self._settings(), self.layout.work("prepare.json")), label
+                             self.config.read, self.layout.work("prepare.json")), label
 
     def prepare(self, datasets):
         """Runs the prepare pass; returns {split: [Prepared]} or raises DatagenError."""
@@ -309,7 +301,7 @@ class DatagenJob:
 
     def read_prepared(self, datasets):
         """The prepare stage's facts as {split: [Prepared]}; raises DatagenError on bad input."""
-        f = self.flags
+        read = self.config.read
         every = [ds for split in sorted(datasets) for ds in datasets[split]]
         result = file_io.read_work_json(self.layout.work("prepare.json"))
         facts = dict(result.get("files", []))
@@ -324,10 +316,10 @@ class DatagenJob:
                     problems.extend(e for e in unreadable if e not in problems)
                     continue
                 for path, fact in ((ds.source, sf), (ds.target, tf_)):
-                    if fact["first_invalid_utf8_line"] and f.on_invalid_utf8 == "error":
+                    if fact["first_invalid_utf8_line"] and read.on_invalid_utf8 == "error":
                         problems.append("%s:%d: invalid UTF-8 (--on_invalid_utf8 reject|replace "
                                         "to go on)" % (path, fact["first_invalid_utf8_line"]))
-                if sf["lines"] != tf_["lines"] and f.on_misaligned == "error":
+                if sf["lines"] != tf_["lines"] and read.on_misaligned == "error":
                     problems.append("%s: line counts differ: %s has %d lines, %s has %d lines" % (
                         ds.split, ds.source, sf["lines"], ds.target, tf_["lines"]))
                 prepared[ds.split].append(Prepared(dataclasses.asdict(ds), ds.source, ds.target,
@@ -468,7 +460,7 @@ class DatagenJob:
                     files[name].append((p.target_lines, p.target_facts["bytes"]) if p
                                        else (ds.target, None))
         contents, stats = kind.learn(vocab_passes, self.layout.work_dir, files,
-                                     self._vocab_config(), self.run_pass, first_pass)
+                                     self.config, self.run_pass, first_pass)
         report = {}
         for name, content in sorted(contents.items()):
             path = plan[name][0]
@@ -548,7 +540,7 @@ class DatagenJob:
 
         def build(p):
             build_encode_pass(p, chunks, vocab_paths, f.seed, f.problem, num_shards,
-                              work_dirs, result_path, self._settings(), earlier)
+                              work_dirs, result_path, self.config, earlier)
 
         self.run_pass("encode %d chunks into %s" % (len(chunks), ", ".join(
             "%d %s shards" % (n, s) for s, n in sorted(num_shards.items()))), build)
@@ -602,33 +594,24 @@ class DatagenJob:
         with_vocab = not structured and not self._given_vocabs(plan)
         if not with_vocab:
             self.run_pass("prepare (dry run)", lambda p: p | "Prepare" >> prepare)
-        config = self._vocab_config()
         files = {name: [(ds.source, None if with_vocab else 0) for ds in train]
                  for name, (_, train) in plan.items()}
 
         def scan(p):
             return p | "Prepare" >> prepare if with_vocab else None
 
-        self.kind.translate(vocab_passes, self.layout.work_dir, files, config, self.run_pass,
-                            scan)
+        self.kind.translate(vocab_passes, self.layout.work_dir, files, self.config,
+                            self.run_pass, scan)
         no_facts = {"lines": 0, "checkpoints": [(0, 0)]}
         chunks = [c for ds in every for c in plan_chunks(
             dataclasses.asdict(ds), ds.source, ds.target or ds.source, no_facts, no_facts)]
         self.run_pass("encode (dry run)", lambda p: build_encode_pass(
             p, chunks, self.encoder_vocab_paths(plan), f.seed, f.problem, num_shards,
             {name: work(name) for name in ("fragments", "shards", "rejects")},
-            work("encode.json"), self._settings(),
+            work("encode.json"), self.config,
             [work("materialized", "x.rejects.jsonl")] if structured else ()))
         return {"status": "dry_run", "passes": self.pass_count, "problem": f.problem,
                 "runner": self.options.get_all_options().get("runner")}
-
-    def _vocab_config(self):
-        f = self.flags
-        return {"vocab_size": f.vocab_size, "max_subtoken_length": f.max_subtoken_length,
-                "file_byte_budget": f.file_byte_budget, "vocab_partitions": f.vocab_partitions,
-                "bisection_lookahead": f.bisection_lookahead,
-                "bisection_rounds": f.bisection_rounds_per_pass, "on_invalid_utf8": f.on_invalid_utf8,
-                "bpe_min_frequency": f.bpe_min_frequency, "bpe_eos_token": f.bpe_eos_token}
 
     def run(self):
         f = self.flags

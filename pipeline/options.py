@@ -1,10 +1,12 @@
 """DatagenOptions: the job's own flags, parsed by Beam next to every Beam pipeline option."""
 
+import dataclasses
 import difflib
 
 from apache_beam.options.pipeline_options import PipelineOptions, _BeamArgumentParser
 
 from pipeline.runners import DatagenError
+from transforms.config import DatagenConfig, ReadConfig, VocabConfig
 from transforms.vocab_kinds import DEFAULT_KIND, ENDOFTEXT, KIND_NAMES, every_kind, vocab_kind
 
 
@@ -212,3 +214,23 @@ def validate_flags(f):
                                        or f.source_column == f.target_column):
         raise DatagenError("--source_column and --target_column must be different "
                            "non-negative column numbers")
+
+
+def _fields(cls, flags, **renamed):
+    """A `cls` of the flags named as its fields (`renamed`: field -> flag)."""
+    return cls(**{field.name: getattr(flags, renamed.get(field.name, field.name))
+                  for field in dataclasses.fields(cls)})
+
+
+def datagen_config(flags):
+    """The DatagenConfig (`transforms.config`) of parsed flags (a DatagenOptions view): built
+    once per run, handed down to every pass and transform."""
+    return DatagenConfig(
+        read=_fields(ReadConfig, flags),
+        vocab=_fields(VocabConfig, flags, bisection_rounds="bisection_rounds_per_pass"))
+
+
+def default_config(**flags):
+    """The DatagenConfig of a run given only `flags` ({flag: value}), every other setting at
+    its flag's default; for tests and library use, so defaults stay in the flag definitions."""
+    return datagen_config(PipelineOptions.from_dictionary(flags).view_as(DatagenOptions))

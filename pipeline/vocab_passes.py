@@ -118,7 +118,7 @@ def sample_items(p, files, scanned=None):
 def _on_invalid_for_counting(config, scanned):
     """With the scan in the same pipeline, invalid UTF-8 is the scan's to report (the driver
     stops before writing anything), so counting replaces it rather than failing the pipeline."""
-    on_invalid = config.get("on_invalid_utf8", "error")
+    on_invalid = config.read.on_invalid_utf8
     return "replace" if scanned is not None and on_invalid == "error" else on_invalid
 
 
@@ -137,17 +137,18 @@ def build_vocab_pass(p, files, indexes, index_dir, known, result_path, config, s
         names = sorted(files)
         counted = (sample_items(p, files, scanned)
                    | "SampleAndCount" >> SampleAndCountTokens(
-                       names, config["file_byte_budget"], _on_invalid_for_counting(config, scanned)))
+                       names, config.vocab.file_byte_budget, _on_invalid_for_counting(config, scanned)))
         index_pc = counted["totals"] | "Index" >> BuildTokenIndexes(
-            index_dir, config["max_subtoken_length"])
+            index_dir, config.vocab.max_subtoken_length)
         outputs.update(indexes=index_pc, sampling=counted["stats"],
                        distinct=counted["distinct"] | "DistinctToList" >> beam.Map(list))
     else:
         names = sorted(indexes)
         index_pc = p | "Indexes" >> beam.Create(sorted(indexes.items()))
     learnt = index_pc | "Learn" >> LearnSubwordVocabs(
-        names, config["vocab_size"], config["vocab_partitions"],
-        rounds=config["bisection_rounds"], lookahead=config["bisection_lookahead"], known=known)
+        names, config.vocab.vocab_size, config.vocab.vocab_partitions,
+        rounds=config.vocab.bisection_rounds, lookahead=config.vocab.bisection_lookahead,
+        known=known)
     outputs.update(vocabs=learnt["vocabs"] | "VocabReport" >> beam.Map(_round_report),
                    sizes=learnt["sizes"] | "SizesReport" >> beam.Map(_sizes_report),
                    probes=learnt["probes"] | "ProbesReport" >> beam.Map(_probes_report))
@@ -161,15 +162,14 @@ def token_index_dir(work_dir):
 def learn_subword_vocabs(work_dir, files, config, run_pass, first_pass=None):
     """Learns one vocabulary per name in `files` ({name: [(path, size_in_bytes), ...]}).
 
-    `config` carries vocab_size, max_subtoken_length, file_byte_budget, vocab_partitions,
-    bisection_lookahead and bisection_rounds; `run_pass(label, build)` runs one Beam pipeline
+    `config` is the run's `transforms.config.DatagenConfig`; `run_pass(label, build)` runs one Beam pipeline
     built by `build(pipeline)` and times it. `first_pass`, if given, is (add, label,
     after): `add(pipeline)` adds another stage to the first pass and returns a scan
     ((path, facts)) that sizes the files whose size is None, and `after()` runs when that
     pass has finished. Returns ({name: vocab list}, statistics).
     """
     names = sorted(files)
-    search = SubwordVocabSearch(names, config["vocab_size"], config["bisection_lookahead"])
+    search = SubwordVocabSearch(names, config.vocab.vocab_size, config.vocab.bisection_lookahead)
     index_dir = token_index_dir(work_dir)
     stats = {"passes": [], "sampling": [], "distinct_tokens": {}, "chosen_min_count": {}}
     indexes = None
@@ -190,7 +190,7 @@ def learn_subword_vocabs(work_dir, files, config, run_pass, first_pass=None):
         label = "vocab pass %d: %s%sbisect %s (up to %d rounds)" % (
             pass_no, extra[1] + "; " if extra else "",
             "sample, count and index, " if first else "", ", ".join(names),
-            config["bisection_rounds"])
+            config.vocab.bisection_rounds)
         seconds = run_pass(label, build)
         if extra:
             extra[2]()
@@ -248,9 +248,9 @@ def build_counted_vocab_pass(p, kind, files, config, result_path, scanned=None):
     (`kind.vocabs_from_counts`)."""
     counted = (sample_items(p, files, scanned)
                | "SampleAndCount" >> SampleAndCountTokens(
-                   sorted(files), config["file_byte_budget"], _on_invalid_for_counting(config, scanned),
+                   sorted(files), config.vocab.file_byte_budget, _on_invalid_for_counting(config, scanned),
                    tokenize=kind.tokenizer()))
-    vocabs = kind.vocabs_from_counts(counted["totals"], config)
+    vocabs = kind.vocabs_from_counts(counted["totals"], config.vocab)
     _ = {"vocabs": vocabs, "sampling": counted["stats"],
          "distinct": counted["distinct"] | "DistinctToList" >> beam.Map(list)} | (
         "Result" >> WriteJsonResult(result_path))
@@ -271,7 +271,7 @@ def learn_counted_vocabs(kind, work_dir, files, config, run_pass, first_pass=Non
     vocabs = dict(result.get("vocabs", []))
     for name in files:  # a vocabulary with nothing sampled still gets its specials
         if name not in vocabs:
-            vocabs[name] = kind.empty_content(config)
+            vocabs[name] = kind.empty_content(config.vocab)
     distinct = {name: 0 for name in files}
     distinct.update(dict(result.get("distinct", [])))
     stats = {"sampling": check_sampling(result["sampling"]),

@@ -20,7 +20,6 @@ from transforms.example_proto import Int64FeaturesWriter
 from transforms.rejects import reject_record
 from transforms.shard_fragments import fragment_name, write_fragment
 from transforms.text_lines import decode_line, iter_raw_lines
-from transforms.vocab_kinds import DEFAULT_KIND, ENDOFTEXT, vocab_kind
 
 REJECTS = "rejects"
 STATS = "stats"
@@ -41,15 +40,15 @@ def shard_of(key, num_shards):
 
 class _EncodeChunkFn(beam.DoFn):
     def __init__(self, source_vocab_path, target_vocab_path, seed, num_shards, fragment_dir,
-                 settings):
+                 config):
         self._paths = (source_vocab_path, target_vocab_path)
         self._fragment_dir = fragment_dir
         self._seed = seed
         self._num_shards = num_shards  # {split: number of shards}
-        self._on_invalid = settings.get("on_invalid_utf8", "error")
-        self._max_chars = settings.get("max_line_chars", 0)
-        self._kind = vocab_kind(settings.get("vocab_type", DEFAULT_KIND))
-        self._eos_token = settings.get("bpe_eos_token", ENDOFTEXT)
+        self._on_invalid = config.read.on_invalid_utf8
+        self._max_chars = config.read.max_line_chars
+        self._kind = config.vocab.kind
+        self._eos_token = config.vocab.bpe_eos_token
 
     def setup(self):
         self._examples = Int64FeaturesWriter()  # tf.train.Example bytes, without TensorFlow
@@ -189,13 +188,16 @@ def plan_chunks(ds, source_path, target_path, source_scan, target_scan):
 class EncodePairs(beam.PTransform):
     """Chunks -> ((split, shard), fragment {path, records, by_dataset}) for each shard fragment
     written under `fragment_dir`, rejects, and per-chunk token counts
-    (split, [source tokens, source OOV, target tokens, target OOV])."""
+    (split, [source tokens, source OOV, target tokens, target OOV]).
+
+    `config`: the run's `transforms.config.DatagenConfig` (how lines are read and rejected,
+    the vocabulary kind and its EOS token)."""
 
     def __init__(self, source_vocab_path, target_vocab_path, seed, num_shards, fragment_dir,
-                 settings=None):
+                 config):
         super().__init__()
         self._fn = _EncodeChunkFn(source_vocab_path, target_vocab_path, seed, num_shards,
-                                  fragment_dir, settings or {})
+                                  fragment_dir, config)
 
     def expand(self, chunks):
         return (chunks

@@ -79,8 +79,9 @@ class VocabKind:
         """Why a given vocabulary at `path` cannot be there (a message), or None."""
         return None if file_io.exists(path) else "no such file"
 
-    def eos_ids(self, encoder, eos_token=ENDOFTEXT):
-        """The ids appended to every example; ValueError when the vocabulary lacks them."""
+    def eos_ids(self, encoder, eos_token):
+        """The ids appended to every example (`eos_token`: --bpe_eos_token); ValueError when
+        the vocabulary lacks them."""
         raise NotImplementedError
 
     def encode_line(self, encoder, text):
@@ -89,20 +90,21 @@ class VocabKind:
 
     def learn(self, passes, work_dir, files, config, run_pass, first_pass=None):
         """Runs the vocab passes that learn `files`' vocabularies with `passes` (the
-        `pipeline.vocab_passes` module, handed in so this layer does not import the driver);
-        returns ({name: content}, stats). By default one pass: sample, count, then
-        `vocabs_from_counts`."""
+        `pipeline.vocab_passes` module, handed in so this layer does not import the driver)
+        and `config` (a `transforms.config.DatagenConfig`); returns ({name: content}, stats).
+        By default one pass: sample, count, then `vocabs_from_counts`."""
         return passes.learn_counted_vocabs(self, work_dir, files, config, run_pass, first_pass)
 
     def translate(self, passes, work_dir, files, config, run_pass, scan):
         """--dry_run: builds the same vocab passes as `learn`, with placeholder results."""
         passes.translate_counted_vocab_pass(self, work_dir, files, config, run_pass, scan)
 
-    def vocabs_from_counts(self, totals, config):
-        """(name, {token: count}) -> [name, content] of each vocabulary, as Beam stages."""
+    def vocabs_from_counts(self, totals, vocab):
+        """(name, {token: count}) -> [name, content] of each vocabulary, as Beam stages
+        (`vocab`: a `transforms.config.VocabConfig`)."""
         raise NotImplementedError
 
-    def empty_content(self, config):
+    def empty_content(self, vocab):
         """The content of a vocabulary nothing was sampled for (its special tokens only)."""
         raise NotImplementedError
 
@@ -119,7 +121,7 @@ class SubwordKind(VocabKind):
         from transforms.codecs.subword import SubwordEncoder
         return SubwordEncoder.from_text(_text(path))
 
-    def eos_ids(self, encoder, eos_token=ENDOFTEXT):
+    def eos_ids(self, encoder, eos_token):
         return [1]  # T2T's EOS_ID
 
     def learn(self, passes, work_dir, files, config, run_pass, first_pass=None):
@@ -178,7 +180,7 @@ class ByteBpeKind(VocabKind):
             return None
         return "no vocab.json + merges.txt (or GPT-2's encoder.json + vocab.bpe) there"
 
-    def eos_ids(self, encoder, eos_token=ENDOFTEXT):
+    def eos_ids(self, encoder, eos_token):
         eos = encoder.token_to_id(eos_token)
         if eos is None:
             raise ValueError("the BPE vocabulary has no %r token (see --bpe_eos_token)" % eos_token)
@@ -187,16 +189,16 @@ class ByteBpeKind(VocabKind):
     def encode_line(self, encoder, text):
         return encoder.encode_ordinary(text), 0  # "<|endoftext|>" in a corpus line is just text
 
-    def vocabs_from_counts(self, totals, config):
+    def vocabs_from_counts(self, totals, vocab):
         """Merges learnt from each vocabulary's pre-token counts on one worker
         (`transforms.codecs.byte_bpe.learn_byte_bpe`)."""
         return totals | "LearnMerges" >> beam.Map(
-            _learn_bpe, vocab_size=config["vocab_size"],
-            min_frequency=config["bpe_min_frequency"], eos_token=config["bpe_eos_token"])
+            _learn_bpe, vocab_size=vocab.vocab_size, min_frequency=vocab.bpe_min_frequency,
+            eos_token=vocab.bpe_eos_token)
 
-    def empty_content(self, config):
-        return _learn_bpe((None, []), config["vocab_size"], config["bpe_min_frequency"],
-                          config["bpe_eos_token"])[1]
+    def empty_content(self, vocab):
+        return _learn_bpe((None, []), vocab.vocab_size, vocab.bpe_min_frequency,
+                          vocab.bpe_eos_token)[1]
 
 
 class WordKind(VocabKind):
@@ -227,17 +229,17 @@ class WordKind(VocabKind):
     def given_files(self, flags):
         return [file_io.absolute(w) for w in (flags.word_vocab or "").split(",") if w]
 
-    def eos_ids(self, encoder, eos_token=ENDOFTEXT):
+    def eos_ids(self, encoder, eos_token):
         return []  # tensorflow/nmt's reader adds </s> itself
 
     def encode_line(self, encoder, text):
         return encoder.encode_with_oov(text)
 
-    def vocabs_from_counts(self, totals, config):
+    def vocabs_from_counts(self, totals, vocab):
         """The `vocab_size - 3` most frequent words (`Top.PerKey`, ties broken by the word)."""
         from transforms.codecs.word_vocab import SPECIALS
         from transforms.token_counts import count_triples
-        size = config["vocab_size"]
+        size = vocab.vocab_size
         return (totals
                 | "Triples" >> beam.FlatMap(count_triples)
                 | "KeyByVocab" >> beam.Map(lambda t: (t[0], (t[1], t[2])))
@@ -246,8 +248,8 @@ class WordKind(VocabKind):
                                                               key=_word_rank)
                 | "WordVocab" >> beam.Map(_word_vocab_text, vocab_size=size))
 
-    def empty_content(self, config):
-        return _word_vocab_text((None, []), config["vocab_size"])[1]
+    def empty_content(self, vocab):
+        return _word_vocab_text((None, []), vocab.vocab_size)[1]
 
 
 def _descending(word):
