@@ -137,7 +137,9 @@ def build_vocab_pass(p, files, indexes, index_dir, known, result_path, config, s
         names = sorted(files)
         counted = (sample_items(p, files, scanned)
                    | "SampleAndCount" >> SampleAndCountTokens(
-                       names, config.vocab.file_byte_budget, _on_invalid_for_counting(config, scanned)))
+                       names, config.vocab.file_byte_budget,
+                       _on_invalid_for_counting(config, scanned),
+                       tokenize=config.vocab.kind.tokenizer()))
         index_pc = counted["totals"] | "Index" >> BuildTokenIndexes(
             index_dir, config.vocab.max_subtoken_length)
         outputs.update(indexes=index_pc, sampling=counted["stats"],
@@ -162,35 +164,23 @@ def token_index_dir(work_dir):
 def learn_subword_vocabs(work_dir, files, config, run_pass, first_pass=None):
     """Learns one vocabulary per name in `files` ({name: [(path, size_in_bytes), ...]}).
 
-    `config` is the run's `transforms.config.DatagenConfig`; `run_pass(label, build)` runs one Beam pipeline
-    built by `build(pipeline)` and times it. `first_pass`, if given, is (add, label,
-    after): `add(pipeline)` adds another stage to the first pass and returns a scan
+    `config` is the run's `transforms.config.DatagenConfig`; `run_pass(label, build)` runs
+    one Beam pipeline built by `build(pipeline)` and times it. `first_pass`, if given, is
+    (add, label, after): `add(pipeline)` adds another stage to the first pass and returns a scan
     ((path, facts)) that sizes the files whose size is None, and `after()` runs when that
     pass has finished. Returns ({name: vocab list}, statistics).
     """
     names = sorted(files)
     search = SubwordVocabSearch(names, config.vocab.vocab_size, config.vocab.bisection_lookahead)
-    index_dir = token_index_dir(work_dir)
     stats = {"passes": [], "sampling": [], "distinct_tokens": {}, "chosen_min_count": {}}
     indexes = None
     pass_no = 0
     while pass_no == 0 or search.next_probes():
         pass_no += 1
-        result_path = FileSystems.join(work_dir, "vocab_pass_%03d.json" % pass_no)
         first = pass_no == 1
-        known = search.known_sizes()
-
         extra = first_pass if first else None
-
-        def build(p, result_path=result_path, first=first, known=known, extra=extra):
-            scanned = extra[0](p) if extra else None
-            build_vocab_pass(p, files if first else None, indexes, index_dir, known,
-                             result_path, config, scanned)
-
-        label = "vocab pass %d: %s%sbisect %s (up to %d rounds)" % (
-            pass_no, extra[1] + "; " if extra else "",
-            "sample, count and index, " if first else "", ", ".join(names),
-            config.vocab.bisection_rounds)
+        label, build, result_path = _subword_pass(
+            pass_no, work_dir, files, indexes, search.known_sizes(), config, extra)
         seconds = run_pass(label, build)
         if extra:
             extra[2]()
@@ -226,19 +216,38 @@ def learn_subword_vocabs(work_dir, files, config, run_pass, first_pass=None):
     return {name: search.result(name) for name in files}, stats
 
 
-def translate_subword_vocab_passes(work_dir, files, config, run_pass, scan):
-    """--dry_run: the first vocab pass (with `scan(p)` riding along, as in a real run) and a
-    later one reading placeholder token indexes."""
+def _subword_pass(pass_no, work_dir, files, indexes, known, config, first_pass):
+    """(label, build(pipeline), result path) of subword vocab pass `pass_no`: the first
+    samples `files` (with `first_pass`'s stage riding along), a later one reads `indexes`;
+    both continue the bisection from the sizes `known`. For a real run and a dry run alike."""
+    first = pass_no == 1
+    names = sorted(files)
+    index_dir = token_index_dir(work_dir)
+    result_path = FileSystems.join(work_dir, "vocab_pass_%03d.json" % pass_no)
+
+    def build(p):
+        scanned = first_pass[0](p) if first_pass else None
+        build_vocab_pass(p, files if first else None, indexes, index_dir, known,
+                         result_path, config, scanned)
+
+    label = "vocab pass %d: %s%sbisect %s (up to %d rounds)" % (
+        pass_no, first_pass[1] + "; " if first_pass else "",
+        "sample, count and index, " if first else "", ", ".join(names),
+        config.vocab.bisection_rounds)
+    return label, build, result_path
+
+
+def translate_subword_vocab_passes(work_dir, files, config, run_pass, first_pass):
+    """--dry_run: the first vocab pass (with `first_pass` riding along, as in a real run)
+    and a later one reading placeholder token indexes."""
     index_dir = token_index_dir(work_dir)
     indexes = {name: {"path": FileSystems.join(index_dir, name + ".npz"), "alphabet": [],
                       "distinct_tokens": 0} for name in files}
     known = {name: {} for name in files}
-    run_pass("first vocab pass (dry run)", lambda p: build_vocab_pass(
-        p, files, None, index_dir, known, FileSystems.join(work_dir, "vocab_pass_001.json"),
-        config, scan(p)))
-    run_pass("later vocab pass (dry run)", lambda p: build_vocab_pass(
-        p, None, indexes, index_dir, known, FileSystems.join(work_dir, "vocab_pass_002.json"),
-        config))
+    for pass_no in (1, 2):
+        label, build, _ = _subword_pass(pass_no, work_dir, files, indexes, known, config,
+                                        first_pass if pass_no == 1 else None)
+        run_pass(label, build)
 
 
 # -- word and byte-level BPE vocabularies: one pass over the same sampled counts ------------
@@ -248,23 +257,31 @@ def build_counted_vocab_pass(p, kind, files, config, result_path, scanned=None):
     (`kind.vocabs_from_counts`)."""
     counted = (sample_items(p, files, scanned)
                | "SampleAndCount" >> SampleAndCountTokens(
-                   sorted(files), config.vocab.file_byte_budget, _on_invalid_for_counting(config, scanned),
-                   tokenize=kind.tokenizer()))
+                   sorted(files), config.vocab.file_byte_budget,
+                   _on_invalid_for_counting(config, scanned), tokenize=kind.tokenizer()))
     vocabs = kind.vocabs_from_counts(counted["totals"], config.vocab)
     _ = {"vocabs": vocabs, "sampling": counted["stats"],
          "distinct": counted["distinct"] | "DistinctToList" >> beam.Map(list)} | (
         "Result" >> WriteJsonResult(result_path))
 
 
+def _counted_pass(kind, work_dir, files, config, first_pass):
+    """(label, build(pipeline), result path) of the one pass of `learn_counted_vocabs`, for
+    a real run and a dry run alike."""
+    result_path = FileSystems.join(work_dir, "vocab_pass_001.json")
+    label = "%s%s vocab: sample, count and build %s" % (
+        first_pass[1] + "; " if first_pass else "", kind.name, ", ".join(sorted(files)))
+    return label, lambda p: build_counted_vocab_pass(
+        p, kind, files, config, result_path, first_pass[0](p) if first_pass else None), \
+        result_path
+
+
 def learn_counted_vocabs(kind, work_dir, files, config, run_pass, first_pass=None):
     """Vocabularies of `kind` learnt in one pass; returns ({name: content}, stats).
 
     `first_pass` is as for `learn_subword_vocabs`."""
-    result_path = FileSystems.join(work_dir, "vocab_pass_001.json")
-    run_pass("%s%s vocab: sample, count and build %s" % (
-        first_pass[1] + "; " if first_pass else "", kind.name, ", ".join(sorted(files))),
-        lambda p: build_counted_vocab_pass(p, kind, files, config, result_path,
-                                           first_pass[0](p) if first_pass else None))
+    label, build, result_path = _counted_pass(kind, work_dir, files, config, first_pass)
+    run_pass(label, build)
     if first_pass:
         first_pass[2]()
     result = file_io.read_work_json(result_path)
@@ -279,7 +296,7 @@ def learn_counted_vocabs(kind, work_dir, files, config, run_pass, first_pass=Non
     return vocabs, stats
 
 
-def translate_counted_vocab_pass(kind, work_dir, files, config, run_pass, scan):
+def translate_counted_vocab_pass(kind, work_dir, files, config, run_pass, first_pass):
     """--dry_run: the one pass of `learn_counted_vocabs`."""
-    run_pass("%s vocab pass (dry run)" % kind.name, lambda p: build_counted_vocab_pass(
-        p, kind, files, config, FileSystems.join(work_dir, "vocab_pass_001.json"), scan(p)))
+    label, build, _ = _counted_pass(kind, work_dir, files, config, first_pass)
+    run_pass(label, build)

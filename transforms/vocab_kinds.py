@@ -95,9 +95,11 @@ class VocabKind:
         By default one pass: sample, count, then `vocabs_from_counts`."""
         return passes.learn_counted_vocabs(self, work_dir, files, config, run_pass, first_pass)
 
-    def translate(self, passes, work_dir, files, config, run_pass, scan):
-        """--dry_run: builds the same vocab passes as `learn`, with placeholder results."""
-        passes.translate_counted_vocab_pass(self, work_dir, files, config, run_pass, scan)
+    def translate(self, passes, work_dir, files, config, run_pass, first_pass=None):
+        """--dry_run: builds the vocab passes `learn` would run, with the same builders and
+        placeholder results, and only translates them."""
+        passes.translate_counted_vocab_pass(self, work_dir, files, config, run_pass,
+                                            first_pass)
 
     def vocabs_from_counts(self, totals, vocab):
         """(name, {token: count}) -> [name, content] of each vocabulary, as Beam stages
@@ -131,8 +133,8 @@ class SubwordKind(VocabKind):
                                                     first_pass)
         return {name: vocab_file_text(v) for name, v in learnt.items()}, stats
 
-    def translate(self, passes, work_dir, files, config, run_pass, scan):
-        passes.translate_subword_vocab_passes(work_dir, files, config, run_pass, scan)
+    def translate(self, passes, work_dir, files, config, run_pass, first_pass=None):
+        passes.translate_subword_vocab_passes(work_dir, files, config, run_pass, first_pass)
 
 
 class ByteBpeKind(VocabKind):
