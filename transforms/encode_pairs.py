@@ -17,7 +17,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from transforms import file_io
 from transforms.example_proto import Int64FeaturesWriter
-from transforms.rejects import reject_record
+from transforms.rejects import pair_reject_reason, reject_record
 from transforms.shard_fragments import fragment_name, write_fragment
 from transforms.text_lines import decode_line, iter_raw_lines
 
@@ -120,13 +120,9 @@ class _EncodeChunkFn(beam.DoFn):
                                        decode_line(raw_tgt, tgt_path, number, "replace").strip())
                     continue
                 source, target = source.strip(), target.strip()
-                if not source or not target:
-                    reason = ("empty_pair" if not source and not target
-                              else "empty_source" if not source else "empty_target")
+                reason = pair_reject_reason(source, target, self._max_chars)
+                if reason:
                     yield self._reject(chunk, number, reason, source, target)
-                    continue
-                if self._max_chars and max(len(source), len(target)) > self._max_chars:
-                    yield self._reject(chunk, number, "line_too_long", source, target)
                     continue
                 record = self._examples.serialize({"inputs": self._ids(0, source, stats),
                                                    "targets": self._ids(1, target, stats)})

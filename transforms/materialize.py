@@ -13,15 +13,13 @@ XML, misaligned units with `on_misaligned=error`, invalid UTF-8 with `on_invalid
 yields an `error` fact that the driver reports before anything is written.
 """
 
-import json
-
 import apache_beam as beam
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from transforms import corpus_formats as formats
 from transforms import file_io
-from transforms.rejects import reject_record
+from transforms.rejects import pair_reject_reason, reject_line, reject_record
 from transforms.text_lines import InputError, decode_line, iter_raw_lines
 
 MISALIGNED = {"missing_source", "missing_target", "missing_source_and_target",
@@ -147,12 +145,7 @@ class _MaterializeFn(beam.DoFn):
                     rejects.append((ordinal, unit))
                     continue
                 source, target = clean_segment(unit.source), clean_segment(unit.target)
-                reason = None
-                if not source or not target:
-                    reason = ("empty_pair" if not source and not target
-                              else "empty_source" if not source else "empty_target")
-                elif r.max_line_chars and max(len(source), len(target)) > r.max_line_chars:
-                    reason = "line_too_long"
+                reason = pair_reject_reason(source, target, r.max_line_chars)
                 if reason:
                     rejects.append((ordinal, formats.Reject(unit.where, reason, source, target)))
                     continue
@@ -170,8 +163,8 @@ class _MaterializeFn(beam.DoFn):
         with FileSystems.create(rejects_path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
             for ordinal, r in rejects:
                 by_reason[r.reason] = by_reason.get(r.reason, 0) + 1
-                f.write((json.dumps(reject_record(ds, ordinal, r.where, r.reason, r.source, r.target),
-                                    ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8"))
+                f.write(reject_line(reject_record(ds, ordinal, r.where, r.reason, r.source,
+                                                  r.target)))
         yield {"split": ds["split"], "index": ds["index"], "units": units,
                "source_path": base + ".src", "target_path": base + ".tgt", "facts": facts,
                "rejected_by_reason": by_reason, "rejects_path": rejects_path}
