@@ -5,6 +5,8 @@ dataset and reason, token counts) and what the prepare pass read. A run whose bo
 balance, or that is missing a shard, fails instead of looking complete.
 """
 
+from pipeline.runners import DatagenError
+
 
 class BooksDoNotBalance(RuntimeError):
     pass
@@ -67,3 +69,38 @@ def split_report(split, prepared, num_shards, shards, rejects, tokens, rejects_f
         report["oov_rate"] = {"source": round(tokens[1] / tokens[0], 6) if tokens[0] else 0.0,
                               "target": round(tokens[3] / tokens[2], 6) if tokens[2] else 0.0}
     return report
+
+
+# -- a split with nothing to write -----------------------------------------------------------
+# A scheduled run over an empty download must fail, not publish empty shards as a complete
+# output; --allow_empty skips both checks.
+
+def _no_pairs(split, prepared, detail):
+    """The DatagenError for a split with nothing to write, naming its inputs."""
+    inputs = ", ".join(" + ".join(x for x in (p.ds["source"], p.ds["target"]) if x)
+                       for p in prepared[split])
+    return DatagenError("%s: no pairs to write: %s, inputs %s; pass --allow_empty to "
+                        "write empty shards" % (split, detail, inputs))
+
+
+def check_has_pairs(prepared):
+    """Raises DatagenError when a split's input holds no pair (empty files, or nothing left
+    after the prepare step's rejects): before anything is written."""
+    for split in sorted(prepared):
+        pairs = sum(min(p.source_facts["lines"], p.target_facts["lines"])
+                    for p in prepared[split])
+        if not pairs:
+            read = sum(p.units for p in prepared[split])
+            raise _no_pairs(split, prepared, "the input is empty" if not read else
+                            "all %d units read were rejected" % read)
+
+
+def check_written(prepared, report):
+    """Raises DatagenError, before any output is replaced, when the encode pass wrote no
+    pair of a split (every pair rejected); `report`: {split: split_report}."""
+    for split in sorted(report):
+        if not report[split]["pairs_written"]:
+            reasons = ", ".join("%s: %d" % kv
+                                for kv in sorted(report[split]["rejected_by_reason"].items()))
+            raise _no_pairs(split, prepared, "all %d pairs read were rejected (%s)" % (
+                report[split]["pairs_read"], reasons or "none"))

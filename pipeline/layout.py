@@ -33,11 +33,10 @@ class OutputLayout:
     def path(self, *names):
         return FileSystems.join(self.output_dir, *names)
 
-    def vocab_path(self, lang=None, kind="subword"):
-        """T2T's `vocab.{problem}.{size}.subwords[.lang]`; `.bpe` (a directory holding
-        vocab.json and merges.txt) and `.words` for the other kinds."""
-        suffix = {"subword": "subwords", "byte_bpe": "bpe", "word": "words"}[kind]
-        name = "vocab.%s.%d.%s" % (self.problem, self.vocab_size, suffix)
+    def vocab_path(self, kind, lang=None):
+        """T2T's `vocab.{problem}.{size}.subwords[.lang]`; the other kinds' suffixes (`.bpe`,
+        a directory, and `.words`) come from their VocabKind (`transforms.vocab_kinds`)."""
+        name = "vocab.%s.%d.%s" % (self.problem, self.vocab_size, kind.file_suffix)
         return self.path(name + ("." + lang if lang else ""))
 
     def shard_pattern(self, split):

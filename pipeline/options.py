@@ -1,15 +1,13 @@
 """DatagenOptions: the job's own flags, parsed by Beam next to every Beam pipeline option."""
 
+import dataclasses
 import difflib
 
 from apache_beam.options.pipeline_options import PipelineOptions, _BeamArgumentParser
 
 from pipeline.runners import DatagenError
-
-# Flags that only mean something for one --vocab_type: given with another they would be
-# silently ignored, so they are refused.
-VOCAB_TYPE_FLAGS = (("word_vocab", "word"), ("bpe_vocab", "byte_bpe"),
-                    ("bpe_eos_token", "byte_bpe"), ("bpe_min_frequency", "byte_bpe"))
+from transforms.config import DatagenConfig, ReadConfig, VocabConfig
+from transforms.vocab_kinds import DEFAULT_KIND, ENDOFTEXT, KIND_NAMES, every_kind, vocab_kind
 
 
 def _optional_length(value):
@@ -57,7 +55,7 @@ class DatagenOptions(PipelineOptions):
         add("--problem", default="translate_enzh_wmt8k", help="File-name prefix, as T2T's problem name.")
         add("--source_lang", default=None, help="Source language suffix (default: the files' extension).")
         add("--target_lang", default=None, help="Target language suffix (default: the files' extension).")
-        add("--vocab_type", default="subword", choices=("subword", "byte_bpe", "word"),
+        add("--vocab_type", default=DEFAULT_KIND, choices=KIND_NAMES,
             help="subword: T2T SubwordTextEncoder; byte_bpe: GPT-2 style byte-level BPE; "
                  "word: tensorflow/nmt word vocabulary.")
         add("--vocab_size", type=int, default=8192,
@@ -66,7 +64,7 @@ class DatagenOptions(PipelineOptions):
         add("--bpe_vocab", default=None,
             help="Existing byte-level BPE for both sides (e.g. GPT-2's): a directory with "
                  "vocab.json + merges.txt, or encoder.json + vocab.bpe. Nothing is learnt.")
-        add("--bpe_eos_token", default="<|endoftext|>",
+        add("--bpe_eos_token", default=ENDOFTEXT,
             help="Token whose id ends every byte_bpe example.")
         add("--bpe_min_frequency", type=int, default=2,
             help="BPE learning stops before merging a pair seen fewer times than this.")
@@ -193,10 +191,13 @@ def validate_flags(f):
         raise DatagenError("--max_line_chars must be 0 (no limit) or positive, not %d"
                            % f.max_line_chars)
     defaults = _defaults()
-    for flag, kind in VOCAB_TYPE_FLAGS:
-        if getattr(f, flag) != defaults[flag] and f.vocab_type != kind:
-            raise DatagenError("--%s applies to --vocab_type %s only, not %s" % (
-                flag, kind, f.vocab_type))
+    chosen = vocab_kind(f.vocab_type)
+    # Flags of another kind would be silently ignored, so they are refused.
+    for kind in every_kind():
+        for flag in kind.own_flags:
+            if getattr(f, flag) != defaults[flag] and kind is not chosen:
+                raise DatagenError("--%s applies to --vocab_type %s only, not %s" % (
+                    flag, kind.name, f.vocab_type))
     if f.bpe_min_frequency < 1:
         raise DatagenError("--bpe_min_frequency must be at least 1")
     if f.bpe_eos_token == "":
@@ -204,12 +205,9 @@ def validate_flags(f):
     if f.word_vocab is not None and not 1 <= len([w for w in f.word_vocab.split(",") if w]) <= 2:
         raise DatagenError("--word_vocab takes FILE or SOURCE_FILE,TARGET_FILE, not %r"
                            % f.word_vocab)
-    if f.vocab_type == "word" and f.vocab_size < 3 and not f.word_vocab:
-        raise DatagenError("--vocab_size for a word vocabulary counts <unk>, <s>, </s>: "
-                           "at least 3")
-    if f.vocab_type == "byte_bpe" and f.vocab_size < 257 and not f.bpe_vocab:
-        raise DatagenError("--vocab_size for byte_bpe counts the 256 byte symbols and "
-                           "<|endoftext|>: at least 257")
+    problem = chosen.flag_problem(f)
+    if problem:
+        raise DatagenError(problem)
     if f.num_train_shards < 1 or f.num_dev_shards < 1:
         raise DatagenError("--num_train_shards and --num_dev_shards must be at least 1")
     if (f.encode_chunk_lines < 1 or f.vocab_partitions < 1 or f.bisection_lookahead < 0
@@ -227,3 +225,23 @@ def validate_flags(f):
                                        or f.source_column == f.target_column):
         raise DatagenError("--source_column and --target_column must be different "
                            "non-negative column numbers")
+
+
+def _fields(cls, flags, **renamed):
+    """A `cls` of the flags named as its fields (`renamed`: field -> flag)."""
+    return cls(**{field.name: getattr(flags, renamed.get(field.name, field.name))
+                  for field in dataclasses.fields(cls)})
+
+
+def datagen_config(flags):
+    """The DatagenConfig (`transforms.config`) of parsed flags (a DatagenOptions view): built
+    once per run, handed down to every pass and transform."""
+    return DatagenConfig(
+        read=_fields(ReadConfig, flags),
+        vocab=_fields(VocabConfig, flags, bisection_rounds="bisection_rounds_per_pass"))
+
+
+def default_config(**flags):
+    """The DatagenConfig of a run given only `flags` ({flag: value}), every other setting at
+    its flag's default; for tests and library use, so defaults stay in the flag definitions."""
+    return datagen_config(PipelineOptions.from_dictionary(flags).view_as(DatagenOptions))

@@ -20,6 +20,11 @@ class DatagenError(Exception):
     """A problem with the job's input or flags, reported without a traceback."""
 
 
+def one_line(text):
+    """A message as one line: a scheduler's log shows one line per failure."""
+    return "; ".join(part.strip() for part in str(text).splitlines() if part.strip())
+
+
 def runner_name(options):
     runner = options.view_as(StandardOptions).runner or "DirectRunner"
     if not isinstance(runner, str):

@@ -23,7 +23,7 @@ from transforms import file_io
 from transforms.codecs import subword_learner as learner
 from transforms.json_result import WriteJsonResult
 from transforms.subword_refine import BuildTokenIndexes, LearnSubwordVocabs
-from transforms.token_counts import SampleAndCountTokens, count_triples
+from transforms.token_counts import SampleAndCountTokens
 
 LOG = logging.getLogger("datagen")
 
@@ -118,7 +118,7 @@ def sample_items(p, files, scanned=None):
 def _on_invalid_for_counting(config, scanned):
     """With the scan in the same pipeline, invalid UTF-8 is the scan's to report (the driver
     stops before writing anything), so counting replaces it rather than failing the pipeline."""
-    on_invalid = config.get("on_invalid_utf8", "error")
+    on_invalid = config.read.on_invalid_utf8
     return "replace" if scanned is not None and on_invalid == "error" else on_invalid
 
 
@@ -137,17 +137,20 @@ def build_vocab_pass(p, files, indexes, index_dir, known, result_path, config, s
         names = sorted(files)
         counted = (sample_items(p, files, scanned)
                    | "SampleAndCount" >> SampleAndCountTokens(
-                       names, config["file_byte_budget"], _on_invalid_for_counting(config, scanned)))
+                       names, config.vocab.file_byte_budget,
+                       _on_invalid_for_counting(config, scanned),
+                       tokenize=config.vocab.kind.tokenizer()))
         index_pc = counted["totals"] | "Index" >> BuildTokenIndexes(
-            index_dir, config["max_subtoken_length"])
+            index_dir, config.vocab.max_subtoken_length)
         outputs.update(indexes=index_pc, sampling=counted["stats"],
                        distinct=counted["distinct"] | "DistinctToList" >> beam.Map(list))
     else:
         names = sorted(indexes)
         index_pc = p | "Indexes" >> beam.Create(sorted(indexes.items()))
     learnt = index_pc | "Learn" >> LearnSubwordVocabs(
-        names, config["vocab_size"], config["vocab_partitions"],
-        rounds=config["bisection_rounds"], lookahead=config["bisection_lookahead"], known=known)
+        names, config.vocab.vocab_size, config.vocab.vocab_partitions,
+        rounds=config.vocab.bisection_rounds, lookahead=config.vocab.bisection_lookahead,
+        known=known)
     outputs.update(vocabs=learnt["vocabs"] | "VocabReport" >> beam.Map(_round_report),
                    sizes=learnt["sizes"] | "SizesReport" >> beam.Map(_sizes_report),
                    probes=learnt["probes"] | "ProbesReport" >> beam.Map(_probes_report))
@@ -161,36 +164,23 @@ def token_index_dir(work_dir):
 def learn_subword_vocabs(work_dir, files, config, run_pass, first_pass=None):
     """Learns one vocabulary per name in `files` ({name: [(path, size_in_bytes), ...]}).
 
-    `config` carries vocab_size, max_subtoken_length, file_byte_budget, vocab_partitions,
-    bisection_lookahead and bisection_rounds; `run_pass(label, build)` runs one Beam pipeline
-    built by `build(pipeline)` and times it. `first_pass`, if given, is (add, label,
-    after): `add(pipeline)` adds another stage to the first pass and returns a scan
+    `config` is the run's `transforms.config.DatagenConfig`; `run_pass(label, build)` runs
+    one Beam pipeline built by `build(pipeline)` and times it. `first_pass`, if given, is
+    (add, label, after): `add(pipeline)` adds another stage to the first pass and returns a scan
     ((path, facts)) that sizes the files whose size is None, and `after()` runs when that
     pass has finished. Returns ({name: vocab list}, statistics).
     """
     names = sorted(files)
-    search = SubwordVocabSearch(names, config["vocab_size"], config["bisection_lookahead"])
-    index_dir = token_index_dir(work_dir)
+    search = SubwordVocabSearch(names, config.vocab.vocab_size, config.vocab.bisection_lookahead)
     stats = {"passes": [], "sampling": [], "distinct_tokens": {}, "chosen_min_count": {}}
     indexes = None
     pass_no = 0
     while pass_no == 0 or search.next_probes():
         pass_no += 1
-        result_path = FileSystems.join(work_dir, "vocab_pass_%03d.json" % pass_no)
         first = pass_no == 1
-        known = search.known_sizes()
-
         extra = first_pass if first else None
-
-        def build(p, result_path=result_path, first=first, known=known, extra=extra):
-            scanned = extra[0](p) if extra else None
-            build_vocab_pass(p, files if first else None, indexes, index_dir, known,
-                             result_path, config, scanned)
-
-        label = "vocab pass %d: %s%sbisect %s (up to %d rounds)" % (
-            pass_no, extra[1] + "; " if extra else "",
-            "sample, count and index, " if first else "", ", ".join(names),
-            config["bisection_rounds"])
+        label, build, result_path = _subword_pass(
+            pass_no, work_dir, files, indexes, search.known_sizes(), config, extra)
         seconds = run_pass(label, build)
         if extra:
             extra[2]()
@@ -226,89 +216,87 @@ def learn_subword_vocabs(work_dir, files, config, run_pass, first_pass=None):
     return {name: search.result(name) for name in files}, stats
 
 
+def _subword_pass(pass_no, work_dir, files, indexes, known, config, first_pass):
+    """(label, build(pipeline), result path) of subword vocab pass `pass_no`: the first
+    samples `files` (with `first_pass`'s stage riding along), a later one reads `indexes`;
+    both continue the bisection from the sizes `known`. For a real run and a dry run alike."""
+    first = pass_no == 1
+    names = sorted(files)
+    index_dir = token_index_dir(work_dir)
+    result_path = FileSystems.join(work_dir, "vocab_pass_%03d.json" % pass_no)
+
+    def build(p):
+        scanned = first_pass[0](p) if first_pass else None
+        build_vocab_pass(p, files if first else None, indexes, index_dir, known,
+                         result_path, config, scanned)
+
+    label = "vocab pass %d: %s%sbisect %s (up to %d rounds)" % (
+        pass_no, first_pass[1] + "; " if first_pass else "",
+        "sample, count and index, " if first else "", ", ".join(names),
+        config.vocab.bisection_rounds)
+    return label, build, result_path
+
+
+def translate_subword_vocab_passes(work_dir, files, config, run_pass, first_pass):
+    """--dry_run: the first vocab pass (with `first_pass` riding along, as in a real run)
+    and a later one reading placeholder token indexes."""
+    index_dir = token_index_dir(work_dir)
+    indexes = {name: {"path": FileSystems.join(index_dir, name + ".npz"), "alphabet": [],
+                      "distinct_tokens": 0} for name in files}
+    known = {name: {} for name in files}
+    for pass_no in (1, 2):
+        label, build, _ = _subword_pass(pass_no, work_dir, files, indexes, known, config,
+                                        first_pass if pass_no == 1 else None)
+        run_pass(label, build)
+
 
 # -- word and byte-level BPE vocabularies: one pass over the same sampled counts ------------
 
-def _descending(word):
-    """A key that sorts words in descending code-point order (so Top keeps the smallest)."""
-    return tuple(-ord(c) for c in word) + (1,)
-
-
-def _word_rank(item):
-    word, count = item
-    return count, _descending(word)
-
-
-def _word_vocab_text(name_items, vocab_size):
-    from transforms.codecs.word_vocab import WordVocab
-    name, items = name_items
-    return [name, WordVocab.from_counts(dict(items), vocab_size).to_text()]
-
-
-def _learn_bpe(name_items, vocab_size, min_frequency, eos_token=None):
-    """A learnt BPE whose special token is `eos_token` (--bpe_eos_token), so the id that ends
-    every example is in the vocabulary whatever token was chosen."""
-    from transforms.codecs.byte_bpe import ENDOFTEXT, learn_byte_bpe
-    name, items = name_items
-    bpe = learn_byte_bpe(dict(items), vocab_size, special_tokens=(eos_token or ENDOFTEXT,),
-                         min_frequency=min_frequency)
-    return [name, {"vocab.json": bpe.vocab_json_text(), "merges.txt": bpe.merges_text()}]
-
-
 def build_counted_vocab_pass(p, kind, files, config, result_path, scanned=None):
-    """One pass: sample and count with the kind's tokenizer, then build every vocabulary.
-
-    Word vocabularies keep the `vocab_size - 3` most frequent words (`Top.PerKey`, ties
-    broken by the word); BPE merges are learnt from each vocabulary's aggregated pre-token
-    counts on one worker (`transforms.codecs.byte_bpe.learn_byte_bpe`).
-    """
-    from transforms.codecs.word_vocab import SPECIALS
-    from transforms.vocab_kinds import tokenizer_for
+    """One pass: sample and count with the kind's tokenizer, then build every vocabulary
+    (`kind.vocabs_from_counts`)."""
     counted = (sample_items(p, files, scanned)
                | "SampleAndCount" >> SampleAndCountTokens(
-                   sorted(files), config["file_byte_budget"], _on_invalid_for_counting(config, scanned),
-                   tokenize=tokenizer_for(kind)))
-    size = config["vocab_size"]
-    if kind == "word":
-        vocabs = (counted["totals"]
-                  | "Triples" >> beam.FlatMap(count_triples)
-                  | "KeyByVocab" >> beam.Map(lambda t: (t[0], (t[1], t[2])))
-                  | "DropSpecials" >> beam.Filter(lambda kv: kv[1][0] not in SPECIALS)
-                  | "MostFrequent" >> beam.combiners.Top.PerKey(max(0, size - len(SPECIALS)),
-                                                                key=_word_rank)
-                  | "WordVocab" >> beam.Map(_word_vocab_text, vocab_size=size))
-    else:
-        vocabs = (counted["totals"]
-                  | "LearnMerges" >> beam.Map(_learn_bpe, vocab_size=size,
-                                              min_frequency=config.get("bpe_min_frequency", 2),
-                                              eos_token=config.get("bpe_eos_token")))
+                   sorted(files), config.vocab.file_byte_budget,
+                   _on_invalid_for_counting(config, scanned), tokenize=kind.tokenizer()))
+    vocabs = kind.vocabs_from_counts(counted["totals"], config.vocab)
     _ = {"vocabs": vocabs, "sampling": counted["stats"],
          "distinct": counted["distinct"] | "DistinctToList" >> beam.Map(list)} | (
         "Result" >> WriteJsonResult(result_path))
 
 
+def _counted_pass(kind, work_dir, files, config, first_pass):
+    """(label, build(pipeline), result path) of the one pass of `learn_counted_vocabs`, for
+    a real run and a dry run alike."""
+    result_path = FileSystems.join(work_dir, "vocab_pass_001.json")
+    label = "%s%s vocab: sample, count and build %s" % (
+        first_pass[1] + "; " if first_pass else "", kind.name, ", ".join(sorted(files)))
+    return label, lambda p: build_counted_vocab_pass(
+        p, kind, files, config, result_path, first_pass[0](p) if first_pass else None), \
+        result_path
+
+
 def learn_counted_vocabs(kind, work_dir, files, config, run_pass, first_pass=None):
-    """Word or BPE vocabularies in one pass; returns ({name: text or {file: text}}, stats).
+    """Vocabularies of `kind` learnt in one pass; returns ({name: content}, stats).
 
     `first_pass` is as for `learn_subword_vocabs`."""
-    result_path = FileSystems.join(work_dir, "vocab_pass_001.json")
-    run_pass("%s%s vocab: sample, count and build %s" % (
-        first_pass[1] + "; " if first_pass else "", kind, ", ".join(sorted(files))),
-        lambda p: build_counted_vocab_pass(p, kind, files, config, result_path,
-                                           first_pass[0](p) if first_pass else None))
+    label, build, result_path = _counted_pass(kind, work_dir, files, config, first_pass)
+    run_pass(label, build)
     if first_pass:
         first_pass[2]()
     result = file_io.read_work_json(result_path)
     vocabs = dict(result.get("vocabs", []))
     for name in files:  # a vocabulary with nothing sampled still gets its specials
         if name not in vocabs:
-            if kind == "word":
-                vocabs[name] = _word_vocab_text((name, []), config["vocab_size"])[1]
-            else:
-                vocabs[name] = _learn_bpe((name, []), config["vocab_size"], 2,
-                                          config.get("bpe_eos_token"))[1]
+            vocabs[name] = kind.empty_content(config.vocab)
     distinct = {name: 0 for name in files}
     distinct.update(dict(result.get("distinct", [])))
     stats = {"sampling": check_sampling(result["sampling"]),
              "distinct_tokens": distinct, "passes": []}
     return vocabs, stats
+
+
+def translate_counted_vocab_pass(kind, work_dir, files, config, run_pass, first_pass):
+    """--dry_run: the one pass of `learn_counted_vocabs`."""
+    label, build, _ = _counted_pass(kind, work_dir, files, config, first_pass)
+    run_pass(label, build)

@@ -12,6 +12,7 @@ import apache_beam as beam
 from apache_beam.testing.util import assert_that, equal_to
 
 from beam_unit import test_pipeline, write
+from pipeline.options import default_config
 from transforms.codecs.subword import SubwordEncoder, vocab_file_text
 from transforms.encode_pairs import EncodePairs, plan_chunks, shard_of, shuffle_key
 from transforms.example_proto import Int64FeaturesWriter
@@ -37,7 +38,8 @@ def test_chunks_become_sorted_fragments_and_rejects(tmp_path):
     os.makedirs(fragment_dir)
     with test_pipeline() as p:
         out = (p | beam.Create(chunks)
-               | EncodePairs(vocab, vocab, 7, {"train": 2}, str(fragment_dir)))
+               | EncodePairs(vocab, vocab, 7, {"train": 2}, str(fragment_dir),
+                             default_config()))
         assert_that(out.rejects | beam.MapTuple(lambda split, r: (split, r["where"], r["reason"])),
                     equal_to([("train", "line 2", "empty_source"),
                               ("train", "line 4", "empty_target"),

@@ -7,6 +7,7 @@ LearnSubwordVocabs (against the plain-Python reference learner).
 """
 
 import collections
+import dataclasses
 import json
 import os
 
@@ -15,6 +16,7 @@ import pytest
 from apache_beam.testing.util import assert_that, equal_to
 
 from beam_unit import test_pipeline, write
+from pipeline.options import default_config
 from transforms.codecs import subword_learner as learner
 from transforms.codecs import tokenizer
 from transforms.file_scan import ScanTextFiles
@@ -53,7 +55,7 @@ def test_scan_counts_lines_bytes_seek_points_and_first_invalid_line(tmp_path):
                           "first_invalid_utf8_line": None}),
     ]
     with test_pipeline() as p:
-        scanned = p | beam.Create(sorted(files.values())) | ScanTextFiles(checkpoint_every=2)
+        scanned = p | beam.Create(sorted(files.values())) | ScanTextFiles(chunk_lines=2)
         assert_that(scanned, equal_to(expected))
 
 
@@ -118,9 +120,9 @@ def test_sum_counts_combine_merges_without_double_counting():
 
 # MaterializeDatasets
 
-SETTINGS = {"checkpoint_every": 1, "source_lang": "en", "target_lang": "zh", "source_column": 0,
-            "target_column": 1, "on_misaligned": "reject", "on_invalid_utf8": "error",
-            "max_line_chars": 10}
+SETTINGS = default_config(encode_chunk_lines=1, source_lang="en", target_lang="zh",
+                          source_column=0, target_column=1, on_misaligned="reject",
+                          on_invalid_utf8="error", max_line_chars=10).read
 
 
 def _dataset(fmt, source, target=None, index=0):
@@ -168,7 +170,7 @@ def test_materialize_tsv_and_misaligned_lines_into_line_pairs_and_rejects(tmp_pa
 def test_materialize_reports_errors_as_facts_not_exceptions(tmp_path):
     tsv = write(tmp_path / "a.tsv", "hello\tnihao\ntoo-few\n")
     bad = write(tmp_path / "bad.tsv", b"ok\tok\n\xff\tx\n")
-    settings = dict(SETTINGS, on_misaligned="error")
+    settings = dataclasses.replace(SETTINGS, on_misaligned="error")
     with test_pipeline() as p:
         facts = (p | beam.Create([_dataset("tsv", tsv), _dataset("tsv", bad, index=1)])
                  | MaterializeDatasets(str(tmp_path / "work"), settings)

@@ -110,7 +110,8 @@ import zipfile
 import zlib
 from typing import Iterator, NamedTuple, Optional, Tuple, Union
 
-from transforms.text_lines import InputError
+from transforms.rejects import REJECT_TEXT_CHARS
+from transforms.text_lines import InputError, iter_raw_lines
 
 try:  # optional stdlib modules (absent in some minimal Python builds)
     import lzma
@@ -123,8 +124,6 @@ __all__ = [
     "read_iwslt_xml_pair", "open_archive_member", "split_archive_path", "detect_format",
 ]
 
-MAX_REJECT_TEXT = 500
-_CHUNK_BYTES = 1 << 20
 _BOM = b"\xef\xbb\xbf"
 
 
@@ -155,34 +154,7 @@ class FormatError(ValueError):
 
 
 def _trunc(text):
-    return text[:MAX_REJECT_TEXT] if text else ""
-
-
-def _iter_lines(stream):
-    """Byte lines of a stream, split at b"\\n" (removed); a final line without "\\n" included."""
-    pending = []
-    while True:
-        chunk = stream.read(_CHUNK_BYTES)
-        if not chunk:
-            break
-        chunk = bytes(chunk)
-        start = 0
-        while True:
-            nl = chunk.find(b"\n", start)
-            if nl < 0:
-                if start < len(chunk):
-                    pending.append(chunk[start:])
-                break
-            if pending:
-                pending.append(chunk[start:nl])
-                line = b"".join(pending)
-                pending = []
-            else:
-                line = chunk[start:nl]
-            yield line
-            start = nl + 1
-    if pending:
-        yield b"".join(pending)
+    return text[:REJECT_TEXT_CHARS] if text else ""
 
 
 # --------------------------------------------------------------------------------------------
@@ -206,7 +178,7 @@ def read_tsv(stream, path, source_column=0, target_column=1, invalid_utf8="rejec
 def _read_tsv(stream, path, source_column, target_column, replace=False):
     need = max(source_column, target_column) + 1
     blank_start, blank_count = 0, 0  # a run of empty lines, reported only if a row follows
-    for number, raw in enumerate(_iter_lines(stream), 1):
+    for number, raw in enumerate(iter_raw_lines(stream), 1):
         if number == 1 and raw.startswith(_BOM):
             raw = raw[len(_BOM):]
         if raw.endswith(b"\r"):
@@ -454,7 +426,7 @@ def _scan_segments(stream, path):
     """Yield every <seg> of an SGM-like file, in file order."""
     docid = None
     seg = None  # (segid, start line, parts, bad) while inside a <seg>
-    for number, raw in enumerate(_iter_lines(stream), 1):
+    for number, raw in enumerate(iter_raw_lines(stream), 1):
         if number == 1 and raw.startswith(_BOM):
             raw = raw[len(_BOM):]
         if raw.endswith(b"\r"):

@@ -17,10 +17,9 @@ from apache_beam.io.filesystems import FileSystems
 
 from transforms import file_io
 from transforms.example_proto import PairExampleWriter
-from transforms.rejects import reject_record
+from transforms.rejects import pair_reject_reason, reject_record
 from transforms.shard_fragments import fragment_name, write_fragment
 from transforms.text_lines import decode_line, iter_raw_lines
-from transforms.vocab_kinds import eos_ids, load_vocab
 
 REJECTS = "rejects"
 STATS = "stats"
@@ -41,24 +40,23 @@ def shard_of(key, num_shards):
 
 class _EncodeChunkFn(beam.DoFn):
     def __init__(self, source_vocab_path, target_vocab_path, seed, num_shards, fragment_dir,
-                 settings):
+                 config):
         self._paths = (source_vocab_path, target_vocab_path)
         self._fragment_dir = fragment_dir
         self._seed = seed
         self._num_shards = num_shards  # {split: number of shards}
-        self._on_invalid = settings.get("on_invalid_utf8", "error")
-        self._max_chars = settings.get("max_line_chars", 0)
-        self._kind = settings.get("vocab_type", "subword")
-        self._eos_token = settings.get("bpe_eos_token", "<|endoftext|>")
+        self._on_invalid = config.read.on_invalid_utf8
+        self._max_chars = config.read.max_line_chars
+        self._kind = config.vocab.kind
+        self._eos_token = config.vocab.bpe_eos_token
 
     def setup(self):
         self._examples = PairExampleWriter("inputs", "targets")  # without TensorFlow
-        self._source = load_vocab(self._kind, self._paths[0])
+        self._source = self._kind.load(self._paths[0])
         self._target = (self._source if self._paths[1] == self._paths[0]
-                        else load_vocab(self._kind, self._paths[1]))
-        self._eos = (eos_ids(self._kind, self._source, self._eos_token),
-                     eos_ids(self._kind, self._target, self._eos_token))
-        self._count_oov = self._kind == "word"
+                        else self._kind.load(self._paths[1]))
+        self._eos = (self._kind.eos_ids(self._source, self._eos_token),
+                     self._kind.eos_ids(self._target, self._eos_token))
         self._line_entries = ({}, {})  # per side: line -> (Example entry, tokens, OOV words)
 
     def _entry(self, side, text, stats):
@@ -84,14 +82,7 @@ class _EncodeChunkFn(beam.DoFn):
 
     def _encode_line(self, side, text):
         """(ids + EOS, out-of-vocabulary words) of one line."""
-        encoder = self._source if side == 0 else self._target
-        oov = 0
-        if self._count_oov:
-            ids, oov = encoder.encode_with_oov(text)
-        elif self._kind == "byte_bpe":
-            ids = encoder.encode_ordinary(text)  # "<|endoftext|>" in a corpus line is just text
-        else:
-            ids = encoder.encode(text)
+        ids, oov = self._kind.encode_line(self._source if side == 0 else self._target, text)
         return ids + self._eos[side], oov
 
     def _reject(self, chunk, number, reason, source, target):
@@ -132,13 +123,9 @@ class _EncodeChunkFn(beam.DoFn):
                                        decode_line(raw_tgt, tgt_path, number, "replace").strip())
                     continue
                 source, target = source.strip(), target.strip()
-                if not source or not target:
-                    reason = ("empty_pair" if not source and not target
-                              else "empty_source" if not source else "empty_target")
+                reason = pair_reject_reason(source, target, self._max_chars)
+                if reason:
                     yield self._reject(chunk, number, reason, source, target)
-                    continue
-                if self._max_chars and max(len(source), len(target)) > self._max_chars:
-                    yield self._reject(chunk, number, "line_too_long", source, target)
                     continue
                 record = self._examples.join(self._entry(0, source, stats),
                                              self._entry(1, target, stats))
@@ -200,13 +187,16 @@ def plan_chunks(ds, source_path, target_path, source_scan, target_scan):
 class EncodePairs(beam.PTransform):
     """Chunks -> ((split, shard), fragment {path, records, by_dataset}) for each shard fragment
     written under `fragment_dir`, rejects, and per-chunk token counts
-    (split, [source tokens, source OOV, target tokens, target OOV])."""
+    (split, [source tokens, source OOV, target tokens, target OOV]).
+
+    `config`: the run's `transforms.config.DatagenConfig` (how lines are read and rejected,
+    the vocabulary kind and its EOS token)."""
 
     def __init__(self, source_vocab_path, target_vocab_path, seed, num_shards, fragment_dir,
-                 settings=None):
+                 config):
         super().__init__()
         self._fn = _EncodeChunkFn(source_vocab_path, target_vocab_path, seed, num_shards,
-                                  fragment_dir, settings or {})
+                                  fragment_dir, config)
 
     def expand(self, chunks):
         return (chunks

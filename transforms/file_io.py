@@ -192,3 +192,14 @@ def expand_patterns(patterns):
                                         "e.g. %s)" % (path, os.path.join(path, "*.en")))
         paths.extend(matched)
     return paths
+
+
+def delete_tree(path):
+    """Deletes a file or a directory tree, also on object stores (gs://, s3://), where a
+    "directory" is only a name prefix: `exists` is false for it, so its files are listed."""
+    if FileSystems.exists(path):
+        FileSystems.delete([path])
+        return
+    listed = FileSystems.match([FileSystems.join(path, "**")])[0].metadata_list
+    if listed:
+        FileSystems.delete([m.path for m in listed])

@@ -16,8 +16,8 @@ class _ScanFileFn(beam.DoFn):
     `.gz`/`.bz2`) gives facts with an `error` the driver reports before anything is written,
     rather than an exception that fails the pipeline with a worker's traceback."""
 
-    def __init__(self, checkpoint_every):
-        self._every = checkpoint_every
+    def __init__(self, chunk_lines):
+        self._every = chunk_lines
 
     def process(self, path):
         try:
@@ -33,11 +33,13 @@ class _ScanFileFn(beam.DoFn):
 
 
 class ScanTextFiles(beam.PTransform):
-    """paths -> (path, facts) for each file, each file scanned by one worker in parallel."""
+    """paths -> (path, facts) for each file, each file scanned by one worker in parallel;
+    a seek point every `chunk_lines` lines (--encode_chunk_lines: the encode chunks start
+    there)."""
 
-    def __init__(self, checkpoint_every=50000):
+    def __init__(self, chunk_lines):
         super().__init__()
-        self._every = checkpoint_every
+        self._every = chunk_lines
 
     def expand(self, paths):
         return (paths

@@ -13,15 +13,13 @@ XML, misaligned units with `on_misaligned=error`, invalid UTF-8 with `on_invalid
 yields an `error` fact that the driver reports before anything is written.
 """
 
-import json
-
 import apache_beam as beam
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from transforms import corpus_formats as formats
 from transforms import file_io
-from transforms.rejects import reject_record
+from transforms.rejects import pair_reject_reason, reject_line, reject_record
 from transforms.text_lines import InputError, decode_line, iter_raw_lines
 
 MISALIGNED = {"missing_source", "missing_target", "missing_source_and_target",
@@ -78,10 +76,10 @@ def clean_segment(text):
 class _SideWriter:
     """Writes one side's lines and records the seek points the encoder chunks at."""
 
-    def __init__(self, path, checkpoint_every):
+    def __init__(self, path, chunk_lines):
         self.path = path
         self._f = FileSystems.create(path, compression_type=CompressionTypes.UNCOMPRESSED)
-        self._every = checkpoint_every
+        self._every = chunk_lines
         self.lines = 0
         self.bytes = 0
         self.checkpoints = [(0, 0)]
@@ -103,28 +101,28 @@ class _SideWriter:
 
 
 class _MaterializeFn(beam.DoFn):
-    def __init__(self, work_dir, settings):
+    def __init__(self, work_dir, read):
         self._dir = work_dir
-        self._s = settings
+        self._read = read
 
     def _units(self, ds, streams):
-        s = self._s
+        r = self._read
         if ds["format"] == "tsv":
-            return formats.read_tsv(streams[0], ds["source"], s["source_column"],
-                                    s["target_column"], s["on_invalid_utf8"])
+            return formats.read_tsv(streams[0], ds["source"], r.source_column,
+                                    r.target_column, r.on_invalid_utf8)
         if ds["format"] == "tmx":
-            return formats.read_tmx(streams[0], ds["source"], s["source_lang"], s["target_lang"])
+            return formats.read_tmx(streams[0], ds["source"], r.source_lang, r.target_lang)
         if ds["format"] == "sgm":
             return formats.read_sgm_pair(streams[0], ds["source"], streams[1], ds["target"],
-                                         s["on_invalid_utf8"])
+                                         r.on_invalid_utf8)
         if ds["format"] == "iwslt":
             return formats.read_iwslt_xml_pair(streams[0], ds["source"], streams[1],
-                                               ds["target"], s["on_invalid_utf8"])
+                                               ds["target"], r.on_invalid_utf8)
         return read_line_pairs(streams[0], ds["source"], streams[1], ds["target"],
-                               s["on_invalid_utf8"])
+                               r.on_invalid_utf8)
 
     def process(self, ds):
-        s = self._s
+        r = self._read
         base = FileSystems.join(self._dir, "%s-%03d" % (ds["split"], ds["index"]))
         paths = [ds["source"]] + ([ds["target"]] if ds["target"] else [])
         streams = []
@@ -132,27 +130,22 @@ class _MaterializeFn(beam.DoFn):
         units = 0
         try:
             streams = [open_member(p) for p in paths]
-            src, tgt = _SideWriter(base + ".src", s["checkpoint_every"]), _SideWriter(
-                base + ".tgt", s["checkpoint_every"])
+            src, tgt = _SideWriter(base + ".src", r.encode_chunk_lines), _SideWriter(
+                base + ".tgt", r.encode_chunk_lines)
             for ordinal, unit in enumerate(self._units(ds, streams), 1):
                 units += 1
                 if isinstance(unit, formats.Reject):
-                    if unit.reason in MISALIGNED and s["on_misaligned"] == "error":
+                    if unit.reason in MISALIGNED and r.on_misaligned == "error":
                         raise InputError(ds["source"], 0, "%s: %s (%s); --on_misaligned reject "
                                          "rejects such units instead" % (
                                              unit.where, unit.reason.replace("_", " "),
                                              ds["target"] or ds["source"]))
-                    if unit.reason == "invalid_utf8" and s["on_invalid_utf8"] == "error":
+                    if unit.reason == "invalid_utf8" and r.on_invalid_utf8 == "error":
                         raise InputError(ds["source"], 0, "%s: invalid UTF-8" % unit.where)
                     rejects.append((ordinal, unit))
                     continue
                 source, target = clean_segment(unit.source), clean_segment(unit.target)
-                reason = None
-                if not source or not target:
-                    reason = ("empty_pair" if not source and not target
-                              else "empty_source" if not source else "empty_target")
-                elif s["max_line_chars"] and max(len(source), len(target)) > s["max_line_chars"]:
-                    reason = "line_too_long"
+                reason = pair_reject_reason(source, target, r.max_line_chars)
                 if reason:
                     rejects.append((ordinal, formats.Reject(unit.where, reason, source, target)))
                     continue
@@ -170,19 +163,22 @@ class _MaterializeFn(beam.DoFn):
         with FileSystems.create(rejects_path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
             for ordinal, r in rejects:
                 by_reason[r.reason] = by_reason.get(r.reason, 0) + 1
-                f.write((json.dumps(reject_record(ds, ordinal, r.where, r.reason, r.source, r.target),
-                                    ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8"))
+                f.write(reject_line(reject_record(ds, ordinal, r.where, r.reason, r.source,
+                                                  r.target)))
         yield {"split": ds["split"], "index": ds["index"], "units": units,
                "source_path": base + ".src", "target_path": base + ".tgt", "facts": facts,
                "rejected_by_reason": by_reason, "rejects_path": rejects_path}
 
 
 class MaterializeDatasets(beam.PTransform):
-    """Dataset dicts -> one fact dict per dataset (files written, or an error)."""
+    """Dataset dicts -> one fact dict per dataset (files written, or an error).
 
-    def __init__(self, work_dir, settings):
+    `read`: the run's `transforms.config.ReadConfig` (columns, languages, what to reject,
+    seek points every `encode_chunk_lines` lines)."""
+
+    def __init__(self, work_dir, read):
         super().__init__()
-        self._fn = _MaterializeFn(work_dir, settings)
+        self._fn = _MaterializeFn(work_dir, read)
 
     def expand(self, datasets):
         return datasets | "Spread" >> beam.Reshuffle() | "Materialize" >> beam.ParDo(self._fn)

@@ -1,6 +1,25 @@
-"""The record of a rejected pair, one line of `rejects/{split}.jsonl`."""
+"""A rejected pair: why it is rejected, its record, and its line in `rejects/{split}.jsonl`.
 
-REJECT_TEXT_CHARS = 500
+One place for the three, because the prepare step (`materialize`, for converted datasets)
+and the encode step (`encode_pairs`, for line files read in place) both reject pairs, and a
+pair must get the same reason and the same JSON line whichever step saw it. Pure Python.
+"""
+
+import json
+
+REJECT_TEXT_CHARS = 500  # a rejected side is kept up to this many characters
+
+
+def pair_reject_reason(source, target, max_chars):
+    """Why a pair of stripped sides cannot be written, or None: a side is empty
+    (T2T drops such pairs silently), or longer than `max_chars` (--max_line_chars, 0: no
+    limit)."""
+    if not source or not target:
+        return ("empty_pair" if not source and not target
+                else "empty_source" if not source else "empty_target")
+    if max_chars and max(len(source), len(target)) > max_chars:
+        return "line_too_long"
+    return None
 
 
 def reject_record(ds, ordinal, where, reason, source, target):
@@ -10,3 +29,8 @@ def reject_record(ds, ordinal, where, reason, source, target):
             "file": ds["source"] if not ds.get("target") else "%s + %s" % (ds["source"], ds["target"]),
             "where": where, "reason": reason, "source": (source or "")[:REJECT_TEXT_CHARS],
             "target": (target or "")[:REJECT_TEXT_CHARS]}
+
+
+def reject_line(record):
+    """A reject record as one UTF-8 JSON line (keys sorted, text unescaped)."""
+    return (json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8")

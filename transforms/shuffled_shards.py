@@ -12,12 +12,11 @@ Records are already framed (`transforms.tfrecord_framing`: length, data and thei
 CRC32Cs, what TensorFlow's TFRecord reader expects) in the fragments; the merge copies bytes.
 """
 
-import json
-
 import apache_beam as beam
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
+from transforms.rejects import reject_line
 from transforms.shard_fragments import merge_fragments
 
 
@@ -65,7 +64,7 @@ class _WriteRejectsFn(beam.DoFn):
         with FileSystems.create(FileSystems.join(self._tmp_dir, name),
                                 compression_type=CompressionTypes.UNCOMPRESSED) as f:
             for reject in rejects:
-                f.write((json.dumps(reject, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8"))
+                f.write(reject_line(reject))
                 key = "%d\t%s" % (reject["dataset_index"], reject["reason"])
                 by_reason[key] = by_reason.get(key, 0) + 1
         yield {"split": split, "name": name, "rejected": len(rejects),

@@ -1,0 +1,52 @@
+"""Committing a run's output: the shards and rejects files move from the work directory into
+place, replacing any previous output, and the completion marker is written last.
+
+The order is the contract readers and reruns rely on: the old marker goes first, so a crash
+while files are being replaced never looks complete; the new marker goes last, after the
+summary, so its presence means every file of this run is there. Beam's FileSystems do the
+moves, so this works on object stores too (where a "directory" is only a name prefix).
+"""
+
+from apache_beam.io.filesystems import FileSystems
+
+from pipeline.layout import WORK_NAME
+from transforms import file_io
+
+SPLITS = ("train", "dev")
+
+
+def promote_outputs(layout, shards, rejects):
+    """Replaces every previous shard and rejects file with this run's (`shards`, `rejects`:
+    what the encode pass reported); removes the completion marker first."""
+    file_io.delete_tree(layout.complete_path)
+    old = [m.path for split in SPLITS
+           for m in FileSystems.match([layout.shard_pattern(split)])[0].metadata_list]
+    if old:
+        FileSystems.delete(old)
+    for split in SPLITS:
+        file_io.delete_tree(layout.rejects_path(split))
+    FileSystems.rename([FileSystems.join(layout.work("shards"), s["name"]) for s in shards],
+                       [layout.path(s["name"]) for s in shards])
+    written_rejects = [r for r in rejects if r["rejected"]]
+    if written_rejects:
+        FileSystems.mkdirs(layout.path("rejects"))
+        FileSystems.rename(
+            [FileSystems.join(layout.work("rejects"), r["name"]) for r in written_rejects],
+            [layout.rejects_path(r["split"]) for r in written_rejects])
+
+
+def mark_complete(layout, summary):
+    """Writes the summary, then the completion marker (its finish time): last of all."""
+    file_io.write_json(layout.summary_path, summary)
+    file_io.write_bytes_atomically(layout.complete_path,
+                                   (summary["finished_at"] + "\n").encode())
+
+
+def remove_work_dir(layout):
+    """Deletes this problem's work directory, and the shared parent once no other problem's
+    run is using it."""
+    file_io.delete_tree(layout.work_dir)
+    parent = layout.path(WORK_NAME)
+    if FileSystems.exists(parent) and not FileSystems.match(
+            [FileSystems.join(parent, "*")])[0].metadata_list:
+        FileSystems.delete([parent])

@@ -1,0 +1,45 @@
+"""Checks before anything runs or is deleted: every path's file system, and that the output
+directory can be written. Each failure is one line naming the flag (exit 2), where a pass
+would otherwise fail later with a worker's traceback."""
+
+from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.io.filesystems import FileSystems
+
+from pipeline.runners import DatagenError, one_line
+from transforms import file_io
+
+PATH_FLAGS = ("train_source", "train_target", "train_tsv", "train_tmx", "dev_source",
+              "dev_target", "dev_tsv", "dev_tmx", "word_vocab", "bpe_vocab")
+
+
+def named_paths(flags):
+    """(flag, path) of every path the flags name (input patterns, vocabularies, output)."""
+    named = [("--output_dir", flags.output_dir)]
+    for flag in PATH_FLAGS:
+        named += [("--" + flag, p.strip()) for p in (getattr(flags, flag) or "").split(",")
+                  if p.strip()]
+    return named
+
+
+def check_file_systems(flags):
+    """Raises DatagenError when a path's scheme has no Beam file system here (gs://
+    without apache-beam[gcp]): Beam would raise a ValueError with a traceback from
+    whichever stage touched the path first."""
+    for flag, path in named_paths(flags):
+        problem = file_io.filesystem_problem(path)
+        if problem:
+            raise DatagenError("%s %s" % (flag, problem))
+
+
+def check_output_writable(layout):
+    """Writes and deletes a file in the work directory, so an --output_dir under a
+    regular file, in /proc or without permission stops the job with one line before any
+    pass runs (a pass would fail with a worker's traceback)."""
+    probe = FileSystems.join(layout.work_dir, "write-test")
+    try:
+        with FileSystems.create(probe, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+            f.write(b"")
+        FileSystems.delete([probe])
+    except OSError as e:  # BeamIOError is an OSError too
+        raise DatagenError("--output_dir %s: cannot write there (%s)" % (
+            layout.output_dir, one_line(e))) from None
