@@ -1,0 +1,77 @@
+"""CPU time of the encode DoFn on one chunk, in this process, without a Beam pipeline.
+
+The encode pass's cost per pair (read, strip, encode both sides, build the Example, hash,
+frame, write the shard fragments) is what this measures; Beam's own per-pass costs are not
+in it. Use it to compare two versions of the code on the same input (run it from each
+checkout), e.g. on the first 100k bench pairs with the vocab files a bench run wrote:
+
+    python benchmarks/encode_cpu.py --source W/input/train.en --target W/input/train.zh \\
+        --source_vocab W/ours/out/vocab.translate_enzh_wmt8k.8192.subwords.en \\
+        --target_vocab W/ours/out/vocab.translate_enzh_wmt8k.8192.subwords.zh
+
+(`W` is a `bench_datagen.py --work_dir`). Prints CPU seconds, microseconds per pair and the
+SHA-256 of the fragments written, which must not change between versions.
+"""
+
+import argparse
+import hashlib
+import os
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from transforms.encode_pairs import _EncodeChunkFn  # noqa: E402
+
+
+def _config(vocab_type):
+    try:
+        from pipeline.options import default_config
+    except ImportError:  # a checkout from before the typed config took a settings dict
+        return {"vocab_type": vocab_type}
+    return default_config(vocab_type=vocab_type)
+
+
+def _line_count(path):
+    with open(path, "rb") as f:
+        return sum(1 for _ in f)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--source", required=True, help="source text, one sentence per line")
+    parser.add_argument("--target", required=True, help="line-aligned target text")
+    parser.add_argument("--source_vocab", required=True)
+    parser.add_argument("--target_vocab", required=True)
+    parser.add_argument("--vocab_type", default="subword")
+    parser.add_argument("--num_shards", type=int, default=10)
+    parser.add_argument("--repeat", type=int, default=2, help="runs; the fastest is printed")
+    args = parser.parse_args(argv)
+
+    lines = min(_line_count(args.source), _line_count(args.target))
+    chunk = {"ds": {"split": "train", "index": 0, "name": "bench"}, "source": args.source,
+             "target": args.target, "first_line": 0, "num_lines": lines,
+             "source_offset": 0, "target_offset": 0}
+    best = None
+    for _ in range(args.repeat):
+        with tempfile.TemporaryDirectory() as fragments:
+            fn = _EncodeChunkFn(args.source_vocab, args.target_vocab, 1,
+                                {"train": args.num_shards}, fragments,
+                                _config(args.vocab_type))
+            fn.setup()  # a new DoFn each run: its line cache starts empty
+            start = time.process_time()
+            for _ in fn.process(chunk):
+                pass
+            seconds = time.process_time() - start
+            digest = hashlib.sha256()
+            for name in sorted(os.listdir(fragments)):
+                with open(os.path.join(fragments, name), "rb") as f:
+                    digest.update(name.encode() + b"\0" + f.read())
+        best = seconds if best is None else min(best, seconds)
+    print("pairs %d  cpu %.2f s  %.1f us/pair  fragments sha256 %s"
+          % (lines, best, best / max(lines, 1) * 1e6, digest.hexdigest()[:16]))
+
+
+if __name__ == "__main__":
+    main()
