@@ -65,22 +65,20 @@ def test_in_process_switch_only_for_small_inputs_of_multi_processing():
     from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions
     from pipeline.runners import run_small_input_in_process
 
-    def mode_after(args, input_bytes, limit_mb=8):
+    def after(args, input_bytes, limit_mb=8):
         options = PipelineOptions(args)
-        run_small_input_in_process(options, input_bytes, limit_mb)
-        return options.view_as(DirectOptions).direct_running_mode
+        switched = run_small_input_in_process(options, input_bytes, limit_mb)
+        direct = options.view_as(DirectOptions)
+        return switched, direct.direct_running_mode, direct.direct_num_workers
 
     mp = ["--runner", "DirectRunner", "--direct_running_mode", "multi_processing",
           "--direct_num_workers", "2"]
-    assert mode_after(mp, 7_999_999) == "in_memory"
-    options = PipelineOptions(mp)
-    run_small_input_in_process(options, 10, 8)
-    assert options.view_as(DirectOptions).direct_num_workers == 1  # one thread: no GIL contention
-    assert mode_after(mp, 8_000_000) == "multi_processing"
-    assert mode_after(mp, 10, limit_mb=0) == "multi_processing"
-    assert mode_after(["--runner", "FnApiRunner"], 10) == "in_memory"  # untouched default
-    assert mode_after(["--runner", "DirectRunner", "--direct_running_mode", "multi_threading"],
-                      10) == "multi_threading"
+    assert after(mp, 7_999_999) == (True, "in_memory", 1)  # one thread: no GIL contention
+    assert after(mp, 8_000_000) == (False, "multi_processing", 2)
+    assert after(mp, 10, limit_mb=0) == (False, "multi_processing", 2)
+    assert after(["--runner", "FnApiRunner", "--direct_num_workers", "2"], 10)[::2] == (False, 2)
+    assert after(["--runner", "DirectRunner", "--direct_running_mode", "multi_threading",
+                  "--direct_num_workers", "2"], 10) == (False, "multi_threading", 2)
 
 
 def _free_port():

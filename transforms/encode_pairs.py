@@ -70,8 +70,9 @@ class _EncodeChunkFn(beam.DoFn):
         cache = self._line_entries[side]
         known = cache.get(text)
         if known is None:
-            ids, oov = self._encode_line(side, text)
-            known = (self._examples.entry(side, ids), len(ids) - len(self._eos[side]), oov)
+            encoder = self._source if side == 0 else self._target
+            ids, oov = self._kind.encode_line(encoder, text)
+            known = (self._examples.entry(side, ids + self._eos[side]), len(ids), oov)
             if len(cache) >= LINE_CACHE_SIZE:
                 cache.clear()
             cache[text] = known
@@ -79,11 +80,6 @@ class _EncodeChunkFn(beam.DoFn):
         stats[side * 2] += tokens
         stats[side * 2 + 1] += oov
         return entry
-
-    def _encode_line(self, side, text):
-        """(ids + EOS, out-of-vocabulary words) of one line."""
-        ids, oov = self._kind.encode_line(self._source if side == 0 else self._target, text)
-        return ids + self._eos[side], oov
 
     def _reject(self, chunk, number, reason, source, target):
         ds = chunk["ds"]
