@@ -238,6 +238,7 @@ def format_report(report):
     for name, x in s["splits"].items():
         lines.append("%-8s %10d %10d %10d %7d" % (name, x["pairs_read"], x["pairs_written"],
                                                   x["pairs_rejected"], x["shards"]))
+    lines.append("")
     lines.append("%-8s %10s  %s" % ("vocab", "size", "file"))
     for name, v in s["vocab"].items():
         lines.append("%-8s %10d  %s" % (name, v["size"], v["file"]))
