@@ -33,5 +33,4 @@ OUT="${OUTPUT_DIR:-$PWD/local_output/translate_enzh_wmt8k}"
   "$@"
 
 echo
-echo "Outputs are in $OUT:"
-ls -1 "$OUT"
+echo "Records decoded back to text: .venv/bin/python -m pipeline.inspect $OUT"

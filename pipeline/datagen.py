@@ -35,7 +35,8 @@ if __name__ == "__main__":
     # hear them while its worker processes ignore them (see pipeline.interrupts).
     signal.pthread_sigmask(signal.SIG_BLOCK, (signal.SIGINT, signal.SIGTERM))
 
-import datetime  # noqa: E402 (after the signal mask, on purpose)
+import argparse  # noqa: E402 (after the signal mask, on purpose)
+import datetime
 import logging
 import os
 import sys
@@ -43,14 +44,14 @@ import time
 
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from pipeline import books, commit, fingerprint, preflight
+from pipeline import books, commit, console, fingerprint, preflight
 from pipeline.encode import EncodeStep
 from pipeline.interrupts import InterruptWatcher, Interrupted
 from pipeline.lock import OutputLock
 from pipeline.datasets import literal_patterns, plan_datasets
 from pipeline.layout import OutputLayout
 from pipeline.options import (DatagenOptions, check_known_flags, datagen_config,
-                              datagen_flag_values, validate_flags)
+                              datagen_flag_values, parse_flags, validate_flags)
 from pipeline.passes import PassRunner
 from pipeline.prepare import PrepareStep, rides_along
 from pipeline.runners import (DatagenError, check_workers_can_import_project, is_dry_run,
@@ -74,11 +75,12 @@ class DatagenJob:
     them, holds the lock, and records what happened (stages, summary, failure).
     """
 
-    def __init__(self, options, interrupted=lambda: None):
-        """`interrupted()`: the signal number that stopped the run, or None
-        (`InterruptWatcher.received`)."""
+    def __init__(self, flags, options, interrupted=lambda: None):
+        """`flags`: the job's own flags (`pipeline.options.parse_flags`); `options`: Beam's
+        PipelineOptions of every pass; `interrupted()`: the signal number that stopped the
+        run, or None (`InterruptWatcher.received`)."""
         self.options = options
-        self.flags = options.view_as(DatagenOptions)
+        self.flags = flags
         f = self.flags
         validate_flags(f)
         check_workers_can_import_project(options)
@@ -124,6 +126,10 @@ class DatagenJob:
         report, given, to_learn = self.vocab.choose(plan)
         prepared = {}
         first_pass = None
+        learning = self.vocab.kind.learning_passes
+        self.run_pass.expect((0 if rides_along(datasets, to_learn) else 1)
+                             + ((learning or 1) if to_learn else 0) + 1,
+                             exact=not to_learn or learning is not None)
         if rides_along(datasets, to_learn):
             transform, label = self.prepare.transform(datasets)
 
@@ -227,7 +233,7 @@ class DatagenJob:
         """The job, once this run holds the output directory's lock."""
         f = self.flags
         layout = self.layout
-        flag_values = datagen_flag_values(self.options)
+        flag_values = datagen_flag_values(self.flags)
         self.fingerprint = fingerprint.output_fingerprint(flag_values)
         self.vocab.fingerprint = fingerprint.vocab_fingerprint(flag_values)
         if file_io.exists(layout.complete_path) and not f.overwrite:
@@ -258,6 +264,7 @@ class DatagenJob:
                 self.stages["vocab"] = {"seconds": round(
                     time.time() - start - self.stages["prepare"]["seconds"], 3)}
                 num_shards = self.num_shards(prepared)
+                self.run_pass.expect(1)
                 encoded = self._timed("encode", self.encode.run, prepared,
                                       encoder_vocab_paths(plan), num_shards)
                 split_report = self._timed("finish", self.finish, prepared, num_shards,
@@ -277,7 +284,8 @@ class DatagenJob:
         summary = {
             "status": status, "started_at": started, "finished_at": _now(),
             "seconds": round(time.time() - t0, 3), "problem": f.problem, "seed": f.seed,
-            "flags": datagen_flag_values(self.options),
+            "output_dir": self.layout.output_dir,
+            "flags": datagen_flag_values(self.flags),
             "runner": self.options.get_all_options().get("runner"),
             "passes": self.run_pass.count, "stages": self.stages,
             "fingerprint": self.fingerprint}
@@ -301,27 +309,30 @@ def run(argv=None, interrupted=lambda: None):
     Interrupted when `interrupted()` reports a signal."""
     argv = list(sys.argv[1:] if argv is None else argv)
     check_known_flags(argv)
-    options = PipelineOptions(argv)
-    return DatagenJob(options, interrupted).run()
+    flags, beam_args = parse_flags(argv)
+    return DatagenJob(flags, PipelineOptions(beam_args), interrupted).run()
 
 
-class _StderrHandler(logging.StreamHandler):
-    """Logs to whatever sys.stderr is when a record is written (callers may replace it)."""
+class _HelpFormatter(argparse.HelpFormatter):
+    """Every flag's help ends with its default (none for flags off or unset by default)."""
 
-    @property
-    def stream(self):
-        return sys.stderr
-
-    @stream.setter
-    def stream(self, _):
-        pass
+    def _get_help_string(self, action):
+        text = action.help or ""
+        default = action.default
+        if (action.option_strings and default not in (None, False, argparse.SUPPRESS)
+                and "%(default)" not in text):
+            text += " (default: %(default)s)"
+        return text
 
 
 def print_help():
-    import argparse
     parser = argparse.ArgumentParser(
-        prog="python -m pipeline.datagen",
-        description="Tensor2Tensor-compatible translation datagen on Apache Beam.",
+        prog="python -m pipeline.datagen", formatter_class=_HelpFormatter,
+        usage="%(prog)s --output_dir DIR (--train_source FILES --train_target FILES | "
+              "--train_tsv FILES | --train_tmx FILES) [flags] [Beam pipeline options]",
+        description="Tensor2Tensor-compatible translation datagen on Apache Beam. Required: "
+                    "--output_dir and training data (--train_source with --train_target, "
+                    "--train_tsv or --train_tmx).",
         epilog="Every Apache Beam pipeline option is accepted too (--runner, "
                "--direct_num_workers, --project, --setup_file, ...).")
     DatagenOptions._add_argparse_args(parser)
@@ -333,14 +344,10 @@ def main(argv=None):
     if "-h" in argv or "--help" in argv:
         print_help()
         return 0
-    if not any(isinstance(h, _StderrHandler) for h in LOG.handlers):
-        handler = _StderrHandler()
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s", "%H:%M:%S"))
-        LOG.addHandler(handler)
-        LOG.setLevel(logging.INFO)
-        LOG.propagate = False
+    console.install()
     try:
-        with InterruptWatcher() as watcher:
+        log_level = parse_flags(argv)[0].log_level
+        with console.library_logging(log_level), InterruptWatcher() as watcher:
             summary = run(argv, lambda: watcher.received)
     except DatagenError as e:
         LOG.error("%s", one_line(e))

@@ -13,9 +13,11 @@ import json
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
+from pipeline import console
 from transforms import file_io
 from transforms.encode_pairs import EncodePairs, plan_chunks
 from transforms.json_result import WriteJsonResult
+from transforms.shard_fragments import fragment_chunk
 from transforms.shuffled_shards import WriteRejects, WriteShuffledShards
 
 WORK_DIRS = ("fragments", "shards", "rejects")
@@ -87,9 +89,26 @@ class EncodeStep:
         for name in WORK_DIRS:
             file_io.delete_tree(self._layout.work(name))
             FileSystems.mkdirs(self._layout.work(name))
-        self._run_pass(*self.build(chunks, vocab_paths, num_shards, earlier))
+        self._run_pass(*self.build(chunks, vocab_paths, num_shards, earlier),
+                       progress=self.progress(chunks))
         result = file_io.read_work_json(self._layout.work("encode.json"))
         return result.get("shards", []), result.get("rejects", []), dict(result.get("tokens", []))
+
+    def progress(self, chunks):
+        """progress(seconds): the pairs of the chunks whose shard fragments are written so
+        far (a chunk writes its fragments when it is done), out of every pair; on any
+        runner, as it asks the work directory's file system."""
+        lines = {(c["ds"]["split"], c["ds"]["index"], c["first_line"]): c["num_lines"]
+                 for c in chunks if not c.get("unmatched")}
+        total = sum(lines.values())
+        pattern = FileSystems.join(self._layout.work("fragments"), "*.frag")
+
+        def progress(seconds):
+            done = {fragment_chunk(FileSystems.split(m.path)[1])
+                    for m in FileSystems.match([pattern])[0].metadata_list}
+            return console.progress_line("encoded", sum(lines.get(c, 0) for c in done), total,
+                                         seconds)
+        return progress
 
     def dry_run(self, datasets, vocab_paths, num_shards):
         """--dry_run: the encode pass of `datasets` with placeholder chunks (no file facts)

@@ -24,7 +24,7 @@ from transforms import file_io
 OPERATIONAL_FLAGS = frozenset((
     "output_dir", "problem", "overwrite", "allow_empty", "vocab_partitions",
     "bisection_rounds_per_pass", "bisection_lookahead", "encode_chunk_lines",
-    "lock_stale_seconds", "in_process_below_mb"))
+    "lock_stale_seconds", "in_process_below_mb", "log_level"))
 # Flags naming input files: compared through the files they name, not their spelling.
 INPUT_FLAGS = ("train_source", "train_target", "train_tsv", "train_tmx", "dev_source",
                "dev_target", "dev_tsv", "dev_tmx", "word_vocab", "bpe_vocab")

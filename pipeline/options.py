@@ -1,10 +1,17 @@
-"""DatagenOptions: the job's own flags, parsed by Beam next to every Beam pipeline option."""
+"""DatagenOptions: the job's own flags, parsed apart from Beam's pipeline options.
+
+`parse_flags` splits one command line in two: the job's flags (an argparse Namespace) and
+everything else, which becomes Beam's `PipelineOptions`. DatagenOptions is deliberately not a
+`PipelineOptions` subclass: Beam sends the options of every such subclass to its workers,
+which do not know the job's flags and log "Discarding unparseable args" for each pass.
+"""
 
 import dataclasses
 import difflib
 
 from apache_beam.options.pipeline_options import PipelineOptions, _BeamArgumentParser
 
+from pipeline.console import LOG_LEVELS
 from pipeline.runners import DatagenError
 from transforms.config import DatagenConfig, ReadConfig, VocabConfig
 from transforms.vocab_kinds import DEFAULT_KIND, ENDOFTEXT, KIND_NAMES, every_kind, vocab_kind
@@ -20,8 +27,8 @@ def _optional_length(value):
 IN_PROCESS_BELOW_MB_DEFAULT = 16.0
 
 
-class DatagenOptions(PipelineOptions):
-    """Flags of `python -m pipeline.datagen` (Beam's own, like --runner, pass through)."""
+class DatagenOptions:
+    """Flags of `python -m pipeline.datagen` (Beam's own, like --runner, are parsed by Beam)."""
 
     @classmethod
     def _add_argparse_args(cls, parser):
@@ -51,7 +58,8 @@ class DatagenOptions(PipelineOptions):
                  "reject its pair, or decode it with U+FFFD replacement characters.")
         add("--max_line_chars", type=int, default=0,
             help="Reject pairs with a side longer than this many characters (0: no limit).")
-        add("--output_dir", help="Where vocab, shards and the summary go (any Beam FileSystems path).")
+        add("--output_dir", help="Required: where vocab, shards and the summary go (any Beam "
+            "FileSystems path).")
         add("--problem", default="translate_enzh_wmt8k", help="File-name prefix, as T2T's problem name.")
         add("--source_lang", default=None, help="Source language suffix (default: the files' extension).")
         add("--target_lang", default=None, help="Target language suffix (default: the files' extension).")
@@ -77,8 +85,10 @@ class DatagenOptions(PipelineOptions):
             help="Characters sampled per file for the vocabulary (T2T's file_byte_budget).")
         add("--max_subtoken_length", type=_optional_length, default=200,
             help="Longest subtoken counted while learning; 'none' for no limit.")
-        add("--num_train_shards", type=int, default=10)
-        add("--num_dev_shards", type=int, default=1)
+        add("--num_train_shards", type=int, default=10,
+            help="TFRecord files of the train split ({problem}-train-00000-of-000NN).")
+        add("--num_dev_shards", type=int, default=1,
+            help="TFRecord files of the dev split.")
         add("--seed", type=int, default=0, help="Seed of the deterministic global shuffle.")
         add("--allow_empty", action="store_true", default=False,
             help="Write empty shards (and mark the output complete) when a split has no pair "
@@ -102,6 +112,11 @@ class DatagenOptions(PipelineOptions):
         add("--lock_stale_seconds", type=float, default=120.0,
             help="A run holds {output_dir}/{problem}.datagen.lock and refreshes its heartbeat; "
                  "a lock whose heartbeat is older than this (a killed run) is taken over.")
+        add("--log_level", default=None, choices=LOG_LEVELS,
+            help="Beam's and TensorFlow's own logging at this level (and the job's debug lines "
+                 "with debug); by default only their errors show, beside the job's progress.")
+        add("-v", dest="log_level", action="store_const", const="info",
+            help="Same as --log_level info.")
         add("--in_process_below_mb", type=float, default=IN_PROCESS_BELOW_MB_DEFAULT,
             help="With DirectRunner's multi_processing mode, run the passes in this process "
                  "instead when the input files total less than this many MB: starting worker "
@@ -118,15 +133,31 @@ class _StrictParser(_BeamArgumentParser):
 
 
 def _every_option_parser():
-    """A parser of every flag Beam knows: its own pipeline options and DatagenOptions (each
-    PipelineOptions subclass adds its flags, as `PipelineOptions.get_all_options` does)."""
+    """A parser of every flag the command takes: Beam's pipeline options (each
+    PipelineOptions subclass adds its flags, as `PipelineOptions.get_all_options` does) and
+    DatagenOptions."""
     parser = _StrictParser(allow_abbrev=False)
     classes = {}
     for cls in PipelineOptions.__subclasses__():
         classes.setdefault(str(cls), cls)
     for cls in classes.values():
         cls._add_argparse_args(parser)
+    DatagenOptions._add_argparse_args(parser)
     return parser
+
+
+def _job_flag_parser():
+    parser = _StrictParser(allow_abbrev=False)
+    DatagenOptions._add_argparse_args(parser)
+    return parser
+
+
+def parse_flags(argv):
+    """(the job's flags: an argparse Namespace, Beam's arguments: a list) of a command line.
+
+    Every job flag is taken out; what is left, in its order, is for `PipelineOptions`."""
+    flags, beam_args = _job_flag_parser().parse_known_args(list(argv))
+    return flags, beam_args
 
 
 def check_known_flags(argv):
@@ -154,19 +185,12 @@ def check_known_flags(argv):
 
 def _defaults():
     """{flag: default} of DatagenOptions' own flags."""
-    import argparse
-    parser = argparse.ArgumentParser()
-    DatagenOptions._add_argparse_args(parser)
-    return {a.dest: a.default for a in parser._actions if a.dest != "help"}
+    return vars(parse_flags([])[0])
 
 
-def datagen_flag_values(options):
-    """{flag: value} of DatagenOptions' own flags (for the summary)."""
-    import argparse
-    parser = argparse.ArgumentParser()
-    DatagenOptions._add_argparse_args(parser)
-    view = options.view_as(DatagenOptions)
-    return {a.dest: getattr(view, a.dest) for a in parser._actions if a.dest != "help"}
+def datagen_flag_values(flags):
+    """{flag: value} of DatagenOptions' own flags (for the summary and the fingerprint)."""
+    return {name: getattr(flags, name) for name in _defaults()}
 
 
 def validate_flags(f):
@@ -234,7 +258,7 @@ def _fields(cls, flags, **renamed):
 
 
 def datagen_config(flags):
-    """The DatagenConfig (`transforms.config`) of parsed flags (a DatagenOptions view): built
+    """The DatagenConfig (`transforms.config`) of parsed flags (`parse_flags`): built
     once per run, handed down to every pass and transform."""
     return DatagenConfig(
         read=_fields(ReadConfig, flags),
@@ -244,4 +268,9 @@ def datagen_config(flags):
 def default_config(**flags):
     """The DatagenConfig of a run given only `flags` ({flag: value}), every other setting at
     its flag's default; for tests and library use, so defaults stay in the flag definitions."""
-    return datagen_config(PipelineOptions.from_dictionary(flags).view_as(DatagenOptions))
+    parsed = parse_flags([])[0]
+    for name, value in flags.items():
+        if not hasattr(parsed, name):
+            raise TypeError("no flag --%s" % name)
+        setattr(parsed, name, value)
+    return datagen_config(parsed)

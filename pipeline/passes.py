@@ -16,7 +16,7 @@ from pipeline.interrupts import Interrupted, kill_worker_processes
 from pipeline.runners import runner_name
 
 LOG = logging.getLogger("datagen")
-PROGRESS_SECONDS = 60  # a long pass logs that it is still running this often
+PROGRESS_SECONDS = 30  # a long pass logs where it stands this often
 
 
 class PassRunner:
@@ -33,13 +33,29 @@ class PassRunner:
         self.interrupted = interrupted
         self.count = 0
         self.lock = None
+        self._expected = None  # (passes in all, whether that number is exact)
 
-    def __call__(self, label, build):
+    def expect(self, more, exact=True):
+        """The job expects `more` passes after those run so far (`exact`: False while a
+        search decides how many); the log numbers passes "3 of 5" or "3 of ~5"."""
+        self._expected = (self.count + more, exact)
+
+    def _of(self, number):
+        if self._expected is None:
+            return ""
+        total, exact = self._expected
+        if number > total:  # more than expected: the search went on
+            total, exact = number, False
+        return " of %s%d" % ("" if exact else "~", total)
+
+    def __call__(self, label, build, progress=None):
+        """Runs pass `label` built by `build(pipeline)`; `progress(seconds)`, if given, says
+        where a running pass stands (a line logged every PROGRESS_SECONDS)."""
         if self.lock is not None:
             self.lock.check()
         self.count += 1
         number = self.count
-        LOG.info("pass %d: %s", number, label)
+        LOG.info("pass %d%s: %s", number, self._of(number), label)
         start = time.time()
         pipeline = beam.Pipeline(options=self.options)
         build(pipeline)
@@ -52,7 +68,13 @@ class PassRunner:
 
         def heartbeat():
             while not stop.wait(PROGRESS_SECONDS):
-                LOG.info("pass %d still running, %.0f s so far", number, time.time() - start)
+                seconds = time.time() - start
+                try:
+                    where = progress(seconds) if progress else None
+                except Exception as e:  # progress is news, never a reason to stop
+                    LOG.debug("pass %d progress: %s", number, e)
+                    where = None
+                LOG.info("pass %d: %s", number, where or "running, %.0f s so far" % seconds)
 
         threading.Thread(target=heartbeat, daemon=True).start()
         try:

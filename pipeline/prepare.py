@@ -88,14 +88,16 @@ class PrepareStep:
         every = every_dataset(datasets)
         structured = [dataclasses.asdict(ds) for ds in every if not ds.read_in_place]
         paths = sorted({p for ds in every if ds.read_in_place for p in (ds.source, ds.target)})
-        label = "prepare: scan %d files, convert %d datasets" % (len(paths), len(structured))
+        label = ", ".join(part for part in (
+            "scan %d files" % len(paths) if paths else "",
+            "convert %d datasets" % len(structured) if structured else "") if part)
         return PrepareInputs(paths, structured, self._layout.work("materialized"), self._read,
                              self._layout.work("prepare.json")), label
 
     def build(self, datasets):
         """(label, build(pipeline)) of the prepare pass on its own."""
         transform, label = self.transform(datasets)
-        return label, lambda p: p | "Prepare" >> transform
+        return "prepare: " + label, lambda p: p | "Prepare" >> transform
 
     def run(self, run_pass, datasets):
         """Runs the prepare pass; returns {split: [Prepared]} or raises DatagenError."""

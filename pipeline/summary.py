@@ -1,20 +1,30 @@
 """The end-of-job summary as a readable table (the JSON summary holds the same facts)."""
 
 
+def _within(path, output_dir):
+    """`path` relative to the output directory when it is in it (the table stays narrow)."""
+    prefix = output_dir.rstrip("/") + "/" if output_dir else None
+    return path[len(prefix):] if prefix and path.startswith(prefix) else path
+
+
 def format_summary(summary):
+    output_dir = summary.get("output_dir") or summary.get("flags", {}).get("output_dir")
     lines = []
     if summary.get("noop"):
         lines.append("Output already complete, nothing done (finished %s). Use --overwrite to redo."
                      % summary.get("finished_at"))
     lines.append("datagen %s: problem %s, seed %s, %s passes, %.1f s" % (
         summary["status"], summary["problem"], summary["seed"], summary["passes"], summary["seconds"]))
+    if output_dir:
+        lines.append("output: %s" % output_dir)
     lines.append("")
     lines.append("%-8s %10s %10s %10s  %s" % ("vocab", "size", "min_count", "tokens", "file"))
     for name, v in sorted(summary["vocab"].items()):
         if name == "passes":
             continue
         lines.append("%-8s %10d %10s %10s  %s%s" % (
-            name, v["size"], v.get("min_count", "-"), v.get("distinct_tokens", "-"), v["path"],
+            name, v["size"], v.get("min_count", "-"), v.get("distinct_tokens", "-"),
+            _within(v["path"], output_dir),
             " (reused)" if v.get("reused") else " (from %s)" % v["given"] if v.get("given") else ""))
     lines.append("")
     lines.append("%-8s %10s %10s %10s %7s" % ("split", "read", "written", "rejected", "shards"))
@@ -31,7 +41,7 @@ def format_summary(summary):
             lines.append("%-8s OOV rate: source %.2f%%, target %.2f%%" % (
                 "", 100 * s["oov_rate"]["source"], 100 * s["oov_rate"]["target"]))
         if s.get("rejects_file"):
-            lines.append("%-8s rejects: %s" % ("", s["rejects_file"]))
+            lines.append("%-8s rejects: %s" % ("", _within(s["rejects_file"], output_dir)))
     lines.append("")
     lines.append("stages: " + ", ".join(
         "%s in the %s pass" % (k, v["ran_with"]) if "ran_with" in v else "%s %.1f s" % (k, v["seconds"])

@@ -18,6 +18,7 @@ import logging
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
+from pipeline import console
 from pipeline.runners import DatagenError
 from transforms import file_io
 from transforms.codecs import subword_learner as learner
@@ -200,10 +201,11 @@ def learn_subword_vocabs(work_dir, files, config, run_pass, first_pass=None):
         for report in result.get("sizes", []):
             by_iteration.setdefault((report["round"], report["iteration"]), {}).update(
                 report["sizes"])
+        last_iteration = {}
         for (round_no, iteration), sizes in sorted(by_iteration.items()):
-            LOG.info("  round %d iteration %d: %s", round_no, iteration,
-                     ", ".join("%s -> %d subtokens" % (k.replace(":", " min_count="), v)
-                               for k, v in sorted(sizes.items())))
+            last_iteration[round_no] = sizes
+        for round_no, sizes in sorted(last_iteration.items()):
+            LOG.info("%s", console.round_line(round_no, sizes))
         if not learnt:
             raise RuntimeError("vocab pass %d learnt nothing; the bisection cannot advance"
                                % pass_no)
@@ -211,6 +213,8 @@ def learn_subword_vocabs(work_dir, files, config, run_pass, first_pass=None):
         stats["passes"].append({
             "pass": pass_no, "seconds": round(seconds, 3),
             "rounds": [{"round": r, "probes": rounds[r]} for r in sorted(rounds)],
+            "iterations": [{"round": r, "iteration": i, "sizes": dict(sorted(sizes.items()))}
+                           for (r, i), sizes in sorted(by_iteration.items())],
             "sizes": {_probe_key(n, t): len(v) for (n, t), v in learnt.items()}})
     stats["chosen_min_count"] = dict(search.chosen)
     return {name: search.result(name) for name in files}, stats
@@ -230,10 +234,10 @@ def _subword_pass(pass_no, work_dir, files, indexes, known, config, first_pass):
         build_vocab_pass(p, files if first else None, indexes, index_dir, known,
                          result_path, config, scanned)
 
-    label = "vocab pass %d: %s%sbisect %s (up to %d rounds)" % (
-        pass_no, first_pass[1] + "; " if first_pass else "",
-        "sample, count and index, " if first else "", ", ".join(names),
-        config.vocab.bisection_rounds)
+    rounds = config.vocab.bisection_rounds
+    label = "vocab %s: %s%sbisection rounds %d-%d" % (
+        ", ".join(names), first_pass[1] + "; " if first_pass else "",
+        "sample, count, index; " if first else "", (pass_no - 1) * rounds + 1, pass_no * rounds)
     return label, build, result_path
 
 
@@ -269,8 +273,8 @@ def _counted_pass(kind, work_dir, files, config, first_pass):
     """(label, build(pipeline), result path) of the one pass of `learn_counted_vocabs`, for
     a real run and a dry run alike."""
     result_path = FileSystems.join(work_dir, "vocab_pass_001.json")
-    label = "%s%s vocab: sample, count and build %s" % (
-        first_pass[1] + "; " if first_pass else "", kind.name, ", ".join(sorted(files)))
+    label = "%s vocab %s: %ssample, count, build" % (
+        kind.name, ", ".join(sorted(files)), first_pass[1] + "; " if first_pass else "")
     return label, lambda p: build_counted_vocab_pass(
         p, kind, files, config, result_path, first_pass[0](p) if first_pass else None), \
         result_path

@@ -14,6 +14,8 @@ run's VocabKind (`transforms.vocab_kinds`); this module never compares kind name
 
 import logging
 
+from apache_beam.io.filesystems import FileSystems
+
 from pipeline import fingerprint, vocab_passes
 from pipeline.layout import lang_of
 from pipeline.runners import DatagenError, one_line
@@ -199,7 +201,8 @@ class VocabStep:
                 "distinct_tokens": stats["distinct_tokens"].get(name, 0), "files": sampling}
             if name in stats.get("chosen_min_count", {}):  # learnt by bisection (subword)
                 report[name]["min_count"] = stats["chosen_min_count"][name]
-            LOG.info("vocab %s: %d entries -> %s", name, report[name]["size"], path)
+            LOG.info("vocab %s: %d entries -> %s", name, report[name]["size"],
+                     FileSystems.split(path)[1])
         report["passes"] = stats["passes"]
         return report
 

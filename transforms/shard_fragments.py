@@ -30,6 +30,18 @@ def fragment_name(split, shard, dataset_index, first_line):
     return "%s-%05d-d%d-l%d.frag" % (split, shard, dataset_index, first_line)
 
 
+def fragment_chunk(name):
+    """(split, dataset index, first line) of the encode chunk that wrote fragment `name`
+    (a file name of `fragment_name`), or None for another name."""
+    if not name.endswith(".frag"):
+        return None
+    try:
+        split, _shard, dataset, first = name[:-len(".frag")].rsplit("-", 3)
+        return split, int(dataset[1:]), int(first[1:])
+    except ValueError:
+        return None
+
+
 def write_fragment(path, entries):
     """Writes `entries` [(key, dataset index, line number, record bytes)] sorted, atomically
     (a temporary name, then a rename), so a fragment that exists is whole."""

@@ -45,6 +45,7 @@ class VocabKind:
     given_flag = None      # the flag naming an existing vocabulary of this kind, if any
     counts_oov = False     # whether the summary reports an out-of-vocabulary rate
     own_flags = ()         # flags that mean something for this kind only
+    learning_passes = 1    # Beam passes learning takes; None: a search decides how many
 
     def flag_problem(self, flags):
         """What makes the flags impossible for this kind (a message), or None."""
@@ -114,6 +115,7 @@ class VocabKind:
 class SubwordKind(VocabKind):
     name = "subword"
     file_suffix = "subwords"
+    learning_passes = None  # usually one; the bisection may need more
 
     def tokenizer(self):
         from transforms.codecs.tokenizer import encode

@@ -1,0 +1,131 @@
+"""What the job prints while it runs: its own lines, short, and nothing of Beam's or TF's.
+
+By default the console shows only the job's logger ("datagen"): which pass runs, where the
+vocabulary search stands, encode progress, and the final table. Beam's driver and worker
+logging (worker start-up, its own option warnings) and TensorFlow's start-up lines are held
+back below ERROR; `--log_level warning|info|debug` (`-v`: info) brings them back at that level
+for debugging. The settings are undone when the run ends (`library_logging`), so a caller that
+runs the job in its own process keeps its logging as it was.
+"""
+
+import contextlib
+import logging
+import os
+import sys
+
+LOG = logging.getLogger("datagen")
+LOG_LEVELS = ("debug", "info", "warning", "error")
+LIBRARY_LOGGERS = ("apache_beam", "tensorflow", "absl")
+MAX_LINE = 120  # characters of one progress line, timestamp included
+
+
+class _Formatter(logging.Formatter):
+    """`HH:MM:SS message` for the job's own progress; warnings and errors say what they are."""
+
+    def __init__(self):
+        super().__init__("%(asctime)s %(message)s", "%H:%M:%S")
+        self._marked = logging.Formatter("%(asctime)s %(levelname)s %(message)s", "%H:%M:%S")
+
+    def format(self, record):
+        if record.levelno >= logging.WARNING:
+            return self._marked.format(record)
+        return super().format(record)
+
+
+class _StderrHandler(logging.StreamHandler):
+    """Logs to whatever sys.stderr is when a record is written (callers may replace it)."""
+
+    @property
+    def stream(self):
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _):
+        pass
+
+
+def install():
+    """The job's logger writes to stderr, once, whatever the root logger does."""
+    if not any(isinstance(h, _StderrHandler) for h in LOG.handlers):
+        handler = _StderrHandler()
+        handler.setFormatter(_Formatter())
+        LOG.addHandler(handler)
+        LOG.setLevel(logging.INFO)
+        LOG.propagate = False
+
+
+@contextlib.contextmanager
+def library_logging(log_level=None):
+    """Within: Beam's, TensorFlow's and absl's loggers at `log_level` (None: errors only),
+    TensorFlow's C++ start-up lines off unless asked for (worker processes inherit the
+    environment), and the job's own debug lines with `debug`."""
+    level = getattr(logging, (log_level or "error").upper())
+    saved = {name: logging.getLogger(name).level for name in LIBRARY_LOGGERS}
+    saved_job = LOG.level
+    saved_env = os.environ.get("TF_CPP_MIN_LOG_LEVEL")
+    for name in LIBRARY_LOGGERS:
+        logging.getLogger(name).setLevel(level)
+    if level > logging.INFO and saved_env is None:
+        os.environ["TF_CPP_MIN_LOG_LEVEL"] = "2"
+    if level <= logging.DEBUG:
+        LOG.setLevel(logging.DEBUG)
+    shown = None
+    if log_level and not logging.getLogger().handlers:
+        # Beam logs to its own loggers and leaves the handlers to the program.
+        shown = _StderrHandler()
+        shown.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s",
+                                             "%H:%M:%S"))
+        logging.getLogger().addHandler(shown)
+    try:
+        yield
+    finally:
+        if shown is not None:
+            logging.getLogger().removeHandler(shown)
+        for name, old in saved.items():
+            logging.getLogger(name).setLevel(old)
+        LOG.setLevel(saved_job)
+        if saved_env is None:
+            os.environ.pop("TF_CPP_MIN_LOG_LEVEL", None)
+
+
+def _span(values):
+    return "%d" % values[0] if len(values) == 1 else "%d..%d" % (values[0], values[-1])
+
+
+def round_line(round_no, sizes):
+    """One line for a bisection round: per vocabulary the min_counts probed and the sizes
+    their last refinement iteration gave (`sizes`: {"name:min_count": subtokens}); every
+    probe's size of every iteration is in the summary JSON."""
+    by_name = {}
+    for key, size in sizes.items():
+        name, min_count = key.rsplit(":", 1)
+        by_name.setdefault(name, []).append((int(min_count), size))
+    parts = []
+    for name, probes in sorted(by_name.items()):
+        probes.sort()
+        parts.append("%s min_count %s -> %s" % (name, _span([t for t, _ in probes]),
+                                                 _span([s for _, s in probes])))
+    return "  round %d: %s subtokens" % (round_no, "; ".join(parts))
+
+
+def _duration(seconds):
+    seconds = int(round(seconds))
+    if seconds < 120:
+        return "%d s" % seconds
+    if seconds < 7200:
+        return "%d min %02d s" % divmod(seconds, 60)
+    return "%d h %02d min" % (seconds // 3600, seconds % 3600 // 60)
+
+
+def progress_line(what, done, total, seconds):
+    """`encoded 350,000 of 760,000 pairs (46%), 12,300 pairs/s, about 33 s left, 28 s so far`;
+    with nothing done yet, only the time so far."""
+    if not done:
+        return "%s 0 of %s pairs so far, %s" % (what, format(total, ","), _duration(seconds))
+    rate = done / seconds if seconds > 0 else 0.0
+    line = "%s %s of %s pairs (%d%%), %s pairs/s" % (
+        what, format(done, ","), format(total, ","), 100 * done // max(total, 1),
+        format(int(rate), ","))
+    if rate > 0 and done < total:
+        line += ", about %s left" % _duration((total - done) / rate)
+    return line + ", %s so far" % _duration(seconds)
