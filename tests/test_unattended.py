@@ -10,6 +10,7 @@ import os
 import shutil
 import signal
 import socket
+import re
 import subprocess
 import sys
 import time
@@ -132,7 +133,7 @@ def _wait_for_pass(proc, seconds):
     lines = []
     for line in proc.stderr:
         lines.append(line)
-        if " pass 1: " in line:
+        if re.search(r" pass 1( of ~?\d+)?: ", line):
             break
     time.sleep(seconds)
     assert proc.poll() is None, "the job ended before it could be stopped:\n" + "".join(lines)
