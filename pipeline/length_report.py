@@ -13,8 +13,9 @@ import html
 import math
 
 MAX_BINS = 60
-SIDE_COLORS = {"inputs": "#3b6fb6", "targets": "#d9822b"}  # the tests look for these in a screenshot
-SIDE_NAMES = {"inputs": "inputs (source)", "targets": "targets (target)", "pair": "pair: max of both"}
+SIDE_COLORS = {"inputs": "#3b6fb6", "targets": "#d9822b"}  # tests look for them in a screenshot
+SIDE_NAMES = {"inputs": "inputs (source)", "targets": "targets (target)",
+              "pair": "pair: max of both"}
 WIDTH, HEIGHT = 460, 230
 LEFT, RIGHT, TOP, BOTTOM = 54, 14, 28, 40
 
@@ -129,7 +130,8 @@ def _percentile_table(report):
         rows.append("<tr><td class=\"name\">%s</td>%s%s</tr>" % (
             SIDE_NAMES[side], "".join("<td>%s</td>" % _fmt(f[k])
                                       for k in ("p50", "p90", "p99", "max")),
-            "".join("<td>%s</td>" % _fmt(f.get(k)) for k in ("tokens", "chars", "chars_per_token"))))
+            "".join("<td>%s</td>" % _fmt(f.get(k))
+                    for k in ("tokens", "chars", "chars_per_token"))))
     rows.append("</table>")
     return "".join(rows)
 
