@@ -1,5 +1,6 @@
 """Committing a run's output: the shards and rejects files move from the work directory into
-place, replacing any previous output, and the completion marker is written last.
+place, replacing any previous output (the length report of the previous run goes with its
+shards), then the length report and the summary are written, and the completion marker last.
 
 The order is the contract readers and reruns rely on: the old marker goes first, so a crash
 while files are being replaced never looks complete; the new marker goes last, after the
@@ -10,6 +11,7 @@ moves, so this works on object stores too (where a "directory" is only a name pr
 from apache_beam.io.filesystems import FileSystems
 
 from pipeline.layout import WORK_NAME
+from pipeline.length_report import render_length_report
 from transforms import file_io
 
 SPLITS = ("train", "dev")
@@ -17,8 +19,10 @@ SPLITS = ("train", "dev")
 
 def promote_outputs(layout, shards, rejects):
     """Replaces every previous shard and rejects file with this run's (`shards`, `rejects`:
-    what the encode pass reported); removes the completion marker first."""
+    what the encode pass reported); removes the completion marker first, and the previous
+    length report (it describes the old shards; `mark_complete` writes the new one)."""
     file_io.delete_tree(layout.complete_path)
+    file_io.delete_tree(layout.lengths_report_path)
     old = [m.path for split in SPLITS
            for m in FileSystems.match([layout.shard_pattern(split)])[0].metadata_list]
     if old:
@@ -36,7 +40,10 @@ def promote_outputs(layout, shards, rejects):
 
 
 def mark_complete(layout, summary):
-    """Writes the summary, then the completion marker (its finish time): last of all."""
+    """Writes the length report and the summary (each to a temporary name, then renamed),
+    then the completion marker (its finish time): last of all."""
+    file_io.write_bytes_atomically(layout.lengths_report_path,
+                                   render_length_report(summary).encode("utf-8"))
     file_io.write_json(layout.summary_path, summary)
     file_io.write_bytes_atomically(layout.complete_path,
                                    (summary["finished_at"] + "\n").encode())

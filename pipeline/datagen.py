@@ -59,6 +59,7 @@ from pipeline.runners import (DatagenError, check_workers_can_import_project, is
 from pipeline.summary import format_summary
 from pipeline.vocabularies import VocabStep, encoder_vocab_paths
 from transforms import file_io
+from transforms.length_stats import summary_lengths
 
 LOG = logging.getLogger("datagen")
 
@@ -265,8 +266,8 @@ class DatagenJob:
                     time.time() - start - self.stages["prepare"]["seconds"], 3)}
                 num_shards = self.num_shards(prepared)
                 self.run_pass.expect(1)
-                encoded = self._timed("encode", self.encode.run, prepared,
-                                      encoder_vocab_paths(plan), num_shards)
+                *encoded, lengths = self._timed("encode", self.encode.run, prepared,
+                                                encoder_vocab_paths(plan), num_shards)
                 split_report = self._timed("finish", self.finish, prepared, num_shards,
                                            *encoded)
             except Exception as e:
@@ -275,7 +276,8 @@ class DatagenJob:
                 raise
         finally:
             commit.remove_work_dir(layout)
-        summary = self._summary("complete", started, t0, vocab=vocab, splits=split_report)
+        summary = self._summary("complete", started, t0, vocab=vocab, splits=split_report,
+                                lengths=summary_lengths(lengths, prepared))
         commit.mark_complete(layout, summary)
         return summary
 

@@ -3,8 +3,10 @@
 `build_encode_pass` is the pass, for a real run and a dry run alike: `EncodePairs` reads the
 chunks of every prepared dataset in parallel and writes sorted shard fragments,
 `WriteShuffledShards` merges them into the shards, and every reject (with those the prepare
-step found while materializing) goes to one JSONL file per split. Everything lands under the
-work directory; `pipeline.commit` moves it into place once the books balance.
+step found while materializing) goes to one JSONL file per split. The encode DoFn's per-chunk
+length counts are summed per split by `LengthReportFn` into the length figures of the summary
+and the length report (`pipeline.length_report`). Everything lands under the work directory;
+`pipeline.commit` moves it into place once the books balance.
 """
 
 import dataclasses
@@ -17,6 +19,7 @@ from pipeline import console
 from transforms import file_io
 from transforms.encode_pairs import EncodePairs, plan_chunks
 from transforms.json_result import WriteJsonResult
+from transforms.length_stats import LengthReportFn
 from transforms.shard_fragments import fragment_chunk
 from transforms.shuffled_shards import WriteRejects, WriteShuffledShards
 
@@ -47,13 +50,16 @@ def build_encode_pass(p, chunks, vocab_paths, seed, problem, num_shards, work_di
                    | "SumTokenStats" >> beam.CombinePerKey(
                        lambda rows: [sum(column) for column in zip(*rows)])
                    | "StatsToList" >> beam.Map(list))
+    lengths = (encoded.lengths
+               | "SumLengths" >> beam.CombinePerKey(LengthReportFn())
+               | "LengthsToList" >> beam.Map(list))
     rejects = encoded.rejects
     if earlier_rejects:
         earlier = (p | "RejectFiles" >> beam.Create(list(earlier_rejects))
                    | "ReadRejects" >> beam.FlatMap(_read_rejects_file))
         rejects = (rejects, earlier) | "AllRejects" >> beam.Flatten()
     written = rejects | "Rejects" >> WriteRejects(work_dirs["rejects"])
-    _ = {"shards": shards, "rejects": written, "tokens": token_stats} | (
+    _ = {"shards": shards, "rejects": written, "tokens": token_stats, "lengths": lengths} | (
         "Result" >> WriteJsonResult(result_path))
 
 
@@ -79,8 +85,8 @@ class EncodeStep:
             earlier_rejects)
 
     def run(self, prepared, vocab_paths, num_shards):
-        """Encodes `prepared` ({split: [Prepared]}); returns (shards, rejects, tokens) as
-        the pass reported them."""
+        """Encodes `prepared` ({split: [Prepared]}); returns (shards, rejects, tokens,
+        lengths) as the pass reported them (`lengths`: {split: length_stats.length_report})."""
         chunks = [c for split in sorted(prepared) for p in prepared[split]
                   for c in plan_chunks(p.ds, p.source_lines, p.target_lines,
                                        p.source_facts, p.target_facts)]
@@ -92,7 +98,8 @@ class EncodeStep:
         self._run_pass(*self.build(chunks, vocab_paths, num_shards, earlier),
                        progress=self.progress(chunks))
         result = file_io.read_work_json(self._layout.work("encode.json"))
-        return result.get("shards", []), result.get("rejects", []), dict(result.get("tokens", []))
+        return (result.get("shards", []), result.get("rejects", []),
+                dict(result.get("tokens", [])), dict(result.get("lengths", [])))
 
     def progress(self, chunks):
         """progress(seconds): the pairs of the chunks whose shard fragments are written so

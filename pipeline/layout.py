@@ -11,6 +11,7 @@ from apache_beam.io.filesystems import FileSystems
 
 SUMMARY_NAME = "%s.datagen_summary.json"  # % problem: several problems may share a data_dir
 COMPLETE_NAME = "%s.DATAGEN_COMPLETE"
+LENGTHS_REPORT_NAME = "%s.lengths.html"  # the length report (`pipeline.length_report`)
 WORK_NAME = ".datagen-work"
 
 
@@ -45,6 +46,10 @@ class OutputLayout:
     @property
     def summary_path(self):
         return self.path(SUMMARY_NAME % self.problem)
+
+    @property
+    def lengths_report_path(self):
+        return self.path(LENGTHS_REPORT_NAME % self.problem)
 
     @property
     def complete_path(self):

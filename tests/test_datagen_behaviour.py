@@ -61,7 +61,7 @@ def test_outputs_and_summary(baseline):
     assert names == [".vocab.p.400.subwords.en.fingerprint.json",
                      ".vocab.p.400.subwords.zh.fingerprint.json", "p-dev-00000-of-00001"] + [
         "p-train-%05d-of-00004" % i for i in range(4)] + [
-        "p.DATAGEN_COMPLETE", "p.datagen_summary.json"] + [
+        "p.DATAGEN_COMPLETE", "p.datagen_summary.json", "p.lengths.html"] + [
         "vocab.p.400.subwords.en", "vocab.p.400.subwords.zh"]
     with open(out / "p.datagen_summary.json") as f:
         on_disk = json.load(f)
@@ -73,6 +73,7 @@ def test_outputs_and_summary(baseline):
     assert on_disk["vocab"]["source"]["sampled_lines"] == 500
     assert on_disk["vocab"]["source"]["distinct_tokens"] > 100
     assert set(on_disk["stages"]) == {"prepare", "vocab", "encode", "finish"}
+    assert on_disk["lengths"]["splits"]["train"]["pairs"] == 500
     assert on_disk["splits"]["train"]["datasets"]["train.en"]["pairs_read"] == 500
     assert on_disk["flags"]["seed"] == 3
     # every record ends in EOS; shard 0 holds the lowest quarter of the shuffle keys, in key

@@ -185,7 +185,9 @@ def _copy_vocabs(src, dst):
 
 
 def _visible_shards(out):
-    return glob.glob(os.path.join(str(out), "p-train*")) + glob.glob(os.path.join(str(out), "p-dev*"))
+    """Shards and the length report: what a failed run must not leave in place."""
+    return glob.glob(os.path.join(str(out), "p-train*")) + glob.glob(
+        os.path.join(str(out), "p-dev*")) + glob.glob(os.path.join(str(out), "p.lengths.html"))
 
 
 @pytest.mark.slow

@@ -52,8 +52,9 @@ def _summary(out):
 
 
 def _visible(out):
+    """The outputs a reader uses: shards and the length report."""
     return glob.glob(os.path.join(str(out), "p-train*")) + glob.glob(
-        os.path.join(str(out), "p-dev*"))
+        os.path.join(str(out), "p-dev*")) + glob.glob(os.path.join(str(out), "p.lengths.html"))
 
 
 def _write_lease(out, **lease):

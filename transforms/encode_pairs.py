@@ -17,12 +17,14 @@ from apache_beam.io.filesystems import FileSystems
 
 from transforms import file_io
 from transforms.example_proto import PairExampleWriter
+from transforms.length_stats import chunk_lengths
 from transforms.rejects import pair_reject_reason, reject_record
 from transforms.shard_fragments import fragment_name, write_fragment
 from transforms.text_lines import decode_line, iter_raw_lines
 
 REJECTS = "rejects"
 STATS = "stats"
+LENGTHS = "lengths"
 LINE_CACHE_SIZE = 1 << 17  # lines per side whose Example entries a worker keeps (~60 MB at most)
 
 
@@ -57,11 +59,13 @@ class _EncodeChunkFn(beam.DoFn):
                         else self._kind.load(self._paths[1]))
         self._eos = (self._kind.eos_ids(self._source, self._eos_token),
                      self._kind.eos_ids(self._target, self._eos_token))
-        self._line_entries = ({}, {})  # per side: line -> (Example entry, tokens, OOV words)
+        # per side: line -> (Example entry, ids with EOS, ids without EOS, OOV words, chars)
+        self._line_entries = ({}, {})
 
     def _entry(self, side, text, stats):
-        """The Example feature entry of one side's line (ids, EOS appended); a line seen
-        before is looked up.
+        """(Example feature entry, ids with EOS, ids without EOS, OOV words, characters) of
+        one side's line (the entry holds the ids, EOS appended), looked up when the line was
+        seen before; adds its tokens, OOV words and characters to `stats`.
 
         Parallel corpora repeat lines a lot (on the en-zh bench corpus 76% of English and 52%
         of Chinese lines occur more than once), so each side keeps its recent lines' entries,
@@ -72,14 +76,16 @@ class _EncodeChunkFn(beam.DoFn):
         if known is None:
             encoder = self._source if side == 0 else self._target
             ids, oov = self._kind.encode_line(encoder, text)
-            known = (self._examples.entry(side, ids + self._eos[side]), len(ids), oov)
+            eos = self._eos[side]
+            known = (self._examples.entry(side, ids + eos), len(ids) + len(eos), len(ids), oov,
+                     len(text))
             if len(cache) >= LINE_CACHE_SIZE:
                 cache.clear()
             cache[text] = known
-        entry, tokens, oov = known
-        stats[side * 2] += tokens
-        stats[side * 2 + 1] += oov
-        return entry
+        stats[side * 2] += known[2]
+        stats[side * 2 + 1] += known[3]
+        stats[side + 4] += known[4]
+        return known
 
     def _reject(self, chunk, number, reason, source, target):
         ds = chunk["ds"]
@@ -96,7 +102,10 @@ class _EncodeChunkFn(beam.DoFn):
         first, count = chunk["first_line"], chunk["num_lines"]
         num_shards = self._num_shards[split]
         by_shard = {}  # shard -> [(key, dataset index, line number, record)]
-        stats = [0, 0, 0, 0]  # source tokens, source OOV, target tokens, target OOV
+        # source tokens, source OOV, target tokens, target OOV, source chars, target chars
+        stats = [0, 0, 0, 0, 0, 0]
+        lengths = []  # (source, target) ids with EOS of each written pair
+        add_lengths = lengths.append
         with file_io.open_text_source(src_path) as src, file_io.open_text_source(tgt_path) as tgt:
             if chunk["source_offset"]:
                 src.seek(chunk["source_offset"])
@@ -123,8 +132,10 @@ class _EncodeChunkFn(beam.DoFn):
                 if reason:
                     yield self._reject(chunk, number, reason, source, target)
                     continue
-                record = self._examples.join(self._entry(0, source, stats),
-                                             self._entry(1, target, stats))
+                src_known = self._entry(0, source, stats)
+                tgt_known = self._entry(1, target, stats)
+                record = self._examples.join(src_known[0], tgt_known[0])
+                add_lengths((src_known[1], tgt_known[1]))
                 key = shuffle_key(self._seed, split, ds["index"], number)
                 by_shard.setdefault(shard_of(key, num_shards), []).append(
                     (key, ds["index"], number, record))
@@ -134,7 +145,9 @@ class _EncodeChunkFn(beam.DoFn):
             write_fragment(path, entries)
             yield (split, shard), {"path": path, "records": len(entries),
                                    "by_dataset": [[ds["index"], len(entries)]]}
-        yield beam.pvalue.TaggedOutput(STATS, (split, stats))
+        yield beam.pvalue.TaggedOutput(STATS, (split, stats[:4]))
+        yield beam.pvalue.TaggedOutput(LENGTHS, (split, chunk_lengths(
+            lengths, stats[4:], (stats[0], stats[2]))))
 
     def _unmatched(self, chunk):
         """Lines of the longer file of a misaligned pair (--on_misaligned reject)."""
@@ -182,8 +195,9 @@ def plan_chunks(ds, source_path, target_path, source_scan, target_scan):
 
 class EncodePairs(beam.PTransform):
     """Chunks -> ((split, shard), fragment {path, records, by_dataset}) for each shard fragment
-    written under `fragment_dir`, rejects, and per-chunk token counts
-    (split, [source tokens, source OOV, target tokens, target OOV]).
+    written under `fragment_dir`, rejects, per-chunk token counts
+    (split, [source tokens, source OOV, target tokens, target OOV]) and per-chunk length counts
+    (split, `transforms.length_stats.chunk_lengths`), for `LengthReportFn`.
 
     `config`: the run's `transforms.config.DatagenConfig` (how lines are read and rejected,
     the vocabulary kind and its EOS token)."""
@@ -197,4 +211,5 @@ class EncodePairs(beam.PTransform):
     def expand(self, chunks):
         return (chunks
                 | "Spread" >> beam.Reshuffle()
-                | "Encode" >> beam.ParDo(self._fn).with_outputs(REJECTS, STATS, main="records"))
+                | "Encode" >> beam.ParDo(self._fn).with_outputs(REJECTS, STATS, LENGTHS,
+                                                              main="records"))

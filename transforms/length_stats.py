@@ -1,0 +1,135 @@
+"""Length statistics of the encoded pairs: histograms, percentiles, characters per token and
+how many pairs Tensor2Tensor's length filter would drop, per split and side.
+
+Users pick `max_length`, a batch size in tokens and bucket boundaries from these figures. The
+encode DoFn already holds every pair's lengths, so it only counts: per chunk it keeps the
+(inputs length, targets length) of each written pair in a list and, once the chunk is done,
+turns it into three small histograms (`chunk_lengths`); per pair that is one tuple appended,
+which keeps the hot path's cost low. `LengthReportFn` (a CombineFn, used per split with
+`CombinePerKey`) adds the histograms up and computes the figures from them, so no runner ever
+holds more than one histogram per length per split.
+
+Lengths count ids with EOS, as stored in the records (`inputs`, `targets`), which is what
+T2T's reader measures. The drop rule is T2T 1.15.7's (there is no `_example_too_big` in that
+release): `utils/data_reader.input_fn` filters with `example_valid_size(example,
+hparams.min_length, max_length)`, which keeps an example when `min_length <= length <=
+max_length`, `length` being the longest feature (`example_length`: max over `inputs` and
+`targets`), and `max_length = problem.max_length(hparams)` (`split_to_length or max_length or
+batch_size`). With T2T's default `min_length` of 0, a pair is dropped exactly when
+max(len(inputs), len(targets)) > max_length. Percentiles are nearest-rank: the p-th
+percentile is the smallest length L with at least ceil(p% of N) lengths <= L.
+"""
+
+import collections
+
+import apache_beam as beam
+
+SIDES = ("inputs", "targets")
+PERCENTILES = (50, 90, 99)
+CANDIDATE_MAX_LENGTHS = (64, 128, 256, 512)  # and the split's p99 pair length
+DROP_RULE = ("T2T 1.15.7 data_reader.input_fn keeps a pair when hparams.min_length (default "
+             "0) <= max(len(inputs), len(targets)) <= max_length (lengths with EOS); "
+             "dropped: max(len(inputs), len(targets)) > max_length")
+
+
+def chunk_lengths(pair_lengths, chars, tokens):
+    """One chunk's partial counts from `pair_lengths` [(inputs length, targets length)] (ids
+    with EOS), `chars` and `tokens` ([inputs, targets] totals of stripped-line characters and
+    ids without EOS): (inputs histogram, targets histogram, pair histogram, chars, tokens),
+    histograms as {length: pairs}; the pair length is max(inputs, targets)."""
+    inputs, targets, pair = {}, {}, {}
+    for (a, b), n in collections.Counter(pair_lengths).items():
+        inputs[a] = inputs.get(a, 0) + n
+        targets[b] = targets.get(b, 0) + n
+        m = a if a > b else b
+        pair[m] = pair.get(m, 0) + n
+    return inputs, targets, pair, list(chars), list(tokens)
+
+
+def _add_histogram(into, histogram):
+    for length, n in histogram.items():
+        into[length] = into.get(length, 0) + n
+
+
+def percentile(histogram, q):
+    """Nearest-rank `q`-th percentile (an integer 0 < q <= 100) of {length: count}; None when
+    empty."""
+    total = sum(histogram.values())
+    if not total:
+        return None
+    rank = max(1, (q * total + 99) // 100)
+    seen = 0
+    for length in sorted(histogram):
+        seen += histogram[length]
+        if seen >= rank:
+            return length
+    raise AssertionError("unreachable")
+
+
+def dropped(pair_histogram, max_length):
+    """Pairs T2T drops at `max_length`: those whose longer side is longer."""
+    return sum(n for length, n in pair_histogram.items() if length > max_length)
+
+
+def _distribution(histogram):
+    figures = {"histogram": [[length, histogram[length]] for length in sorted(histogram)]}
+    for q in PERCENTILES:
+        figures["p%d" % q] = percentile(histogram, q)
+    figures["max"] = max(histogram) if histogram else None
+    return figures
+
+
+def length_report(accumulator):
+    """The figures of one split from its summed counts (see `chunk_lengths`): JSON-able."""
+    inputs, targets, pair, chars, tokens = accumulator
+    pairs = sum(pair.values())
+    report = {"pairs": pairs}
+    for i, (side, histogram) in enumerate(zip(SIDES, (inputs, targets))):
+        figures = _distribution(histogram)
+        figures.update({"chars": chars[i], "tokens": tokens[i],
+                        "chars_per_token": round(chars[i] / tokens[i], 4) if tokens[i] else None})
+        report[side] = figures
+    report["pair"] = _distribution(pair)
+    candidates = [{"max_length": m} for m in CANDIDATE_MAX_LENGTHS]
+    if pairs:
+        candidates.append({"max_length": report["pair"]["p99"], "p99": True})
+    for c in candidates:
+        n = dropped(pair, c["max_length"])
+        c.update({"dropped": n, "dropped_fraction": round(n / pairs, 6) if pairs else 0.0})
+    report["drops"] = candidates
+    return report
+
+
+class LengthReportFn(beam.CombineFn):
+    """Per-chunk counts (`chunk_lengths`) -> the split's `length_report`."""
+
+    def create_accumulator(self):
+        return {}, {}, {}, [0, 0], [0, 0]
+
+    def add_input(self, accumulator, counts):
+        for into, histogram in zip(accumulator[:3], counts[:3]):
+            _add_histogram(into, histogram)
+        for into, totals in zip(accumulator[3:], counts[3:]):
+            into[0] += totals[0]
+            into[1] += totals[1]
+        return accumulator
+
+    def merge_accumulators(self, accumulators):
+        merged = self.create_accumulator()
+        for accumulator in accumulators:
+            self.add_input(merged, accumulator)
+        return merged
+
+    def extract_output(self, accumulator):
+        return length_report(accumulator)
+
+
+def summary_lengths(reports, splits):
+    """The summary's `lengths`: the rule and candidates, and `reports` ({split:
+    length_report}) for every split in `splits` (a split whose encode pass reported no counts,
+    e.g. an empty one, gets the report of no pairs)."""
+    empty = LengthReportFn().create_accumulator()
+    return {"drop_rule": DROP_RULE, "percentiles": "nearest-rank",
+            "candidate_max_lengths": list(CANDIDATE_MAX_LENGTHS) + ["p99"],
+            "splits": {split: reports.get(split) or length_report(empty)
+                       for split in sorted(splits)}}
