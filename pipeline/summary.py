@@ -42,6 +42,21 @@ def format_summary(summary):
                 "", 100 * s["oov_rate"]["source"], 100 * s["oov_rate"]["target"]))
         if s.get("rejects_file"):
             lines.append("%-8s rejects: %s" % ("", _within(s["rejects_file"], output_dir)))
+    lengths = summary.get("lengths", {}).get("splits", {})
+    if lengths:
+        lines.append("")
+        lines.append("%-14s %6s %6s %6s %6s %9s  %s" % (
+            "lengths", "p50", "p90", "p99", "max", "chars/id", "(ids with EOS)"))
+        for split, figures in sorted(lengths.items()):
+            for side in ("inputs", "targets"):
+                f = figures.get(side, {})
+                if f.get("max") is None:
+                    continue
+                lines.append("%-14s %6d %6d %6d %6d %9.2f" % (
+                    "%s %s" % (split, side), f["p50"], f["p90"], f["p99"], f["max"],
+                    f.get("chars_per_token") or 0.0))
+        if summary.get("problem"):
+            lines.append("length report: %s.lengths.html" % summary["problem"])
     lines.append("")
     lines.append("stages: " + ", ".join(
         "%s in the %s pass" % (k, v["ran_with"]) if "ran_with" in v else "%s %.1f s" % (k, v["seconds"])
