@@ -122,6 +122,41 @@ def test_rejected_pairs_train_the_vocab_alike_in_every_format(tmp_path, flags):
 
 
 @pytest.mark.slow
+def test_misaligned_rejects_train_the_vocab_alike_read_in_place_or_converted(tmp_path):
+    # Line files read in place, and the same files as members of a tar (converted first):
+    # the source's 3 extra lines (unmatched, rejected), a 500k-character line and an empty
+    # side are all in the vocabulary sample either way, at the same stride.
+    import tarfile
+    data = os.path.join(os.path.dirname(__file__), os.pardir, "sample_data", "enzh-mlqe-pe")
+    with open(os.path.join(data, "train.en"), encoding="utf-8") as f:
+        en = [next(f).strip() for _ in range(303)]
+    with open(os.path.join(data, "train.zh"), encoding="utf-8") as f:
+        zh = [next(f).strip() for _ in range(300)]
+    en[50], zh[60], en[302] = JUNK, "", JUNK
+    src, tgt = _files(tmp_path, "".join(l + "\n" for l in en).encode(),
+                      "".join(l + "\n" for l in zh).encode())
+    archive = tmp_path / "c.tar"
+    with tarfile.open(archive, "w") as tar:
+        tar.add(src, "c/train.en")
+        tar.add(tgt, "c/train.zh")
+    common = ["--vocab_size", 300, "--num_train_shards", 1, "--max_line_chars", 1000,
+              "--on_misaligned", "reject", "--file_byte_budget", 20000]
+    in_place = run_datagen(tmp_path / "lines", src, tgt, *common)
+    converted = run_datagen(tmp_path / "tar", "%s!c/train.en" % archive,
+                            "%s!c/train.zh" % archive, *common)
+    for summary in (in_place, converted):
+        assert_books_balance(summary)
+        assert summary["splits"]["train"]["rejected_by_reason"] == {
+            "line_too_long": 1, "empty_target": 1, "unmatched_source_line": 3}
+    for lang in ("en", "zh"):
+        name = "vocab.translate_enzh_wmt8k.300.subwords." + lang
+        assert (tmp_path / "lines" / name).read_bytes() == (tmp_path / "tar" / name).read_bytes()
+    for name in ("source", "target"):
+        a, b = in_place["vocab"][name], converted["vocab"][name]
+        assert (a["sampled_lines"], a["sampled_chars"]) == (b["sampled_lines"], b["sampled_chars"])
+
+
+@pytest.mark.slow
 def test_crlf_nul_and_control_characters_are_kept_as_text(tmp_path):
     """CRLF line ends lose the \\r (as T2T's reader); NUL and other control characters are
     ordinary non-alphanumeric characters: encoded (escaped if outside the vocab), not dropped."""
