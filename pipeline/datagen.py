@@ -44,7 +44,7 @@ import time
 
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from pipeline import books, commit, console, fingerprint, preflight
+from pipeline import books, commit, console, fingerprint, preflight, staging
 from pipeline.encode import EncodeStep
 from pipeline.interrupts import InterruptWatcher, Interrupted
 from pipeline.lock import OutputLock
@@ -186,6 +186,12 @@ class DatagenJob:
                 "runner": self.options.get_all_options().get("runner")}
 
     def run(self):
+        # A Dataflow dry run needs no network; a --setup_file sdist is built once per job.
+        staging.offline_dry_run(self.options)
+        with staging.project_sdist_once(self.options):
+            return self._run()
+
+    def _run(self):
         f = self.flags
         if self.run_pass.dry_run:
             return self.dry_run()

@@ -100,17 +100,17 @@ def check_sampling(sampling):
 
 
 def _with_size(item, facts):
-    name, path, size = item
+    name, path, size, *rest = item
     # A file the scan could not read has no size; the driver reports its error after the pass.
-    return name, path, facts[path].get("bytes", 0) if size is None else size
+    return (name, path, facts[path].get("bytes", 0) if size is None else size, *rest)
 
 
 def sample_items(p, files, scanned=None):
-    """(vocab_name, path, size) of every file to sample: {name: [(path, size)]} as a
-    PCollection; a size None is taken from `scanned` ((path, facts) of a scan in the same
-    pipeline)."""
+    """(vocab_name, path, size[, rejected_path]) of every file to sample: {name: [(path,
+    size[, rejected_path])]} as a PCollection; a size None is taken from `scanned` ((path,
+    facts) of a scan in the same pipeline)."""
     items = p | "Files" >> beam.Create(
-        [(name, path, size) for name in sorted(files) for path, size in files[name]])
+        [(name, *entry) for name in sorted(files) for entry in files[name]])
     if scanned is not None:
         items = items | "FileSizes" >> beam.Map(_with_size, facts=beam.pvalue.AsDict(scanned))
     return items

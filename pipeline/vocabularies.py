@@ -161,20 +161,28 @@ class VocabStep:
 
     @staticmethod
     def sample_files(to_learn, prepared):
-        """{name: [(path, size)]}: each vocabulary samples its side of every train dataset,
+        """{name: [(path, size[, rejected_path])]}: each vocabulary samples its side of every train dataset,
         the line files the prepare step made, sized by its scan (`prepared`); with
         `prepared` None the datasets' own files, sized by a scan in the same pass (None)."""
         by_index = {p.ds["index"]: p for p in (prepared or {}).get("train", [])}
+
+        def sampled(path, facts):
+            # A converted dataset's side with rejected units: its `.rejected` lines are
+            # sampled too, in place (`transforms.materialize`), and count in the size.
+            if facts.get("rejected_lines"):
+                return path, facts["bytes"] + facts["rejected_bytes"], facts["rejected_lines"]
+            return path, facts["bytes"]
+
         files = {}
         for name, train in to_learn.items():
             files[name] = []
             for ds in train:
                 p = by_index.get(ds.index)
                 if name in ("source", "shared"):
-                    files[name].append((p.source_lines, p.source_facts["bytes"]) if p
+                    files[name].append(sampled(p.source_lines, p.source_facts) if p
                                        else (ds.source, None))
                 if name in ("target", "shared"):
-                    files[name].append((p.target_lines, p.target_facts["bytes"]) if p
+                    files[name].append(sampled(p.target_lines, p.target_facts) if p
                                        else (ds.target, None))
         return files
 

@@ -76,6 +76,86 @@ def test_max_line_chars_rejects_long_pairs(tmp_path):
     assert summary["splits"]["train"]["rejected_by_reason"] == {"line_too_long": 1}
 
 
+JUNK = " ".join(["abcdefghij"] * 45455)  # one 500k-character line
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("flags", [
+    ["--max_line_chars", 1000],
+    ["--max_line_chars", 1000, "--file_byte_budget", 20000],  # a stride of 14 lines
+    ["--file_byte_budget", 20000],                              # the defaults' rejects only
+], ids=["max_line_chars", "max_line_chars-stride", "defaults-stride"])
+def test_rejected_pairs_train_the_vocab_alike_in_every_format(tmp_path, flags):
+    # One rule for every format (README, "Vocabulary sample"): the vocabulary is sampled from
+    # the input as read, rejected pairs included, as T2T samples every line of each file.
+    # The same pairs as line-aligned files and as TSV give the same vocab files, with a
+    # 500k-character line rejected by --max_line_chars and pairs with an empty side
+    # (rejected under the defaults too) among them.
+    data = os.path.join(os.path.dirname(__file__), os.pardir, "sample_data", "enzh-mlqe-pe")
+    with open(os.path.join(data, "train.en"), encoding="utf-8") as f:
+        en = [next(f).strip() for _ in range(400)]
+    with open(os.path.join(data, "train.zh"), encoding="utf-8") as f:
+        zh = [next(f).strip() for _ in range(400)]
+    en[100], en[150], zh[200] = JUNK, "", ""
+    src, tgt = _files(tmp_path, "".join(l + "\n" for l in en).encode(),
+                      "".join(l + "\n" for l in zh).encode())
+    tsv = tmp_path / "in.tsv"
+    tsv.write_text("".join("%s\t%s\n" % pair for pair in zip(en, zh)), encoding="utf-8")
+    assert tsv.stat().st_size == os.path.getsize(src) + os.path.getsize(tgt)
+    common = ["--vocab_size", 300, "--num_train_shards", 1, *flags]
+    lines = run_datagen(tmp_path / "lines", src, tgt, *common)
+    as_tsv = run_datagen(tmp_path / "tsv", None, None, "--train_tsv", tsv, "--source_lang", "en",
+                         "--target_lang", "zh", *common)
+    for summary in (lines, as_tsv):
+        assert_books_balance(summary)
+        assert summary["splits"]["train"]["pairs_rejected"] == (3 if "--max_line_chars" in flags
+                                                                else 2)
+    for lang in ("en", "zh"):
+        name = "vocab.translate_enzh_wmt8k.300.subwords." + lang
+        assert (tmp_path / "lines" / name).read_bytes() == (tmp_path / "tsv" / name).read_bytes()
+    vocab_en = (tmp_path / "lines" / "vocab.translate_enzh_wmt8k.300.subwords.en").read_text()
+    if "--file_byte_budget" not in flags:  # every line sampled: the junk line trains the vocab
+        assert "'abcdefghij_'" in vocab_en.splitlines()
+    for name in ("source", "target"):
+        a, b = lines["vocab"][name], as_tsv["vocab"][name]
+        assert (a["sampled_lines"], a["sampled_chars"]) == (b["sampled_lines"], b["sampled_chars"])
+
+
+@pytest.mark.slow
+def test_misaligned_rejects_train_the_vocab_alike_read_in_place_or_converted(tmp_path):
+    # Line files read in place, and the same files as members of a tar (converted first):
+    # the source's 3 extra lines (unmatched, rejected), a 500k-character line and an empty
+    # side are all in the vocabulary sample either way, at the same stride.
+    import tarfile
+    data = os.path.join(os.path.dirname(__file__), os.pardir, "sample_data", "enzh-mlqe-pe")
+    with open(os.path.join(data, "train.en"), encoding="utf-8") as f:
+        en = [next(f).strip() for _ in range(303)]
+    with open(os.path.join(data, "train.zh"), encoding="utf-8") as f:
+        zh = [next(f).strip() for _ in range(300)]
+    en[50], zh[60], en[302] = JUNK, "", JUNK
+    src, tgt = _files(tmp_path, "".join(l + "\n" for l in en).encode(),
+                      "".join(l + "\n" for l in zh).encode())
+    archive = tmp_path / "c.tar"
+    with tarfile.open(archive, "w") as tar:
+        tar.add(src, "c/train.en")
+        tar.add(tgt, "c/train.zh")
+    common = ["--vocab_size", 300, "--num_train_shards", 1, "--max_line_chars", 1000,
+              "--on_misaligned", "reject", "--file_byte_budget", 20000]
+    in_place = run_datagen(tmp_path / "lines", src, tgt, *common)
+    converted = run_datagen(tmp_path / "tar", "%s!c/train.en" % archive,
+                            "%s!c/train.zh" % archive, *common)
+    for summary in (in_place, converted):
+        assert_books_balance(summary)
+        assert summary["splits"]["train"]["rejected_by_reason"] == {
+            "line_too_long": 1, "empty_target": 1, "unmatched_source_line": 3}
+    for lang in ("en", "zh"):
+        name = "vocab.translate_enzh_wmt8k.300.subwords." + lang
+        assert (tmp_path / "lines" / name).read_bytes() == (tmp_path / "tar" / name).read_bytes()
+    for name in ("source", "target"):
+        a, b = in_place["vocab"][name], converted["vocab"][name]
+        assert (a["sampled_lines"], a["sampled_chars"]) == (b["sampled_lines"], b["sampled_chars"])
+
+
 @pytest.mark.slow
 def test_crlf_nul_and_control_characters_are_kept_as_text(tmp_path):
     """CRLF line ends lose the \\r (as T2T's reader); NUL and other control characters are

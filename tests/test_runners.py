@@ -169,6 +169,61 @@ def test_dataflow_dry_run_translates_every_pass(capsys, extra, passes):
     assert "%d passes translated for runner DataflowRunner" % passes in capsys.readouterr().out
 
 
+def _readme_dataflow_command():
+    """The README's Dataflow command (section Runners), placeholders and all, as argv."""
+    import shlex
+    with open(os.path.join(REPO, "README.md"), encoding="utf-8") as f:
+        readme = f.read()
+    block = readme.split("**Dataflow:**", 1)[1].split("```sh\n", 1)[1].split("```", 1)[0]
+    command = block.replace("\\\n", " ").splitlines()
+    (line,) = [c for c in command if c.startswith("python -m pipeline.datagen")]
+    argv = shlex.split(line)
+    assert "BUCKET" in line and "PROJECT" in line and "--setup_file" in argv
+    return [sys.executable] + argv[1:]
+
+
+# Imported first by the job's subprocess (and the sdist build's): any name lookup or
+# connection to a host other than this one fails at once.
+_NO_NETWORK = """
+import socket
+_LOCAL = {"localhost", "127.0.0.1", "::1", None, ""}
+_getaddrinfo, _connect = socket.getaddrinfo, socket.socket.connect
+def getaddrinfo(host, *args, **kwargs):
+    if host not in _LOCAL:
+        raise OSError("network disabled by the test: lookup of %s" % host)
+    return _getaddrinfo(host, *args, **kwargs)
+def connect(self, address):
+    if self.family != socket.AF_UNIX and address[0] not in _LOCAL:
+        raise OSError("network disabled by the test: connect to %s" % (address,))
+    return _connect(self, address)
+socket.getaddrinfo, socket.socket.connect = getaddrinfo, connect
+"""
+
+
+@pytest.mark.slow
+def test_readme_dataflow_dry_run_is_offline_fast_and_leaves_nothing(tmp_path):
+    # The README's command with its literal BUCKET/PROJECT placeholders and --dry_run True:
+    # no network (Beam would try to create a default bucket for the invalid ones), one sdist
+    # build for all passes, and nothing new in the source tree (no egg-info, build/, dist/).
+    pytest.importorskip("apache_beam.runners.dataflow.dataflow_runner")
+    pytest.importorskip("google.cloud.storage")
+    (tmp_path / "sitecustomize.py").write_text(_NO_NETWORK)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), REPO]))
+    caches = {".hypothesis", ".pytest_cache"}  # other tests' caches may appear meanwhile
+    before = set(os.listdir(REPO)) - caches
+    start = time.time()
+    done = subprocess.run(_readme_dataflow_command() + ["--dry_run", "True"], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=120)
+    seconds = time.time() - start
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert seconds < 60, seconds
+    assert "network disabled" not in done.stderr and "Retry" not in done.stderr
+    assert "dry run: --project PROJECT, --temp_location gs://BUCKET/tmp" in done.stderr
+    assert done.stderr.count("sdist t2t-beam-datagen-0.1.0.tar.gz built once") == 1
+    assert "3 passes translated for runner DataflowRunner" in done.stdout
+    assert set(os.listdir(REPO)) - caches == before
+
+
 @pytest.mark.parametrize("runner", [DATAFLOW, ["--runner", "FlinkRunner"],
                                     ["--runner", "PortableRunner", "--job_endpoint", "localhost:1"]])
 def test_remote_runner_without_setup_file_refuses_to_start(runner, capsys):

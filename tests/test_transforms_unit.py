@@ -24,7 +24,8 @@ from transforms.json_result import WriteJsonResult
 from transforms.materialize import MaterializeDatasets
 from transforms.subword_refine import (BuildTokenIndexes, LearnSubwordVocabs, _add_sizes,
                                        _plan_round, _work_items)
-from transforms.token_counts import SampleAndCountTokens, _SumCountsFn, count_triples
+from transforms.token_counts import (SampleAndCountTokens, _SumCountsFn, count_triples,
+                                     with_rejected_lines)
 
 DATA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
 
@@ -102,6 +103,23 @@ def test_sample_follows_t2t_stride_and_budget_with_a_custom_tokenizer(tmp_path):
         assert_that(out["stats"] | beam.Map(lambda s: (s["sampled_lines"], s["sampled_chars"],
                                                        s["distinct_tokens_in_file"])),
                     equal_to([(3, 12, 6)]), label="Stats")
+
+
+def test_sample_puts_a_converted_sides_rejected_lines_back_in_place(tmp_path):
+    # A converted side: kept lines in its line file, rejected units' lines (position<TAB>text)
+    # in its `.rejected` file; the sampler reads the whole sequence as one file's lines.
+    assert list(with_rejected_lines(iter([b"b", b"d"]), [b"0\ta", b"2\tc", b"4\te\tf"])) == [
+        b"a", b"b", b"c", b"d", b"e\tf"]
+    assert list(with_rejected_lines(iter([b"a", b"b"]), [])) == [b"a", b"b"]
+    kept = write(tmp_path / "side", "bb b\ndd d\nff f\n")
+    rejected = write(tmp_path / "side.rejected", "0\taa a\n2\tcc c\n4\tee e\n")
+    with test_pipeline() as p:
+        out = (p | beam.Create([("v", kept, 30, rejected)])
+               | SampleAndCountTokens(["v"], 10, tokenize=_words))
+        # as the 30-byte file of the stride test: every other line from the second
+        assert_that(out["totals"] | beam.MapTuple(lambda n, c: (n, sorted(c.items()))),
+                    equal_to([("v", [("b", 1), ("bb", 1), ("d", 1), ("dd", 1), ("f", 1),
+                                     ("ff", 1)])]))
 
 
 def test_sum_counts_combine_merges_without_double_counting():

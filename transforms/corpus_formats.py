@@ -11,7 +11,8 @@ makes the rest of the file meaningless (malformed XML, a duplicate segment id, a
 archive member) raises ``FormatError``, whose message is ``"path:where: message"`` with
 ``where`` a line number, segment id or archive member. Problems with the arguments (negative
 column, same source and target language) raise a plain ``ValueError`` when the reader is
-called. Reject texts are truncated to 500 characters. ``where`` is a human position:
+called. Reject texts are whole (the vocabulary sample reads them; the rejects file truncates
+them to 500 characters). ``where`` is a human position:
 ``line 12``, ``tu 5``, ``doc 2455 seg 3`` (all 1-based as the file numbers them).
 
 TSV (``read_tsv``). UTF-8. A byte-order mark at the very start of the file is removed (one
@@ -110,7 +111,6 @@ import zipfile
 import zlib
 from typing import Iterator, NamedTuple, Optional, Tuple, Union
 
-from transforms.rejects import REJECT_TEXT_CHARS
 from transforms.text_lines import InputError, iter_raw_lines
 
 try:  # optional stdlib modules (absent in some minimal Python builds)
@@ -153,8 +153,6 @@ class FormatError(ValueError):
         return (type(self), (self.path, self.where, self.message))
 
 
-def _trunc(text):
-    return text[:REJECT_TEXT_CHARS] if text else ""
 
 
 # --------------------------------------------------------------------------------------------
@@ -197,11 +195,11 @@ def _read_tsv(stream, path, source_column, target_column, replace=False):
         except UnicodeDecodeError:
             text = raw.decode("utf-8", "replace")
             if not replace:
-                yield Reject(where, "invalid_utf8", _trunc(text), "")
+                yield Reject(where, "invalid_utf8", text, "")
                 continue
         fields = text.split("\t")
         if len(fields) < need:
-            yield Reject(where, "too_few_columns", _trunc(text), "")
+            yield Reject(where, "too_few_columns", text, "")
             continue
         yield Pair(fields[source_column], fields[target_column], where)
 
@@ -324,8 +322,8 @@ def _tu_unit(tu, number, source_lang, target_lang):
         return Pair(source[2], target[2], where)
     reason = ("missing_source_and_target" if source is None and target is None
               else "missing_source" if source is None else "missing_target")
-    return Reject(where, reason, _trunc(source[2]) if source else "",
-                  _trunc(target[2]) if target else "")
+    return Reject(where, reason, source[2] if source else "",
+                  target[2] if target else "")
 
 
 def _read_tmx(stream, path, source_lang, target_lang):
@@ -504,13 +502,13 @@ def _read_segmented_pair(source_stream, source_path, target_stream, target_path,
         where = _seg_where(*key)
         target = targets.pop(key, None)
         if target is None:
-            yield Reject(where, "unmatched_source_segment", _trunc(seg.text), "")
+            yield Reject(where, "unmatched_source_segment", seg.text, "")
         elif (seg.bad_utf8 or target.bad_utf8) and invalid_utf8 != "replace":
-            yield Reject(where, "invalid_utf8", _trunc(seg.text), _trunc(target.text))
+            yield Reject(where, "invalid_utf8", seg.text, target.text)
         else:
             yield Pair(seg.text, target.text, where)
     for key, target in targets.items():
-        yield Reject(_seg_where(*key), "unmatched_target_segment", "", _trunc(target.text))
+        yield Reject(_seg_where(*key), "unmatched_target_segment", "", target.text)
 
 
 def read_sgm_pair(source_stream, source_path, target_stream, target_path, invalid_utf8="reject"

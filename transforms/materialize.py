@@ -8,6 +8,15 @@ Segments are cleaned as T2T's line reader would see them: `\\r` removed, newline
 segment (possible in XML) turned into spaces, then stripped; a pair with an empty side, or a
 side longer than `max_line_chars`, is rejected here.
 
+The vocabulary is sampled from the input as read, rejected pairs included (as T2T samples
+the raw files, before its own cleaning, and as line-aligned files read in place are sampled):
+each side's lines of rejected units go, with their position among that side's lines, to a
+`.rejected` file beside the side's line file (`position<TAB>text` per line, written only when
+there is one), and the sampler (`transforms.token_counts`) merges the two back into the
+side's whole sequence. A side a unit does not have (a TMX unit missing it, a segment without
+a partner, a TSV row without the column) adds no line to that side, as the shorter of two
+misaligned line files has no line there; a unit that is not UTF-8 adds none to either.
+
 Errors never escape as exceptions from inside Beam: a dataset that must stop the job (bad
 XML, misaligned units with `on_misaligned=error`, invalid UTF-8 with `on_invalid_utf8=error`)
 yields an `error` fact that the driver reports before anything is written.
@@ -21,6 +30,13 @@ from transforms import corpus_formats as formats
 from transforms import file_io
 from transforms.rejects import pair_reject_reason, reject_line, reject_record
 from transforms.text_lines import InputError, decode_line, iter_raw_lines
+
+# Reasons whose unit lacks a side: (has source, has target).
+_SIDES = {"missing_source": (False, True), "missing_target": (True, False),
+          "missing_source_and_target": (False, False),
+          "unmatched_source_segment": (True, False), "unmatched_target_segment": (False, True),
+          "unmatched_source_line": (True, False), "unmatched_target_line": (False, True),
+          "invalid_utf8": (False, False)}
 
 MISALIGNED = {"missing_source", "missing_target", "missing_source_and_target",
               "unmatched_source_segment",
@@ -83,6 +99,9 @@ class _SideWriter:
         self.lines = 0
         self.bytes = 0
         self.checkpoints = [(0, 0)]
+        self._rejected = None  # the `.rejected` file, opened at the first rejected line
+        self.rejected_count = 0
+        self.rejected_bytes = 0
 
     def write(self, text):
         data = (text + "\n").encode("utf-8")
@@ -96,8 +115,24 @@ class _SideWriter:
         self._f.close()
         if len(self.checkpoints) > 1 and self.checkpoints[-1][0] >= self.lines:
             self.checkpoints.pop()
-        return {"bytes": self.bytes, "lines": self.lines, "checkpoints": self.checkpoints,
-                "first_invalid_utf8_line": None}
+        facts = {"bytes": self.bytes, "lines": self.lines, "checkpoints": self.checkpoints,
+                 "first_invalid_utf8_line": None}
+        if self._rejected is not None:
+            self._rejected.close()
+            facts.update(rejected_lines=self.path + ".rejected",
+                         rejected_bytes=self.rejected_bytes)
+        return facts
+
+    def sample_rejected(self, text):
+        """A line of a rejected unit: not written for encoding, but part of this side's
+        vocabulary sample at its position (after every line written or sampled so far)."""
+        if self._rejected is None:
+            self._rejected = FileSystems.create(self.path + ".rejected",
+                                                compression_type=CompressionTypes.UNCOMPRESSED)
+        data = (text + "\n").encode("utf-8")
+        self._rejected.write(b"%d\t" % (self.lines + self.rejected_count) + data)
+        self.rejected_count += 1
+        self.rejected_bytes += len(data)
 
 
 class _MaterializeFn(beam.DoFn):
@@ -121,12 +156,30 @@ class _MaterializeFn(beam.DoFn):
         return read_line_pairs(streams[0], ds["source"], streams[1], ds["target"],
                                r.on_invalid_utf8)
 
+    def _sample_texts(self, unit):
+        """(source, target) text a rejected unit adds to each side's vocabulary sample, None
+        for a side it does not have."""
+        if unit.reason == "too_few_columns":  # the row's text is its source; split it
+            fields = unit.source.split("\t")
+            r = self._read
+            return tuple(fields[c] if c < len(fields) else None
+                         for c in (r.source_column, r.target_column))
+        has_source, has_target = _SIDES.get(unit.reason, (True, True))
+        return (unit.source if has_source else None, unit.target if has_target else None)
+
     def process(self, ds):
         r = self._read
         base = FileSystems.join(self._dir, "%s-%03d" % (ds["split"], ds["index"]))
         paths = [ds["source"]] + ([ds["target"]] if ds["target"] else [])
         streams = []
-        rejects = []
+        rejects = []  # JSONL lines (texts truncated)
+        by_reason = {}
+
+        def reject(ordinal, unit):
+            by_reason[unit.reason] = by_reason.get(unit.reason, 0) + 1
+            rejects.append(reject_line(reject_record(ds, ordinal, unit.where, unit.reason,
+                                                     unit.source, unit.target)))
+
         units = 0
         try:
             streams = [open_member(p) for p in paths]
@@ -142,12 +195,17 @@ class _MaterializeFn(beam.DoFn):
                                              ds["target"] or ds["source"]))
                     if unit.reason == "invalid_utf8" and r.on_invalid_utf8 == "error":
                         raise InputError(ds["source"], 0, "%s: invalid UTF-8" % unit.where)
-                    rejects.append((ordinal, unit))
+                    reject(ordinal, unit)
+                    for side, text in zip((src, tgt), self._sample_texts(unit)):
+                        if text is not None:
+                            side.sample_rejected(clean_segment(text))
                     continue
                 source, target = clean_segment(unit.source), clean_segment(unit.target)
                 reason = pair_reject_reason(source, target, r.max_line_chars)
                 if reason:
-                    rejects.append((ordinal, formats.Reject(unit.where, reason, source, target)))
+                    reject(ordinal, formats.Reject(unit.where, reason, source, target))
+                    src.sample_rejected(source)
+                    tgt.sample_rejected(target)
                     continue
                 src.write(source)
                 tgt.write(target)
@@ -158,13 +216,10 @@ class _MaterializeFn(beam.DoFn):
         finally:
             for stream in streams:
                 stream.close()
-        by_reason = {}
         rejects_path = base + ".rejects.jsonl"
         with FileSystems.create(rejects_path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
-            for ordinal, r in rejects:
-                by_reason[r.reason] = by_reason.get(r.reason, 0) + 1
-                f.write(reject_line(reject_record(ds, ordinal, r.where, r.reason, r.source,
-                                                  r.target)))
+            for line in rejects:
+                f.write(line)
         yield {"split": ds["split"], "index": ds["index"], "units": units,
                "source_path": base + ".src", "target_path": base + ".tgt", "facts": facts,
                "rejected_by_reason": by_reason, "rejects_path": rejects_path}

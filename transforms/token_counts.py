@@ -7,6 +7,7 @@ vocabulary. The output is `(vocab_name, token, count)` triples, plus per-file sa
 """
 
 import collections
+import itertools
 
 import apache_beam as beam
 
@@ -17,8 +18,24 @@ from transforms.text_lines import InputError, iter_raw_lines, sample_lines_for_v
 STATS = "stats"
 
 
+def with_rejected_lines(kept, rejected):
+    """A converted side's whole line sequence: the `kept` raw lines (its line file) with the
+    lines of rejected units put back where they were (`rejected`: raw `position<TAB>text`
+    lines, positions ascending, as `transforms.materialize` writes them)."""
+    position = 0
+    for raw in rejected:
+        at, _, text = raw.partition(b"\t")
+        at = int(at)
+        yield from itertools.islice(kept, at - position)
+        position = at + 1
+        yield text
+    yield from kept
+
+
 class _SampleFileFn(beam.DoFn):
-    """(vocab_name, path, file_size) -> (vocab_name, {token: count}) for the file's sample.
+    """(vocab_name, path, file_size[, rejected_path]) -> (vocab_name, {token: count}) for the
+    file's sample; `rejected_path` (a converted dataset's `.rejected` lines) puts the lines of
+    rejected units back into the sample, `file_size` counting them too.
 
     A file that cannot be read (a truncated `.gz`, invalid UTF-8 with `on_invalid_utf8`
     "error") ends its sample and puts an `error` into the file's statistics for the driver
@@ -31,17 +48,23 @@ class _SampleFileFn(beam.DoFn):
         self._tokenize = tokenize
 
     def process(self, item):
-        vocab_name, path, file_size = item
+        vocab_name, path, file_size, *rejected = item
         counts = collections.Counter()
         lines = chars = 0
         error = None
         try:
             with file_io.open_text_source(path) as f:
-                for line in sample_lines_for_vocab(iter_raw_lines(f), file_size, self._budget,
+                raw_lines = iter_raw_lines(f)
+                if rejected and rejected[0]:
+                    rejected_f = file_io.open_text_source(rejected[0])
+                    raw_lines = with_rejected_lines(raw_lines, iter_raw_lines(rejected_f))
+                for line in sample_lines_for_vocab(raw_lines, file_size, self._budget,
                                                    path, self._on_invalid):
                     counts.update(self._tokenize(line))
                     lines += 1
                     chars += len(line)
+                if rejected and rejected[0]:
+                    rejected_f.close()
         except InputError as e:
             error = str(e)
         yield vocab_name, dict(counts)
@@ -84,7 +107,7 @@ def count_triples(item):
 
 
 class SampleAndCountTokens(beam.PTransform):
-    """(vocab_name, path, file_size) -> token counts and sampling statistics.
+    """(vocab_name, path, file_size[, rejected_path]) -> token counts and sampling statistics.
 
     Each file's sample is counted on one worker into one {token: count} dict, and a
     `CombinePerKey` adds the dicts of the files that feed a vocabulary: a few large elements
