@@ -107,8 +107,10 @@ class DatagenOptions:
         add("--bisection_lookahead", type=int, default=0,
             help="Least number of bisection levels below the needed min_count that a round "
                  "probes too (more when the rounds left need it).")
-        add("--encode_chunk_lines", type=int, default=50000,
-            help="Lines per parallel encoding chunk of an uncompressed file.")
+        add("--encode_chunk_lines", type=int, default=10000,
+            help="Lines per parallel encoding chunk of an uncompressed file. Runners hand "
+                 "each worker its share of the chunks up front, so small chunks keep the "
+                 "workers equally busy to the end.")
         add("--lock_stale_seconds", type=float, default=120.0,
             help="A run holds {output_dir}/{problem}.datagen.lock and refreshes its heartbeat; "
                  "a lock whose heartbeat is older than this (a killed run) is taken over.")
