@@ -13,7 +13,7 @@ import time
 import apache_beam as beam
 
 from pipeline.interrupts import Interrupted, kill_worker_processes
-from pipeline.runners import runner_name
+from pipeline.runners import runner_for_pass, runner_name
 
 LOG = logging.getLogger("datagen")
 PROGRESS_SECONDS = 30  # a long pass logs where it stands this often
@@ -57,7 +57,7 @@ class PassRunner:
         number = self.count
         LOG.info("pass %d%s: %s", number, self._of(number), label)
         start = time.time()
-        pipeline = beam.Pipeline(options=self.options)
+        pipeline = beam.Pipeline(runner=runner_for_pass(self.options), options=self.options)
         build(pipeline)
         if self.dry_run and runner_name(self.options) != "dataflow":
             # Only Dataflow has a dry run of its own; elsewhere translating is the dry run.

@@ -74,3 +74,24 @@ def run_small_input_in_process(options, input_bytes, limit_mb):
     direct.direct_running_mode = "in_memory"
     direct.direct_num_workers = 1  # threads of one process only contend for the GIL
     return True
+
+
+def runner_for_pass(options):
+    """The runner object a pass's pipeline gets, or None to let Beam choose by `--runner`.
+
+    Beam's DirectRunner first tries to run a pipeline on Prism, a Go runner it downloads from
+    GitHub on first use: without network access every pass waits for that download to fail
+    (~0.5 s) before DirectRunner falls back to its portable FnApiRunner, and with it Prism runs
+    the pass, ignoring `--direct_running_mode` and `--direct_num_workers`. For DirectRunner the
+    job therefore runs its passes on the FnApiRunner directly, as DirectRunner's fallback does
+    (same provision info, so workers get the same pipeline options); `--runner PrismRunner`
+    still chooses Prism.
+    """
+    if runner_name(options) != "direct":
+        return None
+    from apache_beam.portability.api import beam_provision_api_pb2
+    from apache_beam.runners.portability.fn_api_runner import fn_runner
+    from apache_beam.runners.portability.portable_runner import JobServiceHandle
+    encoded = JobServiceHandle.encode_pipeline_options(options.get_all_options())
+    return fn_runner.FnApiRunner(provision_info=fn_runner.ExtendedProvisionInfo(
+        beam_provision_api_pb2.ProvisionInfo(pipeline_options=encoded)))

@@ -44,9 +44,28 @@ def baseline(tmp_path_factory, corpus):
 
 
 @pytest.mark.slow
-def test_direct_runner_two_processes_matches_fnapi(tmp_path, baseline, corpus):
+def test_direct_runner_two_processes_matches_fnapi(tmp_path, baseline, corpus, monkeypatch):
+    from apache_beam.runners.portability import prism_runner
+    tried = []
+    monkeypatch.setattr(prism_runner.PrismRunner, "run_pipeline",
+                        lambda self, *args, **kwargs: tried.append(args) or 1 / 0)
     run_datagen(tmp_path / "mp2", *corpus, *FLAGS, runner=DIRECT_MP2)
     assert output_bytes(tmp_path / "mp2") == output_bytes(baseline[0])
+    assert tried == []  # DirectRunner's passes never wait for a Prism download
+
+
+def test_direct_runner_passes_run_on_the_fn_api_runner_with_its_options():
+    from apache_beam.options.pipeline_options import PipelineOptions
+    from apache_beam.runners.portability.fn_api_runner import fn_runner
+    from pipeline.runners import runner_for_pass
+    runner = runner_for_pass(PipelineOptions(DIRECT_MP2[:6]))
+    assert isinstance(runner, fn_runner.FnApiRunner)
+    options = runner._provision_info.provision_info.pipeline_options
+    assert options["beam:option:direct_num_workers:v1"] == "2"
+    assert options["beam:option:direct_running_mode:v1"] == "multi_processing"
+    assert runner_for_pass(PipelineOptions([])) is not None  # DirectRunner by default
+    for other in (FNAPI, ["--runner", "PrismRunner"], ["--runner", "DataflowRunner"]):
+        assert runner_for_pass(PipelineOptions(other)) is None
 
 
 @pytest.mark.slow
