@@ -7,6 +7,7 @@ vocabulary. The output is `(vocab_name, token, count)` triples, plus per-file sa
 """
 
 import collections
+import contextlib
 import itertools
 
 import apache_beam as beam
@@ -53,18 +54,16 @@ class _SampleFileFn(beam.DoFn):
         lines = chars = 0
         error = None
         try:
-            with file_io.open_text_source(path) as f:
-                raw_lines = iter_raw_lines(f)
+            with contextlib.ExitStack() as files:
+                raw_lines = iter_raw_lines(files.enter_context(file_io.open_text_source(path)))
                 if rejected and rejected[0]:
-                    rejected_f = file_io.open_text_source(rejected[0])
+                    rejected_f = files.enter_context(file_io.open_text_source(rejected[0]))
                     raw_lines = with_rejected_lines(raw_lines, iter_raw_lines(rejected_f))
                 for line in sample_lines_for_vocab(raw_lines, file_size, self._budget,
                                                    path, self._on_invalid):
                     counts.update(self._tokenize(line))
                     lines += 1
                     chars += len(line)
-                if rejected and rejected[0]:
-                    rejected_f.close()
         except InputError as e:
             error = str(e)
         yield vocab_name, dict(counts)
