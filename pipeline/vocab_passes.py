@@ -12,7 +12,6 @@ pass with every size learnt so far; where it needs a size it does not have, that
 pass's probe.
 """
 
-import json
 import logging
 
 import apache_beam as beam

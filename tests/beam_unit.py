@@ -25,3 +25,24 @@ def write(path, data):
     with opener(path, "wb") as f:
         f.write(data)
     return str(path)
+
+
+# A tiny subword vocabulary for encode tests: enough for the lines `chunked_pair` writes.
+TINY_SUBTOKENS = ["<pad>", "<EOS>", "hello_", "world_", "你好_", "世界_", "_"] + list(
+    "helowrd你好世界!")
+
+
+def chunked_pair(directory, source, target, split_at=3):
+    """Writes the tiny vocabulary and a line-aligned pair (`source`, `target`: lists of
+    lines) under `directory`; returns (vocab path, the encode chunks of the pair: lines
+    before `split_at` and from it, with the seek points a scan would find)."""
+    from transforms.codecs.subword import vocab_file_text
+    from transforms.encode_pairs import plan_chunks
+    vocab = write(directory / "vocab.txt", vocab_file_text(TINY_SUBTOKENS))
+    src = write(directory / "s.en", "\n".join(source) + "\n")
+    tgt = write(directory / "s.zh", "\n".join(target) + "\n")
+    ds = {"split": "train", "name": "s.en", "index": 0, "source": src, "target": tgt}
+    facts = [{"lines": len(lines), "checkpoints": [
+        (0, 0), (split_at, len("\n".join(lines[:split_at]).encode("utf-8")) + 1)]}
+        for lines in (source, target)]
+    return vocab, plan_chunks(ds, src, tgt, *facts)

@@ -11,28 +11,18 @@ import os
 import apache_beam as beam
 from apache_beam.testing.util import assert_that, equal_to
 
-from beam_unit import test_pipeline, write
+from beam_unit import TINY_SUBTOKENS, chunked_pair, test_pipeline
 from pipeline.options import default_config
-from transforms.codecs.subword import SubwordEncoder, vocab_file_text
-from transforms.encode_pairs import EncodePairs, plan_chunks, shard_of, shuffle_key
+from transforms.codecs.subword import SubwordEncoder
+from transforms.encode_pairs import EncodePairs, shard_of, shuffle_key
 from transforms.example_proto import Int64FeaturesWriter
 from transforms.shard_fragments import read_fragment
 from transforms.tfrecord_framing import read_records
 
-SUBTOKENS = ["<pad>", "<EOS>", "hello_", "world_", "你好_", "世界_", "_"] + list("helowrd你好世界!")
-
-
 def test_chunks_become_sorted_fragments_and_rejects(tmp_path):
-    vocab = write(tmp_path / "vocab.txt", vocab_file_text(SUBTOKENS))
     source = ["hello world", "", "hello", "world hello", "  ", "hello world!"]
     target = ["你好世界", "世界", "你好", "", "  ", "世界你好"]
-    src = write(tmp_path / "s.en", "\n".join(source) + "\n")
-    tgt = write(tmp_path / "s.zh", "\n".join(target) + "\n")
-    ds = {"split": "train", "name": "s.en", "index": 0, "source": src, "target": tgt}
-    # two chunks of three lines: seek points as the scan would find them
-    facts_s = {"lines": 6, "checkpoints": [(0, 0), (3, len("\n".join(source[:3])) + 1)]}
-    facts_t = {"lines": 6, "checkpoints": [(0, 0), (3, len("\n".join(target[:3]).encode()) + 1)]}
-    chunks = plan_chunks(ds, src, tgt, facts_s, facts_t)
+    vocab, chunks = chunked_pair(tmp_path, source, target)  # two chunks of three lines
     assert [(c["first_line"], c["num_lines"]) for c in chunks] == [(0, 3), (3, 3)]
     fragment_dir = tmp_path / "fragments"
     os.makedirs(fragment_dir)
@@ -48,7 +38,7 @@ def test_chunks_become_sorted_fragments_and_rejects(tmp_path):
                     equal_to([("train", 0, 0), ("train", 0, 0)]), label="stats")
         assert_that(out.records | beam.MapTuple(lambda where, f: f["records"])
                     | beam.CombineGlobally(sum), equal_to([3]), label="fragments")
-    encoder = SubwordEncoder(SUBTOKENS)
+    encoder = SubwordEncoder(TINY_SUBTOKENS)
     examples = Int64FeaturesWriter()
     expected = {}
     for number in (1, 3, 6):  # the pairs with both sides

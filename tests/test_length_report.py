@@ -14,12 +14,12 @@ import numpy as np
 import pytest
 from apache_beam.testing.util import assert_that, equal_to
 
-from beam_unit import test_pipeline, write
+from beam_unit import TINY_SUBTOKENS, chunked_pair, test_pipeline
 from datagen_helpers import DATA_DIR, read_examples, run_datagen, shard_files
 from pipeline.length_report import SIDE_COLORS, render_length_report
 from pipeline.options import default_config
-from transforms.codecs.subword import SubwordEncoder, vocab_file_text
-from transforms.encode_pairs import EncodePairs, plan_chunks
+from transforms.codecs.subword import SubwordEncoder
+from transforms.encode_pairs import EncodePairs
 from transforms.length_stats import (CANDIDATE_MAX_LENGTHS, LengthReportFn, chunk_lengths,
                                      length_report, percentile, summary_lengths)
 
@@ -114,24 +114,16 @@ def test_combine_per_split_on_test_pipeline():
         assert_that(reports, equal_to(sorted(expected.items())))
 
 
-SUBTOKENS = (["<pad>", "<EOS>", "hello_", "world_", "你好_", "世界_", "_"]
-             + list("helowrd你好世界!"))
 
 
 def test_encode_pairs_counts_written_pairs_only(tmp_path):
     """The DoFn's per-chunk counts, combined: lengths with EOS of the pairs written (a pair
     with an empty side is rejected, not counted), characters of the stripped lines."""
-    vocab = write(tmp_path / "vocab.txt", vocab_file_text(SUBTOKENS))
     source = ["hello world", "", " hello ", "world hello", "hello world!"]
     target = ["你好世界", "世界", "你好", "世界你好", "世界你好"]
-    src = write(tmp_path / "s.en", "\n".join(source) + "\n")
-    tgt = write(tmp_path / "s.zh", "\n".join(target) + "\n")
-    ds = {"split": "train", "name": "s.en", "index": 0, "source": src, "target": tgt}
-    facts_s = {"lines": 5, "checkpoints": [(0, 0), (3, len("\n".join(source[:3])) + 1)]}
-    facts_t = {"lines": 5, "checkpoints": [(0, 0), (3, len("\n".join(target[:3]).encode()) + 1)]}
-    chunks = plan_chunks(ds, src, tgt, facts_s, facts_t)
+    vocab, chunks = chunked_pair(tmp_path, source, target)
     assert len(chunks) == 2
-    encoder = SubwordEncoder(SUBTOKENS)
+    encoder = SubwordEncoder(TINY_SUBTOKENS)
     written = [(s.strip(), t.strip()) for s, t in zip(source, target) if s.strip() and t.strip()]
     ids = [(encoder.encode(s), encoder.encode(t)) for s, t in written]
     expected = _expected_report(
