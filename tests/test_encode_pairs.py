@@ -23,6 +23,7 @@ def test_chunks_become_sorted_fragments_and_rejects(tmp_path):
     source = ["hello world", "", "hello", "world hello", "  ", "hello world!"]
     target = ["你好世界", "世界", "你好", "", "  ", "世界你好"]
     vocab, chunks = chunked_pair(tmp_path, source, target)  # two chunks of three lines
+    encoder = SubwordEncoder(TINY_SUBTOKENS)
     assert [(c["first_line"], c["num_lines"]) for c in chunks] == [(0, 3), (3, 3)]
     fragment_dir = tmp_path / "fragments"
     os.makedirs(fragment_dir)
@@ -34,11 +35,15 @@ def test_chunks_become_sorted_fragments_and_rejects(tmp_path):
                     equal_to([("train", "line 2", "empty_source"),
                               ("train", "line 4", "empty_target"),
                               ("train", "line 5", "empty_pair")]), label="rejects")
-        assert_that(out.stats | beam.MapTuple(lambda split, s: (split, s[1], s[3])),
-                    equal_to([("train", 0, 0), ("train", 0, 0)]), label="stats")
+        # per chunk: tokens of the written pairs' sides (lines 1, 3; line 6), no OOV (subword)
+        def tokens(lines, numbers):
+            return sum(len(encoder.encode(lines[n - 1])) for n in numbers)
+        assert_that(out.stats | beam.MapTuple(lambda split, s: (split, list(s))),
+                    equal_to([("train", [tokens(source, (1, 3)), 0, tokens(target, (1, 3)), 0]),
+                              ("train", [tokens(source, (6,)), 0, tokens(target, (6,)), 0])]),
+                    label="stats")
         assert_that(out.records | beam.MapTuple(lambda where, f: f["records"])
                     | beam.CombineGlobally(sum), equal_to([3]), label="fragments")
-    encoder = SubwordEncoder(TINY_SUBTOKENS)
     examples = Int64FeaturesWriter()
     expected = {}
     for number in (1, 3, 6):  # the pairs with both sides

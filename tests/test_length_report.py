@@ -106,9 +106,7 @@ def test_combine_per_split_on_test_pipeline():
         "train": _expected_report([(3, 5), (10, 2), (3, 3), (70, 4), (3, 200)],
                                   [1 + 2 + 3 + 4, 0 + 2 + 4 + 6], [2 + 0 + 2 + 1, 0 + 1 + 2 + 3]),
         "dev": _expected_report([(1, 1), (600, 9)], [1, 0], [2, 0])}
-    assert expected["dev"]["targets"]["chars_per_token"] is None  # no target tokens
-    assert expected["dev"]["drops"][-1] == {"max_length": 600, "p99": True, "dropped": 0,
-                                            "dropped_fraction": 0.0}
+    # dev has no target tokens (chars_per_token None) and a p99 pair length of 600
     with test_pipeline() as p:
         reports = (p | beam.Create(elements) | beam.CombinePerKey(LengthReportFn()))
         assert_that(reports, equal_to(sorted(expected.items())))
@@ -198,7 +196,6 @@ def test_html_report_is_written_with_the_outputs(job):
     with open(out / "p.lengths.html", encoding="utf-8") as f:
         page = f.read()
     assert page == render_length_report(summary)
-    assert "p.lengths.html" in os.listdir(out)
     assert not os.path.exists(out / ".datagen-work")
 
 
