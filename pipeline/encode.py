@@ -16,6 +16,7 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 from pipeline import console
+from pipeline.prepare import every_dataset
 from transforms import file_io
 from transforms.encode_pairs import EncodePairs, plan_chunks
 from transforms.json_result import WriteJsonResult
@@ -122,7 +123,7 @@ class EncodeStep:
         and, when some dataset is materialized, a placeholder rejects file of the prepare
         step."""
         no_facts = {"lines": 0, "checkpoints": [(0, 0)]}
-        every = [ds for split in sorted(datasets) for ds in datasets[split]]
+        every = every_dataset(datasets)
         chunks = [c for ds in every for c in plan_chunks(
             dataclasses.asdict(ds), ds.source, ds.target or ds.source, no_facts, no_facts)]
         earlier = ([self._layout.work("materialized", "x.rejects.jsonl")]

@@ -158,8 +158,7 @@ def parse_flags(argv):
     """(the job's flags: an argparse Namespace, Beam's arguments: a list) of a command line.
 
     Every job flag is taken out; what is left, in its order, is for `PipelineOptions`."""
-    flags, beam_args = _job_flag_parser().parse_known_args(list(argv))
-    return flags, beam_args
+    return _job_flag_parser().parse_known_args(list(argv))
 
 
 def check_known_flags(argv):
@@ -192,7 +191,7 @@ def _defaults():
 
 def datagen_flag_values(flags):
     """{flag: value} of DatagenOptions' own flags (for the summary and the fingerprint)."""
-    return {name: getattr(flags, name) for name in _defaults()}
+    return dict(vars(flags))
 
 
 def validate_flags(f):

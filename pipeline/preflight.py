@@ -5,17 +5,14 @@ would otherwise fail later with a worker's traceback."""
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
+from pipeline.fingerprint import INPUT_FLAGS
 from pipeline.runners import DatagenError, one_line
 from transforms import file_io
-
-PATH_FLAGS = ("train_source", "train_target", "train_tsv", "train_tmx", "dev_source",
-              "dev_target", "dev_tsv", "dev_tmx", "word_vocab", "bpe_vocab")
-
 
 def named_paths(flags):
     """(flag, path) of every path the flags name (input patterns, vocabularies, output)."""
     named = [("--output_dir", flags.output_dir)]
-    for flag in PATH_FLAGS:
+    for flag in INPUT_FLAGS:
         named += [("--" + flag, p.strip()) for p in (getattr(flags, flag) or "").split(",")
                   if p.strip()]
     return named

@@ -1,5 +1,7 @@
 """The end-of-job summary as a readable table (the JSON summary holds the same facts)."""
 
+from pipeline.layout import LENGTHS_REPORT_NAME
+
 
 def _within(path, output_dir):
     """`path` relative to the output directory when it is in it (the table stays narrow)."""
@@ -56,7 +58,7 @@ def format_summary(summary):
                     "%s %s" % (split, side), f["p50"], f["p90"], f["p99"], f["max"],
                     f.get("chars_per_token") or 0.0))
         if summary.get("problem"):
-            lines.append("length report: %s.lengths.html" % summary["problem"])
+            lines.append("length report: " + LENGTHS_REPORT_NAME % summary["problem"])
     lines.append("")
     lines.append("stages: " + ", ".join(
         "%s in the %s pass" % (k, v["ran_with"]) if "ran_with" in v else "%s %.1f s" % (k, v["seconds"])
