@@ -127,18 +127,16 @@ class DatagenJob:
         report, given, to_learn = self.vocab.choose(plan)
         prepared = {}
         first_pass = None
+        riding = rides_along(datasets, to_learn)
         learning = self.vocab.kind.learning_passes
-        self.run_pass.expect((0 if rides_along(datasets, to_learn) else 1)
-                             + ((learning or 1) if to_learn else 0) + 1,
+        self.run_pass.expect((0 if riding else 1) + ((learning or 1) if to_learn else 0) + 1,
                              exact=not to_learn or learning is not None)
-        if rides_along(datasets, to_learn):
-            transform, label = self.prepare.transform(datasets)
-
+        if riding:
             def read_back():
                 prepared.update(self.prepare.read_back(datasets))
                 on_prepared(prepared)
 
-            first_pass = (lambda p: p | "Prepare" >> transform, label, read_back)
+            first_pass = self.prepare.riding(datasets, read_back)
             self.stages["prepare"] = {"seconds": 0.0, "ran_with": "vocab"}
         else:
             prepared.update(self._timed("prepare", self.prepare.run, self.run_pass, datasets))
@@ -176,8 +174,7 @@ class DatagenJob:
         given = self.vocab.given(plan)
         first_pass = None
         if rides_along(datasets, {n: v for n, v in plan.items() if n not in given}):
-            transform, label = self.prepare.transform(datasets)
-            first_pass = (lambda p: p | "Prepare" >> transform, label, lambda: None)
+            first_pass = self.prepare.riding(datasets, lambda: None)
         else:
             self.run_pass(*self.prepare.build(datasets))
         self.vocab.dry_run(plan, first_pass)
@@ -216,7 +213,8 @@ class DatagenJob:
         `run_small_input_in_process`); the input size comes from the fingerprint."""
         input_bytes = sum(facts["size"] or 0
                           for flag, files in self.fingerprint["inputs"].items()
-                          if flag not in ("word_vocab", "bpe_vocab") for facts in files.values())
+                          if flag not in fingerprint.GIVEN_VOCAB_FLAGS
+                          for facts in files.values())
         if run_small_input_in_process(self.options, input_bytes, self.flags.in_process_below_mb):
             LOG.info("input is %.1f MB (< --in_process_below_mb %g): passes run in this "
                      "process, not in worker processes", input_bytes / 1e6,

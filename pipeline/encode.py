@@ -28,10 +28,9 @@ WORK_DIRS = ("fragments", "shards", "rejects")
 
 
 def _read_rejects_file(path):
-    with FileSystems.open(path) as f:
-        for line in f.read().decode("utf-8").splitlines():
-            record = json.loads(line)
-            yield record["split"], record
+    for line in file_io.read_bytes(path).decode("utf-8").splitlines():
+        record = json.loads(line)
+        yield record["split"], record
 
 
 def build_encode_pass(p, chunks, vocab_paths, seed, problem, num_shards, work_dirs, result_path,

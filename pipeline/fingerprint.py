@@ -25,16 +25,17 @@ OPERATIONAL_FLAGS = frozenset((
     "output_dir", "problem", "overwrite", "allow_empty", "vocab_partitions",
     "bisection_rounds_per_pass", "bisection_lookahead", "encode_chunk_lines",
     "lock_stale_seconds", "in_process_below_mb", "log_level"))
-# Flags naming input files: compared through the files they name, not their spelling.
+# Flags naming existing vocabularies, and every flag naming input files: compared through the
+# files they name, not their spelling.
+GIVEN_VOCAB_FLAGS = ("word_vocab", "bpe_vocab")
 INPUT_FLAGS = ("train_source", "train_target", "train_tsv", "train_tmx", "dev_source",
-               "dev_target", "dev_tsv", "dev_tmx", "word_vocab", "bpe_vocab")
+               "dev_target", "dev_tsv", "dev_tmx") + GIVEN_VOCAB_FLAGS
 # Flags that determine a vocabulary (with the train inputs and the given vocab files).
 VOCAB_FLAGS = ("vocab_type", "vocab_size", "shared_vocab", "file_byte_budget",
                "max_subtoken_length", "bpe_min_frequency", "bpe_eos_token", "on_invalid_utf8",
                "on_misaligned", "max_line_chars", "source_lang", "target_lang",
                "source_column", "target_column", "train_format")
-VOCAB_INPUT_FLAGS = ("train_source", "train_target", "train_tsv", "train_tmx", "word_vocab",
-                     "bpe_vocab")
+VOCAB_INPUT_FLAGS = ("train_source", "train_target", "train_tsv", "train_tmx") + GIVEN_VOCAB_FLAGS
 
 
 def _files_of(pattern):

@@ -94,6 +94,12 @@ class PrepareStep:
         return PrepareInputs(paths, structured, self._layout.work("materialized"), self._read,
                              self._layout.work("prepare.json")), label
 
+    def riding(self, datasets, after):
+        """(add(pipeline), label, after) of the prepare stage riding along the first vocab
+        pass (`pipeline.vocab_passes.learn_subword_vocabs` says how it is used)."""
+        transform, label = self.transform(datasets)
+        return lambda p: p | "Prepare" >> transform, label, after
+
     def build(self, datasets):
         """(label, build(pipeline)) of the prepare pass on its own."""
         transform, label = self.transform(datasets)

@@ -68,9 +68,7 @@ class VocabStep:
 
     def given(self, plan):
         """{name: path} of vocabularies the user supplied (--bpe_vocab, --word_vocab)."""
-        files = self.kind.given_files(self._flags)
-        if len(files) > 2:
-            raise DatagenError("%s takes FILE or SOURCE_FILE,TARGET_FILE" % self.kind.given_flag)
+        files = self.kind.given_files(self._flags)  # at most 2 (`validate_flags`)
         if len(files) == 2:
             return dict(zip(sorted(plan), files))
         return {"shared": files[0]} if files else {}

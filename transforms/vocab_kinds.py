@@ -161,7 +161,7 @@ class ByteBpeKind(VocabKind):
         return ByteBPE.from_texts(*(_text(FileSystems.join(path, n)) for n in names))
 
     def exists(self, path):
-        return file_io.exists(FileSystems.join(path, "merges.txt"))  # written last
+        return file_io.exists(FileSystems.join(path, BPE_FILES[-1]))  # written last
 
     def write(self, path, content):
         """A directory of `content` ({file name: text}), emptied first (never a new
@@ -173,7 +173,7 @@ class ByteBpeKind(VocabKind):
             _write_text(FileSystems.join(path, name), content[name])
 
     def content_of(self, encoder):
-        return {"vocab.json": encoder.vocab_json_text(), "merges.txt": encoder.merges_text()}, None
+        return _bpe_files(encoder), None
 
     def given_files(self, flags):
         return [file_io.absolute(flags.bpe_vocab)] if flags.bpe_vocab else []
@@ -279,7 +279,12 @@ def _learn_bpe(name_items, vocab_size, min_frequency, eos_token):
     name, items = name_items
     bpe = learn_byte_bpe(dict(items), vocab_size, special_tokens=(eos_token,),
                          min_frequency=min_frequency)
-    return [name, {"vocab.json": bpe.vocab_json_text(), "merges.txt": bpe.merges_text()}]
+    return [name, _bpe_files(bpe)]
+
+
+def _bpe_files(bpe):
+    """{file name: text} of a byte-level BPE's directory (`BPE_FILES`)."""
+    return dict(zip(BPE_FILES, (bpe.vocab_json_text(), bpe.merges_text())))
 
 
 _KINDS = (SubwordKind(), ByteBpeKind(), WordKind())
