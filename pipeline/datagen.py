@@ -87,7 +87,7 @@ class DatagenJob:
         check_workers_can_import_project(options)
         self.config = datagen_config(f)  # what the passes read; built once, never changed
         self.layout = OutputLayout(file_io.absolute(f.output_dir), f.problem, f.vocab_size)
-        self.run_pass = PassRunner(options, is_dry_run(options), interrupted)
+        self.run_pass = PassRunner(options, is_dry_run(options), interrupted, flags.log_level)
         self.prepare = PrepareStep(self.layout, self.config.read)
         self.vocab = VocabStep(f, self.config, self.layout, self.run_pass)
         self.encode = EncodeStep(self.layout, self.config, f.seed, f.problem, self.run_pass)
@@ -185,8 +185,11 @@ class DatagenJob:
     def run(self):
         # A Dataflow dry run needs no network; a --setup_file sdist is built once per job.
         staging.offline_dry_run(self.options)
-        with staging.project_sdist_once(self.options):
-            return self._run()
+        try:
+            with staging.project_sdist_once(self.options):
+                return self._run()
+        finally:
+            self.run_pass.close()  # worker processes the passes shared
 
     def _run(self):
         f = self.flags

@@ -13,7 +13,8 @@ import time
 import apache_beam as beam
 
 from pipeline.interrupts import Interrupted, kill_worker_processes
-from pipeline.runners import runner_for_pass, runner_name
+from pipeline.runners import runner_for_pass, runner_name, uses_worker_processes, worker_count
+from pipeline.worker_pool import LocalWorkerPool
 
 LOG = logging.getLogger("datagen")
 PROGRESS_SECONDS = 30  # a long pass logs where it stands this often
@@ -25,15 +26,35 @@ class PassRunner:
     `interrupted()`: the signal number that stopped the run, or None
     (`InterruptWatcher.received`). `lock`: the OutputLock once the job holds it; a run that
     lost it stops before its next pass.
+
+    Under DirectRunner's multi_processing mode the passes share worker processes, started
+    with the first pass (`pipeline.worker_pool`); `close()` ends them. `log_level`: the job's
+    --log_level, for those processes' logging.
     """
 
-    def __init__(self, options, dry_run, interrupted):
+    def __init__(self, options, dry_run, interrupted, log_level=None):
         self.options = options
         self.dry_run = dry_run
         self.interrupted = interrupted
+        self.log_level = log_level
         self.count = 0
         self.lock = None
         self._expected = None  # (passes in all, whether that number is exact)
+        self._workers = None
+
+    def _worker_pool(self):
+        """The job's worker processes, started on first use; None when passes do not run in
+        worker processes of this machine."""
+        if self._workers is None and uses_worker_processes(self.options):
+            self._workers = LocalWorkerPool(worker_count(self.options), self.options,
+                                            self.log_level).start()
+        return self._workers
+
+    def close(self):
+        """Ends the worker processes the passes shared, if any."""
+        if self._workers is not None:
+            self._workers.close()
+            self._workers = None
 
     def expect(self, more, exact=True):
         """The job expects `more` passes after those run so far (`exact`: False while a
@@ -57,7 +78,9 @@ class PassRunner:
         number = self.count
         LOG.info("pass %d%s: %s", number, self._of(number), label)
         start = time.time()
-        pipeline = beam.Pipeline(runner=runner_for_pass(self.options), options=self.options)
+        runner, options = runner_for_pass(
+            self.options, None if self.dry_run else self._worker_pool())
+        pipeline = beam.Pipeline(runner=runner, options=options)
         build(pipeline)
         if self.dry_run and runner_name(self.options) != "dataflow":
             # Only Dataflow has a dry run of its own; elsewhere translating is the dry run.

@@ -8,6 +8,9 @@ its first worker with an ImportError, minutes after submission; the job refuses 
 instead.
 """
 
+import copy
+import logging
+
 from apache_beam.options.pipeline_options import (DirectOptions, PortableOptions, SetupOptions,
                                                    StandardOptions, TestOptions, WorkerOptions)
 
@@ -61,10 +64,10 @@ def run_small_input_in_process(options, input_bytes, limit_mb):
     """Switches DirectRunner's multi_processing mode to in-process (`in_memory`) when the
     input is smaller than `limit_mb`; True if it did.
 
-    In multi_processing mode every pass starts its own worker processes, which import Beam
-    and the project (about 3.5 s a pass with 2 workers here), while a few MB of text take a
-    second or two to process: such a job is faster in one process. Every runner writes the
-    same bytes, so this changes only the time.
+    In multi_processing mode the job starts worker processes, which import Beam and the
+    project (~1.6 s each, on 2 cores beside the driver's own work; `pipeline.worker_pool`),
+    while a few MB of text take a second or two to process: such a job is no slower in one
+    process. Every runner writes the same bytes, so this changes only the time.
     """
     if runner_name(options) != "direct" or limit_mb <= 0:
         return False
@@ -76,8 +79,29 @@ def run_small_input_in_process(options, input_bytes, limit_mb):
     return True
 
 
-def runner_for_pass(options):
-    """The runner object a pass's pipeline gets, or None to let Beam choose by `--runner`.
+def uses_worker_processes(options):
+    """True when the passes run on DirectRunner with worker processes (multi_processing):
+    then the job keeps them for all its passes (`pipeline.worker_pool`)."""
+    return (runner_name(options) == "direct" and not is_dry_run(options)
+            and options.view_as(DirectOptions).direct_running_mode == "multi_processing")
+
+
+def worker_count(options):
+    """--direct_num_workers as Beam reads it (0: one per CPU)."""
+    import multiprocessing
+    return options.view_as(DirectOptions).direct_num_workers or multiprocessing.cpu_count()
+
+
+class _SameWorkersWarning(logging.Filter):
+    """Drops the FnApiRunner's advice to use multi_processing for several workers: passes on
+    the job's worker pool are given to it as in_memory, with workers that are processes."""
+
+    def filter(self, record):
+        return not str(record.msg).startswith("If direct_num_workers is not equal to 1")
+
+
+def runner_for_pass(options, worker_pool=None):
+    """(runner, options) a pass's pipeline gets; runner None lets Beam choose by `--runner`.
 
     Beam's DirectRunner first tries to run a pipeline on Prism, a Go runner it downloads from
     GitHub on first use: without network access every pass waits for that download to fail
@@ -86,12 +110,29 @@ def runner_for_pass(options):
     job therefore runs its passes on the FnApiRunner directly, as DirectRunner's fallback does
     (same provision info, so workers get the same pipeline options); `--runner PrismRunner`
     still chooses Prism.
+
+    With `worker_pool` (a started `pipeline.worker_pool.LocalWorkerPool`) the FnApiRunner takes
+    its workers from the pool's processes (an EXTERNAL environment). It would replace that
+    environment by fresh processes if the options said multi_processing, so the pass's options
+    say in_memory, with the same number of workers.
     """
     if runner_name(options) != "direct":
-        return None
+        return None, options
     from apache_beam.portability.api import beam_provision_api_pb2
     from apache_beam.runners.portability.fn_api_runner import fn_runner
     from apache_beam.runners.portability.portable_runner import JobServiceHandle
+    from apache_beam.transforms.environments import ExternalEnvironment
     encoded = JobServiceHandle.encode_pipeline_options(options.get_all_options())
-    return fn_runner.FnApiRunner(provision_info=fn_runner.ExtendedProvisionInfo(
-        beam_provision_api_pb2.ProvisionInfo(pipeline_options=encoded)))
+    provision = fn_runner.ExtendedProvisionInfo(
+        beam_provision_api_pb2.ProvisionInfo(pipeline_options=encoded))
+    if worker_pool is None:
+        return fn_runner.FnApiRunner(provision_info=provision), options
+    logger = logging.getLogger(fn_runner.__name__)
+    if not any(isinstance(f, _SameWorkersWarning) for f in logger.filters):
+        logger.addFilter(_SameWorkersWarning())
+    pass_options = copy.deepcopy(options)
+    direct = pass_options.view_as(DirectOptions)
+    direct.direct_running_mode = "in_memory"
+    direct.direct_num_workers = worker_pool.num_workers
+    return fn_runner.FnApiRunner(default_environment=ExternalEnvironment(worker_pool.address),
+                                 provision_info=provision), pass_options

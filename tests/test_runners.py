@@ -58,14 +58,15 @@ def test_direct_runner_passes_run_on_the_fn_api_runner_with_its_options():
     from apache_beam.options.pipeline_options import PipelineOptions
     from apache_beam.runners.portability.fn_api_runner import fn_runner
     from pipeline.runners import runner_for_pass
-    runner = runner_for_pass(PipelineOptions(DIRECT_MP2[:6]))
-    assert isinstance(runner, fn_runner.FnApiRunner)
+    given = PipelineOptions(DIRECT_MP2[:6])
+    runner, options = runner_for_pass(given)
+    assert isinstance(runner, fn_runner.FnApiRunner) and options is given
     options = runner._provision_info.provision_info.pipeline_options
     assert options["beam:option:direct_num_workers:v1"] == "2"
     assert options["beam:option:direct_running_mode:v1"] == "multi_processing"
-    assert runner_for_pass(PipelineOptions([])) is not None  # DirectRunner by default
+    assert runner_for_pass(PipelineOptions([]))[0] is not None  # DirectRunner by default
     for other in (FNAPI, ["--runner", "PrismRunner"], ["--runner", "DataflowRunner"]):
-        assert runner_for_pass(PipelineOptions(other)) is None
+        assert runner_for_pass(PipelineOptions(other))[0] is None
 
 
 @pytest.mark.slow
@@ -316,8 +317,11 @@ def test_kill_9_during_encoding_then_rerun_completes(tmp_path, baseline):
         for line in proc.stderr:
             if ": encode " in line:
                 break
-        time.sleep(3)
-        assert proc.poll() is None, "the job finished before it could be killed"
+        fragments = out / ".datagen-work" / "p" / "fragments"
+        deadline = time.time() + 60
+        while not (fragments.is_dir() and any(fragments.glob("*.frag"))):
+            assert proc.poll() is None and time.time() < deadline, "no fragment was written"
+            time.sleep(0.02)  # killed once encoding has written something, well before its end
     finally:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()

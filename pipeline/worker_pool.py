@@ -1,0 +1,155 @@
+"""Worker processes kept for the whole job, for DirectRunner's multi_processing mode.
+
+The job runs as several passes, each a pipeline of its own. In multi_processing mode Beam
+starts fresh worker processes for every pipeline: each imports Beam and the project again
+(~1.6 s here) and at the end Beam waits for them to exit one after the other (~0.45 s each),
+so on a 100k-pair job that was ~2.5 s of every pass, more than the work of some passes.
+
+`LocalWorkerPool` starts the worker processes once, when the first pass needs them, and
+every pass's runner asks them for workers through Beam's EXTERNAL environment: each process
+runs Beam's own worker pool service (`BeamFnExternalWorkerPoolServicer`, thread mode: a
+StartWorker request runs an `SdkHarness` in a thread of that already warm process), and a
+small front service in the driver hands the StartWorker requests of a pass to the processes
+in turn, so a pass's N workers land in N different processes (one process each, no GIL
+shared), exactly as in multi_processing mode. A harness ends when its pass's runner closes
+the control channel; the process stays for the next pass.
+
+A process ends when the driver closes its stdin: at the end of the job, and also when the
+driver dies in any way (the kernel closes the pipe), so none is ever left behind.
+"""
+
+import itertools
+import json
+import subprocess
+import sys
+import threading
+from concurrent import futures
+
+import grpc
+from apache_beam.portability.api import beam_fn_api_pb2, beam_fn_api_pb2_grpc
+
+START_TIMEOUT_SECONDS = 120
+
+
+class LocalWorkerPool:
+    """`num_workers` long-lived worker processes and the address of the EXTERNAL
+    environment that hands them out (`address`). `options`: the job's Beam options, which
+    every worker process applies once (file systems, pickler) as Beam's worker main does;
+    `log_level`: the job's --log_level for the processes' own logging."""
+
+    def __init__(self, num_workers, options, log_level=None):
+        self.num_workers = num_workers
+        self._options = options
+        self._log_level = log_level
+        self._processes = []
+        self._server = None
+        self.address = None
+
+    def start(self):
+        settings = json.dumps({"options": self._options.get_all_options(drop_default=True),
+                               "log_level": self._log_level})
+        try:
+            for _ in range(self.num_workers):
+                self._processes.append(subprocess.Popen(
+                    [sys.executable, "-m", "pipeline.worker_pool", settings],
+                    stdin=subprocess.PIPE, stdout=subprocess.PIPE))
+            addresses = [self._address_of(p) for p in self._processes]
+            front = _RoundRobin(addresses)
+            self._server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+            beam_fn_api_pb2_grpc.add_BeamFnExternalWorkerPoolServicer_to_server(
+                front, self._server)
+            self.address = "localhost:%d" % self._server.add_insecure_port("localhost:0")
+            self._server.start()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def _address_of(self, process):
+        """The first line a worker process prints: its pool service's address."""
+        result = []
+        reader = threading.Thread(target=lambda: result.append(process.stdout.readline()),
+                                  daemon=True)
+        reader.start()
+        reader.join(START_TIMEOUT_SECONDS)
+        line = result[0].decode().strip() if result else ""
+        if not line.startswith("localhost:"):
+            raise RuntimeError("worker process %d did not start (exit status %s)"
+                               % (process.pid, process.poll()))
+        return line
+
+    def close(self):
+        if self._server is not None:
+            self._server.stop(None)
+            self._server = None
+        for process in self._processes:
+            try:
+                process.stdin.close()
+            except OSError:
+                pass
+        for process in self._processes:
+            try:
+                process.wait(10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+            process.stdout.close()
+        self._processes = []
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+
+class _RoundRobin(beam_fn_api_pb2_grpc.BeamFnExternalWorkerPoolServicer):
+    """Forwards each StartWorker request to the next worker process in turn."""
+
+    def __init__(self, addresses):
+        self._stubs = [beam_fn_api_pb2_grpc.BeamFnExternalWorkerPoolStub(
+            grpc.insecure_channel(a)) for a in addresses]
+        self._next = itertools.cycle(self._stubs)
+        self._lock = threading.Lock()
+        self._owner = {}  # worker id -> the stub that started it
+
+    def StartWorker(self, request, context):
+        with self._lock:
+            stub = next(self._next)
+            self._owner[request.worker_id] = stub
+        return stub.StartWorker(request)
+
+    def StopWorker(self, request, context):
+        with self._lock:
+            stub = self._owner.pop(request.worker_id, None)
+        if stub is None:
+            return beam_fn_api_pb2.StopWorkerResponse()
+        return stub.StopWorker(request)
+
+
+def _serve(settings):
+    """A worker process: Beam's worker pool service in thread mode until stdin closes."""
+    from apache_beam.internal import pickler
+    from apache_beam.io.filesystems import FileSystems
+    from apache_beam.options.pipeline_options import (PipelineOptions, SetupOptions,
+                                                      WorkerOptions)
+    from apache_beam.runners.worker.worker_pool_main import BeamFnExternalWorkerPoolServicer
+
+    from pipeline import console
+
+    options = PipelineOptions.from_dictionary(settings["options"])
+    FileSystems.set_options(options)
+    pickler.set_library(options.view_as(SetupOptions).pickle_library)
+    with console.library_logging(settings["log_level"]):
+        address, server = BeamFnExternalWorkerPoolServicer.start(
+            use_process=False,
+            state_cache_size=options.view_as(WorkerOptions).max_cache_memory_usage_mb << 20,
+            data_buffer_time_limit_ms=0)
+        print(address, flush=True)
+        sys.stdin.buffer.read()  # returns when the driver closes the pipe or dies
+        server.stop(None)
+
+
+if __name__ == "__main__":
+    _serve(json.loads(sys.argv[1]))

@@ -1,0 +1,110 @@
+"""The job's worker processes (pipeline.worker_pool): started once, shared by every pass,
+one pass's workers in different processes, and never left behind."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import apache_beam as beam
+import pytest
+from apache_beam.options.pipeline_options import PipelineOptions
+from apache_beam.testing.util import assert_that, equal_to
+
+from pipeline.runners import runner_for_pass
+from pipeline.worker_pool import LocalWorkerPool
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MP2 = ["--runner", "DirectRunner", "--direct_running_mode", "multi_processing",
+       "--direct_num_workers", "2"]
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie (exited, not yet reaped) is gone for our purpose
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _wait_gone(pids, seconds=20):
+    deadline = time.time() + seconds
+    while any(_alive(p) for p in pids) and time.time() < deadline:
+        time.sleep(0.05)
+    return [p for p in pids if _alive(p)]
+
+
+def _worker_pids_of_a_pass(pool, options, out_dir, number):
+    """Runs a pass whose 8 elements report the pid that processed them; returns those pids."""
+    path = os.path.join(out_dir, "pids-%d" % number)
+    runner, pass_options = runner_for_pass(options, pool)
+    with beam.Pipeline(runner=runner, options=pass_options) as p:
+        squares = (p | beam.Create(range(8)) | beam.Reshuffle()
+                   | beam.Map(lambda x: (x * x, os.getpid())))
+        assert_that(squares | beam.Map(lambda kv: kv[0]), equal_to([x * x for x in range(8)]))
+        _ = (squares | beam.Map(lambda kv: str(kv[1]))
+             | beam.io.WriteToText(path, shard_name_template=""))
+    with open(path) as f:
+        return {int(line) for line in f}
+
+
+@pytest.mark.slow
+def test_passes_share_the_pools_processes(tmp_path):
+    options = PipelineOptions(MP2)
+    with LocalWorkerPool(2, options) as pool:
+        pool_pids = {p.pid for p in pool._processes}
+        assert len(pool_pids) == 2 and os.getpid() not in pool_pids
+        seen = [_worker_pids_of_a_pass(pool, options, str(tmp_path), n) for n in range(3)]
+    for pids in seen:
+        assert pids <= pool_pids  # every element ran in one of the pool's processes
+    assert set().union(*seen) == pool_pids  # and both processes worked
+    assert _wait_gone(pool_pids) == []  # close() ended them
+
+
+def test_pass_options_keep_the_workers_count_and_leave_the_environment_to_the_pool():
+    from apache_beam.options.pipeline_options import DirectOptions
+    from apache_beam.transforms.environments import ExternalEnvironment
+
+    class Pool:  # what runner_for_pass reads of a started pool
+        num_workers, address = 2, "localhost:1"
+
+    given = PipelineOptions(MP2)
+    runner, options = runner_for_pass(given, Pool())
+    assert isinstance(runner._default_environment, ExternalEnvironment)
+    assert runner._default_environment.url == "localhost:1"
+    assert options.view_as(DirectOptions).direct_running_mode == "in_memory"
+    assert options.view_as(DirectOptions).direct_num_workers == 2
+    assert given.view_as(DirectOptions).direct_running_mode == "multi_processing"  # untouched
+    provision = runner._provision_info.provision_info.pipeline_options
+    assert provision["beam:option:direct_running_mode:v1"] == "multi_processing"
+
+
+def test_processes_end_when_the_driver_is_killed(tmp_path):
+    """kill -9 of the driver closes its end of the processes' stdin: they exit by themselves."""
+    script = ("import sys; sys.path.insert(0, %r)\n"
+              "from apache_beam.options.pipeline_options import PipelineOptions\n"
+              "from pipeline.worker_pool import LocalWorkerPool\n"
+              "pool = LocalWorkerPool(2, PipelineOptions([])).start()\n"
+              "print(' '.join(str(p.pid) for p in pool._processes), flush=True)\n"
+              "import time; time.sleep(600)\n" % REPO)
+    driver = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        pids = [int(p) for p in driver.stdout.readline().split()]
+        assert len(pids) == 2 and all(_alive(p) for p in pids)
+    finally:
+        driver.send_signal(signal.SIGKILL)
+        driver.wait()
+    assert _wait_gone(pids) == []
+
+
+def test_a_worker_process_that_cannot_start_is_an_error_and_leaves_nothing(monkeypatch):
+    monkeypatch.setattr(sys, "executable", "/bin/false")
+    pool = LocalWorkerPool(2, PipelineOptions([]))
+    with pytest.raises(RuntimeError, match="did not start"):
+        pool.start()
+    assert pool._processes == []
