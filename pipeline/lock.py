@@ -7,8 +7,10 @@ A second run finds a fresh lease and stops at once (exit 2, naming the holder); 
 whose heartbeat is older than `--lock_stale_seconds`, or whose holder is a dead process on
 this host (a `kill -9`), is taken over with a warning.
 
-Object stores have no exclusive create, so the lease is taken by writing it, waiting a
-moment, and reading it back: the run whose id is there holds it. Two runs that both find no
+On a local file system a free lease is taken by an exclusive create (`O_EXCL`: exactly one
+of two runs succeeds, at once) and refreshed by an atomic replace, so the file never
+disappears while held. Object stores have no exclusive create, so there (and to take over a
+stale lease anywhere) the lease is taken by writing it, waiting a moment, and reading it back: the run whose id is there holds it. Two runs that both find no
 lease and write within the settle time of each other are sorted out by the read-back; only
 a run whose check-then-write takes longer than the settle time can miss the other (a small
 race, documented in the README). The heartbeat also reads the lease back: a run that finds
@@ -44,6 +46,10 @@ def _process_alive(pid):
     except PermissionError:
         return True
     return True
+
+
+def _is_local(path):
+    return FileSystems.get_scheme(path) in (None, "file")
 
 
 def describe(lease):
@@ -89,17 +95,51 @@ class OutputLock:
             return "its process %d on this host is gone" % lease["pid"]
         return None
 
-    def _write(self):
+    def _lease_bytes(self):
         now = time.time()
         self.lease["heartbeat_at"] = now
         self.lease["heartbeat_iso"] = datetime.datetime.fromtimestamp(
             now, datetime.timezone.utc).isoformat(timespec="seconds")
-        file_io.write_json(self.path, self.lease)
+        return (json.dumps(self.lease, indent=1, sort_keys=True) + "\n").encode("utf-8")
+
+    def _write(self):
+        if not _is_local(self.path):
+            file_io.write_bytes_atomically(self.path, self._lease_bytes())
+            return
+        tmp = "%s.%s.tmp" % (self.path, self.lease["run_id"])
+        os.makedirs(os.path.dirname(self.path), exist_ok=True)
+        with open(tmp, "wb") as f:
+            f.write(self._lease_bytes())
+        os.replace(tmp, self.path)  # atomic: the lease file is never missing while held
+
+    def _create_local(self):
+        """Takes a free local lease with an exclusive create; False if a lease appeared."""
+        os.makedirs(os.path.dirname(self.path), exist_ok=True)
+        try:
+            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            return False
+        with os.fdopen(fd, "wb") as f:
+            f.write(self._lease_bytes())
+        return True
+
+    def _unwritable(self, error):
+        return DatagenError("--output_dir %s: cannot write there (lock %s: %s)" % (
+            self.path.rsplit("/", 1)[0], self.path.rsplit("/", 1)[-1],
+            " ".join(str(error).split())))
 
     # -- taking, keeping and releasing ------------------------------------------------------
     def acquire(self):
         """Takes the lease or raises DatagenError naming the run that holds it."""
         held = self._read()
+        if held is None and _is_local(self.path):
+            try:
+                if self._create_local():
+                    self._start_heartbeat()
+                    return
+            except OSError as e:
+                raise self._unwritable(e) from None
+            held = self._read()  # another run created it just now
         if held is not None:
             stale = self._is_stale(held)
             if not stale:
@@ -110,9 +150,7 @@ class OutputLock:
         try:
             self._write()
         except OSError as e:
-            raise DatagenError("--output_dir %s: cannot write there (lock %s: %s)" % (
-                self.path.rsplit("/", 1)[0], self.path.rsplit("/", 1)[-1],
-                " ".join(str(e).split()))) from None
+            raise self._unwritable(e) from None
         try:
             time.sleep(SETTLE_SECONDS)
             now_held = self._read()
@@ -122,6 +160,9 @@ class OutputLock:
         if not now_held or now_held.get("run_id") != self.lease["run_id"]:
             raise DatagenError("%s was taken by %s at the same moment" % (
                 self.path, describe(now_held or {})))
+        self._start_heartbeat()
+
+    def _start_heartbeat(self):
         self._thread = threading.Thread(target=self._heartbeat, name="datagen-lock",
                                         daemon=True)
         self._thread.start()

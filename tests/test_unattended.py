@@ -200,3 +200,43 @@ def test_kill_9_then_rerun_takes_over_the_dead_runs_lock(tmp_path, corpus, capsy
     err = capsys.readouterr().err
     assert "taking over the lock" in err and "process %d on this host is gone" % proc.pid in err
     assert _summary(out)["status"] == "complete"
+
+
+def test_local_lock_is_taken_at_once_by_exactly_one_of_many_runs(tmp_path):
+    """On a local disk a free lease is an exclusive create: no settle wait, and of runs that
+    try at the same moment exactly one gets it; its heartbeat keeps the file there."""
+    import threading
+    from pipeline.lock import OutputLock
+    from pipeline.runners import DatagenError
+
+    out = str(tmp_path / "new" / "out")  # the lock makes the directory
+    locks = [OutputLock(out, "p", stale_seconds=0.8) for _ in range(8)]  # heartbeat 0.2 s
+    outcomes = [None] * len(locks)
+    start = threading.Barrier(len(locks))
+
+    def take(i):
+        start.wait()
+        began = time.time()
+        try:
+            locks[i].acquire()
+            outcomes[i] = ("held", time.time() - began)
+        except DatagenError as e:
+            outcomes[i] = ("refused", str(e))
+
+    threads = [threading.Thread(target=take, args=(i,)) for i in range(len(locks))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    held = [i for i, o in enumerate(outcomes) if o[0] == "held"]
+    assert len(held) == 1, outcomes
+    assert outcomes[held[0]][1] < 0.3  # no 0.5 s settle on a local disk
+    assert all("is in use by run %s" % locks[held[0]].lease["run_id"] in o[1]
+               for o in outcomes if o[0] == "refused")
+    path = os.path.join(out, "p.datagen.lock")
+    deadline = time.time() + 1.0  # five heartbeats: the lease file is never missing
+    while time.time() < deadline:
+        assert os.path.exists(path)
+    assert json.loads(open(path).read())["run_id"] == locks[held[0]].lease["run_id"]
+    locks[held[0]].release()
+    assert not os.path.exists(path) and os.listdir(out) == []
