@@ -7,6 +7,9 @@ import setuptools
 REQUIRED = [
     "apache-beam>=2.77,<3",
     "google-crc32c>=1.5",
+    # The job's local worker pool (pipeline/worker_pool.py) serves Beam's worker pool API;
+    # Beam itself depends on grpcio, at versions it accepts.
+    "grpcio>=1.33.1,<2",
     # The subword learner's token index: suffix array (pydivsufsort) and compiled loops (numba).
     "numpy>=1.24",
     "numba>=0.59",

@@ -7,8 +7,8 @@ A second run finds a fresh lease and stops at once (exit 2, naming the holder); 
 whose heartbeat is older than `--lock_stale_seconds`, or whose holder is a dead process on
 this host (a `kill -9`), is taken over with a warning.
 
-On a local file system a free lease is taken by an exclusive create (`O_EXCL`: exactly one
-of two runs succeeds, at once) and refreshed by an atomic replace, so the file never
+On a local file system a free lease is taken by an exclusive create (a hard link of the
+written lease to its name: exactly one of two runs succeeds, at once) and refreshed by an atomic replace, so the file never
 disappears while held. Object stores have no exclusive create, so there (and to take over a
 stale lease anywhere) the lease is taken by writing it, waiting a moment, and reading it back: the run whose id is there holds it. Two runs that both find no
 lease and write within the settle time of each other are sorted out by the read-back; only
@@ -113,15 +113,20 @@ class OutputLock:
         os.replace(tmp, self.path)  # atomic: the lease file is never missing while held
 
     def _create_local(self):
-        """Takes a free local lease with an exclusive create; False if a lease appeared."""
+        """Takes a free local lease; False if a lease appeared. The lease is written to a
+        temporary file and hard-linked to its name, which fails if the name exists: an
+        exclusive create that never shows a half-written lease."""
         os.makedirs(os.path.dirname(self.path), exist_ok=True)
+        tmp = "%s.%s.tmp" % (self.path, self.lease["run_id"])
+        with open(tmp, "wb") as f:
+            f.write(self._lease_bytes())
         try:
-            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            os.link(tmp, self.path)
+            return True
         except FileExistsError:
             return False
-        with os.fdopen(fd, "wb") as f:
-            f.write(self._lease_bytes())
-        return True
+        finally:
+            os.unlink(tmp)
 
     def _unwritable(self, error):
         return DatagenError("--output_dir %s: cannot write there (lock %s: %s)" % (

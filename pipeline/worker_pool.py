@@ -42,10 +42,14 @@ class LocalWorkerPool:
         self._options = options
         self._log_level = log_level
         self._processes = []
+        self._backends = []
         self._server = None
         self.address = None
 
     def start(self):
+        """Starts the processes and the front service, without waiting for the processes
+        to be ready (they import Beam meanwhile, while the driver builds its first pass): a
+        worker request waits for its process (`ready` waits for all)."""
         settings = json.dumps({"options": self._options.get_all_options(drop_default=True),
                                "log_level": self._log_level})
         try:
@@ -53,11 +57,10 @@ class LocalWorkerPool:
                 self._processes.append(subprocess.Popen(
                     [sys.executable, "-m", "pipeline.worker_pool", settings],
                     stdin=subprocess.PIPE, stdout=subprocess.PIPE))
-            addresses = [self._address_of(p) for p in self._processes]
-            front = _RoundRobin(addresses)
+            self._backends = [_Backend(p) for p in self._processes]
             self._server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
             beam_fn_api_pb2_grpc.add_BeamFnExternalWorkerPoolServicer_to_server(
-                front, self._server)
+                _RoundRobin(self._backends), self._server)
             self.address = "localhost:%d" % self._server.add_insecure_port("localhost:0")
             self._server.start()
         except BaseException:
@@ -65,23 +68,17 @@ class LocalWorkerPool:
             raise
         return self
 
-    def _address_of(self, process):
-        """The first line a worker process prints: its pool service's address."""
-        result = []
-        reader = threading.Thread(target=lambda: result.append(process.stdout.readline()),
-                                  daemon=True)
-        reader.start()
-        reader.join(START_TIMEOUT_SECONDS)
-        line = result[0].decode().strip() if result else ""
-        if not line.startswith("localhost:"):
-            raise RuntimeError("worker process %d did not start (exit status %s)"
-                               % (process.pid, process.poll()))
-        return line
+    def ready(self):
+        """Waits until every process serves; RuntimeError if one did not start."""
+        for backend in self._backends:
+            backend.stub()
 
     def close(self):
         if self._server is not None:
             self._server.stop(None)
             self._server = None
+        for backend in self._backends:
+            backend.close()
         for process in self._processes:
             try:
                 process.stdin.close()
@@ -95,6 +92,7 @@ class LocalWorkerPool:
                 process.wait()
             process.stdout.close()
         self._processes = []
+        self._backends = []
 
     def __enter__(self):
         return self.start()
@@ -104,28 +102,67 @@ class LocalWorkerPool:
         return False
 
 
+class _Backend:
+    """One worker process and, once it has printed its address, a stub of its service."""
+
+    def __init__(self, process):
+        self.process = process
+        self._channel = None
+        self._stub = None
+        self._lock = threading.Lock()
+
+    def stub(self):
+        with self._lock:
+            if self._stub is None:
+                self._channel = grpc.insecure_channel(self._address())
+                self._stub = beam_fn_api_pb2_grpc.BeamFnExternalWorkerPoolStub(self._channel)
+            return self._stub
+
+    def close(self):
+        """Closes the channel first: a process stopping under an open channel makes gRPC
+        log its GOAWAY on the console."""
+        with self._lock:
+            if self._channel is not None:
+                self._channel.close()
+                self._channel = self._stub = None
+
+    def _address(self):
+        """The first line the process prints: its pool service's address."""
+        result = []
+        reader = threading.Thread(target=lambda: result.append(self.process.stdout.readline()),
+                                  daemon=True)
+        reader.start()
+        reader.join(START_TIMEOUT_SECONDS)
+        line = result[0].decode().strip() if result else ""
+        if not line.startswith("localhost:"):
+            raise RuntimeError("worker process %d did not start (exit status %s)"
+                               % (self.process.pid, self.process.poll()))
+        return line
+
+
 class _RoundRobin(beam_fn_api_pb2_grpc.BeamFnExternalWorkerPoolServicer):
     """Forwards each StartWorker request to the next worker process in turn."""
 
-    def __init__(self, addresses):
-        self._stubs = [beam_fn_api_pb2_grpc.BeamFnExternalWorkerPoolStub(
-            grpc.insecure_channel(a)) for a in addresses]
-        self._next = itertools.cycle(self._stubs)
+    def __init__(self, backends):
+        self._next = itertools.cycle(backends)
         self._lock = threading.Lock()
-        self._owner = {}  # worker id -> the stub that started it
+        self._owner = {}  # worker id -> the backend that started it
 
     def StartWorker(self, request, context):
         with self._lock:
-            stub = next(self._next)
-            self._owner[request.worker_id] = stub
-        return stub.StartWorker(request)
+            backend = next(self._next)
+            self._owner[request.worker_id] = backend
+        try:
+            return backend.stub().StartWorker(request)
+        except Exception as e:  # the runner raises it as "Error starting worker: ..."
+            return beam_fn_api_pb2.StartWorkerResponse(error=str(e))
 
     def StopWorker(self, request, context):
         with self._lock:
-            stub = self._owner.pop(request.worker_id, None)
-        if stub is None:
+            backend = self._owner.pop(request.worker_id, None)
+        if backend is None:
             return beam_fn_api_pb2.StopWorkerResponse()
-        return stub.StopWorker(request)
+        return backend.stub().StopWorker(request)
 
 
 def _serve(settings):

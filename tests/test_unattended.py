@@ -7,7 +7,6 @@ in a subprocess where signals are involved), on a few hundred lines of the sampl
 import glob
 import json
 import os
-import shutil
 import signal
 import socket
 import re

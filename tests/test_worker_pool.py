@@ -90,6 +90,7 @@ def test_processes_end_when_the_driver_is_killed(tmp_path):
               "from apache_beam.options.pipeline_options import PipelineOptions\n"
               "from pipeline.worker_pool import LocalWorkerPool\n"
               "pool = LocalWorkerPool(2, PipelineOptions([])).start()\n"
+              "pool.ready()\n"
               "print(' '.join(str(p.pid) for p in pool._processes), flush=True)\n"
               "import time; time.sleep(600)\n" % REPO)
     driver = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
@@ -104,7 +105,10 @@ def test_processes_end_when_the_driver_is_killed(tmp_path):
 
 def test_a_worker_process_that_cannot_start_is_an_error_and_leaves_nothing(monkeypatch):
     monkeypatch.setattr(sys, "executable", "/bin/false")
-    pool = LocalWorkerPool(2, PipelineOptions([]))
-    with pytest.raises(RuntimeError, match="did not start"):
-        pool.start()
+    pool = LocalWorkerPool(2, PipelineOptions([])).start()
+    try:
+        with pytest.raises(RuntimeError, match="did not start"):
+            pool.ready()
+    finally:
+        pool.close()
     assert pool._processes == []

@@ -335,7 +335,6 @@ class TokenIndex:
         n = len(self.sa)
         bounds = [0]
         if n and num_partitions > 1:
-            sa = self.sa
             # cut points: ranks r where suffixes r-1 and r share < 2 characters of their windows
             rem = self.remaining
             shared = np.minimum(self.lcp_next[:-1], np.minimum(rem[:-1], rem[1:]))
