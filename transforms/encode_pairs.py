@@ -16,6 +16,7 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 from transforms import file_io
+from transforms.codecs.varints import encode_varints
 from transforms.example_proto import PairExampleWriter
 from transforms.length_stats import chunk_lengths
 from transforms.rejects import pair_reject_reason, reject_record
@@ -57,8 +58,10 @@ class _EncodeChunkFn(beam.DoFn):
         self._source = self._kind.load(self._paths[0])
         self._target = (self._source if self._paths[1] == self._paths[0]
                         else self._kind.load(self._paths[1]))
-        self._eos = (self._kind.eos_ids(self._source, self._eos_token),
-                     self._kind.eos_ids(self._target, self._eos_token))
+        # per side: the EOS ids as varints, and how many
+        self._eos = tuple((encode_varints(ids), len(ids)) for ids in (
+            self._kind.eos_ids(self._source, self._eos_token),
+            self._kind.eos_ids(self._target, self._eos_token)))
         # per side: line -> (Example entry, id count with EOS, id count without EOS, OOV
         # words, characters): the counts kept so a cached line costs no len() calls
         self._line_entries = ({}, {})
@@ -76,10 +79,10 @@ class _EncodeChunkFn(beam.DoFn):
         known = cache.get(text)
         if known is None:
             encoder = self._source if side == 0 else self._target
-            ids, oov = self._kind.encode_line(encoder, text)
-            eos = self._eos[side]
-            known = (self._examples.entry(side, ids + eos), len(ids) + len(eos), len(ids), oov,
-                     len(text))
+            packed, count, oov = self._kind.encode_line_varints(encoder, text)
+            eos, eos_count = self._eos[side]
+            known = (self._examples.entry_from_varints(side, packed + eos), count + eos_count,
+                     count, oov, len(text))
             if len(cache) >= LINE_CACHE_SIZE:
                 cache.clear()
             cache[text] = known

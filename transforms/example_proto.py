@@ -13,6 +13,8 @@ registration of `tensorflow.Example` when both are loaded in one process.
 
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
+from transforms.codecs.varints import encode_varints, varint
+
 _PACKAGE = "t2t_beam_datagen.tf_example"
 _FIELD = descriptor_pb2.FieldDescriptorProto
 
@@ -83,14 +85,12 @@ class Int64FeaturesWriter:
                 if f.WhichOneof("kind") == "int64_list"}
 
 
+_ONE_BYTE = [bytes((n,)) for n in range(0x80)]
+
+
 def _varint(n):
     """Protobuf's base-128 varint of a non-negative int (a length prefix)."""
-    out = bytearray()
-    while n > 0x7F:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
+    return _ONE_BYTE[n] if n < 0x80 else varint(n)
 
 
 class PairExampleWriter:
@@ -107,15 +107,30 @@ class PairExampleWriter:
     def __init__(self, first_name, second_name):
         self._writer = Int64FeaturesWriter()
         self._names = (first_name, second_name)
+        # a map entry's key field: tag 1 (length-delimited), the feature's name
+        self._keys = tuple(b"\x0a" + _varint(len(n.encode())) + n.encode() for n in self._names)
         a, b = self.entry(0, [1, 2]), self.entry(1, [3])
         expected = self._writer.serialize({first_name: [1, 2], second_name: [3]})
         self._swap = expected != self._joined(a, b)
         if self._swap and expected != self._joined(b, a):
             raise RuntimeError("unexpected Example layout from the protobuf runtime")
+        for values in ([1], [300, 0, 1 << 40], list(range(200))):
+            if self.entry_from_varints(0, encode_varints(values)) != self.entry(0, values):
+                raise RuntimeError("unexpected map entry layout from the protobuf runtime")
 
     def entry(self, side, values):
         """The serialized map entry of feature `side` (0 or 1) with int64 `values`."""
         return _strip_header(self._writer.serialize({self._names[side]: values}))
+
+    def entry_from_varints(self, side, packed):
+        """`entry(side, values)` from the values' concatenated varints
+        (`transforms.codecs.varints`), built without a message object: map entry {key, value:
+        Feature {int64_list (field 3): Int64List {value (field 1, packed)}}}, each nested
+        message behind its tag and length. Checked against `entry` at construction."""
+        int64_list = b"\x0a" + _varint(len(packed)) + packed if packed else b""
+        feature = b"\x1a" + _varint(len(int64_list)) + int64_list
+        body = self._keys[side] + b"\x12" + _varint(len(feature)) + feature
+        return b"\x0a" + _varint(len(body)) + body
 
     @staticmethod
     def _joined(first, second):

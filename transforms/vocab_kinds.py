@@ -16,7 +16,8 @@ no state: it pickles by reference into every DoFn that needs it.
 
 Vocab files are read and written through Beam's FileSystems, so every path may be remote.
 The codecs' encoders and learners (`transforms.codecs`) are imported where they are used, so
-a run loads only its own kind's (the `ENDOFTEXT` constant is the one exception).
+a run loads only its own kind's (the `ENDOFTEXT` constant and the varint helpers are the
+exceptions).
 """
 
 import apache_beam as beam
@@ -24,6 +25,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from transforms import file_io
 from transforms.codecs.byte_bpe import ENDOFTEXT
+from transforms.codecs.varints import count_varints, encode_varints
 
 BPE_FILES = ("vocab.json", "merges.txt")
 GPT2_BPE_FILES = ("encoder.json", "vocab.bpe")  # OpenAI's names for the same two formats
@@ -89,6 +91,12 @@ class VocabKind:
         """(ids of one stripped line without EOS, number of out-of-vocabulary words)."""
         return encoder.encode(text), 0
 
+    def encode_line_varints(self, encoder, text):
+        """(`encode_line`'s ids as concatenated varints, how many ids, OOV words): the form
+        the encode pass writes into Examples (`transforms.codecs.varints`)."""
+        ids, oov = self.encode_line(encoder, text)
+        return encode_varints(ids), len(ids), oov
+
     def learn(self, passes, work_dir, files, config, run_pass, first_pass=None):
         """Runs the vocab passes that learn `files`' vocabularies with `passes` (the
         `pipeline.vocab_passes` module, handed in so this layer does not import the driver)
@@ -127,6 +135,10 @@ class SubwordKind(VocabKind):
 
     def eos_ids(self, encoder, eos_token):
         return [1]  # T2T's EOS_ID
+
+    def encode_line_varints(self, encoder, text):
+        data = encoder.encode_varints(text)  # each token's varints cached by the encoder
+        return data, count_varints(data), 0
 
     def learn(self, passes, work_dir, files, config, run_pass, first_pass=None):
         """T2T's bisection over min_count, several Beam passes (`learn_subword_vocabs`)."""

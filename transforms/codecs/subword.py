@@ -13,6 +13,7 @@ import re
 from itertools import chain
 
 from transforms.codecs import tokenizer
+from transforms.codecs.varints import encode_varints
 
 PAD = "<pad>"
 EOS = "<EOS>"
@@ -97,27 +98,29 @@ def parse_vocab_lines(lines):
     return out
 
 
-class _TokenIdsCache(dict):
-    """token -> subtoken ids, filled on a miss (`__missing__`), so a hit costs one C lookup.
+class _TokenCache(dict):
+    """token -> what `compute(token)` gives (its subtoken ids, or their varints), filled on a
+    miss (`__missing__`), so a hit costs one C lookup.
 
-    " " maps to no ids: a single space between two other tokens is not a token (see
-    `tokenizer.split_runs`); `SubwordEncoder.encode` adds back the first and last one. The
-    cache is emptied when it reaches `limit` entries, which bounds a worker's memory.
+    " " maps to `space` (nothing): a single space between two other tokens is not a token
+    (see `tokenizer.split_runs`); the encoder adds back the first and last one. The cache is
+    emptied when it reaches `limit` entries, which bounds a worker's memory.
     """
 
-    def __init__(self, token_ids, limit):
+    def __init__(self, compute, limit, space):
         super().__init__()
-        self._token_ids = token_ids
+        self._compute = compute
         self._limit = limit
-        self[" "] = []
+        self._space = space
+        self[" "] = space
 
     def __missing__(self, token):
-        ids = self._token_ids(token)
+        value = self._compute(token)
         if len(self) >= self._limit:
             self.clear()
-            self[" "] = []
-        self[token] = ids
-        return ids
+            self[" "] = self._space
+        self[token] = value
+        return value
 
 
 def _prefix_table(string_to_id):
@@ -145,7 +148,9 @@ class SubwordEncoder:
         self._ids = {s: i for i, s in enumerate(self.subtoken_strings) if s}
         self._prefixes = _prefix_table(self._ids)
         self.alphabet = frozenset(c for s in self.subtoken_strings for c in s) | ESCAPE_CHARS
-        self._cache = _TokenIdsCache(self._token_ids_uncached, cache_size)
+        self._cache = _TokenCache(self._token_ids_uncached, cache_size, [])
+        self._varints_cache = _TokenCache(
+            lambda token: encode_varints(self._token_ids_uncached(token)), cache_size, b"")
 
     @classmethod
     def from_text(cls, text):
@@ -220,6 +225,22 @@ class SubwordEncoder:
         if runs[-1] == " " and len(runs) > 1:
             ids.extend(self.token_to_ids(" "))
         return ids
+
+    def encode_varints(self, text):
+        """`encode(text)` as the concatenated varints of its ids
+        (`transforms.codecs.varints`): what an Example's int64 list holds, built by joining
+        each token's cached bytes."""
+        runs = tokenizer.split_runs(text)
+        if not runs:
+            return b""
+        data = b"".join(map(self._varints_cache.__getitem__, runs))
+        if runs[0] == " " or (runs[-1] == " " and len(runs) > 1):
+            space = encode_varints(self.token_to_ids(" "))
+            if runs[0] == " ":
+                data = space + data
+            if runs[-1] == " " and len(runs) > 1:
+                data += space
+        return data
 
     def decode(self, ids, strip_extraneous=False):
         """Subtoken ids -> text. With `strip_extraneous`, trailing PAD and EOS ids are dropped."""
