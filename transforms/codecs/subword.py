@@ -149,8 +149,10 @@ class SubwordEncoder:
         self._prefixes = _prefix_table(self._ids)
         self.alphabet = frozenset(c for s in self.subtoken_strings for c in s) | ESCAPE_CHARS
         self._cache = _TokenCache(self._token_ids_uncached, cache_size, [])
+        self._id_varints = [encode_varints((i,)) for i in range(len(self.subtoken_strings))]
         self._varints_cache = _TokenCache(
-            lambda token: encode_varints(self._token_ids_uncached(token)), cache_size, b"")
+            lambda token: b"".join(map(self._id_varints.__getitem__,
+                                       self._token_ids_uncached(token))), cache_size, b"")
 
     @classmethod
     def from_text(cls, text):
