@@ -41,7 +41,7 @@ def build_encode_pass(p, chunks, vocab_paths, seed, problem, num_shards, work_di
     ({"fragments", "shards", "rejects"}); the shard and rejects files are moved into place by
     the driver once the books balance.
     """
-    encoded = (p | "Chunks" >> beam.Create(chunks)
+    encoded = (p | "Chunks" >> beam.Create(chunks, reshuffle=False)
                | "Encode" >> EncodePairs(vocab_paths[0], vocab_paths[1], seed, num_shards,
                                          work_dirs["fragments"], config))
     shards = encoded.records | "Write" >> WriteShuffledShards(problem, num_shards,
@@ -55,7 +55,7 @@ def build_encode_pass(p, chunks, vocab_paths, seed, problem, num_shards, work_di
                | "LengthsToList" >> beam.Map(list))
     rejects = encoded.rejects
     if earlier_rejects:
-        earlier = (p | "RejectFiles" >> beam.Create(list(earlier_rejects))
+        earlier = (p | "RejectFiles" >> beam.Create(list(earlier_rejects), reshuffle=False)
                    | "ReadRejects" >> beam.FlatMap(_read_rejects_file))
         rejects = (rejects, earlier) | "AllRejects" >> beam.Flatten()
     written = rejects | "Rejects" >> WriteRejects(work_dirs["rejects"])

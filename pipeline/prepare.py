@@ -53,12 +53,12 @@ class PrepareInputs(beam.PTransform):
         outputs = {}
         scanned = None
         if self._paths:
-            scanned = (pbegin | "Paths" >> beam.Create(self._paths)
+            scanned = (pbegin | "Paths" >> beam.Create(self._paths, reshuffle=False)
                        | "Scan" >> ScanTextFiles(self._read.encode_chunk_lines))
             outputs["files"] = scanned | "AsList" >> beam.Map(list)
         if self._structured:
             outputs["materialized"] = (
-                pbegin | "Datasets" >> beam.Create(self._structured)
+                pbegin | "Datasets" >> beam.Create(self._structured, reshuffle=False)
                 | "Materialize" >> MaterializeDatasets(self._work_dir, self._read))
         _ = outputs | "Result" >> WriteJsonResult(self._result_path)
         return scanned

@@ -108,8 +108,8 @@ def sample_items(p, files, scanned=None):
     """(vocab_name, path, size[, rejected_path]) of every file to sample: {name: [(path,
     size[, rejected_path])]} as a PCollection; a size None is taken from `scanned` ((path,
     facts) of a scan in the same pipeline)."""
-    items = p | "Files" >> beam.Create(
-        [(name, *entry) for name in sorted(files) for entry in files[name]])
+    items = p | "Files" >> beam.Create(  # spread by the sampler (no reshuffle here)
+        [(name, *entry) for name in sorted(files) for entry in files[name]], reshuffle=False)
     if scanned is not None:
         items = items | "FileSizes" >> beam.Map(_with_size, facts=beam.pvalue.AsDict(scanned))
     return items
@@ -146,7 +146,7 @@ def build_vocab_pass(p, files, indexes, index_dir, known, result_path, config, s
                        distinct=counted["distinct"] | "DistinctToList" >> beam.Map(list))
     else:
         names = sorted(indexes)
-        index_pc = p | "Indexes" >> beam.Create(sorted(indexes.items()))
+        index_pc = p | "Indexes" >> beam.Create(sorted(indexes.items()), reshuffle=False)
     learnt = index_pc | "Learn" >> LearnSubwordVocabs(
         names, config.vocab.vocab_size, config.vocab.vocab_partitions,
         rounds=config.vocab.bisection_rounds, lookahead=config.vocab.bisection_lookahead,

@@ -86,7 +86,7 @@ class WriteShuffledShards(beam.PTransform):
     def expand(self, fragments):
         all_shards = [((split, shard), None)
                       for split, n in sorted(self._num_shards.items()) for shard in range(n)]
-        expected = fragments.pipeline | "AllShards" >> beam.Create(all_shards)
+        expected = fragments.pipeline | "AllShards" >> beam.Create(all_shards, reshuffle=False)
         return ({"fragments": fragments, "expected": expected}
                 | "GroupByShard" >> beam.CoGroupByKey()
                 | "WriteShard" >> beam.ParDo(_WriteShardFn(self._problem, self._num_shards,

@@ -133,7 +133,7 @@ class SampleAndCountTokens(beam.PTransform):
                        _SampleFileFn(self._budget, self._on_invalid, self._tokenize))
                    .with_outputs(STATS, main="counts"))
         every_name = files.pipeline | "EveryVocab" >> beam.Create(
-            [(name, {}) for name in self._names])
+            [(name, {}) for name in self._names], reshuffle=False)
         totals = ((sampled.counts, every_name)
                   | "WithEveryVocab" >> beam.Flatten()
                   | "SumCounts" >> beam.CombinePerKey(_SumCountsFn()))
