@@ -13,6 +13,7 @@ import os
 
 import apache_beam as beam
 import pytest
+from hypothesis import given, settings, strategies as st
 from apache_beam.testing.util import assert_that, equal_to
 
 from beam_unit import test_pipeline, write
@@ -120,6 +121,71 @@ def test_sample_puts_a_converted_sides_rejected_lines_back_in_place(tmp_path):
         assert_that(out["totals"] | beam.MapTuple(lambda n, c: (n, sorted(c.items()))),
                     equal_to([("v", [("b", 1), ("bb", 1), ("d", 1), ("dd", 1), ("f", 1),
                                      ("ff", 1)])]))
+
+
+_line = st.one_of(st.text(alphabet="ab c\r\t中", max_size=12).map(lambda t: t.encode()),
+                  st.just(b"\xff\xfe bad"), st.just(b""))
+
+
+@settings(max_examples=400, deadline=None)
+@given(lines=st.lists(_line, max_size=60), trailing_newline=st.booleans(),
+       budget=st.integers(min_value=1, max_value=400), size_factor=st.sampled_from([1, 3, 9]),
+       part_bytes=st.integers(min_value=1, max_value=80))
+def test_sample_parts_give_exactly_the_whole_files_sample(lines, trailing_newline, budget,
+                                                          size_factor, part_bytes):
+    """Planned parts (each read from its own start byte) hold exactly T2T's sample of the
+    file, in order: any stride (the size sets it), budget, part size, invalid lines passed
+    over, \r, empty lines, with or without a final newline."""
+    import io
+    from transforms.text_lines import (iter_raw_lines, plan_sample_parts,
+                                       sample_lines_for_vocab, sample_part_lines)
+    data = b"\n".join(lines) + (b"\n" if trailing_newline and lines else b"")
+    size = len(data) * size_factor  # a size beyond the bytes read makes the stride larger
+    whole = list(sample_lines_for_vocab(iter_raw_lines(io.BytesIO(data)), size, budget,
+                                        on_invalid="reject"))
+    parts = plan_sample_parts(iter_raw_lines(io.BytesIO(data)), size, budget, part_bytes,
+                              on_invalid="reject")
+    from_parts = []
+    for part in parts:
+        stream = io.BytesIO(data)
+        stream.seek(part[0])
+        from_parts.extend(sample_part_lines(iter_raw_lines(stream), size, budget, part,
+                                            on_invalid="reject"))
+    assert from_parts == whole
+    assert all(a[1] <= b[0] for a, b in zip(parts, parts[1:]))
+
+
+def test_sample_in_parts_counts_as_the_whole_file(tmp_path):
+    """A real corpus file sampled in 2 KB parts, on TestPipeline: the totals and file
+    statistics of T2T's whole-file sample; an invalid line is reported with its own number."""
+    from transforms.text_lines import iter_raw_lines, sample_lines_for_vocab
+    src = os.path.join(os.path.dirname(os.path.dirname(DATA_DIR)), "sample_data",
+                       "enzh-mlqe-pe", "train.zh")
+    with open(src, "rb") as f:
+        data = f.read()
+    plain = write(tmp_path / "train.zh", data)
+    bad = write(tmp_path / "bad.zh", data + b"\xff bad\n" + data[:3000])
+    bad_line = data.count(b"\n") + 1
+    for budget in (1e8, 5e4, 2e5):  # every line; a stride of 1 and of 5, the budget spent
+        with open(plain, "rb") as f:
+            sample = list(sample_lines_for_vocab(iter_raw_lines(f), len(data), budget))
+        counts = collections.Counter(t for line in sample for t in tokenizer.encode(line))
+        assert 100 < len(sample) < 7000 or budget == 1e8
+        with test_pipeline() as p:
+            out = (p | beam.Create([("v", plain, len(data))])
+                   | SampleAndCountTokens(["v"], budget, part_bytes=2048))
+            assert_that(out["totals"] | beam.MapTuple(lambda n, c: (n, sorted(c.items()))),
+                        equal_to([("v", sorted(counts.items()))]), label="Totals")
+            assert_that(out["stats"] | beam.Map(lambda s: (
+                s["sampled_lines"], s["sampled_chars"], s["distinct_tokens_in_file"],
+                s.get("error"))), equal_to([(len(sample), sum(map(len, sample)), len(counts),
+                                             None)]), label="Stats")
+    error = "%s:%d: invalid UTF-8 at byte 0 of the line (invalid start byte)" % (bad, bad_line)
+    for part_bytes in (1 << 30, 2048):  # whole, and in parts
+        with test_pipeline() as p:
+            out = (p | beam.Create([("v", bad, os.path.getsize(bad))])
+                   | SampleAndCountTokens(["v"], 1e8, part_bytes=part_bytes))
+            assert_that(out["stats"] | beam.Map(lambda s: s.get("error")), equal_to([error]))
 
 
 def test_sum_counts_combine_merges_without_double_counting():

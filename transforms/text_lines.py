@@ -108,19 +108,18 @@ def scan_stream(stream, checkpoint_every):
     return num_bytes, num_lines, checkpoints, first_invalid
 
 
-def sample_lines_for_vocab(raw_lines, file_size, byte_budget, path="<stream>", on_invalid="error"):
-    """Tensor2Tensor's `generate_lines_for_vocab` sampling for one file.
-
-    Skips `int(file_size / byte_budget / 2)` lines between samples, takes one stripped line,
-    charges its length in characters against the budget, and stops when a line is due and the
-    budget is spent (so the last line may overshoot). Yields decoded, stripped lines. With
-    `on_invalid="reject"` a line that is not UTF-8 is passed over and the next line is taken
-    in its place.
-    """
-    stride = int(file_size / byte_budget / 2)
-    counter = 0
-    budget = byte_budget
-    for number, raw in enumerate(raw_lines, 1):
+def _sampled(raw_lines, stride, budget, path, on_invalid, number=0, counter=0, offset=0,
+             end=None):
+    """Tensor2Tensor's `generate_lines_for_vocab` loop over `raw_lines` (a file's lines from
+    byte `offset` on, the first one numbered `number + 1`): yields (line number, byte offset,
+    stripped line) of each sampled line. `counter` is the stride counter at the start; lines
+    starting at or after byte `end` are not read."""
+    for raw in raw_lines:
+        number += 1
+        at = offset
+        offset += len(raw) + 1
+        if end is not None and at >= end:
+            return
         if counter < stride:
             counter += 1
             continue
@@ -132,4 +131,59 @@ def sample_lines_for_vocab(raw_lines, file_size, byte_budget, path="<stream>", o
         line = line.strip()
         budget -= len(line)
         counter = 0
+        yield number, at, line
+
+
+def sample_stride(file_size, byte_budget):
+    """Lines T2T skips between two sampled lines of a file of `file_size` bytes."""
+    return int(file_size / byte_budget / 2)
+
+
+def sample_lines_for_vocab(raw_lines, file_size, byte_budget, path="<stream>", on_invalid="error"):
+    """Tensor2Tensor's `generate_lines_for_vocab` sampling for one file.
+
+    Skips `int(file_size / byte_budget / 2)` lines between samples, takes one stripped line,
+    charges its length in characters against the budget, and stops when a line is due and the
+    budget is spent (so the last line may overshoot). Yields decoded, stripped lines. With
+    `on_invalid="reject"` a line that is not UTF-8 is passed over and the next line is taken
+    in its place.
+    """
+    for _, _, line in _sampled(raw_lines, sample_stride(file_size, byte_budget), byte_budget,
+                               path, on_invalid):
+        yield line
+
+
+def plan_sample_parts(raw_lines, file_size, byte_budget, part_bytes, path="<stream>",
+                      on_invalid="error"):
+    """The sample of one file (as `sample_lines_for_vocab` takes it) cut into parts of about
+    `part_bytes` that can be read independently, in parallel (`sample_part_lines`).
+
+    Returns [(start byte, end byte, line number before start)]: a part starts at a sampled
+    line (where T2T's stride counter always equals the stride) and holds the sampled lines
+    starting before `end`; the last part ends right after the last sampled line, where the
+    budget stopped the sample. Reads the file once, decoding only the sampled lines (their
+    lengths spend the budget).
+    """
+    parts = []
+    start = last = None
+    for number, at, _ in _sampled(raw_lines, sample_stride(file_size, byte_budget), byte_budget,
+                                  path, on_invalid):
+        if start is None or at - start[0] >= part_bytes:
+            if start is not None:
+                parts.append((start[0], at, start[1]))
+            start = (at, number - 1)
+        last = at
+    if start is not None:
+        parts.append((start[0], last + 1, start[1]))
+    return parts
+
+
+def sample_part_lines(raw_lines, file_size, byte_budget, part, path="<stream>",
+                      on_invalid="error"):
+    """The sampled lines of one part of `plan_sample_parts`; `raw_lines` are the file's
+    lines from the part's start byte on."""
+    start, end, number = part
+    stride = sample_stride(file_size, byte_budget)
+    for _, _, line in _sampled(raw_lines, stride, float("inf"), path, on_invalid, number,
+                               counter=stride, offset=start, end=end):
         yield line

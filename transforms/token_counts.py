@@ -1,9 +1,12 @@
 """SampleAndCountTokens: T2T's byte-budget vocab sample, tokenized, counted by a Beam combine.
 
-Each input file is sampled independently (one worker per file, as T2T's stride sampling is
-sequential within a file); the sampled lines are tokenized with T2T's invertible tokenizer and
-counted per file, and `CombinePerKey(sum)` adds the counts of all files that feed one
-vocabulary. The output is `(vocab_name, token, count)` triples, plus per-file sampling statistics.
+T2T samples each file on its own, sequentially (a stride between sampled lines, a budget of
+characters). Here a plain file's sample is first planned (one read, decoding only the sampled
+lines: `text_lines.plan_sample_parts`) and cut into parts of about 4 MB that start at sampled
+lines, so the parts are tokenized with T2T's invertible tokenizer and counted on any worker;
+compressed files and converted sides are sampled whole. `CombinePerKey` adds the counts of a
+file's parts, then of all files that feed one vocabulary. The output is one {token: count}
+per vocabulary, plus per-file sampling statistics.
 """
 
 import collections
@@ -14,9 +17,9 @@ import apache_beam as beam
 
 from transforms import file_io
 from transforms.codecs import tokenizer
-from transforms.text_lines import InputError, iter_raw_lines, sample_lines_for_vocab
+from transforms.text_lines import (InputError, iter_raw_lines, plan_sample_parts,
+                                   sample_lines_for_vocab, sample_part_lines)
 
-STATS = "stats"
 
 
 def with_rejected_lines(kept, rejected):
@@ -33,14 +36,59 @@ def with_rejected_lines(kept, rejected):
     yield from kept
 
 
+SAMPLE_PART_BYTES = 4 << 20  # a plain file's sample is tokenized in parts of about this size
+
+
+def _can_split(item, part_bytes):
+    """Whether a file's sample can be read in parts: a plain, seekable file of at least two
+    parts (a converted side with `.rejected` lines is one sequence of two files)."""
+    _, path, file_size, *rejected = item
+    return (not (rejected and rejected[0]) and file_size is not None
+            and file_size >= 2 * part_bytes and not file_io.is_compressed(path))
+
+
+class _PlanSampleFn(beam.DoFn):
+    """(vocab_name, path, file_size[, rejected_path]) -> (item, part) for each part of the
+    file's sample (`text_lines.plan_sample_parts`), or (item, None) when it is read whole.
+
+    Planning reads the file once, decoding only the sampled lines (their lengths spend T2T's
+    budget); the parts are then tokenized and counted on any worker, so a vocabulary with one
+    big file no longer keeps one worker busy while the others wait.
+    """
+
+    def __init__(self, byte_budget, on_invalid_utf8, part_bytes):
+        self._budget = byte_budget
+        self._on_invalid = on_invalid_utf8
+        self._part_bytes = part_bytes
+
+    def process(self, item):
+        if not _can_split(item, self._part_bytes):
+            yield item, None
+            return
+        _, path, file_size, *_ = item
+        try:
+            with file_io.open_text_source(path) as f:
+                parts = plan_sample_parts(iter_raw_lines(f), file_size, self._budget,
+                                          self._part_bytes, path, self._on_invalid)
+        except InputError:
+            yield item, None  # read whole, where the error is reported like any other
+            return
+        if not parts:
+            yield item, None
+        for part in parts:
+            yield item, part
+
+
 class _SampleFileFn(beam.DoFn):
-    """(vocab_name, path, file_size[, rejected_path]) -> (vocab_name, {token: count}) for the
-    file's sample; `rejected_path` (a converted dataset's `.rejected` lines) puts the lines of
-    rejected units back into the sample, `file_size` counting them too.
+    """(item, part) -> ((vocab_name, path), (token counts, lines, chars, error)) of the
+    sampled lines of one part of a file (`_PlanSampleFn`), or of the whole file (part None);
+    `item` is (vocab_name, path, file_size[, rejected_path]): `rejected_path` (a converted
+    dataset's `.rejected` lines) puts the lines of rejected units back into the sample,
+    `file_size` counting them too.
 
     A file that cannot be read (a truncated `.gz`, invalid UTF-8 with `on_invalid_utf8`
-    "error") ends its sample and puts an `error` into the file's statistics for the driver
-    to report, rather than failing the pipeline with a worker's traceback.
+    "error") ends its sample with an `error` for the file's statistics, which the driver
+    reports, rather than failing the pipeline with a worker's traceback.
     """
 
     def __init__(self, byte_budget, on_invalid_utf8="error", tokenize=tokenizer.encode):
@@ -48,30 +96,32 @@ class _SampleFileFn(beam.DoFn):
         self._on_invalid = on_invalid_utf8
         self._tokenize = tokenize
 
-    def process(self, item):
-        vocab_name, path, file_size, *rejected = item
+    def process(self, element):
+        (vocab_name, path, file_size, *rejected), part = element
         counts = collections.Counter()
         lines = chars = 0
         error = None
         try:
             with contextlib.ExitStack() as files:
-                raw_lines = iter_raw_lines(files.enter_context(file_io.open_text_source(path)))
-                if rejected and rejected[0]:
-                    rejected_f = files.enter_context(file_io.open_text_source(rejected[0]))
-                    raw_lines = with_rejected_lines(raw_lines, iter_raw_lines(rejected_f))
-                for line in sample_lines_for_vocab(raw_lines, file_size, self._budget,
-                                                   path, self._on_invalid):
+                f = files.enter_context(file_io.open_text_source(path))
+                if part is not None:
+                    f.seek(part[0])
+                    sampled = sample_part_lines(iter_raw_lines(f), file_size, self._budget,
+                                                part, path, self._on_invalid)
+                else:
+                    raw_lines = iter_raw_lines(f)
+                    if rejected and rejected[0]:
+                        rejected_f = files.enter_context(file_io.open_text_source(rejected[0]))
+                        raw_lines = with_rejected_lines(raw_lines, iter_raw_lines(rejected_f))
+                    sampled = sample_lines_for_vocab(raw_lines, file_size, self._budget, path,
+                                                     self._on_invalid)
+                for line in sampled:
                     counts.update(self._tokenize(line))
                     lines += 1
                     chars += len(line)
         except InputError as e:
             error = str(e)
-        yield vocab_name, dict(counts)
-        stats = {"vocab": vocab_name, "path": path, "sampled_lines": lines,
-                 "sampled_chars": chars, "distinct_tokens_in_file": len(counts)}
-        if error:
-            stats["error"] = error
-        yield beam.pvalue.TaggedOutput(STATS, stats)
+        yield (vocab_name, path), (dict(counts), lines, chars, error)
 
 
 class _SumCountsFn(beam.CombineFn):
@@ -98,6 +148,53 @@ class _SumCountsFn(beam.CombineFn):
         return acc
 
 
+class _SumSampleFn(beam.CombineFn):
+    """Adds the (counts, lines, chars, error) of one file's parts; the first error (by line)
+    stands for the file."""
+
+    def __init__(self):
+        self._counts = _SumCountsFn()
+
+    def create_accumulator(self):
+        return {}, 0, 0, None
+
+    def add_input(self, acc, part):
+        counts, lines, chars, error = acc
+        if counts:
+            self._counts.add_input(counts, part[0])
+        else:
+            counts = dict(part[0])  # a copy: an input element is not to be changed
+        errors = [e for e in (error, part[3]) if e]
+        return (counts, lines + part[1], chars + part[2],
+                min(errors, key=_error_line) if errors else None)
+
+    def merge_accumulators(self, accs):
+        accs = list(accs)
+        errors = [a[3] for a in accs if a[3]]
+        return (self._counts.merge_accumulators([a[0] for a in accs]),
+                sum(a[1] for a in accs), sum(a[2] for a in accs),
+                min(errors, key=_error_line) if errors else None)
+
+    def extract_output(self, acc):
+        return acc
+
+
+def _error_line(error):
+    """The line number an InputError message names (`path:line: ...`), for ordering."""
+    head = error.split(": ", 1)[0]
+    number = head.rsplit(":", 1)[-1]
+    return (int(number) if number.isdigit() else 0, error)
+
+
+def _file_stats(item):
+    (vocab_name, path), (counts, lines, chars, error) = item
+    stats = {"vocab": vocab_name, "path": path, "sampled_lines": lines,
+             "sampled_chars": chars, "distinct_tokens_in_file": len(counts)}
+    if error:
+        stats["error"] = error
+    return stats
+
+
 def count_triples(item):
     """(vocab_name, {token: count}) -> its (vocab_name, token, count) triples."""
     name, counts = item
@@ -119,24 +216,29 @@ class SampleAndCountTokens(beam.PTransform):
     """
 
     def __init__(self, vocab_names, byte_budget, on_invalid_utf8="error",
-                 tokenize=tokenizer.encode):
+                 tokenize=tokenizer.encode, part_bytes=SAMPLE_PART_BYTES):
         super().__init__()
+        self._part_bytes = part_bytes
         self._names = sorted(vocab_names)
         self._on_invalid = on_invalid_utf8
         self._tokenize = tokenize
         self._budget = byte_budget
 
     def expand(self, files):
-        sampled = (files
-                   | "Spread" >> beam.Reshuffle()
-                   | "SampleAndTokenize" >> beam.ParDo(
-                       _SampleFileFn(self._budget, self._on_invalid, self._tokenize))
-                   .with_outputs(STATS, main="counts"))
+        per_file = (files
+                    | "Spread" >> beam.Reshuffle()
+                    | "Plan" >> beam.ParDo(_PlanSampleFn(self._budget, self._on_invalid,
+                                                         self._part_bytes))
+                    | "SpreadParts" >> beam.Reshuffle()
+                    | "SampleAndTokenize" >> beam.ParDo(
+                        _SampleFileFn(self._budget, self._on_invalid, self._tokenize))
+                    | "SumParts" >> beam.CombinePerKey(_SumSampleFn()))
         every_name = files.pipeline | "EveryVocab" >> beam.Create(
             [(name, {}) for name in self._names], reshuffle=False)
-        totals = ((sampled.counts, every_name)
+        totals = ((per_file | "ByVocab" >> beam.MapTuple(lambda key, acc: (key[0], acc[0])),
+                   every_name)
                   | "WithEveryVocab" >> beam.Flatten()
                   | "SumCounts" >> beam.CombinePerKey(_SumCountsFn()))
         return {"totals": totals,
-                "stats": sampled[STATS],
+                "stats": per_file | "FileStats" >> beam.Map(_file_stats),
                 "distinct": totals | "Distinct" >> beam.MapTuple(lambda n, c: (n, len(c)))}
