@@ -52,7 +52,7 @@ from pipeline.datasets import literal_patterns, plan_datasets
 from pipeline.layout import OutputLayout
 from pipeline.options import (DatagenOptions, check_known_flags, datagen_config,
                               datagen_flag_values, parse_flags, validate_flags)
-from pipeline.passes import PassRunner
+from pipeline.passes import PassRunner, WorkerDied
 from pipeline.prepare import PrepareStep, rides_along
 from pipeline.runners import (DatagenError, check_workers_can_import_project, is_dry_run,
                               one_line, run_small_input_in_process)
@@ -313,6 +313,9 @@ class DatagenJob:
             LOG.exception("could not write the failure summary")
 
 
+WORKER_DIED_STATUS = 1  # as any other failure, but with one line and no traceback
+
+
 def run(argv=None, interrupted=lambda: None):
     """Runs the job; returns the summary dict. Raises DatagenError on bad input or flags,
     Interrupted when `interrupted()` reports a signal."""
@@ -365,6 +368,9 @@ def main(argv=None):
         stopped = e if isinstance(e, Interrupted) else Interrupted(signal.SIGINT)
         LOG.error("interrupted (%s)", stopped)
         return stopped.exit_status
+    except WorkerDied as e:
+        LOG.error("%s", e)
+        return WORKER_DIED_STATUS
     if summary["status"] == "dry_run":
         print("dry run: %d passes translated for runner %s; nothing was run or written"
               % (summary["passes"], summary["runner"]))
@@ -375,9 +381,9 @@ def main(argv=None):
 
 if __name__ == "__main__":
     status = main()
-    if status > 128:
-        # Interrupted: Beam's threads waiting on killed workers would delay or garble the
-        # exit; everything the run had to clean up is done.
+    if status > 128 or status == WORKER_DIED_STATUS:
+        # Interrupted, or a worker died: Beam's threads waiting on killed workers would
+        # delay or garble the exit (or block it); everything the run had to clean up is done.
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(status)

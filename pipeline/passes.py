@@ -18,6 +18,17 @@ from pipeline.worker_pool import LocalWorkerPool
 
 LOG = logging.getLogger("datagen")
 PROGRESS_SECONDS = 30  # a long pass logs where it stands this often
+WATCH_SECONDS = 0.5  # how often a pass checks that the job's worker processes live
+
+
+class WorkerDied(RuntimeError):
+    """A worker process of the job ended while a pass ran (killed for memory, most often).
+    The pass's own thread is left blocked in Beam: the program must exit without waiting
+    for threads (`python -m pipeline.datagen` does)."""
+
+    def __init__(self, number, dead):
+        super().__init__("pass %d failed: %s while it ran%s" % (
+            number, "; ".join(dead), " (out of memory?)" if "SIGKILL" in str(dead) else ""))
 
 
 class PassRunner:
@@ -49,6 +60,33 @@ class PassRunner:
             self._workers = LocalWorkerPool(worker_count(self.options), self.options,
                                             self.log_level).start()
         return self._workers
+
+    def _run_watched(self, pipeline, number):
+        """Runs `pipeline`; with the job's worker processes, in a thread of its own while
+        this one watches them: Beam's runner waits forever for a worker that died (an
+        out-of-memory kill) in the middle of a bundle, so a dead worker ends the pass here,
+        with WorkerDied."""
+        if self._workers is None:
+            return pipeline.run().wait_until_finish()
+        outcome = {}
+
+        def run():
+            try:
+                outcome["state"] = pipeline.run().wait_until_finish()
+            except BaseException as e:  # handed to the watching thread
+                outcome["error"] = e
+
+        thread = threading.Thread(target=run, name="datagen-pass-%d" % number, daemon=True)
+        thread.start()
+        while thread.is_alive():
+            thread.join(WATCH_SECONDS)
+            dead = self._workers.dead() if thread.is_alive() else []
+            if dead:
+                kill_worker_processes()  # the pass cannot finish: no worker writes on
+                raise WorkerDied(number, dead)
+        if "error" in outcome:
+            raise outcome["error"]
+        return outcome["state"]
 
     def close(self):
         """Ends the worker processes the passes shared, if any."""
@@ -101,8 +139,9 @@ class PassRunner:
 
         threading.Thread(target=heartbeat, daemon=True).start()
         try:
-            result = pipeline.run()
-            state = result.wait_until_finish()
+            state = self._run_watched(pipeline, number)
+        except WorkerDied:
+            raise
         except BaseException:
             signum = self.interrupted()
             if signum is not None:
@@ -110,6 +149,9 @@ class PassRunner:
                 # running (an in-process signal) must not write on into the work directory.
                 kill_worker_processes()
                 raise Interrupted(signum) from None
+            dead = self._workers.dead() if self._workers is not None else []
+            if dead:
+                raise WorkerDied(number, dead) from None
             raise
         finally:
             stop.set()

@@ -20,6 +20,7 @@ driver dies in any way (the kernel closes the pipe), so none is ever left behind
 
 import itertools
 import json
+import signal
 import subprocess
 import sys
 import threading
@@ -67,6 +68,19 @@ class LocalWorkerPool:
             self.close()
             raise
         return self
+
+    def dead(self):
+        """How each worker process that is gone ended ("worker process 12 killed by
+        SIGKILL"): a pass whose worker died fails with Beam's data-channel errors, which do
+        not say why."""
+        gone = []
+        for process in self._processes:
+            status = process.poll()
+            if status is not None:
+                gone.append("worker process %d %s" % (process.pid, (
+                    "killed by %s" % signal.Signals(-status).name if status < 0
+                    else "exited with status %d" % status)))
+        return gone
 
     def ready(self):
         """Waits until every process serves; RuntimeError if one did not start."""

@@ -112,3 +112,21 @@ def test_a_worker_process_that_cannot_start_is_an_error_and_leaves_nothing(monke
     finally:
         pool.close()
     assert pool._processes == []
+
+
+@pytest.mark.slow
+def test_a_worker_killed_during_a_pass_fails_the_pass_and_says_which():
+    """An out-of-memory kill of a worker in the middle of a bundle: Beam's runner would wait
+    for it forever; the pass fails within seconds, naming the process and the signal."""
+    from pipeline.passes import PassRunner, WorkerDied
+    run_pass = PassRunner(PipelineOptions(MP2), False, lambda: None)
+    start = time.time()
+    try:
+        with pytest.raises(WorkerDied, match=r"pass 1 failed: worker process \d+ killed by "
+                                             r"SIGKILL while it ran \(out of memory\?\)"):
+            run_pass("killing", lambda p: p | beam.Create([1], reshuffle=False)
+                     | beam.Reshuffle()
+                     | beam.Map(lambda _: os.kill(os.getpid(), signal.SIGKILL)))
+    finally:
+        run_pass.close()
+    assert time.time() - start < 60
