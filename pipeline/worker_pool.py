@@ -14,8 +14,9 @@ in turn, so a pass's N workers land in N different processes (one process each, 
 shared), exactly as in multi_processing mode. A harness ends when its pass's runner closes
 the control channel; the process stays for the next pass.
 
-A process ends when the driver closes its stdin: at the end of the job, and also when the
-driver dies in any way (the kernel closes the pipe), so none is ever left behind.
+A process reads the job's options from its stdin (not argv, which any user can read) and
+ends when the driver closes that pipe: at the end of the job, and also when the driver dies
+in any way (the kernel closes the pipe), so none is ever left behind.
 """
 
 import itertools
@@ -55,9 +56,14 @@ class LocalWorkerPool:
                                "log_level": self._log_level})
         try:
             for _ in range(self.num_workers):
-                self._processes.append(subprocess.Popen(
-                    [sys.executable, "-m", "pipeline.worker_pool", settings],
-                    stdin=subprocess.PIPE, stdout=subprocess.PIPE))
+                process = subprocess.Popen([sys.executable, "-m", "pipeline.worker_pool"],
+                                           stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+                self._processes.append(process)
+                try:  # on stdin, not argv: options may hold credentials, argv is public
+                    process.stdin.write(settings.encode() + b"\n")
+                    process.stdin.flush()
+                except BrokenPipeError:
+                    pass  # it died at once: a worker request (or `ready`) says so
             self._backends = [_Backend(p) for p in self._processes]
             self._server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
             beam_fn_api_pb2_grpc.add_BeamFnExternalWorkerPoolServicer_to_server(
@@ -203,4 +209,4 @@ def _serve(settings):
 
 
 if __name__ == "__main__":
-    _serve(json.loads(sys.argv[1]))
+    _serve(json.loads(sys.stdin.buffer.readline()))
