@@ -11,7 +11,7 @@ archives) into T2T subword vocabularies and sharded, globally shuffled TFRecord 
    file, and every other dataset converted into line pairs; misaligned or invalid input
    stops the job here, before anything is written (unless told to reject it). When every
    dataset is read in place and a vocabulary is learnt, this scan rides along in the first
-   vocab pass (one pipeline fewer: worker start-up is most of a small job's time);
+   vocab pass (one pipeline fewer: a pipeline's fixed cost is much of a small job's time);
 3. vocab (`pipeline.vocabularies`, `pipeline.vocab_passes`): each vocabulary given, reused
    or learnt, as its VocabKind says;
 4. encode (`pipeline.encode`): encode every pair in parallel, shuffle deterministically and

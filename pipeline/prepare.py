@@ -7,8 +7,9 @@ driver then checks these facts (`PrepareStep.read_back`) and stops before anythi
 written when the input is bad (unless the user asked for rejects).
 
 When every dataset is read in place and a vocabulary is learnt, this step rides along in the
-first vocab pass instead of a pipeline of its own (`rides_along`): worker start-up is most of
-a small job's time, and the sampler takes the file sizes from the same scan.
+first vocab pass instead of a pipeline of its own (`rides_along`): each pipeline costs about
+a second of building, submitting and winding down, a large part of a small job's time, and
+the sampler takes the file sizes from the same scan.
 """
 
 import dataclasses
