@@ -121,9 +121,9 @@ class DatagenOptions:
             help="Same as --log_level info.")
         add("--in_process_below_mb", type=float, default=IN_PROCESS_BELOW_MB_DEFAULT,
             help="With DirectRunner's multi_processing mode, run the passes in this process "
-                 "instead when the input files total less than this many MB: starting worker "
-                 "processes for every pass takes longer than such a job's work. 0 always "
-                 "starts the workers. The output is the same either way.")
+                 "instead when the input files total less than this many MB: starting the "
+                 "worker processes takes longer than such a job's work. 0 always starts "
+                 "the workers. The output is the same either way.")
 
 
 class _StrictParser(_BeamArgumentParser):
