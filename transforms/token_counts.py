@@ -20,6 +20,7 @@ from transforms.codecs import tokenizer
 from transforms.text_lines import (InputError, iter_raw_lines, plan_sample_parts,
                                    sample_lines_for_vocab, sample_part_lines)
 
+SAMPLE_PART_BYTES = 4 << 20  # a plain file's sample is tokenized in parts of about this size
 
 
 def with_rejected_lines(kept, rejected):
@@ -34,9 +35,6 @@ def with_rejected_lines(kept, rejected):
         position = at + 1
         yield text
     yield from kept
-
-
-SAMPLE_PART_BYTES = 4 << 20  # a plain file's sample is tokenized in parts of about this size
 
 
 def _can_split(item, part_bytes):
@@ -205,9 +203,10 @@ def count_triples(item):
 class SampleAndCountTokens(beam.PTransform):
     """(vocab_name, path, file_size[, rejected_path]) -> token counts and sampling statistics.
 
-    Each file's sample is counted on one worker into one {token: count} dict, and a
-    `CombinePerKey` adds the dicts of the files that feed a vocabulary: a few large elements
-    instead of one per distinct token. `tokenize` splits a sampled line into the counted units
+    A plain file's sample is counted in parts of about `part_bytes` (`_PlanSampleFn`), other
+    files whole, each part on one worker into one {token: count} dict; `CombinePerKey`s add
+    the dicts of a file's parts, then of the files that feed a vocabulary: a few large
+    elements instead of one per distinct token. `tokenize` splits a sampled line into the counted units
     (T2T's tokenizer by default). Returns a dict of PCollections: `totals` ((vocab_name,
     {token: count}), one per name in `vocab_names`, empty when nothing was sampled), `stats`
     (one dict per file) and `distinct` ((vocab_name, number of distinct tokens)).
