@@ -1,12 +1,13 @@
 """Ctrl-C and SIGTERM: one line "interrupted", exit 130/143, no worker left, no traceback.
 
 A terminal's Ctrl-C sends SIGINT to the whole foreground process group, and schedulers
-(Airflow, systemd) send SIGTERM; Beam's worker processes (DirectRunner multi_processing)
-are in that group too, so each would print its own KeyboardInterrupt traceback while the
-driver is still cleaning up. Beam starts them through `/bin/sh -c`, which resets a blocked
-signal mask but keeps ignored signals ignored (POSIX), and Python leaves an ignored SIGINT
-ignored. So while the job runs, SIGINT and SIGTERM are set to SIG_IGN, and the workers
-started meanwhile never react to them.
+(Airflow, systemd) send SIGTERM; the worker processes (DirectRunner multi_processing: the
+job's own, `pipeline.worker_pool`, or Beam's) are in that group too, so each would print its
+own KeyboardInterrupt traceback while the driver is still cleaning up. A child keeps ignored
+signals ignored across exec (POSIX; also through Beam's `/bin/sh -c`, which resets a blocked
+signal mask), and Python leaves an ignored SIGINT ignored. So while the job runs, SIGINT and
+SIGTERM are set to SIG_IGN, and the workers started meanwhile never react to them; the
+driver kills them (every descendant) when it stops.
 
 The driver still hears them: they are also *blocked* in its threads, and a blocked signal is
 queued even when ignored. A watcher thread takes it with `sigtimedwait` and sends SIGUSR1 to

@@ -8,13 +8,15 @@ whose heartbeat is older than `--lock_stale_seconds`, or whose holder is a dead 
 this host (a `kill -9`), is taken over with a warning.
 
 On a local file system a free lease is taken by an exclusive create (a hard link of the
-written lease to its name: exactly one of two runs succeeds, at once) and refreshed by an atomic replace, so the file never
-disappears while held. Object stores have no exclusive create, so there (and to take over a
-stale lease anywhere) the lease is taken by writing it, waiting a moment, and reading it back: the run whose id is there holds it. Two runs that both find no
-lease and write within the settle time of each other are sorted out by the read-back; only
-a run whose check-then-write takes longer than the settle time can miss the other (a small
-race, documented in the README). The heartbeat also reads the lease back: a run that finds
-someone else's id there has lost the lock and stops before its next pass or commit.
+written lease to its name: exactly one of two runs succeeds, at once) and refreshed by an
+atomic replace (`file_io.write_bytes_atomically`), so the file never disappears while held.
+Object stores have no exclusive create, so there (and to take over a stale lease anywhere)
+the lease is taken by writing it, waiting a moment, and reading it back: the run whose id is
+there holds it. Two runs that both find no lease and write within the settle time of each
+other are sorted out by the read-back; only a run whose check-then-write takes longer than
+the settle time can miss the other (a small race, documented in the README). The heartbeat
+also reads the lease back: a run that finds someone else's id there has lost the lock and
+stops before its next pass or commit.
 Staleness compares heartbeat times across hosts, so their clocks must roughly agree.
 """
 
@@ -46,10 +48,6 @@ def _process_alive(pid):
     except PermissionError:
         return True
     return True
-
-
-def _is_local(path):
-    return FileSystems.get_scheme(path) in (None, "file")
 
 
 def describe(lease):
@@ -100,17 +98,10 @@ class OutputLock:
         self.lease["heartbeat_at"] = now
         self.lease["heartbeat_iso"] = datetime.datetime.fromtimestamp(
             now, datetime.timezone.utc).isoformat(timespec="seconds")
-        return (json.dumps(self.lease, indent=1, sort_keys=True) + "\n").encode("utf-8")
+        return file_io.json_bytes(self.lease)
 
     def _write(self):
-        if not _is_local(self.path):
-            file_io.write_bytes_atomically(self.path, self._lease_bytes())
-            return
-        tmp = "%s.%s.tmp" % (self.path, self.lease["run_id"])
-        os.makedirs(os.path.dirname(self.path), exist_ok=True)
-        with open(tmp, "wb") as f:
-            f.write(self._lease_bytes())
-        os.replace(tmp, self.path)  # atomic: the lease file is never missing while held
+        file_io.write_bytes_atomically(self.path, self._lease_bytes())
 
     def _create_local(self):
         """Takes a free local lease; False if a lease appeared. The lease is written to a
@@ -137,7 +128,7 @@ class OutputLock:
     def acquire(self):
         """Takes the lease or raises DatagenError naming the run that holds it."""
         held = self._read()
-        if held is None and _is_local(self.path):
+        if held is None and file_io.is_local(self.path):
             try:
                 if self._create_local():
                     self._start_heartbeat()

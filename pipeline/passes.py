@@ -28,7 +28,8 @@ class WorkerDied(RuntimeError):
 
     def __init__(self, number, dead):
         super().__init__("pass %d failed: %s while it ran%s" % (
-            number, "; ".join(dead), " (out of memory?)" if "SIGKILL" in str(dead) else ""))
+            number, "; ".join(dead),
+            " (out of memory?)" if any("SIGKILL" in d for d in dead) else ""))
 
 
 class PassRunner:
@@ -78,12 +79,15 @@ class PassRunner:
 
         thread = threading.Thread(target=run, name="datagen-pass-%d" % number, daemon=True)
         thread.start()
-        while thread.is_alive():
+        while True:
             thread.join(WATCH_SECONDS)
-            dead = self._workers.dead() if thread.is_alive() else []
+            # a dead worker either blocks the pass or is why it failed
+            dead = self._workers.dead() if thread.is_alive() or "error" in outcome else []
             if dead:
                 kill_worker_processes()  # the pass cannot finish: no worker writes on
                 raise WorkerDied(number, dead)
+            if not thread.is_alive():
+                break
         if "error" in outcome:
             raise outcome["error"]
         return outcome["state"]
@@ -116,8 +120,7 @@ class PassRunner:
         number = self.count
         LOG.info("pass %d%s: %s", number, self._of(number), label)
         start = time.time()
-        runner, options = runner_for_pass(
-            self.options, None if self.dry_run else self._worker_pool())
+        runner, options = runner_for_pass(self.options, self._worker_pool())
         pipeline = beam.Pipeline(runner=runner, options=options)
         build(pipeline)
         if self.dry_run and runner_name(self.options) != "dataflow":
@@ -140,8 +143,6 @@ class PassRunner:
         threading.Thread(target=heartbeat, daemon=True).start()
         try:
             state = self._run_watched(pipeline, number)
-        except WorkerDied:
-            raise
         except BaseException:
             signum = self.interrupted()
             if signum is not None:
@@ -149,9 +150,6 @@ class PassRunner:
                 # running (an in-process signal) must not write on into the work directory.
                 kill_worker_processes()
                 raise Interrupted(signum) from None
-            dead = self._workers.dead() if self._workers is not None else []
-            if dead:
-                raise WorkerDied(number, dead) from None
             raise
         finally:
             stop.set()

@@ -7,8 +7,8 @@ so on a 100k-pair job that was ~2.5 s of every pass, more than the work of some 
 
 `LocalWorkerPool` starts the worker processes once, when the first pass needs them, and
 every pass's runner asks them for workers through Beam's EXTERNAL environment: each process
-runs Beam's own worker pool service (`BeamFnExternalWorkerPoolServicer`, thread mode: a
-StartWorker request runs an `SdkHarness` in a thread of that already warm process), and a
+serves Beam's worker pool API as Beam's own pool does in thread mode (a StartWorker request
+runs an `SdkHarness` in a thread of that already warm process), and a
 small front service in the driver hands the StartWorker requests of a pass to the processes
 in turn, so a pass's N workers land in N different processes (one process each, no GIL
 shared), exactly as in multi_processing mode. A harness ends when its pass's runner closes
@@ -21,10 +21,12 @@ in any way (the kernel closes the pipe), so none is ever left behind.
 
 import itertools
 import json
+import os
 import signal
 import subprocess
 import sys
 import threading
+import traceback
 from concurrent import futures
 
 import grpc
@@ -161,37 +163,55 @@ class _Backend:
 
 
 class _RoundRobin(beam_fn_api_pb2_grpc.BeamFnExternalWorkerPoolServicer):
-    """Forwards each StartWorker request to the next worker process in turn."""
+    """Forwards each StartWorker request to the next worker process in turn. Nothing to stop:
+    a harness ends when its pass's runner closes the control channel (Beam's EXTERNAL worker
+    handler never sends StopWorker)."""
 
     def __init__(self, backends):
         self._next = itertools.cycle(backends)
         self._lock = threading.Lock()
-        self._owner = {}  # worker id -> the backend that started it
 
     def StartWorker(self, request, context):
         with self._lock:
             backend = next(self._next)
-            self._owner[request.worker_id] = backend
         try:
             return backend.stub().StartWorker(request)
         except Exception as e:  # the runner raises it as "Error starting worker: ..."
             return beam_fn_api_pb2.StartWorkerResponse(error=str(e))
 
     def StopWorker(self, request, context):
-        with self._lock:
-            backend = self._owner.pop(request.worker_id, None)
-        if backend is None:
-            return beam_fn_api_pb2.StopWorkerResponse()
-        return backend.stub().StopWorker(request)
+        return beam_fn_api_pb2.StopWorkerResponse()
+
+
+class _HarnessThreads(beam_fn_api_pb2_grpc.BeamFnExternalWorkerPoolServicer):
+    """A worker process's service: each StartWorker runs Beam's `SdkHarness` in a thread, as
+    Beam's worker pool does in thread mode, but keeps no reference to it, so a finished
+    pass's harness (and its state cache) is freed instead of kept for the job's lifetime."""
+
+    def __init__(self, state_cache_size):
+        self._state_cache_size = state_cache_size
+
+    def StartWorker(self, request, context):
+        from apache_beam.runners.worker.sdk_worker import SdkHarness
+        try:
+            harness = SdkHarness(request.control_endpoint.url, worker_id=request.worker_id,
+                                 state_cache_size=self._state_cache_size)
+            threading.Thread(target=harness.run, name="harness-" + request.worker_id,
+                             daemon=True).start()
+            return beam_fn_api_pb2.StartWorkerResponse()
+        except Exception:
+            return beam_fn_api_pb2.StartWorkerResponse(error=traceback.format_exc())
+
+    def StopWorker(self, request, context):
+        return beam_fn_api_pb2.StopWorkerResponse()
 
 
 def _serve(settings):
-    """A worker process: Beam's worker pool service in thread mode until stdin closes."""
+    """A worker process: harnesses in threads (`_HarnessThreads`) until stdin closes."""
     from apache_beam.internal import pickler
     from apache_beam.io.filesystems import FileSystems
     from apache_beam.options.pipeline_options import (PipelineOptions, SetupOptions,
                                                       WorkerOptions)
-    from apache_beam.runners.worker.worker_pool_main import BeamFnExternalWorkerPoolServicer
 
     from pipeline import console
 
@@ -199,11 +219,17 @@ def _serve(settings):
     FileSystems.set_options(options)
     pickler.set_library(options.view_as(SetupOptions).pickle_library)
     with console.library_logging(settings["log_level"]):
-        address, server = BeamFnExternalWorkerPoolServicer.start(
-            use_process=False,
-            state_cache_size=options.view_as(WorkerOptions).max_cache_memory_usage_mb << 20,
-            data_buffer_time_limit_ms=0)
-        print(address, flush=True)
+        server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+        beam_fn_api_pb2_grpc.add_BeamFnExternalWorkerPoolServicer_to_server(
+            _HarnessThreads(options.view_as(WorkerOptions).max_cache_memory_usage_mb << 20),
+            server)
+        port = server.add_insecure_port("localhost:0")
+        server.start()
+        print("localhost:%d" % port, flush=True)
+        # From here on stdout is stderr: nobody reads the pipe after the address, and a
+        # full pipe would block whatever prints next.
+        os.dup2(2, 1)
+        sys.stdout = sys.stderr
         sys.stdin.buffer.read()  # returns when the driver closes the pipe or dies
         server.stop(None)
 

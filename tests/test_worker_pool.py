@@ -106,12 +106,13 @@ def test_processes_end_when_the_driver_is_killed(tmp_path):
 def test_a_worker_process_that_cannot_start_is_an_error_and_leaves_nothing(monkeypatch):
     monkeypatch.setattr(sys, "executable", "/bin/false")
     pool = LocalWorkerPool(2, PipelineOptions([])).start()
+    pids = [p.pid for p in pool._processes]
     try:
         with pytest.raises(RuntimeError, match="did not start"):
             pool.ready()
     finally:
         pool.close()
-    assert pool._processes == []
+    assert len(pids) == 2 and _wait_gone(pids) == []
 
 
 @pytest.mark.slow

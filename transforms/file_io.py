@@ -5,6 +5,7 @@ import gzip
 import io
 import json
 import os
+import uuid
 import zlib
 
 from apache_beam.io.filesystem import CompressionTypes
@@ -122,11 +123,22 @@ def read_bytes(path):
         return f.read()
 
 
+def is_local(path):
+    """Whether `path` is a plain path of this machine's file system (no scheme), one the
+    `os` functions take."""
+    return FileSystems.get_scheme(path) is None
+
+
 def write_bytes_atomically(path, data):
-    """Writes `data` to a temporary name beside `path`, then renames it into place."""
-    tmp = path + ".tmp-write"
+    """Writes `data` to a temporary name of its own beside `path`, then moves it into place:
+    on a local disk with one atomic replace (the file is never missing); object stores have
+    no replace, so there the old file is deleted first."""
+    tmp = "%s.tmp-%s" % (path, uuid.uuid4().hex)
     with FileSystems.create(tmp, compression_type=CompressionTypes.UNCOMPRESSED) as f:
         f.write(data)
+    if is_local(path):
+        os.replace(tmp, path)
+        return
     if FileSystems.exists(path):
         FileSystems.delete([path])
     FileSystems.rename([tmp], [path])
@@ -150,8 +162,13 @@ def read_work_json(path):
     return value
 
 
+def json_bytes(value):
+    """The job's JSON files' bytes: indented, keys sorted, a final newline."""
+    return (json.dumps(value, indent=1, sort_keys=True) + "\n").encode("utf-8")
+
+
 def write_json(path, value):
-    write_bytes_atomically(path, (json.dumps(value, indent=1, sort_keys=True) + "\n").encode("utf-8"))
+    write_bytes_atomically(path, json_bytes(value))
 
 
 def exists(path):
