@@ -195,14 +195,15 @@ def learn_subword_vocabs(work_dir, files, config, run_pass, first_pass=None):
             for key, vocab in report["vocabs"].items():
                 name, t = key.rsplit(":", 1)
                 learnt[(name, int(t))] = vocab
-        rounds = {r["round"]: r["probes"] for r in result.get("probes", []) if r["probes"]}
+        # a pass numbers its rounds from 1; the job numbers them on, as the pass labels do
+        first_round = (pass_no - 1) * config.vocab.bisection_rounds
+        rounds = {first_round + r["round"]: r["probes"] for r in result.get("probes", [])
+                  if r["probes"]}
         by_iteration = {}  # one report per work item: merged per (round, iteration)
         for report in result.get("sizes", []):
-            by_iteration.setdefault((report["round"], report["iteration"]), {}).update(
-                report["sizes"])
-        last_iteration = {}
-        for (round_no, iteration), sizes in sorted(by_iteration.items()):
-            last_iteration[round_no] = sizes
+            by_iteration.setdefault((first_round + report["round"], report["iteration"]),
+                                    {}).update(report["sizes"])
+        last_iteration = {r: sizes for (r, _), sizes in sorted(by_iteration.items())}
         for round_no, sizes in sorted(last_iteration.items()):
             LOG.info("%s", console.round_line(round_no, sizes))
         if not learnt:

@@ -157,8 +157,9 @@ def test_sample_parts_give_exactly_the_whole_files_sample(lines, trailing_newlin
 
 def test_sample_in_parts_counts_as_the_whole_file(tmp_path):
     """A real corpus file sampled in 2 KB parts, on TestPipeline: the totals and file
-    statistics of T2T's whole-file sample; an invalid line is reported with its own number."""
-    from transforms.text_lines import iter_raw_lines, sample_lines_for_vocab
+    statistics of T2T's whole-file sample; an invalid line is reported with its own number
+    whether or not parts were asked for."""
+    from transforms.text_lines import iter_raw_lines, plan_sample_parts, sample_lines_for_vocab
     src = os.path.join(os.path.dirname(os.path.dirname(DATA_DIR)), "sample_data",
                        "enzh-mlqe-pe", "train.zh")
     with open(src, "rb") as f:
@@ -166,9 +167,11 @@ def test_sample_in_parts_counts_as_the_whole_file(tmp_path):
     plain = write(tmp_path / "train.zh", data)
     bad = write(tmp_path / "bad.zh", data + b"\xff bad\n" + data[:3000])
     bad_line = data.count(b"\n") + 1
-    for budget in (1e8, 5e4, 2e5):  # every line; a stride of 1 and of 5, the budget spent
+    for budget in (1e8, 5e4, 2e5):  # every line; a stride of 7 and of 1, the budget spent
         with open(plain, "rb") as f:
             sample = list(sample_lines_for_vocab(iter_raw_lines(f), len(data), budget))
+        with open(plain, "rb") as f:  # the pipeline below does read it in parts
+            assert len(plan_sample_parts(iter_raw_lines(f), len(data), budget, 2048)) > 10
         counts = collections.Counter(t for line in sample for t in tokenizer.encode(line))
         assert 100 < len(sample) < 7000 or budget == 1e8
         with test_pipeline() as p:
@@ -181,7 +184,8 @@ def test_sample_in_parts_counts_as_the_whole_file(tmp_path):
                 s.get("error"))), equal_to([(len(sample), sum(map(len, sample)), len(counts),
                                              None)]), label="Stats")
     error = "%s:%d: invalid UTF-8 at byte 0 of the line (invalid start byte)" % (bad, bad_line)
-    for part_bytes in (1 << 30, 2048):  # whole, and in parts
+    # whole; and with parts asked for, where planning meets the line and the file is read whole
+    for part_bytes in (1 << 30, 2048):
         with test_pipeline() as p:
             out = (p | beam.Create([("v", bad, os.path.getsize(bad))])
                    | SampleAndCountTokens(["v"], 1e8, part_bytes=part_bytes))

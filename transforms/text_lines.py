@@ -160,8 +160,8 @@ def plan_sample_parts(raw_lines, file_size, byte_budget, part_bytes, path="<stre
 
     Returns [(start byte, end byte, line number before start)]: a part starts at a sampled
     line (where T2T's stride counter always equals the stride) and holds the sampled lines
-    starting before `end`; the last part ends right after the last sampled line, where the
-    budget stopped the sample. Reads the file once, decoding only the sampled lines (their
+    starting before `end`; the last part ends one byte after the start of the last sampled
+    line (later lines are past the budget or the file). Reads the file once, decoding only the sampled lines (their
     lengths spend the budget).
     """
     parts = []

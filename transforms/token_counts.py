@@ -49,9 +49,9 @@ class _PlanSampleFn(beam.DoFn):
     """(vocab_name, path, file_size[, rejected_path]) -> (item, part) for each part of the
     file's sample (`text_lines.plan_sample_parts`), or (item, None) when it is read whole.
 
-    Planning reads the file once, decoding only the sampled lines (their lengths spend T2T's
-    budget); the parts are then tokenized and counted on any worker, so a vocabulary with one
-    big file no longer keeps one worker busy while the others wait.
+    Planning is one sequential read of the file on one worker, decoding only the sampled
+    lines (their lengths spend T2T's budget); the parts, where the time goes (tokenizing and
+    counting), are then spread over every worker.
     """
 
     def __init__(self, byte_budget, on_invalid_utf8, part_bytes):
@@ -147,8 +147,9 @@ class _SumCountsFn(beam.CombineFn):
 
 
 class _SumSampleFn(beam.CombineFn):
-    """Adds the (counts, lines, chars, error) of one file's parts; the first error (by line)
-    stands for the file."""
+    """Adds the (counts, lines, chars, error) of one file's parts. Parts only exist when
+    planning read every sampled line without an error, so an error comes from a file read
+    whole (one part): the first one is kept."""
 
     def __init__(self):
         self._counts = _SumCountsFn()
@@ -162,26 +163,16 @@ class _SumSampleFn(beam.CombineFn):
             self._counts.add_input(counts, part[0])
         else:
             counts = dict(part[0])  # a copy: an input element is not to be changed
-        errors = [e for e in (error, part[3]) if e]
-        return (counts, lines + part[1], chars + part[2],
-                min(errors, key=_error_line) if errors else None)
+        return counts, lines + part[1], chars + part[2], error or part[3]
 
     def merge_accumulators(self, accs):
         accs = list(accs)
-        errors = [a[3] for a in accs if a[3]]
         return (self._counts.merge_accumulators([a[0] for a in accs]),
                 sum(a[1] for a in accs), sum(a[2] for a in accs),
-                min(errors, key=_error_line) if errors else None)
+                next((a[3] for a in accs if a[3]), None))
 
     def extract_output(self, acc):
         return acc
-
-
-def _error_line(error):
-    """The line number an InputError message names (`path:line: ...`), for ordering."""
-    head = error.split(": ", 1)[0]
-    number = head.rsplit(":", 1)[-1]
-    return (int(number) if number.isdigit() else 0, error)
 
 
 def _file_stats(item):

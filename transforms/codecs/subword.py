@@ -9,11 +9,12 @@ The vocab file is one subtoken per line wrapped in single quotes, UTF-8, lines e
 only, exactly the bytes `SubwordTextEncoder.store_to_file` writes.
 """
 
+import functools
 import re
 from itertools import chain
 
 from transforms.codecs import tokenizer
-from transforms.codecs.varints import encode_varints
+from transforms.codecs.varints import varint
 
 PAD = "<pad>"
 EOS = "<EOS>"
@@ -149,7 +150,7 @@ class SubwordEncoder:
         self._prefixes = _prefix_table(self._ids)
         self.alphabet = frozenset(c for s in self.subtoken_strings for c in s) | ESCAPE_CHARS
         self._cache = _TokenCache(self._token_ids_uncached, cache_size, [])
-        self._id_varints = [encode_varints((i,)) for i in range(len(self.subtoken_strings))]
+        self._id_varints = [varint(i) for i in range(len(self.subtoken_strings))]
         self._varints_cache = _TokenCache(
             lambda token: b"".join(map(self._id_varints.__getitem__,
                                        self._token_ids_uncached(token))), cache_size, b"")
@@ -215,18 +216,31 @@ class SubwordEncoder:
             start = best_end
         return ids
 
+    @functools.cached_property
+    def _space_ids(self):
+        return self._token_ids_uncached(" ")
+
+    @functools.cached_property
+    def _space_varints(self):
+        return b"".join(map(self._id_varints.__getitem__, self._space_ids))
+
+    @staticmethod
+    def _with_edge_spaces(runs, body, space):
+        """`body` (a list of ids or their varints) with a first and a last single-space run
+        put back: the caches map " " to nothing, but at either end it is a token."""
+        if runs[0] == " ":
+            body = space + body
+        if runs[-1] == " " and len(runs) > 1:
+            body = body + space
+        return body
+
     def encode(self, text):
         """Text -> list of subtoken ids (without EOS)."""
         runs = tokenizer.split_runs(text)
         if not runs:
             return []
         ids = list(chain.from_iterable(map(self._cache.__getitem__, runs)))
-        # The cache maps " " to nothing; a first or last single space is a token.
-        if runs[0] == " ":
-            ids[:0] = self.token_to_ids(" ")
-        if runs[-1] == " " and len(runs) > 1:
-            ids.extend(self.token_to_ids(" "))
-        return ids
+        return self._with_edge_spaces(runs, ids, self._space_ids)
 
     def encode_varints(self, text):
         """`encode(text)` as the concatenated varints of its ids
@@ -236,13 +250,7 @@ class SubwordEncoder:
         if not runs:
             return b""
         data = b"".join(map(self._varints_cache.__getitem__, runs))
-        if runs[0] == " " or (runs[-1] == " " and len(runs) > 1):
-            space = encode_varints(self.token_to_ids(" "))
-            if runs[0] == " ":
-                data = space + data
-            if runs[-1] == " " and len(runs) > 1:
-                data += space
-        return data
+        return self._with_edge_spaces(runs, data, self._space_varints)
 
     def decode(self, ids, strip_extraneous=False):
         """Subtoken ids -> text. With `strip_extraneous`, trailing PAD and EOS ids are dropped."""
