@@ -204,7 +204,7 @@ def inspect(output_dir, problem=None, split="train", num_records=5, seed=None):
             "inputs": inputs, "targets": targets})
     return {
         "output_dir": output_dir, "problem": problem, "split": split, "seed": seed,
-        "vocab_type": kind.name,
+        "vocab_type": kind.name, "eos_appended": bool(vocabs["source"][2]),
         "records_in_split": sum(s["records"] for s in splits[split]["shards"]),
         "records": records,
         "summary": {
@@ -227,8 +227,9 @@ def format_report(report):
         report["problem"], report["split"], len(report["records"]),
         report["records_in_split"], chosen, report["vocab_type"]), ""]
     for r in report["records"]:
-        lines.append("#%d  %s record %d  inputs %d ids, targets %d ids (EOS included)" % (
-            r["position"], r["shard"], r["index"], r["inputs_length"], r["targets_length"]))
+        lines.append("#%d  %s record %d  inputs %d ids, targets %d ids%s" % (
+            r["position"], r["shard"], r["index"], r["inputs_length"], r["targets_length"],
+            " (EOS included)" if report["eos_appended"] else ""))
         lines.append("  source: " + r["source"])
         lines.append("  target: " + r["target"])
     s = report["summary"]

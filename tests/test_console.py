@@ -93,6 +93,8 @@ def test_help_shows_every_flags_default_and_text(capsys):
     DatagenOptions._add_argparse_args(parser)
     for action in parser._actions:
         assert action.help, "no help text for %s" % action.option_strings
+        if action.option_strings and action.default not in (None, False, argparse.SUPPRESS):
+            assert "(default: %s)" % (action.default,) in squashed, action.option_strings
 
 
 def test_round_lines_fit_a_console_line():
