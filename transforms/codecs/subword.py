@@ -224,14 +224,15 @@ class SubwordEncoder:
     def _space_varints(self):
         return b"".join(map(self._id_varints.__getitem__, self._space_ids))
 
-    @staticmethod
-    def _with_edge_spaces(runs, body, space):
+    def _with_edge_spaces(self, runs, body, space_attr):
         """`body` (a list of ids or their varints) with a first and a last single-space run
-        put back: the caches map " " to nothing, but at either end it is a token."""
+        put back: the caches map " " to nothing, but at either end it is a token. The
+        space's form (`space_attr`) is only looked up when needed: a vocabulary that cannot
+        encode " " still encodes every line without an edge space."""
         if runs[0] == " ":
-            body = space + body
+            body = getattr(self, space_attr) + body
         if runs[-1] == " " and len(runs) > 1:
-            body = body + space
+            body = body + getattr(self, space_attr)
         return body
 
     def encode(self, text):
@@ -240,7 +241,7 @@ class SubwordEncoder:
         if not runs:
             return []
         ids = list(chain.from_iterable(map(self._cache.__getitem__, runs)))
-        return self._with_edge_spaces(runs, ids, self._space_ids)
+        return self._with_edge_spaces(runs, ids, "_space_ids")
 
     def encode_varints(self, text):
         """`encode(text)` as the concatenated varints of its ids
@@ -250,7 +251,7 @@ class SubwordEncoder:
         if not runs:
             return b""
         data = b"".join(map(self._varints_cache.__getitem__, runs))
-        return self._with_edge_spaces(runs, data, self._space_varints)
+        return self._with_edge_spaces(runs, data, "_space_varints")
 
     def decode(self, ids, strip_extraneous=False):
         """Subtoken ids -> text. With `strip_extraneous`, trailing PAD and EOS ids are dropped."""
