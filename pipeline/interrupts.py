@@ -66,7 +66,9 @@ class InterruptWatcher:
     def _watch(self, main_ident):
         while not self._stop.is_set():
             info = signal.sigtimedwait(SIGNALS, 0.2)
-            if info is not None and self._received is None:
+            # Under ptrace (py-spy, a debugger) the wait may return with a garbage signal
+            # number: only the signals waited for stop the run.
+            if info is not None and info.si_signo in SIGNALS and self._received is None:
                 self._received = info.si_signo
                 # Beam's threads waiting on the killed workers end in errors, and Beam
                 # logs the interrupted bundle's traceback: not news.

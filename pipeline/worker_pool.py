@@ -14,17 +14,26 @@ in turn, so a pass's N workers land in N different processes (one process each, 
 shared), exactly as in multi_processing mode. A harness ends when its pass's runner closes
 the control channel; the process stays for the next pass.
 
-A process reads the job's options from its stdin (not argv, which any user can read) and
-ends when the driver closes that pipe: at the end of the job, and also when the driver dies
-in any way (the kernel closes the pipe), so none is ever left behind.
+The processes are forked from one server process that imported Beam and the project first
+(`multiprocessing`'s forkserver, where the platform has one): each process started fresh
+imports the same ~1.5 s of modules, and on 2 cores the second worker's import ran beside the
+first's and the driver's, delaying the first stage by as much again. A forked process starts
+with all of it loaded, in pages it shares with the server until it writes them. As with
+every start method but a bare fork, a process first imports the driver's main module under
+another name (multiprocessing's rule): `python -m pipeline.datagen` guards its body, and a
+script of a user's that calls `pipeline.datagen.main` needs the same
+`if __name__ == "__main__":` guard.
+
+A process gets the job's options through its start arguments, never argv (which any user can
+read), and keeps a pipe to the driver: it ends when the driver closes that pipe, at the end of
+the job, and also when the driver dies in any way (the kernel closes the pipe), so none is
+ever left behind.
 """
 
+import atexit
 import itertools
-import json
-import os
+import multiprocessing
 import signal
-import subprocess
-import sys
 import threading
 import traceback
 from concurrent import futures
@@ -33,6 +42,22 @@ import grpc
 from apache_beam.portability.api import beam_fn_api_pb2, beam_fn_api_pb2_grpc
 
 START_TIMEOUT_SECONDS = 120
+
+# What every worker process needs before its first bundle: Beam's harness, the file systems,
+# and the project's transforms with their codecs (numba's compiled loops among them).
+PRELOAD = ("apache_beam", "apache_beam.runners.worker.sdk_worker", "pipeline.worker_pool",
+           "transforms.token_counts", "transforms.subword_refine", "transforms.encode_pairs",
+           "transforms.vocab_kinds", "transforms.codecs.subword_index")
+
+
+def _context():
+    """Processes forked from a server that preloaded `PRELOAD` where the platform has
+    one (Linux, macOS); else spawned, each importing what it needs."""
+    if "forkserver" in multiprocessing.get_all_start_methods():
+        context = multiprocessing.get_context("forkserver")
+        context.set_forkserver_preload(list(PRELOAD))
+        return context
+    return multiprocessing.get_context("spawn")
 
 
 class LocalWorkerPool:
@@ -45,28 +70,31 @@ class LocalWorkerPool:
         self.num_workers = num_workers
         self._options = options
         self._log_level = log_level
-        self._processes = []
         self._backends = []
         self._server = None
         self.address = None
 
+    @property
+    def _processes(self):
+        """The processes started so far."""
+        return [b.process for b in self._backends if b.process is not None]
+
     def start(self):
         """Starts the processes and the front service, without waiting for the processes
-        to be ready (they import Beam meanwhile, while the driver builds its first pass): a
-        worker request waits for its process (`ready` waits for all)."""
-        settings = json.dumps({"options": self._options.get_all_options(drop_default=True),
-                               "log_level": self._log_level})
+        to be ready (the first one waits for the fork server's imports, while the driver
+        builds its first pass): a worker request waits for its process (`ready` waits for
+        all)."""
+        settings = {"options": self._options.get_all_options(drop_default=True),
+                    "log_level": self._log_level}
         try:
-            for _ in range(self.num_workers):
-                process = subprocess.Popen([sys.executable, "-m", "pipeline.worker_pool"],
-                                           stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-                self._processes.append(process)
-                try:  # on stdin, not argv: options may hold credentials, argv is public
-                    process.stdin.write(settings.encode() + b"\n")
-                    process.stdin.flush()
-                except BrokenPipeError:
-                    pass  # it died at once: a worker request (or `ready`) says so
-            self._backends = [_Backend(p) for p in self._processes]
+            self._backends = [_Backend() for _ in range(self.num_workers)]
+            # Before multiprocessing's own exit handler, which would wait for the processes
+            # (they ignore its SIGTERM, as they ignore the job's signals): a driver leaving
+            # without close() ends them too.
+            atexit.register(self.close)
+            context = _context()
+            threading.Thread(target=self._start_processes, args=(context, settings),
+                             name="datagen-start-workers", daemon=True).start()
             self._server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
             beam_fn_api_pb2_grpc.add_BeamFnExternalWorkerPoolServicer_to_server(
                 _RoundRobin(self._backends), self._server)
@@ -77,13 +105,17 @@ class LocalWorkerPool:
             raise
         return self
 
+    def _start_processes(self, context, settings):
+        for backend in self._backends:
+            backend.start(context, settings)
+
     def dead(self):
         """How each worker process that is gone ended ("worker process 12 killed by
         SIGKILL"): a pass whose worker died fails with Beam's data-channel errors, which do
         not say why."""
         gone = []
         for process in self._processes:
-            status = process.poll()
+            status = process.exitcode
             if status is not None:
                 gone.append("worker process %d %s" % (process.pid, (
                     "killed by %s" % signal.Signals(-status).name if status < 0
@@ -96,24 +128,14 @@ class LocalWorkerPool:
             backend.stub()
 
     def close(self):
+        atexit.unregister(self.close)
         if self._server is not None:
             self._server.stop(None)
             self._server = None
         for backend in self._backends:
             backend.close()
-        for process in self._processes:
-            try:
-                process.stdin.close()
-            except OSError:
-                pass
-        for process in self._processes:
-            try:
-                process.wait(10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-            process.stdout.close()
-        self._processes = []
+        for backend in self._backends:
+            backend.end()
         self._backends = []
 
     def __enter__(self):
@@ -125,13 +147,34 @@ class LocalWorkerPool:
 
 
 class _Backend:
-    """One worker process and, once it has printed its address, a stub of its service."""
+    """One worker process and, once it has sent its address, a stub of its service."""
 
-    def __init__(self, process):
-        self.process = process
+    def __init__(self):
+        self.process = None
+        self._pipe = None  # the driver's end of the process's pipe
+        self._error = None
+        self._started = threading.Event()
+        self._closed = False
         self._channel = None
         self._stub = None
         self._lock = threading.Lock()
+
+    def start(self, context, settings):
+        """Starts the process (blocks while the fork server imports, the first time)."""
+        try:
+            with self._lock:
+                if self._closed:
+                    return
+                ours, theirs = context.Pipe()
+                self.process = context.Process(target=_serve, args=(settings, theirs),
+                                               name="datagen-worker", daemon=True)
+                self._pipe = ours
+            self.process.start()
+            theirs.close()  # the process's end: kept here, the process would never see EOF
+        except BaseException as e:
+            self._error = "%s: %s" % (type(e).__name__, e)
+        finally:
+            self._started.set()
 
     def stub(self):
         with self._lock:
@@ -144,21 +187,38 @@ class _Backend:
         """Closes the channel first: a process stopping under an open channel makes gRPC
         log its GOAWAY on the console."""
         with self._lock:
+            self._closed = True
             if self._channel is not None:
                 self._channel.close()
                 self._channel = self._stub = None
 
+    def end(self):
+        """Closes the process's pipe (it then stops) and waits for it."""
+        self._started.wait(START_TIMEOUT_SECONDS)
+        if self._pipe is not None:
+            self._pipe.close()
+        if self.process is not None and self.process.pid is not None:
+            self.process.join(10)
+            if self.process.exitcode is None:
+                self.process.kill()
+                self.process.join()
+
     def _address(self):
-        """The first line the process prints: its pool service's address."""
-        result = []
-        reader = threading.Thread(target=lambda: result.append(self.process.stdout.readline()),
-                                  daemon=True)
-        reader.start()
-        reader.join(START_TIMEOUT_SECONDS)
-        line = result[0].decode().strip() if result else ""
+        """The first message the process sends: its pool service's address."""
+        line = ""
+        if self._started.wait(START_TIMEOUT_SECONDS) and self._error is None:
+            try:
+                if self._pipe.poll(START_TIMEOUT_SECONDS):
+                    line = self._pipe.recv()
+            except (EOFError, OSError):
+                pass
         if not line.startswith("localhost:"):
-            raise RuntimeError("worker process %d did not start (exit status %s)"
-                               % (self.process.pid, self.process.poll()))
+            pid = self.process.pid if self.process is not None else None
+            if pid is not None:
+                self.process.join(1)  # its exit status, when it is ending
+            status = self.process.exitcode if pid is not None else None
+            raise RuntimeError("worker process %s did not start (%s)" % (
+                pid, self._error or "exit status %s" % status))
         return line
 
 
@@ -206,8 +266,12 @@ class _HarnessThreads(beam_fn_api_pb2_grpc.BeamFnExternalWorkerPoolServicer):
         return beam_fn_api_pb2.StopWorkerResponse()
 
 
-def _serve(settings):
-    """A worker process: harnesses in threads (`_HarnessThreads`) until stdin closes."""
+def _serve(settings, pipe):
+    """A worker process: harnesses in threads (`_HarnessThreads`) until the driver closes
+    `pipe`, the process's end of its pipe to the driver."""
+    import os
+    import sys
+
     from apache_beam.internal import pickler
     from apache_beam.io.filesystems import FileSystems
     from apache_beam.options.pipeline_options import (PipelineOptions, SetupOptions,
@@ -215,6 +279,9 @@ def _serve(settings):
 
     from pipeline import console
 
+    # stdout is the user's (the driver's summary): whatever a worker prints goes to stderr
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
     options = PipelineOptions.from_dictionary(settings["options"])
     FileSystems.set_options(options)
     pickler.set_library(options.view_as(SetupOptions).pickle_library)
@@ -225,14 +292,9 @@ def _serve(settings):
             server)
         port = server.add_insecure_port("localhost:0")
         server.start()
-        print("localhost:%d" % port, flush=True)
-        # From here on stdout is stderr: nobody reads the pipe after the address, and a
-        # full pipe would block whatever prints next.
-        os.dup2(2, 1)
-        sys.stdout = sys.stderr
-        sys.stdin.buffer.read()  # returns when the driver closes the pipe or dies
+        try:
+            pipe.send("localhost:%d" % port)
+            pipe.recv()  # the driver sends nothing: this returns when it closes the pipe or dies
+        except (EOFError, OSError):  # OSError: the pool closed before this process served
+            pass
         server.stop(None)
-
-
-if __name__ == "__main__":
-    _serve(json.loads(sys.stdin.buffer.readline()))

@@ -57,6 +57,7 @@ def _worker_pids_of_a_pass(pool, options, out_dir, number):
 def test_passes_share_the_pools_processes(tmp_path):
     options = PipelineOptions(MP2)
     with LocalWorkerPool(2, options) as pool:
+        pool.ready()
         pool_pids = {p.pid for p in pool._processes}
         assert len(pool_pids) == 2 and os.getpid() not in pool_pids
         seen = [_worker_pids_of_a_pass(pool, options, str(tmp_path), n) for n in range(3)]
@@ -103,16 +104,36 @@ def test_processes_end_when_the_driver_is_killed(tmp_path):
     assert _wait_gone(pids) == []
 
 
-def test_a_worker_process_that_cannot_start_is_an_error_and_leaves_nothing(monkeypatch):
-    monkeypatch.setattr(sys, "executable", "/bin/false")
-    pool = LocalWorkerPool(2, PipelineOptions([])).start()
-    pids = [p.pid for p in pool._processes]
+def test_a_worker_process_that_cannot_start_is_an_error_and_leaves_nothing():
+    # a log level no logger knows: the processes fail before they serve
+    pool = LocalWorkerPool(2, PipelineOptions([]), log_level="nonsense").start()
     try:
-        with pytest.raises(RuntimeError, match="did not start"):
+        with pytest.raises(RuntimeError, match=r"worker process \d+ did not start "
+                                               r"\(exit status 1\)"):
             pool.ready()
+        pids = [p.pid for p in pool._processes]
     finally:
         pool.close()
     assert len(pids) == 2 and _wait_gone(pids) == []
+
+
+def test_worker_processes_start_with_beam_and_the_project_imported():
+    """Forked from a server that imported them (where the platform has a fork server): a
+    second worker no longer imports Beam beside the first and the driver."""
+    import multiprocessing
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        pytest.skip("no fork server on this platform")
+    with LocalWorkerPool(2, PipelineOptions([])) as pool:
+        pool.ready()
+        pids = {p.pid for p in pool._processes}
+        parents = set()
+        for pid in pids:
+            with open("/proc/%d/stat" % pid) as f:
+                parents.add(int(f.read().split(")")[-1].split()[1]))
+        assert len(parents) == 1 and os.getpid() not in parents  # both forked by the server
+        with open("/proc/%d/cmdline" % parents.pop(), "rb") as f:
+            assert b"forkserver" in f.read()
+    assert len(pids) == 2
 
 
 @pytest.mark.slow
