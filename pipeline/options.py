@@ -97,13 +97,17 @@ class DatagenOptions:
         add("--overwrite", action="store_true", default=False,
             help="Replace a completed output directory (and relearn its vocabularies).")
         add("--vocab_partitions", type=int, default=2,
-            help="Work items per vocabulary in each refinement iteration, each taking a share "
-                 "of the round's probes (parallelism only; the result does not depend on it).")
-        add("--bisection_rounds_per_pass", type=int, default=3,
+            help="Work items per vocabulary in each bisection round, each taking a share of "
+                 "the round's probes. A round probes at least this many min_counts of a "
+                 "vocabulary (the one the search needs, then those it likely needs next), "
+                 "so it can advance the search that many levels (parallelism only; the "
+                 "result does not depend on it).")
+        add("--bisection_rounds_per_pass", type=int, default=10,
             help="Bisection rounds (each: 4 refinement iterations of its probes) in one Beam "
                  "pipeline. Each round probes the min_count the search needs and enough levels "
-                 "below it for the search to end within the pass's rounds; fewer rounds: fewer "
-                 "stages, more probes per round.")
+                 "below it for the search to end within the pass's rounds (10 always decides "
+                 "the search over [1, 1000] in one pass; a round left with nothing to probe "
+                 "does no work); fewer rounds: fewer stages, more probes per round.")
         add("--bisection_lookahead", type=int, default=0,
             help="Least number of bisection levels below the needed min_count that a round "
                  "probes too (more when the rounds left need it).")

@@ -197,8 +197,9 @@ def learn_subword_vocabs(work_dir, files, config, run_pass, first_pass=None):
                 learnt[(name, int(t))] = vocab
         # a pass numbers its rounds from 1; the job numbers them on, as the pass labels do
         first_round = (pass_no - 1) * config.vocab.bisection_rounds
-        rounds = {first_round + r["round"]: r["probes"] for r in result.get("probes", [])
-                  if r["probes"]}
+        rounds = {}  # one report per vocabulary and round: merged per round
+        for report in sorted(result.get("probes", []), key=lambda r: sorted(r["probes"])):
+            rounds.setdefault(first_round + report["round"], {}).update(report["probes"])
         by_iteration = {}  # one report per work item: merged per (round, iteration)
         for report in result.get("sizes", []):
             by_iteration.setdefault((first_round + report["round"], report["iteration"]),

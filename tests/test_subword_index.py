@@ -8,6 +8,7 @@ vocabularies, on random strings (hypothesis) and on the real corpora, for every 
 
 import collections
 import io
+import random
 import os
 
 import pytest
@@ -165,6 +166,44 @@ def test_rounds_fitted_lookahead_finishes_the_search_in_time(target, rounds):
     chosen, wanted = learner.next_probes(known, target, 0)
     assert wanted == [] and chosen == learner.bisect_min_count(
         target, lambda m, lo, hi: size(m))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(50, 60000), st.floats(0.2, 2.0), st.integers(0, 5000),
+       st.integers(1, 40000), st.integers(1, 4), st.integers(0, 3))
+def test_rounds_with_guessed_probes_choose_what_the_bisection_chooses(
+        scale, power, floor, target, width, noise_seed):
+    """Rounds of `width` probes, the needed one first and then the guessed path: whatever the
+    sizes (here a decreasing power law with a floor and some bumps, which the guesses do not
+    model), every round probes the node the search needs, the search ends with T2T's choice,
+    and never takes more rounds than one probe per round would."""
+    bumps = random.Random(noise_seed)
+    table = {}
+
+    def size(m):
+        if m not in table:
+            table[m] = int(scale * m ** -power * 1000) + floor + bumps.randrange(0, 3)
+        return table[m]
+
+    def rounds_needed(w):
+        known = {}
+        for rounds in range(1, 40):
+            chosen, wanted = learner.next_probes(known, target, 0, width=w)
+            if chosen is not None:
+                return rounds - 1, chosen
+            try:
+                learner.bisect_min_count(target, lambda m, lo, hi: known[m])
+            except KeyError as missing:
+                assert missing.args[0] in wanted  # the node the search needs is probed
+            assert len(wanted) <= max(w, 1)
+            known.update({m: size(m) for m in wanted})
+        raise AssertionError("the search did not end")
+
+    expected = learner.bisect_min_count(target, lambda m, lo, hi: size(m))
+    single_rounds, single = rounds_needed(1)
+    rounds, chosen = rounds_needed(width)
+    assert single == chosen == expected
+    assert rounds <= single_rounds
 
 
 def test_select_is_right_when_another_thread_grows_the_capacity(monkeypatch):

@@ -23,8 +23,8 @@ from transforms.codecs import tokenizer
 from transforms.file_scan import ScanTextFiles
 from transforms.json_result import WriteJsonResult
 from transforms.materialize import MaterializeDatasets
-from transforms.subword_refine import (BuildTokenIndexes, LearnSubwordVocabs, _add_sizes,
-                                       _plan_round, _work_items)
+from transforms.subword_refine import (BuildTokenIndexes, LearnSubwordVocabs,
+                                       _RoundPlan, _work_items)
 from transforms.token_counts import (SampleAndCountTokens, _SumCountsFn, count_triples,
                                      with_rejected_lines)
 
@@ -351,8 +351,9 @@ def test_learn_subword_vocabs_equals_the_reference_learner(tiny_counts, tmp_path
         chosen = learnt["vocabs"] | beam.combiners.ToList() | beam.FlatMap(_chosen)
         assert_that(chosen, equal_to(expected), label="Chosen")
         # every round's probes are reported, and each probe has 4 iterations of sizes
-        rounds = learnt["probes"] | beam.MapTuple(lambda r, probes: r)
-        assert_that(rounds, equal_to([1, 2]), label="Rounds")
+        rounds = learnt["probes"] | beam.MapTuple(lambda r, probes: (r, sorted(probes)))
+        assert_that(rounds, equal_to([(1, ["de"]), (1, ["en"]), (2, ["de"]), (2, ["en"])]),
+                    label="Rounds")  # one report per vocabulary and round
         iterations = (learnt["sizes"] | beam.MapTuple(lambda r, it, sizes: it)
                       | beam.Distinct())
         assert_that(iterations, equal_to([1, 2, 3, 4]), label="Iterations")
@@ -376,18 +377,21 @@ def test_learn_subword_vocabs_does_no_work_once_the_search_is_decided(tiny_count
         learnt = (p | beam.Create([("en", info)])
                   | LearnSubwordVocabs(["en"], TARGET, num_partitions=2, rounds=1,
                                        known={"en": known}))
-        assert_that(learnt["vocabs"], equal_to([(1, {})]), label="Vocabs")
-        assert_that(learnt["probes"], equal_to([(1, {})]), label="Probes")
+        assert_that(learnt["vocabs"], equal_to([]), label="Vocabs")
+        assert_that(learnt["probes"], equal_to([]), label="Probes")
         assert_that(learnt["sizes"], equal_to([]), label="Sizes")
 
 
 def test_refinement_round_planning_pieces():
     assert list(_work_items(("v", {"path": "p"}), 3)) == [
         ("v", {"path": "p"}, 0), ("v", {"path": "p"}, 1), ("v", {"path": "p"}, 2)]
-    known = {"v": {500: 90}}
-    grown = _add_sizes(known, {("v", 250): (150, "[]"), ("v", 375): (120, "[]")})
-    assert grown == {"v": {500: 90, 250: 150, 375: 120}} and known == {"v": {500: 90}}
-    # the first probe of a fresh search is the middle of T2T's [1, 1000]
-    assert _plan_round({"v": {}}, 100, 0, None) == {"v": [500]}
-    assert _plan_round({"v": {}, "w": {}}, 100, 1, None) == {"v": [250, 500, 750],
-                                                             "w": [250, 500, 750]}
+    # sizes known before the pipeline and learnt by earlier rounds (other vocabularies' too)
+    learnt = [(("v", 250), 150), (("v", 375), 120), (("w", 1), 5)]
+    plan = _RoundPlan({"v": {500: 90}, "w": {}}, 100, 0, None, 1)
+    assert plan("v", learnt) == [437]  # 500 -> 90 < 100, 250 -> 150, 375 -> 120: then 437
+    # width 2: the node after it on the path the known sizes predict (437 -> ~103 > 100)
+    assert _RoundPlan({"v": {500: 90}}, 100, 0, None, 2)("v", learnt) == [437, 468]
+    # the first probe of a fresh search is the middle of T2T's [1, 1000]; nothing to guess from
+    assert _RoundPlan({"v": {}}, 100, 0, None, 2)("v", []) == [500]
+    assert _RoundPlan({"v": {}}, 100, 1, None, 1)("v", []) == [250, 500, 750]
+    assert plan.rank("v") == 0 and plan.rank("w") == 1

@@ -2,19 +2,18 @@
 
 `BuildTokenIndexes` turns the counted tokens of each vocabulary into a
 `subword_index.TokenIndex` written to a file (the checkpoint a continuing pass reads).
-`LearnSubwordVocabs` runs the bisection over min_count in rounds; each round picks its probes
-from the sizes learnt so far (a side input) and refines them, in two stages:
-
-1. `_RefineProbesFn` over (vocabulary, share) work items: each item takes its share of the
-   round's probes on that vocabulary and runs their `num_iterations` refinement iterations:
-   segment the tokens with the probe's previous vocabulary, then T2T's longest-first
-   acceptance over the index;
-2. one global combine gathers the round's vocabularies: the next round's side input.
+`LearnSubwordVocabs` runs the bisection over min_count in rounds, one Beam stage each:
+`_RefineProbesFn` over (vocabulary, share) work items. Each item replays the bisection with
+the sizes the earlier rounds learnt (side inputs of a few numbers), takes its share of the
+round's probes on its vocabulary and runs their `num_iterations` refinement iterations:
+segment the tokens with the probe's previous vocabulary, then T2T's longest-first acceptance
+over the index. A probe's vocabulary goes to the pass's result, its size to the next rounds.
 
 No worker counts or holds substrings: see `transforms.codecs.subword_index` for why the
 result is exactly T2T's.
 """
 
+import itertools
 import json
 
 import apache_beam as beam
@@ -24,6 +23,8 @@ from apache_beam.utils import shared
 from transforms.codecs import subword_learner as learner
 
 SIZES = "sizes"
+LEARNT = "learnt"
+PROBES = "probes"
 
 
 def _load_index(path):
@@ -70,21 +71,27 @@ class BuildTokenIndexes(beam.PTransform):
 class _RefineProbesFn(beam.DoFn):
     """(vocab_name, info, share) -> ((vocab_name, min_count), (size, vocab list as JSON)).
 
-    Work item `share` of `num_shares` takes every `num_shares`-th probe of the round on this
-    vocabulary and runs all `num_iterations` refinement iterations of its probes over the
-    whole index: an iteration of a probe needs only that probe's previous vocabulary, so the
-    iterations need no data from other work items. Each iteration's sizes go to the `sizes`
-    output as (iteration, {probe: size}).
+    Each work item plans the round itself (`plan`: the bisection replayed with the sizes known
+    before the pipeline and those the earlier rounds learnt, side inputs of ((vocab_name,
+    min_count), size)); every item gets the same plan. Work item `share` of `num_shares`
+    takes every `num_shares`-th probe of the round on its vocabulary and runs all
+    `num_iterations` refinement iterations of its probes over the whole index: an iteration
+    of a probe needs only that probe's previous vocabulary, so the iterations need no data
+    from other work items. Tagged outputs: `learnt` ((vocab_name, min_count), size) after the
+    last iteration, for the next rounds' plans; `sizes` (iteration, {probe: size}) per
+    iteration; `probes` {vocab_name: [min_count, ...]}, the round's plan of the vocabulary
+    (from its share 0).
 
     A vocabulary travels as one JSON string: runners weigh cached side inputs by walking them,
     and for lists of 10^4..10^6 strings that costs more than the refinement.
     """
 
-    def __init__(self, num_shares, num_iterations, reserved_tokens, shared_indexes):
+    def __init__(self, num_shares, num_iterations, reserved_tokens, shared_indexes, plan):
         self._shares = num_shares
         self._iterations = num_iterations
         self._reserved = reserved_tokens
         self._shared = shared_indexes
+        self._plan = plan
         self._indexes = None
 
     def setup(self):
@@ -97,9 +104,15 @@ class _RefineProbesFn(beam.DoFn):
             self._indexes[path] = self._shared[name].acquire(lambda: _load_index(path), tag=path)
         return self._indexes[path]
 
-    def process(self, item, probes):
+    def process(self, item, *learnt_before):
         name, info, share = item
-        wanted = probes.get(name, [])[share::self._shares]
+        planned = self._plan(name, itertools.chain.from_iterable(learnt_before))
+        if planned and share == 0:
+            yield beam.pvalue.TaggedOutput(PROBES, {name: planned})
+        # Which probes a share takes turns with the vocabulary: when a round has fewer
+        # probes than shares, the first share of every vocabulary is not the only one busy.
+        first = (share + self._plan.rank(name)) % self._shares
+        wanted = planned[first::self._shares]
         if not wanted:
             return
         sizes = []
@@ -110,7 +123,8 @@ class _RefineProbesFn(beam.DoFn):
         for report in sizes:
             yield beam.pvalue.TaggedOutput(SIZES, report)
         for t, vocab in vocabs.items():
-            yield (name, t), (len(vocab), json.dumps(vocab, ensure_ascii=False))
+            yield beam.pvalue.TaggedOutput(LEARNT, ((name, t), len(vocab)))
+            yield (name, t), json.dumps(vocab, ensure_ascii=False)
 
 
 def _work_items(item, num_shares):
@@ -120,43 +134,28 @@ def _work_items(item, num_shares):
         yield name, info, share
 
 
-def _plan_round(known, target_size, lookahead, rounds_left):
-    """{vocab_name: {min_count: size}} -> {vocab_name: [min_count, ...]} still to probe."""
-    probes = {}
-    for name, sizes in known.items():
-        _, wanted = learner.next_probes(sizes, target_size, lookahead, rounds_left=rounds_left)
-        if wanted:
-            probes[name] = wanted
-    return probes
+class _RoundPlan:
+    """The min_counts a round probes on one vocabulary: `next_probes` replayed with the sizes
+    known before the pipeline and those learnt since (((vocab_name, min_count), size)
+    pairs); at least `width` while the search goes on (one per work item)."""
 
+    def __init__(self, known, target_size, lookahead, rounds_left, width):
+        self._known = known
+        self._target = target_size
+        self._lookahead = lookahead
+        self._rounds_left = rounds_left
+        self._width = width
 
-def _add_sizes(known, vocabs):
-    out = {name: dict(sizes) for name, sizes in known.items()}
-    for (name, min_count), (size, _) in vocabs.items():
-        out[name][min_count] = size
-    return out
+    def rank(self, name):
+        """The vocabulary's place among all: work items rotate their shares by it."""
+        return sorted(self._known).index(name)
 
-
-class _RefinementRound(beam.PTransform):
-    """One bisection round: every refinement iteration of its probes, in one stage.
-
-    Input: {"work": (vocab_name, info, share) items, "probes": one {vocab_name:
-    [min_count, ...]}}. Output: (vocabs, sizes): one {(vocab_name, min_count): (size, vocab
-    list as JSON)} after the last iteration, and (iteration, {probe: size}) per iteration
-    and work item.
-    """
-
-    def __init__(self, num_partitions, num_iterations, reserved_tokens, shared_indexes):
-        super().__init__()
-        self._fn = _RefineProbesFn(num_partitions, num_iterations, reserved_tokens,
-                                   shared_indexes)
-
-    def expand(self, inputs):
-        refined = inputs["work"] | "Refine" >> beam.ParDo(
-            self._fn, probes=beam.pvalue.AsSingleton(inputs["probes"])).with_outputs(
-                SIZES, main="vocabs")
-        vocabs = refined.vocabs | "Assemble" >> beam.combiners.ToDict()
-        return vocabs, refined[SIZES]
+    def __call__(self, name, learnt):
+        sizes = dict(self._known.get(name, {}))
+        sizes.update((t, size) for (n, t), size in learnt if n == name)
+        _, wanted = learner.next_probes(sizes, self._target, self._lookahead,
+                                        rounds_left=self._rounds_left, width=self._width)
+        return wanted
 
 
 class LearnSubwordVocabs(beam.PTransform):
@@ -168,14 +167,17 @@ class LearnSubwordVocabs(beam.PTransform):
     the earlier rounds' results) and probes the min_count the search needs next plus its
     subtree, each probe with `num_iterations` refinement iterations. The subtree is
     `lookahead` levels deep, or with `fit_rounds` deeper where that lets the search finish in
-    the rounds left. A round with nothing left to probe does no work.
+    the rounds left. Where that is fewer probes than `num_partitions` (the work items of a
+    vocabulary), the nodes the search will likely need next fill the round up: guessed from
+    the sizes known (`subword_learner.predicted_path`), they let each work item of a round
+    advance the search by about a level. A round with nothing left to probe does no work.
 
     Returns a dict of PCollections: `vocabs` ((round, {(vocab_name, min_count): vocab list})
     per round), `sizes` ((round, iteration, {probe: size})), `probes` ((round, {vocab_name:
     [min_count, ...]})).
     """
 
-    def __init__(self, vocab_names, target_size, num_partitions, rounds=3, lookahead=0,
+    def __init__(self, vocab_names, target_size, num_partitions, rounds=10, lookahead=0,
                  known=None, num_iterations=4, reserved_tokens=learner.RESERVED_TOKENS,
                  fit_rounds=True):
         super().__init__()
@@ -193,22 +195,22 @@ class LearnSubwordVocabs(beam.PTransform):
         work = (indexes
                 | "Work" >> beam.FlatMap(_work_items, num_shares=self._parts)
                 | "Spread" >> beam.Reshuffle())
-        state = indexes.pipeline | "Known" >> beam.Create([self._known])
-        vocab_reports, size_reports, probe_reports = [], [], []
+        learnt, vocab_reports, size_reports, probe_reports = [], [], [], []
         for r in range(1, self._rounds + 1):
-            probes = state | "Plan%d" % r >> beam.Map(
-                _plan_round, target_size=self._target, lookahead=self._lookahead,
-                rounds_left=self._rounds - r + 1 if self._fit_rounds else None)
-            vocabs, sizes = {"work": work, "probes": probes} | "Round%d" % r >> (
-                _RefinementRound(self._parts, self._iterations, self._reserved,
-                                 shared_indexes))
-            state = state | "Learnt%d" % r >> beam.Map(
-                _add_sizes, vocabs=beam.pvalue.AsSingleton(vocabs))
-            vocab_reports.append(vocabs | "Lists%d" % r >> beam.Map(
-                lambda v, r=r: (r, {probe: json.loads(text) for probe, (_, text) in v.items()})))
-            size_reports.append(sizes | "RoundSizes%d" % r >> beam.MapTuple(
+            plan = _RoundPlan(self._known, self._target, self._lookahead,
+                              self._rounds - r + 1 if self._fit_rounds else None, self._parts)
+            refined = work | "Round%d" % r >> beam.ParDo(
+                _RefineProbesFn(self._parts, self._iterations, self._reserved, shared_indexes,
+                                plan),
+                *[beam.pvalue.AsList(sizes) for sizes in learnt]).with_outputs(
+                    LEARNT, SIZES, PROBES, main="vocabs")
+            learnt.append(refined[LEARNT])
+            vocab_reports.append(refined.vocabs | "Lists%d" % r >> beam.MapTuple(
+                lambda probe, text, r=r: (r, {probe: json.loads(text)})))
+            size_reports.append(refined[SIZES] | "RoundSizes%d" % r >> beam.MapTuple(
                 lambda it, s, r=r: (r, it, s)))
-            probe_reports.append(probes | "RoundProbes%d" % r >> beam.Map(lambda p, r=r: (r, p)))
+            probe_reports.append(refined[PROBES] | "RoundProbes%d" % r >> beam.Map(
+                lambda p, r=r: (r, p)))
         return {"vocabs": vocab_reports | "AllVocabs" >> beam.Flatten(),
                 "sizes": size_reports | "AllSizes" >> beam.Flatten(),
                 "probes": probe_reports | "AllProbes" >> beam.Flatten()}

@@ -29,6 +29,7 @@ runs the same functions as Beam passes.
 """
 
 import collections
+import math
 import zlib
 
 from transforms.codecs.subword import RESERVED_TOKENS, ESCAPE_CHARS, escape_token
@@ -255,7 +256,8 @@ def bisect_min_count(target_size, size_of, low=1, high=1000):
     return search(low, high)
 
 
-def next_probes(known_sizes, target_size, lookahead, low=1, high=1000, rounds_left=None):
+def next_probes(known_sizes, target_size, lookahead, low=1, high=1000, rounds_left=None,
+                width=1):
     """Replays the bisection with the sizes known so far.
 
     `known_sizes` is {min_count: vocab size}. Returns (chosen min_count, []) when the search
@@ -263,6 +265,9 @@ def next_probes(known_sizes, target_size, lookahead, low=1, high=1000, rounds_le
     subtree `lookahead` levels deep, less what is known). With `rounds_left` the subtree is
     deep enough (never less than `lookahead`) for the rest of the search to fit in that
     many rounds: the bisection of [lo, hi] needs at most floor(log2(hi - lo + 1)) + 1 levels.
+    With `width` more than the probes that gives, the nodes the search is likely to need
+    after them follow, up to `width` in all (`predicted_path`): a round of `width` parallel
+    probes then advances about `width` levels instead of one.
     """
     def size_of(min_count, lo, hi):
         if min_count not in known_sizes:
@@ -277,7 +282,63 @@ def next_probes(known_sizes, target_size, lookahead, low=1, high=1000, rounds_le
             levels = (need.high - need.low + 1).bit_length()
             depth = max(lookahead, -(-levels // rounds_left) - 1)
         subtree = probe_subtree(need.low, need.high, depth)
-        return None, [t for t in subtree if t not in known_sizes] or [need.min_count]
+        wanted = [t for t in subtree if t not in known_sizes] or [need.min_count]
+        for t in predicted_path(known_sizes, target_size, low, high):
+            if len(wanted) >= width:
+                break
+            if t not in wanted:
+                wanted.append(t)
+        return None, sorted(wanted)
+
+
+def predicted_size(known_sizes, min_count):
+    """A guess of the vocabulary size at `min_count` from the sizes known ({min_count:
+    size}); None when none is known.
+
+    The size falls about as a power of min_count (a log-log slope near -0.5 on English and
+    Chinese news), so the guess is linear in log-log space: between the nearest known
+    min_counts on either side, else along the two nearest on one side (slope -0.5 from a
+    single one). A wrong guess costs time, never a different result: the bisection itself
+    only ever uses computed sizes.
+    """
+    if min_count in known_sizes:
+        return known_sizes[min_count]
+    points = sorted((t, s) for t, s in known_sizes.items() if t > 0 and s > 0)
+    if not points:
+        return None
+    below = [p for p in points if p[0] < min_count]
+    above = [p for p in points if p[0] > min_count]
+    if below and above:
+        (t0, s0), (t1, s1) = below[-1], above[0]
+    elif len(points) == 1:
+        (t0, s0), = points
+        return s0 * (min_count / t0) ** -0.5
+    else:
+        (t0, s0), (t1, s1) = below[-2:] if below else above[:2]
+    slope = (math.log(s1) - math.log(s0)) / (math.log(t1) - math.log(t0))
+    return math.exp(math.log(s0) + slope * (math.log(min_count) - math.log(t0)))
+
+
+def predicted_path(known_sizes, target_size, low=1, high=1000):
+    """The min_counts without a known size that the bisection would visit, in order, if
+    the unknown sizes were `predicted_size`'s guesses; it ends where no guess exists."""
+    path = []
+
+    def size_of(min_count, lo, hi):
+        if min_count in known_sizes:
+            return known_sizes[min_count]
+        guess = predicted_size(known_sizes, min_count)
+        if guess is None:
+            raise NeedProbe(min_count, lo, hi)
+        if min_count not in path:
+            path.append(min_count)
+        return guess
+
+    try:
+        bisect_min_count(target_size, size_of, low, high)
+    except NeedProbe as need:
+        path.append(need.min_count)
+    return path
 
 
 def probe_subtree(low, high, depth):
