@@ -34,6 +34,10 @@ if __name__ == "__main__":
     # Before any import starts a thread: every thread must block these for the driver to
     # hear them while its worker processes ignore them (see pipeline.interrupts).
     signal.pthread_sigmask(signal.SIG_BLOCK, (signal.SIGINT, signal.SIGTERM))
+    # The worker processes' fork server imports Beam beside the driver's own imports.
+    import sys
+    from pipeline import fork_server
+    fork_server.start_early(sys.argv[1:])
 
 import argparse  # noqa: E402 (after the signal mask, on purpose)
 import datetime

@@ -15,7 +15,8 @@ shared), exactly as in multi_processing mode. A harness ends when its pass's run
 the control channel; the process stays for the next pass.
 
 The processes are forked from one server process that imported Beam and the project first
-(`multiprocessing`'s forkserver, where the platform has one): each process started fresh
+(`pipeline.fork_server`: `multiprocessing`'s forkserver, where the platform has one, started
+by the driver before its own imports): each process started fresh
 imports the same ~1.5 s of modules, and on 2 cores the second worker's import ran beside the
 first's and the driver's, delaying the first stage by as much again. A forked process starts
 with all of it loaded, in pages it shares with the server until it writes them. As with
@@ -32,7 +33,6 @@ ever left behind.
 
 import atexit
 import itertools
-import multiprocessing
 import signal
 import threading
 import traceback
@@ -41,24 +41,9 @@ from concurrent import futures
 import grpc
 from apache_beam.portability.api import beam_fn_api_pb2, beam_fn_api_pb2_grpc
 
+from pipeline import fork_server
+
 START_TIMEOUT_SECONDS = 120
-
-# What every worker process needs before its first bundle: Beam's harness, the file systems,
-# and the project's transforms with their codecs (numba's compiled loops among them).
-PRELOAD = ("apache_beam", "apache_beam.runners.worker.sdk_worker", "pipeline.worker_pool",
-           "transforms.token_counts", "transforms.subword_refine", "transforms.encode_pairs",
-           "transforms.vocab_kinds", "transforms.codecs.subword_index")
-
-
-def _context():
-    """Processes forked from a server that preloaded `PRELOAD` where the platform has
-    one (Linux, macOS); else spawned, each importing what it needs."""
-    if "forkserver" in multiprocessing.get_all_start_methods():
-        context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(list(PRELOAD))
-        return context
-    return multiprocessing.get_context("spawn")
-
 
 class LocalWorkerPool:
     """`num_workers` long-lived worker processes and the address of the EXTERNAL
@@ -92,7 +77,7 @@ class LocalWorkerPool:
             # (they ignore its SIGTERM, as they ignore the job's signals): a driver leaving
             # without close() ends them too.
             atexit.register(self.close)
-            context = _context()
+            context = fork_server.context()
             threading.Thread(target=self._start_processes, args=(context, settings),
                              name="datagen-start-workers", daemon=True).start()
             self._server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
@@ -279,6 +264,10 @@ def _serve(settings, pipe):
 
     from pipeline import console
 
+    # The job's signals are the driver's to handle (it ends the workers): ignored here
+    # whatever the fork server was started with (`pipeline.interrupts`).
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, signal.SIG_IGN)
     # stdout is the user's (the driver's summary): whatever a worker prints goes to stderr
     os.dup2(2, 1)
     sys.stdout = sys.stderr

@@ -48,7 +48,9 @@ def test_sample_job_with_two_worker_processes_prints_only_its_own_short_lines(tm
     err = run.stderr
     assert re.search(r"pass 1 of ~?2: vocab source, target", err), err
     assert re.search(r"pass 2 of 2: encode", err), err
-    assert re.search(r"round 1: source min_count \d+\.\.\d+ -> \d+\.\.\d+", err), err
+    # the first round probes the middle of [1, 1000]; later ones also the guessed next nodes
+    assert re.search(r"round 1: source min_count 500 -> \d+; target min_count 500 -> \d+ ", err), err
+    assert re.search(r"round 2: source min_count \d+\.\.\d+ -> \d+\.\.\d+", err), err
     assert "pass 2 done in" in err
     table = run.stdout.splitlines()
     assert table[0].startswith("datagen complete: problem translate_enzh_wmt8k")

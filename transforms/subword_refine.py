@@ -14,7 +14,6 @@ result is exactly T2T's.
 """
 
 import itertools
-import json
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
@@ -69,7 +68,7 @@ class BuildTokenIndexes(beam.PTransform):
 
 
 class _RefineProbesFn(beam.DoFn):
-    """(vocab_name, info, share) -> ((vocab_name, min_count), (size, vocab list as JSON)).
+    """(vocab_name, info, share) -> (round, {(vocab_name, min_count): vocab list}).
 
     Each work item plans the round itself (`plan`: the bisection replayed with the sizes known
     before the pipeline and those the earlier rounds learnt, side inputs of ((vocab_name,
@@ -78,15 +77,16 @@ class _RefineProbesFn(beam.DoFn):
     `num_iterations` refinement iterations of its probes over the whole index: an iteration
     of a probe needs only that probe's previous vocabulary, so the iterations need no data
     from other work items. Tagged outputs: `learnt` ((vocab_name, min_count), size) after the
-    last iteration, for the next rounds' plans; `sizes` (iteration, {probe: size}) per
-    iteration; `probes` {vocab_name: [min_count, ...]}, the round's plan of the vocabulary
-    (from its share 0).
-
-    A vocabulary travels as one JSON string: runners weigh cached side inputs by walking them,
-    and for lists of 10^4..10^6 strings that costs more than the refinement.
+    last iteration, for the next rounds' plans (a vocabulary itself is never a side input:
+    runners weigh cached side inputs by walking them, and for lists of 10^4..10^6 strings
+    that costs more than the refinement); `sizes` (round, iteration, {probe: size}) per
+    iteration; `probes` (round, {vocab_name: [min_count, ...]}), the round's plan of the
+    vocabulary (from its share 0).
     """
 
-    def __init__(self, num_shares, num_iterations, reserved_tokens, shared_indexes, plan):
+    def __init__(self, round_no, num_shares, num_iterations, reserved_tokens, shared_indexes,
+                 plan):
+        self._round = round_no
         self._shares = num_shares
         self._iterations = num_iterations
         self._reserved = reserved_tokens
@@ -108,7 +108,7 @@ class _RefineProbesFn(beam.DoFn):
         name, info, share = item
         planned = self._plan(name, itertools.chain.from_iterable(learnt_before))
         if planned and share == 0:
-            yield beam.pvalue.TaggedOutput(PROBES, {name: planned})
+            yield beam.pvalue.TaggedOutput(PROBES, (self._round, {name: planned}))
         # Which probes a share takes turns with the vocabulary: when a round has fewer
         # probes than shares, the first share of every vocabulary is not the only one busy.
         first = (share + self._plan.rank(name)) % self._shares
@@ -120,11 +120,11 @@ class _RefineProbesFn(beam.DoFn):
             self._index(name, info["path"]), info["alphabet"], wanted, self._iterations,
             self._reserved, on_iteration=lambda it, v: sizes.append(
                 (it, {(name, t): len(vocab) for t, vocab in v.items()})))
-        for report in sizes:
-            yield beam.pvalue.TaggedOutput(SIZES, report)
+        for iteration, report in sizes:
+            yield beam.pvalue.TaggedOutput(SIZES, (self._round, iteration, report))
         for t, vocab in vocabs.items():
             yield beam.pvalue.TaggedOutput(LEARNT, ((name, t), len(vocab)))
-            yield (name, t), json.dumps(vocab, ensure_ascii=False)
+            yield self._round, {(name, t): vocab}
 
 
 def _work_items(item, num_shares):
@@ -200,17 +200,14 @@ class LearnSubwordVocabs(beam.PTransform):
             plan = _RoundPlan(self._known, self._target, self._lookahead,
                               self._rounds - r + 1 if self._fit_rounds else None, self._parts)
             refined = work | "Round%d" % r >> beam.ParDo(
-                _RefineProbesFn(self._parts, self._iterations, self._reserved, shared_indexes,
-                                plan),
+                _RefineProbesFn(r, self._parts, self._iterations, self._reserved,
+                                shared_indexes, plan),
                 *[beam.pvalue.AsList(sizes) for sizes in learnt]).with_outputs(
                     LEARNT, SIZES, PROBES, main="vocabs")
             learnt.append(refined[LEARNT])
-            vocab_reports.append(refined.vocabs | "Lists%d" % r >> beam.MapTuple(
-                lambda probe, text, r=r: (r, {probe: json.loads(text)})))
-            size_reports.append(refined[SIZES] | "RoundSizes%d" % r >> beam.MapTuple(
-                lambda it, s, r=r: (r, it, s)))
-            probe_reports.append(refined[PROBES] | "RoundProbes%d" % r >> beam.Map(
-                lambda p, r=r: (r, p)))
+            vocab_reports.append(refined.vocabs)
+            size_reports.append(refined[SIZES])
+            probe_reports.append(refined[PROBES])
         return {"vocabs": vocab_reports | "AllVocabs" >> beam.Flatten(),
                 "sizes": size_reports | "AllSizes" >> beam.Flatten(),
                 "probes": probe_reports | "AllProbes" >> beam.Flatten()}
