@@ -6,7 +6,9 @@ starts it first thing (`start_early`), so that its imports run on another core b
 driver's own instead of after them. This module imports nothing heavy for that reason.
 """
 
+import contextlib
 import multiprocessing
+import signal
 
 # What every worker process needs before its first bundle: Beam's harness, the file systems,
 # and the project's transforms with their codecs (numba's compiled loops among them).
@@ -25,6 +27,23 @@ def context():
     return multiprocessing.get_context("spawn")
 
 
+@contextlib.contextmanager
+def keeping_signal_mask():
+    """Restores the calling thread's signal mask on leaving. Starting the first process
+    starts multiprocessing's resource tracker, which unblocks SIGINT and SIGTERM in the
+    calling thread afterwards; the job keeps them blocked in every thread, or an ignored
+    signal delivered to that thread is lost instead of queued for the driver
+    (`pipeline.interrupts`)."""
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, ())
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+
+
 def start_early(argv):
     """Starts the fork server now when `argv` (the job's command line) asks for DirectRunner's
     multi_processing mode, without waiting for its imports. The job may still run in one
@@ -34,4 +53,5 @@ def start_early(argv):
         return
     if context().get_start_method() == "forkserver":
         from multiprocessing import forkserver
-        forkserver.ensure_running()
+        with keeping_signal_mask():
+            forkserver.ensure_running()

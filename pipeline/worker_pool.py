@@ -91,8 +91,9 @@ class LocalWorkerPool:
         return self
 
     def _start_processes(self, context, settings):
-        for backend in self._backends:
-            backend.start(context, settings)
+        with fork_server.keeping_signal_mask():
+            for backend in self._backends:
+                backend.start(context, settings)
 
     def dead(self):
         """How each worker process that is gone ended ("worker process 12 killed by

@@ -152,3 +152,21 @@ def test_a_worker_killed_during_a_pass_fails_the_pass_and_says_which():
     finally:
         run_pass.close()
     assert time.time() - start < 60
+
+
+def test_starting_the_fork_server_keeps_the_signals_blocked():
+    """multiprocessing's resource tracker unblocks SIGINT/SIGTERM in the thread that starts
+    it; the driver keeps them blocked in every thread (pipeline.interrupts), or a Ctrl-C is
+    lost. A fresh interpreter: in this one the server may be running already."""
+    script = ("import signal, sys; sys.path.insert(0, %r)\n"
+              "signal.pthread_sigmask(signal.SIG_BLOCK, (signal.SIGINT, signal.SIGTERM))\n"
+              "from pipeline import fork_server\n"
+              "fork_server.start_early(['--direct_running_mode', 'multi_processing'])\n"
+              "from multiprocessing import forkserver\n"
+              "assert forkserver._forkserver._forkserver_pid is not None  # it did start\n"
+              "blocked = signal.pthread_sigmask(signal.SIG_BLOCK, ())\n"
+              "print(signal.SIGINT in blocked, signal.SIGTERM in blocked)\n" % REPO)
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split() == ["True", "True"]
