@@ -81,6 +81,27 @@ def test_segment_marks_are_greedy_longest_match(counts, vocab_min):
     assert set(index.sa[marks].tolist()) == expected
 
 
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(token_counts, max_lengths, st.integers(1, 4))
+def test_segment_marks_of_a_selected_vocab_found_around_known_ranks(counts, max_len, min_count):
+    """A vocabulary the index itself selected: its strings' ranges are found around the ranks
+    `select` saw them at, not by binary search; the segmentation is the same."""
+    index = TokenIndex.build(counts.items(), max_len)
+    alphabet = learner.build_alphabet(counts)
+    selection = index.select(None, index.partitions(1)[0], [min_count])[min_count]
+    vocab = learner.assemble_vocab(selection, alphabet)
+    assert all(s in index._rank_of for _, s in selection[0])
+    marks = index.segment_marks(vocab)
+    fresh = TokenIndex.build(counts.items(), max_len)  # no ranks known: binary search only
+    assert not fresh._rank_of
+    assert (marks == fresh.segment_marks(vocab)).all()
+    seg = learner.vocab_for_segmentation(vocab)
+    expected = set()
+    for t, start in zip(counts, index.starts.tolist()):
+        expected.update(start + s for s in segment(escape_token_all_known(t), *seg))
+    assert set(index.sa[marks].tolist()) == expected
+
+
 def _corpus_counts(corpus, name, max_lines):
     counts = collections.Counter()
     with open(os.path.join(DATA_DIR, corpus, name), encoding="utf-8") as f:

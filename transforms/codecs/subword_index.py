@@ -89,13 +89,38 @@ def _pattern_ranges(codes, sa, patterns, offsets):
 
 
 @numba.njit(**_NJIT)
+def _ranges_around(lcp_next, ranks, lengths):
+    """[lo, hi) of the suffixes starting with each string, from one rank whose suffix starts
+    with it: the neighbours sharing at least its length. Linear in the ranges' sizes, which
+    painting them costs anyway, with reads in order (a binary search per string jumps
+    through the whole text)."""
+    count = len(ranks)
+    n = len(lcp_next)
+    lo_out = np.empty(count, np.int64)
+    hi_out = np.empty(count, np.int64)
+    for k in range(count):
+        d = lengths[k]
+        lo = ranks[k]
+        while lo > 0 and lcp_next[lo - 1] >= d:
+            lo -= 1
+        hi = ranks[k] + 1
+        while hi < n and lcp_next[hi - 1] >= d:
+            hi += 1
+        lo_out[k] = lo
+        hi_out[k] = hi
+    return lo_out, hi_out
+
+
+@numba.njit(**_NJIT)
 def _segment_starts(token_starts, codes, isa, los, his, lengths, longest):
     """Marks (by suffix rank) the greedy longest-match segment starts of every token.
 
     `los`/`his`/`lengths` are the suffix-array ranges of the vocabulary strings, sorted by
     length: painting them in that order leaves, at each rank, the longest string that prefixes
-    the suffix (in `longest`, by rank). Returns (marks, ok); ok is False if a position has
-    no matching string.
+    the suffix (in `longest`, by rank). That is then read in text order (one pass whose reads
+    do not wait on each other), so the walk from each token start reads memory in order, and
+    the segment starts found are marked by rank at the end. Returns (marks, ok); ok is False
+    if a position has no matching string.
     """
     n = len(codes)
     longest[:] = 0
@@ -103,15 +128,17 @@ def _segment_starts(token_starts, codes, isa, los, his, lengths, longest):
         length = lengths[k]
         for r in range(los[k], his[k]):
             longest[r] = length
+    by_position = np.empty(n, longest.dtype)
+    for p in range(n):
+        by_position[p] = longest[isa[p]]
     marks = np.zeros(n, np.bool_)  # by suffix rank
     for t in range(len(token_starts)):
         p = token_starts[t]
         while codes[p] != 0:
-            r = isa[p]
-            step = longest[r]
+            step = by_position[p]
             if step == 0:
                 return marks, False
-            marks[r] = True
+            marks[isa[p]] = True
             p += step
     return marks, True
 
@@ -249,6 +276,9 @@ class TokenIndex:
         self._text = self._decode(self.codes)
         self._partitions = {}
         self._capacity = 4096
+        # a suffix rank of every string `select` accepted: where its range is (see
+        # `segment_marks`); any such rank serves whichever probe or thread asks
+        self._rank_of = {}
 
     # -- building and storing ---------------------------------------------------------------
 
@@ -374,9 +404,30 @@ class TokenIndex:
 
     def segment_marks(self, vocab):
         """Boolean per suffix rank: True where a segment starts under `vocab` (strings)."""
-        vocab = [s for s in vocab if s]
-        patterns, offsets, lengths = self._encode(vocab)
+        # Strings a select accepted (nearly all of a refined vocabulary) have a known rank:
+        # their ranges are found around it; the others (characters, reserved tokens) by
+        # binary search.
+        rank_of = self._rank_of
+        ranked, ranks, searched = [], [], []
+        for string in vocab:
+            if string:
+                rank = rank_of.get(string)
+                if rank is None:
+                    searched.append(string)
+                else:
+                    ranked.append(string)
+                    ranks.append(rank)
+        patterns, offsets, searched_lengths = self._encode(searched)
         los, his = _pattern_ranges(self.codes, self.sa, patterns, offsets)
+        if ranked:
+            ranked_lengths = np.fromiter(map(len, ranked), np.int64, len(ranked))
+            ranked_los, ranked_his = _ranges_around(
+                self.lcp_next, np.asarray(ranks, np.int64), ranked_lengths)
+            los = np.concatenate([los, ranked_los])
+            his = np.concatenate([his, ranked_his])
+            lengths = np.concatenate([searched_lengths, ranked_lengths])
+        else:
+            lengths = searched_lengths
         order = np.argsort(lengths, kind="stable")
         keep = order[his[order] > los[order]]
         lengths = lengths[keep]
@@ -418,8 +469,9 @@ class TokenIndex:
             self._capacity = max(self._capacity, capacity)
             text = self._text
             positions = self.sa[ranks].tolist()
-            accepted = [(count, text[p:p + length])
-                        for p, length, count in zip(positions, lens.tolist(), cnts.tolist())]
+            strings = [text[p:p + length] for p, length in zip(positions, lens.tolist())]
+            self._rank_of.update(zip(strings, ranks.tolist()))
+            accepted = list(zip(cnts.tolist(), strings))
             raw = {chars[c - 1]: v for c, v in enumerate(char_raw.tolist()) if v and c}
             took = {chars[c - 1]: v for c, v in enumerate(char_taken.tolist()) if v and c}
             results[min_count] = (accepted, raw, took)
