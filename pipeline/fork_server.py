@@ -11,10 +11,10 @@ import multiprocessing
 import signal
 
 # What every worker process needs before its first bundle: Beam's harness, the file systems,
-# and the project's transforms with their codecs (numba's compiled loops among them).
+# and the project's transforms with their codecs, numba's compiled loops loaded.
 PRELOAD = ("apache_beam", "apache_beam.runners.worker.sdk_worker", "pipeline.worker_pool",
            "transforms.token_counts", "transforms.subword_refine", "transforms.encode_pairs",
-           "transforms.vocab_kinds", "transforms.codecs.subword_index")
+           "transforms.vocab_kinds", "pipeline.worker_warmup")
 
 
 def context():
