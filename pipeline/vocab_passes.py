@@ -115,6 +115,11 @@ def sample_items(p, files, scanned=None):
     return items
 
 
+def _one_file_each(files):
+    """Whether every vocabulary samples exactly one file ({name: [(path, size), ...]})."""
+    return all(len(entries) == 1 for entries in files.values())
+
+
 def _on_invalid_for_counting(config, scanned):
     """With the scan in the same pipeline, invalid UTF-8 is the scan's to report (the driver
     stops before writing anything), so counting replaces it rather than failing the pipeline."""
@@ -139,7 +144,8 @@ def build_vocab_pass(p, files, indexes, index_dir, known, result_path, config, s
                    | "SampleAndCount" >> SampleAndCountTokens(
                        names, config.vocab.file_byte_budget,
                        _on_invalid_for_counting(config, scanned),
-                       tokenize=config.vocab.kind.tokenizer()))
+                       tokenize=config.vocab.kind.tokenizer(),
+                       one_file_each=_one_file_each(files)))
         index_pc = counted["totals"] | "Index" >> BuildTokenIndexes(
             index_dir, config.vocab.max_subtoken_length)
         outputs.update(indexes=index_pc, sampling=counted["stats"],
@@ -263,7 +269,8 @@ def build_counted_vocab_pass(p, kind, files, config, result_path, scanned=None):
     counted = (sample_items(p, files, scanned)
                | "SampleAndCount" >> SampleAndCountTokens(
                    sorted(files), config.vocab.file_byte_budget,
-                   _on_invalid_for_counting(config, scanned), tokenize=kind.tokenizer()))
+                   _on_invalid_for_counting(config, scanned), tokenize=kind.tokenizer(),
+                   one_file_each=_one_file_each(files)))
     vocabs = kind.vocabs_from_counts(counted["totals"], config.vocab)
     _ = {"vocabs": vocabs, "sampling": counted["stats"],
          "distinct": counted["distinct"] | "DistinctToList" >> beam.Map(list)} | (

@@ -91,6 +91,24 @@ def test_sample_and_count_sums_files_per_vocab_and_reports_every_vocab(tmp_path)
                                      ("tgt", "c.zh", 1, 5)]), label="Stats")
 
 
+def test_sample_and_count_with_one_file_each_skips_no_token(tmp_path):
+    a = write(tmp_path / "a.en", "the cat\r\n  the dog  \n")
+    c = write(tmp_path / "c.zh", "你好，世界\n")
+    items = [("src", a, os.path.getsize(a)), ("tgt", c, os.path.getsize(c))]
+    with test_pipeline() as p:
+        files = p | beam.Create(items)
+        general = files | "General" >> SampleAndCountTokens(["src", "tgt"], 1e8)
+        direct = files | "OneEach" >> SampleAndCountTokens(["src", "tgt"], 1e8,
+                                                           one_file_each=True)
+        for label, out in (("general", general), ("direct", direct)):
+            assert_that(out["totals"] | "Sorted" + label >> beam.MapTuple(
+                lambda n, c: (n, sorted(c.items()))), equal_to([
+                    ("src", sorted(collections.Counter(
+                        tokenizer.encode("the cat") + tokenizer.encode("the dog")).items())),
+                    ("tgt", sorted(collections.Counter(tokenizer.encode("你好，世界")).items()))]),
+                label="Totals " + label)
+
+
 def test_sample_follows_t2t_stride_and_budget_with_a_custom_tokenizer(tmp_path):
     # 30 bytes, budget 10: T2T skips int(30 / 10 / 2) = 1 line before each sample and stops
     # once a line is due and the budget is spent (the last line may overshoot it).

@@ -204,12 +204,15 @@ class SampleAndCountTokens(beam.PTransform):
     {token: count}), one per name in `vocab_names`, empty when nothing was sampled), `stats`
     (one dict per file) and `distinct` ((vocab_name, number of distinct tokens)).
     `count_triples` flattens a total into (vocab_name, token, count) elements where a
-    transform needs one element per token.
+    transform needs one element per token. `one_file_each`: the caller knows every name has
+    exactly one file (the usual source/target pair), whose sum is then the total as it is:
+    at full size that spared shuffling and merging a 665k-token dict once more (~2 s).
     """
 
     def __init__(self, vocab_names, byte_budget, on_invalid_utf8="error",
-                 tokenize=tokenizer.encode, part_bytes=SAMPLE_PART_BYTES):
+                 tokenize=tokenizer.encode, part_bytes=SAMPLE_PART_BYTES, one_file_each=False):
         super().__init__()
+        self._one_file_each = one_file_each
         self._part_bytes = part_bytes
         self._names = sorted(vocab_names)
         self._on_invalid = on_invalid_utf8
@@ -225,12 +228,15 @@ class SampleAndCountTokens(beam.PTransform):
                     | "SampleAndTokenize" >> beam.ParDo(
                         _SampleFileFn(self._budget, self._on_invalid, self._tokenize))
                     | "SumParts" >> beam.CombinePerKey(_SumSampleFn()))
-        every_name = files.pipeline | "EveryVocab" >> beam.Create(
-            [(name, {}) for name in self._names], reshuffle=False)
-        totals = ((per_file | "ByVocab" >> beam.MapTuple(lambda key, acc: (key[0], acc[0])),
-                   every_name)
-                  | "WithEveryVocab" >> beam.Flatten()
-                  | "SumCounts" >> beam.CombinePerKey(_SumCountsFn()))
+        by_vocab = per_file | "ByVocab" >> beam.MapTuple(lambda key, acc: (key[0], acc[0]))
+        if self._one_file_each:
+            totals = by_vocab  # a file's sum is its vocabulary's: no second shuffle of it
+        else:
+            every_name = files.pipeline | "EveryVocab" >> beam.Create(
+                [(name, {}) for name in self._names], reshuffle=False)
+            totals = ((by_vocab, every_name)
+                      | "WithEveryVocab" >> beam.Flatten()
+                      | "SumCounts" >> beam.CombinePerKey(_SumCountsFn()))
         return {"totals": totals,
                 "stats": per_file | "FileStats" >> beam.Map(_file_stats),
                 "distinct": totals | "Distinct" >> beam.MapTuple(lambda n, c: (n, len(c)))}
