@@ -64,10 +64,10 @@ def run_small_input_in_process(options, input_bytes, limit_mb):
     """Switches DirectRunner's multi_processing mode to in-process (`in_memory`) when the
     input is smaller than `limit_mb`; True if it did.
 
-    In multi_processing mode the job starts worker processes, which import Beam and the
-    project (~1.6 s each, on 2 cores beside the driver's own work; `pipeline.worker_pool`),
-    while a few MB of text take a second or two to process: such a job is no slower in one
-    process. Every runner writes the same bytes, so this changes only the time.
+    In multi_processing mode the job starts worker processes, forked from a server that
+    imports Beam and the project (~2 s of a core, beside the driver's own imports;
+    `pipeline.fork_server`), while a few MB of text take a second or two to process: such a
+    job is no slower in one process. Every runner writes the same bytes, so this changes only the time.
     """
     if runner_name(options) != "direct" or limit_mb <= 0:
         return False
