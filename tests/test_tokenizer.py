@@ -259,3 +259,30 @@ def test_stored_alnum_table_is_what_unicodedata_says(monkeypatch, tmp_path):
         assert tokenizer._alnum_ranges() == computed
     finally:
         tokenizer._alnum_ranges.cache_clear()
+
+
+_line_chars = st.sampled_from(list("ab Z9 \t\r\u3000\u00a0.,!-") + ["中", "文", "é", "\U0001F600",
+                                                                    "\U00020000", "\x1c", "\u2028"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(_line_chars, max_size=30), max_size=8))
+def test_count_tokens_of_stripped_lines_is_encode_line_by_line(lines):
+    """The vocabulary sample's one-pass counting (lines joined, one regex) counts exactly
+    what `encode` yields line by line, for stripped lines: spaces, tabs, \\r, characters
+    above the BMP, and whitespace that `str.strip` removes but the tokenizer does not split on."""
+    stripped = [line.strip() for line in lines]
+    expected = collections.Counter()
+    for line in stripped:
+        expected.update(tokenizer.encode(line))
+    assert tokenizer.count_tokens(stripped) == expected
+
+
+def test_count_tokens_on_real_lines():
+    path = os.path.join(DATA_DIR, "enzh-mlqe-pe", "train.zh")
+    with open(path, encoding="utf-8") as f:
+        lines = [line.strip() for _, line in zip(range(2000), f)]
+    expected = collections.Counter()
+    for line in lines:
+        expected.update(tokenizer.encode(line))
+    assert tokenizer.count_tokens(lines) == expected
