@@ -303,7 +303,9 @@ class TokenIndex:
         is_sep[ends] = True
         chars_points = np.unique(points[~is_sep])
         code_type = np.uint16 if len(chars_points) < 2 ** 16 - 1 else np.uint32
-        codes = (np.searchsorted(chars_points, points) + 1).astype(code_type)
+        rank = np.zeros(int(chars_points[-1]) + 1 if len(chars_points) else 1, code_type)
+        rank[chars_points] = np.arange(1, len(chars_points) + 1)  # a lookup, not a search
+        codes = rank[points]
         del points
         codes[is_sep] = 0
         del is_sep
