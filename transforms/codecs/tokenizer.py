@@ -118,9 +118,15 @@ def count_tokens(stripped_lines):
     run but a single space: such a line neither starts nor ends with whitespace, so a " "
     run is never its first or last one.
     """
-    text = "\n".join(stripped_lines)
-    bmp_only = text.isascii() or _ABOVE_BMP.search(text) is None
-    counts = collections.Counter(_runs_within_lines_pattern(bmp_only).findall(text))
+    # As in `split_runs`: the pattern for characters above the BMP is much slower, so only
+    # the lines that have one use it (one such line must not slow down a whole batch).
+    above = _ABOVE_BMP.search
+    plain, wide = [], []
+    for line in stripped_lines:
+        (plain if line.isascii() or above(line) is None else wide).append(line)
+    counts = collections.Counter(_runs_within_lines_pattern(True).findall("\n".join(plain)))
+    if wide:
+        counts.update(_runs_within_lines_pattern(False).findall("\n".join(wide)))
     counts.pop(" ", None)
     return counts
 
