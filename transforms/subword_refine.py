@@ -172,9 +172,10 @@ class LearnSubwordVocabs(beam.PTransform):
     the sizes known (`subword_learner.predicted_path`), they let each work item of a round
     advance the search by about a level. A round with nothing left to probe does no work.
 
-    Returns a dict of PCollections: `vocabs` ((round, {(vocab_name, min_count): vocab list})
-    per round), `sizes` ((round, iteration, {probe: size})), `probes` ((round, {vocab_name:
-    [min_count, ...]})).
+    Returns a dict of PCollections: `vocabs` ((round, {(vocab_name, min_count): vocab list}),
+    one per probe), `sizes` ((round, iteration, {probe: size}), one per work item and
+    iteration), `probes` ((round, {vocab_name: [min_count, ...]}), one per vocabulary and
+    round with something to probe).
     """
 
     def __init__(self, vocab_names, target_size, num_partitions, rounds=10, lookahead=0,
