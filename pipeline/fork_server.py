@@ -51,6 +51,8 @@ def start_early(argv):
     on another core."""
     if not any(arg.endswith("multi_processing") for arg in argv):
         return
+    if any(arg in ("-h", "--help") or arg.startswith("--dry_run") for arg in argv):
+        return  # no worker process will run: the server would only hold stdout a while
     if context().get_start_method() == "forkserver":
         from multiprocessing import forkserver
         with keeping_signal_mask():

@@ -31,8 +31,9 @@ the job, and also when the driver dies in any way (the kernel closes the pipe), 
 ever left behind.
 """
 
-import atexit
 import itertools
+import multiprocessing.util
+import os
 import signal
 import threading
 import traceback
@@ -57,6 +58,7 @@ class LocalWorkerPool:
         self._log_level = log_level
         self._backends = []
         self._server = None
+        self._at_exit = None
         self.address = None
 
     @property
@@ -73,11 +75,11 @@ class LocalWorkerPool:
                     "log_level": self._log_level}
         try:
             self._backends = [_Backend() for _ in range(self.num_workers)]
-            # Before multiprocessing's own exit handler, which would wait for the processes
-            # (they ignore its SIGTERM, as they ignore the job's signals): a driver leaving
-            # without close() ends them too.
-            atexit.register(self.close)
             context = fork_server.context()
+            # A driver leaving without close() ends them too: multiprocessing's exit handler
+            # runs such finalizers first, then would wait for the processes (which ignore
+            # its SIGTERM, as they ignore the job's signals).
+            self._at_exit = multiprocessing.util.Finalize(self, self.close, exitpriority=10)
             threading.Thread(target=self._start_processes, args=(context, settings),
                              name="datagen-start-workers", daemon=True).start()
             self._server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
@@ -102,6 +104,8 @@ class LocalWorkerPool:
         gone = []
         for process in self._processes:
             status = process.exitcode
+            if status == 255 and _running(process.pid):
+                continue  # the fork server, which reports its children's ends, is gone
             if status is not None:
                 gone.append("worker process %d %s" % (process.pid, (
                     "killed by %s" % signal.Signals(-status).name if status < 0
@@ -114,7 +118,9 @@ class LocalWorkerPool:
             backend.stub()
 
     def close(self):
-        atexit.unregister(self.close)
+        if self._at_exit is not None:
+            self._at_exit.cancel()
+            self._at_exit = None
         if self._server is not None:
             self._server.stop(None)
             self._server = None
@@ -132,6 +138,21 @@ class LocalWorkerPool:
         return False
 
 
+def _running(pid):
+    """Whether process `pid` still runs (not a zombie, where /proc says so)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[-1].split()[0] != "Z"
+    except OSError:
+        return True  # no /proc here: it exists
+
+
 class _Backend:
     """One worker process and, once it has sent its address, a stub of its service."""
 
@@ -141,14 +162,15 @@ class _Backend:
         self._error = None
         self._started = threading.Event()
         self._closed = False
+        self._start_lock = threading.Lock()  # starting the process vs closing
         self._channel = None
         self._stub = None
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # the channel; held while waiting for the address
 
     def start(self, context, settings):
         """Starts the process (blocks while the fork server imports, the first time)."""
         try:
-            with self._lock:
+            with self._start_lock:
                 if self._closed:
                     return
                 ours, theirs = context.Pipe()
@@ -172,8 +194,9 @@ class _Backend:
     def close(self):
         """Closes the channel first: a process stopping under an open channel makes gRPC
         log its GOAWAY on the console."""
-        with self._lock:
+        with self._start_lock:
             self._closed = True
+        with self._lock:
             if self._channel is not None:
                 self._channel.close()
                 self._channel = self._stub = None

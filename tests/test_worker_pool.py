@@ -170,3 +170,38 @@ def test_starting_the_fork_server_keeps_the_signals_blocked():
                          timeout=60)
     assert run.returncode == 0, run.stderr
     assert run.stdout.split() == ["True", "True"]
+
+
+def test_ready_at_once_after_start_waits_for_the_starting_thread(monkeypatch):
+    """`ready()` (or a pass's first worker request) before the thread that starts the
+    processes got to them: it waits for them, it does not lock them out."""
+    original = LocalWorkerPool._start_processes
+
+    def late(self, context, settings):
+        time.sleep(1.0)
+        original(self, context, settings)
+
+    monkeypatch.setattr(LocalWorkerPool, "_start_processes", late)
+    start = time.time()
+    with LocalWorkerPool(2, PipelineOptions([])) as pool:
+        pool.ready()
+        pids = [p.pid for p in pool._processes]
+    assert time.time() - start < 60 and len(pids) == 2 and _wait_gone(pids) == []
+
+
+def test_a_dead_fork_server_is_not_a_dead_worker():
+    """The fork server reports its children's ends; if it is killed, its workers still run
+    and must not be reported dead (the pass would be failed for nothing)."""
+    import multiprocessing
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        pytest.skip("no fork server on this platform")
+    with LocalWorkerPool(2, PipelineOptions([])) as pool:
+        pool.ready()
+        pids = [p.pid for p in pool._processes]
+        with open("/proc/%d/stat" % pids[0]) as f:
+            server = int(f.read().split(")")[-1].split()[1])
+        os.kill(server, signal.SIGKILL)
+        assert _wait_gone([server]) == []
+        time.sleep(0.5)
+        assert all(_alive(p) for p in pids) and pool.dead() == []
+    assert _wait_gone(pids) == []

@@ -42,6 +42,10 @@ from transforms.codecs.subword import escape_token_all_known
 
 _NJIT = dict(cache=True, nogil=True)
 
+# accepted strings whose rank an index remembers (`TokenIndex.segment_marks`); a full-size
+# search accepts a few hundred thousand distinct ones in all its probes
+RANK_MEMO_LIMIT = 1 << 21
+
 
 @numba.njit(**_NJIT)
 def _pattern_ranges(codes, sa, patterns, offsets):
@@ -472,6 +476,8 @@ class TokenIndex:
             text = self._text
             positions = self.sa[ranks].tolist()
             strings = [text[p:p + length] for p, length in zip(positions, lens.tolist())]
+            if len(self._rank_of) > RANK_MEMO_LIMIT:
+                self._rank_of = {}  # bounded memory; those missing are searched for
             self._rank_of.update(zip(strings, ranks.tolist()))
             accepted = list(zip(cnts.tolist(), strings))
             raw = {chars[c - 1]: v for c, v in enumerate(char_raw.tolist()) if v and c}
