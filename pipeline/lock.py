@@ -39,7 +39,7 @@ LOCK_NAME = "%s.datagen.lock"  # % problem: problems sharing a directory lock se
 SETTLE_SECONDS = 0.5
 
 
-def _process_alive(pid):
+def process_alive(pid):
     """Whether a process of this host exists (a permission error means it does)."""
     try:
         os.kill(pid, 0)
@@ -89,7 +89,7 @@ class OutputLock:
         if age > self.stale_seconds:
             return "no heartbeat for %.0f s (--lock_stale_seconds %g)" % (age, self.stale_seconds)
         if lease.get("host") == self.lease["host"] and isinstance(lease.get("pid"), int) \
-                and lease["pid"] != os.getpid() and not _process_alive(lease["pid"]):
+                and lease["pid"] != os.getpid() and not process_alive(lease["pid"]):
             return "its process %d on this host is gone" % lease["pid"]
         return None
 

@@ -33,7 +33,6 @@ ever left behind.
 
 import itertools
 import multiprocessing.util
-import os
 import signal
 import threading
 import traceback
@@ -43,6 +42,7 @@ import grpc
 from apache_beam.portability.api import beam_fn_api_pb2, beam_fn_api_pb2_grpc
 
 from pipeline import fork_server
+from pipeline.lock import process_alive
 
 START_TIMEOUT_SECONDS = 120
 
@@ -140,12 +140,8 @@ class LocalWorkerPool:
 
 def _running(pid):
     """Whether process `pid` still runs (not a zombie, where /proc says so)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+    if not process_alive(pid):
         return False
-    except PermissionError:
-        return True
     try:
         with open("/proc/%d/stat" % pid) as f:
             return f.read().rsplit(")", 1)[-1].split()[0] != "Z"
