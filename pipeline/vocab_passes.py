@@ -144,7 +144,7 @@ def build_vocab_pass(p, files, indexes, index_dir, known, result_path, config, s
                    | "SampleAndCount" >> SampleAndCountTokens(
                        names, config.vocab.file_byte_budget,
                        _on_invalid_for_counting(config, scanned),
-                       tokenize=config.vocab.kind.tokenizer(),
+                       count_tokens=config.vocab.kind.token_counter(),
                        one_file_each=_one_file_each(files)))
         index_pc = counted["totals"] | "Index" >> BuildTokenIndexes(
             index_dir, config.vocab.max_subtoken_length)
@@ -269,7 +269,7 @@ def build_counted_vocab_pass(p, kind, files, config, result_path, scanned=None):
     counted = (sample_items(p, files, scanned)
                | "SampleAndCount" >> SampleAndCountTokens(
                    sorted(files), config.vocab.file_byte_budget,
-                   _on_invalid_for_counting(config, scanned), tokenize=kind.tokenizer(),
+                   _on_invalid_for_counting(config, scanned), count_tokens=kind.token_counter(),
                    one_file_each=_one_file_each(files)))
     vocabs = kind.vocabs_from_counts(counted["totals"], config.vocab)
     _ = {"vocabs": vocabs, "sampling": counted["stats"],

@@ -46,6 +46,7 @@ from pipeline.lock import process_alive
 
 START_TIMEOUT_SECONDS = 120
 
+
 class LocalWorkerPool:
     """`num_workers` long-lived worker processes and the address of the EXTERNAL
     environment that hands them out (`address`). `options`: the job's Beam options, which

@@ -25,8 +25,8 @@ from transforms.json_result import WriteJsonResult
 from transforms.materialize import MaterializeDatasets
 from transforms.subword_refine import (BuildTokenIndexes, LearnSubwordVocabs,
                                        _RoundPlan, _work_items)
-from transforms.token_counts import (SampleAndCountTokens, _SumCountsFn, count_triples,
-                                     with_rejected_lines)
+from transforms.token_counts import (SampleAndCountTokens, _SumCountsFn, count_lines_with,
+                                     count_triples, with_rejected_lines)
 
 DATA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
 
@@ -115,7 +115,7 @@ def test_sample_follows_t2t_stride_and_budget_with_a_custom_tokenizer(tmp_path):
     path = write(tmp_path / "f.txt", "aa a\nbb b\ncc c\ndd d\nee e\nff f\n")
     with test_pipeline() as p:
         out = (p | beam.Create([("v", path, 30)])
-               | SampleAndCountTokens(["v"], 10, tokenize=_words))
+               | SampleAndCountTokens(["v"], 10, count_tokens=count_lines_with(_words)))
         assert_that(out["totals"] | beam.MapTuple(lambda n, c: (n, sorted(c.items()))),
                     equal_to([("v", [("b", 1), ("bb", 1), ("d", 1), ("dd", 1), ("f", 1),
                                      ("ff", 1)])]), label="Totals")
@@ -134,7 +134,7 @@ def test_sample_puts_a_converted_sides_rejected_lines_back_in_place(tmp_path):
     rejected = write(tmp_path / "side.rejected", "0\taa a\n2\tcc c\n4\tee e\n")
     with test_pipeline() as p:
         out = (p | beam.Create([("v", kept, 30, rejected)])
-               | SampleAndCountTokens(["v"], 10, tokenize=_words))
+               | SampleAndCountTokens(["v"], 10, count_tokens=count_lines_with(_words)))
         # as the 30-byte file of the stride test: every other line from the second
         assert_that(out["totals"] | beam.MapTuple(lambda n, c: (n, sorted(c.items()))),
                     equal_to([("v", [("b", 1), ("bb", 1), ("d", 1), ("dd", 1), ("f", 1),

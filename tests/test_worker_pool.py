@@ -117,9 +117,9 @@ def test_a_worker_process_that_cannot_start_is_an_error_and_leaves_nothing():
     assert len(pids) == 2 and _wait_gone(pids) == []
 
 
-def test_worker_processes_start_with_beam_and_the_project_imported():
-    """Forked from a server that imported them (where the platform has a fork server): a
-    second worker no longer imports Beam beside the first and the driver."""
+def test_worker_processes_are_forked_by_one_fork_server():
+    """Forked from one server (where the platform has one), which imported Beam and the
+    project before: a second worker no longer imports Beam beside the first and the driver."""
     import multiprocessing
     if "forkserver" not in multiprocessing.get_all_start_methods():
         pytest.skip("no fork server on this platform")

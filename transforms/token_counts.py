@@ -11,6 +11,7 @@ per vocabulary, plus per-file sampling statistics.
 
 import collections
 import contextlib
+import functools
 import itertools
 
 import apache_beam as beam
@@ -23,9 +24,20 @@ from transforms.text_lines import (InputError, iter_raw_lines, plan_sample_parts
 SAMPLE_PART_BYTES = 2 << 20  # a plain file's sample is tokenized in parts of about this size
 # (2 MB: 13 parts for the 100k bench pair balance 2 workers better than 7 of 4 MB, 1.2-1.6 s
 # against 1.4-1.8 s)
+BATCH_CHARS = 1 << 20  # sampled lines counted together (one `count_tokens` call)
 
 
-BATCH_CHARS = 1 << 20  # sampled lines counted together (`tokenizer.count_tokens`)
+def count_lines_with(tokenize):
+    """A `count_tokens` for `SampleAndCountTokens` from a tokenizer of one line: a function
+    (lines -> collections.Counter of their units)."""
+    return functools.partial(_count_each_line, tokenize)
+
+
+def _count_each_line(tokenize, lines):
+    counts = collections.Counter()
+    for line in lines:
+        counts.update(tokenize(line))
+    return counts
 
 
 def _batches(lines, max_chars):
@@ -107,10 +119,11 @@ class _SampleFileFn(beam.DoFn):
     reports, rather than failing the pipeline with a worker's traceback.
     """
 
-    def __init__(self, byte_budget, on_invalid_utf8="error", tokenize=tokenizer.encode):
+    def __init__(self, byte_budget, on_invalid_utf8="error",
+                 count_tokens=tokenizer.count_tokens):
         self._budget = byte_budget
         self._on_invalid = on_invalid_utf8
-        self._tokenize = tokenize
+        self._count_tokens = count_tokens
 
     def process(self, element):
         (vocab_name, path, file_size, *rejected), part = element
@@ -131,17 +144,10 @@ class _SampleFileFn(beam.DoFn):
                         raw_lines = with_rejected_lines(raw_lines, iter_raw_lines(rejected_f))
                     sampled = sample_lines_for_vocab(raw_lines, file_size, self._budget, path,
                                                      self._on_invalid)
-                if self._tokenize is tokenizer.encode:
-                    # T2T's tokenizer over batches of lines at once (`count_tokens`)
-                    for batch in _batches(sampled, BATCH_CHARS):
-                        counts.update(tokenizer.count_tokens(batch))
-                        lines += len(batch)
-                        chars += sum(map(len, batch))
-                else:
-                    for line in sampled:
-                        counts.update(self._tokenize(line))
-                        lines += 1
-                        chars += len(line)
+                for batch in _batches(sampled, BATCH_CHARS):
+                    counts.update(self._count_tokens(batch))
+                    lines += len(batch)
+                    chars += sum(map(len, batch))
         except InputError as e:
             error = str(e)
         yield (vocab_name, path), (dict(counts), lines, chars, error)
@@ -222,8 +228,9 @@ class SampleAndCountTokens(beam.PTransform):
     A plain file's sample is counted in parts of about `part_bytes` (`_PlanSampleFn`), other
     files whole, each part on one worker into one {token: count} dict; `CombinePerKey`s add
     the dicts of a file's parts, then of the files that feed a vocabulary: a few large
-    elements instead of one per distinct token. `tokenize` splits a sampled line into the counted units
-    (T2T's tokenizer by default). Returns a dict of PCollections: `totals` ((vocab_name,
+    elements instead of one per distinct token. `count_tokens` counts the units of a batch of
+    sampled (stripped) lines: T2T's tokenizer's by default (`tokenizer.count_tokens`); any
+    tokenizer of one line through `count_lines_with`. Returns a dict of PCollections: `totals` ((vocab_name,
     {token: count}), one per name in `vocab_names`, empty when nothing was sampled), `stats`
     (one dict per file) and `distinct` ((vocab_name, number of distinct tokens)).
     `count_triples` flattens a total into (vocab_name, token, count) elements where a
@@ -233,13 +240,14 @@ class SampleAndCountTokens(beam.PTransform):
     """
 
     def __init__(self, vocab_names, byte_budget, on_invalid_utf8="error",
-                 tokenize=tokenizer.encode, part_bytes=SAMPLE_PART_BYTES, one_file_each=False):
+                 count_tokens=tokenizer.count_tokens, part_bytes=SAMPLE_PART_BYTES,
+                 one_file_each=False):
         super().__init__()
         self._one_file_each = one_file_each
         self._part_bytes = part_bytes
         self._names = sorted(vocab_names)
         self._on_invalid = on_invalid_utf8
-        self._tokenize = tokenize
+        self._count_tokens = count_tokens
         self._budget = byte_budget
 
     def expand(self, files):
@@ -249,7 +257,7 @@ class SampleAndCountTokens(beam.PTransform):
                                                          self._part_bytes))
                     | "SpreadParts" >> beam.Reshuffle()
                     | "SampleAndTokenize" >> beam.ParDo(
-                        _SampleFileFn(self._budget, self._on_invalid, self._tokenize))
+                        _SampleFileFn(self._budget, self._on_invalid, self._count_tokens))
                     | "SumParts" >> beam.CombinePerKey(_SumSampleFn()))
         by_vocab = per_file | "ByVocab" >> beam.MapTuple(lambda key, acc: (key[0], acc[0]))
         if self._one_file_each:

@@ -57,6 +57,12 @@ class VocabKind:
         """The function that splits sampled text into the units the vocabulary counts."""
         raise NotImplementedError
 
+    def token_counter(self):
+        """lines -> collections.Counter of their units: how the vocabulary sample is counted
+        (`SampleAndCountTokens`), line by line with `tokenizer()` unless a kind does better."""
+        from transforms.token_counts import count_lines_with
+        return count_lines_with(self.tokenizer())
+
     def load(self, path):
         """The encoder of a vocabulary file (or directory) at `path`."""
         raise NotImplementedError
@@ -128,6 +134,11 @@ class SubwordKind(VocabKind):
     def tokenizer(self):
         from transforms.codecs.tokenizer import encode
         return encode
+
+    def token_counter(self):
+        # T2T's tokenizer over a batch of (stripped) sampled lines in one regex pass
+        from transforms.codecs.tokenizer import count_tokens
+        return count_tokens
 
     def load(self, path):
         from transforms.codecs.subword import SubwordEncoder

@@ -283,11 +283,12 @@ def next_probes(known_sizes, target_size, lookahead, low=1, high=1000, rounds_le
             depth = max(lookahead, -(-levels // rounds_left) - 1)
         subtree = probe_subtree(need.low, need.high, depth)
         wanted = [t for t in subtree if t not in known_sizes] or [need.min_count]
-        for t in predicted_path(known_sizes, target_size, low, high):
-            if len(wanted) >= width:
-                break
-            if t not in wanted:
-                wanted.append(t)
+        if len(wanted) < width:
+            for t in predicted_path(known_sizes, target_size, low, high):
+                if t not in wanted:
+                    wanted.append(t)
+                    if len(wanted) == width:
+                        break
         return None, sorted(wanted)
 
 
