@@ -27,6 +27,24 @@ def context():
     return multiprocessing.get_context("spawn")
 
 
+JOB_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+@contextlib.contextmanager
+def ignoring_job_signals():
+    """SIGINT and SIGTERM ignored while in (main thread only), so that a process started
+    meanwhile inherits that through exec: the fork server and the resource tracker the driver
+    starts before its `InterruptWatcher` ignores them for the run would otherwise die of a
+    Ctrl-C with a traceback, in the middle of their imports. (Blocked signals are already
+    queued for the driver; one arriving in these microseconds is dropped.)"""
+    saved = {sig: signal.signal(sig, signal.SIG_IGN) for sig in JOB_SIGNALS}
+    try:
+        yield
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
+
+
 @contextlib.contextmanager
 def keeping_signal_mask():
     """Restores the calling thread's signal mask on leaving. Starting the first process
@@ -55,5 +73,5 @@ def start_early(argv):
         return  # no worker process will run: the server would only hold stdout a while
     if context().get_start_method() == "forkserver":
         from multiprocessing import forkserver
-        with keeping_signal_mask():
+        with keeping_signal_mask(), ignoring_job_signals():
             forkserver.ensure_running()

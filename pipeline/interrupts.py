@@ -83,6 +83,13 @@ class InterruptWatcher:
         if threading.current_thread() is not threading.main_thread():
             return self  # handlers can only be set from the main thread
         self._old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
+        # A Ctrl-C during the driver's imports is queued (blocked since its first line);
+        # ignoring the signal below would discard it: the run stops before it starts.
+        pending = signal.sigtimedwait(SIGNALS, 0)
+        if pending is not None and pending.si_signo in SIGNALS:
+            kill_worker_processes()  # the fork server the driver started first
+            signal.pthread_sigmask(signal.SIG_SETMASK, self._old_mask)
+            raise Interrupted(pending.si_signo)
         self._saved = {sig: signal.signal(sig, signal.SIG_IGN) for sig in SIGNALS}
         self._saved[WAKE] = signal.signal(WAKE, self._on_wake)
         self._excepthook = threading.excepthook

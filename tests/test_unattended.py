@@ -146,7 +146,9 @@ def _wait_for_workers(proc, timeout=60):
     deadline = time.time() + timeout
     while time.time() < deadline:
         assert proc.poll() is None, "the job ended before its workers were seen"
-        if psutil.Process(proc.pid).children(recursive=True):
+        # the workers: forked by the fork server, the job's child from its first line
+        if [c for c in psutil.Process(proc.pid).children(recursive=True)
+                if c.ppid() != proc.pid]:
             time.sleep(0.3)  # let the pass take in work, so the signal lands mid-pass
             return psutil.Process(proc.pid).children(recursive=True)
         time.sleep(0.1)
@@ -184,6 +186,29 @@ def test_signal_to_the_process_group(tmp_path, corpus, capsys, sig, runner):
     if runner is DIRECT_MP2:
         assert datagen.main(_argv(out, corpus)) == 0
         assert _summary(out)["status"] == "complete"
+
+
+@pytest.mark.parametrize("after", [0.3, 1.2])
+def test_ctrl_c_while_the_job_starts(tmp_path, corpus, after):
+    """A Ctrl-C during the driver's imports (0.3 s) or while the worker processes' fork server
+    imports (1.2 s): queued for the driver, not discarded, and it kills no helper process
+    with a traceback: exit 130, one line, nothing left running."""
+    proc = _start(tmp_path / "out", corpus, DIRECT_MP2)
+    try:
+        time.sleep(after)
+        family = psutil.Process(proc.pid).children(recursive=True)
+        os.killpg(proc.pid, signal.SIGINT)
+        err = proc.stderr.read()
+        status = proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert status == 130, err
+    assert "Traceback" not in err and "resource_tracker" not in err, err
+    assert err.strip().splitlines()[-1].endswith("ERROR interrupted (SIGINT)"), err
+    time.sleep(0.5)
+    assert [p.pid for p in family if p.is_running() and p.status() != psutil.STATUS_ZOMBIE] == []
 
 
 def test_kill_9_then_rerun_takes_over_the_dead_runs_lock(tmp_path, corpus, capsys):
