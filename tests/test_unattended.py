@@ -155,6 +155,25 @@ def _wait_for_workers(proc, timeout=60):
     raise AssertionError("no worker processes within %d s" % timeout)
 
 
+def _signal_group(proc, sig, timeout=60):
+    """Sends `sig` to the job's process group; (exit status, stderr). The group is SIGKILLed
+    if the job does not end within `timeout` s (the test then fails on the status)."""
+    try:
+        os.killpg(proc.pid, sig)
+        err = proc.stderr.read()
+        return proc.wait(timeout=timeout), err
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def _left_running(family):
+    """The pids of `family` (psutil processes) still running half a second later."""
+    time.sleep(0.5)
+    return [p.pid for p in family if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+
+
 @pytest.mark.parametrize("sig,runner", [(signal.SIGINT, DIRECT_MP2),
                                         (signal.SIGTERM, DIRECT_MP2),
                                         (signal.SIGINT, FNAPI)],
@@ -169,18 +188,12 @@ def test_signal_to_the_process_group(tmp_path, corpus, capsys, sig, runner):
         # a second run on the same directory meanwhile stops at once, naming the first
         assert datagen.main(_argv(out, corpus)) == 2
         assert "pid %d" % proc.pid in capsys.readouterr().err
-        os.killpg(proc.pid, sig)
-        err = proc.stderr.read()
-        status = proc.wait(timeout=30)
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        status, err = _signal_group(proc, sig)
     assert status == 128 + sig
     assert "Traceback" not in err and err.strip().splitlines()[-1].endswith(
         "ERROR interrupted (%s)" % signal.Signals(sig).name), err
-    time.sleep(0.5)
-    assert [p.pid for p in family if p.is_running() and p.status() != psutil.STATUS_ZOMBIE] == []
+    assert _left_running(family) == []
     assert _summary(out)["status"] == "interrupted"
     assert _visible(out) == [] and not os.path.exists(out / "p.datagen.lock")
     if runner is DIRECT_MP2:
@@ -197,18 +210,12 @@ def test_ctrl_c_while_the_job_starts(tmp_path, corpus, after):
     try:
         time.sleep(after)
         family = psutil.Process(proc.pid).children(recursive=True)
-        os.killpg(proc.pid, signal.SIGINT)
-        err = proc.stderr.read()
-        status = proc.wait(timeout=60)
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        status, err = _signal_group(proc, signal.SIGINT)
     assert status == 130, err
     assert "Traceback" not in err and "resource_tracker" not in err, err
     assert err.strip().splitlines()[-1].endswith("ERROR interrupted (SIGINT)"), err
-    time.sleep(0.5)
-    assert [p.pid for p in family if p.is_running() and p.status() != psutil.STATUS_ZOMBIE] == []
+    assert _left_running(family) == []
 
 
 def test_kill_9_then_rerun_takes_over_the_dead_runs_lock(tmp_path, corpus, capsys):
