@@ -1,7 +1,9 @@
 """Imported by the worker processes' fork server (`pipeline.fork_server.PRELOAD`): runs the
-token index's compiled loops once on a tiny index, so numba loads them (~0.2 s) in the server,
-before it forks, instead of in every worker process during the first round."""
+compiled loops of the token index and of the encode pass's subword encoder once on tiny
+inputs, so numba loads them (~0.2 s each) in the server, before it forks, instead of in
+every worker process during its first bundle."""
 
-from transforms.codecs import subword_index
+from transforms.codecs import subword_batch, subword_index
 
 subword_index.warm_up()
+subword_batch.warm_up()

@@ -67,6 +67,11 @@ class VocabKind:
         """The encoder of a vocabulary file (or directory) at `path`."""
         raise NotImplementedError
 
+    def load_for_encoding(self, path):
+        """The encoder the encode pass uses for the vocabulary at `path` (`load`'s unless a
+        kind has one that encodes many lines faster: see `encode_lines_varints`)."""
+        return self.load(path)
+
     def exists(self, path):
         """Whether a complete vocabulary of this kind is at `path` (to be reused)."""
         return file_io.exists(path)
@@ -102,6 +107,10 @@ class VocabKind:
         the encode pass writes into Examples (`transforms.codecs.varints`)."""
         ids, oov = self.encode_line(encoder, text)
         return encode_varints(ids), len(ids), oov
+
+    def encode_lines_varints(self, encoder, texts):
+        """`encode_line_varints` of each of `texts` (distinct stripped lines), in a list."""
+        return [self.encode_line_varints(encoder, text) for text in texts]
 
     def learn(self, passes, work_dir, files, config, run_pass, first_pass=None):
         """Runs the vocab passes that learn `files`' vocabularies with `passes` (the
@@ -147,9 +156,17 @@ class SubwordKind(VocabKind):
     def eos_ids(self, encoder, eos_token):
         return [1]  # T2T's EOS_ID
 
+    def load_for_encoding(self, path):
+        # segments the new tokens of many lines in one compiled call
+        from transforms.codecs.subword_batch import BatchSubwordEncoder
+        return BatchSubwordEncoder.from_text(_text(path))
+
     def encode_line_varints(self, encoder, text):
         data = encoder.encode_varints(text)  # each token's varints cached by the encoder
         return data, count_varints(data), 0
+
+    def encode_lines_varints(self, encoder, texts):
+        return [(data, count_varints(data), 0) for data in encoder.encode_varints_many(texts)]
 
     def learn(self, passes, work_dir, files, config, run_pass, first_pass=None):
         """T2T's bisection over min_count, several Beam passes (`learn_subword_vocabs`)."""

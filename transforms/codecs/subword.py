@@ -117,11 +117,15 @@ class _TokenCache(dict):
 
     def __missing__(self, token):
         value = self._compute(token)
-        if len(self) >= self._limit:
-            self.clear()
-            self[" "] = self._space
+        self.make_room(1)
         self[token] = value
         return value
+
+    def make_room(self, count):
+        """Empties the cache if `count` more tokens would take it past its limit."""
+        if len(self) + count > self._limit:
+            self.clear()
+            self[" "] = self._space
 
 
 def _prefix_table(string_to_id):
@@ -247,7 +251,14 @@ class SubwordEncoder:
         """`encode(text)` as the concatenated varints of its ids
         (`transforms.codecs.varints`): what an Example's int64 list holds, built by joining
         each token's cached bytes."""
-        runs = tokenizer.split_runs(text)
+        return self._varints_of_runs(tokenizer.split_runs(text))
+
+    def encode_varints_many(self, texts):
+        """`[self.encode_varints(text) for text in texts]`. A subclass may segment the new
+        tokens of all the texts at once (`subword_batch.BatchSubwordEncoder`)."""
+        return list(map(self.encode_varints, texts))
+
+    def _varints_of_runs(self, runs):
         if not runs:
             return b""
         data = b"".join(map(self._varints_cache.__getitem__, runs))
