@@ -25,6 +25,9 @@ import threading
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 WAKE = signal.SIGUSR1
+# How long the watcher waits for a signal before it looks whether the run is over: the end
+# of every run waits for it that long at most.
+POLL_SECONDS = 0.02
 
 
 class Interrupted(BaseException):
@@ -65,7 +68,7 @@ class InterruptWatcher:
 
     def _watch(self, main_ident):
         while not self._stop.is_set():
-            info = signal.sigtimedwait(SIGNALS, 0.2)
+            info = signal.sigtimedwait(SIGNALS, POLL_SECONDS)
             # Under ptrace (py-spy, a debugger) the wait may return with a garbage signal
             # number: only the signals waited for stop the run.
             if info is not None and info.si_signo in SIGNALS and self._received is None:

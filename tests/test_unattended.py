@@ -218,6 +218,31 @@ def test_ctrl_c_while_the_job_starts(tmp_path, corpus, after):
     assert _left_running(family) == []
 
 
+def test_a_finished_run_ends_its_helpers_and_prints_everything(tmp_path, corpus):
+    """The command leaves without the interpreter's teardown (os._exit): the summary on
+    stdout and the log are complete, the worker processes, fork server and resource tracker
+    all end, and no helper complains (a leaked resource, a lost channel)."""
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "pipeline.datagen"] + _argv(out, corpus, runner=DIRECT_MP2)
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+    try:
+        family = _wait_for_workers(proc)
+        stdout, stderr = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 0, stderr
+    assert stdout.startswith("datagen complete: problem p") and stdout.rstrip().splitlines()[
+        -1].startswith("stages: "), stdout
+    assert "pass 2 done" in stderr and "Traceback" not in stderr and "resource_tracker" not in \
+        stderr and "leaked" not in stderr, stderr
+    assert _summary(out)["status"] == "complete"
+    assert len(family) >= 4  # fork server, resource tracker, 2 workers
+    assert _left_running(family) == []
+
+
 def test_kill_9_then_rerun_takes_over_the_dead_runs_lock(tmp_path, corpus, capsys):
     out = tmp_path / "out"
     proc = _start(out, corpus, FNAPI)
