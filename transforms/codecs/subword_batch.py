@@ -35,6 +35,8 @@ _CODE_BITS = 21  # a code point fits in 21 bits: a trie key is node << 21 | code
 _EMPTY = -1
 # the longest escape of one character: "\" + 7 digits + ";"
 _MAX_ESCAPE = 9
+# why `_segment` stopped
+_DONE, _NO_MATCH, _FULL = 0, 1, 2
 
 
 @numba.njit(**_NJIT)
@@ -48,8 +50,8 @@ def _slot(keys, mask, key):
 
 @numba.njit(**_NJIT)
 def _build_trie(codes, ends, ids, node_capacity):
-    """Trie of the subtokens `codes[ends[i-1]:ends[i]]` (id `ids[i]`, later ones win as in
-    a dict): (keys, children, mask, terminal id per node or -1)."""
+    """Trie of the (distinct) subtokens `codes[ends[i-1]:ends[i]]` with ids `ids`:
+    (keys, children, mask, terminal id per node or -1)."""
     size = 8
     while size < 2 * len(codes) + 2:
         size *= 2
@@ -78,9 +80,9 @@ def _build_trie(codes, ends, ids, node_capacity):
 def _segment(codes, token_ends, in_alphabet, keys, children, mask, terminal, varints,
              varint_ends, out, out_ends):
     """Escapes and segments each token `codes[token_ends[t-1]:token_ends[t]]`, writing the
-    varints of its ids to `out` (ending at `out_ends[t]`). Returns how many tokens were
-    done: all of them, or the index of the first one that did not fit `out` (-(t + 1))
-    or that no subtoken matches (t)."""
+    varints of its ids to `out` (ending at `out_ends[t]`). Returns (tokens done, why it
+    stopped): `_DONE`, or at token t (the tokens before it are done) `_NO_MATCH` (no
+    subtoken matches at some offset) or `_FULL` (its varints do not fit in `out`)."""
     longest = 0
     start = 0
     for t in range(len(token_ends)):
@@ -140,15 +142,15 @@ def _segment(codes, token_ends, in_alphabet, keys, children, mask, terminal, var
                     best = terminal[node]
                     best_end = k
             if best < 0:
-                return t
+                return t, _NO_MATCH
             a, b = varint_ends[best], varint_ends[best + 1]
             if o + b - a > len(out):
-                return -(t + 1)
+                return t, _FULL
             out[o:o + b - a] = varints[a:b]
             o += b - a
             pos = best_end
         out_ends[t] = o
-    return len(token_ends)
+    return len(token_ends), _DONE
 
 
 def _code_points(strings):
@@ -176,7 +178,9 @@ class BatchSubwordEncoder(SubwordEncoder):
             np.fromiter(map(len, self._id_varints), np.int64, len(self._id_varints)))))
 
     def _fill_varints(self, tokens):
-        """Puts the varints of `tokens` (not cached yet) in the cache, in one call."""
+        """Puts the varints of `tokens` (not cached yet) in the cache, in one call (more
+        when the output buffer must grow). A token no subtoken matches is left out: the
+        Python path raises the usual error when a line needs it."""
         cache = self._varints_cache
         codes, ends = _code_points(tokens)
         out = np.empty(2 * (len(codes) + len(tokens)) + 16, np.uint8)
@@ -184,19 +188,17 @@ class BatchSubwordEncoder(SubwordEncoder):
         first = 0
         while first < len(tokens):
             base = ends[first - 1] if first else 0
-            done = _segment(codes[base:], ends[first:] - base, self._in_alphabet, *self._trie,
-                            self._varints, self._varint_ends, out, out_ends)
-            finished = done if done >= 0 else -done - 1
-            data = out[:out_ends[finished - 1]].tobytes() if finished else b""
+            done, why = _segment(codes[base:], ends[first:] - base, self._in_alphabet,
+                                 *self._trie, self._varints, self._varint_ends, out, out_ends)
+            data = out[:out_ends[done - 1]].tobytes() if done else b""
             start = 0
-            for token, end in zip(tokens[first:first + finished],
-                                  out_ends[:finished].tolist()):
+            for token, end in zip(tokens[first:first + done], out_ends[:done].tolist()):
                 cache[token] = data[start:end]
                 start = end
-            first += finished
-            if done >= 0 and first < len(tokens):
-                first += 1  # no subtoken matches: the Python path raises for this one
-            elif done < 0:
+            first += done
+            if why == _NO_MATCH:
+                first += 1
+            elif why == _FULL:
                 out = np.empty(2 * len(out), np.uint8)
 
     def encode_varints_many(self, texts):
