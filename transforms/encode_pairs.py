@@ -32,9 +32,18 @@ BLOCK_PAIRS = 4096  # pairs read before their lines are encoded together
 
 def shuffle_key(seed, split, pair_index, line_number):
     """A 64-bit key from the seed and the pair's position: the global shuffle order."""
-    digest = hashlib.blake2b(b"%d\x00%s\x00%d\x00%d" % (seed, split.encode(), pair_index, line_number),
-                             digest_size=8).digest()
-    return int.from_bytes(digest, "big")
+    return shuffle_keys(seed, split, pair_index)(line_number)
+
+
+def shuffle_keys(seed, split, pair_index):
+    """line number -> `shuffle_key(seed, split, pair_index, line number)`: the part the lines
+    of a file pair share is formatted once."""
+    prefix = b"%d\x00%s\x00%d\x00" % (seed, split.encode(), pair_index)
+    blake2b, from_bytes = hashlib.blake2b, int.from_bytes
+
+    def key(line_number):
+        return from_bytes(blake2b(prefix + b"%d" % line_number, digest_size=8).digest(), "big")
+    return key
 
 
 def shard_of(key, num_shards):
@@ -99,19 +108,19 @@ class _EncodeChunkFn(beam.DoFn):
         sources = self._entries(0, [source for _, source, _ in block])
         targets = self._entries(1, [target for _, _, target in block])
         join = self._examples.join
-        for number, source, target in block:
-            src_known = sources[source]
-            tgt_known = targets[target]
-            stats[0] += src_known[2]
-            stats[1] += src_known[3]
-            stats[2] += tgt_known[2]
-            stats[3] += tgt_known[3]
-            stats[4] += src_known[4]
-            stats[5] += tgt_known[4]
-            lengths.append((src_known[1], tgt_known[1]))
-            key = shuffle_key(self._seed, split, ds_index, number)
+        key_of = shuffle_keys(self._seed, split, ds_index)
+        src_known = [sources[source] for _, source, _ in block]
+        tgt_known = [targets[target] for _, _, target in block]
+        for side, known in enumerate((src_known, tgt_known)):
+            # id count without EOS, OOV words, characters: summed per side
+            stats[2 * side] += sum(k[2] for k in known)
+            stats[2 * side + 1] += sum(k[3] for k in known)
+            stats[4 + side] += sum(k[4] for k in known)
+        lengths.extend(zip([k[1] for k in src_known], [k[1] for k in tgt_known]))
+        for (number, _, _), src, tgt in zip(block, src_known, tgt_known):
+            key = key_of(number)
             by_shard.setdefault(shard_of(key, num_shards), []).append(
-                (key, ds_index, number, join(src_known[0], tgt_known[0])))
+                (key, ds_index, number, join(src[0], tgt[0])))
 
     def _reject(self, chunk, number, reason, source, target):
         ds = chunk["ds"]
