@@ -9,19 +9,27 @@ import io
 import os
 
 import apache_beam as beam
+import pytest
 from apache_beam.testing.util import assert_that, equal_to
 
 from beam_unit import TINY_SUBTOKENS, chunked_pair, test_pipeline
 from pipeline.options import default_config
 from transforms.codecs.subword import SubwordEncoder
+from transforms import encode_pairs
 from transforms.encode_pairs import EncodePairs, shard_of, shuffle_key
 from transforms.example_proto import Int64FeaturesWriter
 from transforms.shard_fragments import read_fragment
 from transforms.tfrecord_framing import read_records
 
-def test_chunks_become_sorted_fragments_and_rejects(tmp_path):
-    source = ["hello world", "", "hello", "world hello", "  ", "hello world!"]
-    target = ["你好世界", "世界", "你好", "", "  ", "世界你好"]
+@pytest.mark.parametrize("block_pairs,line_cache", [(4096, 1 << 17), (1, 1), (2, 2)])
+def test_chunks_become_sorted_fragments_and_rejects(tmp_path, monkeypatch, block_pairs,
+                                                    line_cache):
+    """Also with blocks of one or two pairs (a reject between and inside blocks) and a line
+    cache that is emptied all the time; lines 1 and 3 (and targets 1 and 6) are equal."""
+    monkeypatch.setattr(encode_pairs, "BLOCK_PAIRS", block_pairs)
+    monkeypatch.setattr(encode_pairs, "LINE_CACHE_SIZE", line_cache)
+    source = ["hello world", "", "hello world", "world hello", "  ", "hello world!"]
+    target = ["你好世界", "世界", "你好", "", "  ", "你好世界"]
     vocab, chunks = chunked_pair(tmp_path, source, target)  # two chunks of three lines
     encoder = SubwordEncoder(TINY_SUBTOKENS)
     assert [(c["first_line"], c["num_lines"]) for c in chunks] == [(0, 3), (3, 3)]

@@ -220,10 +220,17 @@ def test_ctrl_c_while_the_job_starts(tmp_path, corpus, after):
 
 def test_a_finished_run_ends_its_helpers_and_prints_everything(tmp_path, corpus):
     """The command leaves without the interpreter's teardown (os._exit): the summary on
-    stdout and the log are complete, the worker processes, fork server and resource tracker
-    all end, and no helper complains (a leaked resource, a lost channel)."""
+    stdout and the log are complete, exit handlers ran (one stops the job server a runner
+    such as Prism started), the worker processes, fork server and resource tracker all end,
+    and no helper complains (a leaked resource, a lost channel)."""
     out = tmp_path / "out"
-    cmd = [sys.executable, "-m", "pipeline.datagen"] + _argv(out, corpus, runner=DIRECT_MP2)
+    marker = tmp_path / "exit-handler-ran"
+    # the command as `python -m` runs it, with an exit handler registered first
+    cmd = [sys.executable, "-c", "import atexit, runpy, sys; marker = sys.argv[1]; "
+           "atexit.register(lambda: open(marker, 'w').close()); "
+           "sys.argv = ['pipeline.datagen'] + sys.argv[2:]; "
+           "runpy.run_module('pipeline.datagen', run_name='__main__', alter_sys=True)",
+           str(marker)] + _argv(out, corpus, runner=DIRECT_MP2)
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, start_new_session=True)
     try:
@@ -238,7 +245,7 @@ def test_a_finished_run_ends_its_helpers_and_prints_everything(tmp_path, corpus)
         -1].startswith("stages: "), stdout
     assert "pass 2 done" in stderr and "Traceback" not in stderr and "resource_tracker" not in \
         stderr and "leaked" not in stderr, stderr
-    assert _summary(out)["status"] == "complete"
+    assert _summary(out)["status"] == "complete" and marker.exists()
     assert len(family) >= 4  # fork server, resource tracker, 2 workers
     assert _left_running(family) == []
 

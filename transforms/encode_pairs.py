@@ -104,7 +104,9 @@ class _EncodeChunkFn(beam.DoFn):
 
     def _encode_block(self, block, split, ds_index, num_shards, by_shard, stats, lengths):
         """Encodes `block` ([(line number, source, target)] of valid pairs): each pair's
-        record goes to `by_shard`, its counts to `stats` and `lengths`."""
+        record goes to `by_shard`, its counts to `stats` and `lengths`. (A line the
+        vocabulary cannot encode fails the chunk here, after its block was read: a read
+        error further on in the block is then reported first.)"""
         sources = self._entries(0, [source for _, source, _ in block])
         targets = self._entries(1, [target for _, _, target in block])
         join = self._examples.join

@@ -122,10 +122,13 @@ class _TokenCache(dict):
         return value
 
     def make_room(self, count):
-        """Empties the cache if `count` more tokens would take it past its limit."""
-        if len(self) + count > self._limit:
-            self.clear()
-            self[" "] = self._space
+        """Empties the cache if `count` more tokens would take it past its limit; whether
+        it did."""
+        if len(self) + count <= self._limit:
+            return False
+        self.clear()
+        self[" "] = self._space
+        return True
 
 
 def _prefix_table(string_to_id):

@@ -33,6 +33,8 @@ _NJIT = dict(cache=True, nogil=True)
 MAX_CODE_POINT = 0x10FFFF
 _CODE_BITS = 21  # a code point fits in 21 bits: a trie key is node << 21 | code point
 _EMPTY = -1
+# `_slot` takes a slot from the top 64 - _HASH_BITS bits of the hash: tables up to 2^32 slots
+_HASH_BITS = 32
 # the longest escape of one character: "\" + 7 digits + ";"
 _MAX_ESCAPE = 9
 # why `_segment` stopped
@@ -41,8 +43,12 @@ _DONE, _NO_MATCH, _FULL = 0, 1, 2
 
 @numba.njit(**_NJIT)
 def _slot(keys, mask, key):
-    """The table slot holding `key`, or the empty slot where it would go."""
-    h = ((key * 0x9E3779B1) >> 7) & mask
+    """The table slot holding `key`, or the empty slot where it would go. The home slot is
+    the top bits of a 64-bit multiplicative (Fibonacci) hash: every bit of the key, node
+    and code point alike, moves them (the low bits of the product would depend on the code
+    point and the node's lowest bits only, and chain all edges of one character)."""
+    product = np.uint64(key) * np.uint64(0x9E3779B97F4A7C15)
+    h = np.int64(product >> np.uint64(_HASH_BITS)) & mask
     while keys[h] != _EMPTY and keys[h] != key:
         h = (h + 1) & mask
     return h
@@ -178,9 +184,10 @@ class BatchSubwordEncoder(SubwordEncoder):
             np.fromiter(map(len, self._id_varints), np.int64, len(self._id_varints)))))
 
     def _fill_varints(self, tokens):
-        """Puts the varints of `tokens` (not cached yet) in the cache, in one call (more
-        when the output buffer must grow). A token no subtoken matches is left out: the
-        Python path raises the usual error when a line needs it."""
+        """Puts the varints of `tokens` (not cached yet) in the cache, in one compiled call;
+        another one goes on after a token no subtoken matches (left out of the cache: the
+        Python path raises the usual error when a line needs it) and after the output
+        buffer had to grow."""
         cache = self._varints_cache
         codes, ends = _code_points(tokens)
         out = np.empty(2 * (len(codes) + len(tokens)) + 16, np.uint8)
@@ -205,9 +212,11 @@ class BatchSubwordEncoder(SubwordEncoder):
         """`[encode_varints(text) for text in texts]`, the new tokens segmented at once."""
         runs_of = list(map(tokenizer.split_runs, texts))
         cache = self._varints_cache
-        new = [run for run in set().union(*runs_of) if run not in cache]
+        distinct = set().union(*runs_of)
+        new = [run for run in distinct if run not in cache]
         if new:
-            cache.make_room(len(new))
+            if cache.make_room(len(new)):  # emptied: the block's other tokens are gone too
+                new = [run for run in distinct if run not in cache]
             self._fill_varints(new)
         return list(map(self._varints_of_runs, runs_of))
 
