@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 import t2t_reference as t2t
 from test_subword import (
     CORPUS_FILES, HYPOTHESIS, REAL_VOCABS, VOCAB_DIR, broad_text, piece, read_text)
+from transforms.codecs import subword_batch
 from transforms.codecs.subword import SubwordEncoder
 from transforms.codecs.subword_batch import BatchSubwordEncoder
 from transforms.codecs.varints import encode_varints
@@ -97,3 +98,16 @@ def test_any_vocabulary_equals_the_plain_encoder_or_fails_as_it_does(subtokens, 
     batch = BatchSubwordEncoder(strings, cache_size=4)
     assert outcome(batch.encode_varints_many, texts) == outcome(
         lambda ts: [plain.encode_varints(t) for t in ts], texts)
+
+
+@pytest.mark.parametrize("cap", [1, 5, None])
+def test_tokens_longer_than_the_batch_cap_agree_through_the_python_path(
+        vocab_path, corpus_lines, monkeypatch, cap):
+    """Tokens longer than BATCH_TOKEN_CHARS are segmented in Python; the results are the
+    same whichever path a token takes (also for a 30,000-character token, over the cap)."""
+    if cap is not None:
+        monkeypatch.setattr(subword_batch, "BATCH_TOKEN_CHARS", cap)
+    plain = SubwordEncoder.from_file(vocab_path)
+    batch = BatchSubwordEncoder(plain.subtoken_strings)
+    lines = corpus_lines[::11] + ["中文" * 15000 + " " + "x_\\" * 10000]
+    assert in_blocks(batch, lines, 256) == [plain.encode_varints(line) for line in lines]

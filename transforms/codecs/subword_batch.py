@@ -37,6 +37,9 @@ _EMPTY = -1
 _HASH_BITS = 32
 # the longest escape of one character: "\" + 7 digits + ";"
 _MAX_ESCAPE = 9
+# Longest token segmented in the compiled call (the call's scratch buffer is ~36 bytes a
+# character of its longest token); longer ones go through the Python path.
+BATCH_TOKEN_CHARS = 10000
 # why `_segment` stopped
 _DONE, _NO_MATCH, _FULL = 0, 1, 2
 
@@ -94,7 +97,7 @@ def _segment(codes, token_ends, in_alphabet, keys, children, mask, terminal, var
     for t in range(len(token_ends)):
         longest = max(longest, token_ends[t] - start)
         start = token_ends[t]
-    escaped = np.empty(longest * _MAX_ESCAPE + 1, np.int64)
+    escaped = np.empty(longest * _MAX_ESCAPE + 1, np.int32)
     digits = np.empty(8, np.int64)
     o = 0
     start = 0
@@ -162,7 +165,7 @@ def _segment(codes, token_ends, in_alphabet, keys, children, mask, terminal, var
 def _code_points(strings):
     """The code points of `strings` joined, and where each string ends."""
     joined = "".join(strings).encode("utf-32-le", "surrogatepass")
-    codes = np.frombuffer(joined, np.uint32).astype(np.int64)
+    codes = np.frombuffer(joined, np.uint32).astype(np.int32)
     ends = np.cumsum(np.fromiter(map(len, strings), np.int64, len(strings)))
     return codes, ends
 
@@ -217,7 +220,9 @@ class BatchSubwordEncoder(SubwordEncoder):
         if new:
             if cache.make_room(len(new)):  # emptied: the block's other tokens are gone too
                 new = [run for run in distinct if run not in cache]
-            self._fill_varints(new)
+            # a token of more than BATCH_TOKEN_CHARS (a long unbroken run of text) is left
+            # to the Python path: the compiled call's buffers grow with the longest token
+            self._fill_varints([run for run in new if len(run) <= BATCH_TOKEN_CHARS])
         return list(map(self._varints_of_runs, runs_of))
 
 
