@@ -85,12 +85,12 @@ class Int64FeaturesWriter:
                 if f.WhichOneof("kind") == "int64_list"}
 
 
-_ONE_BYTE = [bytes((n,)) for n in range(0x80)]
+_SMALL = tuple(varint(n) for n in range(1 << 14))  # the one- and two-byte varints
 
 
 def _varint(n):
     """Protobuf's base-128 varint of a non-negative int (a length prefix)."""
-    return _ONE_BYTE[n] if n < 0x80 else varint(n)
+    return _SMALL[n] if n < 0x4000 else varint(n)
 
 
 class PairExampleWriter:

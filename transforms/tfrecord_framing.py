@@ -11,6 +11,7 @@ workers nor Beam's private `apache_beam.io.tfrecordio._TFRecordUtil`. Uncompress
 the job writes its shards uncompressed, as T2T does.
 """
 
+import functools
 import struct
 
 import google_crc32c
@@ -27,12 +28,18 @@ def masked_crc32c(data):
     return (((crc >> 15) | (crc << 17)) + _MASK_DELTA) & 0xFFFFFFFF
 
 
+@functools.lru_cache(maxsize=1 << 14)
+def _length_header(length):
+    """The framing before a record of `length` bytes (records of one corpus repeat a few
+    thousand lengths: each header is computed once)."""
+    packed = _LENGTH.pack(length)
+    return packed + _CRC.pack(masked_crc32c(packed))
+
+
 def frame_record(data):
     """One record's bytes as they appear in a TFRecord file."""
     data = bytes(data)
-    length = _LENGTH.pack(len(data))
-    return b"".join((length, _CRC.pack(masked_crc32c(length)), data,
-                     _CRC.pack(masked_crc32c(data))))
+    return b"".join((_length_header(len(data)), data, _CRC.pack(masked_crc32c(data))))
 
 
 class CorruptRecordError(ValueError):
