@@ -1,5 +1,7 @@
-"""Shared test configuration: the repository root on sys.path, and the test data directory."""
+"""Shared test configuration: the repository root on sys.path, the test data directory and
+the lines of its real corpora."""
 
+import glob
 import os
 import sys
 
@@ -15,3 +17,15 @@ if REPO_ROOT not in sys.path:
 @pytest.fixture(scope="session")
 def data_dir():
     return DATA_DIR
+
+
+@pytest.fixture(scope="module")
+def corpus_lines():
+    """Every line of the three real test corpora (en-zh mlqe-pe, en-de OpenNMT, en-vi
+    tensorflow/nmt), as `str.split("\\n")` gives them."""
+    lines = []
+    for corpus in ("enzh-mlqe-pe", "ende-opennmt", "envi-nmt-testdata"):
+        for path in sorted(glob.glob(os.path.join(DATA_DIR, corpus, "*"))):
+            with open(path, "rb") as f:
+                lines.extend(f.read().decode("utf-8").split("\n"))
+    return lines

@@ -5,7 +5,6 @@ vocabularies they build come from our learner and are also compared with T2T's).
 """
 
 import collections
-import glob
 import os
 import random
 import string
@@ -28,10 +27,6 @@ REAL_VOCABS = (
     "vocab.translate_enzh_wmt8k.8192.subwords.zh",
     "vocab.translate_ende_wmt8k.8192.subwords",  # older layout: '<pad>', '<EOS>'
 )
-CORPUS_FILES = sorted(
-    path for corpus in ("enzh-mlqe-pe", "ende-opennmt", "envi-nmt-testdata")
-    for path in glob.glob(os.path.join(DATA_DIR, corpus, "*")))
-
 HYPOTHESIS = settings(max_examples=300, deadline=None,
                       suppress_health_check=[HealthCheck.too_slow,
                                              HealthCheck.function_scoped_fixture])
@@ -336,14 +331,6 @@ def test_vocab_file_text_equals_store_to_file():
 def real_vocab(request):
     path = os.path.join(VOCAB_DIR, request.param)
     return SubwordEncoder.from_file(path), t2t.t2t_encoder_from_file(path), path
-
-
-@pytest.fixture(scope="module")
-def corpus_lines():
-    lines = []
-    for path in CORPUS_FILES:
-        lines.extend(read_text(path).split("\n"))
-    return lines
 
 
 def test_real_vocab_loads_like_t2t(real_vocab):

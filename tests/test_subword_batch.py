@@ -11,8 +11,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 import t2t_reference as t2t
-from test_subword import (
-    CORPUS_FILES, HYPOTHESIS, REAL_VOCABS, VOCAB_DIR, broad_text, piece, read_text)
+from test_subword import HYPOTHESIS, REAL_VOCABS, VOCAB_DIR, broad_text, piece
 from transforms.codecs import subword_batch
 from transforms.codecs.subword import SubwordEncoder
 from transforms.codecs.subword_batch import BatchSubwordEncoder
@@ -29,14 +28,6 @@ def in_blocks(encoder, lines, size):
 @pytest.fixture(scope="module", params=REAL_VOCABS)
 def vocab_path(request):
     return os.path.join(VOCAB_DIR, request.param)
-
-
-@pytest.fixture(scope="module")
-def corpus_lines():
-    lines = []
-    for path in CORPUS_FILES:
-        lines.extend(read_text(path).split("\n"))
-    return lines
 
 
 @pytest.mark.parametrize("block,cache_size,every", [(4096, 1 << 18, 1), (97, 500, 5)])
