@@ -10,6 +10,8 @@ import contextlib
 import multiprocessing
 import signal
 
+from pipeline.interrupts import SIGNALS  # the job's signals (a light import)
+
 # What every worker process needs before its first bundle: Beam's harness, the file systems,
 # and the project's transforms with their codecs, numba's compiled loops loaded.
 PRELOAD = ("apache_beam", "apache_beam.runners.worker.sdk_worker", "pipeline.worker_pool",
@@ -27,9 +29,6 @@ def context():
     return multiprocessing.get_context("spawn")
 
 
-JOB_SIGNALS = (signal.SIGINT, signal.SIGTERM)
-
-
 @contextlib.contextmanager
 def ignoring_job_signals():
     """SIGINT and SIGTERM ignored while in (main thread only), so that a process started
@@ -37,7 +36,7 @@ def ignoring_job_signals():
     starts before its `InterruptWatcher` ignores them for the run would otherwise die of a
     Ctrl-C with a traceback, in the middle of their imports. (Blocked signals are already
     queued for the driver; one arriving in these microseconds is dropped.)"""
-    saved = {sig: signal.signal(sig, signal.SIG_IGN) for sig in JOB_SIGNALS}
+    saved = {sig: signal.signal(sig, signal.SIG_IGN) for sig in SIGNALS}
     try:
         yield
     finally:

@@ -42,6 +42,7 @@ import grpc
 from apache_beam.portability.api import beam_fn_api_pb2, beam_fn_api_pb2_grpc
 
 from pipeline import fork_server
+from pipeline.interrupts import SIGNALS
 from pipeline.lock import process_alive
 
 START_TIMEOUT_SECONDS = 120
@@ -287,7 +288,7 @@ def _serve(settings, pipe):
 
     # The job's signals are the driver's to handle (it ends the workers): ignored here
     # whatever the fork server was started with (`pipeline.interrupts`).
-    for signum in (signal.SIGINT, signal.SIGTERM):
+    for signum in SIGNALS:
         signal.signal(signum, signal.SIG_IGN)
     # stdout is the user's (the driver's summary): whatever a worker prints goes to stderr
     os.dup2(2, 1)

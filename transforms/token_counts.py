@@ -41,16 +41,16 @@ def _count_each_line(tokenize, lines):
 
 
 def _batches(lines, max_chars):
-    """Lists of consecutive lines of about `max_chars` characters."""
+    """(list of consecutive lines of about `max_chars` characters, their characters)."""
     batch, size = [], 0
     for line in lines:
         batch.append(line)
         size += len(line)
         if size >= max_chars:
-            yield batch
+            yield batch, size
             batch, size = [], 0
     if batch:
-        yield batch
+        yield batch, size
 
 
 def with_rejected_lines(kept, rejected):
@@ -144,10 +144,10 @@ class _SampleFileFn(beam.DoFn):
                         raw_lines = with_rejected_lines(raw_lines, iter_raw_lines(rejected_f))
                     sampled = sample_lines_for_vocab(raw_lines, file_size, self._budget, path,
                                                      self._on_invalid)
-                for batch in _batches(sampled, BATCH_CHARS):
+                for batch, size in _batches(sampled, BATCH_CHARS):
                     counts.update(self._count_tokens(batch))
                     lines += len(batch)
-                    chars += sum(map(len, batch))
+                    chars += size
         except InputError as e:
             error = str(e)
         yield (vocab_name, path), (dict(counts), lines, chars, error)

@@ -161,11 +161,9 @@ class SubwordKind(VocabKind):
         from transforms.codecs.subword_batch import BatchSubwordEncoder
         return BatchSubwordEncoder.from_text(_text(path))
 
-    def encode_line_varints(self, encoder, text):
-        data = encoder.encode_varints(text)  # each token's varints cached by the encoder
-        return data, count_varints(data), 0
-
     def encode_lines_varints(self, encoder, texts):
+        # each token's varints cached by the encoder; a batch encoder segments the new ones
+        # of all the texts at once
         return [(data, count_varints(data), 0) for data in encoder.encode_varints_many(texts)]
 
     def learn(self, passes, work_dir, files, config, run_pass, first_pass=None):

@@ -424,16 +424,13 @@ class TokenIndex:
                     ranked.append(string)
                     ranks.append(rank)
         patterns, offsets, searched_lengths = self._encode(searched)
-        los, his = _pattern_ranges(self.codes, self.sa, patterns, offsets)
-        if ranked:
-            ranked_lengths = np.fromiter(map(len, ranked), np.int64, len(ranked))
-            ranked_los, ranked_his = _ranges_around(
-                self.lcp_next, np.asarray(ranks, np.int64), ranked_lengths)
-            los = np.concatenate([los, ranked_los])
-            his = np.concatenate([his, ranked_his])
-            lengths = np.concatenate([searched_lengths, ranked_lengths])
-        else:
-            lengths = searched_lengths
+        searched_los, searched_his = _pattern_ranges(self.codes, self.sa, patterns, offsets)
+        ranked_lengths = np.fromiter(map(len, ranked), np.int64, len(ranked))
+        ranked_los, ranked_his = _ranges_around(
+            self.lcp_next, np.asarray(ranks, np.int64), ranked_lengths)
+        los = np.concatenate([searched_los, ranked_los])
+        his = np.concatenate([searched_his, ranked_his])
+        lengths = np.concatenate([searched_lengths, ranked_lengths])
         order = np.argsort(lengths, kind="stable")
         keep = order[his[order] > los[order]]
         lengths = lengths[keep]
