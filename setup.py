@@ -7,6 +7,14 @@ import setuptools
 REQUIRED = [
     "apache-beam>=2.77,<3",
     "google-crc32c>=1.5",
+    # Object stores (transforms/object_stores.py): the lease's conditional writes, 0-byte
+    # objects and reused clients on s3:// and gs://; the same clients Beam's own S3 and GCS
+    # file systems use (apache-beam[aws], apache-beam[gcp]).
+    "boto3>=1.35,<2",
+    "botocore>=1.35,<2",
+    "google-cloud-storage>=2.18.2,<4",
+    "google-auth>=2,<3",
+    "google-api-core>=2,<3",
     # The job's local worker pool (pipeline/worker_pool.py) serves Beam's worker pool API;
     # Beam itself depends on grpcio, at versions it accepts.
     "grpcio>=1.33.1,<2",

@@ -17,18 +17,18 @@ from transforms import file_io
 SPLITS = ("train", "dev")
 
 
-def promote_outputs(layout, shards, rejects):
+def promote_outputs(layout, shards, rejects, stores=None):
     """Replaces every previous shard and rejects file with this run's (`shards`, `rejects`:
     what the encode pass reported); removes the completion marker first, and the previous
     length report (it describes the old shards; `mark_complete` writes the new one)."""
-    file_io.delete_tree(layout.complete_path)
-    file_io.delete_tree(layout.lengths_report_path)
-    old = [m.path for split in SPLITS
-           for m in FileSystems.match([layout.shard_pattern(split)])[0].metadata_list]
+    file_io.delete_tree(layout.complete_path, stores)
+    file_io.delete_tree(layout.lengths_report_path, stores)
+    old = [path for split in SPLITS
+           for path, _, _ in file_io.match_files(layout.shard_pattern(split), stores)]
     if old:
         FileSystems.delete(old)
     for split in SPLITS:
-        file_io.delete_tree(layout.rejects_path(split))
+        file_io.delete_tree(layout.rejects_path(split), stores)
     FileSystems.rename([FileSystems.join(layout.work("shards"), s["name"]) for s in shards],
                        [layout.path(s["name"]) for s in shards])
     written_rejects = [r for r in rejects if r["rejected"]]
@@ -39,21 +39,24 @@ def promote_outputs(layout, shards, rejects):
             [layout.rejects_path(r["split"]) for r in written_rejects])
 
 
-def mark_complete(layout, summary):
-    """Writes the length report and the summary (each to a temporary name, then renamed),
-    then the completion marker (its finish time): last of all."""
+def mark_complete(layout, summary, stores=None):
+    """Writes the length report and the summary, then the completion marker (its finish
+    time): last of all. Each is written whole (`file_io.write_bytes_atomically`; `stores`:
+    the job's ObjectStores)."""
     file_io.write_bytes_atomically(layout.lengths_report_path,
-                                   render_length_report(summary).encode("utf-8"))
-    file_io.write_json(layout.summary_path, summary)
+                                   render_length_report(summary).encode("utf-8"), stores)
+    file_io.write_json(layout.summary_path, summary, stores)
     file_io.write_bytes_atomically(layout.complete_path,
-                                   (summary["finished_at"] + "\n").encode())
+                                   (summary["finished_at"] + "\n").encode(), stores)
 
 
-def remove_work_dir(layout):
-    """Deletes this problem's work directory, and the shared parent once no other problem's
-    run is using it."""
-    file_io.delete_tree(layout.work_dir)
+def remove_work_dir(layout, stores=None):
+    """Deletes this problem's work directories (this run's and any a killed run left), and
+    the shared parent once no other problem's run is using it."""
+    file_io.delete_tree(layout.problem_work_dir, stores)
     parent = layout.path(WORK_NAME)
+    if not file_io.is_local(parent):  # an object store has no directories to remove
+        return
     if FileSystems.exists(parent) and not FileSystems.match(
             [FileSystems.join(parent, "*")])[0].metadata_list:
         FileSystems.delete([parent])

@@ -42,18 +42,21 @@ if __name__ == "__main__":
 import argparse  # noqa: E402 (after the signal mask, on purpose)
 import atexit
 import datetime
+import functools
 import logging
 import os
 import sys
 import time
+import uuid
 
+from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from pipeline import books, commit, console, fingerprint, preflight, staging
 from pipeline.encode import EncodeStep
 from pipeline.interrupts import InterruptWatcher, Interrupted
 from pipeline.lock import OutputLock
-from pipeline.datasets import literal_patterns, plan_datasets
+from pipeline.datasets import expand_listing, literal_patterns, plan_datasets
 from pipeline.layout import OutputLayout
 from pipeline.options import (DatagenOptions, check_known_flags, datagen_config,
                               datagen_flag_values, parse_flags, validate_flags)
@@ -86,14 +89,22 @@ class DatagenJob:
         PipelineOptions of every pass; `interrupted()`: the signal number that stopped the
         run, or None (`InterruptWatcher.received`)."""
         self.options = options
+        # The driver's own file work (listing, fingerprint, lock, commit) runs before any
+        # Pipeline hands these options to FileSystems: without them s3:// has no endpoint
+        # or credentials, gs:// no project.
+        FileSystems.set_options(options)
         self.flags = flags
         f = self.flags
         validate_flags(f)
         check_workers_can_import_project(options)
         self.config = datagen_config(f)  # what the passes read; built once, never changed
-        self.layout = OutputLayout(file_io.absolute(f.output_dir), f.problem, f.vocab_size)
+        self.run_id = uuid.uuid4().hex
+        self.layout = OutputLayout(file_io.absolute(f.output_dir), f.problem, f.vocab_size,
+                                   self.run_id)
         self.run_pass = PassRunner(options, is_dry_run(options), interrupted, flags.log_level)
-        self.prepare = PrepareStep(self.layout, self.config.read)
+        # One client per object store for the driver's own lease, marker and summary writes.
+        self.stores = self.run_pass.stores
+        self.prepare = PrepareStep(self.layout, self.config.read, self.stores)
         self.vocab = VocabStep(f, self.config, self.layout, self.run_pass)
         self.encode = EncodeStep(self.layout, self.config, f.seed, f.problem, self.run_pass)
         self.stages = {}
@@ -107,7 +118,9 @@ class DatagenJob:
 
     # -- plan ------------------------------------------------------------------------------
     def plan(self, **expand):
-        """{split: [Dataset]} of the flags (`expand`: how patterns are listed)."""
+        """{split: [Dataset]} of the flags (`expand`: how patterns are listed; by default
+        with the job's store clients)."""
+        expand = expand or {"expand": functools.partial(expand_listing, stores=self.stores)}
         f = self.flags
         datasets = {"train": plan_datasets(f, "train", **expand)}
         if f.dev_source or f.dev_tsv or f.dev_tmx:
@@ -162,7 +175,7 @@ class DatagenJob:
             for split, items in sorted(prepared.items())}
         if not self.flags.allow_empty:
             books.check_written(prepared, report)
-        commit.promote_outputs(self.layout, shards, rejects)
+        commit.promote_outputs(self.layout, shards, rejects, self.stores)
         return report
 
     # -- the job ---------------------------------------------------------------------------
@@ -206,14 +219,16 @@ class DatagenJob:
         # nothing behind, not even a new output directory.
         datasets = self.plan()
         plan = self.vocab.plan(datasets)
-        lock = OutputLock(self.layout.output_dir, f.problem, f.lock_stale_seconds)
+        lock = OutputLock(self.layout.output_dir, f.problem, f.lock_stale_seconds, self.stores,
+                          on_lost=self.run_pass.abort_for_lost_lock, run_id=self.run_id)
         self.run_pass.lock = lock
         started, t0 = _now(), time.time()
         with lock:
             try:
                 return self._run_locked(started, t0, datasets, plan)
             except (Interrupted, KeyboardInterrupt) as e:
-                self._record_failure(started, t0, e, "interrupted")
+                if not lock.lost:
+                    self._record_failure(started, t0, e, "interrupted")
                 raise
 
     def choose_direct_mode(self):
@@ -247,17 +262,21 @@ class DatagenJob:
         f = self.flags
         layout = self.layout
         flag_values = datagen_flag_values(self.flags)
-        self.fingerprint = fingerprint.output_fingerprint(flag_values)
-        self.vocab.fingerprint = fingerprint.vocab_fingerprint(flag_values)
-        if file_io.exists(layout.complete_path) and not f.overwrite:
-            summary = file_io.read_json(layout.summary_path)
+        listed = {}
+        self.fingerprint = fingerprint.output_fingerprint(flag_values, listed, self.stores)
+        self.vocab.fingerprint = fingerprint.vocab_fingerprint(flag_values, listed, self.stores)
+        if file_io.exists(layout.complete_path, self.stores) and not f.overwrite:
+            summary = file_io.read_json(layout.summary_path, self.stores)
             self.check_same_fingerprint(summary)
             LOG.info("%s is complete (%s exists): nothing to do; pass --overwrite to redo it",
                      layout.output_dir, layout.complete_path)
             summary["noop"] = True
             return summary
-        file_io.delete_tree(layout.work_dir)  # leftovers of a killed run must not be read back
-        preflight.check_output_writable(layout)
+        # Leftovers of a killed run must not be read back, nor look like output.
+        file_io.delete_tree(layout.problem_work_dir, self.stores)
+        for stray in file_io.remove_temporaries(layout.output_dir):
+            LOG.info("removed %s (a temporary file a killed run left)", stray)
+        preflight.check_output_writable(layout, self.stores)
         self.choose_direct_mode()
         writing = []
 
@@ -266,8 +285,9 @@ class DatagenJob:
                 books.check_has_pairs(prepared)
             # The input is valid: from here on this run writes into output_dir (vocab files
             # first), so a previous complete output stops being complete now, not at the end.
-            file_io.delete_tree(layout.complete_path)
-            file_io.write_json(layout.summary_path, self._summary("running", started, t0))
+            file_io.delete_tree(layout.complete_path, self.stores)
+            file_io.write_json(layout.summary_path, self._summary("running", started, t0),
+                               self.stores)
             writing.append(True)
 
         try:
@@ -283,14 +303,17 @@ class DatagenJob:
                 split_report = self._timed("finish", self.finish, prepared, num_shards,
                                            *encoded)
             except Exception as e:
-                if writing:
+                if writing and not self.run_pass.lock.lost:
                     self._record_failure(started, t0, e)
                 raise
         finally:
-            commit.remove_work_dir(layout)
+            # A run that lost its lock deletes nothing: the directory is another run's now.
+            if not self.run_pass.lock.lost:
+                commit.remove_work_dir(layout, self.stores)
         summary = self._summary("complete", started, t0, vocab=vocab, splits=split_report,
                                 lengths=summary_lengths(lengths, prepared))
-        commit.mark_complete(layout, summary)
+        self.run_pass.lock.check()
+        commit.mark_complete(layout, summary, self.stores)
         return summary
 
     def _summary(self, status, started, t0, **facts):
@@ -309,11 +332,12 @@ class DatagenJob:
     def _record_failure(self, started, t0, error, status="failed"):
         """A failed or interrupted run leaves a summary saying so (unless a complete output
         is still there: then the summary describes that output)."""
-        if file_io.exists(self.layout.complete_path):
+        if file_io.exists(self.layout.complete_path, self.stores):
             return
         try:
             file_io.write_json(self.layout.summary_path, self._summary(
-                status, started, t0, error="%s: %s" % (type(error).__name__, error)))
+                status, started, t0, error="%s: %s" % (type(error).__name__, error)),
+                self.stores)
         except Exception:  # the original error matters more
             LOG.exception("could not write the failure summary")
 

@@ -36,8 +36,9 @@ def literal_patterns(patterns):
     return [p.strip() for p in (patterns or "").split(",") if p.strip()]
 
 
-def _expand(patterns):
-    """Globs each pattern; `archive!member` names are taken literally (the archive must exist)."""
+def expand_listing(patterns, stores=None):
+    """Globs each pattern; `archive!member` names are taken literally (the archive must exist).
+    `stores`: the job's ObjectStores (one listing per pattern on an object store)."""
     out = []
     for pattern in [p.strip() for p in (patterns or "").split(",") if p.strip()]:
         try:
@@ -46,12 +47,12 @@ def _expand(patterns):
             raise DatagenError(str(e)) from None
         if member is None:
             try:
-                out.extend(file_io.expand_patterns(pattern))
+                out.extend(file_io.expand_patterns(pattern, stores))
             except OSError as e:  # no match, a directory
                 raise DatagenError(str(e)) from None
         else:
             outer = file_io.absolute(outer)
-            if not file_io.exists(outer):
+            if not file_io.exists(outer, stores):
                 raise DatagenError("no archive %s (for %s)" % (outer, pattern))
             if "://" not in outer and os.path.isdir(outer):
                 raise DatagenError("%s is a directory, not an archive (for %s)" % (outer, pattern))
@@ -63,7 +64,7 @@ def _name(path):
     return os.path.basename(split_archive_path(path)[1] or path)
 
 
-def plan_datasets(flags, split, expand=_expand):
+def plan_datasets(flags, split, expand=expand_listing):
     """The datasets of `split` ('train' or 'dev') from the job's flags, in a fixed order.
 
     `expand` turns a comma-separated pattern list into file names (globbing by default).

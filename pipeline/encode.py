@@ -92,12 +92,12 @@ class EncodeStep:
                                        p.source_facts, p.target_facts)]
         earlier = [p.rejects_path for split in sorted(prepared) for p in prepared[split]
                    if p.rejects_path]
-        for name in WORK_DIRS:
-            file_io.delete_tree(self._layout.work(name))
-            FileSystems.mkdirs(self._layout.work(name))
+        for name in WORK_DIRS:  # this run's own, new work directory: nothing to delete
+            FileSystems.mkdirs(self._layout.work(name))  # (a no-op on object stores)
         self._run_pass(*self.build(chunks, vocab_paths, num_shards, earlier),
                        progress=self.progress(chunks))
-        result = file_io.read_work_json(self._layout.work("encode.json"))
+        result = file_io.read_work_json(self._layout.work("encode.json"),
+                                        self._run_pass.stores)
         return (result.get("shards", []), result.get("rejects", []),
                 dict(result.get("tokens", [])), dict(result.get("lengths", [])))
 

@@ -38,45 +38,51 @@ VOCAB_FLAGS = ("vocab_type", "vocab_size", "shared_vocab", "file_byte_budget",
 VOCAB_INPUT_FLAGS = ("train_source", "train_target", "train_tsv", "train_tmx") + GIVEN_VOCAB_FLAGS
 
 
-def _files_of(pattern):
+def _files_of(pattern, stores=None):
     """{path: {"size", "mtime"}} of the files a pattern names; an `archive!member` counts as
     its archive, a directory (--bpe_vocab) as the files in it. Nothing for no match: the plan
     reports missing inputs, here they only show up as a difference."""
     pattern = file_io.absolute(pattern.strip().split("!", 1)[0])
     files = {}
     for query in (pattern, FileSystems.join(pattern, "*")):
-        for m in FileSystems.match([query])[0].metadata_list:
-            files[m.path] = {"size": m.size_in_bytes,
-                             "mtime": round(m.last_updated_in_seconds or 0, 3)}
+        for path, size, mtime in file_io.match_files(query, stores):
+            files[path] = {"size": size, "mtime": round(mtime or 0, 3)}
         if files:
             break
     return files
 
 
-def _inputs(flag_values, flags):
-    """{flag: {path: {size, mtime}}} of the input flags given."""
+def _inputs(flag_values, flags, listed=None, stores=None):
+    """{flag: {path: {size, mtime}}} of the input flags given. `listed`: {pattern: files}
+    already listed in this run (each pattern is listed once: a listing is a request on an
+    object store)."""
+    listed = {} if listed is None else listed
     inputs = {}
     for flag in flags:
         files = {}
         for pattern in (flag_values.get(flag) or "").split(","):
             if pattern.strip():
-                files.update(_files_of(pattern))
+                if pattern not in listed:
+                    listed[pattern] = _files_of(pattern, stores)
+                files.update(listed[pattern])
         if flag_values.get(flag):
             inputs[flag] = files
     return inputs
 
 
-def output_fingerprint(flag_values):
-    """What determines the whole output: output-affecting flags and every input file."""
+def output_fingerprint(flag_values, listed=None, stores=None):
+    """What determines the whole output: output-affecting flags and every input file
+    (`listed`: as `_inputs`)."""
     return {"flags": {k: v for k, v in sorted(flag_values.items())
                       if k not in OPERATIONAL_FLAGS and k not in INPUT_FLAGS},
-            "inputs": _inputs(flag_values, INPUT_FLAGS)}
+            "inputs": _inputs(flag_values, INPUT_FLAGS, listed, stores)}
 
 
-def vocab_fingerprint(flag_values):
-    """What determines a vocabulary: the vocab flags and the train (and given vocab) files."""
+def vocab_fingerprint(flag_values, listed=None, stores=None):
+    """What determines a vocabulary: the vocab flags and the train (and given vocab) files
+    (`listed`: as `_inputs`)."""
     return {"flags": {k: flag_values.get(k) for k in VOCAB_FLAGS},
-            "inputs": _inputs(flag_values, VOCAB_INPUT_FLAGS)}
+            "inputs": _inputs(flag_values, VOCAB_INPUT_FLAGS, listed, stores)}
 
 
 def differences(old, new):
@@ -106,11 +112,11 @@ def sidecar_path(vocab_path):
     return "%s/.%s.fingerprint.json" % (head, name)
 
 
-def read_sidecar(vocab_path):
+def read_sidecar(vocab_path, stores=None):
     """The recorded vocab fingerprint, or None when the file was not written by this job."""
     path = sidecar_path(vocab_path)
-    return file_io.read_json(path) if file_io.exists(path) else None
+    return file_io.read_json(path, stores) if file_io.exists(path, stores) else None
 
 
-def write_sidecar(vocab_path, fingerprint):
-    file_io.write_json(sidecar_path(vocab_path), fingerprint)
+def write_sidecar(vocab_path, fingerprint, stores=None):
+    file_io.write_json(sidecar_path(vocab_path), fingerprint, stores)

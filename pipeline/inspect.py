@@ -37,8 +37,10 @@ import sys
 
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
+from apache_beam.options.pipeline_options import PipelineOptions
 
 from pipeline.layout import COMPLETE_NAME, SUMMARY_NAME
+from pipeline.options import check_known_flags
 from pipeline.runners import DatagenError, one_line
 from transforms import file_io
 from transforms.example_proto import Int64FeaturesWriter
@@ -66,7 +68,19 @@ def _parser():
     p.add_argument("--seed", type=int, default=None, help="pick the records at random "
                    "with this seed (default: the first N in shard order)")
     p.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    p.epilog = ("Beam's file system options are accepted too, as the job takes them "
+                "(--s3_endpoint_url, --s3_access_key_id, --s3_secret_access_key, "
+                "--s3_region_name, ... for s3://; gs:// uses the environment's credentials).")
     return p
+
+
+def file_system_options(argv):
+    """Beam's pipeline options of `argv` (the file system flags), handed to FileSystems in
+    this process; DatagenError for any other unknown flag."""
+    check_known_flags(argv)
+    options = PipelineOptions(argv)
+    FileSystems.set_options(options)
+    return options
 
 
 def _basename(path):
@@ -250,7 +264,8 @@ def main(argv=None):
     """Prints the report; returns the exit status (2 and one line on stderr on error)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        args = _parser().parse_args(argv)
+        args, beam_args = _parser().parse_known_args(argv)
+        file_system_options(beam_args)
         report = inspect(args.output_dir, args.problem, args.split, args.num_records,
                          args.seed)
     except DatagenError as e:

@@ -26,10 +26,15 @@ def lang_of(path):
 
 
 class OutputLayout:
-    def __init__(self, output_dir, problem, vocab_size):
+    """`run_id`: the run's own id (its lock's); its work files live under
+    `.datagen-work/{problem}/{run_id}/`, so a run that lost its lock and is still finishing a
+    pass can never write into the work files of the run that took the lock over."""
+
+    def __init__(self, output_dir, problem, vocab_size, run_id="run"):
         self.output_dir = output_dir
         self.problem = problem
         self.vocab_size = vocab_size
+        self.run_id = run_id
 
     def path(self, *names):
         return FileSystems.join(self.output_dir, *names)
@@ -59,8 +64,13 @@ class OutputLayout:
         return self.path("rejects", "%s-%s.jsonl" % (self.problem, split))
 
     @property
-    def work_dir(self):
+    def problem_work_dir(self):
+        """Every run's work directories of this problem (leftovers of killed runs too)."""
         return self.path(WORK_NAME, self.problem)
+
+    @property
+    def work_dir(self):
+        return self.path(WORK_NAME, self.problem, self.run_id)
 
     def work(self, *names):
         return FileSystems.join(self.work_dir, *names)

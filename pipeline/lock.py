@@ -1,26 +1,35 @@
-"""OutputLock: one run at a time per problem and output directory, also on object stores.
+"""OutputLock: one run at a time per problem and output directory, on disks and object stores.
 
-Two runs on one output directory delete each other's work directory and markers. The lock
-is a lease file `{problem}.datagen.lock` in the output directory holding its owner (host,
-pid, start time, a random run id) and a heartbeat time that a background thread refreshes.
-A second run finds a fresh lease and stops at once (exit 2, naming the holder); a lease
-whose heartbeat is older than `--lock_stale_seconds`, or whose holder is a dead process on
-this host (a `kill -9`), is taken over with a warning.
+Two runs on one output directory would delete each other's work and markers. The lock is a
+lease object `{problem}.datagen.lock` in the output directory holding its owner (host, pid,
+start time, a random run id) and a heartbeat time that a background thread renews. A second
+run finds a fresh lease and stops at once (exit 2, naming the holder); a lease whose heartbeat
+is older than `--lock_stale_seconds`, or whose holder is a dead process on this host (a
+`kill -9`), is taken over with a warning.
 
-On a local file system a free lease is taken by an exclusive create (a hard link of the
-written lease to its name: exactly one of two runs succeeds, at once) and refreshed by an
-atomic replace (`file_io.write_bytes_atomically`), so the file never disappears while held.
-Object stores have no exclusive create, so there (and to take over a stale lease anywhere)
-the lease is taken by writing it, waiting a moment, and reading it back: the run whose id is
-there holds it. Two runs that both find no lease and write within the settle time of each
-other are sorted out by the read-back; only a run whose check-then-write takes longer than
-the settle time can miss the other (a small race, documented in the README). The heartbeat
-also reads the lease back: a run that finds someone else's id there has lost the lock and
-stops before its next pass or commit.
-Staleness compares heartbeat times across hosts, so their clocks must roughly agree.
+Every change of the lease is a compare-and-swap on the version the run last saw, so two runs
+can never both hold it, whatever the timing (`Lease` below, one per kind of file system):
+- taking a free lease is an exclusive create (S3 `If-None-Match: *`, GCS
+  `ifGenerationMatch=0`, a local hard link that fails when the name exists);
+- taking over a stale lease, and each heartbeat, replaces the lease only if it is still the
+  version this run read or wrote (S3 `If-Match: <ETag>`, GCS `ifGenerationMatch=<gen>`, on a
+  local disk a read-compare-replace under an exclusive `flock` of the output directory);
+- release deletes the lease only if it is still this run's version.
+A PUT replaces an object atomically, so the lease is never missing while held. A heartbeat
+is one request. A run whose heartbeat finds another version has lost the lock: it stops
+before its next pass, aborts the pass it is in, and deletes nothing.
+
+Other Beam file systems (hdfs://, ...) offer neither exclusive create nor a conditional
+write: there the lease is written, read back after SETTLE_SECONDS, and the run whose id is
+there goes on; two runs that both check-then-write within the settle time are sorted out,
+slower ones are not (README: "Running on object stores"). Staleness compares heartbeat times
+across hosts, so their clocks must roughly agree.
 """
 
+import contextlib
 import datetime
+import fcntl
+import hashlib
 import json
 import logging
 import os
@@ -31,12 +40,14 @@ import uuid
 
 from apache_beam.io.filesystems import FileSystems
 
+from pipeline.runners import DatagenError, one_line
 from transforms import file_io
-from pipeline.runners import DatagenError
+from transforms.object_stores import PreconditionFailed
 
 LOG = logging.getLogger("datagen")
 LOCK_NAME = "%s.datagen.lock"  # % problem: problems sharing a directory lock separately
 SETTLE_SECONDS = 0.5
+TAKE_ATTEMPTS = 5  # a lease changing under us again and again: give up with one line
 
 
 def process_alive(pid):
@@ -57,31 +68,189 @@ def describe(lease):
         lease.get("heartbeat_iso"))
 
 
-class OutputLock:
-    """The lease on `{output_dir}/{problem}.datagen.lock`; use as a context manager."""
+# -- one lease object on each kind of file system ----------------------------------------------
+class StoreLease:
+    """The lease on S3 or GCS, through the store's own client (`transforms.object_stores`):
+    versions are ETags or generations, every write conditional."""
 
-    def __init__(self, output_dir, problem, stale_seconds):
+    def __init__(self, path, store):
+        self.path = path
+        self._store = store
+
+    def create(self, data):
+        """The new version, or None when a lease exists."""
+        try:
+            return self._store.put(self.path, data, if_absent=True)
+        except PreconditionFailed:
+            return None
+
+    def read(self):
+        """(bytes, version), or None when there is no lease."""
+        return self._store.get(self.path)
+
+    def replace(self, data, version):
+        """The new version; PreconditionFailed when the lease is not `version` any more."""
+        return self._store.put(self.path, data, if_version=version)
+
+    def delete(self, version):
+        try:
+            self._store.delete(self.path, if_version=version)
+        except PreconditionFailed:
+            pass
+
+
+class LocalLease:
+    """The lease on a local disk: an exclusive create by hard link (never a half-written
+    lease), and replace/delete as read-compare-write under an exclusive `flock` of the output
+    directory (every run on this file system takes the same one). A version is the SHA-256
+    of the lease's bytes, which hold a run id and a heartbeat time."""
+
+    def __init__(self, path):
+        self.path = path
+        self._dir = os.path.dirname(path)
+
+    @contextlib.contextmanager
+    def _guard(self):
+        fd = os.open(self._dir, os.O_RDONLY)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)  # releases the flock
+
+    @staticmethod
+    def _version(data):
+        return hashlib.sha256(data).hexdigest()
+
+    def create(self, data):
+        os.makedirs(self._dir, exist_ok=True)
+        tmp = file_io.temporary_name(self.path)
+        with open(tmp, "wb") as f:
+            f.write(data)
+        try:
+            os.link(tmp, self.path)
+            return self._version(data)
+        except FileExistsError:
+            return None
+        finally:
+            os.unlink(tmp)
+
+    def read(self):
+        try:
+            with open(self.path, "rb") as f:
+                data = f.read()
+        except FileNotFoundError:
+            return None
+        return data, self._version(data)
+
+    def replace(self, data, version):
+        with self._guard():
+            now = self.read()
+            if now is None or now[1] != version:
+                raise PreconditionFailed("%s changed" % self.path)
+            file_io.write_bytes_atomically(self.path, data)
+        return self._version(data)
+
+    def delete(self, version):
+        with self._guard():
+            now = self.read()
+            if now is not None and now[1] == version:
+                os.unlink(self.path)
+
+
+class SettledLease:
+    """The lease on a file system with neither exclusive create nor conditional writes
+    (hdfs://, ...): written whole, and taken only when a read-back after SETTLE_SECONDS still
+    shows it. Best effort: see the module docstring."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def read(self):
+        if not file_io.exists(self.path):
+            return None
+        data = file_io.read_bytes(self.path)
+        return data, hashlib.sha256(data).hexdigest()
+
+    def _write_settled(self, data):
+        file_io.write_bytes_atomically(self.path, data)
+        time.sleep(SETTLE_SECONDS)
+        now = self.read()
+        if now is None or now[0] != data:
+            raise PreconditionFailed("%s was written by another run" % self.path)
+        return now[1]
+
+    def create(self, data):
+        if file_io.exists(self.path):
+            return None
+        try:
+            return self._write_settled(data)
+        except PreconditionFailed:
+            return None
+
+    def replace(self, data, version):
+        now = self.read()
+        if now is None or now[1] != version:
+            raise PreconditionFailed("%s changed" % self.path)
+        return self._write_settled(data)
+
+    def delete(self, version):
+        now = self.read()
+        if now is not None and now[1] == version:
+            FileSystems.delete([self.path])
+
+
+def lease_for(path, stores=None):
+    """The Lease of `path`'s file system (`stores`: the job's ObjectStores)."""
+    store = stores.for_path(path) if stores is not None else None
+    if store is not None:
+        return StoreLease(path, store)
+    if file_io.is_local(path):
+        return LocalLease(path)
+    return SettledLease(path)
+
+
+class OutputLock:
+    """The lease on `{output_dir}/{problem}.datagen.lock`; use as a context manager.
+
+    `on_lost()`, if given, is called once from the heartbeat thread when another run has
+    taken the lease (the job uses it to abort the pass it is in)."""
+
+    def __init__(self, output_dir, problem, stale_seconds, stores=None, on_lost=None,
+                 run_id=None):
         self.path = FileSystems.join(output_dir, LOCK_NAME % problem)
         self.stale_seconds = stale_seconds
         self.interval = max(0.2, min(30.0, stale_seconds / 4.0))
-        self.lease = {"run_id": uuid.uuid4().hex, "host": socket.gethostname(),
+        self.lease = {"run_id": run_id or uuid.uuid4().hex, "host": socket.gethostname(),
                       "pid": os.getpid(),
                       "started_at": datetime.datetime.now(datetime.timezone.utc).isoformat(
                           timespec="seconds")}
         self.lost_to = None
+        self.version = None  # the version of the lease this run wrote last
+        self._backend = lease_for(self.path, stores)
+        self._on_lost = on_lost
         self._stop = threading.Event()
         self._thread = None
 
+    @property
+    def run_id(self):
+        return self.lease["run_id"]
+
     # -- reading and judging a lease ------------------------------------------------------
     def _read(self):
-        """The lease in the file, None when there is none; an unreadable (half-written) lease
-        counts as held right now, so it is judged again after it gets stale."""
-        if not file_io.exists(self.path):
+        """(lease dict, version) of the lease there, or None."""
+        got = self._backend.read()
+        if got is None:
             return None
+        data, version = got
         try:
-            return json.loads(file_io.read_bytes(self.path).decode("utf-8"))
-        except (OSError, ValueError):
-            return {"run_id": "?", "heartbeat_at": time.time(), "heartbeat_iso": "unreadable"}
+            lease = json.loads(data.decode("utf-8"))
+            if not isinstance(lease, dict):
+                raise ValueError("not an object")
+        except ValueError:
+            raise DatagenError("%s is not a lease this job wrote (unreadable); remove it if no "
+                               "run is using %s" % (self.path, self.path.rsplit("/", 1)[0]))
+        return lease, version
 
     def _is_stale(self, lease):
         """Why a lease can be taken over, or None while its holder may still be running."""
@@ -100,62 +269,43 @@ class OutputLock:
             now, datetime.timezone.utc).isoformat(timespec="seconds")
         return file_io.json_bytes(self.lease)
 
-    def _write(self):
-        file_io.write_bytes_atomically(self.path, self._lease_bytes())
-
-    def _create_local(self):
-        """Takes a free local lease; False if a lease appeared. The lease is written to a
-        temporary file and hard-linked to its name, which fails if the name exists: an
-        exclusive create that never shows a half-written lease."""
-        os.makedirs(os.path.dirname(self.path), exist_ok=True)
-        tmp = "%s.%s.tmp" % (self.path, self.lease["run_id"])
-        with open(tmp, "wb") as f:
-            f.write(self._lease_bytes())
-        try:
-            os.link(tmp, self.path)
-            return True
-        except FileExistsError:
-            return False
-        finally:
-            os.unlink(tmp)
-
     def _unwritable(self, error):
         return DatagenError("--output_dir %s: cannot write there (lock %s: %s)" % (
-            self.path.rsplit("/", 1)[0], self.path.rsplit("/", 1)[-1],
-            " ".join(str(error).split())))
+            self.path.rsplit("/", 1)[0], self.path.rsplit("/", 1)[-1], one_line(error)))
 
     # -- taking, keeping and releasing ------------------------------------------------------
     def acquire(self):
         """Takes the lease or raises DatagenError naming the run that holds it."""
-        held = self._read()
-        if held is None and file_io.is_local(self.path):
-            try:
-                if self._create_local():
-                    self._start_heartbeat()
-                    return
-            except OSError as e:
-                raise self._unwritable(e) from None
-            held = self._read()  # another run created it just now
-        if held is not None:
-            stale = self._is_stale(held)
-            if not stale:
-                raise DatagenError("%s is in use by %s; wait for it to finish, or remove %s "
-                                   "if that run is dead" % (self.path, describe(held),
-                                                            self.path))
-            LOG.warning("taking over the lock %s of %s: %s", self.path, describe(held), stale)
         try:
-            self._write()
+            for _ in range(TAKE_ATTEMPTS):
+                version = self._backend.create(self._lease_bytes())
+                if version is not None:
+                    self.version = version
+                    break
+                held = self._read()
+                if held is None:  # released between our create and read: try again
+                    continue
+                lease, version = held
+                if lease.get("run_id") == self.run_id:  # our create, its answer lost
+                    self.version = version
+                    break
+                stale = self._is_stale(lease)
+                if not stale:
+                    raise DatagenError("%s is in use by %s; wait for it to finish, or remove "
+                                       "%s if that run is dead" % (
+                                           self.path, describe(lease), self.path))
+                LOG.warning("taking over the lock %s of %s: %s", self.path, describe(lease),
+                            stale)
+                try:
+                    self.version = self._backend.replace(self._lease_bytes(), version)
+                    break
+                except PreconditionFailed:  # renewed or taken by another run: judge again
+                    continue
+            else:
+                raise DatagenError("%s changed %d times while this run tried to take it; is "
+                                   "another run starting?" % (self.path, TAKE_ATTEMPTS))
         except OSError as e:
             raise self._unwritable(e) from None
-        try:
-            time.sleep(SETTLE_SECONDS)
-            now_held = self._read()
-        except BaseException:  # interrupted while settling: leave no lease behind
-            self.release()
-            raise
-        if not now_held or now_held.get("run_id") != self.lease["run_id"]:
-            raise DatagenError("%s was taken by %s at the same moment" % (
-                self.path, describe(now_held or {})))
         self._start_heartbeat()
 
     def _start_heartbeat(self):
@@ -163,24 +313,44 @@ class OutputLock:
                                         daemon=True)
         self._thread.start()
 
+    def renew(self):
+        """One heartbeat: replaces the lease if it is still this run's version. Returns False
+        (and records who has it) when another run took it."""
+        try:
+            self.version = self._backend.replace(self._lease_bytes(), self.version)
+            return True
+        except PreconditionFailed:
+            pass
+        held = self._read()
+        if held is not None and held[0].get("run_id") == self.run_id:
+            self.version = held[1]  # our own write, whose answer was lost: still ours
+            return True
+        self.lost_to = held[0] if held is not None else {"run_id": "(none: the lease was "
+                                                                   "deleted)"}
+        LOG.error("lost the lock %s to %s: this run stops and deletes nothing", self.path,
+                  describe(self.lost_to))
+        return False
+
     def _heartbeat(self):
-        """Refreshes the lease until released; notices when another run took it over."""
+        """Renews the lease until released or lost."""
         while not self._stop.wait(self.interval):
             try:
-                held = self._read()
-                if held is not None and held.get("run_id") != self.lease["run_id"]:
-                    self.lost_to = held
-                    LOG.error("lost the lock %s to %s", self.path, describe(held))
+                if not self.renew():
+                    if self._on_lost is not None:
+                        self._on_lost()
                     return
-                self._write()
             except Exception as e:  # a flaky store: try again next beat, the lease lasts
-                LOG.warning("could not refresh the lock %s: %s", self.path, e)
+                LOG.warning("could not renew the lock %s: %s", self.path, one_line(e))
+
+    @property
+    def lost(self):
+        return self.lost_to is not None
 
     def check(self):
         """Raises DatagenError when another run took the lease (this run is now stale)."""
         if self.lost_to is not None:
             raise DatagenError("%s was taken over by %s (no heartbeat from this run for "
-                               "--lock_stale_seconds?); stopping" % (
+                               "--lock_stale_seconds?); stopping, nothing deleted" % (
                                    self.path, describe(self.lost_to)))
 
     def release(self):
@@ -188,12 +358,12 @@ class OutputLock:
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
+        if self.version is None or self.lost_to is not None:
+            return
         try:
-            held = self._read()
-            if held is not None and held.get("run_id") == self.lease["run_id"]:
-                FileSystems.delete([self.path])
+            self._backend.delete(self.version)
         except Exception as e:  # a stale lease is taken over later anyway
-            LOG.warning("could not remove the lock %s: %s", self.path, e)
+            LOG.warning("could not remove the lock %s: %s", self.path, one_line(e))
 
     def __enter__(self):
         self.acquire()

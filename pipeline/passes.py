@@ -15,6 +15,7 @@ import apache_beam as beam
 from pipeline.interrupts import Interrupted, kill_worker_processes
 from pipeline.runners import runner_for_pass, runner_name, uses_worker_processes, worker_count
 from pipeline.worker_pool import LocalWorkerPool
+from transforms.object_stores import ObjectStores, StoreSettings
 
 LOG = logging.getLogger("datagen")
 PROGRESS_SECONDS = 30  # a long pass logs where it stands this often
@@ -46,6 +47,8 @@ class PassRunner:
 
     def __init__(self, options, dry_run, interrupted, log_level=None):
         self.options = options
+        # The job's store clients (for its own reads and writes on gs:// and s3://).
+        self.stores = ObjectStores(StoreSettings.from_options(options))
         self.dry_run = dry_run
         self.interrupted = interrupted
         self.log_level = log_level
@@ -62,13 +65,21 @@ class PassRunner:
                                             self.log_level).start()
         return self._workers
 
+    def abort_for_lost_lock(self):
+        """Called by the lock's heartbeat when another run took the lease: the pass in
+        progress must stop writing at once (its worker processes are killed; an in-process
+        pass is left behind, writing only into this run's own work directory)."""
+        if self._workers is not None:
+            kill_worker_processes()
+
+    def _lock_lost(self):
+        return self.lock is not None and self.lock.lost
+
     def _run_watched(self, pipeline, number):
-        """Runs `pipeline`; with the job's worker processes, in a thread of its own while
-        this one watches them: Beam's runner waits forever for a worker that died (an
-        out-of-memory kill) in the middle of a bundle, so a dead worker ends the pass here,
-        with WorkerDied."""
-        if self._workers is None:
-            return pipeline.run().wait_until_finish()
+        """Runs `pipeline` in a thread of its own while this one watches: Beam's runner waits
+        forever for a worker that died (an out-of-memory kill) in the middle of a bundle, so
+        a dead worker ends the pass here, with WorkerDied; a lost lock ends it with the
+        lock's DatagenError."""
         outcome = {}
 
         def run():
@@ -81,8 +92,11 @@ class PassRunner:
         thread.start()
         while True:
             thread.join(WATCH_SECONDS)
+            if self._lock_lost():
+                self.lock.check()
             # a dead worker either blocks the pass or is why it failed
-            dead = self._workers.dead() if thread.is_alive() or "error" in outcome else []
+            dead = (self._workers.dead() if self._workers is not None
+                    and (thread.is_alive() or "error" in outcome) else [])
             if dead:
                 kill_worker_processes()  # the pass cannot finish: no worker writes on
                 raise WorkerDied(number, dead)

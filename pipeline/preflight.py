@@ -2,7 +2,6 @@
 directory can be written. Each failure is one line naming the flag (exit 2), where a pass
 would otherwise fail later with a worker's traceback."""
 
-from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from pipeline.fingerprint import INPUT_FLAGS
@@ -28,15 +27,15 @@ def check_file_systems(flags):
             raise DatagenError("%s %s" % (flag, problem))
 
 
-def check_output_writable(layout):
-    """Writes and deletes a file in the work directory, so an --output_dir under a
+def check_output_writable(layout, stores=None):
+    """Writes and deletes a 0-byte file in the work directory, so an --output_dir under a
     regular file, in /proc or without permission stops the job with one line before any
-    pass runs (a pass would fail with a worker's traceback)."""
+    pass runs (a pass would fail with a worker's traceback). `stores`: the job's
+    `ObjectStores` (a 0-byte object on S3 needs the store's own client)."""
     probe = FileSystems.join(layout.work_dir, "write-test")
     try:
-        with FileSystems.create(probe, compression_type=CompressionTypes.UNCOMPRESSED) as f:
-            f.write(b"")
+        file_io.write_bytes_atomically(probe, b"", stores)
         FileSystems.delete([probe])
-    except OSError as e:  # BeamIOError is an OSError too
+    except OSError as e:  # BeamIOError is an OSError, and so is every store client error
         raise DatagenError("--output_dir %s: cannot write there (%s)" % (
             layout.output_dir, one_line(e))) from None

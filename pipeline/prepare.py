@@ -80,9 +80,10 @@ class PrepareStep:
     """Builds the prepare stage and reads its facts back (`layout`: the OutputLayout,
     `read`: the run's ReadConfig)."""
 
-    def __init__(self, layout, read):
+    def __init__(self, layout, read, stores=None):
         self._layout = layout
         self._read = read
+        self._stores = stores  # the job's ObjectStores
 
     def transform(self, datasets):
         """(the prepare stage of `datasets` as a transform to apply to a pipeline, its label)."""
@@ -114,7 +115,7 @@ class PrepareStep:
     def read_back(self, datasets):
         """The prepare stage's facts as {split: [Prepared]}; raises DatagenError on bad input."""
         read = self._read
-        result = file_io.read_work_json(self._layout.work("prepare.json"))
+        result = file_io.read_work_json(self._layout.work("prepare.json"), self._stores)
         facts = dict(result.get("files", []))
         materialized = {(m["split"], m["index"]): m for m in result.get("materialized", [])}
         problems = []

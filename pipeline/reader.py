@@ -122,6 +122,8 @@ Example training loop (t2t mode)::
         optimizer.apply_gradients(zip(grads, model.trainable_variables))
 """
 
+import re
+
 NMT_KEYS = ("source", "target_input", "target_output", "source_sequence_length",
             "target_sequence_length")
 
@@ -165,17 +167,108 @@ def t2t_batching_scheme(batch_size, max_length=None, min_length_bucket=8,
     return {"boundaries": boundaries, "batch_sizes": batch_sizes, "max_length": max_length}
 
 
-def _record_files(file_pattern):
-    import tensorflow as tf
+SHARD_NAME = re.compile(r"^(?P<problem>.+)-(?P<split>[^-/]+)-(?P<shard>\d{5})-of-(?P<n>\d{5})$")
 
+
+class IncompleteOutputError(ValueError):
+    """Shards of a datagen output that is not complete (no completion marker: a run still
+    going, failed, or killed while committing), or not all of a split's shards."""
+
+
+def _glob(pattern):
+    """(sorted matching paths, whether TensorFlow reads them). TensorFlow 2.16+ has no s3://
+    (it moved to tensorflow-io): such paths are listed and read through Beam's FileSystems,
+    configured by `file_system_options`."""
+    import tensorflow as tf
+    try:
+        return sorted(tf.io.gfile.glob(pattern)), True
+    except tf.errors.UnimplementedError:  # "File system scheme 's3' not implemented"
+        from apache_beam.io.filesystems import FileSystems
+        return sorted(m.path for m in FileSystems.match([pattern])[0].metadata_list), False
+
+
+def _check_complete(files):
+    """Raises IncompleteOutputError when datagen shards among `files` (named
+    `{problem}-{split}-NNNNN-of-NNNNN`) come from an output without its completion marker,
+    or when a split's shards are not all there. Other files are taken as they are."""
+    from apache_beam.io.filesystems import FileSystems
+    from pipeline.layout import COMPLETE_NAME
+    groups = {}
+    for path in files:
+        head, name = FileSystems.split(path)
+        m = SHARD_NAME.match(name)
+        if m:
+            groups.setdefault((head, m["problem"], m["split"], int(m["n"])), set()).add(
+                int(m["shard"]))
+    for (head, problem, split, n), shards in sorted(groups.items()):
+        marker = FileSystems.join(head, COMPLETE_NAME % problem)
+        if not FileSystems.exists(marker):
+            raise IncompleteOutputError(
+                "%s: the output of problem %s is not complete (no %s: a run is going, failed "
+                "or was killed); rerun the job, or read it with require_complete=False" % (
+                    head, problem, COMPLETE_NAME % problem))
+        if len(shards) != n:
+            raise IncompleteOutputError("%s: %d of the %d %s shards of problem %s match" % (
+                head, len(shards), n, split, problem))
+
+
+def file_system_options(flags):
+    """Hands Beam's file system flags (`["--s3_endpoint_url", URL, ...]`, as the job takes
+    them) to FileSystems in this process, for paths TensorFlow cannot read (s3://)."""
+    from apache_beam.io.filesystems import FileSystems
+    from apache_beam.options.pipeline_options import PipelineOptions
+    FileSystems.set_options(PipelineOptions(list(flags)))
+
+
+def complete_output_files(output_dir, split="train", problem=None):
+    """The shard paths of `split` in a complete datagen output directory, in name order, as
+    its summary lists them; IncompleteOutputError when the output is not complete. The one
+    line a trainer needs: `make_dataset(complete_output_files(DIR), ...)`."""
+    from apache_beam.io.filesystems import FileSystems
+    from pipeline import inspect
+    from pipeline.layout import SUMMARY_NAME
+    from pipeline.runners import DatagenError
+    from transforms import file_io
+    try:
+        problem = inspect.find_problem(output_dir, problem)
+    except DatagenError as e:
+        raise IncompleteOutputError(str(e)) from None
+    summary = file_io.read_json(FileSystems.join(output_dir, SUMMARY_NAME % problem))
+    if split not in summary["splits"]:
+        raise ValueError("%s: problem %s has no split %r" % (output_dir, problem, split))
+    return [FileSystems.join(output_dir, s["name"])
+            for s in sorted(summary["splits"][split]["shards"], key=lambda s: s["name"])]
+
+
+def _record_files(file_pattern, require_complete=True):
+    """[(path, whether TensorFlow reads it)] of the files of `file_pattern` (a glob or a list
+    of globs)."""
     patterns = [file_pattern] if isinstance(file_pattern, str) else list(file_pattern)
     files = []
     for pattern in patterns:
-        matched = sorted(tf.io.gfile.glob(pattern))
+        matched, by_tf = _glob(pattern)
         if not matched:
             raise ValueError("no files match %r" % (pattern,))
-        files.extend(matched)
+        files.extend((path, by_tf) for path in matched)
+    if require_complete:
+        _check_complete([path for path, _ in files])
     return files
+
+
+def _records_dataset(tf, files):
+    """The serialized records of `files` in order: TFRecordDataset where TensorFlow reads
+    the files, else a generator reading them through Beam's FileSystems with the project's
+    TFRecord reader (checksums checked)."""
+    if all(by_tf for _, by_tf in files):
+        return tf.data.TFRecordDataset([path for path, _ in files])
+
+    def records():
+        from apache_beam.io.filesystems import FileSystems
+        from transforms.tfrecord_framing import read_records
+        for path, _ in files:
+            with FileSystems.open(path, compression_type="uncompressed") as f:
+                yield from read_records(f)
+    return tf.data.Dataset.from_generator(records, output_signature=tf.TensorSpec((), tf.string))
 
 
 def make_dataset(file_pattern, batch_size, mode="nmt", num_shards=1, shard_index=0,
@@ -183,10 +276,16 @@ def make_dataset(file_pattern, batch_size, mode="nmt", num_shards=1, shard_index
                  reshuffle_each_iteration=True, src_max_len=None, tgt_max_len=None,
                  num_buckets=1, sos_id=1, eos_id=2, num_parallel_calls=4, as_tuple=False,
                  max_length=None, min_length=None, min_length_bucket=None,
-                 length_bucket_step=None, drop_long_sequences=None, batch_shuffle_size=None):
+                 length_bucket_step=None, drop_long_sequences=None, batch_shuffle_size=None,
+                 require_complete=True):
     """A batched `tf.data.Dataset` over the TFRecord files matching `file_pattern`.
 
-    file_pattern: a glob (or a list of globs; files of each are sorted, lists concatenated).
+    file_pattern: a glob (or a list of globs; files of each are sorted, lists concatenated);
+      any path TensorFlow reads, and s3:// through Beam's FileSystems
+      (`file_system_options`). `complete_output_files(output_dir)` gives a complete
+      output's shards.
+    require_complete: datagen shards (`{problem}-{split}-NNNNN-of-NNNNN`) are read only from
+      an output with its completion marker and all its shards (IncompleteOutputError).
     batch_size: sentence pairs per batch in mode "nmt"; TOKENS per batch in mode "t2t".
     mode: "nmt" or "t2t" (see the module docstring for each pipeline).
     num_shards, shard_index, skip_count: `Dataset.shard` / `Dataset.skip` on the records.
@@ -219,7 +318,7 @@ def make_dataset(file_pattern, batch_size, mode="nmt", num_shards=1, shard_index
     if output_buffer_size is None:
         output_buffer_size = batch_size * 1000 if mode == "nmt" else 1024
 
-    dataset = tf.data.TFRecordDataset(_record_files(file_pattern))
+    dataset = _records_dataset(tf, _record_files(file_pattern, require_complete))
     dataset = dataset.shard(num_shards, shard_index)
     if skip_count is not None:
         dataset = dataset.skip(skip_count)

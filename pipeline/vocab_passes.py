@@ -190,7 +190,7 @@ def learn_subword_vocabs(work_dir, files, config, run_pass, first_pass=None):
         seconds = run_pass(label, build)
         if extra:
             extra[2]()
-        result = file_io.read_work_json(result_path)
+        result = file_io.read_work_json(result_path, getattr(run_pass, "stores", None))
         if first:
             indexes = dict(result["indexes"])
             stats["sampling"] = check_sampling(result["sampling"])
@@ -296,7 +296,7 @@ def learn_counted_vocabs(kind, work_dir, files, config, run_pass, first_pass=Non
     run_pass(label, build)
     if first_pass:
         first_pass[2]()
-    result = file_io.read_work_json(result_path)
+    result = file_io.read_work_json(result_path, getattr(run_pass, "stores", None))
     vocabs = dict(result.get("vocabs", []))
     for name in files:  # a vocabulary with nothing sampled still gets its specials
         if name not in vocabs:

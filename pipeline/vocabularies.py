@@ -76,7 +76,7 @@ class VocabStep:
     # -- checks before anything runs -------------------------------------------------------
     def _load_given(self, flag, path):
         try:
-            return self.kind.load(path)
+            return self.kind.load(path, self._run_pass.stores)
         except (OSError, ValueError) as e:  # BeamIOError is an OSError, bad JSON a ValueError
             raise DatagenError("%s %s: not a readable %s vocabulary (%s)" % (
                 flag, path, self.kind.name, one_line(e))) from None
@@ -106,7 +106,7 @@ class VocabStep:
         """Raises DatagenError when an existing vocab file was made from other vocab inputs
         or flags (e.g. left by a crashed run on another corpus); one without a fingerprint
         sidecar was put there by hand and is reused as T2T does."""
-        recorded = fingerprint.read_sidecar(path)
+        recorded = fingerprint.read_sidecar(path, self._run_pass.stores)
         if recorded is None:
             LOG.info("%s has no %s: reused as given", path, fingerprint.sidecar_path(path))
             return
@@ -126,10 +126,10 @@ class VocabStep:
         for name, (path, train) in sorted(plan.items()):
             if name in given:
                 continue
-            if kind.exists(path) and not self._flags.overwrite:
+            if kind.exists(path, self._run_pass.stores) and not self._flags.overwrite:
                 self.check_reused(path)
                 LOG.info("vocab %s: reusing %s", name, path)
-                encoder = kind.load(path)
+                encoder = kind.load(path, self._run_pass.stores)
                 self.check_eos_token(encoder, path)
                 reused[name] = {"path": path, "size": encoder.vocab_size, "reused": True}
                 continue
@@ -140,8 +140,8 @@ class VocabStep:
         """Writes a vocabulary (`VocabKind.write`). Its fingerprint sidecar goes first, so a
         vocab file this job wrote never lacks one (a sidecar without its vocab file is
         rewritten with the next vocab)."""
-        fingerprint.write_sidecar(path, self.fingerprint)
-        self.kind.write(path, content)
+        fingerprint.write_sidecar(path, self.fingerprint, self._run_pass.stores)
+        self.kind.write(path, content, self._run_pass.stores)
 
     def write_given(self, plan, given):
         """Copies the given vocabularies into the output; returns their report."""
@@ -201,7 +201,8 @@ class VocabStep:
             self._write(path, content)
             sampling = [s for s in stats["sampling"] if s["vocab"] == name]
             report[name] = {
-                "path": path, "size": kind.load(path).vocab_size, "reused": False,
+                "path": path, "size": kind.load(path, self._run_pass.stores).vocab_size,
+                "reused": False,
                 "sampled_lines": sum(s["sampled_lines"] for s in sampling),
                 "sampled_chars": sum(s["sampled_chars"] for s in sampling),
                 "distinct_tokens": stats["distinct_tokens"].get(name, 0), "files": sampling}

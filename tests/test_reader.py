@@ -47,6 +47,8 @@ def _write_shards(directory, prefix, pairs, cuts):
         with tf.io.TFRecordWriter(path) as w:
             for inputs, targets in pairs[bounds[i]:bounds[i + 1]]:
                 w.write(_int64_example(inputs, targets))
+    with open(os.path.join(directory, prefix + ".DATAGEN_COMPLETE"), "w") as f:
+        f.write("2026-01-01T00:00:00+00:00\n")  # a complete output, as datagen leaves it
     return os.path.join(directory, prefix + "-train-*")
 
 

@@ -271,8 +271,8 @@ def test_crash_while_writing_leaves_nothing_visible_and_rerun_keeps_the_vocab(
     original = shuffled_shards.merge_fragments
     written = []
 
-    def failing_merge(paths):
-        for entry in original(paths):
+    def failing_merge(paths, stores=None):
+        for entry in original(paths, stores):
             written.append(1)
             if len(written) > 50:
                 raise OSError("disk died in the middle of a shard")
@@ -317,9 +317,9 @@ def test_kill_9_during_encoding_then_rerun_completes(tmp_path, baseline):
         for line in proc.stderr:
             if ": encode " in line:
                 break
-        fragments = out / ".datagen-work" / "p" / "fragments"
+        work = out / ".datagen-work" / "p"
         deadline = time.time() + 60
-        while not (fragments.is_dir() and any(fragments.glob("*.frag"))):
+        while not any(work.glob("*/fragments/*.frag")):
             assert proc.poll() is None and time.time() < deadline, "no fragment was written"
             time.sleep(0.02)  # killed once encoding has written something, well before its end
     finally:
@@ -341,7 +341,7 @@ def test_failed_overwrite_is_not_left_looking_complete(tmp_path, baseline, corpu
     out = tmp_path / "out"
     shutil.copytree(baseline[0], out)
 
-    def failing_merge(paths):
+    def failing_merge(paths, stores=None):
         raise OSError("disk died")
 
     monkeypatch.setattr(shuffled_shards, "merge_fragments", failing_merge)

@@ -20,6 +20,7 @@ from transforms.codecs.varints import encode_varints
 from transforms.example_proto import PairExampleWriter
 from transforms.length_stats import chunk_lengths
 from transforms.rejects import pair_reject_reason, reject_record
+from transforms.object_stores import ObjectStores, StoreSettings
 from transforms.shard_fragments import fragment_name, write_fragment
 from transforms.text_lines import decode_line, iter_raw_lines
 
@@ -53,7 +54,8 @@ def shard_of(key, num_shards):
 
 class _EncodeChunkFn(beam.DoFn):
     def __init__(self, source_vocab_path, target_vocab_path, seed, num_shards, fragment_dir,
-                 config):
+                 config, store_settings=None):
+        self._store_settings = store_settings or StoreSettings()
         self._paths = (source_vocab_path, target_vocab_path)
         self._fragment_dir = fragment_dir
         self._seed = seed
@@ -64,10 +66,12 @@ class _EncodeChunkFn(beam.DoFn):
         self._eos_token = config.vocab.bpe_eos_token
 
     def setup(self):
+        # Fragments go to an object store through one reused client (see write_fragment).
+        self._stores = ObjectStores(self._store_settings)
         self._examples = PairExampleWriter("inputs", "targets")  # without TensorFlow
-        self._source = self._kind.load_for_encoding(self._paths[0])
+        self._source = self._kind.load_for_encoding(self._paths[0], self._stores)
         self._target = (self._source if self._paths[1] == self._paths[0]
-                        else self._kind.load_for_encoding(self._paths[1]))
+                        else self._kind.load_for_encoding(self._paths[1], self._stores))
         # per side: the EOS ids as varints, and how many
         self._eos = tuple((encode_varints(ids), len(ids)) for ids in (
             self._kind.eos_ids(self._source, self._eos_token),
@@ -143,11 +147,8 @@ class _EncodeChunkFn(beam.DoFn):
         stats = [0, 0, 0, 0, 0, 0]
         lengths = []  # (source, target) ids with EOS of each written pair
         block = []  # (line number, source, target) of the valid pairs not encoded yet
-        with file_io.open_text_source(src_path) as src, file_io.open_text_source(tgt_path) as tgt:
-            if chunk["source_offset"]:
-                src.seek(chunk["source_offset"])
-            if chunk["target_offset"]:
-                tgt.seek(chunk["target_offset"])
+        with file_io.open_text_source(src_path, self._stores, chunk["source_offset"]) as src, \
+                file_io.open_text_source(tgt_path, self._stores, chunk["target_offset"]) as tgt:
             src_lines = iter_raw_lines(src)
             tgt_lines = iter_raw_lines(tgt)
             for i in range(count):
@@ -178,7 +179,7 @@ class _EncodeChunkFn(beam.DoFn):
         for shard, entries in sorted(by_shard.items()):
             path = FileSystems.join(self._fragment_dir,
                                     fragment_name(split, shard, ds["index"], first))
-            write_fragment(path, entries)
+            write_fragment(path, entries, self._stores)
             yield (split, shard), {"path": path, "records": len(entries),
                                    "by_dataset": [[ds["index"], len(entries)]]}
         yield beam.pvalue.TaggedOutput(STATS, (split, stats[:4]))
@@ -189,9 +190,7 @@ class _EncodeChunkFn(beam.DoFn):
         """Lines of the longer file of a misaligned pair (--on_misaligned reject)."""
         side = chunk["unmatched"]
         path = chunk[side]
-        with file_io.open_text_source(path) as f:
-            if chunk["offset"]:
-                f.seek(chunk["offset"])
+        with file_io.open_text_source(path, self._stores, chunk["offset"]) as f:
             lines = iter_raw_lines(f)
             for _ in range(chunk["skip"]):
                 next(lines, None)
@@ -241,11 +240,12 @@ class EncodePairs(beam.PTransform):
     def __init__(self, source_vocab_path, target_vocab_path, seed, num_shards, fragment_dir,
                  config):
         super().__init__()
-        self._fn = _EncodeChunkFn(source_vocab_path, target_vocab_path, seed, num_shards,
-                                  fragment_dir, config)
+        self._args = (source_vocab_path, target_vocab_path, seed, num_shards, fragment_dir,
+                      config)
 
     def expand(self, chunks):
+        fn = _EncodeChunkFn(*self._args, StoreSettings.from_options(chunks.pipeline.options))
         return (chunks
                 | "Spread" >> beam.Reshuffle()
-                | "Encode" >> beam.ParDo(self._fn).with_outputs(REJECTS, STATS, LENGTHS,
+                | "Encode" >> beam.ParDo(fn).with_outputs(REJECTS, STATS, LENGTHS,
                                                               main="records"))

@@ -5,10 +5,11 @@ import gzip
 import io
 import json
 import os
+import re
 import uuid
 import zlib
 
-from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.io.filesystem import CompressionTypes, FileSystem
 from apache_beam.io.filesystems import FileSystems
 
 from transforms.text_lines import InputError
@@ -101,24 +102,132 @@ def open_checked_decompressed(raw, path, kind):
     return io.BufferedReader(_CheckedDecompressor(raw, path, kind), _READ_BUFFER)
 
 
-def open_text_source(path):
-    """Opens a corpus file for binary reading; `.gz`/`.bz2` are decompressed by extension.
+def open_text_source(path, stores=None, offset=0):
+    """Opens a corpus file for binary reading, from byte `offset` of its uncompressed
+    content on; `.gz`/`.bz2` are decompressed by extension (offset 0 only: a compressed
+    stream is read whole). `stores`: the worker's ObjectStores, whose reused client reads a
+    file of an object store in one request (Beam's makes a client for every open).
 
     Reading a compressed file that is cut short or corrupt raises CompressedStreamError
     instead of ending early (see `_CheckedDecompressor`).
     """
     kind = CompressionTypes.detect_compression_type(path)
     if kind in (CompressionTypes.GZIP, CompressionTypes.BZIP2):
-        raw = FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
-        return open_checked_decompressed(raw, path, kind)  # "gzip" or "bzip2"
-    return FileSystems.open(path, compression_type=kind)
+        raw = open_for_read(path, stores)
+        f = open_checked_decompressed(raw, path, kind)  # "gzip" or "bzip2"
+    elif kind == CompressionTypes.UNCOMPRESSED:
+        return open_for_read(path, stores, offset)
+    else:
+        f = FileSystems.open(path, compression_type=kind)
+    if offset:
+        f.seek(offset)
+    return f
 
 
 def is_compressed(path):
     return CompressionTypes.detect_compression_type(path) != CompressionTypes.UNCOMPRESSED
 
 
-def read_bytes(path):
+def open_for_read(path, stores=None, offset=0):
+    """A binary stream of a file from byte `offset` on: on an object store through `stores`'
+    reused client when given (one request), else through FileSystems."""
+    store = stores.for_path(path) if stores is not None else None
+    if store is not None:
+        return io.BufferedReader(_RawStream(store.open(path, offset)), _READ_BUFFER)
+    f = FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
+    if offset:
+        f.seek(offset)
+    return f
+
+
+class _RawStream(io.RawIOBase):
+    """A store client's response stream as a raw binary file (for io.BufferedReader)."""
+
+    def __init__(self, stream):
+        super().__init__()
+        self._stream = stream
+
+    def readable(self):
+        return True
+
+    def readinto(self, buffer):
+        data = self._stream.read(len(buffer))
+        buffer[:len(data)] = data
+        return len(data)
+
+    def close(self):
+        if not self.closed:
+            self._stream.close()
+        super().close()
+
+
+class _ChunksReader(io.RawIOBase):
+    """An iterable of byte strings as a readable binary stream (what upload clients take)."""
+
+    def __init__(self, chunks):
+        super().__init__()
+        self._chunks = iter(chunks)
+        self._pending = b""
+
+    def readable(self):
+        return True
+
+    def readinto(self, buffer):
+        while not self._pending:
+            self._pending = next(self._chunks, None)
+            if self._pending is None:
+                self._pending = b""
+                return 0
+        n = min(len(buffer), len(self._pending))
+        buffer[:n] = self._pending[:n]
+        self._pending = self._pending[n:]
+        return n
+
+
+def write_chunks(path, chunks, stores=None):
+    """Writes the byte strings of `chunks` as the whole content of `path`, streaming (memory
+    stays bounded whatever the size). On an object store the object appears whole when the
+    upload completes; through `stores`' reused client there (one PUT for a small object, a
+    0-byte one included), else through FileSystems. Returns the number of chunks."""
+    counted = [0]
+
+    def counting():
+        for chunk in chunks:
+            counted[0] += 1
+            yield chunk
+    store = stores.for_path(path) if stores is not None else None
+    if store is not None:
+        store.upload(path, io.BufferedReader(_ChunksReader(counting()), _READ_BUFFER))
+        return counted[0]
+    with FileSystems.create(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+        for chunk in counting():
+            f.write(chunk)
+    return counted[0]
+
+
+def match_files(pattern, stores=None):
+    """[(path, size, modification time)] of the files a glob pattern matches, as Beam's
+    FileSystems.match: on an object store one listing of the pattern's prefix through
+    `stores`' reused client when given."""
+    store = stores.for_path(pattern) if stores is not None else None
+    if store is None:
+        return [(m.path, m.size_in_bytes, m.last_updated_in_seconds)
+                for m in FileSystems.match([pattern])[0].metadata_list]
+    prefix = re.match(r"^[^[*?]*", pattern).group(0)
+    listed = store.list(prefix)
+    if prefix == pattern:
+        return [entry for entry in listed if entry[0] == pattern]
+    matches = re.compile(FileSystem.translate_pattern(pattern)).match
+    return [entry for entry in listed if matches(entry[0])]
+
+
+def read_bytes(path, stores=None):
+    store = stores.for_path(path) if stores is not None else None
+    if store is not None:
+        got = store.get(path)
+        if got is None:
+            raise FileNotFoundError(path)
+        return got[0]
     with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
         return f.read()
 
@@ -129,30 +238,76 @@ def is_local(path):
     return FileSystems.get_scheme(path) is None
 
 
-def write_bytes_atomically(path, data):
-    """Writes `data` to a temporary name of its own beside `path`, then moves it into place:
-    on a local disk with one atomic replace (the file is never missing); object stores have
-    no replace, so there the old file is deleted first."""
-    tmp = "%s.tmp-%s" % (path, uuid.uuid4().hex)
-    with FileSystems.create(tmp, compression_type=CompressionTypes.UNCOMPRESSED) as f:
-        f.write(data)
-    if is_local(path):
-        os.replace(tmp, path)
+TMP_MARK = ".tmp-"
+_TMP_NAME = re.compile(r"^\..*\.tmp-[0-9a-f]{32}$|^.*\.tmp-[0-9a-f]{32}$")
+
+
+def temporary_name(path):
+    """A temporary name beside `path` that no output glob matches: it starts with a dot
+    (`vocab.*`, `{problem}-train-*` and TensorFlow's globs need the name's first letters),
+    and ends in `.tmp-<32 hex digits>`, which `remove_temporaries` recognises."""
+    head, name = os.path.split(path)
+    return os.path.join(head, ".%s%s%s" % (name, TMP_MARK, uuid.uuid4().hex))
+
+
+def is_temporary_name(name):
+    """Whether a file name is one of `temporary_name`'s (or an older version's
+    `NAME.tmp-<hex>`)."""
+    return bool(_TMP_NAME.match(name))
+
+
+def remove_temporaries(directory):
+    """Deletes the temporary files a killed run left directly in `directory`; returns their
+    paths."""
+    listed = FileSystems.match([FileSystems.join(directory, "*")])[0].metadata_list
+    stray = [m.path for m in listed if is_temporary_name(FileSystems.split(m.path)[1])]
+    if stray:
+        FileSystems.delete(stray)
+    return stray
+
+
+def write_bytes_atomically(path, data, stores=None):
+    """Writes `data` as the whole content of `path`, so that a reader sees the old content or
+    the new, never a part, and the name never disappears.
+
+    On a local disk: written under a temporary name beside it, then one atomic replace. On an
+    object store a PUT of the final bytes replaces an object atomically for readers, so the
+    bytes go straight to the final name (no temporary object, no delete-then-rename): through
+    the store's own client when `stores` (`transforms.object_stores.ObjectStores`) is given,
+    one request and 0-byte objects included, else through Beam's FileSystems.
+    """
+    store = stores.for_path(path) if stores is not None else None
+    if store is not None:
+        store.put(path, data)
         return
-    if FileSystems.exists(path):
-        FileSystems.delete([path])
-    FileSystems.rename([tmp], [path])
+    if is_local(path):
+        tmp = temporary_name(path)
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        try:
+            with open(tmp, "wb") as f:
+                f.write(data)
+            os.replace(tmp, path)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
+        return
+    if not data and FileSystems.get_scheme(path) == "s3":
+        raise OSError("%s: a 0-byte object on S3 needs the store's own client (Beam's S3 "
+                      "writer cannot make one)" % path)
+    with FileSystems.create(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+        f.write(data)
 
 
-def read_json(path):
-    return json.loads(read_bytes(path).decode("utf-8"))
+def read_json(path, stores=None):
+    return json.loads(read_bytes(path, stores).decode("utf-8"))
 
 
-def read_work_json(path):
+def read_work_json(path, stores=None):
     """A pass's result or checkpoint file, which must be there: a missing or unreadable one
     (removed by a cleanup or another run) is an error, never read as an empty result."""
     try:
-        value = read_json(path)
+        value = read_json(path, stores)
     except (OSError, ValueError) as e:  # BeamIOError is an OSError, bad JSON a ValueError
         raise RuntimeError("work file %s is missing or unreadable (%s): was the work "
                            "directory removed by another run?" % (
@@ -167,11 +322,15 @@ def json_bytes(value):
     return (json.dumps(value, indent=1, sort_keys=True) + "\n").encode("utf-8")
 
 
-def write_json(path, value):
-    write_bytes_atomically(path, json_bytes(value))
+def write_json(path, value, stores=None):
+    write_bytes_atomically(path, json_bytes(value), stores)
 
 
-def exists(path):
+def exists(path, stores=None):
+    """Whether the file (or object) `path` exists; one request with `stores`."""
+    store = stores.for_path(path) if stores is not None else None
+    if store is not None:
+        return any(p == path for p, _, _ in store.list(path))
     return FileSystems.exists(path)
 
 
@@ -196,11 +355,12 @@ def absolute(path):
     return os.path.abspath(os.path.expanduser(path))
 
 
-def expand_patterns(patterns):
-    """Sorted file list for a comma-separated list of glob patterns; each must match something."""
+def expand_patterns(patterns, stores=None):
+    """Sorted file list for a comma-separated list of glob patterns; each must match something
+    (`stores`: as `match_files`)."""
     paths = []
     for pattern in [absolute(p.strip()) for p in patterns.split(",") if p.strip()]:
-        matched = sorted(m.path for m in FileSystems.match([pattern])[0].metadata_list)
+        matched = sorted(path for path, _, _ in match_files(pattern, stores))
         if not matched:
             raise FileNotFoundError("no file matches %r" % pattern)
         for path in matched:
@@ -211,9 +371,17 @@ def expand_patterns(patterns):
     return paths
 
 
-def delete_tree(path):
+def delete_tree(path, stores=None):
     """Deletes a file or a directory tree, also on object stores (gs://, s3://), where a
-    "directory" is only a name prefix: `exists` is false for it, so its files are listed."""
+    "directory" is only a name prefix: there (with `stores`) one listing of the prefix and
+    one batch delete, else `exists`, then a listing of the tree."""
+    store = stores.for_path(path) if stores is not None else None
+    if store is not None:
+        base = path.rstrip("/")
+        doomed = [p for p, _, _ in store.list(base) if p == base or p.startswith(base + "/")]
+        if doomed:
+            store.delete_many(doomed)
+        return
     if FileSystems.exists(path):
         FileSystems.delete([path])
         return

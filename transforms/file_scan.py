@@ -8,6 +8,7 @@ depends on it), and the encoder splits files at the seek points to read them in 
 import apache_beam as beam
 
 from transforms import file_io
+from transforms.object_stores import ObjectStores, StoreSettings
 from transforms.text_lines import InputError, scan_stream
 
 
@@ -16,12 +17,16 @@ class _ScanFileFn(beam.DoFn):
     `.gz`/`.bz2`) gives facts with an `error` the driver reports before anything is written,
     rather than an exception that fails the pipeline with a worker's traceback."""
 
-    def __init__(self, chunk_lines):
+    def __init__(self, chunk_lines, store_settings):
         self._every = chunk_lines
+        self._store_settings = store_settings
+
+    def setup(self):
+        self._stores = ObjectStores(self._store_settings)
 
     def process(self, path):
         try:
-            with file_io.open_text_source(path) as f:
+            with file_io.open_text_source(path, self._stores) as f:
                 num_bytes, num_lines, checkpoints, first_invalid = scan_stream(f, self._every)
         except InputError as e:
             yield path, {"error": str(e)}
@@ -44,4 +49,5 @@ class ScanTextFiles(beam.PTransform):
     def expand(self, paths):
         return (paths
                 | "Spread" >> beam.Reshuffle()
-                | "Scan" >> beam.ParDo(_ScanFileFn(self._every)))
+                | "Scan" >> beam.ParDo(_ScanFileFn(
+                    self._every, StoreSettings.from_options(paths.pipeline.options))))

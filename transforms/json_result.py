@@ -8,18 +8,31 @@ the driver reads it when the pipeline has finished.
 import apache_beam as beam
 
 from transforms import file_io
+from transforms.object_stores import ObjectStores, StoreSettings
 
 
-def _write(items, path):
+def _write(items, path, stores=None):
     result = {}
     for name, value in items:
         result.setdefault(name, []).append(value)
-    file_io.write_json(path, result)
+    file_io.write_json(path, result, stores)
     return path
 
 
-def _write_gathered(keyed, path):
-    return _write([item for item in keyed[1] if isinstance(item, tuple)], path)
+class _WriteGatheredFn(beam.DoFn):
+    """(None, [items]) -> the path of the JSON file written (through the worker's store
+    clients on an object store)."""
+
+    def __init__(self, path, store_settings):
+        self._path = path
+        self._store_settings = store_settings
+
+    def setup(self):
+        self._stores = ObjectStores(self._store_settings)
+
+    def process(self, keyed):
+        yield _write([item for item in keyed[1] if isinstance(item, tuple)], self._path,
+                     self._stores)
 
 
 class WriteJsonResult(beam.PTransform):
@@ -40,4 +53,5 @@ class WriteJsonResult(beam.PTransform):
                 | "Flatten" >> beam.Flatten()
                 | "OneKey" >> beam.Map(lambda item: (None, item))
                 | "Gather" >> beam.GroupByKey()
-                | "Write" >> beam.Map(_write_gathered, path=self._path))
+                | "Write" >> beam.ParDo(_WriteGatheredFn(
+                    self._path, StoreSettings.from_options(seed.pipeline.options))))

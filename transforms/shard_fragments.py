@@ -16,9 +16,7 @@ the final shard file; the line number breaks ties, so the order never depends on
 import heapq
 import struct
 
-from apache_beam.io.filesystem import CompressionTypes
-from apache_beam.io.filesystems import FileSystems
-
+from transforms import file_io
 from transforms.tfrecord_framing import frame_record
 
 _HEADER = struct.Struct("<QIII")
@@ -42,19 +40,19 @@ def fragment_chunk(name):
         return None
 
 
-def write_fragment(path, entries):
-    """Writes `entries` [(key, dataset index, line number, record bytes)] sorted, atomically
-    (a temporary name, then a rename), so a fragment that exists is whole."""
-    tmp = path + ".tmp"
-    with FileSystems.create(tmp, compression_type=CompressionTypes.UNCOMPRESSED) as f:
-        for key, dataset_index, number, record in sorted(entries):
-            f.write(_HEADER.pack(key, dataset_index, number, len(record)) + frame_record(record))
-    FileSystems.rename([tmp], [path])
+def write_fragment(path, entries, stores=None):
+    """Writes `entries` [(key, dataset index, line number, record bytes)] sorted, atomically,
+    so a fragment that exists is whole: on a local disk under a temporary name, then renamed;
+    on an object store in one PUT of the final bytes (`stores`: the worker's ObjectStores;
+    a rename there would be a copy and a delete)."""
+    data = b"".join(_HEADER.pack(key, dataset_index, number, len(record)) + frame_record(record)
+                    for key, dataset_index, number, record in sorted(entries))
+    file_io.write_bytes_atomically(path, data, stores)
 
 
-def read_fragment(path):
+def read_fragment(path, stores=None):
     """Yields ((key, dataset index, line number), framed record bytes) in file order."""
-    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+    with file_io.open_for_read(path, stores) as f:
         while True:
             header = f.read(_HEADER.size)
             if not header:
@@ -68,6 +66,7 @@ def read_fragment(path):
             yield (key, dataset_index, number), framed
 
 
-def merge_fragments(paths):
+def merge_fragments(paths, stores=None):
     """((key, dataset index, line number), framed record) of all fragments, in key order."""
-    return heapq.merge(*(read_fragment(p) for p in sorted(paths)), key=lambda entry: entry[0])
+    return heapq.merge(*(read_fragment(p, stores) for p in sorted(paths)),
+                       key=lambda entry: entry[0])

@@ -16,6 +16,8 @@ import apache_beam as beam
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
+from transforms import file_io
+from transforms.object_stores import ObjectStores, StoreSettings
 from transforms.rejects import reject_line
 from transforms.shard_fragments import merge_fragments
 
@@ -26,25 +28,32 @@ def shard_file_name(problem, split, shard, num_shards):
 
 
 class _WriteShardFn(beam.DoFn):
-    def __init__(self, problem, num_shards, tmp_dir):
+    """Merges a shard's fragments into its TFRecord file. An empty shard is a 0-byte object,
+    which Beam's S3 writer cannot make: that one goes through the store's own client."""
+
+    def __init__(self, problem, num_shards, tmp_dir, store_settings):
         self._problem = problem
         self._num_shards = num_shards
         self._tmp_dir = tmp_dir
+        self._store_settings = store_settings
+        self._stores = None
+
+    def setup(self):
+        self._stores = ObjectStores(self._store_settings)
 
     def process(self, item):
         (split, shard), grouped = item
         fragments = list(grouped["fragments"])
         name = shard_file_name(self._problem, split, shard, self._num_shards[split])
         path = FileSystems.join(self._tmp_dir, name)
-        written = 0
-        with FileSystems.create(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
-            for _, framed in merge_fragments([frag["path"] for frag in fragments]):
-                f.write(framed)
-                written += 1
         by_dataset = {}
         for frag in fragments:
             for dataset_index, count in frag["by_dataset"]:
                 by_dataset[dataset_index] = by_dataset.get(dataset_index, 0) + count
+        # Streamed (memory stays bounded); an empty shard is a 0-byte object, which Beam's
+        # S3 writer cannot make, the store's own client can.
+        written = file_io.write_chunks(path, (framed for _, framed in merge_fragments(
+            [frag["path"] for frag in fragments], self._stores)), self._stores)
         if written != sum(by_dataset.values()):
             raise ValueError("%s: merged %d records, its fragments list %d"
                              % (name, written, sum(by_dataset.values())))
@@ -87,10 +96,11 @@ class WriteShuffledShards(beam.PTransform):
         all_shards = [((split, shard), None)
                       for split, n in sorted(self._num_shards.items()) for shard in range(n)]
         expected = fragments.pipeline | "AllShards" >> beam.Create(all_shards, reshuffle=False)
+        settings = StoreSettings.from_options(fragments.pipeline.options)
         return ({"fragments": fragments, "expected": expected}
                 | "GroupByShard" >> beam.CoGroupByKey()
                 | "WriteShard" >> beam.ParDo(_WriteShardFn(self._problem, self._num_shards,
-                                                           self._tmp_dir)))
+                                                           self._tmp_dir, settings)))
 
 
 class WriteRejects(beam.PTransform):

@@ -13,40 +13,46 @@ No worker counts or holds substrings: see `transforms.codecs.subword_index` for 
 result is exactly T2T's.
 """
 
+import io
 import itertools
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.utils import shared
 
+from transforms import file_io
 from transforms.codecs import subword_learner as learner
+from transforms.object_stores import ObjectStores, StoreSettings
 
 SIZES = "sizes"
 LEARNT = "learnt"
 PROBES = "probes"
 
 
-def _load_index(path):
+def _load_index(path, stores=None):
     from transforms.codecs.subword_index import TokenIndex
-    with FileSystems.open(path, compression_type="uncompressed") as f:
-        return TokenIndex.load(f.read())
+    return TokenIndex.load(file_io.read_bytes(path, stores))
 
 
 class _BuildIndexFn(beam.DoFn):
     """(vocab_name, {token: count}) -> (vocab_name, {path, alphabet, distinct_tokens})."""
 
-    def __init__(self, index_dir, max_subtoken_length):
+    def __init__(self, index_dir, max_subtoken_length, store_settings):
         self._dir = index_dir
         self._max_len = max_subtoken_length
+        self._store_settings = store_settings
+
+    def setup(self):
+        self._stores = ObjectStores(self._store_settings)
 
     def process(self, item):
         from transforms.codecs.subword_index import TokenIndex
         name, counts = item
         index = TokenIndex.build(counts.items(), self._max_len)
         path = FileSystems.join(self._dir, "%s.npz" % name)
-        with FileSystems.create(path + ".tmp") as f:
-            index.save(f)
-        FileSystems.rename([path + ".tmp"], [path])
+        saved = io.BytesIO()
+        index.save(saved)
+        file_io.write_bytes_atomically(path, saved.getvalue(), self._stores)
         alphabet = learner.build_alphabet(counts)
         yield name, {"path": path, "alphabet": sorted(alphabet), "distinct_tokens": len(counts)}
 
@@ -64,7 +70,8 @@ class BuildTokenIndexes(beam.PTransform):
         self._max_len = max_subtoken_length
 
     def expand(self, totals):
-        return totals | "BuildIndex" >> beam.ParDo(_BuildIndexFn(self._dir, self._max_len))
+        return totals | "BuildIndex" >> beam.ParDo(_BuildIndexFn(
+            self._dir, self._max_len, StoreSettings.from_options(totals.pipeline.options)))
 
 
 class _RefineProbesFn(beam.DoFn):
@@ -85,7 +92,8 @@ class _RefineProbesFn(beam.DoFn):
     """
 
     def __init__(self, round_no, num_shares, num_iterations, reserved_tokens, shared_indexes,
-                 plan):
+                 plan, store_settings):
+        self._store_settings = store_settings
         self._round = round_no
         self._shares = num_shares
         self._iterations = num_iterations
@@ -96,12 +104,14 @@ class _RefineProbesFn(beam.DoFn):
 
     def setup(self):
         self._indexes = {}
+        self._stores = ObjectStores(self._store_settings)
 
     def _index(self, name, path):
         if path not in self._indexes:
             # One loaded index per vocabulary and worker process, whichever round asks first.
             # A Shared handle keeps one object (a new tag replaces it): one handle per vocabulary.
-            self._indexes[path] = self._shared[name].acquire(lambda: _load_index(path), tag=path)
+            self._indexes[path] = self._shared[name].acquire(
+                lambda: _load_index(path, self._stores), tag=path)
         return self._indexes[path]
 
     def process(self, item, *learnt_before):
@@ -193,6 +203,7 @@ class LearnSubwordVocabs(beam.PTransform):
 
     def expand(self, indexes):
         shared_indexes = {name: shared.Shared() for name in self._known}
+        stores = StoreSettings.from_options(indexes.pipeline.options)
         work = (indexes
                 | "Work" >> beam.FlatMap(_work_items, num_shares=self._parts)
                 | "Spread" >> beam.Reshuffle())
@@ -202,7 +213,7 @@ class LearnSubwordVocabs(beam.PTransform):
                               self._rounds - r + 1 if self._fit_rounds else None, self._parts)
             refined = work | "Round%d" % r >> beam.ParDo(
                 _RefineProbesFn(r, self._parts, self._iterations, self._reserved,
-                                shared_indexes, plan),
+                                shared_indexes, plan, stores),
                 *[beam.pvalue.AsList(sizes) for sizes in learnt]).with_outputs(
                     LEARNT, SIZES, PROBES, main="vocabs")
             learnt.append(refined[LEARNT])

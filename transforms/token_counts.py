@@ -17,6 +17,7 @@ import itertools
 import apache_beam as beam
 
 from transforms import file_io
+from transforms.object_stores import ObjectStores, StoreSettings
 from transforms.codecs import tokenizer
 from transforms.text_lines import (InputError, iter_raw_lines, plan_sample_parts,
                                    sample_lines_for_vocab, sample_part_lines)
@@ -84,10 +85,14 @@ class _PlanSampleFn(beam.DoFn):
     counting), are then spread over every worker.
     """
 
-    def __init__(self, byte_budget, on_invalid_utf8, part_bytes):
+    def __init__(self, byte_budget, on_invalid_utf8, part_bytes, store_settings):
         self._budget = byte_budget
         self._on_invalid = on_invalid_utf8
         self._part_bytes = part_bytes
+        self._store_settings = store_settings
+
+    def setup(self):
+        self._stores = ObjectStores(self._store_settings)
 
     def process(self, item):
         if not _can_split(item, self._part_bytes):
@@ -95,7 +100,7 @@ class _PlanSampleFn(beam.DoFn):
             return
         _, path, file_size, *_ = item
         try:
-            with file_io.open_text_source(path) as f:
+            with file_io.open_text_source(path, self._stores) as f:
                 parts = plan_sample_parts(iter_raw_lines(f), file_size, self._budget,
                                           self._part_bytes, path, self._on_invalid)
         except InputError:
@@ -120,10 +125,14 @@ class _SampleFileFn(beam.DoFn):
     """
 
     def __init__(self, byte_budget, on_invalid_utf8="error",
-                 count_tokens=tokenizer.count_tokens):
+                 count_tokens=tokenizer.count_tokens, store_settings=StoreSettings()):
         self._budget = byte_budget
         self._on_invalid = on_invalid_utf8
         self._count_tokens = count_tokens
+        self._store_settings = store_settings
+
+    def setup(self):
+        self._stores = ObjectStores(self._store_settings)
 
     def process(self, element):
         (vocab_name, path, file_size, *rejected), part = element
@@ -132,15 +141,16 @@ class _SampleFileFn(beam.DoFn):
         error = None
         try:
             with contextlib.ExitStack() as files:
-                f = files.enter_context(file_io.open_text_source(path))
+                f = files.enter_context(file_io.open_text_source(
+                    path, self._stores, part[0] if part is not None else 0))
                 if part is not None:
-                    f.seek(part[0])
                     sampled = sample_part_lines(iter_raw_lines(f), file_size, self._budget,
                                                 part, path, self._on_invalid)
                 else:
                     raw_lines = iter_raw_lines(f)
                     if rejected and rejected[0]:
-                        rejected_f = files.enter_context(file_io.open_text_source(rejected[0]))
+                        rejected_f = files.enter_context(file_io.open_text_source(
+                            rejected[0], self._stores))
                         raw_lines = with_rejected_lines(raw_lines, iter_raw_lines(rejected_f))
                     sampled = sample_lines_for_vocab(raw_lines, file_size, self._budget, path,
                                                      self._on_invalid)
@@ -251,13 +261,15 @@ class SampleAndCountTokens(beam.PTransform):
         self._budget = byte_budget
 
     def expand(self, files):
+        stores = StoreSettings.from_options(files.pipeline.options)
         per_file = (files
                     | "Spread" >> beam.Reshuffle()
                     | "Plan" >> beam.ParDo(_PlanSampleFn(self._budget, self._on_invalid,
-                                                         self._part_bytes))
+                                                         self._part_bytes, stores))
                     | "SpreadParts" >> beam.Reshuffle()
                     | "SampleAndTokenize" >> beam.ParDo(
-                        _SampleFileFn(self._budget, self._on_invalid, self._count_tokens))
+                        _SampleFileFn(self._budget, self._on_invalid, self._count_tokens,
+                                      stores))
                     | "SumParts" >> beam.CombinePerKey(_SumSampleFn()))
         by_vocab = per_file | "ByVocab" >> beam.MapTuple(lambda key, acc: (key[0], acc[0]))
         if self._one_file_each:

@@ -31,12 +31,12 @@ BPE_FILES = ("vocab.json", "merges.txt")
 GPT2_BPE_FILES = ("encoder.json", "vocab.bpe")  # OpenAI's names for the same two formats
 
 
-def _text(path):
-    return file_io.read_bytes(path).decode("utf-8")
+def _text(path, stores=None):
+    return file_io.read_bytes(path, stores).decode("utf-8")
 
 
-def _write_text(path, text):
-    file_io.write_bytes_atomically(path, text.encode("utf-8"))
+def _write_text(path, text, stores=None):
+    file_io.write_bytes_atomically(path, text.encode("utf-8"), stores)
 
 
 class VocabKind:
@@ -63,22 +63,23 @@ class VocabKind:
         from transforms.token_counts import count_lines_with
         return count_lines_with(self.tokenizer())
 
-    def load(self, path):
+    def load(self, path, stores=None):
         """The encoder of a vocabulary file (or directory) at `path`."""
         raise NotImplementedError
 
-    def load_for_encoding(self, path):
+    def load_for_encoding(self, path, stores=None):
         """The encoder the encode pass uses for the vocabulary at `path` (`load`'s unless a
         kind has one that encodes many lines faster: see `encode_lines_varints`)."""
-        return self.load(path)
+        return self.load(path, stores)
 
-    def exists(self, path):
-        """Whether a complete vocabulary of this kind is at `path` (to be reused)."""
-        return file_io.exists(path)
+    def exists(self, path, stores=None):
+        """Whether a complete vocabulary of this kind is at `path` (to be reused). `stores`,
+        here and in `load` and `write`: the job's or worker's ObjectStores, or None."""
+        return file_io.exists(path, stores)
 
-    def write(self, path, content):
+    def write(self, path, content, stores=None):
         """Writes `content` (what `learn` or `content_of` returned) to `path`."""
-        _write_text(path, content)
+        _write_text(path, content, stores)
 
     def content_of(self, encoder):
         """(content to write, a note for the log or None) of a given vocabulary's encoder."""
@@ -149,17 +150,17 @@ class SubwordKind(VocabKind):
         from transforms.codecs.tokenizer import count_tokens
         return count_tokens
 
-    def load(self, path):
+    def load(self, path, stores=None):
         from transforms.codecs.subword import SubwordEncoder
-        return SubwordEncoder.from_text(_text(path))
+        return SubwordEncoder.from_text(_text(path, stores))
 
     def eos_ids(self, encoder, eos_token):
         return [1]  # T2T's EOS_ID
 
-    def load_for_encoding(self, path):
+    def load_for_encoding(self, path, stores=None):
         # segments the new tokens of many lines in one compiled call
         from transforms.codecs.subword_batch import BatchSubwordEncoder
-        return BatchSubwordEncoder.from_text(_text(path))
+        return BatchSubwordEncoder.from_text(_text(path, stores))
 
     def encode_lines_varints(self, encoder, texts):
         # each token's varints cached by the encoder; a batch encoder segments the new ones
@@ -193,22 +194,23 @@ class ByteBpeKind(VocabKind):
         from transforms.codecs.byte_bpe import pretokenize
         return pretokenize
 
-    def load(self, path):
+    def load(self, path, stores=None):
         from transforms.codecs.byte_bpe import ByteBPE
-        names = BPE_FILES if file_io.exists(FileSystems.join(path, BPE_FILES[0])) else GPT2_BPE_FILES
-        return ByteBPE.from_texts(*(_text(FileSystems.join(path, n)) for n in names))
+        names = (BPE_FILES if file_io.exists(FileSystems.join(path, BPE_FILES[0]), stores)
+                 else GPT2_BPE_FILES)
+        return ByteBPE.from_texts(*(_text(FileSystems.join(path, n), stores) for n in names))
 
-    def exists(self, path):
-        return file_io.exists(FileSystems.join(path, BPE_FILES[-1]))  # written last
+    def exists(self, path, stores=None):
+        return file_io.exists(FileSystems.join(path, BPE_FILES[-1]), stores)  # written last
 
-    def write(self, path, content):
+    def write(self, path, content, stores=None):
         """A directory of `content` ({file name: text}), emptied first (never a new
         vocab.json beside an old merges.txt); merges.txt last, so `exists` never sees half a
         vocabulary."""
-        file_io.delete_tree(path)
+        file_io.delete_tree(path, stores)
         FileSystems.mkdirs(path)
         for name in BPE_FILES:
-            _write_text(FileSystems.join(path, name), content[name])
+            _write_text(FileSystems.join(path, name), content[name], stores)
 
     def content_of(self, encoder):
         return _bpe_files(encoder), None
@@ -259,9 +261,9 @@ class WordKind(VocabKind):
         from transforms.codecs.word_vocab import tokenize
         return tokenize
 
-    def load(self, path):
+    def load(self, path, stores=None):
         from transforms.codecs.word_vocab import WordVocab
-        return WordVocab.from_text(_text(path))
+        return WordVocab.from_text(_text(path, stores))
 
     def content_of(self, encoder):
         note = ("did not start with <unk>, <s>, </s>: moved them to the front"

@@ -1,0 +1,285 @@
+"""Direct clients of the object stores, for what Beam's FileSystems cannot say there.
+
+Beam's FileSystems API has no conditional write, and its S3 writer cannot make a 0-byte
+object (it completes a multipart upload with no parts, which S3 refuses with MalformedXML).
+The job needs both: the output lock is a lease object taken with an exclusive create and
+renewed with a replace conditional on the version it holds (S3: `If-None-Match: *` /
+`If-Match: <ETag>`; GCS: `ifGenerationMatch=0` / `ifGenerationMatch=<generation>`), and an
+empty shard or rejects file is a real output. So for those calls only, the job talks to the
+store with the store's own client (boto3, google-cloud-storage: what `apache-beam[aws]` and
+`apache-beam[gcp]` install), configured from the same pipeline options as Beam's file systems
+(`--s3_endpoint_url`, `--s3_access_key_id`, ...; GCS from the environment, as Beam's own GCS
+client, `STORAGE_EMULATOR_HOST` included).
+
+`StoreSettings` is the picklable part of the options a worker needs; `ObjectStores` holds one
+client per store, made on first use and reused (a boto3 client costs ~60 ms to make, a request
+on loopback ~3 ms). Paths without a store here (local files, hdfs://) get None from
+`ObjectStores.for_path`: callers fall back to FileSystems.
+"""
+
+import dataclasses
+import threading
+from typing import List, Optional, Tuple
+
+from apache_beam.options.pipeline_options import PipelineOptions, S3Options
+
+SCHEMES = ("s3", "gs")
+
+
+class PreconditionFailed(Exception):
+    """A conditional write or delete found another version (or an object where none was
+    expected)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class StoreSettings:
+    """The store options of a job's pipeline options, as plain values a DoFn can carry."""
+    s3_endpoint_url: Optional[str] = None
+    s3_access_key_id: Optional[str] = None
+    s3_secret_access_key: Optional[str] = None
+    s3_session_token: Optional[str] = None
+    s3_region_name: Optional[str] = None
+    s3_api_version: Optional[str] = None
+    s3_verify: Optional[str] = None
+    s3_disable_ssl: bool = False
+    gcs_project: Optional[str] = None
+
+    @classmethod
+    def from_options(cls, options: PipelineOptions) -> "StoreSettings":
+        s3 = options.view_as(S3Options)
+        values = {f.name: getattr(s3, f.name, None) for f in dataclasses.fields(cls)
+                  if f.name.startswith("s3_")}
+        values["s3_disable_ssl"] = bool(values["s3_disable_ssl"])
+        return cls(gcs_project=options.get_all_options().get("project"), **values)
+
+
+def split_path(path: str) -> Tuple[str, str, str]:
+    """(scheme, bucket, key) of `s3://bucket/key` or `gs://bucket/key`."""
+    scheme, rest = path.split("://", 1)
+    bucket, _, key = rest.partition("/")
+    return scheme, bucket, key
+
+
+def scheme_of(path: str) -> Optional[str]:
+    scheme = path.split("://", 1)[0] if "://" in path else None
+    return scheme if scheme in SCHEMES else None
+
+
+class S3Store:
+    """Conditional and 0-byte writes on S3 (or an S3-compatible store) through boto3.
+
+    A version is the object's ETag."""
+
+    def __init__(self, settings: StoreSettings):
+        import boto3  # apache-beam[aws]
+        s = settings
+        self._client = boto3.session.Session().client(
+            "s3", endpoint_url=s.s3_endpoint_url, aws_access_key_id=s.s3_access_key_id,
+            aws_secret_access_key=s.s3_secret_access_key,
+            aws_session_token=s.s3_session_token, region_name=s.s3_region_name,
+            api_version=s.s3_api_version, use_ssl=not s.s3_disable_ssl, verify=s.s3_verify)
+
+    def _call(self, method, **kwargs):
+        from botocore.exceptions import BotoCoreError, ClientError
+        try:
+            return getattr(self._client, method)(**kwargs)
+        except BotoCoreError as e:  # no connection, no credentials, ...
+            raise OSError(str(e)) from None
+        except ClientError as e:
+            code = e.response.get("Error", {}).get("Code")
+            if code in ("PreconditionFailed", "412", "ConditionalRequestConflict"):
+                raise PreconditionFailed(str(e)) from None
+            if code in ("NoSuchKey", "404", "NotFound"):
+                raise FileNotFoundError(str(e)) from None
+            raise OSError(str(e)) from None
+
+    def put(self, path: str, data: bytes, if_absent: bool = False,
+            if_version: Optional[str] = None) -> str:
+        """Writes the whole object in one PUT; returns its new version."""
+        _, bucket, key = split_path(path)
+        kwargs = {}
+        if if_absent:
+            kwargs["IfNoneMatch"] = "*"
+        if if_version is not None:
+            kwargs["IfMatch"] = if_version
+        return self._call("put_object", Bucket=bucket, Key=key, Body=data, **kwargs)["ETag"]
+
+    def get(self, path: str) -> Optional[Tuple[bytes, str]]:
+        """(bytes, version) of the object, None when there is none."""
+        _, bucket, key = split_path(path)
+        try:
+            got = self._call("get_object", Bucket=bucket, Key=key)
+        except FileNotFoundError:
+            return None
+        return got["Body"].read(), got["ETag"]
+
+    def delete(self, path: str, if_version: Optional[str] = None) -> None:
+        _, bucket, key = split_path(path)
+        kwargs = {"IfMatch": if_version} if if_version is not None else {}
+        try:
+            self._call("delete_object", Bucket=bucket, Key=key, **kwargs)
+        except FileNotFoundError:
+            pass
+
+    def open(self, path: str, offset: int = 0):
+        """A binary stream of the object from byte `offset` on (one GET, read as it goes)."""
+        _, bucket, key = split_path(path)
+        kwargs = {"Range": "bytes=%d-" % offset} if offset else {}
+        return self._call("get_object", Bucket=bucket, Key=key, **kwargs)["Body"]
+
+    def upload(self, path: str, stream) -> None:
+        """Writes the object from a readable binary `stream`, whole when it completes:
+        boto3's managed transfer (one PUT for a small object, 0 bytes included, else a
+        multipart upload of bounded parts)."""
+        from boto3.s3.transfer import TransferConfig
+        from botocore.exceptions import BotoCoreError, ClientError
+        _, bucket, key = split_path(path)
+        try:
+            self._client.upload_fileobj(stream, bucket, key,
+                                        Config=TransferConfig(use_threads=False))
+        except (BotoCoreError, ClientError) as e:
+            raise OSError("%s: %s" % (path, e)) from None
+
+    def list(self, prefix: str) -> List[Tuple[str, int, float]]:
+        """(path, size, modification time) of every object whose name starts with `prefix`."""
+        scheme, bucket, key = split_path(prefix)
+        listed, token = [], None
+        while True:
+            kwargs = {"ContinuationToken": token} if token else {}
+            page = self._call("list_objects_v2", Bucket=bucket, Prefix=key, **kwargs)
+            listed += [("%s://%s/%s" % (scheme, bucket, o["Key"]), o["Size"],
+                        o["LastModified"].timestamp()) for o in page.get("Contents", [])]
+            if not page.get("IsTruncated"):
+                return listed
+            token = page["NextContinuationToken"]
+
+    def delete_many(self, paths: List[str]) -> None:
+        """Deletes objects of one bucket, up to 1,000 a request."""
+        by_bucket = {}
+        for path in paths:
+            _, bucket, key = split_path(path)
+            by_bucket.setdefault(bucket, []).append(key)
+        for bucket, keys in by_bucket.items():
+            for start in range(0, len(keys), 1000):
+                done = self._call("delete_objects", Bucket=bucket, Delete={
+                    "Objects": [{"Key": k} for k in keys[start:start + 1000]], "Quiet": True})
+                if done.get("Errors"):
+                    raise OSError("deleting from s3://%s failed: %s" % (
+                        bucket, done["Errors"][0]))
+
+
+class GcsStore:
+    """Conditional and 0-byte writes on Google Cloud Storage through google-cloud-storage.
+
+    A version is the object's generation (as a string)."""
+
+    def __init__(self, settings: StoreSettings):
+        from google.cloud import storage  # apache-beam[gcp]
+        from google.auth.exceptions import DefaultCredentialsError
+        try:
+            self._client = storage.Client(project=settings.gcs_project)
+        except (DefaultCredentialsError, OSError):
+            # As Beam's own GCS client: no credentials here, so anonymous (public buckets,
+            # or an emulator named by STORAGE_EMULATOR_HOST).
+            self._client = storage.Client.create_anonymous_client()
+
+    def _blob(self, path):
+        _, bucket, key = split_path(path)
+        return self._client.bucket(bucket).blob(key)
+
+    @staticmethod
+    def _failed(error):
+        from google.api_core import exceptions
+        if isinstance(error, exceptions.PreconditionFailed):
+            return PreconditionFailed(str(error))
+        if isinstance(error, exceptions.NotFound):
+            return FileNotFoundError(str(error))
+        return OSError(str(error))
+
+    def put(self, path: str, data: bytes, if_absent: bool = False,
+            if_version: Optional[str] = None) -> str:
+        from google.api_core.exceptions import GoogleAPIError
+        blob = self._blob(path)
+        match = 0 if if_absent else (int(if_version) if if_version is not None else None)
+        try:
+            blob.upload_from_string(data, content_type="application/octet-stream",
+                                    if_generation_match=match)
+        except GoogleAPIError as e:
+            raise self._failed(e) from None
+        return str(blob.generation)
+
+    def get(self, path: str) -> Optional[Tuple[bytes, str]]:
+        from google.api_core.exceptions import GoogleAPIError, NotFound
+        _, bucket, key = split_path(path)
+        try:
+            blob = self._client.bucket(bucket).get_blob(key)
+            if blob is None:
+                return None
+            return blob.download_as_bytes(if_generation_match=blob.generation), \
+                str(blob.generation)
+        except NotFound:
+            return None
+        except GoogleAPIError as e:
+            raise self._failed(e) from None
+
+    def delete(self, path: str, if_version: Optional[str] = None) -> None:
+        from google.api_core.exceptions import GoogleAPIError, NotFound
+        try:
+            self._blob(path).delete(
+                if_generation_match=int(if_version) if if_version is not None else None)
+        except NotFound:
+            pass
+        except GoogleAPIError as e:
+            raise self._failed(e) from None
+
+    def open(self, path: str, offset: int = 0):
+        """A binary stream of the object from byte `offset` on."""
+        stream = self._blob(path).open("rb")
+        if offset:
+            stream.seek(offset)
+        return stream
+
+    def upload(self, path: str, stream) -> None:
+        """Writes the object from a readable binary `stream` (a resumable upload, which
+        appears whole when it completes)."""
+        from google.api_core.exceptions import GoogleAPIError
+        try:
+            self._blob(path).upload_from_file(stream, content_type="application/octet-stream")
+        except GoogleAPIError as e:
+            raise self._failed(e) from None
+
+    def list(self, prefix: str) -> List[Tuple[str, int, float]]:
+        from google.api_core.exceptions import GoogleAPIError
+        scheme, bucket, key = split_path(prefix)
+        try:
+            return [("%s://%s/%s" % (scheme, bucket, b.name), b.size, b.updated.timestamp())
+                    for b in self._client.list_blobs(bucket, prefix=key)]
+        except GoogleAPIError as e:
+            raise self._failed(e) from None
+
+    def delete_many(self, paths: List[str]) -> None:
+        for path in paths:
+            self.delete(path)
+
+
+_STORE_CLASSES = {"s3": S3Store, "gs": GcsStore}
+
+
+class ObjectStores:
+    """One client per store scheme, made on first use and then reused (thread-safe)."""
+
+    def __init__(self, settings: StoreSettings):
+        self.settings = settings
+        self._stores = {}
+        self._lock = threading.Lock()
+
+    def for_path(self, path: str):
+        """The store client for `path` (S3Store, GcsStore), or None for a path on any other
+        file system."""
+        scheme = scheme_of(path)
+        if scheme is None:
+            return None
+        with self._lock:
+            if scheme not in self._stores:
+                self._stores[scheme] = _STORE_CLASSES[scheme](self.settings)
+            return self._stores[scheme]
