@@ -25,18 +25,17 @@ def promote_outputs(layout, shards, rejects, stores=None):
     file_io.delete_tree(layout.lengths_report_path, stores)
     old = [path for split in SPLITS
            for path, _, _ in file_io.match_files(layout.shard_pattern(split), stores)]
-    if old:
-        FileSystems.delete(old)
+    file_io.delete_files(old, stores)
     for split in SPLITS:
         file_io.delete_tree(layout.rejects_path(split), stores)
-    FileSystems.rename([FileSystems.join(layout.work("shards"), s["name"]) for s in shards],
-                       [layout.path(s["name"]) for s in shards])
+    file_io.move_files([FileSystems.join(layout.work("shards"), s["name"]) for s in shards],
+                       [layout.path(s["name"]) for s in shards], stores)
     written_rejects = [r for r in rejects if r["rejected"]]
     if written_rejects:
         FileSystems.mkdirs(layout.path("rejects"))
-        FileSystems.rename(
+        file_io.move_files(
             [FileSystems.join(layout.work("rejects"), r["name"]) for r in written_rejects],
-            [layout.rejects_path(r["split"]) for r in written_rejects])
+            [layout.rejects_path(r["split"]) for r in written_rejects], stores)
 
 
 def mark_complete(layout, summary, stores=None):

@@ -274,7 +274,7 @@ class DatagenJob:
             return summary
         # Leftovers of a killed run must not be read back, nor look like output.
         file_io.delete_tree(layout.problem_work_dir, self.stores)
-        for stray in file_io.remove_temporaries(layout.output_dir):
+        for stray in file_io.remove_temporaries(layout.output_dir, self.stores):
             LOG.info("removed %s (a temporary file a killed run left)", stray)
         preflight.check_output_writable(layout, self.stores)
         self.choose_direct_mode()

@@ -35,7 +35,7 @@ def check_output_writable(layout, stores=None):
     probe = FileSystems.join(layout.work_dir, "write-test")
     try:
         file_io.write_bytes_atomically(probe, b"", stores)
-        FileSystems.delete([probe])
+        file_io.delete_files([probe], stores)
     except OSError as e:  # BeamIOError is an OSError, and so is every store client error
         raise DatagenError("--output_dir %s: cannot write there (%s)" % (
             layout.output_dir, one_line(e))) from None

@@ -256,13 +256,12 @@ def is_temporary_name(name):
     return bool(_TMP_NAME.match(name))
 
 
-def remove_temporaries(directory):
+def remove_temporaries(directory, stores=None):
     """Deletes the temporary files a killed run left directly in `directory`; returns their
-    paths."""
-    listed = FileSystems.match([FileSystems.join(directory, "*")])[0].metadata_list
-    stray = [m.path for m in listed if is_temporary_name(FileSystems.split(m.path)[1])]
-    if stray:
-        FileSystems.delete(stray)
+    paths (`stores`: as `match_files`)."""
+    listed = match_files(FileSystems.join(directory, "*"), stores)
+    stray = [path for path, _, _ in listed if is_temporary_name(FileSystems.split(path)[1])]
+    delete_files(stray, stores)
     return stray
 
 
@@ -369,6 +368,32 @@ def expand_patterns(patterns, stores=None):
                                         "e.g. %s)" % (path, os.path.join(path, "*.en")))
         paths.extend(matched)
     return paths
+
+
+def delete_files(paths, stores=None):
+    """Deletes files (objects) that exist; through `stores`' reused client on an object store
+    when given."""
+    paths = list(paths)
+    store = stores.for_path(paths[0]) if stores is not None and paths else None
+    if store is not None:
+        store.delete_many(paths)
+    elif paths:
+        FileSystems.delete(paths)
+
+
+def move_files(sources, destinations, stores=None):
+    """Moves files into place (replacing any there). On an object store a move is a copy and a
+    delete, one file after another: a reader may see some moved and some not (the commit's
+    marker says when all are); through `stores`' reused client when given."""
+    sources, destinations = list(sources), list(destinations)
+    store = stores.for_path(sources[0]) if stores is not None and sources else None
+    if store is None:
+        if sources:
+            FileSystems.rename(sources, destinations)
+        return
+    for source, destination in zip(sources, destinations):
+        store.copy(source, destination)
+    store.delete_many(sources)
 
 
 def delete_tree(path, stores=None):

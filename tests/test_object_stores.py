@@ -1,0 +1,446 @@
+"""The job, its lock and commit, `inspect` and the reader on object stores: s3:// against a
+real S3 server (`moto_server`) and gs:// against a real GCS emulator (fake-gcs-server), both
+started here on 127.0.0.1 (tests/object_store_servers.py). The lock tests go through a
+proxy that delays every request, as a remote store does.
+
+Every output is compared byte for byte with the same job's output on local disk.
+"""
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from object_store_servers import DelayProxy, FakeGcsServer, MotoServer
+from pipeline import datagen, inspect
+from pipeline.lock import OutputLock
+from pipeline.runners import DatagenError
+
+pytestmark = pytest.mark.slow
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CORPUS = os.path.join(ROOT, "tests", "data", "enzh-mlqe-pe")
+BUCKET = "datagen-test"
+FLAGS = ["--problem", "p", "--vocab_size", "2000", "--num_train_shards", "4",
+         "--num_dev_shards", "2", "--max_line_chars", "150", "--runner", "FnApiRunner"]
+# Hidden per-run or per-place files: the summary and marker hold times, the vocab
+# fingerprints the input paths; every other object must be byte-identical.
+NOT_COMPARED = re.compile(r"(\.datagen_summary\.json|\.DATAGEN_COMPLETE|\.fingerprint\.json)$")
+
+
+@pytest.fixture(scope="module")
+def s3(tmp_path_factory):
+    server = MotoServer(str(tmp_path_factory.mktemp("moto")))
+    client = server.client()
+    client.create_bucket(Bucket=BUCKET)
+    for name in sorted(os.listdir(CORPUS)):
+        with open(os.path.join(CORPUS, name), "rb") as f:
+            client.put_object(Bucket=BUCKET, Key="in/" + name, Body=f.read())
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def slow_s3(s3):
+    """The S3 server behind a proxy that delays each request by 30 ms."""
+    proxy = DelayProxy(s3.port, 0.03)
+    yield proxy
+    proxy.stop()
+
+
+def _inputs(prefix):
+    return ["--train_source", prefix + "train.en", "--train_target", prefix + "train.zh",
+            "--dev_source", prefix + "dev.en", "--dev_target", prefix + "dev.zh"]
+
+
+@pytest.fixture(scope="module")
+def local_output(tmp_path_factory):
+    """{relative path: bytes} of the job's output on local disk."""
+    out = str(tmp_path_factory.mktemp("local") / "out")
+    assert datagen.main(_inputs(CORPUS + "/") + ["--output_dir", out] + FLAGS) == 0
+    files = {}
+    for base, _, names in os.walk(out):
+        for name in names:
+            with open(os.path.join(base, name), "rb") as f:
+                files[os.path.relpath(os.path.join(base, name), out)] = f.read()
+    return files
+
+
+def _objects(client, prefix):
+    """{key relative to prefix: (bytes, ETag)} of every object under `prefix`."""
+    listed = client.list_objects_v2(Bucket=BUCKET, Prefix=prefix).get("Contents", [])
+    return {o["Key"][len(prefix):]: (client.get_object(Bucket=BUCKET, Key=o["Key"])["Body"]
+                                     .read(), o["ETag"]) for o in listed}
+
+
+def _assert_same_output(objects, local):
+    """Same names (no stray object) and bytes; a rejects file names its input files, so
+    there the store's input prefix stands for the local corpus directory."""
+    assert sorted(objects) == sorted(local)
+    for name, data in local.items():
+        if NOT_COMPARED.search(name):
+            continue
+        got = objects[name]
+        if name.startswith("rejects/"):
+            got = re.sub(rb"(s3|gs)://%s/in/" % BUCKET.encode(), CORPUS.encode() + b"/", got)
+        assert got == data, name
+
+
+def test_job_inspect_and_reader_on_s3_match_local_disk_and_a_rerun_rewrites_nothing(
+        s3, local_output, capsys):
+    out = "s3://%s/run1/out" % BUCKET
+    argv = _inputs("s3://%s/in/" % BUCKET) + ["--output_dir", out] + FLAGS + s3.beam_flags()
+    assert datagen.main(argv) == 0
+    client = s3.client()
+    first = _objects(client, "run1/out/")
+    _assert_same_output({k: v[0] for k, v in first.items()}, local_output)
+    assert "rejects/p-train.jsonl" in first  # --max_line_chars 150 rejected some pairs
+    summary = json.loads(first["p.datagen_summary.json"][0])
+    assert summary["status"] == "complete" and summary["output_dir"] == out
+
+    capsys.readouterr()
+    assert datagen.main(argv) == 0  # a rerun: nothing to do, nothing rewritten
+    assert "nothing to do" in capsys.readouterr().err
+    assert {k: v[1] for k, v in _objects(client, "run1/out/").items()} == \
+        {k: v[1] for k, v in first.items()}
+
+    assert inspect.main([out, "--num_records", "2", "--json"] + s3.beam_flags()) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["records_in_split"] == summary["splits"]["train"]["pairs_written"]
+    assert len(report["records"]) == 2 and report["records"][0]["source"]
+
+    from pipeline import reader
+    reader.file_system_options(s3.beam_flags())
+    files = reader.complete_output_files(out, "dev")
+    assert [f.rsplit("/", 1)[1] for f in files] == ["p-dev-00000-of-00002",
+                                                    "p-dev-00001-of-00002"]
+    batches = reader.make_dataset(out + "/p-dev-*", batch_size=10000, mode="t2t",
+                                  shuffle=False, drop_long_sequences=False)
+    rows = sum(len(b["inputs"]) for b in batches.as_numpy_iterator())
+    assert rows == summary["splits"]["dev"]["pairs_written"]
+
+
+def test_inspect_and_reader_refuse_an_output_without_its_marker(s3, capsys):
+    out = "s3://%s/unmarked/out" % BUCKET
+    client = s3.client()
+    client.put_object(Bucket=BUCKET, Key="unmarked/out/p-train-00000-of-00001", Body=b"")
+    assert inspect.main([out] + s3.beam_flags()) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "no complete datagen output" in err
+    from pipeline import reader
+    reader.file_system_options(s3.beam_flags())
+    with pytest.raises(reader.IncompleteOutputError, match="not complete"):
+        reader.make_dataset(out + "/p-train-*", batch_size=10, mode="t2t")
+
+
+def test_empty_shards_are_0_byte_objects_on_s3(s3, tmp_path):
+    """Beam's S3 writer cannot make a 0-byte object (MalformedXML): empty shards, and the
+    write probe, go through the store's own client."""
+    client = s3.client()
+    for lang in ("en", "zh"):
+        with open(os.path.join(CORPUS, "dev." + lang), "rb") as f:
+            two = b"".join(f.readline() for _ in range(2))
+        (tmp_path / ("two." + lang)).write_bytes(two)
+        client.put_object(Bucket=BUCKET, Key="two/two." + lang, Body=two)
+    flags = ["--problem", "p", "--vocab_size", "300", "--num_train_shards", "4",
+             "--runner", "FnApiRunner"]
+    local = tmp_path / "out"
+    assert datagen.main(["--train_source", str(tmp_path / "two.en"), "--train_target",
+                         str(tmp_path / "two.zh"), "--output_dir", str(local)] + flags) == 0
+    out = "s3://%s/two/out" % BUCKET
+    assert datagen.main(["--train_source", "s3://%s/two/two.en" % BUCKET, "--train_target",
+                         "s3://%s/two/two.zh" % BUCKET, "--output_dir", out] + flags
+                        + s3.beam_flags()) == 0
+    objects = _objects(client, "two/out/")
+    sizes = [len(objects["p-train-%05d-of-00004" % i][0]) for i in range(4)]
+    assert sizes.count(0) == 2
+    for i in range(4):
+        name = "p-train-%05d-of-00004" % i
+        assert objects[name][0] == (local / name).read_bytes()
+
+
+# -- the lock on an object store --------------------------------------------------------------
+def _lease_watcher(client, key, seconds):
+    """Reads the lease every ~10 ms for `seconds`; returns the run ids seen (None: missing)."""
+    seen = []
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        try:
+            seen.append(json.loads(client.get_object(Bucket=BUCKET, Key=key)["Body"].read())
+                        ["run_id"])
+        except client.exceptions.NoSuchKey:
+            seen.append(None)
+        time.sleep(0.01)
+    return seen
+
+
+def _stores(endpoint, server):
+    from apache_beam.options.pipeline_options import PipelineOptions
+    from transforms.object_stores import ObjectStores, StoreSettings
+    return ObjectStores(StoreSettings.from_options(PipelineOptions(server.beam_flags(endpoint))))
+
+
+def test_s3_lease_is_exclusive_across_many_heartbeats_and_never_missing(s3, slow_s3):
+    """Through a 30 ms delay per request: the holder renews every 0.5 s for 6 s; the lease
+    is there at every read and always the holder's, and every other run is refused."""
+    out = "s3://%s/locked/out" % BUCKET
+    holder = OutputLock(out, "p", 2.0, _stores(slow_s3.endpoint, s3))
+    holder.acquire()
+    versions = {holder.version}
+    try:
+        seen = []
+        watcher = threading.Thread(target=lambda: seen.extend(
+            _lease_watcher(s3.client(), "locked/out/p.datagen.lock", 6.0)))
+        watcher.start()
+        refused = 0
+        while watcher.is_alive():
+            other = OutputLock(out, "p", 2.0, _stores(slow_s3.endpoint, s3))
+            with pytest.raises(DatagenError, match="is in use by run %s" % holder.run_id):
+                other.acquire()
+            refused += 1
+            versions.add(holder.version)
+            time.sleep(0.2)
+        watcher.join()
+    finally:
+        holder.release()
+    assert refused >= 10 and len(versions) >= 8  # renewed all along
+    assert seen and set(seen) == {holder.run_id}
+    assert "Contents" not in s3.client().list_objects_v2(Bucket=BUCKET, Prefix="locked/")
+
+
+def test_s3_lease_taken_by_exactly_one_of_many_runs_at_once(s3, slow_s3):
+    out = "s3://%s/race/out" % BUCKET
+    locks = [OutputLock(out, "p", 30.0, _stores(slow_s3.endpoint, s3)) for _ in range(6)]
+    barrier = threading.Barrier(len(locks))
+    outcomes = [None] * len(locks)
+
+    def take(i):
+        barrier.wait()
+        try:
+            locks[i].acquire()
+            outcomes[i] = "held"
+        except DatagenError as e:
+            outcomes[i] = str(e)
+
+    threads = [threading.Thread(target=take, args=(i,)) for i in range(len(locks))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    held = [i for i, o in enumerate(outcomes) if o == "held"]
+    try:
+        assert len(held) == 1, outcomes
+        assert all("in use by run %s" % locks[held[0]].run_id in o
+                   for i, o in enumerate(outcomes) if i not in held)
+    finally:
+        for i in held:
+            locks[i].release()
+
+
+def test_a_stale_s3_lease_is_taken_over_and_its_old_holder_stops_deleting_nothing(s3, slow_s3):
+    out = "s3://%s/stale/out" % BUCKET
+    lost = threading.Event()
+    old = OutputLock(out, "p", 60.0, _stores(slow_s3.endpoint, s3), on_lost=lost.set)
+    old.interval = 0.3
+    old.acquire()
+    client = s3.client()
+    lease = json.loads(client.get_object(Bucket=BUCKET, Key="stale/out/p.datagen.lock")
+                       ["Body"].read())
+    assert lease["run_id"] == old.run_id
+    # A run whose --lock_stale_seconds is shorter than the holder's heartbeat interval
+    # takes the lease over while the holder is alive and working.
+    new = OutputLock(out, "p", 0.05, _stores(slow_s3.endpoint, s3))
+    for _ in range(20):
+        try:
+            new.acquire()
+            break
+        except DatagenError:  # caught the holder's heartbeat younger than 0.05 s
+            time.sleep(0.05)
+    try:
+        assert lost.wait(5), "the old holder did not notice"
+        assert old.lost_to["run_id"] == new.run_id
+        with pytest.raises(DatagenError, match="taken over by run %s" % new.run_id):
+            old.check()
+        old.release()  # deletes nothing: the lease is the new holder's
+        lease = json.loads(client.get_object(Bucket=BUCKET, Key="stale/out/p.datagen.lock")
+                           ["Body"].read())
+        assert lease["run_id"] == new.run_id
+    finally:
+        new.release()
+
+
+def _start_job(out, server, endpoint, *extra):
+    cmd = [sys.executable, "-m", "pipeline.datagen"] + _inputs("s3://%s/in/" % BUCKET) + [
+        "--output_dir", out] + FLAGS + server.beam_flags(endpoint) + list(extra)
+    return subprocess.Popen(cmd, cwd=ROOT, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                            text=True, start_new_session=True)
+
+
+def _wait_for_line(proc, text):
+    lines = []
+    for line in proc.stderr:
+        lines.append(line)
+        if text in line:
+            return lines
+    raise AssertionError("no %r in the job's log: %s" % (text, "".join(lines[-5:])))
+
+
+def test_a_job_that_loses_its_s3_lease_stops_with_one_line_and_deletes_nothing(s3, slow_s3):
+    out = "s3://%s/lost/out" % BUCKET
+    proc = _start_job(out, s3, slow_s3.endpoint, "--lock_stale_seconds", "2")
+    try:
+        _wait_for_line(proc, "pass 1")
+        client = s3.client()
+        key = "lost/out/p.datagen.lock"
+        head = client.head_object(Bucket=BUCKET, Key=key)
+        intruder = {"run_id": "intruder", "host": "elsewhere", "pid": 1,
+                    "heartbeat_at": time.time(), "heartbeat_iso": "now"}
+        client.put_object(Bucket=BUCKET, Key=key, Body=json.dumps(intruder).encode(),
+                          IfMatch=head["ETag"])  # what a run taking over does
+        before = set(o["Key"] for o in client.list_objects_v2(
+            Bucket=BUCKET, Prefix="lost/out/")["Contents"])
+        err = proc.communicate(timeout=120)[1]
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 2, err[-2000:]
+    assert "taken over by run intruder" in err and "nothing deleted" in err
+    after = set(o["Key"] for o in client.list_objects_v2(
+        Bucket=BUCKET, Prefix="lost/out/")["Contents"])
+    assert before <= after  # nothing of what was there was deleted
+    lease = json.loads(client.get_object(Bucket=BUCKET, Key=key)["Body"].read())
+    assert lease["run_id"] == "intruder"
+    assert "lost/out/p.DATAGEN_COMPLETE" not in after
+    assert "lost/out/p.datagen_summary.json" not in after  # no failure summary either
+
+
+@pytest.mark.parametrize("moment", ["vocab pass", "encode pass", "commit"])
+def test_kill_9_at_any_moment_then_a_rerun_gives_the_same_bytes_and_no_stray_object(
+        s3, slow_s3, local_output, moment):
+    out = "s3://%s/kill-%s/out" % (BUCKET, moment.replace(" ", "-"))
+    prefix = out.split("/", 3)[3] + "/"
+    client = s3.client()
+    # the commit's moves are quick: each request is delayed there, so the kill lands inside
+    proc = _start_job(out, s3, slow_s3.endpoint if moment == "commit" else s3.endpoint)
+    try:
+        if moment == "vocab pass":
+            _wait_for_line(proc, "pass 1")
+        elif moment == "encode pass":
+            _wait_for_line(proc, "pass 2")
+            time.sleep(0.3)
+        else:  # the first final shard is there: the commit is moving them
+            deadline = time.time() + 120
+            while not client.list_objects_v2(Bucket=BUCKET, Prefix=prefix + "p-").get(
+                    "Contents"):
+                assert proc.poll() is None and time.time() < deadline
+                time.sleep(0.005)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        proc.stderr.close()
+    left = {o["Key"] for o in client.list_objects_v2(Bucket=BUCKET, Prefix=prefix).get(
+        "Contents", [])}
+    assert prefix + "p.DATAGEN_COMPLETE" not in left  # killed before the marker
+    rerun = _start_job(out, s3, s3.endpoint)
+    err = rerun.communicate(timeout=180)[1]
+    assert rerun.returncode == 0, err[-2000:]
+    assert "process %d on this host is gone" % proc.pid in err  # the dead run's lock
+    objects = _objects(client, prefix)
+    _assert_same_output({k: v[0] for k, v in objects.items()}, local_output)
+
+
+# -- gs:// against the GCS emulator ------------------------------------------------------------
+@pytest.fixture(scope="module")
+def gcs(tmp_path_factory):
+    server = FakeGcsServer(str(tmp_path_factory.mktemp("gcs")), buckets=(BUCKET,))
+    bucket = server.client().bucket(BUCKET)
+    for name in sorted(os.listdir(CORPUS)):
+        bucket.blob("in/" + name).upload_from_filename(os.path.join(CORPUS, name))
+    yield server
+    server.stop()
+
+
+def test_job_and_inspect_on_gcs_match_local_disk(gcs, local_output):
+    out = "gs://%s/run/out" % BUCKET
+    env = dict(os.environ, **gcs.env)
+    cmd = [sys.executable, "-m", "pipeline.datagen"] + _inputs("gs://%s/in/" % BUCKET) + [
+        "--output_dir", out] + FLAGS
+    done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    bucket = gcs.client().bucket(BUCKET)
+    objects = {b.name[len("run/out/"):]: b.download_as_bytes()
+               for b in bucket.client.list_blobs(BUCKET, prefix="run/out/")}
+    _assert_same_output(objects, local_output)
+    shown = subprocess.run([sys.executable, "-m", "pipeline.inspect", out, "--num_records", "1"],
+                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert shown.returncode == 0, shown.stderr[-2000:]
+    assert "p train: 1 of" in shown.stdout
+
+
+def test_gcs_lease_is_exclusive_with_generation_preconditions(gcs, monkeypatch):
+    for name, value in gcs.env.items():
+        monkeypatch.setenv(name, value)
+    from transforms.object_stores import ObjectStores, StoreSettings
+    out = "gs://%s/locked/out" % BUCKET
+    holder = OutputLock(out, "p", 2.0, ObjectStores(StoreSettings()))
+    holder.acquire()
+    try:
+        first = holder.version
+        time.sleep(1.2)  # two heartbeats
+        assert holder.version != first and not holder.lost
+        other = OutputLock(out, "p", 2.0, ObjectStores(StoreSettings()))
+        with pytest.raises(DatagenError, match="is in use by run %s" % holder.run_id):
+            other.acquire()
+    finally:
+        holder.release()
+    assert not list(gcs.client().list_blobs(BUCKET, prefix="locked/"))
+
+
+def test_no_apitools_warning_without_the_gcp_extra(tmp_path):
+    """Importing Beam logs "apitools not found ..." where apache-beam[gcp] is missing; the
+    job drops that line. `apitools` is made unimportable here as it is without the extra."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text("import sys\nsys.modules['apitools'] = None\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(site), ROOT]))
+    done = subprocess.run(
+        [sys.executable, "-m", "pipeline.datagen", "--train_source",
+         os.path.join(CORPUS, "dev.en"), "--train_target", os.path.join(CORPUS, "dev.zh"),
+         "--output_dir", str(tmp_path / "out"), "--vocab_size", "300"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "apitools" not in done.stderr
+    check = subprocess.run([sys.executable, "-c", "import apitools"], env=env,
+                           capture_output=True, text=True)
+    assert check.returncode != 0  # the stand-in works: apitools cannot be imported
+
+
+def test_temporary_names_match_no_output_glob_and_a_rerun_removes_them(tmp_path):
+    """A local write goes through a temporary name beside its file; a run killed in between
+    leaves it, and an older version named it `vocab.X.tmp-<hex>`, which a trainer's `vocab.*`
+    glob took for a vocabulary."""
+    import fnmatch
+    from transforms import file_io
+    name = os.path.basename(file_io.temporary_name(str(tmp_path / "vocab.p.300.subwords.en")))
+    assert file_io.is_temporary_name(name)
+    assert not any(fnmatch.fnmatch(name, glob) for glob in ("vocab.*", "p-*", "p-train-*"))
+    out = tmp_path / "out"
+    out.mkdir()
+    stray = [out / name, out / ("vocab.p.300.subwords.zh.tmp-" + "0" * 32)]
+    for path in stray:
+        path.write_bytes(b"half a vocabulary")
+    (out / "vocab.notes.tmp-mine").write_bytes(b"a user's file")  # not one of ours
+    assert datagen.main(["--train_source", os.path.join(CORPUS, "dev.en"), "--train_target",
+                         os.path.join(CORPUS, "dev.zh"), "--output_dir", str(out),
+                         "--problem", "p", "--vocab_size", "300", "--runner",
+                         "FnApiRunner"]) == 0
+    assert not any(path.exists() for path in stray)
+    assert (out / "vocab.notes.tmp-mine").exists()
+    assert not [n for n in os.listdir(out) if ".tmp-" in n and n != "vocab.notes.tmp-mine"]
