@@ -104,3 +104,19 @@ def check_written(prepared, report):
                                 for kv in sorted(report[split]["rejected_by_reason"].items()))
             raise _no_pairs(split, prepared, "all %d pairs read were rejected (%s)" % (
                 report[split]["pairs_read"], reasons or "none"))
+
+
+def compare_with_counters(report, counters):
+    """Lines naming where the runner's Beam counters (`transforms.job_metrics`) disagree with
+    the books of `report` ({split: split_report}); empty when they agree or the runner reported
+    no counters. The books (the files themselves) are what the job trusts; a runner that
+    reports only attempted counts may count a retried bundle twice."""
+    differences = []
+    for split, books in sorted(report.items()):
+        for figure, counted in (("pairs_written", "records_written"),
+                                ("pairs_read", "pairs_read")):
+            value = counters.get("%s.%s" % (split, counted))
+            if value is not None and value != books[figure]:
+                differences.append("%s %s: the counters say %d, the books %d" % (
+                    split, figure, value, books[figure]))
+    return differences

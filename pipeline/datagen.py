@@ -175,6 +175,8 @@ class DatagenJob:
             for split, items in sorted(prepared.items())}
         if not self.flags.allow_empty:
             books.check_written(prepared, report)
+        for difference in books.compare_with_counters(report, self.run_pass.counters):
+            LOG.warning("%s", difference)
         commit.promote_outputs(self.layout, shards, rejects, self.stores)
         return report
 
@@ -311,7 +313,8 @@ class DatagenJob:
             if not self.run_pass.lock.lost:
                 commit.remove_work_dir(layout, self.stores)
         summary = self._summary("complete", started, t0, vocab=vocab, splits=split_report,
-                                lengths=summary_lengths(lengths, prepared))
+                                lengths=summary_lengths(lengths, prepared),
+                                metrics=dict(sorted(self.run_pass.counters.items())))
         self.run_pass.lock.check()
         commit.mark_complete(layout, summary, self.stores)
         return summary

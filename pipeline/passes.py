@@ -15,6 +15,7 @@ import apache_beam as beam
 from pipeline.interrupts import Interrupted, kill_worker_processes
 from pipeline.runners import runner_for_pass, runner_name, uses_worker_processes, worker_count
 from pipeline.worker_pool import LocalWorkerPool
+from transforms.job_metrics import counter_values
 from transforms.object_stores import ObjectStores, StoreSettings
 
 LOG = logging.getLogger("datagen")
@@ -53,6 +54,7 @@ class PassRunner:
         self.interrupted = interrupted
         self.log_level = log_level
         self.count = 0
+        self.counters = {}  # the job's Beam counters summed over its passes (job_metrics)
         self.lock = None
         self._expected = None  # (passes in all, whether that number is exact)
         self._workers = None
@@ -84,7 +86,9 @@ class PassRunner:
 
         def run():
             try:
-                outcome["state"] = pipeline.run().wait_until_finish()
+                result = pipeline.run()
+                outcome["state"] = result.wait_until_finish()
+                outcome["counters"] = counter_values(result)
             except BaseException as e:  # handed to the watching thread
                 outcome["error"] = e
 
@@ -104,6 +108,8 @@ class PassRunner:
                 break
         if "error" in outcome:
             raise outcome["error"]
+        for name, value in outcome["counters"].items():
+            self.counters[name] = self.counters.get(name, 0) + value
         return outcome["state"]
 
     def close(self):

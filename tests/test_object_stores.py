@@ -103,6 +103,15 @@ def test_job_inspect_and_reader_on_s3_match_local_disk_and_a_rerun_rewrites_noth
     assert "rejects/p-train.jsonl" in first  # --max_line_chars 150 rejected some pairs
     summary = json.loads(first["p.datagen_summary.json"][0])
     assert summary["status"] == "complete" and summary["output_dir"] == out
+    metrics = summary["metrics"]  # the job's Beam counters, as the runner reported them
+    for split, books in summary["splits"].items():
+        assert metrics["%s.pairs_read" % split] == books["pairs_read"]
+        assert metrics["%s.records_written" % split] == books["pairs_written"]
+        assert metrics["%s.bytes_written" % split] == sum(
+            len(first[s["name"]][0]) for s in books["shards"])
+        for reason, n in books["rejected_by_reason"].items():
+            assert metrics["%s.rejected.%s" % (split, reason)] == n
+    assert metrics["vocab.source.sampled_lines"] == 3000
 
     capsys.readouterr()
     assert datagen.main(argv) == 0  # a rerun: nothing to do, nothing rewritten

@@ -20,6 +20,7 @@ from transforms.codecs.varints import encode_varints
 from transforms.example_proto import PairExampleWriter
 from transforms.length_stats import chunk_lengths
 from transforms.rejects import pair_reject_reason, reject_record
+from transforms.job_metrics import JobCounters
 from transforms.object_stores import ObjectStores, StoreSettings
 from transforms.shard_fragments import fragment_name, write_fragment
 from transforms.text_lines import decode_line, iter_raw_lines
@@ -68,6 +69,7 @@ class _EncodeChunkFn(beam.DoFn):
     def setup(self):
         # Fragments go to an object store through one reused client (see write_fragment).
         self._stores = ObjectStores(self._store_settings)
+        self._counters = JobCounters()
         self._examples = PairExampleWriter("inputs", "targets")  # without TensorFlow
         self._source = self._kind.load_for_encoding(self._paths[0], self._stores)
         self._target = (self._source if self._paths[1] == self._paths[0]
@@ -130,6 +132,7 @@ class _EncodeChunkFn(beam.DoFn):
 
     def _reject(self, chunk, number, reason, source, target):
         ds = chunk["ds"]
+        self._counters.inc("%s.rejected.%s" % (ds["split"], reason))
         return beam.pvalue.TaggedOutput(REJECTS, (ds["split"], reject_record(
             ds, number, "line %d" % number, reason, source, target)))
 
@@ -176,6 +179,8 @@ class _EncodeChunkFn(beam.DoFn):
                                        lengths)
                     block = []
         self._encode_block(block, split, ds["index"], num_shards, by_shard, stats, lengths)
+        self._counters.inc(split + ".pairs_read", count)
+        self._counters.inc(split + ".pairs_encoded", len(lengths))
         for shard, entries in sorted(by_shard.items()):
             path = FileSystems.join(self._fragment_dir,
                                     fragment_name(split, shard, ds["index"], first))
@@ -197,6 +202,7 @@ class _EncodeChunkFn(beam.DoFn):
             for i, raw in enumerate(lines):
                 number = chunk["first_line"] + i + 1
                 text = decode_line(raw, path, number, "replace").strip()
+                self._counters.inc(chunk["ds"]["split"] + ".pairs_read")
                 yield self._reject(chunk, number, "unmatched_%s_line" % side,
                                    text if side == "source" else "", text if side == "target" else "")
 

@@ -17,6 +17,7 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from transforms import file_io
+from transforms.job_metrics import JobCounters
 from transforms.object_stores import ObjectStores, StoreSettings
 from transforms.rejects import reject_line
 from transforms.shard_fragments import merge_fragments
@@ -40,6 +41,7 @@ class _WriteShardFn(beam.DoFn):
 
     def setup(self):
         self._stores = ObjectStores(self._store_settings)
+        self._counters = JobCounters()
 
     def process(self, item):
         (split, shard), grouped = item
@@ -52,8 +54,16 @@ class _WriteShardFn(beam.DoFn):
                 by_dataset[dataset_index] = by_dataset.get(dataset_index, 0) + count
         # Streamed (memory stays bounded); an empty shard is a 0-byte object, which Beam's
         # S3 writer cannot make, the store's own client can.
-        written = file_io.write_chunks(path, (framed for _, framed in merge_fragments(
-            [frag["path"] for frag in fragments], self._stores)), self._stores)
+        size = [0]
+
+        def records():
+            for _, framed in merge_fragments([frag["path"] for frag in fragments],
+                                             self._stores):
+                size[0] += len(framed)
+                yield framed
+        written = file_io.write_chunks(path, records(), self._stores)
+        self._counters.inc(split + ".records_written", written)
+        self._counters.inc(split + ".bytes_written", size[0])
         if written != sum(by_dataset.values()):
             raise ValueError("%s: merged %d records, its fragments list %d"
                              % (name, written, sum(by_dataset.values())))

@@ -17,6 +17,7 @@ import itertools
 import apache_beam as beam
 
 from transforms import file_io
+from transforms.job_metrics import JobCounters
 from transforms.object_stores import ObjectStores, StoreSettings
 from transforms.codecs import tokenizer
 from transforms.text_lines import (InputError, iter_raw_lines, plan_sample_parts,
@@ -133,6 +134,7 @@ class _SampleFileFn(beam.DoFn):
 
     def setup(self):
         self._stores = ObjectStores(self._store_settings)
+        self._counters = JobCounters()
 
     def process(self, element):
         (vocab_name, path, file_size, *rejected), part = element
@@ -160,6 +162,8 @@ class _SampleFileFn(beam.DoFn):
                     chars += size
         except InputError as e:
             error = str(e)
+        self._counters.inc("vocab.%s.sampled_lines" % vocab_name, lines)
+        self._counters.inc("vocab.%s.sampled_chars" % vocab_name, chars)
         yield (vocab_name, path), (dict(counts), lines, chars, error)
 
 
