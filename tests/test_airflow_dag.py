@@ -13,9 +13,8 @@ would give it).
 Where PyPI cannot be reached the tests skip with pip's reason, except under CI=true, where
 a missing Airflow is a failure.
 
-What `airflow dags test` does here (Airflow 3.3): it runs the task in its own process, and
-it does run retries: a task that fails with retries left goes `up_for_retry`, the command
-waits out `retry_delay` and runs the next try. On `execution_timeout` the BashOperator sends
+What `airflow dags test` does here (Airflow 3.3): it runs retries: a task that fails with
+retries left goes `up_for_retry`, the command waits out `retry_delay` and runs the next try. On `execution_timeout` the BashOperator sends
 SIGTERM to the task's process group and the try fails at once, without waiting for the job
 to exit or reading what it prints after that (so the job's `ERROR interrupted (SIGTERM)`
 line is not in the task log; its summary JSON says "interrupted"). Each try gets the same
@@ -87,10 +86,11 @@ class Airflow:
 
     def __init__(self, executable, home):
         self.executable = executable
+        self.home_entry = "AIRFLOW_HOME=%s" % home
         self.env = {k: v for k, v in os.environ.items()
                     if not k.startswith(("AIRFLOW", "T2T_DATAGEN_", "PYTHONPATH"))}
         self.env.update({
-            "AIRFLOW_HOME": str(home),
+            "AIRFLOW_HOME": str(home),  # also marks every process a task starts
             "AIRFLOW__CORE__DAGS_FOLDER": DAG_DIR,
             "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
             "PYTHONDONTWRITEBYTECODE": "1",  # no __pycache__ in examples/airflow
@@ -119,15 +119,18 @@ def airflow(tmp_path_factory):
     return cli
 
 
+# The DAG's default extra_args.
+RUNNER_FLAGS = ["--runner", "DirectRunner", "--direct_running_mode", "multi_processing",
+                "--direct_num_workers", "2"]
+
+
 def _flags(output_dir):
     """The job's flags as the DAG's command gives them with its default params."""
     return ["--train_source", os.path.join(SAMPLE, "train.en"),
             "--train_target", os.path.join(SAMPLE, "train.zh"),
             "--dev_source", os.path.join(SAMPLE, "dev.en"),
             "--dev_target", os.path.join(SAMPLE, "dev.zh"),
-            "--output_dir", str(output_dir),
-            "--runner", "DirectRunner", "--direct_running_mode", "multi_processing",
-            "--direct_num_workers", "2"]
+            "--output_dir", str(output_dir)] + RUNNER_FLAGS
 
 
 @pytest.fixture(scope="module")
@@ -140,24 +143,27 @@ def direct_output(tmp_path_factory):
     return output_bytes(out)
 
 
-def _processes_naming(text):
-    """Pids of processes whose command line contains `text`."""
+def _processes_with_env(entry):
+    """Pids of processes whose environment holds `entry` ("NAME=value"). Every process the
+    task started inherits the Airflow CLI's environment, also the job's worker processes and
+    their fork server (whose command lines do not name the job)."""
     pids = []
     for pid in os.listdir("/proc"):
         try:
-            with open("/proc/%s/cmdline" % pid, "rb") as f:
-                if text.encode() in f.read():
+            with open("/proc/%s/environ" % pid, "rb") as f:
+                if entry.encode() in f.read().split(b"\0"):
                     pids.append(int(pid))
         except (OSError, ValueError):
             pass
     return pids
 
 
-def _wait_for_no_process_naming(text, seconds=10.0):
+def _left_running(entry, seconds=10.0):
+    """The processes still holding `entry` after up to `seconds`."""
     deadline = time.time() + seconds
-    while _processes_naming(text) and time.time() < deadline:
+    while _processes_with_env(entry) and time.time() < deadline:
         time.sleep(0.1)
-    return _processes_naming(text)
+    return _processes_with_env(entry)
 
 
 def test_timed_out_day_is_stopped_retried_then_rerun_to_a_direct_runs_bytes_then_a_noop(
@@ -166,8 +172,12 @@ def test_timed_out_day_is_stopped_retried_then_rerun_to_a_direct_runs_bytes_then
     day = prefix / "2026-11-20"
     conf = {"python": sys.executable, "output_dir": str(prefix)}
 
-    # 1. A 3 s execution_timeout (the sample job takes 5-10 s) and one retry, 2 s later.
-    timed_out = airflow.dags_test("2026-11-20", conf, T2T_DATAGEN_TIMEOUT_SECONDS="3",
+    # 1. A 4 s execution_timeout and one retry, 2 s later. The job is made slower (not
+    # different: these flags do not change its output) so that the timeout hits it while
+    # its passes run: 2 worker processes and one bisection round per pass.
+    slow = dict(conf, extra_args=RUNNER_FLAGS + ["--in_process_below_mb", "0",
+                                                 "--bisection_rounds_per_pass", "1"])
+    timed_out = airflow.dags_test("2026-11-20", slow, T2T_DATAGEN_TIMEOUT_SECONDS="4",
                                   T2T_DATAGEN_RETRIES="1", T2T_DATAGEN_RETRY_DELAY_SECONDS="2")
     log = timed_out.output
     assert timed_out.returncode != 0, log[-3000:]
@@ -175,8 +185,8 @@ def test_timed_out_day_is_stopped_retried_then_rerun_to_a_direct_runs_bytes_then
     assert log.count("Sending SIGTERM signal to process group") == 2, log[-6000:]
     assert "up_for_retry" in log, log[-6000:]
     assert "is in use by" not in log, log[-6000:]  # the retry did not find the lock held
-    leftover = _wait_for_no_process_naming(str(day))
-    assert not leftover, "datagen processes left running: %s" % leftover
+    leftover = _left_running(airflow.home_entry)
+    assert not leftover, "processes of the task left running: %s" % leftover
     summary = json.loads((day / ("%s.datagen_summary.json" % PROBLEM)).read_text())
     assert (summary["status"], summary["error"]) == ("interrupted", "Interrupted: SIGTERM")
     assert not (day / ("%s.datagen.lock" % PROBLEM)).exists()
