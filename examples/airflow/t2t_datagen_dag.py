@@ -108,14 +108,18 @@ with DAG(
 
 # -- the same job through the Apache Beam provider, for Dataflow -------------------------------
 # BeamRunPythonPipelineOperator imports only with apache-airflow-providers-google installed
-# (even for DirectRunner). Caveats, measured with provider 6.3 (README, "Scheduled runs"):
-# - on execution_timeout it fails the task but does NOT stop the job: its on_kill cancels
-#   Dataflow jobs only, so a local (DirectRunner) job keeps running and keeps its output
-#   directory's lock; a retry then exits 2 ("... is in use by run ...") until that job ends.
-#   On Dataflow the submitting process is the job's driver: cancelling the Dataflow job fails
-#   the pass it runs, and the driver exits 1.
+# (even for DirectRunner; 2.2 GB with Airflow). Caveats with provider 6.3.1 (README,
+# "Scheduled runs"; the first two measured here, the third read from its source):
+# - on execution_timeout it fails the task but does NOT stop the job: its on_kill cancels only
+#   a Dataflow job it has seen. A local job runs on with its output directory's lock (a retry
+#   meanwhile exits 2, "... is in use by run ...") and may complete the day unwatched.
 # - its hook reads the job's stderr to the end before stdout; the job keeps stdout small
-#   (~1 KB) so this cannot fill the stdout pipe and hang.
+#   (< 4 KiB), so this cannot fill the stdout pipe and hang.
+# - it stops following the process at the first "Created job with id" line (Beam's INFO log)
+#   and waits for that Dataflow job, but the job submits one per pass. By default the job
+#   holds Beam's logging back, so the hook follows the driver to its end instead (do not add
+#   "log_level": "info" below); then it has seen no job either, and a timeout cancels nothing:
+#   cancel the running pass's Dataflow job and stop the driver yourself.
 try:
     from airflow.providers.apache.beam.operators.beam import BeamRunPythonPipelineOperator
 except ImportError:  # provider (or the google provider it needs) not installed
