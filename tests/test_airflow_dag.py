@@ -172,12 +172,12 @@ def test_timed_out_day_is_stopped_retried_then_rerun_to_a_direct_runs_bytes_then
     day = prefix / "2026-11-20"
     conf = {"python": sys.executable, "output_dir": str(prefix)}
 
-    # 1. A 4 s execution_timeout and one retry, 2 s later. The job is made slower (not
+    # 1. A 5 s execution_timeout and one retry, 2 s later. The job is made slower (not
     # different: these flags do not change its output) so that the timeout hits it while
     # its passes run: 2 worker processes and one bisection round per pass.
     slow = dict(conf, extra_args=RUNNER_FLAGS + ["--in_process_below_mb", "0",
                                                  "--bisection_rounds_per_pass", "1"])
-    timed_out = airflow.dags_test("2026-11-20", slow, T2T_DATAGEN_TIMEOUT_SECONDS="4",
+    timed_out = airflow.dags_test("2026-11-20", slow, T2T_DATAGEN_TIMEOUT_SECONDS="5",
                                   T2T_DATAGEN_RETRIES="1", T2T_DATAGEN_RETRY_DELAY_SECONDS="2")
     log = timed_out.output
     assert timed_out.returncode != 0, log[-3000:]
