@@ -2,6 +2,10 @@
 
 from pipeline.layout import LENGTHS_REPORT_NAME
 
+# Datasets listed per split (the rest are counted in one line; every dataset's figures are in
+# the summary JSON): the table goes to stdout, which schedulers' pipes must not fill.
+MAX_DATASET_LINES = 10
+
 
 def _within(path, output_dir):
     """`path` relative to the output directory when it is in it (the table stays narrow)."""
@@ -34,9 +38,13 @@ def format_summary(summary):
         lines.append("%-8s %10d %10d %10d %7d" % (split, s["pairs_read"], s["pairs_written"],
                                                    s["pairs_rejected"], len(s["shards"])))
         datasets = s.get("datasets", {})
-        for name, d in sorted(datasets.items()) if len(datasets) > 1 else ():
+        listed = sorted(datasets.items())[:MAX_DATASET_LINES] if len(datasets) > 1 else ()
+        for name, d in listed:
             lines.append("  %-20s %6s %10d %10d %10d" % (name[:20], d["format"], d["pairs_read"],
                                                       d["pairs_written"], d["pairs_rejected"]))
+        if len(datasets) > len(listed) > 0:
+            lines.append("  ... %d more datasets (each in the summary JSON)"
+                         % (len(datasets) - len(listed)))
         for reason, n in sorted(s["rejected_by_reason"].items()):
             lines.append("%-8s %32s: %d" % ("", reason, n))
         if "oov_rate" in s:

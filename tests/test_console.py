@@ -151,3 +151,63 @@ def test_encode_progress_counts_the_pairs_of_chunks_with_fragments(tmp_path):
                               "10 s so far")
     assert fragment_chunk(fragment_name("dev", 12, 1, 400)) == ("dev", 1, 400)
     assert fragment_chunk("notes.txt") is None
+
+
+# README, "Scheduled runs": the job's stdout stays small on every path (its progress and log
+# go to stderr), so a scheduler reading stderr to the end before stdout (Airflow's Beam
+# provider) cannot block on a full stdout pipe (64 KiB on Linux).
+STDOUT_LIMIT = 4096
+
+
+@pytest.mark.slow
+def test_stdout_stays_under_4_kib_on_every_path(tmp_path):
+    """Success with many datasets and rejects (the longest table), a no-op rerun, exit 2, an
+    interrupt; --help is longer (9 KB) but far below a pipe's 64 KiB."""
+    import signal
+    # The sample's dev split as 60 line-aligned datasets: 10 are listed in the table.
+    with open(os.path.join(SAMPLE, "dev.en"), encoding="utf-8") as f:
+        en = f.read().splitlines(keepends=True)
+    with open(os.path.join(SAMPLE, "dev.zh"), encoding="utf-8") as f:
+        zh = f.read().splitlines(keepends=True)
+    parts = tmp_path / "parts"
+    parts.mkdir()
+    for i in range(60):
+        for lang, lines in (("en", en), ("zh", zh)):
+            (parts / ("part-with-a-long-name-%02d.%s" % (i, lang))).write_text(
+                "".join(lines[i::60]), encoding="utf-8")
+    out = tmp_path / "out"
+    argv = ["--train_source", str(parts / "*.en"), "--train_target", str(parts / "*.zh"),
+            "--output_dir", str(out), "--max_line_chars", "100", "--vocab_size", "1000",
+            "--runner", "FnApiRunner"]
+    stdouts = {}
+
+    done = _datagen(*argv)
+    assert done.returncode == 0, done.stderr
+    assert "... 50 more datasets" in done.stdout and "line_too_long" in done.stdout
+    stdouts["success"] = done.stdout
+    noop = _datagen(*argv)
+    assert noop.returncode == 0 and "nothing done" in noop.stdout, noop.stderr
+    stdouts["noop"] = noop.stdout
+    bad = _datagen(*(argv[:1] + [str(tmp_path / "missing.en")] + argv[2:]))
+    assert bad.returncode == 2 and bad.stderr.count("ERROR") == 1, bad.stderr
+    stdouts["exit 2"] = bad.stdout
+
+    # SIGTERM to the process group once the first pass runs, as Airflow's timeout sends it.
+    job = subprocess.Popen([sys.executable, "-m", "pipeline.datagen"] + argv[:5]
+                           + [str(tmp_path / "out2")] + argv[6:], cwd=ROOT,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           start_new_session=True)
+    err = ""
+    for line in job.stderr:
+        err += line
+        if "pass 1 of" in line:
+            os.killpg(job.pid, signal.SIGTERM)
+            break
+    rest_out, rest_err = job.communicate(timeout=60)
+    assert job.returncode == 143, err + rest_err
+    stdouts["interrupt"] = rest_out
+
+    for path, text in stdouts.items():
+        assert len(text.encode("utf-8")) < STDOUT_LIMIT, (path, len(text.encode()), text)
+    helped = _datagen("--help")
+    assert helped.returncode == 0 and 0 < len(helped.stdout.encode()) < 64 * 1024
