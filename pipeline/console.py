@@ -54,6 +54,14 @@ def install():
         LOG.propagate = False
 
 
+def quiet_libraries():
+    """Beam's (and the other libraries') loggers silenced from now on: called when the job
+    tears a pass down on purpose (a signal, a dead worker, a lost lock), whose channel errors
+    and tracebacks in Beam's threads are consequences, not news. The job's own lines stay."""
+    for name in LIBRARY_LOGGERS:
+        logging.getLogger(name).setLevel(logging.CRITICAL + 1)
+
+
 @contextlib.contextmanager
 def library_logging(log_level=None):
     """Within: Beam's, TensorFlow's and absl's loggers at `log_level` (None: errors only),

@@ -12,6 +12,7 @@ import time
 
 import apache_beam as beam
 
+from pipeline import console
 from pipeline.interrupts import Interrupted, kill_worker_processes
 from pipeline.runners import runner_for_pass, runner_name, uses_worker_processes, worker_count
 from pipeline.worker_pool import LocalWorkerPool
@@ -72,6 +73,7 @@ class PassRunner:
         progress must stop writing at once (its worker processes are killed; an in-process
         pass is left behind, writing only into this run's own work directory)."""
         if self._workers is not None:
+            console.quiet_libraries()
             kill_worker_processes()
 
     def _lock_lost(self):
@@ -168,6 +170,7 @@ class PassRunner:
             if signum is not None:
                 # Beam may have wrapped Interrupted into its own error; workers still
                 # running (an in-process signal) must not write on into the work directory.
+                console.quiet_libraries()
                 kill_worker_processes()
                 raise Interrupted(signum) from None
             raise

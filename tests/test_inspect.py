@@ -152,7 +152,7 @@ def test_errors_are_one_line_and_exit_2(outputs, capsys, tmp_path):
     assert "no such directory" in _one_line_error(capsys, tmp_path / "nowhere")
     assert "unknown split 'dev'" in _one_line_error(capsys, outputs["sw"], "--split", "dev")
     assert "--num_records" in _one_line_error(capsys, outputs["sw"], "--num_records", -1)
-    assert "unrecognized arguments: --bogus" in _one_line_error(capsys, outputs["sw"], "--bogus")
+    assert "unknown flag --bogus" in _one_line_error(capsys, outputs["sw"], "--bogus")
 
     no_vocab = tmp_path / "no_vocab"
     shutil.copytree(outputs["sw"], no_vocab)
