@@ -77,3 +77,70 @@ def test_utf16_file_is_a_one_line_error(tmp_path, capsys):
     _one_line_error(capsys, ["--train_source", src, "--train_target", tgt, "--output_dir", out]
                     + FLAGS, "u.en")
     _no_output(out)
+
+
+# -- 2, 3. every compression Beam reads: cut or corrupt is an error, never a shorter file ----
+
+def _compressors():
+    import bz2
+    import gzip
+    import lzma
+    import zlib
+    import zstandard
+    return {".gz": gzip.compress, ".bz2": bz2.compress, ".deflate": zlib.compress,
+            ".zst": lambda d: zstandard.ZstdCompressor().compress(d), ".xz": lzma.compress,
+            ".lzma": lambda d: lzma.compress(d, format=lzma.FORMAT_ALONE)}
+
+
+TEXT = b"".join(b"line %d of the text\n" % i for i in range(3000))
+
+
+@pytest.mark.parametrize("suffix", [".gz", ".bz2", ".deflate", ".zst", ".xz", ".lzma"])
+def test_every_compression_cut_or_corrupt_is_an_error(tmp_path, suffix):
+    from transforms import file_io
+    packed = _compressors()[suffix](TEXT)
+    cases = {"whole": packed, "twice": packed + packed, "cut": packed[:len(packed) // 2],
+             "last_byte_cut": packed[:-1], "empty": b"", "not_compressed": TEXT[:500],
+             "corrupt": packed[:12] + b"\xff" * 16 + packed[28:]}
+    for name, blob in cases.items():
+        path = _write(tmp_path / ("t.en" + suffix), blob)
+        if name in ("whole", "twice"):
+            with file_io.open_text_source(path) as f:
+                assert f.read() == TEXT * (2 if name == "twice" else 1), name
+            continue
+        with pytest.raises(file_io.CompressedStreamError, match=r"t\.en\%s: " % suffix):
+            with file_io.open_text_source(path) as f:
+                f.read()
+
+
+def test_compressed_archive_member_is_checked(tmp_path):
+    import tarfile
+    from transforms import file_io
+    from transforms.materialize import open_member
+    member = tmp_path / "m.en.xz"
+    member.write_bytes(_compressors()[".xz"](TEXT)[:-20])
+    archive = tmp_path / "c.tar"
+    with tarfile.open(archive, "w") as tar:
+        tar.add(member, "c/m.en.xz")
+    with pytest.raises(file_io.CompressedStreamError, match="ends early"):
+        with open_member("%s!c/m.en.xz" % archive) as f:
+            f.read()
+
+
+def test_language_of_every_compressed_name():
+    from pipeline.layout import lang_of
+    for suffix in _compressors():
+        assert lang_of("/d/train.en" + suffix) == "en"
+    assert lang_of("c.tgz!d/test.zh.sgm.xz") == "zh"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("suffix", [".xz", ".zst"])
+def test_cut_xz_and_zst_through_the_job(tmp_path, capsys, suffix):
+    src = _write(tmp_path / ("t.en" + suffix), _compressors()[suffix](TEXT)[:-30])
+    tgt = _write(tmp_path / "t.zh", TEXT)
+    out = tmp_path / "out"
+    _one_line_error(capsys, ["--train_source", src, "--train_target", tgt, "--output_dir", out,
+                             "--vocab_size", 100] + FLAGS,
+                    "t.en%s: compressed stream ends early" % suffix)
+    _no_output(out)

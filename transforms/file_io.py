@@ -1,23 +1,21 @@
 """Small file helpers over Beam's FileSystems, so every path may be local, gs:// or s3://."""
 
-import bz2
-import gzip
 import io
 import json
 import os
 import uuid
-import zlib
 
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
+from transforms.checked_decompress import CheckedDecompressor
 from transforms.text_lines import InputError
 
 _READ_BUFFER = 1 << 20
 
 
 class CompressedStreamError(InputError):
-    """A `.gz`/`.bz2` input that is cut short, corrupt, or not compressed at all."""
+    """A compressed input that is cut short, corrupt, or not compressed at all."""
 
     def __init__(self, path, message):
         super().__init__(path, 0, message)
@@ -27,90 +25,25 @@ class CompressedStreamError(InputError):
         return (type(self), (self.path, self.message))
 
 
-class _CheckedDecompressor(io.RawIOBase):
-    """The decompressed bytes of a gzip or bzip2 stream, or CompressedStreamError.
-
-    Beam's CompressedFile stops quietly where a truncated stream ends, so a file cut off in a
-    download would read as a shorter file (and both sides cut alike would go unnoticed).
-    Python's gzip and bz2 readers raise EOFError when the end-of-stream marker is missing and
-    an error for data that is not in their format; this turns both into one error that names
-    the file. The compressed bytes come from `raw` (a FileSystems stream), so gs:// works.
-    """
-
-    def __init__(self, raw, path, kind):
-        super().__init__()
-        self._raw = raw
-        self._path = path
-        self._kind = kind
-        self._file = (gzip.GzipFile(fileobj=raw, mode="rb") if kind == "gzip"
-                      else bz2.BZ2File(raw, mode="rb"))
-        self._returned = 0
-
-    def readable(self):
-        return True
-
-    def seekable(self):
-        return self._file.seekable()
-
-    def seek(self, offset, whence=io.SEEK_SET):
-        return self._call(self._file.seek, offset, whence)
-
-    def tell(self):
-        return self._file.tell()
-
-    def readinto(self, buffer):
-        n = self._call(self._file.readinto, buffer)
-        if n == 0 and self._returned == 0 and self._raw_is_empty():
-            # gzip and bzip2 write a header even for empty content: 0 bytes is a cut file.
-            raise CompressedStreamError(self._path, "compressed stream ends early (truncated "
-                                        "or corrupt): the file is empty")
-        self._returned += n
-        return n
-
-    def _raw_is_empty(self):
-        try:
-            return self._raw.tell() == 0
-        except (OSError, ValueError, AttributeError):
-            return False
-
-    def _call(self, fn, *args):
-        try:
-            return fn(*args)
-        except EOFError:
-            raise CompressedStreamError(
-                self._path, "compressed stream ends early (truncated or corrupt)") from None
-        except (zlib.error, OSError) as error:
-            # The decompressors' own errors carry no errno; a failing read of the file does.
-            if isinstance(error, OSError) and error.errno is not None:
-                raise
-            raise CompressedStreamError(
-                self._path, "not a valid %s stream (%s)" % (self._kind, error)) from None
-
-    def close(self):
-        if not self.closed:
-            try:
-                self._file.close()
-            finally:
-                self._raw.close()
-        super().close()
-
-
 def open_checked_decompressed(raw, path, kind):
-    """A buffered reader of `raw` decompressed as `kind` ("gzip" or "bzip2") that raises
-    CompressedStreamError naming `path` when the stream is incomplete or not compressed."""
-    return io.BufferedReader(_CheckedDecompressor(raw, path, kind), _READ_BUFFER)
+    """A buffered reader of `raw` decompressed as `kind` (a Beam CompressionTypes value:
+    gzip, bzip2, deflate, zstd, lzma) that raises CompressedStreamError naming `path` when
+    the stream is cut short, corrupt or not compressed (`transforms.checked_decompress`)."""
+    return io.BufferedReader(CheckedDecompressor(raw, path, kind, CompressedStreamError),
+                             _READ_BUFFER)
 
 
 def open_text_source(path):
-    """Opens a corpus file for binary reading; `.gz`/`.bz2` are decompressed by extension.
+    """Opens a corpus file for binary reading, decompressed by extension as Beam detects it
+    (`.gz`, `.bz2`, `.deflate`, `.zst`/`.zstd`, `.xz`/`.lzma`).
 
     Reading a compressed file that is cut short or corrupt raises CompressedStreamError
-    instead of ending early (see `_CheckedDecompressor`).
+    instead of ending early (see `transforms.checked_decompress`).
     """
     kind = CompressionTypes.detect_compression_type(path)
-    if kind in (CompressionTypes.GZIP, CompressionTypes.BZIP2):
+    if kind != CompressionTypes.UNCOMPRESSED:
         raw = FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
-        return open_checked_decompressed(raw, path, kind)  # "gzip" or "bzip2"
+        return open_checked_decompressed(raw, path, kind)
     return FileSystems.open(path, compression_type=kind)
 
 

@@ -45,16 +45,17 @@ MISALIGNED = {"missing_source", "missing_target", "missing_source_and_target",
 
 
 def open_member(path):
-    """Opens a file or an `archive!member` for binary reading (members of .gz/.bz2 too)."""
+    """Opens a file or an `archive!member` for binary reading; a member whose name ends in a
+    compression suffix Beam knows (`.gz`, `.bz2`, `.deflate`, `.zst`, `.xz`, ...) is
+    decompressed too, checked as a file is (`file_io.open_checked_decompressed`)."""
     outer, member = formats.split_archive_path(path)
     if member is None:
         return file_io.open_text_source(outer)
     stream = formats.open_archive_member(
         FileSystems.open(outer, compression_type=CompressionTypes.UNCOMPRESSED), outer, member)
-    if member.endswith(".gz"):
-        return file_io.open_checked_decompressed(stream, path, "gzip")
-    if member.endswith(".bz2"):
-        return file_io.open_checked_decompressed(stream, path, "bzip2")
+    kind = CompressionTypes.detect_compression_type(member)
+    if kind != CompressionTypes.UNCOMPRESSED:
+        return file_io.open_checked_decompressed(stream, path, kind)
     return stream
 
 
