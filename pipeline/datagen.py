@@ -59,6 +59,7 @@ from pipeline.options import (DatagenOptions, check_known_flags, datagen_config,
                               datagen_flag_values, parse_flags, validate_flags)
 from pipeline.passes import PassRunner, WorkerDied
 from pipeline.prepare import PrepareStep, rides_along
+from pipeline.storage_errors import storage_error, storage_message
 from pipeline.runners import (DatagenError, check_workers_can_import_project, is_dry_run,
                               one_line, run_small_input_in_process)
 from pipeline.summary import format_summary
@@ -193,6 +194,10 @@ class DatagenJob:
         try:
             with staging.project_sdist_once(self.options):
                 return self._run()
+        except Exception as e:
+            if storage_error(e) is None:
+                raise
+            raise DatagenError(storage_message(e, self.layout.output_dir)) from None
         finally:
             self.run_pass.close()  # worker processes the passes shared
 
@@ -311,6 +316,9 @@ class DatagenJob:
         is still there: then the summary describes that output)."""
         if file_io.exists(self.layout.complete_path):
             return
+        if storage_error(error):
+            # a full disk: the work directory's files go first, so the summary fits
+            commit.remove_work_dir(self.layout)
         try:
             file_io.write_json(self.layout.summary_path, self._summary(
                 status, started, t0, error="%s: %s" % (type(error).__name__, error)))

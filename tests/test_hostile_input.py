@@ -144,3 +144,113 @@ def test_cut_xz_and_zst_through_the_job(tmp_path, capsys, suffix):
                              "--vocab_size", 100] + FLAGS,
                     "t.en%s: compressed stream ends early" % suffix)
     _no_output(out)
+
+
+# -- 2. a disk that fills up while the job writes ------------------------------------------
+
+SAMPLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "sample_data",
+                      "enzh-mlqe-pe")
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 1.5 MB tmpfs (root only; else the test is skipped: see test_storage_error_*)."""
+    import subprocess
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    if os.geteuid() != 0 or subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=1536k", "tmpfs", str(mount)],
+            capture_output=True).returncode:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], capture_output=True)
+
+
+def _sample_files(tmp_path, lines):
+    paths = []
+    for lang in ("en", "zh"):
+        with open(os.path.join(SAMPLE, "train." + lang), "rb") as f:
+            paths.append(_write(tmp_path / ("in%d.%s" % (lines, lang)),
+                                b"".join(f.readline() for _ in range(lines))))
+    return paths
+
+
+def _files_bytes(directory):
+    found = {}
+    for path in glob.glob(os.path.join(str(directory), "**"), recursive=True):
+        if os.path.isfile(path):
+            with open(path, "rb") as f:
+                found[os.path.relpath(path, str(directory))] = f.read()
+    return found
+
+
+@pytest.mark.slow
+def test_disk_full_fails_in_one_line_and_leaves_the_previous_output(tmp_path, capsys, small_disk):
+    import json
+    from datagen_helpers import with_t2t_vocab
+    out = small_disk / "out"
+    src, tgt = _sample_files(tmp_path, 100)
+    with_t2t_vocab(out, problem="a")
+    code, _, err = _main(capsys, "--train_source", src, "--train_target", tgt,
+                         "--output_dir", out, "--problem", "a", "--runner", "FnApiRunner")
+    assert code == 0, err
+    before = _files_bytes(out)
+    big_src, big_tgt = _sample_files(tmp_path, 7000)
+    with_t2t_vocab(out, problem="b")
+    line = _one_line_error(capsys, ["--train_source", big_src, "--train_target", big_tgt,
+                                    "--output_dir", out, "--problem", "b", "--runner",
+                                    "FnApiRunner"], str(out), "No space left on device")
+    assert len(line) < 400
+    after = _files_bytes(out)
+    assert {k: v for k, v in after.items() if k in before} == before  # problem a untouched
+    assert os.path.exists(out / "a.DATAGEN_COMPLETE")
+    assert not os.path.exists(out / "b.DATAGEN_COMPLETE")
+    assert not shard_files(out, "b", "train")
+    assert not [k for k in after if ".tmp" in k or ".datagen-work" in k], sorted(after)
+    with open(out / "b.datagen_summary.json") as f:
+        summary = json.load(f)
+    assert summary["status"] == "failed" and "No space left" in summary["error"]
+
+
+def test_storage_error_found_in_every_shape():
+    import errno
+    from pipeline.storage_errors import storage_error
+    assert storage_error(OSError(errno.ENOSPC, "No space left on device")).startswith("[Errno 28]")
+    try:
+        try:
+            raise OSError(errno.EDQUOT, "quota")
+        except OSError as inner:
+            raise RuntimeError("writing failed") from inner
+    except RuntimeError as e:
+        assert storage_error(e) == "[Errno %d] %s" % (errno.EDQUOT, os.strerror(errno.EDQUOT))
+    beam = RuntimeError("OSError: [Errno 28] No space left on device [while running 'Encode']")
+    assert storage_error(beam) == "[Errno 28] No space left on device"
+    assert storage_error(ValueError("no")) is None
+    assert storage_error(OSError(errno.ENOENT, "missing")) is None
+
+
+def test_failed_atomic_write_leaves_no_temporary_file(tmp_path, monkeypatch):
+    import errno
+    from apache_beam.io.filesystems import FileSystems
+    from transforms import file_io
+    real_create = FileSystems.create
+
+    class Full:
+        def __init__(self, f):
+            self.f = f
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.f.close()
+
+        def write(self, data):
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(FileSystems, "create", lambda *a, **k: Full(real_create(*a, **k)))
+    with pytest.raises(OSError):
+        file_io.write_json(str(tmp_path / "s.json"), {"status": "failed"})
+    assert os.listdir(tmp_path) == []

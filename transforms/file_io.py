@@ -67,14 +67,26 @@ def write_bytes_atomically(path, data):
     on a local disk with one atomic replace (the file is never missing); object stores have
     no replace, so there the old file is deleted first."""
     tmp = "%s.tmp-%s" % (path, uuid.uuid4().hex)
-    with FileSystems.create(tmp, compression_type=CompressionTypes.UNCOMPRESSED) as f:
-        f.write(data)
+    try:
+        with FileSystems.create(tmp, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+            f.write(data)
+    except BaseException:
+        _delete_quietly(tmp)  # a full disk must not leave a stray temporary file
+        raise
     if is_local(path):
         os.replace(tmp, path)
         return
     if FileSystems.exists(path):
         FileSystems.delete([path])
     FileSystems.rename([tmp], [path])
+
+
+def _delete_quietly(path):
+    try:
+        if FileSystems.exists(path):
+            FileSystems.delete([path])
+    except Exception:  # the write's own error matters more
+        pass
 
 
 def read_json(path):
