@@ -12,6 +12,7 @@ import difflib
 from apache_beam.options.pipeline_options import PipelineOptions, _BeamArgumentParser
 
 from pipeline.console import LOG_LEVELS
+from pipeline.names import check_name
 from pipeline.runners import DatagenError
 from transforms.config import DatagenConfig, ReadConfig, VocabConfig
 from transforms.vocab_kinds import DEFAULT_KIND, ENDOFTEXT, KIND_NAMES, every_kind, vocab_kind
@@ -211,6 +212,9 @@ def validate_flags(f):
     if (f.train_tmx or f.dev_tmx) and not (f.source_lang and f.target_lang):
         raise DatagenError("TMX input needs --source_lang and --target_lang (xml:lang of "
                            "the sides)")
+    check_name(f.problem, "--problem")
+    check_name(f.source_lang, "--source_lang")
+    check_name(f.target_lang, "--target_lang")
     if f.vocab_size < 1:
         raise DatagenError("--vocab_size must be positive")
     if not f.file_byte_budget > 0:  # also NaN: 0 divides by zero, < 0 samples nothing

@@ -254,3 +254,30 @@ def test_failed_atomic_write_leaves_no_temporary_file(tmp_path, monkeypatch):
     with pytest.raises(OSError):
         file_io.write_json(str(tmp_path / "s.json"), {"status": "failed"})
     assert os.listdir(tmp_path) == []
+
+
+# -- 7. names that become paths ------------------------------------------------------------
+
+@pytest.mark.parametrize("flag,value", [
+    ("--problem", "../escape"), ("--problem", ""), ("--problem", "a/b"), ("--problem", ".hidden"),
+    ("--source_lang", "../../x"), ("--target_lang", ""), ("--target_lang", "zh/../../x")])
+def test_names_that_become_paths_are_checked(tmp_path, capsys, flag, value):
+    src = _write(tmp_path / "a.en", b"one\n")
+    tgt = _write(tmp_path / "a.zh", b"two\n")
+    out = tmp_path / "out"
+    _one_line_error(capsys, ["--train_source", src, "--train_target", tgt, "--output_dir", out,
+                             flag, value] + FLAGS[2:], flag, "cannot be part of a file name")
+    assert not os.path.exists(out) and sorted(os.listdir(tmp_path)) == ["a.en", "a.zh"]
+
+
+def test_a_language_from_an_odd_extension_is_checked(tmp_path, capsys):
+    src = _write(tmp_path / "a.en", b"one\n")
+    tgt = _write(tmp_path / "a.z h", b"two\n")
+    _one_line_error(capsys, ["--train_source", src, "--train_target", tgt, "--output_dir",
+                             tmp_path / "out"] + FLAGS[2:], "a.z h's extension", "--target_lang")
+
+
+def test_language_tags_are_names():
+    from pipeline.names import check_name
+    for name in ("en", "en-US", "zh_Hans", "sr@latin", "translate_enzh_wmt8k", "p.v2"):
+        assert check_name(name, "--x") == name
