@@ -281,3 +281,109 @@ def test_language_tags_are_names():
     from pipeline.names import check_name
     for name in ("en", "en-US", "zh_Hans", "sr@latin", "translate_enzh_wmt8k", "p.v2"):
         assert check_name(name, "--x") == name
+
+
+# -- 4. the output directory inside the input pattern --------------------------------------
+
+def _corpus(directory, lines=40):
+    directory.mkdir(exist_ok=True)
+    en = "".join("the cat number %d sat on mat %d\n" % (i, i % 7) for i in range(lines))
+    zh = "".join("\u732b %d \u5750\u5728 %d\n" % (i, i % 7) for i in range(lines))
+    return _write(directory / "a.en", en.encode()), _write(directory / "a.zh", zh.encode())
+
+
+@pytest.mark.slow
+def test_output_dir_inside_the_input_pattern_is_never_read(tmp_path, capsys):
+    data = tmp_path / "data"
+    _corpus(data)
+    argv = ["--train_source", data / "*.en", "--train_target", data / "*.zh",
+            "--output_dir", data, "--vocab_type", "word", "--vocab_size", 50] + FLAGS
+    code, _, err = _main(capsys, *argv)
+    assert code == 0, err
+    first = (data / "vocab.p.50.words.en").read_bytes()
+    code, _, err = _main(capsys, *argv, "--overwrite")
+    assert code == 0, err
+    assert "left out" in err and "vocab.p.50.words.en" in err
+    assert (data / "vocab.p.50.words.en").read_bytes() == first
+    import json
+    summary = json.loads((data / "p.datagen_summary.json").read_text())
+    assert summary["splits"]["train"]["pairs_read"] == 40
+    assert list(summary["splits"]["train"]["datasets"]) == ["a.en"]
+
+
+@pytest.mark.slow
+def test_given_word_vocab_copied_into_the_pattern_is_not_trained_on(tmp_path, capsys):
+    data = tmp_path / "data"
+    _corpus(data)
+    vocabs = tmp_path / "v"
+    vocabs.mkdir()
+    v_en = _write(vocabs / "v.en", b"<unk>\n<s>\n</s>\nthe\ncat\n")
+    v_zh = _write(vocabs / "v.zh", "<unk>\n<s>\n</s>\n\u732b\n".encode())
+    argv = ["--train_source", data / "*.en", "--train_target", data / "*.zh",
+            "--output_dir", data, "--vocab_type", "word", "--word_vocab",
+            "%s,%s" % (v_en, v_zh)] + FLAGS
+    for extra in ([], ["--overwrite"]):
+        code, _, err = _main(capsys, *argv, *extra)
+        assert code == 0, err
+    import json
+    summary = json.loads((data / "p.datagen_summary.json").read_text())
+    assert summary["splits"]["train"]["pairs_read"] == 40
+
+
+def test_own_outputs_are_recognized():
+    from pipeline.own_outputs import exclude_own, is_shard_name
+    out = "/d/out"
+    own = ["/d/out/vocab.p.8192.subwords.en", "/d/out/vocab.p.100.bpe.en/vocab.json",
+           "/d/out/.vocab.p.8192.subwords.en.fingerprint.json", "/d/out/p-train-00001-of-00010",
+           "/d/out/p.datagen_summary.json", "/d/out/rejects/p-train.jsonl",
+           "/d/out/.datagen-work/p/x.en", "/d/out/p.DATAGEN_COMPLETE",
+           "/d/out/p.datagen_summary.json.tmp-" + "0" * 32]
+    theirs = ["/d/out/train.en", "/d/out/sub/vocab.p.8192.subwords.en", "/d/outer/p.lengths.html",
+              "/d/out/p-train-notes.txt"]
+    assert exclude_own(own + theirs, out) == (theirs, own)
+    assert is_shard_name("p-x-train-00000-of-00002", "p-x", "train")
+    assert not is_shard_name("p-train-notes.txt", "p", "train")
+    assert not is_shard_name("q-train-00000-of-00002", "p", "train")
+
+
+# -- 6. the same file twice; files a run does not own -------------------------------------
+
+def test_a_file_matched_twice_is_read_once(tmp_path, caplog):
+    from pipeline.datasets import _expand
+    a = _write(tmp_path / "a.en", b"x\n")
+    _write(tmp_path / "b.en", b"y\n")
+    (tmp_path / "link.en").symlink_to(a)
+    got = _expand("%s,%s,%s" % (tmp_path / "*.en", a, tmp_path / "link.en"), "train_source")
+    assert got == [a, str(tmp_path / "b.en")]
+    assert "matched more than once, read once" in caplog.text
+
+
+@pytest.mark.slow
+def test_user_files_named_like_shards_are_left_alone(tmp_path, capsys):
+    src, tgt = _corpus(tmp_path / "data")
+    out = tmp_path / "out"
+    out.mkdir()
+    notes = _write(out / "p-train-notes.txt", b"mine\n")
+    argv = ["--train_source", src, "--train_target", tgt, "--output_dir", out,
+            "--vocab_type", "word", "--vocab_size", 50] + FLAGS
+    for extra in ([], ["--overwrite", "--num_train_shards", "3"]):
+        code, _, err = _main(capsys, *argv, *extra)
+        assert code == 0, err
+    assert open(notes, "rb").read() == b"mine\n"
+    assert "p-train-notes.txt" in err
+    assert sorted(p for p in os.listdir(out) if p.startswith("p-train-0")) == [
+        "p-train-00000-of-00003", "p-train-00001-of-00003", "p-train-00002-of-00003"], \
+        os.listdir(out)
+
+
+# -- 8. file names with commas and brackets ------------------------------------------------
+
+def test_a_file_name_with_commas_or_brackets_is_taken_literally(tmp_path):
+    from pipeline.datasets import _expand
+    comma = _write(tmp_path / "a,b.en", b"x\n")
+    bracket = _write(tmp_path / "c[1].en", b"y\n")
+    _write(tmp_path / "c1.en", b"z\n")
+    assert _expand(comma, "train_source") == [comma]
+    assert _expand(bracket, "train_source") == [bracket]
+    assert _expand("%s,%s" % (bracket, tmp_path / "c1.en"), "train_source") == [
+        bracket, str(tmp_path / "c1.en")]

@@ -141,11 +141,15 @@ def absolute(path):
     return os.path.abspath(os.path.expanduser(path))
 
 
-def expand_patterns(patterns):
-    """Sorted file list for a comma-separated list of glob patterns; each must match something."""
+def expand_patterns(patterns, exclude=None):
+    """Sorted file list for a comma-separated list of glob patterns; each must match something.
+
+    `exclude(path)`: paths left out before anything is checked (the job's own outputs)."""
     paths = []
     for pattern in [absolute(p.strip()) for p in patterns.split(",") if p.strip()]:
         matched = sorted(m.path for m in FileSystems.match([pattern])[0].metadata_list)
+        if exclude is not None:
+            matched = [path for path in matched if not exclude(path)]
         if not matched:
             raise FileNotFoundError("no file matches %r" % pattern)
         for path in matched:
