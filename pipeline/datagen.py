@@ -50,6 +50,7 @@ import time
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from pipeline import books, commit, console, fingerprint, preflight, staging
+from pipeline.complete_check import missing_outputs, read_summary
 from pipeline.encode import EncodeStep
 from pipeline.interrupts import InterruptWatcher, Interrupted
 from pipeline.lock import OutputLock
@@ -255,12 +256,22 @@ class DatagenJob:
         self.fingerprint = fingerprint.output_fingerprint(flag_values)
         self.vocab.fingerprint = fingerprint.vocab_fingerprint(flag_values)
         if file_io.exists(layout.complete_path) and not f.overwrite:
-            summary = file_io.read_json(layout.summary_path)
-            self.check_same_fingerprint(summary)
-            LOG.info("%s is complete (%s exists): nothing to do; pass --overwrite to redo it",
-                     layout.output_dir, layout.complete_path)
-            summary["noop"] = True
-            return summary
+            summary = read_summary(layout)
+            missing = None if summary is None else missing_outputs(layout, summary)
+            if summary is not None:
+                self.check_same_fingerprint(summary)
+            if summary is not None and not missing:
+                LOG.info("%s is complete (%s exists): nothing to do; pass --overwrite to "
+                         "redo it", layout.output_dir, layout.complete_path)
+                summary["noop"] = True
+                return summary
+            # a marker over missing files (a shard deleted since) is not trusted: redo it
+            LOG.warning("%s is marked complete but %s: redoing it", layout.output_dir,
+                        "its summary %s cannot be read" % layout.summary_path
+                        if summary is None else "%s %s missing" % (
+                            ", ".join(missing[:3]) + (" and %d more" % (len(missing) - 3)
+                                                      if len(missing) > 3 else ""),
+                            "is" if len(missing) == 1 else "are"))
         file_io.delete_tree(layout.work_dir)  # leftovers of a killed run must not be read back
         preflight.check_output_writable(layout)
         self.choose_direct_mode()

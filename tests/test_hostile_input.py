@@ -387,3 +387,24 @@ def test_a_file_name_with_commas_or_brackets_is_taken_literally(tmp_path):
     assert _expand(bracket, "train_source") == [bracket]
     assert _expand("%s,%s" % (bracket, tmp_path / "c1.en"), "train_source") == [
         bracket, str(tmp_path / "c1.en")]
+
+
+@pytest.mark.slow
+def test_rerun_after_a_shard_was_deleted_redoes_it(tmp_path, capsys):
+    src, tgt = _corpus(tmp_path / "data")
+    out = tmp_path / "out"
+    argv = ["--train_source", src, "--train_target", tgt, "--output_dir", out,
+            "--vocab_type", "word", "--vocab_size", 50] + FLAGS
+    code, _, err = _main(capsys, *argv)
+    assert code == 0, err
+    shard = out / "p-train-00001-of-00002"
+    data = shard.read_bytes()
+    shard.unlink()
+    code, _, err = _main(capsys, *argv)
+    assert code == 0, err
+    assert "p-train-00001-of-00002 is missing: redoing it" in err
+    assert shard.read_bytes() == data
+    (out / "p.datagen_summary.json").write_text("{not json")
+    code, _, err = _main(capsys, *argv)
+    assert code == 0 and "cannot be read: redoing it" in err, err
+    assert shard.read_bytes() == data
