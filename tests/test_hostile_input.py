@@ -408,3 +408,34 @@ def test_rerun_after_a_shard_was_deleted_redoes_it(tmp_path, capsys):
     code, _, err = _main(capsys, *argv)
     assert code == 0 and "cannot be read: redoing it" in err, err
     assert shard.read_bytes() == data
+
+
+# -- 5. old Mac line ends, a byte-order mark: T2T's reading kept, and said -----------------
+
+@pytest.mark.parametrize("chunk", [2, 3, 1 << 22])
+def test_scan_counts_lone_carriage_returns_nul_and_bom(monkeypatch, chunk):
+    from transforms import text_lines
+    monkeypatch.setattr(text_lines, "_CHUNK", chunk)
+    marks = {}
+    data = b"\xef\xbb\xbfa\r\nb\rc\r\r\nd\0\n\re\r"
+    n_bytes, n_lines, _, _ = text_lines.scan_stream(io.BytesIO(data), 100, marks)
+    assert (n_bytes, n_lines) == (len(data), 4)
+    assert marks == {"bom": True, "lone_cr": 4, "nul": 1}
+    assert text_lines.scan_stream(io.BytesIO(b"x\r\ny\n"), 100, marks) and marks == {
+        "bom": False, "lone_cr": 0, "nul": 0}
+
+
+@pytest.mark.slow
+def test_cr_only_file_and_bom_are_warned_in_console_and_summary(tmp_path, capsys):
+    import json
+    src = _write(tmp_path / "mac.en", b"one two\rthree four\rfive\r")
+    tgt = _write(tmp_path / "bom.zh", b"\xef\xbb\xbf\xe4\xb8\x80\n")
+    out = tmp_path / "out"
+    code, _, err = _main(capsys, "--train_source", src, "--train_target", tgt, "--output_dir",
+                         out, "--vocab_type", "word", "--vocab_size", 20, *FLAGS)
+    assert code == 0, err
+    assert "mac.en: 3 carriage returns" in err and "bom.zh: starts with a UTF-8 byte-order" in err
+    summary = json.loads((out / "p.datagen_summary.json").read_text())
+    assert_books_balance(summary)
+    (dataset,) = summary["splits"]["train"]["datasets"].values()
+    assert len(dataset["warnings"]) == 2 and dataset["pairs_written"] == 1  # T2T reads 1 line

@@ -8,7 +8,7 @@ depends on it), and the encoder splits files at the seek points to read them in 
 import apache_beam as beam
 
 from transforms import file_io
-from transforms.text_lines import InputError, scan_stream
+from transforms.text_lines import InputError, scan_stream, text_marks
 
 
 class _ScanFileFn(beam.DoFn):
@@ -20,16 +20,22 @@ class _ScanFileFn(beam.DoFn):
         self._every = chunk_lines
 
     def process(self, path):
+        marks = {}
         try:
             with file_io.open_text_source(path) as f:
-                num_bytes, num_lines, checkpoints, first_invalid = scan_stream(f, self._every)
+                num_bytes, num_lines, checkpoints, first_invalid = scan_stream(
+                    f, self._every, marks)
         except InputError as e:
             yield path, {"error": str(e)}
             return
         if file_io.is_compressed(path):
             checkpoints = checkpoints[:1]  # a compressed stream cannot seek: read it whole
-        yield path, {"bytes": num_bytes, "lines": num_lines, "checkpoints": checkpoints,
-                     "first_invalid_utf8_line": first_invalid}
+        facts = {"bytes": num_bytes, "lines": num_lines, "checkpoints": checkpoints,
+                 "first_invalid_utf8_line": first_invalid}
+        warnings = text_marks(path, marks)
+        if warnings:
+            facts["warnings"] = warnings
+        yield path, facts
 
 
 class ScanTextFiles(beam.PTransform):

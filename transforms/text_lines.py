@@ -68,14 +68,22 @@ def _is_utf8(raw):
         return False
 
 
-def scan_stream(stream, checkpoint_every):
+UTF8_BOM = b"\xef\xbb\xbf"
+
+
+def scan_stream(stream, checkpoint_every, marks=None):
     """Counts lines and bytes of a binary stream in one read.
 
     Returns (num_bytes, num_lines, checkpoints, first_invalid) where checkpoints lists
     (line_index, byte_offset) of the start of every `checkpoint_every`-th line (so a reader
     can seek there) and first_invalid is the 1-based number of the first line that is not
-    valid UTF-8, or None.
+    valid UTF-8, or None. A dict `marks` gets what T2T reads as text but a user likely did
+    not mean (`text_marks`): `lone_cr`, carriage returns not followed by `\n` (old Mac line
+    ends: the file reads as one long line); `nul`, NUL bytes (UTF-16/32 text?); `bom`,
+    whether the file starts with a UTF-8 byte-order mark (kept as text in line 1).
     """
+    lone_cr = nul = 0
+    head = b""  # the first bytes, for the byte-order mark
     num_bytes = 0
     num_lines = 0
     checkpoints = [(0, 0)]
@@ -87,9 +95,15 @@ def scan_stream(stream, checkpoint_every):
         if not chunk:
             break
         num_bytes += len(chunk)
+        if len(head) < len(UTF8_BOM):
+            head += chunk[:len(UTF8_BOM) - len(head)]
         data = pending + chunk
         parts = data.split(b"\n")
         pending = parts.pop()
+        if marks is not None:
+            body = data[:len(data) - len(pending)]
+            lone_cr += body.count(b"\r") - body.count(b"\r\n")
+            nul += body.count(b"\0")
         offset = pending_offset
         for part in parts:
             if first_invalid is None and not _is_utf8(part):
@@ -103,9 +117,30 @@ def scan_stream(stream, checkpoint_every):
         if first_invalid is None and not _is_utf8(pending):
             first_invalid = num_lines + 1
         num_lines += 1
+    if marks is not None:
+        marks["lone_cr"] = lone_cr + pending.count(b"\r")
+        marks["nul"] = nul + pending.count(b"\0")
+        marks["bom"] = head == UTF8_BOM
     if checkpoints[-1][0] >= num_lines and len(checkpoints) > 1:
         checkpoints.pop()
     return num_bytes, num_lines, checkpoints, first_invalid
+
+
+def text_marks(path, marks):
+    """The warnings of `scan_stream`'s `marks` for the file `path` (T2T reads such text as
+    it is, and so does the job; these say what that means)."""
+    warnings = []
+    if marks.get("lone_cr"):
+        warnings.append("%s: %d carriage returns (\\r) not followed by \\n: lines end at \\n "
+                        "only, as T2T reads them, so text with old Mac line ends reads as one "
+                        "long line (convert it: tr '\\r' '\\n')" % (path, marks["lone_cr"]))
+    if marks.get("bom"):
+        warnings.append("%s: starts with a UTF-8 byte-order mark, kept as text at the start of "
+                        "line 1 (as T2T keeps it)" % path)
+    if marks.get("nul"):
+        warnings.append("%s: %d NUL bytes, kept as characters (as T2T keeps them); UTF-16 or "
+                        "UTF-32 text? (convert it: iconv -t UTF-8)" % (path, marks["nul"]))
+    return warnings
 
 
 def _sampled(raw_lines, stride, budget, path, on_invalid, number=0, counter=0, offset=0,
