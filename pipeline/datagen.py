@@ -41,6 +41,7 @@ if __name__ == "__main__":
 
 import argparse  # noqa: E402 (after the signal mask, on purpose)
 import atexit
+import contextlib
 import datetime
 import logging
 import os
@@ -196,7 +197,7 @@ class DatagenJob:
             with staging.project_sdist_once(self.options):
                 return self._run()
         except Exception as e:
-            if storage_error(e) is None:
+            if isinstance(e, DatagenError) or storage_error(e) is None:
                 raise
             raise DatagenError(storage_message(e, self.layout.output_dir)) from None
         finally:
@@ -215,12 +216,40 @@ class DatagenJob:
         lock = OutputLock(self.layout.output_dir, f.problem, f.lock_stale_seconds)
         self.run_pass.lock = lock
         started, t0 = _now(), time.time()
-        with lock:
+        with contextlib.ExitStack() as held:
+            try:
+                held.enter_context(lock)
+            except (OSError, DatagenError) as e:
+                # A read-only --output_dir (a published data set) holding this very output:
+                # nothing to do, and nothing needs the lock (README: exit 0).
+                unwritable = storage_error(e) or isinstance(e, PermissionError) or isinstance(
+                    e.__context__, PermissionError)
+                summary = self._complete_unchanged(plan) if unwritable else None
+                if summary is None:
+                    raise
+                return summary
             try:
                 return self._run_locked(started, t0, datasets, plan)
             except (Interrupted, KeyboardInterrupt) as e:
                 self._record_failure(started, t0, e, "interrupted")
                 raise
+
+    def _complete_unchanged(self, plan):
+        """The noop summary when --output_dir holds a complete output of this run's inputs
+        and flags with every file there; else None (or DatagenError when it was made from
+        other inputs or flags)."""
+        if self.flags.overwrite or not file_io.exists(self.layout.complete_path):
+            return None
+        flag_values = datagen_flag_values(self.flags)
+        self.fingerprint = fingerprint.output_fingerprint(flag_values)
+        summary = read_summary(self.layout)
+        if summary is None or missing_outputs(self.layout, summary):
+            return None
+        self.check_same_fingerprint(summary)
+        LOG.info("%s is complete (%s exists): nothing to do (it cannot be written, and "
+                 "need not be)", self.layout.output_dir, self.layout.complete_path)
+        summary["noop"] = True
+        return summary
 
     def choose_direct_mode(self):
         """Small inputs run in this process under DirectRunner (see

@@ -141,7 +141,7 @@ def plan_datasets(flags, split, expand=_expand):
     targets = listed(split + "_target")
     if len(sources) != len(targets):
         raise DatagenError("%s: %d source files but %d target files (%s vs %s)" % (
-            split, len(sources), len(targets), sources, targets))
+            split, len(sources), len(targets), _names(sources, 5), _names(targets, 5)))
     chosen = getattr(flags, split + "_format")
     datasets = []
     for src, tgt in zip(sources, targets):

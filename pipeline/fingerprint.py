@@ -30,10 +30,11 @@ OPERATIONAL_FLAGS = frozenset((
 GIVEN_VOCAB_FLAGS = ("word_vocab", "bpe_vocab")
 INPUT_FLAGS = ("train_source", "train_target", "train_tsv", "train_tmx", "dev_source",
                "dev_target", "dev_tsv", "dev_tmx") + GIVEN_VOCAB_FLAGS
-# Flags that determine a vocabulary (with the train inputs and the given vocab files).
+# Flags that determine a vocabulary (with the train inputs and the given vocab files). Not
+# --max_line_chars: the pairs it rejects are still sampled (README, "Vocabulary sample").
 VOCAB_FLAGS = ("vocab_type", "vocab_size", "shared_vocab", "file_byte_budget",
                "max_subtoken_length", "bpe_min_frequency", "bpe_eos_token", "on_invalid_utf8",
-               "on_misaligned", "max_line_chars", "source_lang", "target_lang",
+               "on_misaligned", "source_lang", "target_lang",
                "source_column", "target_column", "train_format")
 VOCAB_INPUT_FLAGS = ("train_source", "train_target", "train_tsv", "train_tmx") + GIVEN_VOCAB_FLAGS
 

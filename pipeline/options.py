@@ -220,6 +220,9 @@ def validate_flags(f):
     if not f.file_byte_budget > 0:  # also NaN: 0 divides by zero, < 0 samples nothing
         raise DatagenError("--file_byte_budget must be a positive number of characters, "
                            "not %s" % f.file_byte_budget)
+    if f.max_subtoken_length is not None and f.max_subtoken_length < 0:
+        raise DatagenError("--max_subtoken_length must be positive, or 'none' (or 0) for no "
+                           "limit, not %d" % f.max_subtoken_length)
     if f.max_line_chars < 0:
         raise DatagenError("--max_line_chars must be 0 (no limit) or positive, not %d"
                            % f.max_line_chars)

@@ -36,6 +36,8 @@ def storage_error(exc):
 
 def storage_message(exc, output_dir):
     """The one line a storage failure is reported with."""
-    return ("cannot write under %s: %s (free some space there, or choose another "
-            "--output_dir); this run marked nothing complete"
-            % (output_dir, storage_error(exc)))
+    error = storage_error(exc)
+    remedy = ("choose another --output_dir" if "[Errno %d]" % errno.EROFS in error
+              else "free some space there, or choose another --output_dir")
+    return "cannot write under %s: %s (%s); this run marked nothing complete" % (
+        output_dir, error, remedy)

@@ -439,3 +439,70 @@ def test_cr_only_file_and_bom_are_warned_in_console_and_summary(tmp_path, capsys
     assert_books_balance(summary)
     (dataset,) = summary["splits"]["train"]["datasets"].values()
     assert len(dataset["warnings"]) == 2 and dataset["pairs_written"] == 1  # T2T reads 1 line
+
+
+# -- 8. impossible values; error lines of a readable length --------------------------------
+
+def test_negative_max_subtoken_length_is_refused(tmp_path, capsys):
+    src, tgt = _write(tmp_path / "a.en", b"x\n"), _write(tmp_path / "a.zh", b"y\n")
+    _one_line_error(capsys, ["--train_source", src, "--train_target", tgt, "--output_dir",
+                             tmp_path / "out", "--max_subtoken_length", "-1"] + FLAGS[2:],
+                    "--max_subtoken_length must be positive")
+
+
+def test_an_error_line_is_capped(tmp_path, capsys):
+    names = []
+    for i in range(300):
+        names.append(_write(tmp_path / ("%s%03d.en" % ("long-name-" * 8, i)), b"x\n"))
+    tgt = _write(tmp_path / "a.zh", b"y\n")
+    line = _one_line_error(capsys, ["--train_source", ",".join(names), "--train_target", tgt,
+                                    "--output_dir", tmp_path / "out"] + FLAGS[2:],
+                           "300 source files but 1 target files")
+    assert len(line) < 1200
+    from pipeline.runners import one_line
+    capped = one_line("x" * 24000)
+    assert len(capped) < 1100 and capped.endswith("[23000 more characters]")
+
+
+# -- 9. reruns: a flag that changes no vocabulary; a read-only output ----------------------
+
+@pytest.mark.slow
+def test_rerun_after_a_failed_run_with_another_max_line_chars(tmp_path, capsys):
+    src, tgt = _corpus(tmp_path / "data")
+    out = tmp_path / "out"
+    argv = ["--train_source", src, "--train_target", tgt, "--output_dir", out,
+            "--vocab_type", "word", "--vocab_size", 50] + FLAGS
+    code, errors, err = _main(capsys, *argv, "--max_line_chars", 1)  # every pair rejected
+    assert code == 2 and "no pairs to write" in errors[0], err
+    assert os.path.exists(out / "vocab.p.50.words.en")
+    code, _, err = _main(capsys, *argv)
+    assert code == 0, err
+
+
+@pytest.fixture
+def read_only_disk(tmp_path):
+    import subprocess
+    mount = tmp_path / "ro"
+    mount.mkdir()
+    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs",
+                                            str(mount)], capture_output=True).returncode:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], capture_output=True)
+
+
+@pytest.mark.slow
+def test_rerun_over_a_complete_read_only_output_exits_0(tmp_path, capsys, read_only_disk):
+    import subprocess
+    src, tgt = _corpus(tmp_path / "data")
+    out = read_only_disk / "out"
+    argv = ["--train_source", src, "--train_target", tgt, "--output_dir", out,
+            "--vocab_type", "word", "--vocab_size", 50] + FLAGS
+    code, _, err = _main(capsys, *argv)
+    assert code == 0, err
+    subprocess.run(["mount", "-o", "remount,ro", str(read_only_disk)], check=True)
+    code, _, err = _main(capsys, *argv)
+    assert code == 0, err
+    _one_line_error(capsys, argv + ["--seed", "3"], "holds a complete output of other")
