@@ -379,22 +379,34 @@ def run(argv=None, interrupted=lambda: None):
 
 
 class _HelpFormatter(argparse.HelpFormatter):
-    """Every flag's help ends with its default (none for flags off or unset by default)."""
+    """Every flag's help ends with its default, 0 included (`off` for a switch, `none` for
+    a flag unset by default), unless the help says it already."""
 
     def _get_help_string(self, action):
         text = action.help or ""
         default = action.default
-        if (action.option_strings and default not in (None, False, argparse.SUPPRESS)
-                and "%(default)" not in text):
-            text += " (default: %(default)s)"
-        return text
+        if (not action.option_strings or "%(default)" in text
+                or default is argparse.SUPPRESS):
+            return text
+        if default is False and action.nargs == 0:
+            return text + " (default: off)"
+        if default is None:
+            # a flag with a value and no default; not -v (a shorthand), nor a flag whose
+            # help says what happens without it
+            if action.nargs == 0 or "default" in text or text.startswith("Required"):
+                return text
+            return text + " (default: none)"
+        return text + " (default: %(default)s)"
+
+
+USAGE = ("%(prog)s --output_dir DIR (--train_source FILES --train_target FILES | "
+         "--train_tsv FILES | --train_tmx FILES) [flags] [Beam pipeline options]")
 
 
 def print_help():
     parser = argparse.ArgumentParser(
         prog="python -m pipeline.datagen", formatter_class=_HelpFormatter,
-        usage="%(prog)s --output_dir DIR (--train_source FILES --train_target FILES | "
-              "--train_tsv FILES | --train_tmx FILES) [flags] [Beam pipeline options]",
+        usage=USAGE,
         description="Tensor2Tensor-compatible translation datagen on Apache Beam. Required: "
                     "--output_dir and training data (--train_source with --train_target, "
                     "--train_tsv or --train_tmx).",
@@ -409,6 +421,10 @@ def main(argv=None):
     if "-h" in argv or "--help" in argv:
         print_help()
         return 0
+    if not argv:
+        print("usage: " + USAGE % {"prog": "python -m pipeline.datagen"}, file=sys.stderr)
+        print("python -m pipeline.datagen --help lists every flag", file=sys.stderr)
+        return 2
     console.install()
     try:
         log_level = parse_flags(argv)[0].log_level

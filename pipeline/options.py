@@ -8,6 +8,7 @@ which do not know the job's flags and log "Discarding unparseable args" for each
 
 import dataclasses
 import difflib
+import logging
 
 from apache_beam.options.pipeline_options import PipelineOptions, _BeamArgumentParser
 
@@ -16,6 +17,8 @@ from pipeline.names import check_name
 from pipeline.runners import DatagenError
 from transforms.config import DatagenConfig, ReadConfig, VocabConfig
 from transforms.vocab_kinds import DEFAULT_KIND, ENDOFTEXT, KIND_NAMES, every_kind, vocab_kind
+
+LOG = logging.getLogger("datagen")
 
 
 def _optional_length(value):
@@ -244,6 +247,11 @@ def validate_flags(f):
     problem = chosen.flag_problem(f)
     if problem:
         raise DatagenError(problem)
+    given = "--word_vocab" if f.word_vocab else "--bpe_vocab" if f.bpe_vocab else None
+    if given and f.vocab_size != defaults["vocab_size"]:
+        LOG.warning("--vocab_size %d with %s: the given vocabulary is used as it is, whatever "
+                    "its size; --vocab_size only names the copy in --output_dir "
+                    "(vocab.%s.%d.*)", f.vocab_size, given, f.problem, f.vocab_size)
     if f.num_train_shards < 1 or f.num_dev_shards < 1:
         raise DatagenError("--num_train_shards and --num_dev_shards must be at least 1")
     if (f.encode_chunk_lines < 1 or f.vocab_partitions < 1 or f.bisection_lookahead < 0

@@ -506,3 +506,61 @@ def test_rerun_over_a_complete_read_only_output_exits_0(tmp_path, capsys, read_o
     code, _, err = _main(capsys, *argv)
     assert code == 0, err
     _one_line_error(capsys, argv + ["--seed", "3"], "holds a complete output of other")
+
+
+# -- 10. console --------------------------------------------------------------------------
+
+def test_help_shows_defaults_of_0_and_none(capsys):
+    assert datagen.main(["--help"]) == 0
+    squashed = " ".join(capsys.readouterr().out.split())
+    assert "characters (0: no limit). (default: 0)" in squashed          # --max_line_chars
+    assert "(0-based). (default: 0)" in squashed                         # --source_column
+    assert "dev source text (optional). (default: none)" in squashed     # --dev_source
+    assert "(vocab.{problem}.{size}.subwords). (default: off)" in squashed  # --shared_vocab
+
+
+def test_no_arguments_prints_the_usage(capsys):
+    assert datagen.main([]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: python -m pipeline.datagen --output_dir DIR")
+
+
+def test_word_summary_table_says_no_eos():
+    from pipeline.summary import format_summary
+    summary = {"status": "complete", "problem": "p", "seed": 0, "passes": 2, "seconds": 1.0,
+               "stages": {},
+               "output_dir": "/o", "vocab": {}, "flags": {"vocab_type": "word"},
+               "splits": {"train": {"pairs_read": 1, "pairs_written": 1, "pairs_rejected": 0,
+                                    "shards": [], "rejected_by_reason": {}, "datasets": {
+                                        "a": {"warnings": ["a: starts with a BOM"]}}}},
+               "lengths": {"splits": {"train": {"inputs": {
+                   "p50": 1, "p90": 1, "p99": 1, "max": 1, "chars_per_token": 1.0}}}}}
+    table = format_summary(summary)
+    assert "(ids, no EOS)" in table and "(ids with EOS)" not in table
+    assert "input warnings: 1" in table
+    summary["flags"]["vocab_type"] = "subword"
+    assert "(ids with EOS)" in format_summary(summary)
+
+
+@pytest.mark.slow
+def test_vocab_size_with_a_given_word_vocab_is_said(tmp_path, capsys):
+    src, tgt = _corpus(tmp_path / "data")
+    vocab = _write(tmp_path / "v.txt", b"<unk>\n<s>\n</s>\nthe\n")
+    code, _, err = _main(capsys, "--train_source", src, "--train_target", tgt, "--output_dir",
+                         tmp_path / "out", "--vocab_type", "word", "--word_vocab", vocab,
+                         "--vocab_size", 77, *FLAGS)
+    assert code == 0, err
+    assert "--vocab_size 77 with --word_vocab: the given vocabulary is used as it is" in err
+
+
+@pytest.mark.slow
+def test_reader_refuses_the_other_mode(tmp_path, capsys):
+    from pipeline.reader import make_dataset
+    src, tgt = _corpus(tmp_path / "data")
+    out = tmp_path / "out"
+    code, _, err = _main(capsys, "--train_source", src, "--train_target", tgt, "--output_dir",
+                         out, "--vocab_type", "word", "--vocab_size", 50, *FLAGS)
+    assert code == 0, err
+    with pytest.raises(ValueError, match="--vocab_type word, written for mode='nmt', not mode='t2t'"):
+        make_dataset(str(out / "p-train-*"), 64, mode="t2t")
+    make_dataset(str(out / "p-train-*"), 8, mode="nmt")
