@@ -38,7 +38,7 @@ class DatagenOptions:
     def _add_argparse_args(cls, parser):
         add = parser.add_argument
         add("--train_source", default=None, help="File pattern(s), comma-separated, of training "
-            "source text: one sentence per line (plain, .gz, .bz2), or SGM/IWSLT XML; "
+            "source text: one sentence per line (plain, .gz, .bz2, .zst, .xz, ...), or SGM/IWSLT XML; "
             "`archive.tgz!path/inside` reads a member of a .tar/.tar.gz/.tgz/.zip archive.")
         add("--train_target", default=None, help="File pattern(s) of the aligned training target text.")
         add("--dev_source", default=None, help="File pattern(s) of dev source text (optional).")
