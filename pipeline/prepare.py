@@ -148,6 +148,9 @@ class PrepareStep:
                 if "error" in m:
                     problems.append(m["error"])
                     continue
+                for side in ("source", "target"):
+                    for warning in m["facts"][side].get("warnings", []):
+                        LOG.warning("%s", warning)
                 prepared[ds.split].append(Prepared(
                     dataclasses.asdict(ds), m["source_path"], m["target_path"],
                     m["facts"]["source"], m["facts"]["target"], m["units"], m["rejects_path"]))

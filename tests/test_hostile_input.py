@@ -564,3 +564,38 @@ def test_reader_refuses_the_other_mode(tmp_path, capsys):
     with pytest.raises(ValueError, match="--vocab_type word, written for mode='nmt', not mode='t2t'"):
         make_dataset(str(out / "p-train-*"), 64, mode="t2t")
     make_dataset(str(out / "p-train-*"), 8, mode="nmt")
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 5, 1 << 20])
+def test_mark_counter_counts_as_the_scan(chunk):
+    from transforms import text_lines
+    data = b"\xef\xbb\xbfa\r\nb\rc\r\r\nd\0\n\re\r"
+
+    class Chunked(io.BytesIO):
+        def read(self, size=-1):
+            return super().read(chunk)
+
+    counter = text_lines.MarkCounter(Chunked(data))
+    assert b"".join(iter(lambda: counter.read(chunk), b"")) == data
+    assert counter.marks == {"bom": True, "lone_cr": 4, "nul": 1}
+
+
+@pytest.mark.slow
+def test_cr_only_member_of_an_archive_is_warned(tmp_path, capsys):
+    import json
+    import tarfile
+    src = _write(tmp_path / "mac.en", b"one two\rthree four\r")
+    tgt = _write(tmp_path / "u.zh", "\u4e00\n".encode())
+    archive = tmp_path / "c.tar"
+    with tarfile.open(archive, "w") as tar:
+        tar.add(src, "c/mac.en")
+        tar.add(tgt, "c/u.zh")
+    out = tmp_path / "out"
+    code, _, err = _main(capsys, "--train_source", "%s!c/mac.en" % archive, "--train_target",
+                         "%s!c/u.zh" % archive, "--output_dir", out, "--vocab_type", "word",
+                         "--vocab_size", 20, *FLAGS)
+    assert code == 0, err
+    assert "c/mac.en: 2 carriage returns" in err
+    summary = json.loads((out / "p.datagen_summary.json").read_text())
+    (dataset,) = summary["splits"]["train"]["datasets"].values()
+    assert len(dataset["warnings"]) == 1

@@ -126,6 +126,34 @@ def scan_stream(stream, checkpoint_every, marks=None):
     return num_bytes, num_lines, checkpoints, first_invalid
 
 
+class MarkCounter:
+    """A binary stream's `read`, counting on the way what `scan_stream` counts in `marks`
+    (for line files read once, by a converter, rather than scanned)."""
+
+    def __init__(self, stream):
+        self._stream = stream
+        self._head = b""
+        self._last = b""
+        self.marks = {"lone_cr": 0, "nul": 0, "bom": False}
+
+    def read(self, size=-1):
+        data = self._stream.read(size)
+        if data:
+            marks = self.marks
+            if len(self._head) < len(UTF8_BOM):
+                self._head += data[:len(UTF8_BOM) - len(self._head)]
+                marks["bom"] = self._head == UTF8_BOM
+            # a "\r" ending the previous read counted as lone; a "\n" here makes it CRLF
+            marks["lone_cr"] += data.count(b"\r") - data.count(b"\r\n") - (
+                self._last == b"\r" and data[:1] == b"\n")
+            marks["nul"] += data.count(b"\0")
+            self._last = data[-1:]
+        return data
+
+    def close(self):
+        self._stream.close()
+
+
 def text_marks(path, marks):
     """The warnings of `scan_stream`'s `marks` for the file `path` (T2T reads such text as
     it is, and so does the job; these say what that means)."""
