@@ -335,7 +335,11 @@ class DatagenJob:
             commit.remove_work_dir(layout)
         summary = self._summary("complete", started, t0, vocab=vocab, splits=split_report,
                                 lengths=summary_lengths(lengths, prepared))
-        commit.mark_complete(layout, summary)
+        try:
+            commit.mark_complete(layout, summary)
+        except Exception as e:  # a full disk at the very end: no marker, a "failed" summary
+            self._record_failure(started, t0, e)
+            raise
         return summary
 
     def _summary(self, status, started, t0, **facts):

@@ -599,3 +599,27 @@ def test_cr_only_member_of_an_archive_is_warned(tmp_path, capsys):
     summary = json.loads((out / "p.datagen_summary.json").read_text())
     (dataset,) = summary["splits"]["train"]["datasets"].values()
     assert len(dataset["warnings"]) == 1
+
+
+@pytest.mark.slow
+def test_disk_full_while_writing_the_marker_leaves_a_failed_summary(tmp_path, capsys,
+                                                                     monkeypatch):
+    import errno
+    import json
+    from transforms import file_io
+    src, tgt = _corpus(tmp_path / "data")
+    out = tmp_path / "out"
+    real = file_io.write_bytes_atomically
+
+    def full_at_the_marker(path, data):
+        if path.endswith(".DATAGEN_COMPLETE"):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real(path, data)
+
+    monkeypatch.setattr(file_io, "write_bytes_atomically", full_at_the_marker)
+    _one_line_error(capsys, ["--train_source", src, "--train_target", tgt, "--output_dir", out,
+                             "--vocab_type", "word", "--vocab_size", 50] + FLAGS,
+                    "No space left on device", str(out))
+    assert not os.path.exists(out / "p.DATAGEN_COMPLETE")
+    summary = json.loads((out / "p.datagen_summary.json").read_text())
+    assert summary["status"] == "failed" and "No space left" in summary["error"]
