@@ -623,3 +623,18 @@ def test_disk_full_while_writing_the_marker_leaves_a_failed_summary(tmp_path, ca
     assert not os.path.exists(out / "p.DATAGEN_COMPLETE")
     summary = json.loads((out / "p.datagen_summary.json").read_text())
     assert summary["status"] == "failed" and "No space left" in summary["error"]
+
+
+@pytest.mark.slow
+def test_disk_full_with_worker_processes_prints_one_line(tmp_path, capfd, small_disk):
+    from datagen_helpers import DIRECT_MP2, with_t2t_vocab
+    out = small_disk / "out"
+    src, tgt = _sample_files(tmp_path, 7000)
+    with_t2t_vocab(out, problem="b")
+    code = datagen.main([str(a) for a in ["--train_source", src, "--train_target", tgt,
+                                          "--output_dir", out, "--problem", "b"] + DIRECT_MP2])
+    err = capfd.readouterr().err
+    assert code == 2, err
+    errors = [line for line in err.splitlines() if " ERROR " in line]
+    assert len(errors) == 1 and "No space left on device" in errors[0], err
+    assert "Traceback" not in err, err
