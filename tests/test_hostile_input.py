@@ -638,3 +638,11 @@ def test_disk_full_with_worker_processes_prints_one_line(tmp_path, capfd, small_
     errors = [line for line in err.splitlines() if " ERROR " in line]
     assert len(errors) == 1 and "No space left on device" in errors[0], err
     assert "Traceback" not in err, err
+
+
+def test_a_pattern_matching_only_own_outputs_is_an_error(tmp_path):
+    from pipeline.datasets import _expand
+    from pipeline.runners import DatagenError
+    _write(tmp_path / "vocab.p.8192.subwords.en", b"'a_'\n")
+    with pytest.raises(DatagenError, match="matches only files this job writes"):
+        _expand(str(tmp_path / "*.en"), "train_source", str(tmp_path))

@@ -83,7 +83,8 @@ def _shard_records(path):
 @settings(max_examples=30, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                  HealthCheck.function_scoped_fixture])
-@given(source=side(), target=side(), vocab_type=st.sampled_from(["subword", "word"]),
+@given(source=side(), target=side(),
+       vocab_type=st.sampled_from(["subword", "subword", "word", "byte_bpe"]),
        on_invalid=st.sampled_from(["error", "reject", "replace", "replace"]),
        on_misaligned=st.sampled_from(["error", "reject", "reject", "reject"]))
 def test_any_input_ends_in_exit_0_with_books_or_exit_2_naming_the_file(
@@ -99,8 +100,9 @@ def test_any_input_ends_in_exit_0_with_books_or_exit_2_naming_the_file(
         out = os.path.join(work, "out")
         argv = ["--train_source", paths[0], "--train_target", paths[1], "--output_dir", out,
                 "--problem", "p", "--num_train_shards", "2", "--runner", "FnApiRunner",
-                "--vocab_type", vocab_type, "--vocab_size", "60" if vocab_type == "word"
-                else "100", "--on_invalid_utf8", on_invalid, "--on_misaligned", on_misaligned,
+                "--vocab_type", vocab_type,
+                "--vocab_size", {"word": "60", "subword": "100", "byte_bpe": "300"}[vocab_type],
+                "--on_invalid_utf8", on_invalid, "--on_misaligned", on_misaligned,
                 "--allow_empty"]
         code = datagen.main(argv)
         err = capsys.readouterr().err
