@@ -100,10 +100,12 @@ def scan_stream(stream, checkpoint_every, marks=None):
         data = pending + chunk
         parts = data.split(b"\n")
         pending = parts.pop()
-        if marks is not None:
-            body = data[:len(data) - len(pending)]
-            lone_cr += body.count(b"\r") - body.count(b"\r\n")
-            nul += body.count(b"\0")
+        if marks is not None:  # the lines ended here (`pending` is counted with the next)
+            if b"\r" in data:  # most files have none: one search, not two counts
+                lone_cr += (data.count(b"\r") - data.count(b"\r\n")
+                            - pending.count(b"\r") + pending.count(b"\r\n"))
+            if b"\0" in data:
+                nul += data.count(b"\0") - pending.count(b"\0")
         offset = pending_offset
         for part in parts:
             if first_invalid is None and not _is_utf8(part):
