@@ -16,9 +16,10 @@ import sys
 LOG = logging.getLogger("datagen")
 LOG_LEVELS = ("debug", "info", "warning", "error")
 LIBRARY_LOGGERS = ("apache_beam", "tensorflow", "absl")
-# A worker's loggers of a failing bundle: Beam logs the DoFn's exception there (with its
-# traceback) and sends it to the driver too, which reports it (one line for a full disk; the
-# traceback for a bug). In worker processes they are held back unless --log_level is given.
+# The loggers of a failing bundle: Beam logs the DoFn's exception there (with its traceback),
+# in a worker process or in this one (in-process runners), and raises it in the driver too,
+# which reports it (one line for a full disk; the traceback for a bug). Held back unless
+# --log_level is given.
 WORKER_ERROR_LOGGERS = ("apache_beam.runners.common", "apache_beam.runners.worker")
 MAX_LINE = 120  # characters of one progress line, timestamp included
 
@@ -59,12 +60,12 @@ def install():
 
 
 @contextlib.contextmanager
-def library_logging(log_level=None, worker=False):
+def library_logging(log_level=None):
     """Within: Beam's, TensorFlow's and absl's loggers at `log_level` (None: errors only),
     TensorFlow's C++ start-up lines off unless asked for (worker processes inherit the
     environment), and the job's own debug lines with `debug`."""
     level = getattr(logging, (log_level or "error").upper())
-    quiet = WORKER_ERROR_LOGGERS if worker and not log_level else ()
+    quiet = WORKER_ERROR_LOGGERS if not log_level else ()
     saved = {name: logging.getLogger(name).level for name in LIBRARY_LOGGERS + quiet}
     for name in quiet:
         logging.getLogger(name).setLevel(logging.CRITICAL)

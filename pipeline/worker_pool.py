@@ -321,7 +321,7 @@ def _serve(settings, pipe):
     options = PipelineOptions.from_dictionary(settings["options"])
     FileSystems.set_options(options)
     pickler.set_library(options.view_as(SetupOptions).pickle_library)
-    with console.library_logging(settings["log_level"], worker=True):
+    with console.library_logging(settings["log_level"]):
         server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
         beam_fn_api_pb2_grpc.add_BeamFnExternalWorkerPoolServicer_to_server(
             _HarnessThreads(options.view_as(WorkerOptions).max_cache_memory_usage_mb << 20),

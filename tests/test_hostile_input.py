@@ -646,3 +646,24 @@ def test_a_pattern_matching_only_own_outputs_is_an_error(tmp_path):
     _write(tmp_path / "vocab.p.8192.subwords.en", b"'a_'\n")
     with pytest.raises(DatagenError, match="matches only files this job writes"):
         _expand(str(tmp_path / "*.en"), "train_source", str(tmp_path))
+
+
+@pytest.mark.slow
+def test_disk_full_on_the_command_line_prints_one_line(tmp_path, small_disk):
+    """As a user runs it: a process of its own, whose logging is not pytest's (Beam's DoFn
+    error log with its traceback would reach the console there)."""
+    import subprocess
+    import sys
+    from datagen_helpers import with_t2t_vocab
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    out = small_disk / "out"
+    src, tgt = _sample_files(tmp_path, 7000)
+    with_t2t_vocab(out, problem="b")
+    run = subprocess.run(
+        [sys.executable, "-m", "pipeline.datagen", "--train_source", src, "--train_target",
+         tgt, "--output_dir", str(out), "--problem", "b", "--runner", "FnApiRunner"],
+        cwd=root, capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=root))
+    assert run.returncode == 2, run.stderr
+    assert "Traceback" not in run.stderr, run.stderr
+    errors = [line for line in run.stderr.splitlines() if " ERROR " in line]
+    assert len(errors) == 1 and "No space left on device" in errors[0], run.stderr
