@@ -40,15 +40,16 @@ def literal_patterns(patterns, flag=None, output_dir=None):
     return [p.strip() for p in (patterns or "").split(",") if p.strip()]
 
 
-def _is_local_file(path):
+def is_local_file(path):
+    """Whether `path` names an existing local file as it is (no glob, no list)."""
     return "://" not in path and os.path.isfile(path)
 
 
-def _split_patterns(patterns):
+def split_patterns(patterns):
     """The comma-separated parts of a flag's value; a value (or a part) that names an
     existing local file is taken as that file's name, commas and `[` `]` `*` `?` included."""
     whole = (patterns or "").strip()
-    if whole and "!" not in whole and _is_local_file(file_io.absolute(whole)):
+    if whole and "!" not in whole and is_local_file(file_io.absolute(whole)):
         return [whole]
     return [p.strip() for p in whole.split(",") if p.strip()]
 
@@ -70,13 +71,13 @@ def _expand(patterns, flag=None, output_dir=None):
                 left_out.append(path)
                 return True
             return False
-    for pattern in _split_patterns(patterns):
+    for pattern in split_patterns(patterns):
         try:
             outer, member = split_archive_path(pattern)
         except FormatError as e:
             raise DatagenError(str(e)) from None
         if member is None:
-            if _is_local_file(file_io.absolute(pattern)):
+            if is_local_file(file_io.absolute(pattern)):
                 path = file_io.absolute(pattern)  # a file's own name: not a glob
                 out.extend([] if exclude and exclude(path) else [path])
                 continue

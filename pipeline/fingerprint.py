@@ -14,7 +14,11 @@ differs is refused. A vocab file without a sidecar was put there by hand and is 
 T2T would.
 """
 
+import os
+
 from apache_beam.io.filesystems import FileSystems
+
+from pipeline.datasets import is_local_file, split_patterns
 
 from transforms import file_io
 
@@ -44,6 +48,9 @@ def _files_of(pattern):
     its archive, a directory (--bpe_vocab) as the files in it. Nothing for no match: the plan
     reports missing inputs, here they only show up as a difference."""
     pattern = file_io.absolute(pattern.strip().split("!", 1)[0])
+    if is_local_file(pattern):  # a file's own name, brackets and all: not a glob
+        return {pattern: {"size": os.path.getsize(pattern),
+                          "mtime": round(os.path.getmtime(pattern), 3)}}
     files = {}
     for query in (pattern, FileSystems.join(pattern, "*")):
         for m in FileSystems.match([query])[0].metadata_list:
@@ -59,7 +66,9 @@ def _inputs(flag_values, flags):
     inputs = {}
     for flag in flags:
         files = {}
-        for pattern in (flag_values.get(flag) or "").split(","):
+        patterns = ((flag_values.get(flag) or "").split(",") if flag in GIVEN_VOCAB_FLAGS
+                    else split_patterns(flag_values.get(flag)))
+        for pattern in patterns:
             if pattern.strip():
                 files.update(_files_of(pattern))
         if flag_values.get(flag):

@@ -667,3 +667,27 @@ def test_disk_full_on_the_command_line_prints_one_line(tmp_path, small_disk):
     assert "Traceback" not in run.stderr, run.stderr
     errors = [line for line in run.stderr.splitlines() if " ERROR " in line]
     assert len(errors) == 1 and "No space left on device" in errors[0], run.stderr
+
+
+@pytest.mark.slow
+def test_odd_file_names_through_the_job_and_its_fingerprint(tmp_path, capsys):
+    import json
+    data = tmp_path / "data"
+    src, tgt = _corpus(data)
+    odd_src, odd_tgt = str(data / "a,b[1].en"), str(data / "a,b[1].zh")
+    os.rename(src, odd_src)
+    os.rename(tgt, odd_tgt)
+    _write(data / "a1.en", b"decoy\n")  # what the brackets would glob
+    out = tmp_path / "out"
+    argv = ["--train_source", odd_src, "--train_target", odd_tgt, "--output_dir", out,
+            "--vocab_type", "word", "--vocab_size", 50] + FLAGS
+    code, _, err = _main(capsys, *argv)
+    assert code == 0, err
+    summary = json.loads((out / "p.datagen_summary.json").read_text())
+    assert list(summary["fingerprint"]["inputs"]["train_source"]) == [odd_src]
+    assert summary["splits"]["train"]["pairs_read"] == 40
+    code, _, err = _main(capsys, *argv)
+    assert code == 0 and "nothing to do" in err, err
+    with open(odd_src, "ab") as f:
+        f.write(b"one more\n")
+    _one_line_error(capsys, argv, "a,b[1].en changed")
