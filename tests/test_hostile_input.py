@@ -77,6 +77,11 @@ def test_utf16_file_is_a_one_line_error(tmp_path, capsys):
     _one_line_error(capsys, ["--train_source", src, "--train_target", tgt, "--output_dir", out]
                     + FLAGS, "u.en")
     _no_output(out)
+    from transforms.text_lines import scan_stream, text_marks
+    for encoding in ("utf-16", "utf-16-be", "utf-32", "utf-32-be"):
+        marks = {}
+        scan_stream(io.BytesIO("\ufeffhello\n".encode(encoding)), 100, marks)
+        assert "UTF-16 or UTF-32 byte-order mark" in text_marks("u.en", marks)[0], encoding
 
 
 # -- 2, 3. every compression Beam reads: cut or corrupt is an error, never a shorter file ----

@@ -69,6 +69,13 @@ def _is_utf8(raw):
 
 
 UTF8_BOM = b"\xef\xbb\xbf"
+_HEAD = 4  # bytes at the start of a file that say its byte-order mark
+
+
+def _head_marks(head, marks):
+    marks["bom"] = head.startswith(UTF8_BOM)
+    if head[:2] in (b"\xff\xfe", b"\xfe\xff") or head == b"\x00\x00\xfe\xff":
+        marks["wide_bom"] = True  # UTF-16 or UTF-32: not UTF-8 from its first byte
 
 
 def scan_stream(stream, checkpoint_every, marks=None):
@@ -95,8 +102,8 @@ def scan_stream(stream, checkpoint_every, marks=None):
         if not chunk:
             break
         num_bytes += len(chunk)
-        if len(head) < len(UTF8_BOM):
-            head += chunk[:len(UTF8_BOM) - len(head)]
+        if len(head) < _HEAD:
+            head += chunk[:_HEAD - len(head)]
         data = pending + chunk
         parts = data.split(b"\n")
         pending = parts.pop()
@@ -122,7 +129,7 @@ def scan_stream(stream, checkpoint_every, marks=None):
     if marks is not None:
         marks["lone_cr"] = lone_cr + pending.count(b"\r")
         marks["nul"] = nul + pending.count(b"\0")
-        marks["bom"] = head == UTF8_BOM
+        _head_marks(head, marks)
     if checkpoints[-1][0] >= num_lines and len(checkpoints) > 1:
         checkpoints.pop()
     return num_bytes, num_lines, checkpoints, first_invalid
@@ -142,9 +149,9 @@ class MarkCounter:
         data = self._stream.read(size)
         if data:
             marks = self.marks
-            if len(self._head) < len(UTF8_BOM):
-                self._head += data[:len(UTF8_BOM) - len(self._head)]
-                marks["bom"] = self._head == UTF8_BOM
+            if len(self._head) < _HEAD:
+                self._head += data[:_HEAD - len(self._head)]
+                _head_marks(self._head, marks)
             # a "\r" ending the previous read counted as lone; a "\n" here makes it CRLF
             marks["lone_cr"] += data.count(b"\r") - data.count(b"\r\n") - (
                 self._last == b"\r" and data[:1] == b"\n")
@@ -167,6 +174,9 @@ def text_marks(path, marks):
     if marks.get("bom"):
         warnings.append("%s: starts with a UTF-8 byte-order mark, kept as text at the start of "
                         "line 1 (as T2T keeps it)" % path)
+    if marks.get("wide_bom"):
+        warnings.append("%s: starts with a UTF-16 or UTF-32 byte-order mark: the job reads "
+                        "UTF-8 only (convert it: iconv -f UTF-16 -t UTF-8)" % path)
     if marks.get("nul"):
         warnings.append("%s: %d NUL bytes, kept as characters (as T2T keeps them); UTF-16 or "
                         "UTF-32 text? (convert it: iconv -t UTF-8)" % (path, marks["nul"]))
