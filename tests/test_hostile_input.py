@@ -696,3 +696,9 @@ def test_odd_file_names_through_the_job_and_its_fingerprint(tmp_path, capsys):
     with open(odd_src, "ab") as f:
         f.write(b"one more\n")
     _one_line_error(capsys, argv, "a,b[1].en changed")
+
+
+def test_an_input_gone_since_it_was_listed_is_an_error_fact(tmp_path):
+    from transforms.file_scan import _ScanFileFn
+    ((path, facts),) = list(_ScanFileFn(100).process(str(tmp_path / "gone.en")))
+    assert facts["error"] == "%s: cannot be read (No such file or directory)" % path

@@ -28,6 +28,10 @@ class _ScanFileFn(beam.DoFn):
         except InputError as e:
             yield path, {"error": str(e)}
             return
+        except (FileNotFoundError, PermissionError, IsADirectoryError) as e:
+            # listed when the job started, gone or unreadable now (moved, rotated away)
+            yield path, {"error": "%s: cannot be read (%s)" % (path, e.strerror or e)}
+            return
         if file_io.is_compressed(path):
             checkpoints = checkpoints[:1]  # a compressed stream cannot seek: read it whole
         facts = {"bytes": num_bytes, "lines": num_lines, "checkpoints": checkpoints,
