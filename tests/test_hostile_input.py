@@ -702,3 +702,42 @@ def test_an_input_gone_since_it_was_listed_is_an_error_fact(tmp_path):
     from transforms.file_scan import _ScanFileFn
     ((path, facts),) = list(_ScanFileFn(100).process(str(tmp_path / "gone.en")))
     assert facts["error"] == "%s: cannot be read (No such file or directory)" % path
+
+
+@pytest.mark.slow
+def test_utf16_without_bom_is_read_as_t2t_reads_it_with_a_warning(tmp_path, capsys):
+    import json
+    src = _write(tmp_path / "u.en", "hello world\nsecond line\n".encode("utf-16-le"))
+    tgt = _write(tmp_path / "u.zh", "\u4e00\n\u4e8c\n\u4e09\n".encode())
+    out = tmp_path / "out"
+    code, _, err = _main(capsys, "--train_source", src, "--train_target", tgt, "--output_dir",
+                         out, "--vocab_size", 100, *FLAGS)
+    assert code == 0, err
+    assert "u.en: 24 NUL bytes" in err and "UTF-16 or UTF-32 text?" in err
+    summary = json.loads((out / "p.datagen_summary.json").read_text())
+    assert_books_balance(summary)
+    assert summary["splits"]["train"]["pairs_read"] == 3  # T2T's reader: 3 lines
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("suffix", [".tgz", ".tar.xz", ".zip"])
+def test_cut_archive_through_the_job(tmp_path, capsys, suffix):
+    import tarfile
+    import zipfile
+    src, tgt = _corpus(tmp_path / "data", lines=400)
+    archive = tmp_path / ("c" + suffix)
+    if suffix == ".zip":
+        with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as z:
+            z.write(src, "a.en")
+            z.write(tgt, "a.zh")
+    else:
+        with tarfile.open(archive, "w:gz" if suffix == ".tgz" else "w:xz") as tar:
+            tar.add(src, "a.en")
+            tar.add(tgt, "a.zh")
+    data = archive.read_bytes()
+    archive.write_bytes(data[:len(data) * 2 // 3])
+    out = tmp_path / "out"
+    _one_line_error(capsys, ["--train_source", "%s!a.en" % archive, "--train_target",
+                             "%s!a.zh" % archive, "--output_dir", out, "--vocab_type", "word",
+                             "--vocab_size", 50] + FLAGS, "c" + suffix)
+    _no_output(out)
