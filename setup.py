@@ -27,6 +27,9 @@ REQUIRED = [
     "protobuf>=4.22",
     # GPT-2's pre-tokenizer pattern (byte-level BPE) needs \p{..} classes.
     "regex>=2023.0",
+    # Checked decompression of .zst inputs (transforms/checked_decompress.py); Beam's own
+    # dependency, at the versions it accepts.
+    "zstandard>=0.18,<1",
     "tensorflow-cpu>=2.16; platform_machine == 'x86_64'",
     "tensorflow>=2.16; platform_machine != 'x86_64'",
 ]

@@ -48,6 +48,10 @@ def split_report(split, prepared, num_shards, shards, rejects, tokens, rejects_f
             "format": p.ds["format"], "files": [x for x in (p.ds["source"], p.ds["target"]) if x],
             "pairs_read": p.units, "pairs_written": n_written, "pairs_rejected": n_rejected,
             "rejected_by_reason": dict(sorted(by_reason.items()))}
+        warnings = [w for facts in (p.source_facts, p.target_facts)
+                    for w in (facts or {}).get("warnings", [])]
+        if warnings:  # what T2T reads as text but was likely not meant (`text_marks`)
+            datasets[p.ds["name"]]["warnings"] = warnings
         if p.units != n_written + n_rejected:
             unbalanced.append("%s: %d read, %d written, %d rejected" % (
                 p.ds["name"], p.units, n_written, n_rejected))

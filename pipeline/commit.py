@@ -8,13 +8,17 @@ summary, so its presence means every file of this run is there. Beam's FileSyste
 moves, so this works on object stores too (where a "directory" is only a name prefix).
 """
 
+import logging
+
 from apache_beam.io.filesystems import FileSystems
 
 from pipeline.layout import WORK_NAME
 from pipeline.length_report import render_length_report
+from pipeline.own_outputs import old_shards
 from transforms import file_io
 
 SPLITS = ("train", "dev")
+LOG = logging.getLogger("datagen")
 
 
 def promote_outputs(layout, shards, rejects, stores=None):
@@ -23,8 +27,14 @@ def promote_outputs(layout, shards, rejects, stores=None):
     length report (it describes the old shards; `mark_complete` writes the new one)."""
     file_io.delete_tree(layout.complete_path, stores)
     file_io.delete_tree(layout.lengths_report_path, stores)
-    old = [path for split in SPLITS
-           for path, _, _ in file_io.match_files(layout.shard_pattern(split), stores)]
+    old = []
+    for split in SPLITS:
+        previous, others = old_shards(layout, split, stores)  # a user's p-train-notes.txt stays
+        old.extend(previous)
+        if others:
+            LOG.warning("left alone in --output_dir (not shards of this job, but a reader's "
+                        "%s-%s* glob sees them): %s", layout.problem, split,
+                        ", ".join(sorted(p.rsplit("/", 1)[-1] for p in others)))
     file_io.delete_files(old, stores)
     for split in SPLITS:
         file_io.delete_tree(layout.rejects_path(split), stores)

@@ -16,6 +16,11 @@ import sys
 LOG = logging.getLogger("datagen")
 LOG_LEVELS = ("debug", "info", "warning", "error")
 LIBRARY_LOGGERS = ("apache_beam", "tensorflow", "absl")
+# The loggers of a failing bundle: Beam logs the DoFn's exception there (with its traceback),
+# in a worker process or in this one (in-process runners), and raises it in the driver too,
+# which reports it (one line for a full disk; the traceback for a bug). Held back unless
+# --log_level is given.
+WORKER_ERROR_LOGGERS = ("apache_beam.runners.common", "apache_beam.runners.worker")
 MAX_LINE = 120  # characters of one progress line, timestamp included
 
 
@@ -68,7 +73,10 @@ def library_logging(log_level=None):
     TensorFlow's C++ start-up lines off unless asked for (worker processes inherit the
     environment), and the job's own debug lines with `debug`."""
     level = getattr(logging, (log_level or "error").upper())
-    saved = {name: logging.getLogger(name).level for name in LIBRARY_LOGGERS}
+    quiet = WORKER_ERROR_LOGGERS if not log_level else ()
+    saved = {name: logging.getLogger(name).level for name in LIBRARY_LOGGERS + quiet}
+    for name in quiet:
+        logging.getLogger(name).setLevel(logging.CRITICAL)
     saved_job = LOG.level
     saved_env = os.environ.get("TF_CPP_MIN_LOG_LEVEL")
     for name in LIBRARY_LOGGERS:

@@ -41,6 +41,7 @@ if __name__ == "__main__":
 
 import argparse  # noqa: E402 (after the signal mask, on purpose)
 import atexit
+import contextlib
 import datetime
 import functools
 import logging
@@ -53,6 +54,7 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from pipeline import books, commit, console, fingerprint, preflight, staging
+from pipeline.complete_check import missing_outputs, read_summary
 from pipeline.encode import EncodeStep
 from pipeline.interrupts import InterruptWatcher, Interrupted
 from pipeline.lock import OutputLock
@@ -62,6 +64,7 @@ from pipeline.options import (DatagenOptions, check_known_flags, datagen_config,
                               datagen_flag_values, parse_flags, validate_flags)
 from pipeline.passes import PassRunner, WorkerDied
 from pipeline.prepare import PrepareStep, rides_along
+from pipeline.storage_errors import storage_error, storage_message
 from pipeline.runners import (DatagenError, check_workers_can_import_project, is_dry_run,
                               one_line, run_small_input_in_process)
 from pipeline.summary import format_summary
@@ -208,6 +211,10 @@ class DatagenJob:
         try:
             with staging.project_sdist_once(self.options):
                 return self._run()
+        except Exception as e:
+            if isinstance(e, DatagenError) or storage_error(e) is None:
+                raise
+            raise DatagenError(storage_message(e, self.layout.output_dir)) from None
         finally:
             self.run_pass.close()  # worker processes the passes shared
 
@@ -225,13 +232,41 @@ class DatagenJob:
                           on_lost=self.run_pass.abort_for_lost_lock, run_id=self.run_id)
         self.run_pass.lock = lock
         started, t0 = _now(), time.time()
-        with lock:
+        with contextlib.ExitStack() as held:
+            try:
+                held.enter_context(lock)
+            except (OSError, DatagenError) as e:
+                # A read-only --output_dir (a published data set) holding this very output:
+                # nothing to do, and nothing needs the lock (README: exit 0).
+                unwritable = storage_error(e) or isinstance(e, PermissionError) or isinstance(
+                    e.__context__, PermissionError)
+                summary = self._complete_unchanged(plan) if unwritable else None
+                if summary is None:
+                    raise
+                return summary
             try:
                 return self._run_locked(started, t0, datasets, plan)
             except (Interrupted, KeyboardInterrupt) as e:
                 if not lock.lost:
                     self._record_failure(started, t0, e, "interrupted")
                 raise
+
+    def _complete_unchanged(self, plan):
+        """The noop summary when --output_dir holds a complete output of this run's inputs
+        and flags with every file there; else None (or DatagenError when it was made from
+        other inputs or flags)."""
+        if self.flags.overwrite or not file_io.exists(self.layout.complete_path):
+            return None
+        flag_values = datagen_flag_values(self.flags)
+        self.fingerprint = fingerprint.output_fingerprint(flag_values, None, self.stores)
+        summary = read_summary(self.layout, self.stores)
+        if summary is None or missing_outputs(self.layout, summary, self.stores):
+            return None
+        self.check_same_fingerprint(summary)
+        LOG.info("%s is complete (%s exists): nothing to do (it cannot be written, and "
+                 "need not be)", self.layout.output_dir, self.layout.complete_path)
+        summary["noop"] = True
+        return summary
 
     def choose_direct_mode(self):
         """Small inputs run in this process under DirectRunner (see
@@ -268,12 +303,22 @@ class DatagenJob:
         self.fingerprint = fingerprint.output_fingerprint(flag_values, listed, self.stores)
         self.vocab.fingerprint = fingerprint.vocab_fingerprint(flag_values, listed, self.stores)
         if file_io.exists(layout.complete_path, self.stores) and not f.overwrite:
-            summary = file_io.read_json(layout.summary_path, self.stores)
-            self.check_same_fingerprint(summary)
-            LOG.info("%s is complete (%s exists): nothing to do; pass --overwrite to redo it",
-                     layout.output_dir, layout.complete_path)
-            summary["noop"] = True
-            return summary
+            summary = read_summary(layout, self.stores)
+            missing = None if summary is None else missing_outputs(layout, summary, self.stores)
+            if summary is not None:
+                self.check_same_fingerprint(summary)
+            if summary is not None and not missing:
+                LOG.info("%s is complete (%s exists): nothing to do; pass --overwrite to "
+                         "redo it", layout.output_dir, layout.complete_path)
+                summary["noop"] = True
+                return summary
+            # a marker over missing files (a shard deleted since) is not trusted: redo it
+            LOG.warning("%s is marked complete but %s: redoing it", layout.output_dir,
+                        "its summary %s cannot be read" % layout.summary_path
+                        if summary is None else "%s %s missing" % (
+                            ", ".join(missing[:3]) + (" and %d more" % (len(missing) - 3)
+                                                      if len(missing) > 3 else ""),
+                            "is" if len(missing) == 1 else "are"))
         # Leftovers of a killed run must not be read back, nor look like output.
         file_io.delete_tree(layout.problem_work_dir, self.stores)
         for stray in file_io.remove_temporaries(layout.output_dir, self.stores):
@@ -316,7 +361,11 @@ class DatagenJob:
                                 lengths=summary_lengths(lengths, prepared),
                                 metrics=dict(sorted(self.run_pass.counters.items())))
         self.run_pass.lock.check()
-        commit.mark_complete(layout, summary, self.stores)
+        try:
+            commit.mark_complete(layout, summary, self.stores)
+        except Exception as e:  # a full disk at the very end: no marker, a "failed" summary
+            self._record_failure(started, t0, e)
+            raise
         return summary
 
     def _summary(self, status, started, t0, **facts):
@@ -337,6 +386,9 @@ class DatagenJob:
         is still there: then the summary describes that output)."""
         if file_io.exists(self.layout.complete_path, self.stores):
             return
+        if storage_error(error):
+            # a full disk: the work directory's files go first, so the summary fits
+            commit.remove_work_dir(self.layout, self.stores)
         try:
             file_io.write_json(self.layout.summary_path, self._summary(
                 status, started, t0, error="%s: %s" % (type(error).__name__, error)),
@@ -358,22 +410,34 @@ def run(argv=None, interrupted=lambda: None):
 
 
 class _HelpFormatter(argparse.HelpFormatter):
-    """Every flag's help ends with its default (none for flags off or unset by default)."""
+    """Every flag's help ends with its default, 0 included (`off` for a switch, `none` for
+    a flag unset by default), unless the help says it already."""
 
     def _get_help_string(self, action):
         text = action.help or ""
         default = action.default
-        if (action.option_strings and default not in (None, False, argparse.SUPPRESS)
-                and "%(default)" not in text):
-            text += " (default: %(default)s)"
-        return text
+        if (not action.option_strings or "%(default)" in text
+                or default is argparse.SUPPRESS):
+            return text
+        if default is False and action.nargs == 0:
+            return text + " (default: off)"
+        if default is None:
+            # a flag with a value and no default; not -v (a shorthand), nor a flag whose
+            # help says what happens without it
+            if action.nargs == 0 or "default" in text or text.startswith("Required"):
+                return text
+            return text + " (default: none)"
+        return text + " (default: %(default)s)"
+
+
+USAGE = ("%(prog)s --output_dir DIR (--train_source FILES --train_target FILES | "
+         "--train_tsv FILES | --train_tmx FILES) [flags] [Beam pipeline options]")
 
 
 def print_help():
     parser = argparse.ArgumentParser(
         prog="python -m pipeline.datagen", formatter_class=_HelpFormatter,
-        usage="%(prog)s --output_dir DIR (--train_source FILES --train_target FILES | "
-              "--train_tsv FILES | --train_tmx FILES) [flags] [Beam pipeline options]",
+        usage=USAGE,
         description="Tensor2Tensor-compatible translation datagen on Apache Beam. Required: "
                     "--output_dir and training data (--train_source with --train_target, "
                     "--train_tsv or --train_tmx).",
@@ -388,6 +452,10 @@ def main(argv=None):
     if "-h" in argv or "--help" in argv:
         print_help()
         return 0
+    if not argv:
+        print("usage: " + USAGE % {"prog": "python -m pipeline.datagen"}, file=sys.stderr)
+        print("python -m pipeline.datagen --help lists every flag", file=sys.stderr)
+        return 2
     console.install()
     try:
         log_level = parse_flags(argv)[0].log_level

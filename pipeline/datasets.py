@@ -9,12 +9,16 @@ their split; the number is part of each pair's shuffle key.
 """
 
 import dataclasses
+import logging
 import os
 from typing import Optional
 
+from pipeline.own_outputs import exclude_own
 from pipeline.runners import DatagenError
 from transforms import file_io
 from transforms.corpus_formats import FormatError, detect_format, split_archive_path
+
+LOG = logging.getLogger("datagen")
 
 @dataclasses.dataclass
 class Dataset:
@@ -31,24 +35,61 @@ class Dataset:
         return self.format == "lines" and "!" not in self.source and "!" not in (self.target or "")
 
 
-def literal_patterns(patterns):
+def literal_patterns(patterns, flag=None, output_dir=None):
     """Pattern lists taken as file names, without asking any file system (for --dry_run)."""
     return [p.strip() for p in (patterns or "").split(",") if p.strip()]
 
 
-def expand_listing(patterns, stores=None):
+def is_local_file(path):
+    """Whether `path` names an existing local file as it is (no glob, no list)."""
+    return "://" not in path and os.path.isfile(path)
+
+
+def split_patterns(patterns):
+    """The comma-separated parts of a flag's value; a value (or a part) that names an
+    existing local file is taken as that file's name, commas and `[` `]` `*` `?` included."""
+    whole = (patterns or "").strip()
+    if whole and "!" not in whole and is_local_file(file_io.absolute(whole)):
+        return [whole]
+    return [p.strip() for p in whole.split(",") if p.strip()]
+
+
+def expand_listing(patterns, flag=None, output_dir=None, stores=None):
     """Globs each pattern; `archive!member` names are taken literally (the archive must exist).
-    `stores`: the job's ObjectStores (one listing per pattern on an object store)."""
+    `stores`: the job's ObjectStores (one listing per pattern on an object store).
+
+    Files this job writes under `output_dir` are left out (with a warning naming them: the
+    job never reads its own outputs, `pipeline.own_outputs`), and a file matched again by
+    a later pattern of the same flag is read once (with a warning)."""
     out = []
-    for pattern in [p.strip() for p in (patterns or "").split(",") if p.strip()]:
+    left_out = []
+    exclude = None
+    if output_dir:
+        own_dir = file_io.absolute(output_dir)
+
+        def exclude(path):
+            if exclude_own([path], own_dir)[1]:
+                left_out.append(path)
+                return True
+            return False
+    for pattern in split_patterns(patterns):
         try:
             outer, member = split_archive_path(pattern)
         except FormatError as e:
             raise DatagenError(str(e)) from None
         if member is None:
+            if is_local_file(file_io.absolute(pattern)):
+                path = file_io.absolute(pattern)  # a file's own name: not a glob
+                out.extend([] if exclude and exclude(path) else [path])
+                continue
             try:
-                out.extend(file_io.expand_patterns(pattern, stores))
-            except OSError as e:  # no match, a directory
+                out.extend(file_io.expand_patterns(pattern, stores, exclude))
+            except FileNotFoundError as e:
+                if left_out:
+                    raise DatagenError("%s: it matches only files this job writes in "
+                                       "--output_dir (%s)" % (e, _names(left_out))) from None
+                raise DatagenError(str(e)) from None
+            except OSError as e:  # a directory
                 raise DatagenError(str(e)) from None
         else:
             outer = file_io.absolute(outer)
@@ -57,7 +98,33 @@ def expand_listing(patterns, stores=None):
             if "://" not in outer and os.path.isdir(outer):
                 raise DatagenError("%s is a directory, not an archive (for %s)" % (outer, pattern))
             out.append("%s!%s" % (outer, member))
-    return out
+    if left_out:
+        LOG.warning("--%s: %d file%s of this job's own output in --output_dir left out (a "
+                    "job never reads its outputs): %s", flag, len(left_out),
+                    "" if len(left_out) == 1 else "s", _names(left_out))
+    return _once(out, flag)
+
+
+def _names(paths, most=3):
+    shown = ", ".join(os.path.basename(p.rstrip("/")) for p in paths[:most])
+    return shown + (" and %d more" % (len(paths) - most) if len(paths) > most else "")
+
+
+def _once(paths, flag):
+    """`paths` without repeats (the same file reached by two patterns, or through a link):
+    each file is read once, and the job says which were listed again."""
+    seen, kept, repeated = set(), [], []
+    for path in paths:
+        key = os.path.realpath(path) if "://" not in path and "!" not in path else path
+        if key in seen:
+            repeated.append(path)
+            continue
+        seen.add(key)
+        kept.append(path)
+    if repeated:
+        LOG.warning("--%s: %d file%s matched more than once, read once: %s", flag,
+                    len(repeated), "" if len(repeated) == 1 else "s", _names(repeated))
+    return kept
 
 
 def _name(path):
@@ -69,11 +136,14 @@ def plan_datasets(flags, split, expand=expand_listing):
 
     `expand` turns a comma-separated pattern list into file names (globbing by default).
     """
-    sources = expand(getattr(flags, split + "_source"))
-    targets = expand(getattr(flags, split + "_target"))
+    def listed(flag):
+        return expand(getattr(flags, flag), flag=flag, output_dir=flags.output_dir)
+
+    sources = listed(split + "_source")
+    targets = listed(split + "_target")
     if len(sources) != len(targets):
         raise DatagenError("%s: %d source files but %d target files (%s vs %s)" % (
-            split, len(sources), len(targets), sources, targets))
+            split, len(sources), len(targets), _names(sources, 5), _names(targets, 5)))
     chosen = getattr(flags, split + "_format")
     datasets = []
     for src, tgt in zip(sources, targets):
@@ -83,7 +153,7 @@ def plan_datasets(flags, split, expand=expand_listing):
                                "files, not %s (use --%s_%s)" % (src, split, split, fmt, split, fmt))
         datasets.append(Dataset(split, len(datasets), _name(src), fmt, src, tgt))
     for fmt in ("tsv", "tmx"):
-        for path in expand(getattr(flags, "%s_%s" % (split, fmt))):
+        for path in listed("%s_%s" % (split, fmt)):
             datasets.append(Dataset(split, len(datasets), _name(path), fmt, path))
     names = [d.name for d in datasets]
     for d in datasets:

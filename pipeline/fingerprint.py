@@ -14,7 +14,11 @@ differs is refused. A vocab file without a sidecar was put there by hand and is 
 T2T would.
 """
 
+import os
+
 from apache_beam.io.filesystems import FileSystems
+
+from pipeline.datasets import is_local_file, split_patterns
 
 from transforms import file_io
 
@@ -30,10 +34,11 @@ OPERATIONAL_FLAGS = frozenset((
 GIVEN_VOCAB_FLAGS = ("word_vocab", "bpe_vocab")
 INPUT_FLAGS = ("train_source", "train_target", "train_tsv", "train_tmx", "dev_source",
                "dev_target", "dev_tsv", "dev_tmx") + GIVEN_VOCAB_FLAGS
-# Flags that determine a vocabulary (with the train inputs and the given vocab files).
+# Flags that determine a vocabulary (with the train inputs and the given vocab files). Not
+# --max_line_chars: the pairs it rejects are still sampled (README, "Vocabulary sample").
 VOCAB_FLAGS = ("vocab_type", "vocab_size", "shared_vocab", "file_byte_budget",
                "max_subtoken_length", "bpe_min_frequency", "bpe_eos_token", "on_invalid_utf8",
-               "on_misaligned", "max_line_chars", "source_lang", "target_lang",
+               "on_misaligned", "source_lang", "target_lang",
                "source_column", "target_column", "train_format")
 VOCAB_INPUT_FLAGS = ("train_source", "train_target", "train_tsv", "train_tmx") + GIVEN_VOCAB_FLAGS
 
@@ -43,6 +48,9 @@ def _files_of(pattern, stores=None):
     its archive, a directory (--bpe_vocab) as the files in it. Nothing for no match: the plan
     reports missing inputs, here they only show up as a difference."""
     pattern = file_io.absolute(pattern.strip().split("!", 1)[0])
+    if is_local_file(pattern):  # a file's own name, brackets and all: not a glob
+        return {pattern: {"size": os.path.getsize(pattern),
+                          "mtime": round(os.path.getmtime(pattern), 3)}}
     files = {}
     for query in (pattern, FileSystems.join(pattern, "*")):
         for path, size, mtime in file_io.match_files(query, stores):
@@ -60,7 +68,9 @@ def _inputs(flag_values, flags, listed=None, stores=None):
     inputs = {}
     for flag in flags:
         files = {}
-        for pattern in (flag_values.get(flag) or "").split(","):
+        patterns = ((flag_values.get(flag) or "").split(",") if flag in GIVEN_VOCAB_FLAGS
+                    else split_patterns(flag_values.get(flag)))
+        for pattern in patterns:
             if pattern.strip():
                 if pattern not in listed:
                     listed[pattern] = _files_of(pattern, stores)

@@ -8,6 +8,8 @@ import os
 
 from apache_beam.io.filesystems import FileSystems
 
+from transforms.checked_decompress import strip_compression_suffix
+
 
 SUMMARY_NAME = "%s.datagen_summary.json"  # % problem: several problems may share a data_dir
 COMPLETE_NAME = "%s.DATAGEN_COMPLETE"
@@ -16,10 +18,10 @@ WORK_NAME = ".datagen-work"
 
 
 def lang_of(path):
-    """Language suffix from a file name: `train.en.gz` -> `en`, `test.zh.sgm` -> `zh`,
+    """Language suffix from a file name: `train.en.gz` (or `.xz`, `.zst`, ...) -> `en`, `test.zh.sgm` -> `zh`,
     `corpus.tgz!dir/train.de` -> `de` (compression and format extensions are skipped)."""
-    name = os.path.basename(path.rsplit("!", 1)[-1])
-    for ext in (".gz", ".bz2", ".sgm", ".xml"):
+    name = strip_compression_suffix(os.path.basename(path.rsplit("!", 1)[-1]))
+    for ext in (".sgm", ".xml"):
         if name.endswith(ext):
             name = name[:-len(ext)]
     return name.rsplit(".", 1)[-1] if "." in name else name

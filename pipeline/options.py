@@ -8,13 +8,17 @@ which do not know the job's flags and log "Discarding unparseable args" for each
 
 import dataclasses
 import difflib
+import logging
 
 from apache_beam.options.pipeline_options import PipelineOptions, _BeamArgumentParser
 
 from pipeline.console import LOG_LEVELS
+from pipeline.names import check_name
 from pipeline.runners import DatagenError
 from transforms.config import DatagenConfig, ReadConfig, VocabConfig
 from transforms.vocab_kinds import DEFAULT_KIND, ENDOFTEXT, KIND_NAMES, every_kind, vocab_kind
+
+LOG = logging.getLogger("datagen")
 
 
 def _optional_length(value):
@@ -34,7 +38,7 @@ class DatagenOptions:
     def _add_argparse_args(cls, parser):
         add = parser.add_argument
         add("--train_source", default=None, help="File pattern(s), comma-separated, of training "
-            "source text: one sentence per line (plain, .gz, .bz2), or SGM/IWSLT XML; "
+            "source text: one sentence per line (plain, .gz, .bz2, .zst, .xz, ...), or SGM/IWSLT XML; "
             "`archive.tgz!path/inside` reads a member of a .tar/.tar.gz/.tgz/.zip archive.")
         add("--train_target", default=None, help="File pattern(s) of the aligned training target text.")
         add("--dev_source", default=None, help="File pattern(s) of dev source text (optional).")
@@ -211,11 +215,17 @@ def validate_flags(f):
     if (f.train_tmx or f.dev_tmx) and not (f.source_lang and f.target_lang):
         raise DatagenError("TMX input needs --source_lang and --target_lang (xml:lang of "
                            "the sides)")
+    check_name(f.problem, "--problem")
+    check_name(f.source_lang, "--source_lang")
+    check_name(f.target_lang, "--target_lang")
     if f.vocab_size < 1:
         raise DatagenError("--vocab_size must be positive")
     if not f.file_byte_budget > 0:  # also NaN: 0 divides by zero, < 0 samples nothing
         raise DatagenError("--file_byte_budget must be a positive number of characters, "
                            "not %s" % f.file_byte_budget)
+    if f.max_subtoken_length is not None and f.max_subtoken_length < 0:
+        raise DatagenError("--max_subtoken_length must be positive, or 'none' (or 0) for no "
+                           "limit, not %d" % f.max_subtoken_length)
     if f.max_line_chars < 0:
         raise DatagenError("--max_line_chars must be 0 (no limit) or positive, not %d"
                            % f.max_line_chars)
@@ -237,6 +247,11 @@ def validate_flags(f):
     problem = chosen.flag_problem(f)
     if problem:
         raise DatagenError(problem)
+    given = "--word_vocab" if f.word_vocab else "--bpe_vocab" if f.bpe_vocab else None
+    if given and f.vocab_size != defaults["vocab_size"]:
+        LOG.warning("--vocab_size %d with %s: the given vocabulary is used as it is, whatever "
+                    "its size; --vocab_size only names the copy in --output_dir "
+                    "(vocab.%s.%d.*)", f.vocab_size, given, f.problem, f.vocab_size)
     if f.num_train_shards < 1 or f.num_dev_shards < 1:
         raise DatagenError("--num_train_shards and --num_dev_shards must be at least 1")
     if (f.encode_chunk_lines < 1 or f.vocab_partitions < 1 or f.bisection_lookahead < 0

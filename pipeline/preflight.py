@@ -4,6 +4,7 @@ would otherwise fail later with a worker's traceback."""
 
 from apache_beam.io.filesystems import FileSystems
 
+from pipeline.datasets import split_patterns
 from pipeline.fingerprint import INPUT_FLAGS
 from pipeline.runners import DatagenError, one_line
 from transforms import file_io
@@ -12,8 +13,7 @@ def named_paths(flags):
     """(flag, path) of every path the flags name (input patterns, vocabularies, output)."""
     named = [("--output_dir", flags.output_dir)]
     for flag in INPUT_FLAGS:
-        named += [("--" + flag, p.strip()) for p in (getattr(flags, flag) or "").split(",")
-                  if p.strip()]
+        named += [("--" + flag, p) for p in split_patterns(getattr(flags, flag))]
     return named
 
 

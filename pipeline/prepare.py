@@ -13,6 +13,7 @@ the sampler takes the file sizes from the same scan.
 """
 
 import dataclasses
+import logging
 
 import apache_beam as beam
 
@@ -21,6 +22,8 @@ from transforms import file_io
 from transforms.file_scan import ScanTextFiles
 from transforms.json_result import WriteJsonResult
 from transforms.materialize import MaterializeDatasets
+
+LOG = logging.getLogger("datagen")
 
 
 @dataclasses.dataclass
@@ -119,6 +122,7 @@ class PrepareStep:
         facts = dict(result.get("files", []))
         materialized = {(m["split"], m["index"]): m for m in result.get("materialized", [])}
         problems = []
+        warned = set()
         prepared = {split: [] for split in datasets}
         for ds in every_dataset(datasets):
             if ds.read_in_place:
@@ -128,6 +132,10 @@ class PrepareStep:
                     problems.extend(e for e in unreadable if e not in problems)
                     continue
                 for path, fact in ((ds.source, sf), (ds.target, tf_)):
+                    if path not in warned:
+                        warned.add(path)
+                        for warning in fact.get("warnings", []):
+                            LOG.warning("%s", warning)
                     if fact["first_invalid_utf8_line"] and read.on_invalid_utf8 == "error":
                         problems.append("%s:%d: invalid UTF-8 (--on_invalid_utf8 reject|replace "
                                         "to go on)" % (path, fact["first_invalid_utf8_line"]))
@@ -141,6 +149,9 @@ class PrepareStep:
                 if "error" in m:
                     problems.append(m["error"])
                     continue
+                for side in ("source", "target"):
+                    for warning in m["facts"][side].get("warnings", []):
+                        LOG.warning("%s", warning)
                 prepared[ds.split].append(Prepared(
                     dataclasses.asdict(ds), m["source_path"], m["target_path"],
                     m["facts"]["source"], m["facts"]["target"], m["units"], m["rejects_path"]))

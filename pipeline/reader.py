@@ -271,6 +271,42 @@ def _records_dataset(tf, files):
     return tf.data.Dataset.from_generator(records, output_signature=tf.TensorSpec((), tf.string))
 
 
+# The mode each vocabulary kind's records are written for (README, "Outputs").
+_MODE_OF_KIND = {"word": "nmt", "subword": "t2t", "byte_bpe": "t2t"}
+
+
+def _check_mode(files, mode):
+    """Raises ValueError when a summary beside the record files says they were written for
+    the other mode (word records have no EOS; subword and byte_bpe records end in one): the
+    wrong mode would train on shifted or missing end-of-sequence ids without a word."""
+    import json
+
+    from apache_beam.io.filesystems import FileSystems
+
+    checked = set()
+    for path in files:
+        directory, name = FileSystems.split(path)
+        if directory in checked:
+            continue
+        checked.add(directory)
+        pattern = FileSystems.join(directory, "*.datagen_summary.json")
+        for found in FileSystems.match([pattern])[0].metadata_list:
+            summary_path = found.path
+            problem = FileSystems.split(summary_path)[1][:-len(".datagen_summary.json")]
+            if not name.startswith(problem + "-"):
+                continue
+            try:
+                with FileSystems.open(summary_path, compression_type="uncompressed") as f:
+                    kind = json.loads(f.read().decode("utf-8"))["flags"]["vocab_type"]
+            except (OSError, ValueError, KeyError, TypeError):
+                continue  # no readable summary: nothing to check against
+            wanted = _MODE_OF_KIND.get(kind)
+            if wanted and wanted != mode:
+                raise ValueError(
+                    "%s holds records of --vocab_type %s, written for mode=%r, not mode=%r "
+                    "(%s)" % (directory, kind, wanted, mode, summary_path))
+
+
 def make_dataset(file_pattern, batch_size, mode="nmt", num_shards=1, shard_index=0,
                  skip_count=None, shuffle=True, random_seed=None, output_buffer_size=None,
                  reshuffle_each_iteration=True, src_max_len=None, tgt_max_len=None,
@@ -318,7 +354,9 @@ def make_dataset(file_pattern, batch_size, mode="nmt", num_shards=1, shard_index
     if output_buffer_size is None:
         output_buffer_size = batch_size * 1000 if mode == "nmt" else 1024
 
-    dataset = _records_dataset(tf, _record_files(file_pattern, require_complete))
+    files = _record_files(file_pattern, require_complete)
+    _check_mode([path for path, _ in files], mode)
+    dataset = _records_dataset(tf, files)
     dataset = dataset.shard(num_shards, shard_index)
     if skip_count is not None:
         dataset = dataset.skip(skip_count)

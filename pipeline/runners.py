@@ -23,9 +23,17 @@ class DatagenError(Exception):
     """A problem with the job's input or flags, reported without a traceback."""
 
 
-def one_line(text):
-    """A message as one line: a scheduler's log shows one line per failure."""
-    return "; ".join(part.strip() for part in str(text).splitlines() if part.strip())
+MAX_ERROR_CHARS = 1000  # of one error line: it names the file, it need not quote it all
+
+
+def one_line(text, limit=MAX_ERROR_CHARS):
+    """A message as one line: a scheduler's log shows one line per failure. A message longer
+    than `limit` characters (a long input line quoted, hundreds of file names) is cut, and
+    says how much was left out."""
+    line = "; ".join(part.strip() for part in str(text).splitlines() if part.strip())
+    if len(line) > limit:
+        line = "%s... [%d more characters]" % (line[:limit], len(line) - limit)
+    return line
 
 
 def runner_name(options):

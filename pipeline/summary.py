@@ -52,11 +52,18 @@ def format_summary(summary):
                 "", 100 * s["oov_rate"]["source"], 100 * s["oov_rate"]["target"]))
         if s.get("rejects_file"):
             lines.append("%-8s rejects: %s" % ("", _within(s["rejects_file"], output_dir)))
+    warnings = sum(len(d.get("warnings", [])) for s in summary["splits"].values()
+                   for d in s.get("datasets", {}).values())
+    if warnings:
+        lines.append("input warnings: %d (in the summary JSON: splits.*.datasets.*.warnings)"
+                     % warnings)
     lengths = summary.get("lengths", {}).get("splits", {})
     if lengths:
         lines.append("")
         lines.append("%-14s %6s %6s %6s %6s %9s  %s" % (
-            "lengths", "p50", "p90", "p99", "max", "chars/id", "(ids with EOS)"))
+            "lengths", "p50", "p90", "p99", "max", "chars/id",
+            "(ids, no EOS)" if summary.get("flags", {}).get("vocab_type") == "word"
+            else "(ids with EOS)"))
         for split, figures in sorted(lengths.items()):
             for side in ("inputs", "targets"):
                 f = figures.get(side, {})

@@ -18,6 +18,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from pipeline import fingerprint, vocab_passes
 from pipeline.layout import lang_of
+from pipeline.names import check_name
 from pipeline.runners import DatagenError, one_line
 
 LOG = logging.getLogger("datagen")
@@ -60,6 +61,11 @@ class VocabStep:
         if not src_lang or not tgt_lang:
             raise DatagenError("pass --source_lang and --target_lang (vocab file suffixes), "
                                "or --shared_vocab")
+        for lang, flag, path in ((src_lang, f.source_lang, first.source),
+                                 (tgt_lang, f.target_lang, first.target)):
+            if not flag:
+                check_name(lang, "the language taken from %s's extension (pass --source_lang/"
+                                 "--target_lang)" % path)
         if src_lang == tgt_lang:
             raise DatagenError("source and target language are both %r: pass --source_lang/"
                                "--target_lang, or --shared_vocab" % src_lang)

@@ -273,6 +273,29 @@ class _HarnessThreads(beam_fn_api_pb2_grpc.BeamFnExternalWorkerPoolServicer):
         return beam_fn_api_pb2.StopWorkerResponse()
 
 
+class _NoBundleTraceback:
+    """A worker's stderr without the traceback Beam's SDK harness prints there when a bundle
+    fails (`sdk_worker._execute`: `print(traceback_string, file=sys.stderr)`): the same text
+    reaches the driver as the pass's error, which reports it (one line for a full disk, the
+    traceback for a bug). Everything else is written as it comes; `--log_level` shows it."""
+
+    def __init__(self, stream):
+        self._stream = stream
+        self._dropped = False
+
+    def write(self, text):
+        dropped, self._dropped = self._dropped, False
+        if text.startswith("Traceback (most recent call last):"):
+            self._dropped = True
+            return len(text)
+        if dropped and text == "\n":  # print's line end after it
+            return len(text)
+        return self._stream.write(text)
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
 def _serve(settings, pipe):
     """A worker process: harnesses in threads (`_HarnessThreads`) until the driver closes
     `pipe`, the process's end of its pipe to the driver."""
@@ -293,6 +316,8 @@ def _serve(settings, pipe):
     # stdout is the user's (the driver's summary): whatever a worker prints goes to stderr
     os.dup2(2, 1)
     sys.stdout = sys.stderr
+    if not settings["log_level"]:
+        sys.stderr = _NoBundleTraceback(sys.stderr)
     options = PipelineOptions.from_dictionary(settings["options"])
     FileSystems.set_options(options)
     pickler.set_library(options.view_as(SetupOptions).pickle_library)

@@ -97,7 +97,7 @@ the stream it is given: closing the member file closes it (and the archive), and
 error while opening the member. A missing member, a directory, a corrupt or unreadable
 archive raise ``FormatError`` naming the archive and member; so do decompression errors while
 the member is read. ``detect_format`` picks the reader from the file name (the member's name
-for archives), after removing a ``.gz`` or ``.bz2`` suffix: ``.tsv``/``.tab`` -> tsv,
+for archives), after removing a compression suffix (``.gz``, ``.bz2``, ``.xz``, ``.zst``, ...): ``.tsv``/``.tab`` -> tsv,
 ``.tmx`` -> tmx, ``.sgm`` -> sgm, ``.xml`` -> iwslt, anything else -> lines.
 """
 
@@ -111,6 +111,7 @@ import zipfile
 import zlib
 from typing import Iterator, NamedTuple, Optional, Tuple, Union
 
+from transforms.checked_decompress import strip_compression_suffix
 from transforms.text_lines import InputError, iter_raw_lines
 
 try:  # optional stdlib modules (absent in some minimal Python builds)
@@ -683,10 +684,7 @@ def detect_format(path) -> str:
     outer, member = split_archive_path(path)
     name = member if member is not None else outer
     base = name.rstrip("/").rsplit("/", 1)[-1].lower()
-    for compression in (".gz", ".bz2"):
-        if base.endswith(compression):
-            base = base[:-len(compression)]
-            break
+    base = strip_compression_suffix(base)
     for suffix, kind in _FORMAT_BY_SUFFIX:
         if base.endswith(suffix):
             return kind

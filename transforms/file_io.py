@@ -1,24 +1,22 @@
 """Small file helpers over Beam's FileSystems, so every path may be local, gs:// or s3://."""
 
-import bz2
-import gzip
 import io
 import json
 import os
 import re
 import uuid
-import zlib
 
 from apache_beam.io.filesystem import CompressionTypes, FileSystem
 from apache_beam.io.filesystems import FileSystems
 
+from transforms.checked_decompress import CheckedDecompressor
 from transforms.text_lines import InputError
 
 _READ_BUFFER = 1 << 20
 
 
 class CompressedStreamError(InputError):
-    """A `.gz`/`.bz2` input that is cut short, corrupt, or not compressed at all."""
+    """A compressed input that is cut short, corrupt, or not compressed at all."""
 
     def __init__(self, path, message):
         super().__init__(path, 0, message)
@@ -28,100 +26,31 @@ class CompressedStreamError(InputError):
         return (type(self), (self.path, self.message))
 
 
-class _CheckedDecompressor(io.RawIOBase):
-    """The decompressed bytes of a gzip or bzip2 stream, or CompressedStreamError.
-
-    Beam's CompressedFile stops quietly where a truncated stream ends, so a file cut off in a
-    download would read as a shorter file (and both sides cut alike would go unnoticed).
-    Python's gzip and bz2 readers raise EOFError when the end-of-stream marker is missing and
-    an error for data that is not in their format; this turns both into one error that names
-    the file. The compressed bytes come from `raw` (a FileSystems stream), so gs:// works.
-    """
-
-    def __init__(self, raw, path, kind):
-        super().__init__()
-        self._raw = raw
-        self._path = path
-        self._kind = kind
-        self._file = (gzip.GzipFile(fileobj=raw, mode="rb") if kind == "gzip"
-                      else bz2.BZ2File(raw, mode="rb"))
-        self._returned = 0
-
-    def readable(self):
-        return True
-
-    def seekable(self):
-        return self._file.seekable()
-
-    def seek(self, offset, whence=io.SEEK_SET):
-        return self._call(self._file.seek, offset, whence)
-
-    def tell(self):
-        return self._file.tell()
-
-    def readinto(self, buffer):
-        n = self._call(self._file.readinto, buffer)
-        if n == 0 and self._returned == 0 and self._raw_is_empty():
-            # gzip and bzip2 write a header even for empty content: 0 bytes is a cut file.
-            raise CompressedStreamError(self._path, "compressed stream ends early (truncated "
-                                        "or corrupt): the file is empty")
-        self._returned += n
-        return n
-
-    def _raw_is_empty(self):
-        try:
-            return self._raw.tell() == 0
-        except (OSError, ValueError, AttributeError):
-            return False
-
-    def _call(self, fn, *args):
-        try:
-            return fn(*args)
-        except EOFError:
-            raise CompressedStreamError(
-                self._path, "compressed stream ends early (truncated or corrupt)") from None
-        except (zlib.error, OSError) as error:
-            # The decompressors' own errors carry no errno; a failing read of the file does.
-            if isinstance(error, OSError) and error.errno is not None:
-                raise
-            raise CompressedStreamError(
-                self._path, "not a valid %s stream (%s)" % (self._kind, error)) from None
-
-    def close(self):
-        if not self.closed:
-            try:
-                self._file.close()
-            finally:
-                self._raw.close()
-        super().close()
-
-
 def open_checked_decompressed(raw, path, kind):
-    """A buffered reader of `raw` decompressed as `kind` ("gzip" or "bzip2") that raises
-    CompressedStreamError naming `path` when the stream is incomplete or not compressed."""
-    return io.BufferedReader(_CheckedDecompressor(raw, path, kind), _READ_BUFFER)
+    """A buffered reader of `raw` decompressed as `kind` (a Beam CompressionTypes value:
+    gzip, bzip2, deflate, zstd, lzma) that raises CompressedStreamError naming `path` when
+    the stream is cut short, corrupt or not compressed (`transforms.checked_decompress`)."""
+    return io.BufferedReader(CheckedDecompressor(raw, path, kind, CompressedStreamError),
+                             _READ_BUFFER)
 
 
 def open_text_source(path, stores=None, offset=0):
     """Opens a corpus file for binary reading, from byte `offset` of its uncompressed
-    content on; `.gz`/`.bz2` are decompressed by extension (offset 0 only: a compressed
-    stream is read whole). `stores`: the worker's ObjectStores, whose reused client reads a
-    file of an object store in one request (Beam's makes a client for every open).
+    content on, decompressed by extension as Beam detects it (`.gz`, `.bz2`, `.deflate`,
+    `.zst`/`.zstd`, `.xz`/`.lzma`; offset 0 only: a compressed stream is read whole).
+    `stores`: the worker's ObjectStores, whose reused client reads a file of an object store
+    in one request (Beam's makes a client for every open).
 
     Reading a compressed file that is cut short or corrupt raises CompressedStreamError
-    instead of ending early (see `_CheckedDecompressor`).
+    instead of ending early (see `transforms.checked_decompress`).
     """
     kind = CompressionTypes.detect_compression_type(path)
-    if kind in (CompressionTypes.GZIP, CompressionTypes.BZIP2):
-        raw = open_for_read(path, stores)
-        f = open_checked_decompressed(raw, path, kind)  # "gzip" or "bzip2"
-    elif kind == CompressionTypes.UNCOMPRESSED:
-        return open_for_read(path, stores, offset)
-    else:
-        f = FileSystems.open(path, compression_type=kind)
-    if offset:
-        f.seek(offset)
-    return f
+    if kind != CompressionTypes.UNCOMPRESSED:
+        f = open_checked_decompressed(open_for_read(path, stores), path, kind)
+        if offset:
+            f.seek(offset)
+        return f
+    return open_for_read(path, stores, offset)
 
 
 def is_compressed(path):
@@ -203,6 +132,15 @@ def write_chunks(path, chunks, stores=None):
         for chunk in counting():
             f.write(chunk)
     return counted[0]
+
+
+def list_prefix(directory, stores=None):
+    """The set of paths of every object under `directory` on an object store, in one listing
+    through `stores`' reused client; None for any other file system (ask `exists`)."""
+    store = stores.for_path(directory) if stores is not None else None
+    if store is None:
+        return None
+    return {path for path, _, _ in store.list(directory.rstrip("/") + "/")}
 
 
 def match_files(pattern, stores=None):
@@ -354,12 +292,16 @@ def absolute(path):
     return os.path.abspath(os.path.expanduser(path))
 
 
-def expand_patterns(patterns, stores=None):
+def expand_patterns(patterns, stores=None, exclude=None):
     """Sorted file list for a comma-separated list of glob patterns; each must match something
-    (`stores`: as `match_files`)."""
+    (`stores`: as `match_files`).
+
+    `exclude(path)`: paths left out before anything is checked (the job's own outputs)."""
     paths = []
     for pattern in [absolute(p.strip()) for p in patterns.split(",") if p.strip()]:
         matched = sorted(path for path, _, _ in match_files(pattern, stores))
+        if exclude is not None:
+            matched = [path for path in matched if not exclude(path)]
         if not matched:
             raise FileNotFoundError("no file matches %r" % pattern)
         for path in matched:

@@ -9,7 +9,7 @@ import apache_beam as beam
 
 from transforms import file_io
 from transforms.object_stores import ObjectStores, StoreSettings
-from transforms.text_lines import InputError, scan_stream
+from transforms.text_lines import InputError, scan_stream, text_marks
 
 
 class _ScanFileFn(beam.DoFn):
@@ -25,16 +25,26 @@ class _ScanFileFn(beam.DoFn):
         self._stores = ObjectStores(self._store_settings)
 
     def process(self, path):
+        marks = {}
         try:
             with file_io.open_text_source(path, self._stores) as f:
-                num_bytes, num_lines, checkpoints, first_invalid = scan_stream(f, self._every)
+                num_bytes, num_lines, checkpoints, first_invalid = scan_stream(
+                    f, self._every, marks)
         except InputError as e:
             yield path, {"error": str(e)}
             return
+        except (FileNotFoundError, PermissionError, IsADirectoryError) as e:
+            # listed when the job started, gone or unreadable now (moved, rotated away)
+            yield path, {"error": "%s: cannot be read (%s)" % (path, e.strerror or e)}
+            return
         if file_io.is_compressed(path):
             checkpoints = checkpoints[:1]  # a compressed stream cannot seek: read it whole
-        yield path, {"bytes": num_bytes, "lines": num_lines, "checkpoints": checkpoints,
-                     "first_invalid_utf8_line": first_invalid}
+        facts = {"bytes": num_bytes, "lines": num_lines, "checkpoints": checkpoints,
+                 "first_invalid_utf8_line": first_invalid}
+        warnings = text_marks(path, marks)
+        if warnings:
+            facts["warnings"] = warnings
+        yield path, facts
 
 
 class ScanTextFiles(beam.PTransform):

@@ -29,7 +29,8 @@ from apache_beam.io.filesystems import FileSystems
 from transforms import corpus_formats as formats
 from transforms import file_io
 from transforms.rejects import pair_reject_reason, reject_line, reject_record
-from transforms.text_lines import InputError, decode_line, iter_raw_lines
+from transforms.text_lines import (InputError, MarkCounter, decode_line, iter_raw_lines,
+                                   text_marks)
 
 # Reasons whose unit lacks a side: (has source, has target).
 _SIDES = {"missing_source": (False, True), "missing_target": (True, False),
@@ -45,16 +46,17 @@ MISALIGNED = {"missing_source", "missing_target", "missing_source_and_target",
 
 
 def open_member(path):
-    """Opens a file or an `archive!member` for binary reading (members of .gz/.bz2 too)."""
+    """Opens a file or an `archive!member` for binary reading; a member whose name ends in a
+    compression suffix Beam knows (`.gz`, `.bz2`, `.deflate`, `.zst`, `.xz`, ...) is
+    decompressed too, checked as a file is (`file_io.open_checked_decompressed`)."""
     outer, member = formats.split_archive_path(path)
     if member is None:
         return file_io.open_text_source(outer)
     stream = formats.open_archive_member(
         FileSystems.open(outer, compression_type=CompressionTypes.UNCOMPRESSED), outer, member)
-    if member.endswith(".gz"):
-        return file_io.open_checked_decompressed(stream, path, "gzip")
-    if member.endswith(".bz2"):
-        return file_io.open_checked_decompressed(stream, path, "bzip2")
+    kind = CompressionTypes.detect_compression_type(member)
+    if kind != CompressionTypes.UNCOMPRESSED:
+        return file_io.open_checked_decompressed(stream, path, kind)
     return stream
 
 
@@ -183,6 +185,8 @@ class _MaterializeFn(beam.DoFn):
         units = 0
         try:
             streams = [open_member(p) for p in paths]
+            if ds["format"] == "lines":  # read as T2T reads lines: say what that means
+                streams = [MarkCounter(stream) for stream in streams]
             src, tgt = _SideWriter(base + ".src", r.encode_chunk_lines), _SideWriter(
                 base + ".tgt", r.encode_chunk_lines)
             for ordinal, unit in enumerate(self._units(ds, streams), 1):
@@ -210,6 +214,11 @@ class _MaterializeFn(beam.DoFn):
                 src.write(source)
                 tgt.write(target)
             facts = {"source": src.close(), "target": tgt.close()}
+            if ds["format"] == "lines":
+                for side, path, stream in zip(("source", "target"), paths, streams):
+                    warnings = text_marks(path, stream.marks)
+                    if warnings:
+                        facts[side]["warnings"] = warnings
         except (formats.FormatError, InputError) as e:
             yield {"split": ds["split"], "index": ds["index"], "error": str(e)}
             return

@@ -68,14 +68,29 @@ def _is_utf8(raw):
         return False
 
 
-def scan_stream(stream, checkpoint_every):
+UTF8_BOM = b"\xef\xbb\xbf"
+_HEAD = 4  # bytes at the start of a file that say its byte-order mark
+
+
+def _head_marks(head, marks):
+    marks["bom"] = head.startswith(UTF8_BOM)
+    if head[:2] in (b"\xff\xfe", b"\xfe\xff") or head == b"\x00\x00\xfe\xff":
+        marks["wide_bom"] = True  # UTF-16 or UTF-32: not UTF-8 from its first byte
+
+
+def scan_stream(stream, checkpoint_every, marks=None):
     """Counts lines and bytes of a binary stream in one read.
 
     Returns (num_bytes, num_lines, checkpoints, first_invalid) where checkpoints lists
     (line_index, byte_offset) of the start of every `checkpoint_every`-th line (so a reader
     can seek there) and first_invalid is the 1-based number of the first line that is not
-    valid UTF-8, or None.
+    valid UTF-8, or None. A dict `marks` gets what T2T reads as text but a user likely did
+    not mean (`text_marks`): `lone_cr`, carriage returns not followed by `\n` (old Mac line
+    ends: the file reads as one long line); `nul`, NUL bytes (UTF-16/32 text?); `bom`,
+    whether the file starts with a UTF-8 byte-order mark (kept as text in line 1).
     """
+    lone_cr = nul = 0
+    head = b""  # the first bytes, for the byte-order mark
     num_bytes = 0
     num_lines = 0
     checkpoints = [(0, 0)]
@@ -87,9 +102,17 @@ def scan_stream(stream, checkpoint_every):
         if not chunk:
             break
         num_bytes += len(chunk)
+        if len(head) < _HEAD:
+            head += chunk[:_HEAD - len(head)]
         data = pending + chunk
         parts = data.split(b"\n")
         pending = parts.pop()
+        if marks is not None:  # the lines ended here (`pending` is counted with the next)
+            if b"\r" in data:  # most files have none: one search, not two counts
+                lone_cr += (data.count(b"\r") - data.count(b"\r\n")
+                            - pending.count(b"\r") + pending.count(b"\r\n"))
+            if b"\0" in data:
+                nul += data.count(b"\0") - pending.count(b"\0")
         offset = pending_offset
         for part in parts:
             if first_invalid is None and not _is_utf8(part):
@@ -103,9 +126,61 @@ def scan_stream(stream, checkpoint_every):
         if first_invalid is None and not _is_utf8(pending):
             first_invalid = num_lines + 1
         num_lines += 1
+    if marks is not None:
+        marks["lone_cr"] = lone_cr + pending.count(b"\r")
+        marks["nul"] = nul + pending.count(b"\0")
+        _head_marks(head, marks)
     if checkpoints[-1][0] >= num_lines and len(checkpoints) > 1:
         checkpoints.pop()
     return num_bytes, num_lines, checkpoints, first_invalid
+
+
+class MarkCounter:
+    """A binary stream's `read`, counting on the way what `scan_stream` counts in `marks`
+    (for line files read once, by a converter, rather than scanned)."""
+
+    def __init__(self, stream):
+        self._stream = stream
+        self._head = b""
+        self._last = b""
+        self.marks = {"lone_cr": 0, "nul": 0, "bom": False}
+
+    def read(self, size=-1):
+        data = self._stream.read(size)
+        if data:
+            marks = self.marks
+            if len(self._head) < _HEAD:
+                self._head += data[:_HEAD - len(self._head)]
+                _head_marks(self._head, marks)
+            # a "\r" ending the previous read counted as lone; a "\n" here makes it CRLF
+            marks["lone_cr"] += data.count(b"\r") - data.count(b"\r\n") - (
+                self._last == b"\r" and data[:1] == b"\n")
+            marks["nul"] += data.count(b"\0")
+            self._last = data[-1:]
+        return data
+
+    def close(self):
+        self._stream.close()
+
+
+def text_marks(path, marks):
+    """The warnings of `scan_stream`'s `marks` for the file `path` (T2T reads such text as
+    it is, and so does the job; these say what that means)."""
+    warnings = []
+    if marks.get("lone_cr"):
+        warnings.append("%s: %d carriage returns (\\r) not followed by \\n: lines end at \\n "
+                        "only, as T2T reads them, so text with old Mac line ends reads as one "
+                        "long line (convert it: tr '\\r' '\\n')" % (path, marks["lone_cr"]))
+    if marks.get("bom"):
+        warnings.append("%s: starts with a UTF-8 byte-order mark, kept as text at the start of "
+                        "line 1 (as T2T keeps it)" % path)
+    if marks.get("wide_bom"):
+        warnings.append("%s: starts with a UTF-16 or UTF-32 byte-order mark: the job reads "
+                        "UTF-8 only (convert it: iconv -f UTF-16 -t UTF-8)" % path)
+    if marks.get("nul"):
+        warnings.append("%s: %d NUL bytes, kept as characters (as T2T keeps them); UTF-16 or "
+                        "UTF-32 text? (convert it: iconv -t UTF-8)" % (path, marks["nul"]))
+    return warnings
 
 
 def _sampled(raw_lines, stride, budget, path, on_invalid, number=0, counter=0, offset=0,

@@ -338,7 +338,9 @@ class TokenIndex:
 
     def save(self, fileobj):
         """Writes the index to a binary file object (numpy .npz)."""
-        np.savez(fileobj, chars=np.array(self.chars, dtype=object).astype(str),
+        # Characters as code points: a numpy `<U` array drops trailing NULs, so a lone "\0"
+        # (a NUL byte in the text is an ordinary character to T2T) would come back empty.
+        np.savez(fileobj, chars=self._points.astype(np.uint32),
                  max_subtoken_length=np.array(-1 if self.max_subtoken_length is None
                                               else self.max_subtoken_length),
                  **{name: getattr(self, name) for name in self.ARRAYS})
@@ -350,7 +352,7 @@ class TokenIndex:
             fileobj = io.BytesIO(fileobj)
         with np.load(fileobj, allow_pickle=False) as data:
             max_len = int(data["max_subtoken_length"])
-            return cls([str(c) for c in data["chars"]], None if max_len < 0 else max_len,
+            return cls([chr(c) for c in data["chars"].tolist()], None if max_len < 0 else max_len,
                        **{name: data[name] for name in cls.ARRAYS})
 
     # -- what the refinement asks -------------------------------------------------------------

@@ -1,0 +1,43 @@
+"""A disk that is full (or a quota used up, or a file system gone read-only) while the job
+writes: one line naming the output directory, exit 2, not a traceback.
+
+Such an error can reach the driver in three shapes: an `OSError` with its errno (a write by
+the driver itself: vocab files, summary, moving shards), an exception chained to one, or,
+from a pass, Beam's `RuntimeError` whose text is the worker's error (the worker's exception
+object does not cross the runner). The last is recognized by the C library's message for
+the errno, which is what `OSError.__str__` writes (`[Errno 28] No space left on device`).
+"""
+
+import errno
+import os
+
+STORAGE_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG)
+
+
+def _texts():
+    return ["[Errno %d] %s" % (code, os.strerror(code)) for code in STORAGE_ERRNOS]
+
+
+def storage_error(exc):
+    """The `[Errno N] message` of a storage failure in `exc` or what it was raised from, else
+    None."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, OSError) and exc.errno in STORAGE_ERRNOS:
+            return "[Errno %d] %s" % (exc.errno, os.strerror(exc.errno))
+        text = str(exc)
+        for known in _texts():
+            if known in text:
+                return known
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+def storage_message(exc, output_dir):
+    """The one line a storage failure is reported with."""
+    error = storage_error(exc)
+    remedy = ("choose another --output_dir" if "[Errno %d]" % errno.EROFS in error
+              else "free some space there, or choose another --output_dir")
+    return "cannot write under %s: %s (%s); this run marked nothing complete" % (
+        output_dir, error, remedy)
