@@ -1,6 +1,7 @@
 """Small file helpers over Beam's FileSystems, so every path may be local, gs:// or s3://."""
 
 import bz2
+import contextlib
 import gzip
 import io
 import json
@@ -133,9 +134,26 @@ def write_bytes_atomically(path, data):
     """Writes `data` to a temporary name of its own beside `path`, then moves it into place:
     on a local disk with one atomic replace (the file is never missing); object stores have
     no replace, so there the old file is deleted first."""
+    with create_atomically(path) as f:
+        f.write(data)
+
+
+@contextlib.contextmanager
+def create_atomically(path):
+    """A binary file to write, created under a temporary name of its own beside `path`
+    (`{path}.tmp-{random}`) and moved to `path` once closed without error, as
+    `write_bytes_atomically` does.
+
+    Work files a retried bundle rewrites go through here: on a cluster runner an attempt
+    whose worker or task manager was lost can still be writing when the retry writes the
+    same name, and two writers of one name would interleave their bytes. With a name per
+    attempt each writes a whole file of its own, and the rename that lands last leaves one
+    whole file (both attempts write the same bytes). A file left by an attempt that died
+    keeps its temporary name, which no reader lists.
+    """
     tmp = "%s.tmp-%s" % (path, uuid.uuid4().hex)
     with FileSystems.create(tmp, compression_type=CompressionTypes.UNCOMPRESSED) as f:
-        f.write(data)
+        yield f
     if is_local(path):
         os.replace(tmp, path)
         return

@@ -19,6 +19,7 @@ import struct
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
+from transforms import file_io
 from transforms.tfrecord_framing import frame_record
 
 _HEADER = struct.Struct("<QIII")
@@ -44,12 +45,12 @@ def fragment_chunk(name):
 
 def write_fragment(path, entries):
     """Writes `entries` [(key, dataset index, line number, record bytes)] sorted, atomically
-    (a temporary name, then a rename), so a fragment that exists is whole."""
-    tmp = path + ".tmp"
-    with FileSystems.create(tmp, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+    (a temporary name of this attempt's own, then a rename: `file_io.create_atomically`), so
+    a fragment that exists is whole, also when a retried bundle and the attempt it replaces
+    write it at the same time."""
+    with file_io.create_atomically(path) as f:
         for key, dataset_index, number, record in sorted(entries):
             f.write(_HEADER.pack(key, dataset_index, number, len(record)) + frame_record(record))
-    FileSystems.rename([tmp], [path])
 
 
 def read_fragment(path):

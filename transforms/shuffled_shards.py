@@ -8,14 +8,19 @@ into the shard file. Neither the keys nor the merge depend on bundles, workers o
 so the same input and seed give byte-identical files everywhere. Files are written under a
 temporary directory; the driver renames them into place only after the whole job succeeded.
 
+A retried bundle (a cluster runner's restart after a lost worker) rewrites the same fragment,
+shard and rejects names with the same bytes, each attempt under a temporary name of its own
+(`file_io.create_atomically`), and a fragment reported twice is merged once, so a retry never
+leaves a duplicate or a half-written file that a later stage reads.
+
 Records are already framed (`transforms.tfrecord_framing`: length, data and their masked
 CRC32Cs, what TensorFlow's TFRecord reader expects) in the fragments; the merge copies bytes.
 """
 
 import apache_beam as beam
-from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
+from transforms import file_io
 from transforms.rejects import reject_line
 from transforms.shard_fragments import merge_fragments
 
@@ -33,11 +38,14 @@ class _WriteShardFn(beam.DoFn):
 
     def process(self, item):
         (split, shard), grouped = item
-        fragments = list(grouped["fragments"])
+        # One report per fragment file: a runner that retried an encode bundle and kept
+        # both attempts' outputs would name a fragment twice, and its records would be
+        # merged in twice.
+        fragments = list({frag["path"]: frag for frag in grouped["fragments"]}.values())
         name = shard_file_name(self._problem, split, shard, self._num_shards[split])
         path = FileSystems.join(self._tmp_dir, name)
         written = 0
-        with FileSystems.create(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+        with file_io.create_atomically(path) as f:
             for _, framed in merge_fragments([frag["path"] for frag in fragments]):
                 f.write(framed)
                 written += 1
@@ -61,8 +69,7 @@ class _WriteRejectsFn(beam.DoFn):
         rejects = sorted(rejects, key=lambda r: (r["dataset_index"], r["ordinal"]))
         by_reason = {}
         name = "%s.jsonl" % split
-        with FileSystems.create(FileSystems.join(self._tmp_dir, name),
-                                compression_type=CompressionTypes.UNCOMPRESSED) as f:
+        with file_io.create_atomically(FileSystems.join(self._tmp_dir, name)) as f:
             for reject in rejects:
                 f.write(reject_line(reject))
                 key = "%d\t%s" % (reject["dataset_index"], reject["reason"])
