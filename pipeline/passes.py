@@ -13,6 +13,7 @@ import time
 import apache_beam as beam
 
 from pipeline.interrupts import Interrupted, kill_worker_processes
+from pipeline.job_server import JobServer, needs_job_server
 from pipeline.runners import runner_for_pass, runner_name, uses_worker_processes, worker_count
 from pipeline.worker_pool import LocalWorkerPool
 
@@ -53,6 +54,17 @@ class PassRunner:
         self.lock = None
         self._expected = None  # (passes in all, whether that number is exact)
         self._workers = None
+        self.job_server = None  # pipeline.job_server.JobServer, once a pass started one
+
+    def _submit_options(self, options):
+        """`options` of a pass, pointed at the job's one job server when its runner would
+        start one per pass (FlinkRunner, SparkRunner: `pipeline.job_server`), started with
+        the first pass."""
+        if not needs_job_server(self.options):
+            return options
+        if self.job_server is None:
+            self.job_server = JobServer(self.options).start()
+        return self.job_server.pass_options(options)
 
     def _worker_pool(self):
         """The job's worker processes, started on first use; None when passes do not run in
@@ -93,10 +105,15 @@ class PassRunner:
         return outcome["state"]
 
     def close(self):
-        """Ends the worker processes the passes shared, if any."""
+        """Ends the worker processes the passes shared and stops the job server they
+        submitted to, if any."""
         if self._workers is not None:
             self._workers.close()
             self._workers = None
+        if self.job_server is not None:
+            self.job_server.stop()
+            LOG.info("job server stopped")
+            self.job_server = None
 
     def expect(self, more, exact=True):
         """The job expects `more` passes after those run so far (`exact`: False while a
@@ -121,6 +138,7 @@ class PassRunner:
         LOG.info("pass %d%s: %s", number, self._of(number), label)
         start = time.time()
         runner, options = runner_for_pass(self.options, self._worker_pool())
+        options = self._submit_options(options)
         pipeline = beam.Pipeline(runner=runner, options=options)
         build(pipeline)
         if self.dry_run and runner_name(self.options) != "dataflow":

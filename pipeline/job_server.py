@@ -1,0 +1,170 @@
+"""One Beam job server per job for FlinkRunner and SparkRunner.
+
+The job is several Beam pipelines (passes). Given `--runner FlinkRunner` (or SparkRunner)
+without `--job_endpoint`, Beam's Python runner starts a job server JVM for every pipeline it
+runs (Flink) or once per process but stopped only at exit (Spark), each start costing
+seconds of a JVM's start-up, and a Ctrl-C reaches those JVMs through the terminal's process
+group while the job is still cleaning up. So the job starts Beam's own job server once, with
+its first pass, from the jar and command Beam's runner would use
+(`FlinkJarJobServer`/`SparkJarJobServer`: `--flink_job_server_jar`/`--spark_job_server_jar`,
+or Beam's default, the release's jar on Maven Central, fetched into Beam's jar cache), runs
+every pass against it with `--job_endpoint`, and stops it when the job ends, fails or is
+interrupted (`PassRunner.close`; the job's own signal handling stays in charge: the JVM runs
+in a session of its own, so a Ctrl-C to the job's process group does not reach it).
+
+The JVM is started under a small shell that waits on a pipe from this process: when the
+driver dies without stopping it (`kill -9`), the pipe closes and the shell stops the JVM.
+
+Not used with `--job_endpoint` (a job server the user runs), `--flink_submit_uber_jar` /
+`--spark_submit_uber_jar` (no job server JVM) or a dry run (nothing is submitted).
+"""
+
+import copy
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+
+from apache_beam.options.pipeline_options import (FlinkRunnerOptions, JobServerOptions,
+                                                   PortableOptions, SparkRunnerOptions)
+
+from pipeline.runners import DatagenError, is_dry_run, one_line, runner_name
+
+LOG = logging.getLogger("datagen")
+START_SECONDS = 120  # a job server's JVM answers in a few seconds; a cold disk takes longer
+STOP_SECONDS = 10
+
+# Runs the job server's command ("$@") and stops it when its standard input (a pipe from the
+# driver) closes: at the driver's death, whatever the signal.
+_WATCHDOG = 'trap "" INT; "$@" </dev/null & child=$!; read _ ; kill $child 2>/dev/null; wait $child'
+
+
+def needs_job_server(options):
+    """True when the passes of `options` would each start a job server of their own."""
+    if is_dry_run(options) or options.view_as(PortableOptions).job_endpoint:
+        return False
+    name = runner_name(options)
+    if name == "flink":
+        return not options.view_as(FlinkRunnerOptions).flink_submit_uber_jar
+    if name == "spark":
+        return not options.view_as(SparkRunnerOptions).spark_submit_uber_jar
+    return False
+
+
+def _beam_job_server(options):
+    """Beam's own description of the job server its runner would start for `options`."""
+    if runner_name(options) == "flink":
+        from apache_beam.runners.portability.flink_runner import FlinkJarJobServer, FlinkRunner
+        options.view_as(FlinkRunnerOptions).flink_master = FlinkRunner.add_http_scheme(
+            options.view_as(FlinkRunnerOptions).flink_master)
+        return FlinkJarJobServer(options)
+    from apache_beam.runners.portability.spark_runner import SparkJarJobServer
+    return SparkJarJobServer(options)
+
+
+def job_server_command(options, artifacts_dir):
+    """(command, endpoint) of Beam's job server for `options`' runner, its jar fetched (into
+    Beam's jar cache) when it is a URL; DatagenError when the jar cannot be had."""
+    options = copy.deepcopy(options)
+    options.view_as(JobServerOptions).artifacts_dir = artifacts_dir
+    name = runner_name(options)
+    flag = "--%s_job_server_jar" % name
+    try:
+        server = _beam_job_server(options)
+        return server.subprocess_cmd_and_endpoint()
+    except Exception as e:  # a missing file, an HTTP error, no network: Beam's message says
+        raise DatagenError(
+            "cannot get Beam's %s job server jar (%s): fetch it ahead of time (README, "
+            "Runners) and pass %s PATH" % (name.capitalize(), one_line(e)[:300], flag)) from e
+
+
+class JobServer:
+    """Beam's job server of the job's runner, started once (`start`), stopped by process
+    id (`stop`); `endpoint` is what the passes get as `--job_endpoint`."""
+
+    def __init__(self, options, log_dir=None):
+        self._options = options
+        self._log_dir = log_dir
+        self._dir = None
+        self._proc = None
+        self.endpoint = None
+        self.seconds = None  # how long the start took, once started
+
+    def start(self):
+        start = time.time()
+        self._dir = tempfile.mkdtemp(prefix="datagen-job-server-", dir=self._log_dir)
+        try:
+            command, endpoint = job_server_command(self._options,
+                                                   os.path.join(self._dir, "artifacts"))
+            self._log_path = os.path.join(self._dir, "job-server.log")
+            with open(self._log_path, "wb") as log:
+                self._proc = subprocess.Popen(
+                    ["sh", "-c", _WATCHDOG, "sh"] + [str(c) for c in command],
+                    stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT,
+                    start_new_session=True)
+            self._wait_until_ready(endpoint)
+        except BaseException:
+            self.stop()
+            raise
+        self.endpoint = endpoint
+        self.seconds = time.time() - start
+        LOG.info("%s job server started in %.1f s (%s, pid %d)",
+                 runner_name(self._options).capitalize(), self.seconds, endpoint,
+                 self._proc.pid)
+        return self
+
+    def _log_tail(self, lines=5):
+        try:
+            with open(self._log_path, encoding="utf-8", errors="replace") as f:
+                return " | ".join(f.read().strip().splitlines()[-lines:])
+        except OSError:
+            return ""
+
+    def _wait_until_ready(self, endpoint):
+        import grpc
+        deadline = time.time() + START_SECONDS
+        channel = grpc.insecure_channel(endpoint)
+        try:
+            while True:
+                if self._proc.poll() is not None:
+                    raise DatagenError("Beam's job server exited with status %s before it "
+                                       "answered: %s" % (self._proc.returncode,
+                                                         self._log_tail()))
+                try:
+                    grpc.channel_ready_future(channel).result(timeout=0.5)
+                    return
+                except grpc.FutureTimeoutError:
+                    if time.time() > deadline:
+                        raise DatagenError("Beam's job server did not answer on %s within "
+                                           "%d s: %s" % (endpoint, START_SECONDS,
+                                                         self._log_tail())) from None
+        finally:
+            channel.close()
+
+    def pass_options(self, options):
+        """A copy of `options` that submits to this job server."""
+        options = copy.deepcopy(options)
+        options.view_as(PortableOptions).job_endpoint = self.endpoint
+        return options
+
+    def stop(self):
+        """Stops the job server's process group (the shell and the JVM) and removes its
+        directory (artifacts, log); safe to call twice."""
+        proc, self._proc = self._proc, None
+        if proc is not None and proc.poll() is None:
+            try:
+                os.killpg(proc.pid, signal.SIGTERM)
+                proc.wait(STOP_SECONDS)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+            except ProcessLookupError:
+                pass
+        if proc is not None and proc.stdin:
+            proc.stdin.close()
+        if self._dir:
+            shutil.rmtree(self._dir, ignore_errors=True)
+            self._dir = None

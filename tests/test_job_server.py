@@ -1,0 +1,167 @@
+"""One job server per job for FlinkRunner and SparkRunner (`pipeline.job_server`).
+
+Beam's Flink and Spark job server jars are not on the Maven Central this machine reaches
+(HTTP 404 for every version of `beam-runners-flink-*-job-server` and
+`beam-runners-spark-3-job-server`), so the end-to-end test here starts Beam's Python job
+service (`local_job_service_main`, a real Beam job server speaking the same Job API) where the
+job would start the jar: what it checks is the job's side, that every pass of a job submits
+to one job server started once, which is stopped when the job ends, and that a driver killed
+with SIGKILL does not leave it running.
+"""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+from apache_beam.options.pipeline_options import PipelineOptions
+
+from datagen_helpers import DATA_DIR, FNAPI, output_bytes, run_datagen
+from pipeline import datagen, job_server
+from pipeline.runners import FLINK_BATCH_MODE, FlinkJavaOptions, runner_for_pass
+
+SAMPLE = os.path.join(DATA_DIR, "enzh-mlqe-pe")
+FLAGS = ["--problem", "p", "--vocab_size", 300, "--num_train_shards", 3, "--seed", 5]
+
+
+def test_job_server_only_for_flink_and_spark_without_an_endpoint():
+    def needs(*args):
+        return job_server.needs_job_server(PipelineOptions(list(args)))
+
+    assert needs("--runner", "FlinkRunner", "--flink_master", "localhost:8081")
+    assert needs("--runner", "FlinkRunner", "--flink_master", "[local]")
+    assert needs("--runner", "SparkRunner", "--spark_master_url", "spark://127.0.0.1:7077")
+    assert not needs("--runner", "FlinkRunner", "--job_endpoint", "localhost:8099")
+    assert not needs("--runner", "FlinkRunner", "--flink_submit_uber_jar")
+    assert not needs("--runner", "SparkRunner", "--spark_submit_uber_jar")
+    assert not needs("--runner", "FlinkRunner", "--dry_run", "True")
+    assert not needs("--runner", "PortableRunner", "--job_endpoint", "localhost:8099")
+    assert not needs("--runner", "DirectRunner")
+
+
+def test_flink_passes_run_batch_forced_unless_told_otherwise():
+    flink = PipelineOptions(["--runner", "FlinkRunner"])
+    _, options = runner_for_pass(flink)
+    assert options.view_as(FlinkJavaOptions).execution_mode_for_batch == FLINK_BATCH_MODE
+    assert flink.view_as(FlinkJavaOptions).execution_mode_for_batch is None  # a copy's
+    given = PipelineOptions(["--runner", "FlinkRunner", "--execution_mode_for_batch",
+                             "PIPELINED", "--number_of_execution_retries", "2"])
+    _, options = runner_for_pass(given)
+    assert options.view_as(FlinkJavaOptions).execution_mode_for_batch == "PIPELINED"
+    encoded = options.get_all_options()
+    assert encoded["number_of_execution_retries"] == 2
+    _, spark = runner_for_pass(PipelineOptions(["--runner", "SparkRunner"]))
+    assert spark.view_as(FlinkJavaOptions).execution_mode_for_batch is None
+
+
+@pytest.mark.parametrize("runner,flag", [
+    (["--runner", "FlinkRunner", "--flink_master", "localhost:1",
+      "--flink_job_server_jar", "/nonexistent/job-server.jar"], "--flink_job_server_jar"),
+    (["--runner", "SparkRunner", "--spark_master_url", "spark://127.0.0.1:1",
+      "--spark_job_server_jar", "/nonexistent/job-server.jar"], "--spark_job_server_jar"),
+])
+def test_a_job_server_jar_that_cannot_be_had_is_one_line_and_exit_2(tmp_path, capsys, runner,
+                                                                     flag):
+    code = datagen.main(["--train_source", os.path.join(SAMPLE, "dev.en"),
+                         "--train_target", os.path.join(SAMPLE, "dev.zh"),
+                         "--output_dir", str(tmp_path / "out"),
+                         "--environment_type", "EXTERNAL", "--environment_config",
+                         "localhost:2"] + runner)
+    assert code == 2
+    errors = [line for line in capsys.readouterr().err.splitlines() if " ERROR " in line]
+    assert len(errors) == 1 and "job server jar" in errors[0] and flag + " PATH" in errors[0]
+    assert not [n for n in os.listdir(tmp_path / "out") if not n.startswith(".")]
+
+
+def _python_job_service(started):
+    """job_server_command's stand-in: Beam's Python job service on a free port."""
+    def command(options, artifacts_dir):
+        from apache_beam.utils.subprocess_server import pick_port
+        (port,) = pick_port(None)
+        started.append(artifacts_dir)
+        return ([sys.executable, "-m", "apache_beam.runners.portability.local_job_service_main",
+                 "--port", str(port)], "localhost:%d" % port)
+    return command
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        with open("/proc/%d/stat" % pid) as f:  # a zombie is not running
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.slow
+def test_every_pass_of_a_job_submits_to_one_job_server_stopped_at_the_end(
+        tmp_path, monkeypatch, caplog):
+    caplog.set_level("INFO", logger="datagen")
+    started = []
+    monkeypatch.setattr(job_server, "job_server_command", _python_job_service(started))
+    servers = []
+    real_start = job_server.JobServer.start
+
+    def start(self):
+        servers.append(self)
+        return real_start(self)
+    monkeypatch.setattr(job_server.JobServer, "start", start)
+    source, target = os.path.join(SAMPLE, "dev.en"), os.path.join(SAMPLE, "dev.zh")
+    flink = ["--runner", "FlinkRunner", "--flink_master", "localhost:8081",
+             "--environment_type", "LOOPBACK"]
+    summary = run_datagen(tmp_path / "flink", source, target, *FLAGS, runner=flink)
+    assert summary["runner"] == "FlinkRunner" and summary["passes"] >= 2
+    assert len(started) == 1 and len(servers) == 1  # one job server for every pass
+    assert servers[0].endpoint and servers[0].seconds > 0
+    assert "job server started in" in caplog.text and "job server stopped" in caplog.text
+    assert not os.path.exists(os.path.dirname(started[0]))  # its directory removed
+    run_datagen(tmp_path / "fnapi", source, target, *FLAGS, runner=FNAPI)
+    assert output_bytes(tmp_path / "flink") == output_bytes(tmp_path / "fnapi")
+
+
+_DRIVER = textwrap.dedent("""
+    import sys, time
+    sys.path[:0] = [{tests!r}, {repo!r}]
+    from apache_beam.options.pipeline_options import PipelineOptions
+    from pipeline import job_server
+    import test_job_server
+    job_server.job_server_command = test_job_server._python_job_service([])
+    server = job_server.JobServer(PipelineOptions(["--runner", "FlinkRunner"])).start()
+    print(server._proc.pid, flush=True)
+    time.sleep(600)
+""")
+
+
+@pytest.mark.slow
+def test_a_job_server_ends_with_a_driver_killed_by_sigkill(tmp_path):
+    tests = os.path.dirname(os.path.abspath(__file__))
+    driver = subprocess.Popen(
+        [sys.executable, "-c", _DRIVER.format(tests=tests, repo=os.path.dirname(tests))],
+        stdout=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        group = int(driver.stdout.readline())  # the job server's shell: its process group
+        members = [int(p) for p in os.listdir("/proc") if p.isdigit() and _group_of(p) == group]
+        assert len(members) >= 2  # the shell and the job server
+        driver.kill()
+        driver.wait()
+        deadline = time.time() + 20
+        while any(_alive(p) for p in members) and time.time() < deadline:
+            time.sleep(0.2)
+        assert not [p for p in members if _alive(p)]
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+
+
+def _group_of(pid):
+    try:
+        with open("/proc/%s/stat" % pid) as f:
+            return int(f.read().split(")")[-1].split()[2])
+    except (OSError, ValueError, IndexError):
+        return None
