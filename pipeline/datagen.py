@@ -57,7 +57,7 @@ from pipeline.datasets import literal_patterns, plan_datasets
 from pipeline.layout import OutputLayout
 from pipeline.options import (DatagenOptions, check_known_flags, datagen_config,
                               datagen_flag_values, parse_flags, validate_flags)
-from pipeline.passes import PassRunner, WorkerDied
+from pipeline.passes import PassFailed, PassRunner, WorkerDied
 from pipeline.prepare import PrepareStep, rides_along
 from pipeline.runners import (DatagenError, check_workers_can_import_project, is_dry_run,
                               one_line, run_small_input_in_process)
@@ -373,7 +373,7 @@ def main(argv=None):
         stopped = e if isinstance(e, Interrupted) else Interrupted(signal.SIGINT)
         LOG.error("interrupted (%s)", stopped)
         return stopped.exit_status
-    except WorkerDied as e:
+    except (WorkerDied, PassFailed) as e:
         LOG.error("%s", e)
         return WORKER_DIED_STATUS
     if summary["status"] == "dry_run":

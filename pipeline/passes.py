@@ -7,14 +7,18 @@ a dry run goes through the very same builders as a real run.
 """
 
 import logging
+import re
+import sys
 import threading
 import time
 
 import apache_beam as beam
+from apache_beam.options.pipeline_options import StandardOptions
 
 from pipeline.interrupts import Interrupted, kill_worker_processes
 from pipeline.job_server import JobServer, needs_job_server
-from pipeline.runners import runner_for_pass, runner_name, uses_worker_processes, worker_count
+from pipeline.runners import (REMOTE_RUNNERS, runner_for_pass, runner_name,
+                              uses_worker_processes, worker_count)
 from pipeline.worker_pool import LocalWorkerPool
 
 LOG = logging.getLogger("datagen")
@@ -31,6 +35,34 @@ class WorkerDied(RuntimeError):
         super().__init__("pass %d failed: %s while it ran%s" % (
             number, "; ".join(dead),
             " (out of memory?)" if any("SIGKILL" in d for d in dead) else ""))
+
+
+class PassFailed(RuntimeError):
+    """A pass failed on a remote runner (Flink, Spark, a portable job service, Dataflow):
+    the runner's error (often a Java stack trace of dozens of lines) as one line naming
+    the pass, for `python -m pipeline.datagen` to print without a traceback. The runner's
+    own log (its web UI, the job server's log) has the whole of it."""
+
+    MAX_CHARS = 300
+
+    def __init__(self, number, label, runner, error):
+        super().__init__("pass %d (%s) failed on %s: %s" % (number, label, runner,
+                                                              self.summary(error)))
+
+    @classmethod
+    def summary(cls, error):
+        """The error's first line and its root cause: the last line that names an
+        exception (Python's last traceback line, Java's last `Caused by:`)."""
+        lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+        first = "%s: %s" % (type(error).__name__, lines[0] if lines else "")
+        causes = [line for line in lines[1:] if _EXCEPTION_LINE.match(line)]
+        parts = [first] + causes[-1:]
+        return " ... ".join(p if len(p) <= cls.MAX_CHARS else p[:cls.MAX_CHARS] + "..."
+                            for p in parts)
+
+
+# "RuntimeError: ...", "Caused by: java.io.IOException: ...", "org.x.FooException"
+_EXCEPTION_LINE = re.compile(r"^(Caused by: )?[\w.$]*(Error|Exception)\b")
 
 
 class PassRunner:
@@ -168,6 +200,10 @@ class PassRunner:
                 # running (an in-process signal) must not write on into the work directory.
                 kill_worker_processes()
                 raise Interrupted(signum) from None
+            error = sys.exc_info()[1]
+            if runner_name(self.options) in REMOTE_RUNNERS and isinstance(error, Exception):
+                raise PassFailed(number, label, self.options.view_as(StandardOptions).runner,
+                                 error) from error
             raise
         finally:
             stop.set()

@@ -165,3 +165,45 @@ def _group_of(pid):
             return int(f.read().split(")")[-1].split()[2])
     except (OSError, ValueError, IndexError):
         return None
+
+
+@pytest.mark.slow
+def test_a_failed_pass_is_one_line_then_a_rerun_completes_byte_identical(
+        tmp_path, monkeypatch, capsys):
+    """A pass that fails on the runner (here a DoFn error, as a worker lost without a restart
+    strategy): exit 1, one ERROR line naming the pass and the runner, the job server
+    stopped, nothing left but the vocab files and a failed summary; the rerun reuses them
+    and writes what FnApiRunner writes."""
+    from transforms import encode_pairs
+    started = []
+    monkeypatch.setattr(job_server, "job_server_command", _python_job_service(started))
+
+    def fail(self, chunk):
+        raise RuntimeError("worker lost\n  at some.java.Frame(Frame.java:1)")
+    real_process = encode_pairs._EncodeChunkFn.process
+    monkeypatch.setattr(encode_pairs._EncodeChunkFn, "process", fail)
+    out = tmp_path / "flink"
+    argv = ["--output_dir", str(out), "--train_source", os.path.join(SAMPLE, "dev.en"),
+            "--train_target", os.path.join(SAMPLE, "dev.zh"), "--runner", "FlinkRunner",
+            "--flink_master", "localhost:8081", "--environment_type", "LOOPBACK"] + [
+                str(f) for f in FLAGS]
+    assert datagen.main(argv) == 1
+    err = capsys.readouterr().err
+    errors = [line for line in err.splitlines() if " ERROR " in line]
+    assert len(errors) == 1, err
+    assert " pass 2 (encode " in errors[0] and "failed on FlinkRunner" in errors[0]
+    # the error's first line and its root cause (the LOOPBACK workers run in this process,
+    # so their own error log is on this stderr too; on a cluster it is the workers')
+    assert "failed in state FAILED" in errors[0] and errors[0].endswith("RuntimeError: worker lost")
+    left = sorted(os.listdir(out))
+    assert [n for n in left if "-train-" in n or n.endswith("COMPLETE")] == []
+    assert ".datagen-work" not in left
+    with open(out / "p.datagen_summary.json") as f:
+        assert '"status": "failed"' in f.read()
+    monkeypatch.setattr(encode_pairs._EncodeChunkFn, "process", real_process)
+    assert datagen.main(argv) == 0
+    assert len(started) == 2  # one job server per job
+    run_datagen(tmp_path / "fnapi", os.path.join(SAMPLE, "dev.en"),
+                os.path.join(SAMPLE, "dev.zh"), *FLAGS, runner=FNAPI)
+    assert output_bytes(out) == output_bytes(tmp_path / "fnapi")
+    assert ".datagen-work" not in os.listdir(out)
