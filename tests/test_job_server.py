@@ -207,3 +207,23 @@ def test_a_failed_pass_is_one_line_then_a_rerun_completes_byte_identical(
                 os.path.join(SAMPLE, "dev.zh"), *FLAGS, runner=FNAPI)
     assert output_bytes(out) == output_bytes(tmp_path / "fnapi")
     assert ".datagen-work" not in os.listdir(out)
+
+
+@pytest.mark.parametrize("runner", [["--runner", "FlinkRunner"], ["--runner=SparkRunner"],
+                                    ["--runner", "PortableRunner"]])
+def test_the_jobs_local_machinery_is_off_on_cluster_runners(runner, monkeypatch):
+    """The fork server, the job's worker processes and the in-process switch for small
+    inputs serve DirectRunner only, even with DirectRunner's flags on the command line."""
+    from multiprocessing import forkserver
+    from pipeline import fork_server
+    from pipeline.runners import run_small_input_in_process, uses_worker_processes
+    argv = runner + ["--direct_running_mode", "multi_processing", "--direct_num_workers", "2"]
+    options = PipelineOptions(argv)
+    assert not uses_worker_processes(options)
+    assert not run_small_input_in_process(options, 10, 16)
+    started = []
+    monkeypatch.setattr(forkserver, "ensure_running", lambda: started.append(1))
+    fork_server.start_early(argv)
+    assert started == []
+    fork_server.start_early(["--runner", "DirectRunner"] + argv[len(runner):])
+    assert started == [1]
