@@ -38,8 +38,19 @@ START_SECONDS = 120  # a job server's JVM answers in a few seconds; a cold disk 
 STOP_SECONDS = 10
 
 # Runs the job server's command ("$@") and stops it when its standard input (a pipe from the
-# driver) closes: at the driver's death, whatever the signal.
-_WATCHDOG = 'trap "" INT; "$@" </dev/null & child=$!; read _ ; kill $child 2>/dev/null; wait $child'
+# driver) closes: at the driver's death, whatever the signal. The shell ends with the job
+# server (a JVM that cannot start ends it at once, with the JVM's status).
+_WATCHDOG = """trap "" INT
+exec 3<&0
+"$@" </dev/null 3<&- &
+child=$!
+{ read _ <&3; kill $child 2>/dev/null; } &
+watcher=$!
+wait $child
+status=$?
+kill $watcher 2>/dev/null
+exit $status
+"""
 
 
 def needs_job_server(options):

@@ -27,6 +27,7 @@ import contextlib
 import fcntl
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -82,8 +83,11 @@ def _cache_lock():
 def _run(command, what, timeout=900):
     done = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
     if done.returncode != 0:
-        lines = [line for line in (done.stdout + done.stderr).splitlines()
-                 if "ERROR" in line or "error" in line.lower()] or done.stderr.splitlines()
+        text = re.sub(r"\x1b\[[0-9;]*m|\[ERROR\] ?", "", done.stdout + done.stderr)
+        # Maven's reason ("Could not find artifact ... in central (https://...)"), or pip's
+        found = re.search(r"Could not (find|transfer) artifact .*?\)", text)
+        lines = [found.group(0)] if found else [
+            line.strip() for line in text.splitlines() if "error" in line.lower()]
         raise Unavailable("%s failed: %s" % (what, " ".join((lines or ["?"])[:2])[:400]))
     return done
 
@@ -138,7 +142,7 @@ def job_server_jar(artifact):
         raise Unavailable("no mvn to fetch org.apache.beam:%s:%s" % (artifact, BEAM_VERSION))
     with _cache_lock():
         if not os.path.exists(path):
-            _run(["mvn", "--batch-mode", "--quiet", "-U", "dependency:get",
+            _run(["mvn", "--batch-mode", "--quiet", "-U", "-Dstyle.color=never", "dependency:get",
                   "-Dartifact=org.apache.beam:%s:%s" % (artifact, BEAM_VERSION),
                   "-Dtransitive=false"],
                  "mvn dependency:get org.apache.beam:%s:%s" % (artifact, BEAM_VERSION), 600)
@@ -376,3 +380,57 @@ class WorkerPool:
     def stop(self):
         # The pool's workers are its children, in its process group.
         self.procs.stop()
+
+
+def run_job_on_local_cluster(kind, job_args):
+    """Starts a local `kind` cluster ("flink" or "spark") and Beam's worker pool as the tests
+    do, runs `python -m pipeline.datagen` with `job_args` and the runner's flags on it, and
+    stops everything it started (also on Ctrl-C); returns the job's exit status. Used by
+    examples/flink/run_on_local_cluster.sh and benchmarks/bench_runners.py."""
+    work = tempfile.mkdtemp(prefix="t2t-datagen-%s-" % kind)
+    try:
+        if kind == "flink":
+            jar = job_server_jar(FLINK_JOB_SERVER)
+            cluster = FlinkCluster(work)
+        else:
+            jar = job_server_jar(SPARK_JOB_SERVER)
+            cluster = SparkCluster(work)
+    except Unavailable as e:
+        print("cannot run on %s here: %s" % (kind, e), file=sys.stderr)
+        return 3
+    pool = WorkerPool(work)
+    job = None
+    try:
+        start = time.time()
+        cluster.start()
+        pool.start()
+        print("%s cluster and Beam's worker pool up in %.1f s" % (kind, time.time() - start),
+              file=sys.stderr)
+        if kind == "flink":
+            print("Flink web UI: %s" % cluster.web_ui, file=sys.stderr)
+            runner = ["--runner", "FlinkRunner", "--flink_master", cluster.master,
+                      "--flink_version", FLINK_MINOR, "--flink_job_server_jar", jar,
+                      "--parallelism", str(cluster.slots)]
+        else:
+            print("Spark master UI: http://127.0.0.1:%d" % cluster.ui_port, file=sys.stderr)
+            runner = ["--runner", "SparkRunner", "--spark_master_url", cluster.master_url,
+                      "--spark_job_server_jar", jar]
+        runner += ["--environment_type", "EXTERNAL", "--environment_config", pool.address]
+        env = dict(os.environ, PYTHONPATH=REPO)
+        job = subprocess.Popen([sys.executable, "-m", "pipeline.datagen"] + list(job_args)
+                               + runner, cwd=REPO, env=env)
+        return job.wait()
+    except KeyboardInterrupt:
+        if job is not None:
+            job.send_signal(signal.SIGINT)  # the job stops cleanly (exit 130)
+            return job.wait()
+        return 130
+    finally:
+        pool.stop()
+        cluster.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    # python tests/clusters.py flink|spark JOB_FLAGS...
+    sys.exit(run_job_on_local_cluster(sys.argv[1], sys.argv[2:]))

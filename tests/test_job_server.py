@@ -227,3 +227,23 @@ def test_the_jobs_local_machinery_is_off_on_cluster_runners(runner, monkeypatch)
     assert started == []
     fork_server.start_early(["--runner", "DirectRunner"] + argv[len(runner):])
     assert started == [1]
+
+
+def test_a_job_server_that_cannot_start_is_one_line_at_once(tmp_path, capsys):
+    """A jar that is not one: the JVM ends at once, and so does the job (exit 2, its last
+    words in the one ERROR line), not after the start timeout."""
+    import shutil
+    if shutil.which("java") is None:
+        pytest.skip("no java on PATH")
+    jar = tmp_path / "empty.jar"
+    jar.write_bytes(b"")
+    start = time.time()
+    code = datagen.main(["--train_source", os.path.join(SAMPLE, "dev.en"),
+                         "--train_target", os.path.join(SAMPLE, "dev.zh"),
+                         "--output_dir", str(tmp_path / "out"), "--runner", "FlinkRunner",
+                         "--flink_job_server_jar", str(jar), "--environment_type", "EXTERNAL",
+                         "--environment_config", "localhost:2"])
+    assert code == 2 and time.time() - start < job_server.START_SECONDS / 4
+    errors = [line for line in capsys.readouterr().err.splitlines() if " ERROR " in line]
+    assert len(errors) == 1 and "exited with status 1 before it answered" in errors[0]
+    assert "corrupt jarfile" in errors[0]
