@@ -31,6 +31,7 @@ import time
 from apache_beam.options.pipeline_options import (FlinkRunnerOptions, JobServerOptions,
                                                    PortableOptions, SparkRunnerOptions)
 
+from pipeline.interrupts import SPARED_GROUPS
 from pipeline.runners import DatagenError, is_dry_run, one_line, runner_name
 
 LOG = logging.getLogger("datagen")
@@ -39,8 +40,10 @@ STOP_SECONDS = 10
 
 # Runs the job server's command ("$@") and stops it when its standard input (a pipe from the
 # driver) closes: at the driver's death, whatever the signal. The shell ends with the job
-# server (a JVM that cannot start ends it at once, with the JVM's status).
+# server (a JVM that cannot start ends it at once, with the JVM's status), and only after it
+# and its watcher are gone and reaped: once the shell has exited, nothing of the group runs.
 _WATCHDOG = """trap "" INT
+trap 'kill -TERM $child 2>/dev/null' TERM
 exec 3<&0
 "$@" </dev/null 3<&- &
 child=$!
@@ -48,9 +51,22 @@ child=$!
 watcher=$!
 wait $child
 status=$?
+while kill -0 $child 2>/dev/null; do wait $child; status=$?; done
 kill $watcher 2>/dev/null
+wait $watcher 2>/dev/null
 exit $status
 """
+
+
+def _unblock_signals():
+    """In the job server's process, before it runs: SIGINT and SIGTERM neither blocked nor
+    ignored. While the job runs its driver blocks them in every thread and ignores them
+    (`pipeline.interrupts`), and a child inherits both the mask and an ignored signal: the
+    job server would not end on SIGTERM (a JVM started with SIGTERM ignored keeps ignoring
+    it), only on the SIGKILL after STOP_SECONDS."""
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_SETMASK, [])
 
 
 def needs_job_server(options):
@@ -115,7 +131,9 @@ class JobServer:
                 self._proc = subprocess.Popen(
                     ["sh", "-c", _WATCHDOG, "sh"] + [str(c) for c in command],
                     stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT,
-                    start_new_session=True)
+                    start_new_session=True, preexec_fn=_unblock_signals)
+            # an interrupt kills the job's workers, not this: stop() ends it by SIGTERM
+            SPARED_GROUPS.add(self._proc.pid)
             self._wait_until_ready(endpoint)
         except BaseException:
             self.stop()
@@ -165,17 +183,24 @@ class JobServer:
         """Stops the job server's process group (the shell and the JVM) and removes its
         directory (artifacts, log); safe to call twice."""
         proc, self._proc = self._proc, None
-        if proc is not None and proc.poll() is None:
-            try:
-                os.killpg(proc.pid, signal.SIGTERM)
-                proc.wait(STOP_SECONDS)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-            except ProcessLookupError:
-                pass
-        if proc is not None and proc.stdin:
-            proc.stdin.close()
+        if proc is not None:
+            _stop_group(proc)
+            SPARED_GROUPS.discard(proc.pid)
         if self._dir:
             shutil.rmtree(self._dir, ignore_errors=True)
             self._dir = None
+
+
+def _stop_group(proc):
+    """SIGTERM to `proc`'s process group (the watchdog shell, the JVM, the watcher); the
+    shell ends once the JVM has (after its shutdown hooks); SIGKILL after STOP_SECONDS."""
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(STOP_SECONDS)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    except ProcessLookupError:
+        proc.wait()
+    if proc.stdin:
+        proc.stdin.close()

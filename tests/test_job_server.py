@@ -87,6 +87,17 @@ def _python_job_service(started):
     return command
 
 
+def _shell_job_server(options, artifacts_dir):
+    """A job server that ends only by a signal's default action (Beam's Python job service
+    has a SIGTERM handler of its own, which an ignored SIGTERM does not survive exec)."""
+    from apache_beam.utils.subprocess_server import pick_port
+    (port,) = pick_port(None)
+    server = ("import grpc, time\nfrom concurrent import futures\n"
+              "s = grpc.server(futures.ThreadPoolExecutor(1)); s.add_insecure_port('localhost:%d')"
+              "\ns.start()\nwhile True: time.sleep(1)\n" % port)
+    return [sys.executable, "-c", server], "localhost:%d" % port
+
+
 def _alive(pid):
     try:
         os.kill(pid, 0)
@@ -247,3 +258,66 @@ def test_a_job_server_that_cannot_start_is_one_line_at_once(tmp_path, capsys):
     errors = [line for line in capsys.readouterr().err.splitlines() if " ERROR " in line]
     assert len(errors) == 1 and "exited with status 1 before it answered" in errors[0]
     assert "corrupt jarfile" in errors[0]
+
+
+@pytest.mark.slow
+def test_a_job_server_started_with_the_jobs_signals_blocked_stops_on_sigterm(monkeypatch):
+    """While the job runs, its driver blocks and ignores SIGINT/SIGTERM (pipeline.interrupts),
+    and a child inherits both: the job server must not, or stopping it waits for the SIGKILL
+    fallback."""
+    monkeypatch.setattr(job_server, "job_server_command", _shell_job_server)
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, (signal.SIGINT, signal.SIGTERM))
+    saved = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        server = job_server.JobServer(PipelineOptions(["--runner", "FlinkRunner"])).start()
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+    start = time.time()
+    server.stop()
+    assert time.time() - start < job_server.STOP_SECONDS / 2
+
+
+_COMMAND = textwrap.dedent("""
+    import signal, sys
+    signal.pthread_sigmask(signal.SIG_BLOCK, (signal.SIGINT, signal.SIGTERM))  # as the command
+    sys.path[:0] = [{tests!r}, {repo!r}]
+    from pipeline import datagen, job_server
+    import test_job_server
+    job_server.job_server_command = test_job_server._python_job_service([])
+    datagen._leave(datagen.main(sys.argv[1:]))
+""")
+
+
+@pytest.mark.slow
+def test_ctrl_c_to_the_jobs_process_group_stops_its_job_server(tmp_path):
+    """A terminal's Ctrl-C reaches the job's process group, not the job server's session:
+    the job handles it (exit 130, one line) and stops the job server itself."""
+    tests = os.path.dirname(os.path.abspath(__file__))
+    argv = ["--output_dir", str(tmp_path / "out"), "--train_source",
+            os.path.join(SAMPLE, "train.en"), "--train_target", os.path.join(SAMPLE, "train.zh"),
+            "--runner", "FlinkRunner", "--environment_type", "LOOPBACK"] + [
+                str(f) for f in FLAGS]
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _COMMAND.format(tests=tests, repo=os.path.dirname(tests))] + argv,
+        stderr=subprocess.PIPE, text=True, start_new_session=True)
+    lines = []
+    try:
+        for line in proc.stderr:
+            lines.append(line)
+            if "job server started" in line:
+                break
+        server = int(lines[-1].split("pid ")[1].rstrip(")\n"))
+        time.sleep(0.5)
+        os.killpg(proc.pid, signal.SIGINT)
+        rest = proc.communicate(timeout=60)[1]
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130, "".join(lines) + rest
+    errors = [line for line in rest.splitlines() if " ERROR " in line]
+    assert errors == [errors[0]] and "interrupted (SIGINT)" in errors[0]
+    assert not _alive(server)
+    left = [p for p in os.listdir("/proc") if p.isdigit() and _group_of(p) == server]
+    assert not left, [open("/proc/%s/stat" % p).read()[:120] for p in left]
