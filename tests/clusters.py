@@ -208,6 +208,17 @@ def wait_for(check, what, procs, seconds=120):
     raise TimeoutError("%s: not within %d s" % (what, seconds))
 
 
+def _flatten(tree, prefix=""):
+    """Flink's nested config.yaml as flat `a.b.c: value` keys."""
+    flat = {}
+    for key, value in tree.items():
+        if isinstance(value, dict):
+            flat.update(_flatten(value, prefix + key + "."))
+        else:
+            flat[prefix + key] = value
+    return flat
+
+
 class FlinkCluster:
     """A Flink session cluster: a JobManager and `task_managers` TaskManagers of `slots`
     slots each, REST on `rest_port` of 127.0.0.1. With `restarts`, a fixed-delay restart
@@ -237,7 +248,12 @@ class FlinkCluster:
         for name in os.listdir(os.path.join(self.home, "conf")):
             if name.startswith("log4j") or name.startswith("logback"):
                 shutil.copy(os.path.join(self.home, "conf", name), self.conf_dir)
-        conf = {
+        # Flink's own settings first (among them the JVM options Java 17 needs:
+        # env.java.opts.all's --add-opens), flattened, then this cluster's.
+        import yaml
+        with open(os.path.join(self.home, "conf", "config.yaml")) as f:
+            conf = _flatten(yaml.safe_load(f) or {})
+        conf.update({
             "jobmanager.rpc.address": "127.0.0.1",
             "jobmanager.rpc.port": free_port(),
             "jobmanager.bind-host": "127.0.0.1",
@@ -253,14 +269,16 @@ class FlinkCluster:
             "heartbeat.interval": 1000,
             "heartbeat.timeout": 8000,
             "io.tmp.dirs": os.path.join(self.work_dir, "tmp"),
-        }
+        })
         if self.restarts:
             conf.update({"restart-strategy.type": "fixed-delay",
                          "restart-strategy.fixed-delay.attempts": self.restarts,
                          "restart-strategy.fixed-delay.delay": "1 s"})
         os.makedirs(conf["io.tmp.dirs"], exist_ok=True)
         with open(os.path.join(self.conf_dir, "config.yaml"), "w") as f:
-            f.writelines("%s: %s\n" % item for item in conf.items())
+            f.writelines("%s: %s\n" % (key, value if not isinstance(value, list)
+                                         else ";".join(map(str, value)))
+                         for key, value in conf.items())
 
     def _env(self):
         return dict(os.environ, FLINK_HOME=self.home, FLINK_CONF_DIR=self.conf_dir,
