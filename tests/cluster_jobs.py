@@ -53,10 +53,9 @@ class Job:
     def __init__(self, argv):
         env = dict(os.environ, PYTHONPATH=REPO)
         self.proc = subprocess.Popen([sys.executable, "-m", "pipeline.datagen"] + argv,
-                                     cwd=REPO, env=env, stdout=subprocess.PIPE,
+                                     cwd=REPO, env=env, stdout=subprocess.DEVNULL,
                                      stderr=subprocess.PIPE, text=True)
         self.lines = []
-        self.stdout = None
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
 
@@ -76,7 +75,7 @@ class Job:
         raise TimeoutError(text)
 
     def finish(self, seconds=600):
-        self.stdout = self.proc.communicate(timeout=seconds)[0]
+        self.proc.wait(seconds)
         self._reader.join(5)
         return self.proc.returncode
 
