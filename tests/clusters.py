@@ -384,14 +384,20 @@ class WorkerPool:
         return self
 
     def sdk_workers(self):
-        """PIDs of the SDK workers the pool started (`python -c ...SdkHarness(...)`)."""
+        """PIDs of the running SDK workers this pool started (its children
+        `python -c ...SdkHarness(...)`; never another pool's)."""
+        pool = self.procs.procs[0].pid
         pids = []
         for pid in filter(str.isdigit, os.listdir("/proc")):
             try:
+                with open("/proc/%s/stat" % pid) as f:
+                    state, ppid = f.read().rsplit(")", 1)[1].split()[:2]
+                if int(ppid) != pool or state == "Z":
+                    continue
                 with open("/proc/%s/cmdline" % pid, "rb") as f:
                     if b"SdkHarness(" in f.read():
                         pids.append(int(pid))
-            except OSError:
+            except (OSError, ValueError):
                 pass
         return pids
 
