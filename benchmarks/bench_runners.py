@@ -39,7 +39,7 @@ from datagen_helpers import output_bytes  # noqa: E402
 
 SAMPLE = os.path.join(REPO, "sample_data", "enzh-mlqe-pe")
 DEFAULT_DATA_DIR = "/work/shared/data/bench/enzh-wmt21-24"
-PASS_DONE = re.compile(r"pass (\d+) done in ([\d.]+) s")
+PASS_DONE = re.compile(r"pass (\d+) done in ([\d.]+) s(?: \(submitted after ([\d.]+) s\))?")
 PASS_START = re.compile(r"^(\d\d:\d\d:\d\d) pass (\d+)(?: of ~?\d+)?: (.*)$")
 JOB_SERVER = re.compile(r"job server started in ([\d.]+) s")
 
@@ -144,16 +144,23 @@ def runner_setup(name, work):
 
 
 def passes(lines):
-    """[(number, label, seconds)] of the job's log lines."""
+    """[(number, label, seconds, seconds until submitted or None)] of the job's log lines
+    (remote runners log when each pass was submitted)."""
     labels, done = {}, {}
     for line in lines:
         m = PASS_START.match(line)
         if m:
-            labels[int(m.group(2))] = m.group(3).split(":")[0]
+            labels[int(m.group(2))] = m.group(3).split(":")[0].split(" into ")[0]
         m = PASS_DONE.search(line)
         if m:
-            done[int(m.group(1))] = float(m.group(2))
-    return [(n, labels.get(n, "?"), done[n]) for n in sorted(done)]
+            done[int(m.group(1))] = (float(m.group(2)),
+                                     float(m.group(3)) if m.group(3) else None)
+    return [(n, labels.get(n, "?")) + done[n] for n in sorted(done)]
+
+
+def _pass_text(number, label, seconds, submitted):
+    return "pass %d (%s) %.2f s%s" % (number, label, seconds, "" if submitted is None
+                                       else ", submitted after %.2f s" % submitted)
 
 
 def main(argv=None):
@@ -193,7 +200,7 @@ def main(argv=None):
                 rows.append(row)
                 print("%-10s wall %6.2f s  job %6.2f s  %s%s  bytes %s" % (
                     name, wall, summary["seconds"], "  ".join(
-                        "pass %d (%s) %.2f s" % x for x in row["passes"]),
+                        _pass_text(*x) for x in row["passes"]),
                     "  job server start %.1f s" % job_server[0] if job_server else "",
                     "identical" if same else "DIFFERENT"), flush=True)
         finally:

@@ -303,6 +303,8 @@ class DatagenJob:
             "runner": self.options.get_all_options().get("runner"),
             "passes": self.run_pass.count, "stages": self.stages,
             "fingerprint": self.fingerprint}
+        if self.run_pass.job_server_seconds is not None:  # FlinkRunner, SparkRunner
+            summary["job_server_start_seconds"] = self.run_pass.job_server_seconds
         summary.update(facts)
         return summary
 

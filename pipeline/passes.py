@@ -87,6 +87,8 @@ class PassRunner:
         self._expected = None  # (passes in all, whether that number is exact)
         self._workers = None
         self.job_server = None  # pipeline.job_server.JobServer, once a pass started one
+        self.job_server_seconds = None  # how long starting it took
+        self._submitted = None  # when the running pass's job was submitted
 
     def _submit_options(self, options):
         """`options` of a pass, pointed at the job's one job server when its runner would
@@ -96,6 +98,7 @@ class PassRunner:
             return options
         if self.job_server is None:
             self.job_server = JobServer(self.options).start()
+            self.job_server_seconds = round(self.job_server.seconds, 3)
         return self.job_server.pass_options(options)
 
     def _worker_pool(self):
@@ -112,7 +115,9 @@ class PassRunner:
         out-of-memory kill) in the middle of a bundle, so a dead worker ends the pass here,
         with WorkerDied."""
         if self._workers is None:
-            return pipeline.run().wait_until_finish()
+            result = pipeline.run()  # a remote runner returns once the job is submitted
+            self._submitted = time.time()
+            return result.wait_until_finish()
         outcome = {}
 
         def run():
@@ -179,6 +184,7 @@ class PassRunner:
             LOG.info("pass %d translated (dry run)", number)
             return 0.0
         stop = threading.Event()
+        self._submitted = None
 
         def heartbeat():
             while not stop.wait(PROGRESS_SECONDS):
@@ -210,5 +216,11 @@ class PassRunner:
         if state not in (None, beam.runners.runner.PipelineState.DONE):
             raise RuntimeError("pass %d (%s) ended in state %s" % (number, label, state))
         seconds = time.time() - start
-        LOG.info("pass %d done in %.1f s", number, seconds)
+        if runner_name(self.options) in REMOTE_RUNNERS and self._submitted:
+            # building, translating and submitting it (the job server's Prepare, artifact
+            # staging and Run), against the runner's own time to run it
+            LOG.info("pass %d done in %.1f s (submitted after %.1f s)", number, seconds,
+                     self._submitted - start)
+        else:
+            LOG.info("pass %d done in %.1f s", number, seconds)
         return seconds

@@ -131,6 +131,8 @@ def test_every_pass_of_a_job_submits_to_one_job_server_stopped_at_the_end(
     assert len(started) == 1 and len(servers) == 1  # one job server for every pass
     assert servers[0].endpoint and servers[0].seconds > 0
     assert "job server started in" in caplog.text and "job server stopped" in caplog.text
+    assert summary["job_server_start_seconds"] > 0
+    assert caplog.text.count(" s (submitted after ") == summary["passes"]
     assert not os.path.exists(os.path.dirname(started[0]))  # its directory removed
     run_datagen(tmp_path / "fnapi", source, target, *FLAGS, runner=FNAPI)
     assert output_bytes(tmp_path / "flink") == output_bytes(tmp_path / "fnapi")
