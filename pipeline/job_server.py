@@ -22,6 +22,7 @@ Not used with `--job_endpoint` (a job server the user runs), `--flink_submit_ube
 import copy
 import logging
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -81,6 +82,40 @@ def needs_job_server(options):
     return False
 
 
+def check_flink_cluster(options):
+    """For `--flink_master HOST:PORT` (a session cluster): the cluster answers on its REST
+    port, and the job server that will be used is built for the cluster's Flink version
+    (Beam's default `--flink_version` is the newest, 2.2; a job server of another minor
+    version fails only at submission, with a Flink RPC error). DatagenError otherwise."""
+    flink = options.view_as(FlinkRunnerOptions)
+    master = flink.flink_master.strip()
+    from apache_beam.runners.portability.flink_runner import MAGIC_HOST_NAMES
+    if master in MAGIC_HOST_NAMES or flink.flink_submit_uber_jar:
+        return
+    import json
+    import urllib.request
+    url = (master if "://" in master else "http://" + master).rstrip("/") + "/overview"
+    try:
+        with urllib.request.urlopen(url, timeout=10) as response:
+            version = json.loads(response.read().decode("utf-8")).get("flink-version", "")
+    except (OSError, ValueError) as e:
+        raise DatagenError("--flink_master %s: Flink's REST API does not answer (%s)"
+                           % (master, one_line(e))) from None
+    minor = ".".join(version.split(".")[:2])
+    jar = flink.flink_job_server_jar
+    if jar:
+        named = re.search(r"flink-(\d+\.\d+)-job-server", os.path.basename(jar))
+        wrong = named.group(1) if named and named.group(1) != minor else None
+        what = "--flink_job_server_jar %s" % os.path.basename(jar)
+    else:
+        wrong = flink.flink_version if flink.flink_version != minor else None
+        what = "--flink_version %s" % flink.flink_version
+    if minor and wrong:
+        raise DatagenError("--flink_master %s runs Flink %s but %s is for Flink %s: pass "
+                           "--flink_version %s (and its job server jar)"
+                           % (master, version, what, wrong, minor))
+
+
 def _beam_job_server(options):
     """Beam's own description of the job server its runner would start for `options`."""
     if runner_name(options) == "flink":
@@ -122,6 +157,8 @@ class JobServer:
 
     def start(self):
         start = time.time()
+        if runner_name(self._options) == "flink":
+            check_flink_cluster(self._options)
         self._dir = tempfile.mkdtemp(prefix="datagen-job-server-", dir=self._log_dir)
         try:
             command, endpoint = job_server_command(self._options,

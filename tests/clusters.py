@@ -130,9 +130,22 @@ def spark_home():
     return os.path.join(target, "pyspark")
 
 
+_MISSING = {}  # artifact -> Unavailable, so a process asks Maven once
+
+
 def job_server_jar(artifact):
     """Path of Beam's job server jar `artifact` (this Beam release), fetched with mvn into
     ~/.m2 once."""
+    if artifact in _MISSING:
+        raise _MISSING[artifact]
+    try:
+        return _fetch_jar(artifact)
+    except Unavailable as e:
+        _MISSING[artifact] = e
+        raise
+
+
+def _fetch_jar(artifact):
     m2 = os.path.join(os.path.expanduser("~"), ".m2", "repository")
     path = os.path.join(m2, "org", "apache", "beam", artifact, BEAM_VERSION,
                         "%s-%s.jar" % (artifact, BEAM_VERSION))

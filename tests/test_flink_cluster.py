@@ -3,7 +3,8 @@ a fixed-delay restart strategy of 3 attempts), through Beam's Flink job server j
 job) and Beam's stock worker pool (EXTERNAL environment): byte-identical to DirectRunner for
 every vocabulary kind, every pass a Flink job; an SDK worker killed during the encode pass and
 a TaskManager killed during it are survived; without retries the job fails with one line and
-a rerun completes. Installs and downloads are cached (`tests/clusters.py`); where they are not
+a rerun completes; a job server of another Flink version than the cluster's is refused before
+anything runs (this one needs no jar). Installs and downloads are cached (`tests/clusters.py`); where they are not
 possible the tests skip with the reason (fail under CI=true).
 """
 
@@ -22,10 +23,9 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def flink(tmp_path_factory):
-    """(cluster, worker pool, runner flags): the cluster and pool stop with the module."""
+def cluster_and_pool(tmp_path_factory):
+    """(cluster, worker pool), started once for the module and stopped with it."""
     try:
-        jar = clusters.job_server_jar(clusters.FLINK_JOB_SERVER)
         cluster = clusters.FlinkCluster(str(tmp_path_factory.mktemp("flink")))
     except clusters.Unavailable as e:
         clusters.unavailable(str(e))
@@ -33,14 +33,44 @@ def flink(tmp_path_factory):
     try:
         cluster.start()
         pool.start()
-        runner = ["--runner", "FlinkRunner", "--flink_master", cluster.master,
-                  "--flink_version", clusters.FLINK_MINOR, "--flink_job_server_jar", jar,
-                  "--parallelism", "2", "--environment_type", "EXTERNAL",
-                  "--environment_config", pool.address]
-        yield cluster, pool, runner
+        yield cluster, pool
     finally:
         pool.stop()
         cluster.stop()
+
+
+@pytest.fixture(scope="module")
+def flink(cluster_and_pool):
+    """(cluster, worker pool, runner flags) with Beam's Flink job server jar."""
+    try:
+        jar = clusters.job_server_jar(clusters.FLINK_JOB_SERVER)
+    except clusters.Unavailable as e:
+        clusters.unavailable(str(e))
+    cluster, pool = cluster_and_pool
+    runner = ["--runner", "FlinkRunner", "--flink_master", cluster.master,
+              "--flink_version", clusters.FLINK_MINOR, "--flink_job_server_jar", jar,
+              "--parallelism", "2", "--environment_type", "EXTERNAL",
+              "--environment_config", pool.address]
+    return cluster, pool, runner
+
+
+def test_a_job_server_of_another_flink_version_is_refused_before_anything_runs(
+        cluster_and_pool, tmp_path, capsys):
+    """Beam's default --flink_version is 2.2; against this 1.20 cluster its job server
+    would fail only at submission. The job asks the cluster first: exit 2, one line."""
+    cluster, pool = cluster_and_pool
+    base = INPUTS + COMMON + ["--runner", "FlinkRunner", "--flink_master", cluster.master,
+                              "--environment_type", "EXTERNAL", "--environment_config",
+                              pool.address, "--output_dir", str(tmp_path / "out")]
+    for extra, named in (([], "--flink_version 2.2"),
+                         (["--flink_job_server_jar", "/jars/beam-runners-flink-1.19-job-"
+                           "server-2.77.0.jar"], "beam-runners-flink-1.19-job-server")):
+        assert datagen.main(base + extra) == 2
+        errors = [line for line in capsys.readouterr().err.splitlines() if " ERROR " in line]
+        assert len(errors) == 1, errors
+        assert "runs Flink %s" % clusters.FLINK_VERSION in errors[0] and named in errors[0]
+        assert "pass --flink_version %s" % clusters.FLINK_MINOR in errors[0]
+    assert cluster.jobs() == []  # nothing was submitted
 
 
 def _finished_jobs(cluster):

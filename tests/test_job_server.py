@@ -58,7 +58,7 @@ def test_flink_passes_run_batch_forced_unless_told_otherwise():
 
 
 @pytest.mark.parametrize("runner,flag", [
-    (["--runner", "FlinkRunner", "--flink_master", "localhost:1",
+    (["--runner", "FlinkRunner", "--flink_master", "[local]",
       "--flink_job_server_jar", "/nonexistent/job-server.jar"], "--flink_job_server_jar"),
     (["--runner", "SparkRunner", "--spark_master_url", "spark://127.0.0.1:1",
       "--spark_job_server_jar", "/nonexistent/job-server.jar"], "--spark_job_server_jar"),
@@ -74,6 +74,19 @@ def test_a_job_server_jar_that_cannot_be_had_is_one_line_and_exit_2(tmp_path, ca
     errors = [line for line in capsys.readouterr().err.splitlines() if " ERROR " in line]
     assert len(errors) == 1 and "job server jar" in errors[0] and flag + " PATH" in errors[0]
     assert not [n for n in os.listdir(tmp_path / "out") if not n.startswith(".")]
+
+
+def test_a_flink_master_that_does_not_answer_is_one_line_and_exit_2(tmp_path, capsys):
+    from apache_beam.utils.subprocess_server import pick_port
+    (port,) = pick_port(None)  # nothing listens there
+    code = datagen.main(["--train_source", os.path.join(SAMPLE, "dev.en"),
+                         "--train_target", os.path.join(SAMPLE, "dev.zh"),
+                         "--output_dir", str(tmp_path / "out"), "--runner", "FlinkRunner",
+                         "--flink_master", "127.0.0.1:%d" % port, "--environment_type",
+                         "EXTERNAL", "--environment_config", "localhost:2"])
+    assert code == 2
+    errors = [line for line in capsys.readouterr().err.splitlines() if " ERROR " in line]
+    assert len(errors) == 1 and "Flink's REST API does not answer" in errors[0]
 
 
 def _python_job_service(started):
@@ -124,7 +137,7 @@ def test_every_pass_of_a_job_submits_to_one_job_server_stopped_at_the_end(
         return real_start(self)
     monkeypatch.setattr(job_server.JobServer, "start", start)
     source, target = os.path.join(SAMPLE, "dev.en"), os.path.join(SAMPLE, "dev.zh")
-    flink = ["--runner", "FlinkRunner", "--flink_master", "localhost:8081",
+    flink = ["--runner", "FlinkRunner", "--flink_master", "[local]",
              "--environment_type", "LOOPBACK"]
     summary = run_datagen(tmp_path / "flink", source, target, *FLAGS, runner=flink)
     assert summary["runner"] == "FlinkRunner" and summary["passes"] >= 2
@@ -198,7 +211,7 @@ def test_a_failed_pass_is_one_line_then_a_rerun_completes_byte_identical(
     out = tmp_path / "flink"
     argv = ["--output_dir", str(out), "--train_source", os.path.join(SAMPLE, "dev.en"),
             "--train_target", os.path.join(SAMPLE, "dev.zh"), "--runner", "FlinkRunner",
-            "--flink_master", "localhost:8081", "--environment_type", "LOOPBACK"] + [
+            "--flink_master", "[local]", "--environment_type", "LOOPBACK"] + [
                 str(f) for f in FLAGS]
     assert datagen.main(argv) == 1
     err = capsys.readouterr().err
