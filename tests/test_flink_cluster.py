@@ -120,13 +120,24 @@ def _kill_an_sdk_worker(pool, seconds=60):
     raise TimeoutError("no SDK worker started")
 
 
+def _wait_for_running_job(cluster, seconds=120):
+    """Waits until a job of the cluster is RUNNING and has run half a second."""
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        if [j for j in cluster.jobs() if j["state"] == "RUNNING"]:
+            time.sleep(0.5)
+            return
+        time.sleep(0.05)
+    raise TimeoutError("no running Flink job")
+
+
 def _restarts(cluster, job):
     return cluster.get("/jobs/%s/exceptions" % job["jid"])["exceptionHistory"]["entries"]
 
 
 def test_an_sdk_worker_killed_during_encoding_is_retried(flink, tmp_path, tmp_path_factory):
     cluster, pool, runner = flink
-    expected, direct = baseline("subword", tmp_path_factory)
+    expected, _ = baseline("subword", tmp_path_factory)
     killed = []
     job = _run_killing(runner, tmp_path / "out", lambda: killed.append(_kill_an_sdk_worker(pool)))
     assert job.proc.returncode == 0, "\n".join(job.lines[-20:])
@@ -158,11 +169,11 @@ def test_a_task_manager_killed_during_encoding_is_survived(flink, tmp_path, tmp_
     """Last in the module: it leaves the cluster with a new TaskManager in place of the
     killed one."""
     cluster, _, runner = flink
-    expected, direct = baseline("subword", tmp_path_factory)
+    expected, _ = baseline("subword", tmp_path_factory)
     victim = cluster.task_manager_procs[0]
 
     def kill():
-        time.sleep(0.5)  # the encode job's tasks deployed
+        _wait_for_running_job(cluster)  # the encode pass's job, its tasks deployed
         os.killpg(victim.pid, signal.SIGKILL)
     job = _run_killing(runner, tmp_path / "out", kill)
     victim.wait()
@@ -170,6 +181,7 @@ def test_a_task_manager_killed_during_encoding_is_survived(flink, tmp_path, tmp_
         assert job.proc.returncode == 0, "\n".join(job.lines[-20:])
         assert output_bytes(tmp_path / "out") == expected
         assert work_leftovers(tmp_path / "out") == []
+        assert _restarts(cluster, _finished_jobs(cluster)[-1])  # it failed and restarted
     finally:
         cluster.task_manager_procs.remove(victim)
         cluster.start_task_manager(len(cluster.procs.procs))
