@@ -108,8 +108,9 @@ def _run_killing(runner, out, kill, extra=()):
     return job
 
 
-def _kill_an_sdk_worker(pool, seconds=60):
-    """Kills (SIGKILL) an SDK worker of the encode pass as soon as one is running."""
+def _kill_an_sdk_worker(cluster, pool, seconds=60):
+    """Kills (SIGKILL) an SDK worker of the encode pass once its Flink job runs."""
+    _wait_for_running_job(cluster)
     deadline = time.time() + seconds
     while time.time() < deadline:
         workers = pool.sdk_workers()
@@ -139,7 +140,7 @@ def test_an_sdk_worker_killed_during_encoding_is_retried(flink, tmp_path, tmp_pa
     cluster, pool, runner = flink
     expected, _ = baseline("subword", tmp_path_factory)
     killed = []
-    job = _run_killing(runner, tmp_path / "out", lambda: killed.append(_kill_an_sdk_worker(pool)))
+    job = _run_killing(runner, tmp_path / "out", lambda: killed.append(_kill_an_sdk_worker(cluster, pool)))
     assert job.proc.returncode == 0, "\n".join(job.lines[-20:])
     assert killed
     assert output_bytes(tmp_path / "out") == expected
@@ -153,7 +154,7 @@ def test_without_retries_a_killed_worker_fails_the_pass_in_one_line_then_a_rerun
     cluster, pool, runner = flink
     expected, _ = baseline("subword", tmp_path_factory)
     out = tmp_path / "out"
-    job = _run_killing(runner, out, lambda: _kill_an_sdk_worker(pool),
+    job = _run_killing(runner, out, lambda: _kill_an_sdk_worker(cluster, pool),
                        ["--number_of_execution_retries", "0"])
     assert job.proc.returncode == 1
     (error,) = job.errors()
