@@ -140,7 +140,8 @@ def test_an_sdk_worker_killed_during_encoding_is_retried(flink, tmp_path, tmp_pa
     cluster, pool, runner = flink
     expected, _ = baseline("subword", tmp_path_factory)
     killed = []
-    job = _run_killing(runner, tmp_path / "out", lambda: killed.append(_kill_an_sdk_worker(cluster, pool)))
+    job = _run_killing(runner, tmp_path / "out",
+                       lambda: killed.append(_kill_an_sdk_worker(cluster, pool)))
     assert job.proc.returncode == 0, "\n".join(job.lines[-20:])
     assert killed
     assert output_bytes(tmp_path / "out") == expected
