@@ -4,8 +4,9 @@ job) and Beam's stock worker pool (EXTERNAL environment): byte-identical to Dire
 every vocabulary kind, every pass a Flink job; an SDK worker killed during the encode pass and
 a TaskManager killed during it are survived; without retries the job fails with one line and
 a rerun completes; a job server of another Flink version than the cluster's is refused before
-anything runs (this one needs no jar). Installs and downloads are cached (`tests/clusters.py`); where they are not
-possible the tests skip with the reason (fail under CI=true).
+anything runs (this one needs no jar). Installs and downloads are cached
+(`tests/clusters.py`); where they are not possible the tests skip with the reason (fail under
+CI=true).
 """
 
 import os
