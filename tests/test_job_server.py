@@ -336,3 +336,26 @@ def test_ctrl_c_to_the_jobs_process_group_stops_its_job_server(tmp_path):
     assert not _alive(server)
     left = [p for p in os.listdir("/proc") if p.isdigit() and _group_of(p) == server]
     assert not left, [open("/proc/%s/stat" % p).read()[:120] for p in left]
+
+
+def test_job_server_commands_are_beams_with_the_jobs_options(tmp_path):
+    """The command is the one Beam's runner would run: its jar, its arguments, the job's
+    --job_server_jvm_properties (and, for Spark, the --add-opens Java 17 needs)."""
+    jar = tmp_path / "job-server.jar"
+    jar.write_bytes(b"")
+    spark, endpoint = job_server.job_server_command(PipelineOptions([
+        "--runner", "SparkRunner", "--spark_master_url", "spark://127.0.0.1:7077",
+        "--spark_job_server_jar", str(jar), "--job_server_jvm_properties=-Xmx2g"]),
+        str(tmp_path / "artifacts"))
+    spark = [str(c) for c in spark]
+    assert spark[0] == "java" and "-Xmx2g" in spark
+    assert "--add-opens=java.base/java.util=ALL-UNNAMED" in spark
+    assert spark[spark.index("-jar") + 1] == str(jar)
+    assert spark[spark.index("--spark-master-url") + 1] == "spark://127.0.0.1:7077"
+    assert spark[spark.index("--artifacts-dir") + 1] == str(tmp_path / "artifacts")
+    assert spark[spark.index("--job-port") + 1] == endpoint.split(":")[1]
+    flink, _ = job_server.job_server_command(PipelineOptions([
+        "--runner", "FlinkRunner", "--flink_master", "127.0.0.1:8081",
+        "--flink_job_server_jar", str(jar)]), str(tmp_path / "artifacts"))
+    flink = [str(c) for c in flink]
+    assert flink[flink.index("--flink-master") + 1] == "http://127.0.0.1:8081"
