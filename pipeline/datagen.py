@@ -62,7 +62,7 @@ from pipeline.datasets import expand_listing, literal_patterns, plan_datasets
 from pipeline.layout import OutputLayout
 from pipeline.options import (DatagenOptions, check_known_flags, datagen_config,
                               datagen_flag_values, parse_flags, validate_flags)
-from pipeline.passes import PassRunner, WorkerDied
+from pipeline.passes import PassFailed, PassRunner, WorkerDied
 from pipeline.prepare import PrepareStep, rides_along
 from pipeline.storage_errors import storage_error, storage_message
 from pipeline.runners import (DatagenError, check_workers_can_import_project, is_dry_run,
@@ -378,6 +378,8 @@ class DatagenJob:
             "runner": self.options.get_all_options().get("runner"),
             "passes": self.run_pass.count, "stages": self.stages,
             "fingerprint": self.fingerprint}
+        if self.run_pass.job_server_seconds is not None:  # FlinkRunner, SparkRunner
+            summary["job_server_start_seconds"] = self.run_pass.job_server_seconds
         summary.update(facts)
         return summary
 
@@ -468,7 +470,7 @@ def main(argv=None):
         stopped = e if isinstance(e, Interrupted) else Interrupted(signal.SIGINT)
         LOG.error("interrupted (%s)", stopped)
         return stopped.exit_status
-    except WorkerDied as e:
+    except (WorkerDied, PassFailed) as e:
         LOG.error("%s", e)
         return WORKER_DIED_STATUS
     if summary["status"] == "dry_run":

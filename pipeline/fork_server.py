@@ -68,9 +68,22 @@ def start_early(argv):
     on another core."""
     if not any(arg.endswith("multi_processing") for arg in argv):
         return
+    if _runner_arg(argv) not in (None, "DirectRunner"):
+        return  # worker processes of this machine only ever serve DirectRunner's passes
     if any(arg in ("-h", "--help") or arg.startswith("--dry_run") for arg in argv):
         return  # no worker process will run: the server would only hold stdout a while
     if context().get_start_method() == "forkserver":
         from multiprocessing import forkserver
         with keeping_signal_mask(), ignoring_job_signals():
             forkserver.ensure_running()
+
+
+def _runner_arg(argv):
+    """The value of --runner in `argv` (last one wins, as argparse), or None."""
+    runner = None
+    for i, arg in enumerate(argv):
+        if arg == "--runner" and i + 1 < len(argv):
+            runner = argv[i + 1]
+        elif arg.startswith("--runner="):
+            runner = arg.split("=", 1)[1]
+    return runner.rsplit(".", 1)[-1] if runner else None

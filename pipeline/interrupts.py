@@ -134,13 +134,28 @@ def _children(pid):
     return children
 
 
+# Process groups of this process's children that kill_worker_processes leaves alone: the
+# job server (pipeline.job_server), which the job stops itself, by SIGTERM, once interrupted.
+SPARED_GROUPS = set()
+
+
+def _group(pid):
+    try:
+        return os.getpgid(pid)
+    except OSError:
+        return None
+
+
 def kill_worker_processes():
     """SIGKILLs every descendant of this process (Beam's worker processes and their shells):
-    they ignore the blocked SIGINT/SIGTERM, and Beam would otherwise wait for them."""
+    they ignore the blocked SIGINT/SIGTERM, and Beam would otherwise wait for them. Process
+    groups in SPARED_GROUPS (and what they started) are left alone."""
     seen = []
     todo = _children(os.getpid())
     while todo:
         pid = todo.pop()
+        if SPARED_GROUPS and _group(pid) in SPARED_GROUPS:
+            continue
         seen.append(pid)
         todo.extend(_children(pid))
     for pid in seen:

@@ -7,14 +7,19 @@ a dry run goes through the very same builders as a real run.
 """
 
 import logging
+import re
+import sys
 import threading
 import time
 
 import apache_beam as beam
+from apache_beam.options.pipeline_options import StandardOptions
 
 from pipeline import console
 from pipeline.interrupts import Interrupted, kill_worker_processes
-from pipeline.runners import runner_for_pass, runner_name, uses_worker_processes, worker_count
+from pipeline.job_server import JobServer, needs_job_server
+from pipeline.runners import (REMOTE_RUNNERS, runner_for_pass, runner_name,
+                              uses_worker_processes, worker_count)
 from pipeline.worker_pool import LocalWorkerPool
 from transforms.job_metrics import counter_values
 from transforms.object_stores import ObjectStores, StoreSettings
@@ -33,6 +38,34 @@ class WorkerDied(RuntimeError):
         super().__init__("pass %d failed: %s while it ran%s" % (
             number, "; ".join(dead),
             " (out of memory?)" if any("SIGKILL" in d for d in dead) else ""))
+
+
+class PassFailed(RuntimeError):
+    """A pass failed on a remote runner (Flink, Spark, a portable job service, Dataflow):
+    the runner's error (often a Java stack trace of dozens of lines) as one line naming
+    the pass, for `python -m pipeline.datagen` to print without a traceback. The runner's
+    own log (its web UI, the job server's log) has the whole of it."""
+
+    MAX_CHARS = 300
+
+    def __init__(self, number, label, runner, error):
+        super().__init__("pass %d (%s) failed on %s: %s" % (number, label, runner,
+                                                              self.summary(error)))
+
+    @classmethod
+    def summary(cls, error):
+        """The error's first line and its root cause: the last line that names an
+        exception (Python's last traceback line, Java's last `Caused by:`)."""
+        lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+        first = "%s: %s" % (type(error).__name__, lines[0] if lines else "")
+        causes = [line for line in lines[1:] if _EXCEPTION_LINE.match(line)]
+        parts = [first] + causes[-1:]
+        return " ... ".join(p if len(p) <= cls.MAX_CHARS else p[:cls.MAX_CHARS] + "..."
+                            for p in parts)
+
+
+# "RuntimeError: ...", "Caused by: java.io.IOException: ...", "org.x.FooException"
+_EXCEPTION_LINE = re.compile(r"^(Caused by: )?[\w.$]*(Error|Exception)\b")
 
 
 class PassRunner:
@@ -59,6 +92,20 @@ class PassRunner:
         self.lock = None
         self._expected = None  # (passes in all, whether that number is exact)
         self._workers = None
+        self.job_server = None  # pipeline.job_server.JobServer, once a pass started one
+        self.job_server_seconds = None  # how long starting it took
+        self._submitted = None  # when the running pass's job was submitted
+
+    def _submit_options(self, options):
+        """`options` of a pass, pointed at the job's one job server when its runner would
+        start one per pass (FlinkRunner, SparkRunner: `pipeline.job_server`), started with
+        the first pass."""
+        if not needs_job_server(self.options):
+            return options
+        if self.job_server is None:
+            self.job_server = JobServer(self.options).start()
+            self.job_server_seconds = round(self.job_server.seconds, 3)
+        return self.job_server.pass_options(options)
 
     def _worker_pool(self):
         """The job's worker processes, started on first use; None when passes do not run in
@@ -83,12 +130,13 @@ class PassRunner:
         """Runs `pipeline` in a thread of its own while this one watches: Beam's runner waits
         forever for a worker that died (an out-of-memory kill) in the middle of a bundle, so
         a dead worker ends the pass here, with WorkerDied; a lost lock ends it with the
-        lock's DatagenError."""
+        lock's DatagenError. A remote runner's `run()` returns once the job is submitted."""
         outcome = {}
 
         def run():
             try:
-                result = pipeline.run()
+                result = pipeline.run()  # a remote runner returns once the job is submitted
+                self._submitted = time.time()
                 outcome["state"] = result.wait_until_finish()
                 outcome["counters"] = counter_values(result)
             except BaseException as e:  # handed to the watching thread
@@ -115,10 +163,15 @@ class PassRunner:
         return outcome["state"]
 
     def close(self):
-        """Ends the worker processes the passes shared, if any."""
+        """Ends the worker processes the passes shared and stops the job server they
+        submitted to, if any."""
         if self._workers is not None:
             self._workers.close()
             self._workers = None
+        if self.job_server is not None:
+            self.job_server.stop()
+            LOG.info("job server stopped")
+            self.job_server = None
 
     def expect(self, more, exact=True):
         """The job expects `more` passes after those run so far (`exact`: False while a
@@ -143,6 +196,7 @@ class PassRunner:
         LOG.info("pass %d%s: %s", number, self._of(number), label)
         start = time.time()
         runner, options = runner_for_pass(self.options, self._worker_pool())
+        options = self._submit_options(options)
         pipeline = beam.Pipeline(runner=runner, options=options)
         build(pipeline)
         if self.dry_run and runner_name(self.options) != "dataflow":
@@ -151,6 +205,7 @@ class PassRunner:
             LOG.info("pass %d translated (dry run)", number)
             return 0.0
         stop = threading.Event()
+        self._submitted = None
 
         def heartbeat():
             while not stop.wait(PROGRESS_SECONDS):
@@ -173,11 +228,21 @@ class PassRunner:
                 console.quiet_libraries()
                 kill_worker_processes()
                 raise Interrupted(signum) from None
+            error = sys.exc_info()[1]
+            if runner_name(self.options) in REMOTE_RUNNERS and isinstance(error, Exception):
+                raise PassFailed(number, label, self.options.view_as(StandardOptions).runner,
+                                 error) from error
             raise
         finally:
             stop.set()
         if state not in (None, beam.runners.runner.PipelineState.DONE):
             raise RuntimeError("pass %d (%s) ended in state %s" % (number, label, state))
         seconds = time.time() - start
-        LOG.info("pass %d done in %.1f s", number, seconds)
+        if runner_name(self.options) in REMOTE_RUNNERS and self._submitted:
+            # building, translating and submitting it (the job server's Prepare, artifact
+            # staging and Run), against the runner's own time to run it
+            LOG.info("pass %d done in %.1f s (submitted after %.1f s)", number, seconds,
+                     self._submitted - start)
+        else:
+            LOG.info("pass %d done in %.1f s", number, seconds)
         return seconds

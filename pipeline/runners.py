@@ -11,12 +11,42 @@ instead.
 import copy
 import logging
 
-from apache_beam.options.pipeline_options import (DirectOptions, PortableOptions, SetupOptions,
+from apache_beam.options.pipeline_options import (DirectOptions, PipelineOptions,
+                                                   PortableOptions, SetupOptions,
                                                    StandardOptions, TestOptions, WorkerOptions)
 
 REMOTE_RUNNERS = {"dataflow", "flink", "spark", "portable"}
 # Environments whose workers run in an environment the user prepared (or in this process).
 LOCAL_ENVIRONMENTS = {"LOOPBACK", "EXTERNAL", "PROCESS", "BEAM_PYTHON"}
+
+
+FLINK_BATCH_MODE = "BATCH_FORCED"
+
+
+class FlinkJavaOptions(PipelineOptions):
+    """Options of Beam's Flink runner (Java) that Beam's Python options do not declare.
+
+    Python's FlinkRunner sends the job server only options some PipelineOptions class
+    declares (and the job refuses unknown flags), so these are declared here; they reach
+    Flink with every pass. `--execution_mode_for_batch` defaults to BATCH_FORCED for
+    FlinkRunner (`runner_for_pass`): every exchange is blocking, so a failed task restarts
+    only its region (with a restart strategy), and no pass can deadlock on a pipelined
+    exchange (FLINK-10672; the passes have diamonds: one ParDo's outputs joined again)."""
+
+    @classmethod
+    def _add_argparse_args(cls, parser):
+        parser.add_argument(
+            "--execution_mode_for_batch", default=None,
+            choices=["PIPELINED", "PIPELINED_FORCED", "BATCH", "BATCH_FORCED"],
+            help="Flink's data exchange mode of batch pipelines (default for FlinkRunner: "
+                 "%s)" % FLINK_BATCH_MODE)
+        parser.add_argument(
+            "--number_of_execution_retries", type=int, default=None,
+            help="Flink: times a failed pass is retried (default: the cluster's "
+                 "restart-strategy)")
+        parser.add_argument(
+            "--execution_retry_delay", type=int, default=None,
+            help="Flink: milliseconds between two retries of a failed pass")
 
 
 class DatagenError(Exception):
@@ -124,6 +154,10 @@ def runner_for_pass(options, worker_pool=None):
     environment by fresh processes if the options said multi_processing, so the pass's options
     say in_memory, with the same number of workers.
     """
+    if runner_name(options) == "flink" and not options.view_as(
+            FlinkJavaOptions).execution_mode_for_batch:
+        options = copy.deepcopy(options)
+        options.view_as(FlinkJavaOptions).execution_mode_for_batch = FLINK_BATCH_MODE
     if runner_name(options) != "direct":
         return None, options
     from apache_beam.portability.api import beam_provision_api_pb2

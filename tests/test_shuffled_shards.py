@@ -66,6 +66,8 @@ def test_every_shard_written_sorted_by_key_whatever_the_fragments(tmp_path):
     for records in expected.values():
         records.sort()  # ties on the key are broken by dataset index, then line
     elements = _fragments(tmp_path, expected, rng)
+    # a runner that retried encode bundles and kept both attempts' reports of a fragment
+    elements += rng.sample(elements, 4)
     shard_dir = tmp_path / "shards"
     os.makedirs(shard_dir)
     with test_pipeline() as p:
@@ -90,6 +92,29 @@ def test_every_shard_written_sorted_by_key_whatever_the_fragments(tmp_path):
         path = shard_dir / shard_file_name("p", split, shard, num_shards[split])
         assert _read_shard(path) == [record for _, _, _, record in records], (split, shard)
     assert _read_shard(shard_dir / "p-train-00001-of-00003") == []
+
+
+def test_a_fragment_written_by_two_attempts_at_once_is_whole(tmp_path):
+    """A retried encode bundle writes the same fragment as the attempt it replaces, which may
+    still be writing (its task manager was lost, its SDK worker not yet): each attempt writes
+    a file of its own, and whichever rename lands last leaves a whole fragment."""
+    from transforms import file_io
+    path = str(tmp_path / "train-00000-d0-l0.frag")
+    entries = [(key, 0, key, b"r%d" % key * 50) for key in range(200)]
+    write_fragment(path + ".expected", entries)
+    with open(path + ".expected", "rb") as f:
+        whole = f.read()
+    with file_io.create_atomically(path) as lost:  # the first attempt, halfway through
+        lost.write(whole[:len(whole) // 2])
+        write_fragment(path, entries)  # the retry, start to end
+        with open(path, "rb") as f:
+            assert f.read() == whole
+        lost.write(whole[len(whole) // 2:])
+    with open(path, "rb") as f:
+        assert f.read() == whole
+    assert [k for k, _ in read_fragment(path)] == sorted(e[:3] for e in entries)
+    assert sorted(os.listdir(tmp_path)) == sorted([os.path.basename(path),
+                                                   os.path.basename(path) + ".expected"])
 
 
 def test_a_fragment_cut_short_is_an_error(tmp_path):

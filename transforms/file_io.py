@@ -1,5 +1,6 @@
 """Small file helpers over Beam's FileSystems, so every path may be local, gs:// or s3://."""
 
+import contextlib
 import io
 import json
 import os
@@ -97,9 +98,19 @@ class _ChunksReader(io.RawIOBase):
         super().__init__()
         self._chunks = iter(chunks)
         self._pending = b""
+        self._position = 0
 
     def readable(self):
         return True
+
+    def seek(self, offset, whence=io.SEEK_SET):
+        """Only says where it is (upload clients ask `tell()` before they start)."""
+        if (offset, whence) in ((0, io.SEEK_CUR), (self._position, io.SEEK_SET)):
+            return self._position
+        raise io.UnsupportedOperation("a stream of chunks cannot seek")
+
+    def tell(self):
+        return self._position
 
     def readinto(self, buffer):
         while not self._pending:
@@ -110,14 +121,18 @@ class _ChunksReader(io.RawIOBase):
         n = min(len(buffer), len(self._pending))
         buffer[:n] = self._pending[:n]
         self._pending = self._pending[n:]
+        self._position += n
         return n
 
 
 def write_chunks(path, chunks, stores=None):
     """Writes the byte strings of `chunks` as the whole content of `path`, streaming (memory
-    stays bounded whatever the size). On an object store the object appears whole when the
-    upload completes; through `stores`' reused client there (one PUT for a small object, a
-    0-byte one included), else through FileSystems. Returns the number of chunks."""
+    stays bounded whatever the size), so that `path` is whole or not there, also when two
+    attempts of a retried bundle write it at once. On an object store through `stores`'
+    reused client: the object appears whole when its upload completes (one PUT for a small
+    object, a 0-byte one included), and an upload that fails is aborted. Elsewhere under a
+    temporary name of this attempt's own (`create_atomically`). Returns the number of
+    chunks."""
     counted = [0]
 
     def counting():
@@ -128,7 +143,7 @@ def write_chunks(path, chunks, stores=None):
     if store is not None:
         store.upload(path, io.BufferedReader(_ChunksReader(counting()), _READ_BUFFER))
         return counted[0]
-    with FileSystems.create(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+    with create_atomically(path) as f:
         for chunk in counting():
             f.write(chunk)
     return counted[0]
@@ -234,6 +249,41 @@ def write_bytes_atomically(path, data, stores=None):
                       "writer cannot make one)" % path)
     with FileSystems.create(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
         f.write(data)
+
+
+@contextlib.contextmanager
+def create_atomically(path):
+    """A binary file to write, created under a temporary name of its own beside `path`
+    (`temporary_name`) and moved to `path` once closed without error; on an error the
+    temporary file is removed.
+
+    Work files a retried bundle rewrites go through here (or `write_chunks`): on a cluster
+    runner an attempt whose worker or task manager was lost can still be writing when the
+    retry writes the same name, and two writers of one name would interleave their bytes.
+    With a name per attempt each writes a whole file of its own, and the rename that lands
+    last leaves one whole file (both attempts write the same bytes). A file left by an
+    attempt that died keeps its temporary name, which no reader lists.
+    """
+    tmp = temporary_name(path)
+    if is_local(path):
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        try:
+            with open(tmp, "wb") as f:
+                yield f
+            os.replace(tmp, path)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
+        return
+    try:
+        with FileSystems.create(tmp, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+            yield f
+    except BaseException:
+        with contextlib.suppress(Exception):  # the write's own error matters more
+            FileSystems.delete([tmp])
+        raise
+    FileSystems.rename([tmp], [path])
 
 
 def read_json(path, stores=None):

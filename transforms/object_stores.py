@@ -18,7 +18,6 @@ on loopback ~3 ms). Paths without a store here (local files, hdfs://) get None f
 """
 
 import dataclasses
-import shutil
 import threading
 from typing import List, Optional, Tuple
 
@@ -248,13 +247,13 @@ class GcsStore:
         return stream
 
     def upload(self, path: str, stream) -> None:
-        """Writes the object from a readable binary `stream` (a resumable upload, which
-        appears whole when it completes)."""
+        """Writes the object from a readable binary `stream` (a resumable upload in chunks,
+        which appears whole when it completes; one that fails, or whose stream raises, is
+        never finalized, so no part of it appears)."""
         from google.api_core.exceptions import GoogleAPIError
         try:
-            with self._blob(path).open("wb", content_type="application/octet-stream",
-                                       ignore_flush=True) as writer:
-                shutil.copyfileobj(stream, writer, 1 << 20)
+            self._blob(path).upload_from_file(stream, content_type="application/octet-stream",
+                                              checksum=None)
         except GoogleAPIError as e:
             raise self._failed(e) from None
 

@@ -44,7 +44,8 @@ def write_fragment(path, entries, stores=None):
     """Writes `entries` [(key, dataset index, line number, record bytes)] sorted, atomically,
     so a fragment that exists is whole: on a local disk under a temporary name, then renamed;
     on an object store in one PUT of the final bytes (`stores`: the worker's ObjectStores;
-    a rename there would be a copy and a delete)."""
+    a rename there would be a copy and a delete). Either way a retried bundle and the attempt
+    it replaces, writing the same fragment at once, leave one whole file."""
     data = b"".join(_HEADER.pack(key, dataset_index, number, len(record)) + frame_record(record)
                     for key, dataset_index, number, record in sorted(entries))
     file_io.write_bytes_atomically(path, data, stores)

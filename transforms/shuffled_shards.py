@@ -8,12 +8,17 @@ into the shard file. Neither the keys nor the merge depend on bundles, workers o
 so the same input and seed give byte-identical files everywhere. Files are written under a
 temporary directory; the driver renames them into place only after the whole job succeeded.
 
+A retried bundle (a cluster runner's restart after a lost worker) rewrites the same fragment,
+shard and rejects names with the same bytes, each attempt under a temporary name of its own
+(`file_io.write_chunks`: one upload on a store, a temporary name elsewhere), and a fragment
+reported twice is merged once, so a retry never
+leaves a duplicate or a half-written file that a later stage reads.
+
 Records are already framed (`transforms.tfrecord_framing`: length, data and their masked
 CRC32Cs, what TensorFlow's TFRecord reader expects) in the fragments; the merge copies bytes.
 """
 
 import apache_beam as beam
-from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from transforms import file_io
@@ -45,7 +50,10 @@ class _WriteShardFn(beam.DoFn):
 
     def process(self, item):
         (split, shard), grouped = item
-        fragments = list(grouped["fragments"])
+        # One report per fragment file: a runner that retried an encode bundle and kept
+        # both attempts' outputs would name a fragment twice, and its records would be
+        # merged in twice.
+        fragments = list({frag["path"]: frag for frag in grouped["fragments"]}.values())
         name = shard_file_name(self._problem, split, shard, self._num_shards[split])
         path = FileSystems.join(self._tmp_dir, name)
         by_dataset = {}
@@ -72,20 +80,23 @@ class _WriteShardFn(beam.DoFn):
 
 
 class _WriteRejectsFn(beam.DoFn):
-    def __init__(self, tmp_dir):
+    def __init__(self, tmp_dir, store_settings):
         self._tmp_dir = tmp_dir
+        self._store_settings = store_settings
+
+    def setup(self):
+        self._stores = ObjectStores(self._store_settings)
 
     def process(self, item):
         split, rejects = item
         rejects = sorted(rejects, key=lambda r: (r["dataset_index"], r["ordinal"]))
         by_reason = {}
         name = "%s.jsonl" % split
-        with FileSystems.create(FileSystems.join(self._tmp_dir, name),
-                                compression_type=CompressionTypes.UNCOMPRESSED) as f:
-            for reject in rejects:
-                f.write(reject_line(reject))
-                key = "%d\t%s" % (reject["dataset_index"], reject["reason"])
-                by_reason[key] = by_reason.get(key, 0) + 1
+        for reject in rejects:
+            key = "%d\t%s" % (reject["dataset_index"], reject["reason"])
+            by_reason[key] = by_reason.get(key, 0) + 1
+        file_io.write_chunks(FileSystems.join(self._tmp_dir, name),
+                             (reject_line(reject) for reject in rejects), self._stores)
         yield {"split": split, "name": name, "rejected": len(rejects),
                "by_dataset_reason": sorted(by_reason.items())}
 
@@ -123,4 +134,5 @@ class WriteRejects(beam.PTransform):
     def expand(self, rejects):
         return (rejects
                 | "GroupBySplit" >> beam.GroupByKey()
-                | "WriteRejects" >> beam.ParDo(_WriteRejectsFn(self._tmp_dir)))
+                | "WriteRejects" >> beam.ParDo(_WriteRejectsFn(
+                    self._tmp_dir, StoreSettings.from_options(rejects.pipeline.options))))

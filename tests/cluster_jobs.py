@@ -1,0 +1,89 @@
+"""What the Flink and Spark cluster tests share: the sample job's flags per vocabulary kind,
+its DirectRunner baseline, and running the job as a command while watching its log."""
+
+import os
+import subprocess
+import sys
+import threading
+import time
+
+from datagen_helpers import output_bytes
+from pipeline import datagen
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SAMPLE = os.path.join(REPO, "sample_data", "enzh-mlqe-pe")
+INPUTS = ["--train_source", os.path.join(SAMPLE, "train.en"),
+          "--train_target", os.path.join(SAMPLE, "train.zh"),
+          "--dev_source", os.path.join(SAMPLE, "dev.en"),
+          "--dev_target", os.path.join(SAMPLE, "dev.zh")]
+# The bundled sample with each vocabulary kind; 40 encode chunks, so a pass's tasks are
+# still running when a test kills something.
+KINDS = {
+    "subword": [],
+    "byte_bpe": ["--vocab_type", "byte_bpe", "--vocab_size", "2000"],
+    "word": ["--vocab_type", "word", "--vocab_size", "5000"],
+}
+COMMON = ["--problem", "p", "--encode_chunk_lines", "200"]
+
+_baselines = {}
+
+
+def baseline(kind, tmp_path_factory):
+    """(output bytes, summary) of the sample job of `kind` on DirectRunner (in process)."""
+    if kind not in _baselines:
+        out = tmp_path_factory.mktemp("direct-" + kind) / "out"
+        summary = datagen.run(INPUTS + COMMON + KINDS[kind] + [
+            "--output_dir", str(out), "--runner", "DirectRunner"])
+        _baselines[kind] = (output_bytes(out), summary)
+    return _baselines[kind]
+
+
+def books(summary):
+    """Pairs read, written and rejected per split and dataset: the summary's books."""
+    return {split: (s["pairs_read"], s["pairs_written"], s["pairs_rejected"],
+                    sorted((name, d["pairs_read"], d["pairs_written"], d["pairs_rejected"])
+                           for name, d in s["datasets"].items()))
+            for split, s in summary["splits"].items()}
+
+
+class Job:
+    """`python -m pipeline.datagen` in a subprocess; `wait_for_line(text)` returns once its
+    log has a line holding `text`."""
+
+    def __init__(self, argv):
+        env = dict(os.environ, PYTHONPATH=REPO)
+        self.proc = subprocess.Popen([sys.executable, "-m", "pipeline.datagen"] + argv,
+                                     cwd=REPO, env=env, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.PIPE, text=True)
+        self.lines = []
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self):
+        for line in self.proc.stderr:
+            self.lines.append(line.rstrip("\n"))
+
+    def wait_for_line(self, text, seconds=300):
+        deadline = time.time() + seconds
+        while time.time() < deadline:
+            if any(text in line for line in self.lines):
+                return
+            if self.proc.poll() is not None:
+                raise AssertionError("job ended (%s) before %r:\n%s" % (
+                    self.proc.returncode, text, "\n".join(self.lines[-20:])))
+            time.sleep(0.05)
+        raise TimeoutError(text)
+
+    def finish(self, seconds=600):
+        self.proc.wait(seconds)
+        self._reader.join(5)
+        return self.proc.returncode
+
+    def errors(self):
+        return [line for line in self.lines if " ERROR " in line]
+
+
+def work_leftovers(out):
+    """Files a finished or failed run must not leave: its work directory, Beam temp files."""
+    names = os.listdir(out)
+    return [n for n in names if n == ".datagen-work" or n.startswith("beam-temp")]
