@@ -182,7 +182,7 @@ def test_signal_to_the_process_group(tmp_path, corpus, capsys, sig, runner):
     out = tmp_path / "out"
     proc = _start(out, corpus, runner)
     try:
-        _wait_for_pass(proc, 1.5 if runner is FNAPI else 0.5)
+        _wait_for_pass(proc, 0.3 if runner is FNAPI else 0.5)  # the 300-pair job: ~1 s
         family = (_wait_for_workers(proc) if runner is DIRECT_MP2
                   else psutil.Process(proc.pid).children(recursive=True))
         # a second run on the same directory meanwhile stops at once, naming the first
