@@ -78,3 +78,31 @@ def assert_books_balance(summary):
         assert split["pairs_read"] == split["pairs_written"] + split["pairs_rejected"]
         for d in split["datasets"].values():
             assert d["pairs_read"] == d["pairs_written"] + d["pairs_rejected"], d
+
+
+def main_errors(capsys, *argv):
+    """Runs the job in-process: (exit status, the run's ERROR lines, its whole stderr)."""
+    from pipeline import datagen
+    code = datagen.main([str(a) for a in argv])
+    err = capsys.readouterr().err
+    return code, [line for line in err.splitlines() if " ERROR " in line], err
+
+
+def one_line_error(capsys, argv, *names):
+    """Runs the job and checks: exit 2, exactly one ERROR line naming every one of `names`,
+    no traceback; returns that line."""
+    code, errors, err = main_errors(capsys, *argv)
+    assert code == 2, err
+    assert len(errors) == 1, err
+    for name in names:
+        assert name in errors[0], errors[0]
+    assert "Traceback" not in err
+    return errors[0]
+
+
+def assert_no_output(out, problem="p"):
+    """Nothing a reader's glob or marker check would take for output."""
+    out = str(out)
+    for split in ("train", "dev"):
+        assert not shard_files(out, problem, split)
+    assert not os.path.exists(os.path.join(out, problem + ".DATAGEN_COMPLETE"))

@@ -20,6 +20,7 @@ import pytest
 
 from datagen_helpers import (DATA_DIR, DIRECT_MP2, assert_books_balance, shard_files,
                              with_t2t_vocab)
+from datagen_helpers import main_errors as _main, one_line_error as _assert_one_line_error
 from pipeline import datagen
 from transforms.example_proto import Int64FeaturesWriter
 
@@ -59,25 +60,6 @@ def _examples(path):
         (length,) = struct.unpack("<Q", data[at:at + 8])
         yield parse(data[at + 12:at + 12 + length])
         at += 12 + length + 4
-
-
-def _main(capsys, *argv):
-    """(exit status, the run's ERROR lines, its whole stderr)."""
-    code = datagen.main([str(a) for a in argv])
-    err = capsys.readouterr().err
-    return code, [line for line in err.splitlines() if " ERROR " in line], err
-
-
-def _assert_one_line_error(capsys, argv, *names):
-    """Runs the job and checks: exit 2, exactly one ERROR line naming every one of `names`,
-    no traceback."""
-    code, errors, err = _main(capsys, *argv)
-    assert code == 2, err
-    assert len(errors) == 1, err
-    for name in names:
-        assert name in errors[0], errors[0]
-    assert "Traceback" not in err
-    return errors[0]
 
 
 def _assert_no_output(out, problem="p"):

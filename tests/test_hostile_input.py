@@ -10,6 +10,8 @@ import os
 import pytest
 
 from datagen_helpers import assert_books_balance, run_datagen, shard_files
+from datagen_helpers import (assert_no_output as _no_output, main_errors as _main,
+                             one_line_error as _one_line_error)
 from pipeline import datagen
 
 FLAGS = ["--problem", "p", "--num_train_shards", "2", "--runner", "FnApiRunner"]
@@ -19,30 +21,6 @@ def _write(path, data):
     with open(path, "wb") as f:
         f.write(data)
     return str(path)
-
-
-def _main(capsys, *argv):
-    """(exit status, the run's ERROR lines, its whole stderr)."""
-    code = datagen.main([str(a) for a in argv])
-    err = capsys.readouterr().err
-    return code, [line for line in err.splitlines() if " ERROR " in line], err
-
-
-def _one_line_error(capsys, argv, *names):
-    code, errors, err = _main(capsys, *argv)
-    assert code == 2, err
-    assert len(errors) == 1, err
-    for name in names:
-        assert name in errors[0], errors[0]
-    assert "Traceback" not in err
-    return errors[0]
-
-
-def _no_output(out, problem="p"):
-    out = str(out)
-    for split in ("train", "dev"):
-        assert not shard_files(out, problem, split)
-    assert not os.path.exists(os.path.join(out, problem + ".DATAGEN_COMPLETE"))
 
 
 # -- 1. NUL characters, UTF-16 ------------------------------------------------------------

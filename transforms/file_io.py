@@ -233,16 +233,8 @@ def write_bytes_atomically(path, data, stores=None):
         store.put(path, data)
         return
     if is_local(path):
-        tmp = temporary_name(path)
-        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-        try:
-            with open(tmp, "wb") as f:
-                f.write(data)
-            os.replace(tmp, path)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
+        with create_atomically(path) as f:
+            f.write(data)
         return
     if not data and FileSystems.get_scheme(path) == "s3":
         raise OSError("%s: a 0-byte object on S3 needs the store's own client (Beam's S3 "
