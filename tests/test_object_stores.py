@@ -307,11 +307,18 @@ def test_a_job_that_loses_its_s3_lease_stops_with_one_line_and_deletes_nothing(s
         _wait_for_line(proc, "pass 1")
         client = s3.client()
         key = "lost/out/p.datagen.lock"
-        head = client.head_object(Bucket=BUCKET, Key=key)
         intruder = {"run_id": "intruder", "host": "elsewhere", "pid": 1,
                     "heartbeat_at": time.time(), "heartbeat_iso": "now"}
-        client.put_object(Bucket=BUCKET, Key=key, Body=json.dumps(intruder).encode(),
-                          IfMatch=head["ETag"])  # what a run taking over does
+        for _ in range(50):  # what a run taking over does: replace the version it read
+            head = client.head_object(Bucket=BUCKET, Key=key)
+            try:
+                client.put_object(Bucket=BUCKET, Key=key, Body=json.dumps(intruder).encode(),
+                                  IfMatch=head["ETag"])
+                break
+            except client.exceptions.ClientError as e:  # the job renewed it in between
+                assert "PreconditionFailed" in str(e)
+        else:
+            raise AssertionError("could not take the lease over in 50 tries")
         before = set(o["Key"] for o in client.list_objects_v2(
             Bucket=BUCKET, Prefix="lost/out/")["Contents"])
         err = proc.communicate(timeout=120)[1]
