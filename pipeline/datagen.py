@@ -251,22 +251,33 @@ class DatagenJob:
                     self._record_failure(started, t0, e, "interrupted")
                 raise
 
+    def _marked_complete(self):
+        """(its summary or None when unreadable, the names of files it lists that are gone)
+        of a complete output here, or None when there is no marker (or --overwrite)."""
+        layout = self.layout
+        if self.flags.overwrite or not file_io.exists(layout.complete_path, self.stores):
+            return None
+        summary = read_summary(layout, self.stores)
+        return summary, (None if summary is None
+                         else missing_outputs(layout, summary, self.stores))
+
+    def _nothing_to_do(self, summary, note):
+        LOG.info("%s is complete (%s exists): nothing to do%s", self.layout.output_dir,
+                 self.layout.complete_path, note)
+        summary["noop"] = True
+        return summary
+
     def _complete_unchanged(self, plan):
         """The noop summary when --output_dir holds a complete output of this run's inputs
         and flags with every file there; else None (or DatagenError when it was made from
         other inputs or flags)."""
-        if self.flags.overwrite or not file_io.exists(self.layout.complete_path):
+        marked = self._marked_complete()
+        if marked is None or marked[0] is None or marked[1]:
             return None
-        flag_values = datagen_flag_values(self.flags)
-        self.fingerprint = fingerprint.output_fingerprint(flag_values, None, self.stores)
-        summary = read_summary(self.layout, self.stores)
-        if summary is None or missing_outputs(self.layout, summary, self.stores):
-            return None
-        self.check_same_fingerprint(summary)
-        LOG.info("%s is complete (%s exists): nothing to do (it cannot be written, and "
-                 "need not be)", self.layout.output_dir, self.layout.complete_path)
-        summary["noop"] = True
-        return summary
+        self.fingerprint = fingerprint.output_fingerprint(datagen_flag_values(self.flags),
+                                                          None, self.stores)
+        self.check_same_fingerprint(marked[0])
+        return self._nothing_to_do(marked[0], " (it cannot be written, and need not be)")
 
     def choose_direct_mode(self):
         """Small inputs run in this process under DirectRunner (see
@@ -302,16 +313,13 @@ class DatagenJob:
         listed = {}
         self.fingerprint = fingerprint.output_fingerprint(flag_values, listed, self.stores)
         self.vocab.fingerprint = fingerprint.vocab_fingerprint(flag_values, listed, self.stores)
-        if file_io.exists(layout.complete_path, self.stores) and not f.overwrite:
-            summary = read_summary(layout, self.stores)
-            missing = None if summary is None else missing_outputs(layout, summary, self.stores)
+        marked = self._marked_complete()
+        if marked is not None:
+            summary, missing = marked
             if summary is not None:
                 self.check_same_fingerprint(summary)
             if summary is not None and not missing:
-                LOG.info("%s is complete (%s exists): nothing to do; pass --overwrite to "
-                         "redo it", layout.output_dir, layout.complete_path)
-                summary["noop"] = True
-                return summary
+                return self._nothing_to_do(summary, "; pass --overwrite to redo it")
             # a marker over missing files (a shard deleted since) is not trusted: redo it
             LOG.warning("%s is marked complete but %s: redoing it", layout.output_dir,
                         "its summary %s cannot be read" % layout.summary_path

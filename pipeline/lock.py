@@ -68,6 +68,12 @@ def describe(lease):
         lease.get("heartbeat_iso"))
 
 
+def content_version(data):
+    """The version of a lease where the file system keeps none: the SHA-256 of its bytes
+    (they hold a run id and a heartbeat time, so every write is a new version)."""
+    return hashlib.sha256(data).hexdigest()
+
+
 # -- one lease object on each kind of file system ----------------------------------------------
 class StoreLease:
     """The lease on S3 or GCS, through the store's own client (`transforms.object_stores`):
@@ -118,10 +124,6 @@ class LocalLease:
         finally:
             os.close(fd)  # releases the flock
 
-    @staticmethod
-    def _version(data):
-        return hashlib.sha256(data).hexdigest()
-
     def create(self, data):
         os.makedirs(self._dir, exist_ok=True)
         tmp = file_io.temporary_name(self.path)
@@ -129,7 +131,7 @@ class LocalLease:
             f.write(data)
         try:
             os.link(tmp, self.path)
-            return self._version(data)
+            return content_version(data)
         except FileExistsError:
             return None
         finally:
@@ -141,7 +143,7 @@ class LocalLease:
                 data = f.read()
         except FileNotFoundError:
             return None
-        return data, self._version(data)
+        return data, content_version(data)
 
     def replace(self, data, version):
         with self._guard():
@@ -149,7 +151,7 @@ class LocalLease:
             if now is None or now[1] != version:
                 raise PreconditionFailed("%s changed" % self.path)
             file_io.write_bytes_atomically(self.path, data)
-        return self._version(data)
+        return content_version(data)
 
     def delete(self, version):
         with self._guard():
@@ -170,7 +172,7 @@ class SettledLease:
         if not file_io.exists(self.path):
             return None
         data = file_io.read_bytes(self.path)
-        return data, hashlib.sha256(data).hexdigest()
+        return data, content_version(data)
 
     def _write_settled(self, data):
         file_io.write_bytes_atomically(self.path, data)

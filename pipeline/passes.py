@@ -123,9 +123,6 @@ class PassRunner:
             console.quiet_libraries()
             kill_worker_processes()
 
-    def _lock_lost(self):
-        return self.lock is not None and self.lock.lost
-
     def _run_watched(self, pipeline, number):
         """Runs `pipeline` in a thread of its own while this one watches: Beam's runner waits
         forever for a worker that died (an out-of-memory kill) in the middle of a bundle, so
@@ -146,8 +143,8 @@ class PassRunner:
         thread.start()
         while True:
             thread.join(WATCH_SECONDS)
-            if self._lock_lost():
-                self.lock.check()
+            if self.lock is not None:
+                self.lock.check()  # raises once another run took the lease
             # a dead worker either blocks the pass or is why it failed
             dead = (self._workers.dead() if self._workers is not None
                     and (thread.is_alive() or "error" in outcome) else [])

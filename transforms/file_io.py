@@ -58,10 +58,16 @@ def is_compressed(path):
     return CompressionTypes.detect_compression_type(path) != CompressionTypes.UNCOMPRESSED
 
 
+def _store(path, stores):
+    """The store client of `path` among `stores` (the caller's ObjectStores, or None), or None
+    where FileSystems does the work (a local path, hdfs://, or no stores given)."""
+    return stores.for_path(path) if stores is not None else None
+
+
 def open_for_read(path, stores=None, offset=0):
     """A binary stream of a file from byte `offset` on: on an object store through `stores`'
     reused client when given (one request), else through FileSystems."""
-    store = stores.for_path(path) if stores is not None else None
+    store = _store(path, stores)
     if store is not None:
         return io.BufferedReader(_RawStream(store.open(path, offset)), _READ_BUFFER)
     f = FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
@@ -131,28 +137,29 @@ def write_chunks(path, chunks, stores=None):
     attempts of a retried bundle write it at once. On an object store through `stores`'
     reused client: the object appears whole when its upload completes (one PUT for a small
     object, a 0-byte one included), and an upload that fails is aborted. Elsewhere under a
-    temporary name of this attempt's own (`create_atomically`). Returns the number of
-    chunks."""
-    counted = [0]
+    temporary name of this attempt's own (`create_atomically`). Returns the numbers of
+    chunks and of bytes written."""
+    counted = [0, 0]
 
     def counting():
         for chunk in chunks:
             counted[0] += 1
+            counted[1] += len(chunk)
             yield chunk
-    store = stores.for_path(path) if stores is not None else None
+    store = _store(path, stores)
     if store is not None:
         store.upload(path, io.BufferedReader(_ChunksReader(counting()), _READ_BUFFER))
-        return counted[0]
-    with create_atomically(path) as f:
-        for chunk in counting():
-            f.write(chunk)
-    return counted[0]
+    else:
+        with create_atomically(path) as f:
+            for chunk in counting():
+                f.write(chunk)
+    return tuple(counted)
 
 
 def list_prefix(directory, stores=None):
     """The set of paths of every object under `directory` on an object store, in one listing
     through `stores`' reused client; None for any other file system (ask `exists`)."""
-    store = stores.for_path(directory) if stores is not None else None
+    store = _store(directory, stores)
     if store is None:
         return None
     return {path for path, _, _ in store.list(directory.rstrip("/") + "/")}
@@ -162,7 +169,7 @@ def match_files(pattern, stores=None):
     """[(path, size, modification time)] of the files a glob pattern matches, as Beam's
     FileSystems.match: on an object store one listing of the pattern's prefix through
     `stores`' reused client when given."""
-    store = stores.for_path(pattern) if stores is not None else None
+    store = _store(pattern, stores)
     if store is None:
         return [(m.path, m.size_in_bytes, m.last_updated_in_seconds)
                 for m in FileSystems.match([pattern])[0].metadata_list]
@@ -175,7 +182,7 @@ def match_files(pattern, stores=None):
 
 
 def read_bytes(path, stores=None):
-    store = stores.for_path(path) if stores is not None else None
+    store = _store(path, stores)
     if store is not None:
         got = store.get(path)
         if got is None:
@@ -191,8 +198,7 @@ def is_local(path):
     return FileSystems.get_scheme(path) is None
 
 
-TMP_MARK = ".tmp-"
-_TMP_NAME = re.compile(r"^\..*\.tmp-[0-9a-f]{32}$|^.*\.tmp-[0-9a-f]{32}$")
+_TMP_NAME = re.compile(r"\.tmp-[0-9a-f]{32}\Z")
 
 
 def temporary_name(path):
@@ -200,13 +206,13 @@ def temporary_name(path):
     (`vocab.*`, `{problem}-train-*` and TensorFlow's globs need the name's first letters),
     and ends in `.tmp-<32 hex digits>`, which `remove_temporaries` recognises."""
     head, name = os.path.split(path)
-    return os.path.join(head, ".%s%s%s" % (name, TMP_MARK, uuid.uuid4().hex))
+    return os.path.join(head, ".%s.tmp-%s" % (name, uuid.uuid4().hex))
 
 
 def is_temporary_name(name):
     """Whether a file name is one of `temporary_name`'s (or an older version's
     `NAME.tmp-<hex>`)."""
-    return bool(_TMP_NAME.match(name))
+    return bool(_TMP_NAME.search(name))
 
 
 def remove_temporaries(directory, stores=None):
@@ -222,24 +228,17 @@ def write_bytes_atomically(path, data, stores=None):
     """Writes `data` as the whole content of `path`, so that a reader sees the old content or
     the new, never a part, and the name never disappears.
 
-    On a local disk: written under a temporary name beside it, then one atomic replace. On an
-    object store a PUT of the final bytes replaces an object atomically for readers, so the
-    bytes go straight to the final name (no temporary object, no delete-then-rename): through
-    the store's own client when `stores` (`transforms.object_stores.ObjectStores`) is given,
-    one request and 0-byte objects included, else through Beam's FileSystems.
+    On an object store a PUT of the final bytes replaces an object atomically for readers,
+    so through the store's own client (`stores`: `transforms.object_stores.ObjectStores`)
+    the bytes go straight to the final name, one request, 0-byte objects included. Elsewhere
+    they are written under a temporary name beside it, then moved into place
+    (`create_atomically`; on a local disk one atomic replace).
     """
-    store = stores.for_path(path) if stores is not None else None
+    store = _store(path, stores)
     if store is not None:
         store.put(path, data)
         return
-    if is_local(path):
-        with create_atomically(path) as f:
-            f.write(data)
-        return
-    if not data and FileSystems.get_scheme(path) == "s3":
-        raise OSError("%s: a 0-byte object on S3 needs the store's own client (Beam's S3 "
-                      "writer cannot make one)" % path)
-    with FileSystems.create(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+    with create_atomically(path) as f:
         f.write(data)
 
 
@@ -307,7 +306,7 @@ def write_json(path, value, stores=None):
 
 def exists(path, stores=None):
     """Whether the file (or object) `path` exists; one request with `stores`."""
-    store = stores.for_path(path) if stores is not None else None
+    store = _store(path, stores)
     if store is not None:
         return any(p == path for p, _, _ in store.list(path))
     return FileSystems.exists(path)
@@ -358,7 +357,7 @@ def delete_files(paths, stores=None):
     """Deletes files (objects) that exist; through `stores`' reused client on an object store
     when given."""
     paths = list(paths)
-    store = stores.for_path(paths[0]) if stores is not None and paths else None
+    store = _store(paths[0], stores) if paths else None
     if store is not None:
         store.delete_many(paths)
     elif paths:
@@ -370,7 +369,7 @@ def move_files(sources, destinations, stores=None):
     delete, one file after another: a reader may see some moved and some not (the commit's
     marker says when all are); through `stores`' reused client when given."""
     sources, destinations = list(sources), list(destinations)
-    store = stores.for_path(sources[0]) if stores is not None and sources else None
+    store = _store(sources[0], stores) if sources else None
     if store is None:
         if sources:
             FileSystems.rename(sources, destinations)
@@ -384,7 +383,7 @@ def delete_tree(path, stores=None):
     """Deletes a file or a directory tree, also on object stores (gs://, s3://), where a
     "directory" is only a name prefix: there (with `stores`) one listing of the prefix and
     one batch delete, else `exists`, then a listing of the tree."""
-    store = stores.for_path(path) if stores is not None else None
+    store = _store(path, stores)
     if store is not None:
         base = path.rstrip("/")
         doomed = [p for p, _, _ in store.list(base) if p == base or p.startswith(base + "/")]

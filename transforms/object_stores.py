@@ -5,15 +5,18 @@ object (it completes a multipart upload with no parts, which S3 refuses with Mal
 The job needs both: the output lock is a lease object taken with an exclusive create and
 renewed with a replace conditional on the version it holds (S3: `If-None-Match: *` /
 `If-Match: <ETag>`; GCS: `ifGenerationMatch=0` / `ifGenerationMatch=<generation>`), and an
-empty shard or rejects file is a real output. So for those calls only, the job talks to the
-store with the store's own client (boto3, google-cloud-storage: what `apache-beam[aws]` and
-`apache-beam[gcp]` install), configured from the same pipeline options as Beam's file systems
+empty shard or rejects file is a real output. Beam's file systems also make a new client for
+every call (~90 ms on S3). So the job talks to the store with the store's own client
+(boto3, google-cloud-storage: what `apache-beam[aws]` and `apache-beam[gcp]` install) for
+those calls and for its own whole-object reads and writes, listings, deletes and streamed
+uploads, configured from the same pipeline options as Beam's file systems
 (`--s3_endpoint_url`, `--s3_access_key_id`, ...; GCS from the environment, as Beam's own GCS
 client, `STORAGE_EMULATOR_HOST` included).
 
-`StoreSettings` is the picklable part of the options a worker needs; `ObjectStores` holds one
-client per store, made on first use and reused (a boto3 client costs ~60 ms to make, a request
-on loopback ~3 ms). Paths without a store here (local files, hdfs://) get None from
+`StoreSettings` is the picklable part of the options a worker needs; an `ObjectStores` holds
+one client per store, made on first use and reused: the driver has one for the job, each DoFn
+that touches files one, made in its `setup` (a boto3 client costs ~60 ms to make, a request on
+loopback ~3 ms). Paths without a store here (local files, hdfs://) get None from
 `ObjectStores.for_path`: callers fall back to FileSystems.
 """
 
@@ -66,7 +69,7 @@ def scheme_of(path: str) -> Optional[str]:
 
 
 class S3Store:
-    """Conditional and 0-byte writes on S3 (or an S3-compatible store) through boto3.
+    """S3 (or an S3-compatible store) through boto3.
 
     A version is the object's ETag."""
 
@@ -176,7 +179,7 @@ class S3Store:
 
 
 class GcsStore:
-    """Conditional and 0-byte writes on Google Cloud Storage through google-cloud-storage.
+    """Google Cloud Storage through google-cloud-storage.
 
     A version is the object's generation (as a string)."""
 

@@ -62,16 +62,11 @@ class _WriteShardFn(beam.DoFn):
                 by_dataset[dataset_index] = by_dataset.get(dataset_index, 0) + count
         # Streamed (memory stays bounded); an empty shard is a 0-byte object, which Beam's
         # S3 writer cannot make, the store's own client can.
-        size = [0]
-
-        def records():
-            for _, framed in merge_fragments([frag["path"] for frag in fragments],
-                                             self._stores):
-                size[0] += len(framed)
-                yield framed
-        written = file_io.write_chunks(path, records(), self._stores)
+        merged = merge_fragments([frag["path"] for frag in fragments], self._stores)
+        written, size = file_io.write_chunks(path, (framed for _, framed in merged),
+                                             self._stores)
         self._counters.inc(split + ".records_written", written)
-        self._counters.inc(split + ".bytes_written", size[0])
+        self._counters.inc(split + ".bytes_written", size)
         if written != sum(by_dataset.values()):
             raise ValueError("%s: merged %d records, its fragments list %d"
                              % (name, written, sum(by_dataset.values())))
