@@ -426,6 +426,33 @@ class WorkerPool:
         self.procs.stop()
 
 
+@contextlib.contextmanager
+def running_with_pool(cluster):
+    """`cluster` (FlinkCluster or SparkCluster) started, with Beam's worker pool beside it:
+    yields the pool; both are stopped on the way out."""
+    pool = WorkerPool(cluster.work_dir)
+    try:
+        cluster.start()
+        pool.start()
+        yield pool
+    finally:
+        pool.stop()
+        cluster.stop()
+
+
+def runner_flags(cluster, jar, pool, parallelism=None):
+    """The job's runner flags for `cluster` with Beam's job server `jar` and the EXTERNAL
+    environment of `pool` (Flink: `parallelism`, default its slots)."""
+    if isinstance(cluster, FlinkCluster):
+        runner = ["--runner", "FlinkRunner", "--flink_master", cluster.master,
+                  "--flink_version", FLINK_MINOR, "--flink_job_server_jar", jar,
+                  "--parallelism", str(parallelism or cluster.slots)]
+    else:
+        runner = ["--runner", "SparkRunner", "--spark_master_url", cluster.master_url,
+                  "--spark_job_server_jar", jar]
+    return runner + ["--environment_type", "EXTERNAL", "--environment_config", pool.address]
+
+
 def run_job_on_local_cluster(kind, job_args):
     """Starts a local `kind` cluster ("flink" or "spark") and Beam's worker pool as the tests
     do, runs `python -m pipeline.datagen` with `job_args` and the runner's flags on it, and
@@ -442,36 +469,26 @@ def run_job_on_local_cluster(kind, job_args):
     except Unavailable as e:
         print("cannot run on %s here: %s" % (kind, e), file=sys.stderr)
         return 3
-    pool = WorkerPool(work)
-    job = None
     try:
         start = time.time()
-        cluster.start()
-        pool.start()
-        print("%s cluster and Beam's worker pool up in %.1f s" % (kind, time.time() - start),
-              file=sys.stderr)
-        if kind == "flink":
-            print("Flink web UI: %s" % cluster.web_ui, file=sys.stderr)
-            runner = ["--runner", "FlinkRunner", "--flink_master", cluster.master,
-                      "--flink_version", FLINK_MINOR, "--flink_job_server_jar", jar,
-                      "--parallelism", str(cluster.slots)]
-        else:
-            print("Spark master UI: http://127.0.0.1:%d" % cluster.ui_port, file=sys.stderr)
-            runner = ["--runner", "SparkRunner", "--spark_master_url", cluster.master_url,
-                      "--spark_job_server_jar", jar]
-        runner += ["--environment_type", "EXTERNAL", "--environment_config", pool.address]
-        env = dict(os.environ, PYTHONPATH=REPO)
-        job = subprocess.Popen([sys.executable, "-m", "pipeline.datagen"] + list(job_args)
-                               + runner, cwd=REPO, env=env)
-        return job.wait()
-    except KeyboardInterrupt:
-        if job is not None:
-            job.send_signal(signal.SIGINT)  # the job stops cleanly (exit 130)
-            return job.wait()
+        with running_with_pool(cluster) as pool:
+            print("%s cluster and Beam's worker pool up in %.1f s" % (kind, time.time() - start),
+                  file=sys.stderr)
+            if kind == "flink":
+                print("Flink web UI: %s" % cluster.web_ui, file=sys.stderr)
+            else:
+                print("Spark master UI: http://127.0.0.1:%d" % cluster.ui_port, file=sys.stderr)
+            env = dict(os.environ, PYTHONPATH=REPO)
+            job = subprocess.Popen([sys.executable, "-m", "pipeline.datagen"] + list(job_args)
+                                   + runner_flags(cluster, jar, pool), cwd=REPO, env=env)
+            try:
+                return job.wait()
+            except KeyboardInterrupt:  # the job stops cleanly (exit 130) before the cluster
+                job.send_signal(signal.SIGINT)
+                return job.wait()
+    except KeyboardInterrupt:  # while the cluster started
         return 130
     finally:
-        pool.stop()
-        cluster.stop()
         shutil.rmtree(work, ignore_errors=True)
 
 

@@ -30,14 +30,8 @@ def cluster_and_pool(tmp_path_factory):
         cluster = clusters.FlinkCluster(str(tmp_path_factory.mktemp("flink")))
     except clusters.Unavailable as e:
         clusters.unavailable(str(e))
-    pool = clusters.WorkerPool(cluster.work_dir)
-    try:
-        cluster.start()
-        pool.start()
+    with clusters.running_with_pool(cluster) as pool:
         yield cluster, pool
-    finally:
-        pool.stop()
-        cluster.stop()
 
 
 @pytest.fixture(scope="module")
@@ -48,11 +42,7 @@ def flink(cluster_and_pool):
     except clusters.Unavailable as e:
         clusters.unavailable(str(e))
     cluster, pool = cluster_and_pool
-    runner = ["--runner", "FlinkRunner", "--flink_master", cluster.master,
-              "--flink_version", clusters.FLINK_MINOR, "--flink_job_server_jar", jar,
-              "--parallelism", "2", "--environment_type", "EXTERNAL",
-              "--environment_config", pool.address]
-    return cluster, pool, runner
+    return cluster, pool, clusters.runner_flags(cluster, jar, pool, parallelism=2)
 
 
 def test_a_job_server_of_another_flink_version_is_refused_before_anything_runs(

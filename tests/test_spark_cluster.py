@@ -22,17 +22,8 @@ def spark(tmp_path_factory):
         cluster = clusters.SparkCluster(str(tmp_path_factory.mktemp("spark")))
     except clusters.Unavailable as e:
         clusters.unavailable(str(e))
-    pool = clusters.WorkerPool(cluster.work_dir)
-    try:
-        cluster.start()
-        pool.start()
-        runner = ["--runner", "SparkRunner", "--spark_master_url", cluster.master_url,
-                  "--spark_job_server_jar", jar, "--environment_type", "EXTERNAL",
-                  "--environment_config", pool.address]
-        yield cluster, runner
-    finally:
-        pool.stop()
-        cluster.stop()
+    with clusters.running_with_pool(cluster) as pool:
+        yield cluster, clusters.runner_flags(cluster, jar, pool)
 
 
 @pytest.mark.parametrize("kind", ["subword"])

@@ -199,12 +199,13 @@ class _EncodeChunkFn(beam.DoFn):
             lines = iter_raw_lines(f)
             for _ in range(chunk["skip"]):
                 next(lines, None)
-            for i, raw in enumerate(lines):
-                number = chunk["first_line"] + i + 1
+            read = 0
+            for read, raw in enumerate(lines, 1):
+                number = chunk["first_line"] + read
                 text = decode_line(raw, path, number, "replace").strip()
-                self._counters.inc(chunk["ds"]["split"] + ".pairs_read")
                 yield self._reject(chunk, number, "unmatched_%s_line" % side,
                                    text if side == "source" else "", text if side == "target" else "")
+        self._counters.inc(chunk["ds"]["split"] + ".pairs_read", read)
 
 
 def plan_chunks(ds, source_path, target_path, source_scan, target_scan):
