@@ -483,3 +483,23 @@ def test_settled_lease_of_other_file_systems_takes_renews_and_releases(tmp_path,
     finally:
         holder.release()
     assert not os.path.exists(os.path.join(out, "p.datagen.lock"))
+
+
+def test_a_converted_dataset_on_s3_matches_local_disk(s3, tmp_path):
+    """TSV (and TMX, SGM, archive members) are converted into line files under the work
+    directory first; its rejects file, empty when nothing was rejected, is a 0-byte object."""
+    tsv = os.path.join(ROOT, "tests", "data", "formats", "cmn.head3000.txt")
+    client = s3.client()
+    with open(tsv, "rb") as f:
+        client.put_object(Bucket=BUCKET, Key="tsv/cmn.txt", Body=f.read())
+    flags = ["--problem", "p", "--vocab_size", "1000", "--num_train_shards", "2",
+             "--source_lang", "en", "--target_lang", "zh", "--runner", "FnApiRunner"]
+    local = tmp_path / "out"
+    assert datagen.main(["--train_tsv", tsv, "--output_dir", str(local)] + flags) == 0
+    out = "s3://%s/tsv/out" % BUCKET
+    assert datagen.main(["--train_tsv", "s3://%s/tsv/cmn.txt" % BUCKET, "--output_dir", out]
+                        + flags + s3.beam_flags()) == 0
+    objects = _objects(client, "tsv/out/")
+    for name in ("p-train-00000-of-00002", "p-train-00001-of-00002",
+                 "vocab.p.1000.subwords.en", "vocab.p.1000.subwords.zh"):
+        assert objects[name][0] == (local / name).read_bytes(), name

@@ -28,6 +28,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from transforms import corpus_formats as formats
 from transforms import file_io
+from transforms.object_stores import ObjectStores, StoreSettings
 from transforms.rejects import pair_reject_reason, reject_line, reject_record
 from transforms.text_lines import (InputError, MarkCounter, decode_line, iter_raw_lines,
                                    text_marks)
@@ -94,9 +95,10 @@ def clean_segment(text):
 class _SideWriter:
     """Writes one side's lines and records the seek points the encoder chunks at."""
 
-    def __init__(self, path, chunk_lines):
+    def __init__(self, path, chunk_lines, stores):
         self.path = path
-        self._f = FileSystems.create(path, compression_type=CompressionTypes.UNCOMPRESSED)
+        self._f = None  # opened at the first line: an empty side is written empty at close
+        self._stores = stores
         self._every = chunk_lines
         self.lines = 0
         self.bytes = 0
@@ -107,6 +109,9 @@ class _SideWriter:
 
     def write(self, text):
         data = (text + "\n").encode("utf-8")
+        if self._f is None:
+            self._f = FileSystems.create(self.path,
+                                         compression_type=CompressionTypes.UNCOMPRESSED)
         self._f.write(data)
         self.lines += 1
         self.bytes += len(data)
@@ -114,7 +119,10 @@ class _SideWriter:
             self.checkpoints.append((self.lines, self.bytes))
 
     def close(self):
-        self._f.close()
+        if self._f is not None:
+            self._f.close()
+        else:  # Beam's S3 writer cannot make a 0-byte object; the store's client can
+            file_io.write_bytes_atomically(self.path, b"", self._stores)
         if len(self.checkpoints) > 1 and self.checkpoints[-1][0] >= self.lines:
             self.checkpoints.pop()
         facts = {"bytes": self.bytes, "lines": self.lines, "checkpoints": self.checkpoints,
@@ -138,9 +146,13 @@ class _SideWriter:
 
 
 class _MaterializeFn(beam.DoFn):
-    def __init__(self, work_dir, read):
+    def __init__(self, work_dir, read, store_settings=None):
         self._dir = work_dir
         self._read = read
+        self._store_settings = store_settings or StoreSettings()
+
+    def setup(self):
+        self._stores = ObjectStores(self._store_settings)
 
     def _units(self, ds, streams):
         r = self._read
@@ -187,8 +199,8 @@ class _MaterializeFn(beam.DoFn):
             streams = [open_member(p) for p in paths]
             if ds["format"] == "lines":  # read as T2T reads lines: say what that means
                 streams = [MarkCounter(stream) for stream in streams]
-            src, tgt = _SideWriter(base + ".src", r.encode_chunk_lines), _SideWriter(
-                base + ".tgt", r.encode_chunk_lines)
+            src, tgt = (_SideWriter(base + side, r.encode_chunk_lines, self._stores)
+                        for side in (".src", ".tgt"))
             for ordinal, unit in enumerate(self._units(ds, streams), 1):
                 units += 1
                 if isinstance(unit, formats.Reject):
@@ -225,10 +237,8 @@ class _MaterializeFn(beam.DoFn):
         finally:
             for stream in streams:
                 stream.close()
-        rejects_path = base + ".rejects.jsonl"
-        with FileSystems.create(rejects_path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
-            for line in rejects:
-                f.write(line)
+        rejects_path = base + ".rejects.jsonl"  # often empty: a 0-byte object on a store
+        file_io.write_chunks(rejects_path, rejects, self._stores)
         yield {"split": ds["split"], "index": ds["index"], "units": units,
                "source_path": base + ".src", "target_path": base + ".tgt", "facts": facts,
                "rejected_by_reason": by_reason, "rejects_path": rejects_path}
@@ -242,7 +252,10 @@ class MaterializeDatasets(beam.PTransform):
 
     def __init__(self, work_dir, read):
         super().__init__()
-        self._fn = _MaterializeFn(work_dir, read)
+        self._work_dir = work_dir
+        self._read = read
 
     def expand(self, datasets):
-        return datasets | "Spread" >> beam.Reshuffle() | "Materialize" >> beam.ParDo(self._fn)
+        fn = _MaterializeFn(self._work_dir, self._read,
+                            StoreSettings.from_options(datasets.pipeline.options))
+        return datasets | "Spread" >> beam.Reshuffle() | "Materialize" >> beam.ParDo(fn)
