@@ -33,4 +33,4 @@ OUT="${OUTPUT_DIR:-$PWD/local_output/translate_enzh_wmt8k}"
   "$@"
 
 echo
-echo "Records decoded back to text: .venv/bin/python -m pipeline.inspect $OUT"
+echo "Records decoded back to text: .venv/bin/python -m pipeline.tools.inspect $OUT"

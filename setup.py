@@ -7,7 +7,7 @@ import setuptools
 REQUIRED = [
     "apache-beam>=2.77,<3",
     "google-crc32c>=1.5",
-    # Object stores (transforms/object_stores.py): the lease's conditional writes, 0-byte
+    # Object stores (transforms/storage/object_stores.py): the lease's conditional writes, 0-byte
     # objects and reused clients on s3:// and gs://; the same clients Beam's own S3 and GCS
     # file systems use (apache-beam[aws], apache-beam[gcp]).
     "boto3>=1.35,<2",
@@ -15,19 +15,19 @@ REQUIRED = [
     "google-cloud-storage>=2.18.2,<4",
     "google-auth>=2,<3",
     "google-api-core>=2,<3",
-    # The job's local worker pool (pipeline/worker_pool.py) serves Beam's worker pool API;
+    # The job's local worker pool (pipeline/runtime/worker_pool.py) serves Beam's worker pool API;
     # Beam itself depends on grpcio, at versions it accepts.
     "grpcio>=1.33.1,<2",
     # The subword learner's token index: suffix array (pydivsufsort) and compiled loops (numba).
     "numpy>=1.24",
     "numba>=0.59",
     "pydivsufsort>=0.0.14",
-    # tf.train.Example built without TensorFlow (transforms/example_proto.py):
+    # tf.train.Example built without TensorFlow (transforms/formats/example_proto.py):
     # message_factory.GetMessageClass.
     "protobuf>=4.22",
     # GPT-2's pre-tokenizer pattern (byte-level BPE) needs \p{..} classes.
     "regex>=2023.0",
-    # Checked decompression of .zst inputs (transforms/checked_decompress.py); Beam's own
+    # Checked decompression of .zst inputs (transforms/formats/checked_decompress.py); Beam's own
     # dependency, at the versions it accepts.
     "zstandard>=0.18,<1",
     "tensorflow-cpu>=2.16; platform_machine == 'x86_64'",

@@ -27,7 +27,7 @@ from transforms.encode_pairs import _EncodeChunkFn  # noqa: E402
 
 def _config(vocab_type):
     try:
-        from pipeline.options import default_config
+        from pipeline.driver.options import default_config
     except ImportError:  # a checkout from before the typed config took a settings dict
         return {"vocab_type": vocab_type}
     return default_config(vocab_type=vocab_type)

@@ -5,22 +5,22 @@ archives) into T2T subword vocabularies and sharded, globally shuffled TFRecord 
 `tf.train.Example`s (`inputs`, `targets`: ids + EOS). The job runs as several Beam pipelines
 (passes), each on the runner given by the Beam options:
 
-1. plan (`pipeline.datasets`, `VocabStep.plan`): which files form which dataset, which
+1. plan (`pipeline.driver.datasets`, `VocabStep.plan`): which files form which dataset, which
    vocabularies are needed; nothing is read yet;
-2. prepare (`pipeline.prepare`): line counts, sizes and UTF-8 validity of every line-aligned
+2. prepare (`pipeline.driver.prepare`): line counts, sizes and UTF-8 validity of every line-aligned
    file, and every other dataset converted into line pairs; misaligned or invalid input
    stops the job here, before anything is written (unless told to reject it). When every
    dataset is read in place and a vocabulary is learnt, this scan rides along in the first
    vocab pass (one pipeline fewer: a pipeline's fixed cost is much of a small job's time);
-3. vocab (`pipeline.vocabularies`, `pipeline.vocab_passes`): each vocabulary given, reused
+3. vocab (`pipeline.driver.vocabularies`, `pipeline.driver.vocab_passes`): each vocabulary given, reused
    or learnt, as its VocabKind says;
-4. encode (`pipeline.encode`): encode every pair in parallel, shuffle deterministically and
+4. encode (`pipeline.driver.encode`): encode every pair in parallel, shuffle deterministically and
    write the shards under the work directory;
-5. commit (`pipeline.books`, `pipeline.commit`): check that pairs read = written + rejected
+5. commit (`pipeline.output.books`, `pipeline.output.commit`): check that pairs read = written + rejected
    for every dataset, move shards and rejects into place, write the JSON summary and, last,
    the completion marker.
 
-Every pass runs through one `PassRunner` (`pipeline.passes`); `--dry_run` builds the same
+Every pass runs through one `PassRunner` (`pipeline.driver.passes`); `--dry_run` builds the same
 passes with the same builders and only translates them.
 
 Example:
@@ -32,11 +32,11 @@ import signal
 
 if __name__ == "__main__":
     # Before any import starts a thread: every thread must block these for the driver to
-    # hear them while its worker processes ignore them (see pipeline.interrupts).
+    # hear them while its worker processes ignore them (see pipeline.runtime.interrupts).
     signal.pthread_sigmask(signal.SIG_BLOCK, (signal.SIGINT, signal.SIGTERM))
     # The worker processes' fork server imports Beam beside the driver's own imports.
     import sys
-    from pipeline import fork_server
+    from pipeline.runtime import fork_server
     fork_server.start_early(sys.argv[1:])
 
 import argparse  # noqa: E402 (after the signal mask, on purpose)
@@ -53,23 +53,25 @@ import uuid
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from pipeline import books, commit, console, fingerprint, preflight, staging
-from pipeline.complete_check import missing_outputs, read_summary
-from pipeline.encode import EncodeStep
-from pipeline.interrupts import InterruptWatcher, Interrupted
-from pipeline.lock import OutputLock
-from pipeline.datasets import expand_listing, literal_patterns, plan_datasets
-from pipeline.layout import OutputLayout
-from pipeline.options import (DatagenOptions, check_known_flags, datagen_config,
+from pipeline.output import books, commit
+from pipeline.runtime import console, staging
+from pipeline.driver import fingerprint, preflight
+from pipeline.output.complete_check import missing_outputs, read_summary
+from pipeline.driver.encode import EncodeStep
+from pipeline.runtime.interrupts import InterruptWatcher, Interrupted
+from pipeline.output.lock import OutputLock
+from pipeline.driver.datasets import expand_listing, literal_patterns, plan_datasets
+from pipeline.output.layout import OutputLayout
+from pipeline.driver.options import (DatagenOptions, check_known_flags, datagen_config,
                               datagen_flag_values, parse_flags, validate_flags)
-from pipeline.passes import PassFailed, PassRunner, WorkerDied
-from pipeline.prepare import PrepareStep, rides_along
-from pipeline.storage_errors import storage_error, storage_message
-from pipeline.runners import (DatagenError, check_workers_can_import_project, is_dry_run,
+from pipeline.driver.passes import PassFailed, PassRunner, WorkerDied
+from pipeline.driver.prepare import PrepareStep, rides_along
+from pipeline.runtime.storage_errors import storage_error, storage_message
+from pipeline.runtime.runners import (DatagenError, check_workers_can_import_project, is_dry_run,
                               one_line, run_small_input_in_process)
-from pipeline.summary import format_summary
-from pipeline.vocabularies import VocabStep, encoder_vocab_paths
-from transforms import file_io
+from pipeline.output.summary import format_summary
+from pipeline.driver.vocabularies import VocabStep, encoder_vocab_paths
+from transforms.storage import file_io
 from transforms.length_stats import summary_lengths
 
 LOG = logging.getLogger("datagen")
@@ -83,12 +85,12 @@ class DatagenJob:
     """One run: plan -> prepare -> vocab -> encode -> commit, and the summary of it.
 
     Each step is its own object with one job (`PrepareStep`, `VocabStep`, `EncodeStep`,
-    `pipeline.commit`); every pass goes through one `PassRunner`. This class only orders
+    `pipeline.output.commit`); every pass goes through one `PassRunner`. This class only orders
     them, holds the lock, and records what happened (stages, summary, failure).
     """
 
     def __init__(self, flags, options, interrupted=lambda: None):
-        """`flags`: the job's own flags (`pipeline.options.parse_flags`); `options`: Beam's
+        """`flags`: the job's own flags (`pipeline.driver.options.parse_flags`); `options`: Beam's
         PipelineOptions of every pass; `interrupted()`: the signal number that stopped the
         run, or None (`InterruptWatcher.received`)."""
         self.options = options
@@ -111,7 +113,7 @@ class DatagenJob:
         self.vocab = VocabStep(f, self.config, self.layout, self.run_pass)
         self.encode = EncodeStep(self.layout, self.config, f.seed, f.problem, self.run_pass)
         self.stages = {}
-        self.fingerprint = None         # pipeline.fingerprint.output_fingerprint
+        self.fingerprint = None         # pipeline.driver.fingerprint.output_fingerprint
 
     def _timed(self, stage, fn, *args):
         start = time.time()
@@ -141,7 +143,7 @@ class DatagenJob:
         """Runs the prepare step and the vocab step; returns (prepared, vocab report).
 
         Reused vocabularies are checked first. When the prepare stage rides along the first
-        vocab pass (`pipeline.prepare.rides_along`), `on_prepared(prepared)` runs once its
+        vocab pass (`pipeline.driver.prepare.rides_along`), `on_prepared(prepared)` runs once its
         facts are checked, right after that pass and before any vocabulary is written;
         otherwise the prepare pass runs on its own first.
         """

@@ -10,11 +10,12 @@ import sys
 import pytest
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from pipeline import console, datagen
-from pipeline.encode import EncodeStep
-from pipeline.layout import OutputLayout
-from pipeline.options import DatagenOptions, parse_flags
-from pipeline.passes import PassRunner
+from pipeline.runtime import console
+from pipeline import datagen
+from pipeline.driver.encode import EncodeStep
+from pipeline.output.layout import OutputLayout
+from pipeline.driver.options import DatagenOptions, parse_flags
+from pipeline.driver.passes import PassRunner
 from transforms.shard_fragments import fragment_chunk, fragment_name
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -1,4 +1,4 @@
-"""transforms.corpus_formats: TSV, TMX, SGM, IWSLT XML readers and archive members, on real files.
+"""transforms.formats.corpus_formats: TSV, TMX, SGM, IWSLT XML readers and archive members, on real files.
 
 Fixtures are slices of real public files in tests/data/formats (provenance in its README.md);
 archives are built at run time in tmp_path.
@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from transforms.corpus_formats import (
+from transforms.formats.corpus_formats import (
     FormatError, Pair, Reject, detect_format, open_archive_member, read_iwslt_xml_pair,
     read_sgm_pair, read_tmx, read_tsv, split_archive_path)
 
@@ -144,7 +144,7 @@ def test_tsv_too_few_columns_rejected_with_raw_line():
     units = tsv(b"a\tb\tc\n", source_column=0, target_column=3)
     assert units == [Reject("line 1", "too_few_columns", "a\tb\tc", "")]
     # A reject keeps its whole text (the vocabulary sample reads it); the rejects file
-    # truncates it (transforms.rejects.reject_record).
+    # truncates it (transforms.formats.rejects.reject_record).
     long_line = ("x" * 800).encode()
     assert tsv(long_line)[0].source == "x" * 800
 

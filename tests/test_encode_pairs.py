@@ -13,13 +13,13 @@ import pytest
 from apache_beam.testing.util import assert_that, equal_to
 
 from beam_unit import TINY_SUBTOKENS, chunked_pair, test_pipeline
-from pipeline.options import default_config
+from pipeline.driver.options import default_config
 from transforms.codecs.subword import SubwordEncoder
 from transforms import encode_pairs
 from transforms.encode_pairs import EncodePairs, shard_of, shuffle_key
-from transforms.example_proto import Int64FeaturesWriter
+from transforms.formats.example_proto import Int64FeaturesWriter
 from transforms.shard_fragments import read_fragment
-from transforms.tfrecord_framing import read_records
+from transforms.formats.tfrecord_framing import read_records
 
 @pytest.mark.parametrize("block_pairs,line_cache", [(4096, 1 << 17), (1, 1), (2, 2)])
 def test_chunks_become_sorted_fragments_and_rejects(tmp_path, monkeypatch, block_pairs,

@@ -3,7 +3,7 @@
 import tensorflow as tf
 from hypothesis import given, settings, strategies as st
 
-from transforms.example_proto import Int64FeaturesWriter, PairExampleWriter
+from transforms.formats.example_proto import Int64FeaturesWriter, PairExampleWriter
 
 INT64 = st.integers(min_value=-2 ** 63, max_value=2 ** 63 - 1)
 

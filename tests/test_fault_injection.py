@@ -22,7 +22,7 @@ from datagen_helpers import (DATA_DIR, DIRECT_MP2, assert_books_balance, shard_f
                              with_t2t_vocab)
 from datagen_helpers import main_errors as _main, one_line_error as _assert_one_line_error
 from pipeline import datagen
-from transforms.example_proto import Int64FeaturesWriter
+from transforms.formats.example_proto import Int64FeaturesWriter
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SAMPLE = os.path.join(ROOT, "sample_data", "enzh-mlqe-pe")

@@ -204,5 +204,5 @@ def test_fuzz_ends_in_a_clear_error_or_balanced_books(tmp_path_factory, case):
     ("a/train.en.gz", "en"), ("x/newstest.zh.sgm", "zh"), ("c.tgz!d/train.de", "de"),
     ("IWSLT17.TED.tst2017.zh-en.zh.xml", "zh"), ("train.vi.bz2", "vi")])
 def test_vocab_suffix_from_file_names(path, lang):
-    from pipeline.layout import lang_of
+    from pipeline.output.layout import lang_of
     assert lang_of(path) == lang

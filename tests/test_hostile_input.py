@@ -55,7 +55,7 @@ def test_utf16_file_is_a_one_line_error(tmp_path, capsys):
     _one_line_error(capsys, ["--train_source", src, "--train_target", tgt, "--output_dir", out]
                     + FLAGS, "u.en")
     _no_output(out)
-    from transforms.text_lines import scan_stream, text_marks
+    from transforms.formats.text_lines import scan_stream, text_marks
     for encoding in ("utf-16", "utf-16-be", "utf-32", "utf-32-be"):
         marks = {}
         scan_stream(io.BytesIO("\ufeffhello\n".encode(encoding)), 100, marks)
@@ -80,7 +80,7 @@ TEXT = b"".join(b"line %d of the text\n" % i for i in range(3000))
 
 @pytest.mark.parametrize("suffix", [".gz", ".bz2", ".deflate", ".zst", ".xz", ".lzma"])
 def test_every_compression_cut_or_corrupt_is_an_error(tmp_path, suffix):
-    from transforms import file_io
+    from transforms.storage import file_io
     packed = _compressors()[suffix](TEXT)
     cases = {"whole": packed, "twice": packed + packed, "cut": packed[:len(packed) // 2],
              "last_byte_cut": packed[:-1], "empty": b"", "not_compressed": TEXT[:500],
@@ -98,7 +98,7 @@ def test_every_compression_cut_or_corrupt_is_an_error(tmp_path, suffix):
 
 def test_compressed_archive_member_is_checked(tmp_path):
     import tarfile
-    from transforms import file_io
+    from transforms.storage import file_io
     from transforms.materialize import open_member
     member = tmp_path / "m.en.xz"
     member.write_bytes(_compressors()[".xz"](TEXT)[:-20])
@@ -111,7 +111,7 @@ def test_compressed_archive_member_is_checked(tmp_path):
 
 
 def test_language_of_every_compressed_name():
-    from pipeline.layout import lang_of
+    from pipeline.output.layout import lang_of
     for suffix in _compressors():
         assert lang_of("/d/train.en" + suffix) == "en"
     assert lang_of("c.tgz!d/test.zh.sgm.xz") == "zh"
@@ -199,7 +199,7 @@ def test_disk_full_fails_in_one_line_and_leaves_the_previous_output(tmp_path, ca
 
 def test_storage_error_found_in_every_shape():
     import errno
-    from pipeline.storage_errors import storage_error
+    from pipeline.runtime.storage_errors import storage_error
     assert storage_error(OSError(errno.ENOSPC, "No space left on device")).startswith("[Errno 28]")
     try:
         try:
@@ -216,7 +216,7 @@ def test_storage_error_found_in_every_shape():
 
 def test_failed_atomic_write_leaves_no_temporary_file(tmp_path, monkeypatch):
     import errno
-    from transforms import file_io
+    from transforms.storage import file_io
 
     class Full:
         def __init__(self, f):
@@ -260,7 +260,7 @@ def test_a_language_from_an_odd_extension_is_checked(tmp_path, capsys):
 
 
 def test_language_tags_are_names():
-    from pipeline.names import check_name
+    from pipeline.output.names import check_name
     for name in ("en", "en-US", "zh_Hans", "sr@latin", "translate_enzh_wmt8k", "p.v2"):
         assert check_name(name, "--x") == name
 
@@ -313,7 +313,7 @@ def test_given_word_vocab_copied_into_the_pattern_is_not_trained_on(tmp_path, ca
 
 
 def test_own_outputs_are_recognized():
-    from pipeline.own_outputs import exclude_own, is_shard_name
+    from pipeline.output.own_outputs import exclude_own, is_shard_name
     out = "/d/out"
     own = ["/d/out/vocab.p.8192.subwords.en", "/d/out/vocab.p.100.bpe.en/vocab.json",
            "/d/out/.vocab.p.8192.subwords.en.fingerprint.json", "/d/out/p-train-00001-of-00010",
@@ -331,7 +331,7 @@ def test_own_outputs_are_recognized():
 # -- 6. the same file twice; files a run does not own -------------------------------------
 
 def test_a_file_matched_twice_is_read_once(tmp_path, caplog):
-    from pipeline.datasets import expand_listing as _expand
+    from pipeline.driver.datasets import expand_listing as _expand
     a = _write(tmp_path / "a.en", b"x\n")
     _write(tmp_path / "b.en", b"y\n")
     (tmp_path / "link.en").symlink_to(a)
@@ -361,7 +361,7 @@ def test_user_files_named_like_shards_are_left_alone(tmp_path, capsys):
 # -- 8. file names with commas and brackets ------------------------------------------------
 
 def test_a_file_name_with_commas_or_brackets_is_taken_literally(tmp_path):
-    from pipeline.datasets import expand_listing as _expand
+    from pipeline.driver.datasets import expand_listing as _expand
     comma = _write(tmp_path / "a,b.en", b"x\n")
     bracket = _write(tmp_path / "c[1].en", b"y\n")
     _write(tmp_path / "c1.en", b"z\n")
@@ -396,7 +396,7 @@ def test_rerun_after_a_shard_was_deleted_redoes_it(tmp_path, capsys):
 
 @pytest.mark.parametrize("chunk", [2, 3, 1 << 22])
 def test_scan_counts_lone_carriage_returns_nul_and_bom(monkeypatch, chunk):
-    from transforms import text_lines
+    from transforms.formats import text_lines
     monkeypatch.setattr(text_lines, "_CHUNK", chunk)
     marks = {}
     data = b"\xef\xbb\xbfa\r\nb\rc\r\r\nd\0\n\re\r"
@@ -441,7 +441,7 @@ def test_an_error_line_is_capped(tmp_path, capsys):
                                     "--output_dir", tmp_path / "out"] + FLAGS[2:],
                            "300 source files but 1 target files")
     assert len(line) < 1200
-    from pipeline.runners import one_line
+    from pipeline.runtime.runners import one_line
     capped = one_line("x" * 24000)
     assert len(capped) < 1100 and capped.endswith("[23000 more characters]")
 
@@ -508,7 +508,7 @@ def test_no_arguments_prints_the_usage(capsys):
 
 
 def test_word_summary_table_says_no_eos():
-    from pipeline.summary import format_summary
+    from pipeline.output.summary import format_summary
     summary = {"status": "complete", "problem": "p", "seed": 0, "passes": 2, "seconds": 1.0,
                "stages": {},
                "output_dir": "/o", "vocab": {}, "flags": {"vocab_type": "word"},
@@ -537,7 +537,7 @@ def test_vocab_size_with_a_given_word_vocab_is_said(tmp_path, capsys):
 
 @pytest.mark.slow
 def test_reader_refuses_the_other_mode(tmp_path, capsys):
-    from pipeline.reader import make_dataset
+    from pipeline.tools.reader import make_dataset
     src, tgt = _corpus(tmp_path / "data")
     out = tmp_path / "out"
     code, _, err = _main(capsys, "--train_source", src, "--train_target", tgt, "--output_dir",
@@ -550,7 +550,7 @@ def test_reader_refuses_the_other_mode(tmp_path, capsys):
 
 @pytest.mark.parametrize("chunk", [1, 2, 5, 1 << 20])
 def test_mark_counter_counts_as_the_scan(chunk):
-    from transforms import text_lines
+    from transforms.formats import text_lines
     data = b"\xef\xbb\xbfa\r\nb\rc\r\r\nd\0\n\re\r"
 
     class Chunked(io.BytesIO):
@@ -588,7 +588,7 @@ def test_disk_full_while_writing_the_marker_leaves_a_failed_summary(tmp_path, ca
                                                                      monkeypatch):
     import errno
     import json
-    from transforms import file_io
+    from transforms.storage import file_io
     src, tgt = _corpus(tmp_path / "data")
     out = tmp_path / "out"
     real = file_io.write_bytes_atomically
@@ -623,8 +623,8 @@ def test_disk_full_with_worker_processes_prints_one_line(tmp_path, capfd, small_
 
 
 def test_a_pattern_matching_only_own_outputs_is_an_error(tmp_path):
-    from pipeline.datasets import expand_listing as _expand
-    from pipeline.runners import DatagenError
+    from pipeline.driver.datasets import expand_listing as _expand
+    from pipeline.runtime.runners import DatagenError
     _write(tmp_path / "vocab.p.8192.subwords.en", b"'a_'\n")
     with pytest.raises(DatagenError, match="matches only files this job writes"):
         _expand(str(tmp_path / "*.en"), "train_source", str(tmp_path))
@@ -677,7 +677,7 @@ def test_odd_file_names_through_the_job_and_its_fingerprint(tmp_path, capsys):
 
 def test_an_input_gone_since_it_was_listed_is_an_error_fact(tmp_path):
     from transforms.file_scan import _ScanFileFn
-    from transforms.object_stores import StoreSettings
+    from transforms.storage.object_stores import StoreSettings
     scan = _ScanFileFn(100, StoreSettings())
     scan.setup()
     ((path, facts),) = list(scan.process(str(tmp_path / "gone.en")))

@@ -1,4 +1,4 @@
-"""`python -m pipeline.inspect`: records decoded back to the input text with the output's own
+"""`python -m pipeline.tools.inspect`: records decoded back to the input text with the output's own
 vocab files, for every vocab type; record selection by seed; the summary figures; one-line
 errors with exit status 2."""
 
@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from datagen_helpers import DATA_DIR, run_datagen
-from pipeline import inspect
+from pipeline.tools import inspect
 
 # Runs whole jobs (once per vocab type, module-scoped) and a subprocess: the full suite only.
 pytestmark = pytest.mark.slow
@@ -138,7 +138,7 @@ def test_problem_found_or_named_when_several(outputs, capsys, tmp_path):
 def _one_line_error(capsys, *argv):
     status, out, err = _run(capsys, *argv)
     assert status == 2 and out == ""
-    assert err.count("\n") == 1 and err.startswith("python -m pipeline.inspect: error: ")
+    assert err.count("\n") == 1 and err.startswith("python -m pipeline.tools.inspect: error: ")
     return err
 
 
@@ -173,7 +173,7 @@ def test_errors_are_one_line_and_exit_2(outputs, capsys, tmp_path):
 
 def test_command_line(outputs):
     env = dict(os.environ, PYTHONPATH=ROOT)
-    cmd = [sys.executable, "-m", "pipeline.inspect"]
+    cmd = [sys.executable, "-m", "pipeline.tools.inspect"]
     done = subprocess.run(cmd + [str(outputs["sw"]), "--num_records", "2", "--seed", "7"],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr

@@ -1,4 +1,4 @@
-"""One job server per job for FlinkRunner and SparkRunner (`pipeline.job_server`).
+"""One job server per job for FlinkRunner and SparkRunner (`pipeline.runtime.job_server`).
 
 Beam's Flink and Spark job server jars are not on the Maven Central this machine reaches
 (HTTP 404 for every version of `beam-runners-flink-*-job-server` and
@@ -20,8 +20,9 @@ import pytest
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from datagen_helpers import DATA_DIR, FNAPI, output_bytes, run_datagen
-from pipeline import datagen, job_server
-from pipeline.runners import FLINK_BATCH_MODE, FlinkJavaOptions, runner_for_pass
+from pipeline import datagen
+from pipeline.runtime import job_server
+from pipeline.runtime.runners import FLINK_BATCH_MODE, FlinkJavaOptions, runner_for_pass
 
 SAMPLE = os.path.join(DATA_DIR, "enzh-mlqe-pe")
 FLAGS = ["--problem", "p", "--vocab_size", 300, "--num_train_shards", 3, "--seed", 5]
@@ -155,7 +156,7 @@ _DRIVER = textwrap.dedent("""
     import sys, time
     sys.path[:0] = [{tests!r}, {repo!r}]
     from apache_beam.options.pipeline_options import PipelineOptions
-    from pipeline import job_server
+    from pipeline.runtime import job_server
     import test_job_server
     job_server.job_server_command = test_job_server._python_job_service([])
     server = job_server.JobServer(PipelineOptions(["--runner", "FlinkRunner"])).start()
@@ -241,8 +242,8 @@ def test_the_jobs_local_machinery_is_off_on_cluster_runners(runner, monkeypatch)
     """The fork server, the job's worker processes and the in-process switch for small
     inputs serve DirectRunner only, even with DirectRunner's flags on the command line."""
     from multiprocessing import forkserver
-    from pipeline import fork_server
-    from pipeline.runners import run_small_input_in_process, uses_worker_processes
+    from pipeline.runtime import fork_server
+    from pipeline.runtime.runners import run_small_input_in_process, uses_worker_processes
     argv = runner + ["--direct_running_mode", "multi_processing", "--direct_num_workers", "2"]
     options = PipelineOptions(argv)
     assert not uses_worker_processes(options)
@@ -277,7 +278,7 @@ def test_a_job_server_that_cannot_start_is_one_line_at_once(tmp_path, capsys):
 
 @pytest.mark.slow
 def test_a_job_server_started_with_the_jobs_signals_blocked_stops_on_sigterm(monkeypatch):
-    """While the job runs, its driver blocks and ignores SIGINT/SIGTERM (pipeline.interrupts),
+    """While the job runs, its driver blocks and ignores SIGINT/SIGTERM (pipeline.runtime.interrupts),
     and a child inherits both: the job server must not, or stopping it waits for the SIGKILL
     fallback."""
     monkeypatch.setattr(job_server, "job_server_command", _shell_job_server)
@@ -298,7 +299,8 @@ _COMMAND = textwrap.dedent("""
     import signal, sys
     signal.pthread_sigmask(signal.SIG_BLOCK, (signal.SIGINT, signal.SIGTERM))  # as the command
     sys.path[:0] = [{tests!r}, {repo!r}]
-    from pipeline import datagen, job_server
+    from pipeline import datagen
+    from pipeline.runtime import job_server
     import test_job_server
     job_server.job_server_command = test_job_server._python_job_service([])
     datagen._leave(datagen.main(sys.argv[1:]))

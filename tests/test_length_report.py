@@ -1,6 +1,6 @@
 """The length report: figures per split and side (`transforms.length_stats`), their combine,
 the encode DoFn's counts, the summary's `lengths` against the written records, and the HTML
-page (`pipeline.length_report`), also rendered by headless Chromium when it is installed."""
+page (`pipeline.output.length_report`), also rendered by headless Chromium when it is installed."""
 
 import collections
 import json
@@ -16,8 +16,8 @@ from apache_beam.testing.util import assert_that, equal_to
 
 from beam_unit import TINY_SUBTOKENS, chunked_pair, test_pipeline
 from datagen_helpers import DATA_DIR, read_examples, run_datagen, shard_files
-from pipeline.length_report import SIDE_COLORS, render_length_report
-from pipeline.options import default_config
+from pipeline.output.length_report import SIDE_COLORS, render_length_report
+from pipeline.driver.options import default_config
 from transforms.codecs.subword import SubwordEncoder
 from transforms.encode_pairs import EncodePairs
 from transforms.length_stats import (CANDIDATE_MAX_LENGTHS, LengthReportFn, chunk_lengths,

@@ -18,9 +18,10 @@ import time
 import pytest
 
 from object_store_servers import DelayProxy, FakeGcsServer, MotoServer
-from pipeline import datagen, inspect
-from pipeline.lock import OutputLock
-from pipeline.runners import DatagenError
+from pipeline import datagen
+from pipeline.tools import inspect
+from pipeline.output.lock import OutputLock
+from pipeline.runtime.runners import DatagenError
 
 pytestmark = pytest.mark.slow
 
@@ -124,7 +125,7 @@ def test_job_inspect_and_reader_on_s3_match_local_disk_and_a_rerun_rewrites_noth
     assert report["records_in_split"] == summary["splits"]["train"]["pairs_written"]
     assert len(report["records"]) == 2 and report["records"][0]["source"]
 
-    from pipeline import reader
+    from pipeline.tools import reader
     reader.file_system_options(s3.beam_flags())
     files = reader.complete_output_files(out, "dev")
     assert [f.rsplit("/", 1)[1] for f in files] == ["p-dev-00000-of-00002",
@@ -142,7 +143,7 @@ def test_inspect_and_reader_refuse_an_output_without_its_marker(s3, capsys):
     assert inspect.main([out] + s3.beam_flags()) == 2
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and "no complete datagen output" in err
-    from pipeline import reader
+    from pipeline.tools import reader
     reader.file_system_options(s3.beam_flags())
     with pytest.raises(reader.IncompleteOutputError, match="not complete"):
         reader.make_dataset(out + "/p-train-*", batch_size=10, mode="t2t")
@@ -191,7 +192,7 @@ def _lease_watcher(client, key, seconds):
 
 def _stores(endpoint, server):
     from apache_beam.options.pipeline_options import PipelineOptions
-    from transforms.object_stores import ObjectStores, StoreSettings
+    from transforms.storage.object_stores import ObjectStores, StoreSettings
     return ObjectStores(StoreSettings.from_options(PipelineOptions(server.beam_flags(endpoint))))
 
 
@@ -394,7 +395,7 @@ def test_job_and_inspect_on_gcs_match_local_disk(gcs, local_output):
     objects = {b.name[len("run/out/"):]: b.download_as_bytes()
                for b in bucket.client.list_blobs(BUCKET, prefix="run/out/")}
     _assert_same_output(objects, local_output)
-    shown = subprocess.run([sys.executable, "-m", "pipeline.inspect", out, "--num_records", "1"],
+    shown = subprocess.run([sys.executable, "-m", "pipeline.tools.inspect", out, "--num_records", "1"],
                            cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert shown.returncode == 0, shown.stderr[-2000:]
     assert "p train: 1 of" in shown.stdout
@@ -403,7 +404,7 @@ def test_job_and_inspect_on_gcs_match_local_disk(gcs, local_output):
 def test_gcs_lease_is_exclusive_with_generation_preconditions(gcs, monkeypatch):
     for name, value in gcs.env.items():
         monkeypatch.setenv(name, value)
-    from transforms.object_stores import ObjectStores, StoreSettings
+    from transforms.storage.object_stores import ObjectStores, StoreSettings
     out = "gs://%s/locked/out" % BUCKET
     holder = OutputLock(out, "p", 2.0, ObjectStores(StoreSettings()))
     holder.acquire()
@@ -443,7 +444,7 @@ def test_temporary_names_match_no_output_glob_and_a_rerun_removes_them(tmp_path)
     leaves it, and an older version named it `vocab.X.tmp-<hex>`, which a trainer's `vocab.*`
     glob took for a vocabulary."""
     import fnmatch
-    from transforms import file_io
+    from transforms.storage import file_io
     name = os.path.basename(file_io.temporary_name(str(tmp_path / "vocab.p.300.subwords.en")))
     assert file_io.is_temporary_name(name)
     assert not any(fnmatch.fnmatch(name, glob) for glob in ("vocab.*", "p-*", "p-train-*"))
@@ -465,7 +466,7 @@ def test_temporary_names_match_no_output_glob_and_a_rerun_removes_them(tmp_path)
 def test_settled_lease_of_other_file_systems_takes_renews_and_releases(tmp_path, monkeypatch):
     """The lease where a file system has neither exclusive create nor conditional writes
     (hdfs://, ...): written, read back after the settle time; run here on a local path."""
-    from pipeline import lock as lock_module
+    from pipeline.output import lock as lock_module
     monkeypatch.setattr(lock_module, "SETTLE_SECONDS", 0.05)
     monkeypatch.setattr(lock_module, "lease_for",
                         lambda path, stores=None: lock_module.SettledLease(path))

@@ -1,4 +1,4 @@
-"""pipeline/reader.py: make_dataset in mode "nmt" against a reference written from
+"""pipeline/tools/reader.py: make_dataset in mode "nmt" against a reference written from
 tensorflow/nmt's `iterator_utils.get_iterator` (text lines, tf.string_split, a vocabulary lookup
 table, shard/skip/shuffle/filter/truncate/sos/eos/bucketing/padded_batch with TF ops the way nmt
 does), and in mode "t2t" against T2T's bucketing rules.
@@ -19,7 +19,7 @@ from transforms.codecs.word_vocab import EOS, EOS_ID, SOS, SOS_ID, UNK, UNK_ID, 
 DATA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
 
 tf = pytest.importorskip("tensorflow")
-reader = pytest.importorskip("pipeline.reader")
+reader = pytest.importorskip("pipeline.tools.reader")
 
 ENVI_DIR = os.path.join(DATA_DIR, "envi-nmt-testdata")
 NMT_KEYS = ("source", "target_input", "target_output", "source_sequence_length",

@@ -57,7 +57,7 @@ def test_direct_runner_two_processes_matches_fnapi(tmp_path, baseline, corpus, m
 def test_direct_runner_passes_run_on_the_fn_api_runner_with_its_options():
     from apache_beam.options.pipeline_options import PipelineOptions
     from apache_beam.runners.portability.fn_api_runner import fn_runner
-    from pipeline.runners import runner_for_pass
+    from pipeline.runtime.runners import runner_for_pass
     given = PipelineOptions(DIRECT_MP2[:6])
     runner, options = runner_for_pass(given)
     assert isinstance(runner, fn_runner.FnApiRunner) and options is given
@@ -83,7 +83,7 @@ def test_small_input_runs_in_process_under_multi_processing(tmp_path, baseline, 
 
 def test_in_process_switch_only_for_small_inputs_of_multi_processing():
     from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions
-    from pipeline.runners import run_small_input_in_process
+    from pipeline.runtime.runners import run_small_input_in_process
 
     def after(args, input_bytes, limit_mb=8):
         options = PipelineOptions(args)

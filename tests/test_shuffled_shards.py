@@ -15,10 +15,10 @@ import pytest
 from apache_beam.testing.util import assert_that, equal_to
 
 from beam_unit import test_pipeline
-from transforms.rejects import reject_record
+from transforms.formats.rejects import reject_record
 from transforms.shard_fragments import fragment_name, read_fragment, write_fragment
 from transforms.shuffled_shards import WriteRejects, WriteShuffledShards, shard_file_name
-from transforms.tfrecord_framing import read_records
+from transforms.formats.tfrecord_framing import read_records
 
 
 def _read_shard(path):
@@ -98,7 +98,7 @@ def test_a_fragment_written_by_two_attempts_at_once_is_whole(tmp_path):
     """A retried encode bundle writes the same fragment as the attempt it replaces, which may
     still be writing (its task manager was lost, its SDK worker not yet): each attempt writes
     a file of its own, and whichever rename lands last leaves a whole fragment."""
-    from transforms import file_io
+    from transforms.storage import file_io
     path = str(tmp_path / "train-00000-d0-l0.frag")
     entries = [(key, 0, key, b"r%d" % key * 50) for key in range(200)]
     write_fragment(path + ".expected", entries)

@@ -1,4 +1,4 @@
-"""`transforms.tfrecord_framing` against the two framings it replaces and must equal.
+"""`transforms.formats.tfrecord_framing` against the two framings it replaces and must equal.
 
 TensorFlow's reader is the contract (training reads our shards with `tf.data.TFRecordDataset`);
 Beam's `_TFRecordUtil` is what the shard writer used before, so equal bytes mean unchanged
@@ -13,7 +13,7 @@ from apache_beam.io.tfrecordio import _TFRecordUtil
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from transforms.tfrecord_framing import (CorruptRecordError, frame_record, masked_crc32c,
+from transforms.formats.tfrecord_framing import (CorruptRecordError, frame_record, masked_crc32c,
                                          read_records)
 
 RECORDS = st.lists(st.binary(max_size=300), max_size=20)

@@ -17,7 +17,7 @@ from hypothesis import given, settings, strategies as st
 from apache_beam.testing.util import assert_that, equal_to
 
 from beam_unit import test_pipeline, write
-from pipeline.options import default_config
+from pipeline.driver.options import default_config
 from transforms.codecs import subword_learner as learner
 from transforms.codecs import tokenizer
 from transforms.file_scan import ScanTextFiles
@@ -155,7 +155,7 @@ def test_sample_parts_give_exactly_the_whole_files_sample(lines, trailing_newlin
     file, in order: any stride (the size sets it), budget, part size, invalid lines passed
     over, \r, empty lines, with or without a final newline."""
     import io
-    from transforms.text_lines import (iter_raw_lines, plan_sample_parts,
+    from transforms.formats.text_lines import (iter_raw_lines, plan_sample_parts,
                                        sample_lines_for_vocab, sample_part_lines)
     data = b"\n".join(lines) + (b"\n" if trailing_newline and lines else b"")
     size = len(data) * size_factor  # a size beyond the bytes read makes the stride larger
@@ -177,7 +177,7 @@ def test_sample_in_parts_counts_as_the_whole_file(tmp_path):
     """A real corpus file sampled in 2 KB parts, on TestPipeline: the totals and file
     statistics of T2T's whole-file sample; an invalid line is reported with its own number
     whether or not parts were asked for."""
-    from transforms.text_lines import iter_raw_lines, plan_sample_parts, sample_lines_for_vocab
+    from transforms.formats.text_lines import iter_raw_lines, plan_sample_parts, sample_lines_for_vocab
     src = os.path.join(os.path.dirname(os.path.dirname(DATA_DIR)), "sample_data",
                        "enzh-mlqe-pe", "train.zh")
     with open(src, "rb") as f:

@@ -269,8 +269,8 @@ def test_local_lock_is_taken_at_once_by_exactly_one_of_many_runs(tmp_path):
     """On a local disk a free lease is an exclusive create: no settle wait, and of runs that
     try at the same moment exactly one gets it; its heartbeat keeps the file there."""
     import threading
-    from pipeline.lock import OutputLock
-    from pipeline.runners import DatagenError
+    from pipeline.output.lock import OutputLock
+    from pipeline.runtime.runners import DatagenError
 
     out = str(tmp_path / "new" / "out")  # the lock makes the directory
     locks = [OutputLock(out, "p", stale_seconds=0.8) for _ in range(8)]  # heartbeat 0.2 s

@@ -1,5 +1,5 @@
 """The other vocabulary types through the whole job: tensorflow/nmt word vocabularies (read
-back with `pipeline.reader.make_dataset` and compared batch for batch with tensorflow/nmt's
+back with `pipeline.tools.reader.make_dataset` and compared batch for batch with tensorflow/nmt's
 iterator) and GPT-2 style byte-level BPE."""
 
 import os
@@ -40,7 +40,7 @@ def test_word_vocab_records_read_back_as_tensorflow_nmt_batches(tmp_path):
     src, tgt = _lines(SRC), _lines(TGT)
     (tmp_path / "s.txt").write_text("".join(src[i] + "\n" for i in order), encoding="utf-8")
     (tmp_path / "t.txt").write_text("".join(tgt[i] + "\n" for i in order), encoding="utf-8")
-    from pipeline.reader import make_dataset
+    from pipeline.tools.reader import make_dataset
     for kw in (dict(batch_size=7), dict(batch_size=5, num_buckets=5, src_max_len=50),
                dict(batch_size=4, num_buckets=5, src_max_len=10, tgt_max_len=8)):
         got = ref._dict_batches(make_dataset(str(out / "envi-train-*"), shuffle=False, **kw))

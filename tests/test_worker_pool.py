@@ -1,4 +1,4 @@
-"""The job's worker processes (pipeline.worker_pool): started once, shared by every pass,
+"""The job's worker processes (pipeline.runtime.worker_pool): started once, shared by every pass,
 one pass's workers in different processes, and never left behind."""
 
 import os
@@ -12,8 +12,8 @@ import pytest
 from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.testing.util import assert_that, equal_to
 
-from pipeline.runners import runner_for_pass
-from pipeline.worker_pool import LocalWorkerPool
+from pipeline.runtime.runners import runner_for_pass
+from pipeline.runtime.worker_pool import LocalWorkerPool
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MP2 = ["--runner", "DirectRunner", "--direct_running_mode", "multi_processing",
@@ -89,7 +89,7 @@ def test_processes_end_when_the_driver_is_killed(tmp_path):
     """kill -9 of the driver closes its end of the processes' stdin: they exit by themselves."""
     script = ("import sys; sys.path.insert(0, %r)\n"
               "from apache_beam.options.pipeline_options import PipelineOptions\n"
-              "from pipeline.worker_pool import LocalWorkerPool\n"
+              "from pipeline.runtime.worker_pool import LocalWorkerPool\n"
               "pool = LocalWorkerPool(2, PipelineOptions([])).start()\n"
               "pool.ready()\n"
               "print(' '.join(str(p.pid) for p in pool._processes), flush=True)\n"
@@ -140,7 +140,7 @@ def test_worker_processes_are_forked_by_one_fork_server():
 def test_a_worker_killed_during_a_pass_fails_the_pass_and_says_which():
     """An out-of-memory kill of a worker in the middle of a bundle: Beam's runner would wait
     for it forever; the pass fails within seconds, naming the process and the signal."""
-    from pipeline.passes import PassRunner, WorkerDied
+    from pipeline.driver.passes import PassRunner, WorkerDied
     run_pass = PassRunner(PipelineOptions(MP2), False, lambda: None)
     start = time.time()
     try:
@@ -156,7 +156,7 @@ def test_a_worker_killed_during_a_pass_fails_the_pass_and_says_which():
 
 def test_starting_the_fork_server_keeps_the_signals_blocked():
     """multiprocessing's resource tracker unblocks SIGINT/SIGTERM in the thread that starts
-    it; the driver keeps them blocked in every thread (pipeline.interrupts), or a Ctrl-C is
+    it; the driver keeps them blocked in every thread (pipeline.runtime.interrupts), or a Ctrl-C is
     lost. A fresh interpreter: in this one the server may be running already."""
     script = ("import signal, sys; sys.path.insert(0, %r)\n"
               "signal.pthread_sigmask(signal.SIG_BLOCK, (signal.SIGINT, signal.SIGTERM))\n"

@@ -1,6 +1,6 @@
 """DatagenConfig: the settings the passes and transforms read, typed and frozen.
 
-`pipeline.options.datagen_config` builds it once from the parsed flags and the driver hands
+`pipeline.driver.options.datagen_config` builds it once from the parsed flags and the driver hands
 it (or its `read` part) down to the transforms, instead of dicts re-defaulted wherever they
 were read. So a setting has one name and one default, the flag's (these classes have no
 defaults on purpose), and a misspelt setting is an AttributeError at once rather than a

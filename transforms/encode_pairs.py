@@ -15,15 +15,15 @@ import hashlib
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
-from transforms import file_io
+from transforms.storage import file_io
 from transforms.codecs.varints import encode_varints
-from transforms.example_proto import PairExampleWriter
+from transforms.formats.example_proto import PairExampleWriter
 from transforms.length_stats import chunk_lengths
-from transforms.rejects import pair_reject_reason, reject_record
+from transforms.formats.rejects import pair_reject_reason, reject_record
 from transforms.job_metrics import JobCounters
-from transforms.object_stores import ObjectStores, StoreSettings
+from transforms.storage.object_stores import ObjectStores, StoreSettings
 from transforms.shard_fragments import fragment_name, write_fragment
-from transforms.text_lines import decode_line, iter_raw_lines
+from transforms.formats.text_lines import decode_line, iter_raw_lines
 
 REJECTS = "rejects"
 STATS = "stats"

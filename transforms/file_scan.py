@@ -7,9 +7,9 @@ depends on it), and the encoder splits files at the seek points to read them in 
 
 import apache_beam as beam
 
-from transforms import file_io
-from transforms.object_stores import ObjectStores, StoreSettings
-from transforms.text_lines import InputError, scan_stream, text_marks
+from transforms.storage import file_io
+from transforms.storage.object_stores import ObjectStores, StoreSettings
+from transforms.formats.text_lines import InputError, scan_stream, text_marks
 
 
 class _ScanFileFn(beam.DoFn):

@@ -7,8 +7,8 @@ the driver reads it when the pipeline has finished.
 
 import apache_beam as beam
 
-from transforms import file_io
-from transforms.object_stores import ObjectStores, StoreSettings
+from transforms.storage import file_io
+from transforms.storage.object_stores import ObjectStores, StoreSettings
 
 
 def _write(items, path, stores=None):

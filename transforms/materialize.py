@@ -1,6 +1,6 @@
 """MaterializeDatasets: turn TSV, TMX, SGM, IWSLT XML and archived datasets into line pairs.
 
-Each such dataset is read by one worker with the pure readers of `transforms.corpus_formats`
+Each such dataset is read by one worker with the pure readers of `transforms.formats.corpus_formats`
 and written as two line-aligned UTF-8 files (one segment per line) under the work directory,
 so sampling and encoding treat every dataset alike. What cannot become a pair is written to a
 rejects file with its position in the original file (`tu 5`, `doc 2455 seg 3`, `line 12`).
@@ -26,11 +26,11 @@ import apache_beam as beam
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-from transforms import corpus_formats as formats
-from transforms import file_io
-from transforms.object_stores import ObjectStores, StoreSettings
-from transforms.rejects import pair_reject_reason, reject_line, reject_record
-from transforms.text_lines import (InputError, MarkCounter, decode_line, iter_raw_lines,
+from transforms.formats import corpus_formats as formats
+from transforms.storage import file_io
+from transforms.storage.object_stores import ObjectStores, StoreSettings
+from transforms.formats.rejects import pair_reject_reason, reject_line, reject_record
+from transforms.formats.text_lines import (InputError, MarkCounter, decode_line, iter_raw_lines,
                                    text_marks)
 
 # Reasons whose unit lacks a side: (has source, has target).

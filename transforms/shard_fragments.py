@@ -16,8 +16,8 @@ the final shard file; the line number breaks ties, so the order never depends on
 import heapq
 import struct
 
-from transforms import file_io
-from transforms.tfrecord_framing import frame_record
+from transforms.storage import file_io
+from transforms.formats.tfrecord_framing import frame_record
 
 _HEADER = struct.Struct("<QIII")
 FRAMING_BYTES = 16  # TFRecord: length u64, its masked CRC u32, data, data's masked CRC u32

@@ -14,17 +14,17 @@ shard and rejects names with the same bytes, each attempt under a temporary name
 reported twice is merged once, so a retry never
 leaves a duplicate or a half-written file that a later stage reads.
 
-Records are already framed (`transforms.tfrecord_framing`: length, data and their masked
+Records are already framed (`transforms.formats.tfrecord_framing`: length, data and their masked
 CRC32Cs, what TensorFlow's TFRecord reader expects) in the fragments; the merge copies bytes.
 """
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
-from transforms import file_io
+from transforms.storage import file_io
 from transforms.job_metrics import JobCounters
-from transforms.object_stores import ObjectStores, StoreSettings
-from transforms.rejects import reject_line
+from transforms.storage.object_stores import ObjectStores, StoreSettings
+from transforms.formats.rejects import reject_line
 from transforms.shard_fragments import merge_fragments
 
 

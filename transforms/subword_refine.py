@@ -20,9 +20,9 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.utils import shared
 
-from transforms import file_io
+from transforms.storage import file_io
 from transforms.codecs import subword_learner as learner
-from transforms.object_stores import ObjectStores, StoreSettings
+from transforms.storage.object_stores import ObjectStores, StoreSettings
 
 SIZES = "sizes"
 LEARNT = "learnt"

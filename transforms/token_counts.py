@@ -16,11 +16,11 @@ import itertools
 
 import apache_beam as beam
 
-from transforms import file_io
+from transforms.storage import file_io
 from transforms.job_metrics import JobCounters
-from transforms.object_stores import ObjectStores, StoreSettings
+from transforms.storage.object_stores import ObjectStores, StoreSettings
 from transforms.codecs import tokenizer
-from transforms.text_lines import (InputError, iter_raw_lines, plan_sample_parts,
+from transforms.formats.text_lines import (InputError, iter_raw_lines, plan_sample_parts,
                                    sample_lines_for_vocab, sample_part_lines)
 
 SAMPLE_PART_BYTES = 2 << 20  # a plain file's sample is tokenized in parts of about this size

@@ -6,7 +6,7 @@
   EOS token (`<|endoftext|>` unless `--bpe_eos_token` says otherwise).
 - `word`: tensorflow/nmt word vocabulary (one word per line, `<unk>`, `<s>`, `</s>` first);
   examples carry the plain word ids, because tensorflow/nmt's input pipeline (and
-  `pipeline.reader` in mode "nmt") adds `<s>`/`</s>` itself.
+  `pipeline.tools.reader` in mode "nmt") adds `<s>`/`</s>` itself.
 
 The job looks its kind up once (`vocab_kind(flags.vocab_type)`) and asks the object: file
 names and files, the tokenizer the sample is counted with, EOS ids, how a line is encoded,
@@ -23,7 +23,7 @@ exceptions).
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
-from transforms import file_io
+from transforms.storage import file_io
 from transforms.codecs.byte_bpe import ENDOFTEXT
 from transforms.codecs.varints import count_varints, encode_varints
 
@@ -115,7 +115,7 @@ class VocabKind:
 
     def learn(self, passes, work_dir, files, config, run_pass, first_pass=None):
         """Runs the vocab passes that learn `files`' vocabularies with `passes` (the
-        `pipeline.vocab_passes` module, handed in so this layer does not import the driver)
+        `pipeline.driver.vocab_passes` module, handed in so this layer does not import the driver)
         and `config` (a `transforms.config.DatagenConfig`); returns ({name: content}, stats).
         By default one pass: sample, count, then `vocabs_from_counts`."""
         return passes.learn_counted_vocabs(self, work_dir, files, config, run_pass, first_pass)

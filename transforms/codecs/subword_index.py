@@ -484,12 +484,3 @@ class TokenIndex:
             results[min_count] = (accepted, raw, took)
         return results
 
-
-def warm_up():
-    """Runs every compiled loop once on a tiny index of the usual types (16-bit codes,
-    8-bit window lengths), so numba has them loaded before the first real index."""
-    from transforms.codecs import subword_learner
-    counts = {"warm": 3, "wash": 2, "up": 2, "\u4e2d\u6587": 2}
-    index = TokenIndex.build(counts.items(), 200)
-    subword_learner.refine_indexed(index, sorted(subword_learner.build_alphabet(counts)),
-                                   [1, 2], 4)

@@ -24,7 +24,7 @@ result as T2T's single loop:
    their raw count and the amount subtracted from them as sums that add up across partitions.
 4. `assemble_vocab`: merges the partitions' results into T2T's vocabulary order.
 
-`learn_vocab` runs the stages in-process (for library users and tests); `pipeline.vocab_passes`
+`learn_vocab` runs the stages in-process (for library users and tests); `pipeline.driver.vocab_passes`
 runs the same functions as Beam passes.
 """
 
@@ -418,7 +418,7 @@ def learn_vocab(token_counts, target_size, max_subtoken_length=None, reserved_to
     vocabs = {}
     index = None
     if indexed:
-        from transforms.codecs.subword_index import TokenIndex
+        from transforms.codecs.subword_index import TokenIndex  # numba: loaded when indexing
         index = TokenIndex.build(items, max_subtoken_length)
 
     def size_of(min_count, _lo, _hi):
@@ -432,3 +432,12 @@ def learn_vocab(token_counts, target_size, max_subtoken_length=None, reserved_to
         return len(vocabs[min_count])
 
     return vocabs[bisect_min_count(target_size, size_of, min_val, max_val)]
+
+
+def warm_up_index():
+    """Runs every compiled loop once on a tiny index of the usual types (16-bit codes,
+    8-bit window lengths), so numba has them loaded before the first real index."""
+    from transforms.codecs.subword_index import TokenIndex  # numba: loaded when indexing
+    counts = {"warm": 3, "wash": 2, "up": 2, "\u4e2d\u6587": 2}
+    index = TokenIndex.build(counts.items(), 200)
+    refine_indexed(index, sorted(build_alphabet(counts)), [1, 2], 4)

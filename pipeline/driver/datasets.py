@@ -1,0 +1,162 @@
+"""Datasets of a run: which files, in which format, for which split.
+
+A dataset is one source/target pair of line-aligned files, one SGM or IWSLT XML pair, one TSV
+file or one TMX file. Line-aligned files are read in place (split into chunks by the scan);
+every other dataset, and any file inside an archive (`archive.tgz!path/inside`), is first
+converted by the prepare pass into a pair of line-aligned files under the work directory,
+with the units that cannot become a pair written to rejects. Datasets are numbered within
+their split; the number is part of each pair's shuffle key.
+"""
+
+import dataclasses
+import logging
+import os
+from typing import Optional
+
+from pipeline.output.own_outputs import exclude_own
+from pipeline.runtime.runners import DatagenError
+from transforms.storage import file_io
+from transforms.formats.corpus_formats import FormatError, detect_format, split_archive_path
+
+LOG = logging.getLogger("datagen")
+
+@dataclasses.dataclass
+class Dataset:
+    split: str
+    index: int
+    name: str
+    format: str
+    source: str                   # a path, or `archive!member`
+    target: Optional[str] = None  # None for TSV and TMX (both sides in one file)
+
+    @property
+    def read_in_place(self):
+        """Line-aligned plain/compressed files are chunked and read where they are."""
+        return self.format == "lines" and "!" not in self.source and "!" not in (self.target or "")
+
+
+def literal_patterns(patterns, flag=None, output_dir=None):
+    """Pattern lists taken as file names, without asking any file system (for --dry_run)."""
+    return [p.strip() for p in (patterns or "").split(",") if p.strip()]
+
+
+def is_local_file(path):
+    """Whether `path` names an existing local file as it is (no glob, no list)."""
+    return "://" not in path and os.path.isfile(path)
+
+
+def split_patterns(patterns):
+    """The comma-separated parts of a flag's value; a value (or a part) that names an
+    existing local file is taken as that file's name, commas and `[` `]` `*` `?` included."""
+    whole = (patterns or "").strip()
+    if whole and "!" not in whole and is_local_file(file_io.absolute(whole)):
+        return [whole]
+    return [p.strip() for p in whole.split(",") if p.strip()]
+
+
+def expand_listing(patterns, flag=None, output_dir=None, stores=None):
+    """Globs each pattern; `archive!member` names are taken literally (the archive must exist).
+    `stores`: the job's ObjectStores (one listing per pattern on an object store).
+
+    Files this job writes under `output_dir` are left out (with a warning naming them: the
+    job never reads its own outputs, `pipeline.output.own_outputs`), and a file matched again by
+    a later pattern of the same flag is read once (with a warning)."""
+    out = []
+    left_out = []
+    exclude = None
+    if output_dir:
+        own_dir = file_io.absolute(output_dir)
+
+        def exclude(path):
+            if exclude_own([path], own_dir)[1]:
+                left_out.append(path)
+                return True
+            return False
+    for pattern in split_patterns(patterns):
+        try:
+            outer, member = split_archive_path(pattern)
+        except FormatError as e:
+            raise DatagenError(str(e)) from None
+        if member is None:
+            if is_local_file(file_io.absolute(pattern)):
+                path = file_io.absolute(pattern)  # a file's own name: not a glob
+                out.extend([] if exclude and exclude(path) else [path])
+                continue
+            try:
+                out.extend(file_io.expand_patterns(pattern, stores, exclude))
+            except FileNotFoundError as e:
+                if left_out:
+                    raise DatagenError("%s: it matches only files this job writes in "
+                                       "--output_dir (%s)" % (e, _names(left_out))) from None
+                raise DatagenError(str(e)) from None
+            except OSError as e:  # a directory
+                raise DatagenError(str(e)) from None
+        else:
+            outer = file_io.absolute(outer)
+            if not file_io.exists(outer, stores):
+                raise DatagenError("no archive %s (for %s)" % (outer, pattern))
+            if "://" not in outer and os.path.isdir(outer):
+                raise DatagenError("%s is a directory, not an archive (for %s)" % (outer, pattern))
+            out.append("%s!%s" % (outer, member))
+    if left_out:
+        LOG.warning("--%s: %d file%s of this job's own output in --output_dir left out (a "
+                    "job never reads its outputs): %s", flag, len(left_out),
+                    "" if len(left_out) == 1 else "s", _names(left_out))
+    return _once(out, flag)
+
+
+def _names(paths, most=3):
+    shown = ", ".join(os.path.basename(p.rstrip("/")) for p in paths[:most])
+    return shown + (" and %d more" % (len(paths) - most) if len(paths) > most else "")
+
+
+def _once(paths, flag):
+    """`paths` without repeats (the same file reached by two patterns, or through a link):
+    each file is read once, and the job says which were listed again."""
+    seen, kept, repeated = set(), [], []
+    for path in paths:
+        key = os.path.realpath(path) if "://" not in path and "!" not in path else path
+        if key in seen:
+            repeated.append(path)
+            continue
+        seen.add(key)
+        kept.append(path)
+    if repeated:
+        LOG.warning("--%s: %d file%s matched more than once, read once: %s", flag,
+                    len(repeated), "" if len(repeated) == 1 else "s", _names(repeated))
+    return kept
+
+
+def _name(path):
+    return os.path.basename(split_archive_path(path)[1] or path)
+
+
+def plan_datasets(flags, split, expand=expand_listing):
+    """The datasets of `split` ('train' or 'dev') from the job's flags, in a fixed order.
+
+    `expand` turns a comma-separated pattern list into file names (globbing by default).
+    """
+    def listed(flag):
+        return expand(getattr(flags, flag), flag=flag, output_dir=flags.output_dir)
+
+    sources = listed(split + "_source")
+    targets = listed(split + "_target")
+    if len(sources) != len(targets):
+        raise DatagenError("%s: %d source files but %d target files (%s vs %s)" % (
+            split, len(sources), len(targets), _names(sources, 5), _names(targets, 5)))
+    chosen = getattr(flags, split + "_format")
+    datasets = []
+    for src, tgt in zip(sources, targets):
+        fmt = detect_format(src) if chosen == "auto" else chosen
+        if fmt not in ("lines", "sgm", "iwslt"):
+            raise DatagenError("%s: --%s_source/--%s_target take line-aligned, SGM or IWSLT XML "
+                               "files, not %s (use --%s_%s)" % (src, split, split, fmt, split, fmt))
+        datasets.append(Dataset(split, len(datasets), _name(src), fmt, src, tgt))
+    for fmt in ("tsv", "tmx"):
+        for path in listed("%s_%s" % (split, fmt)):
+            datasets.append(Dataset(split, len(datasets), _name(path), fmt, path))
+    names = [d.name for d in datasets]
+    for d in datasets:
+        if names.count(d.name) > 1:
+            d.name = "%s#%d" % (d.name, d.index)
+    return datasets

@@ -1,0 +1,130 @@
+"""The encode step: every pair encoded, shuffled and written as shards in one pass.
+
+`build_encode_pass` is the pass, for a real run and a dry run alike: `EncodePairs` reads the
+chunks of every prepared dataset in parallel and writes sorted shard fragments,
+`WriteShuffledShards` merges them into the shards, and every reject (with those the prepare
+step found while materializing) goes to one JSONL file per split. The encode DoFn's per-chunk
+length counts are summed per split by `LengthReportFn` into the length figures of the summary
+and the length report (`pipeline.output.length_report`). Everything lands under the work directory;
+`pipeline.output.commit` moves it into place once the books balance.
+"""
+
+import dataclasses
+import json
+
+import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
+
+from pipeline.runtime import console
+from pipeline.driver.prepare import every_dataset
+from transforms.storage import file_io
+from transforms.encode_pairs import EncodePairs, plan_chunks
+from transforms.json_result import WriteJsonResult
+from transforms.length_stats import LengthReportFn
+from transforms.shard_fragments import fragment_chunk
+from transforms.shuffled_shards import WriteRejects, WriteShuffledShards
+
+WORK_DIRS = ("fragments", "shards", "rejects")
+
+
+def _read_rejects_file(path):
+    for line in file_io.read_bytes(path).decode("utf-8").splitlines():
+        record = json.loads(line)
+        yield record["split"], record
+
+
+def build_encode_pass(p, chunks, vocab_paths, seed, problem, num_shards, work_dirs, result_path,
+                      config, earlier_rejects=()):
+    """Encodes `chunks`, writes shuffled shards, and all rejects (with those of `prepare`).
+
+    `work_dirs`: where shard fragments, shards and rejects files are written
+    ({"fragments", "shards", "rejects"}); the shard and rejects files are moved into place by
+    the driver once the books balance.
+    """
+    encoded = (p | "Chunks" >> beam.Create(chunks, reshuffle=False)
+               | "Encode" >> EncodePairs(vocab_paths[0], vocab_paths[1], seed, num_shards,
+                                         work_dirs["fragments"], config))
+    shards = encoded.records | "Write" >> WriteShuffledShards(problem, num_shards,
+                                                              work_dirs["shards"])
+    token_stats = (encoded.stats
+                   | "SumTokenStats" >> beam.CombinePerKey(
+                       lambda rows: [sum(column) for column in zip(*rows)])
+                   | "StatsToList" >> beam.Map(list))
+    lengths = (encoded.lengths
+               | "SumLengths" >> beam.CombinePerKey(LengthReportFn())
+               | "LengthsToList" >> beam.Map(list))
+    rejects = encoded.rejects
+    if earlier_rejects:
+        earlier = (p | "RejectFiles" >> beam.Create(list(earlier_rejects), reshuffle=False)
+                   | "ReadRejects" >> beam.FlatMap(_read_rejects_file))
+        rejects = (rejects, earlier) | "AllRejects" >> beam.Flatten()
+    written = rejects | "Rejects" >> WriteRejects(work_dirs["rejects"])
+    _ = {"shards": shards, "rejects": written, "tokens": token_stats, "lengths": lengths} | (
+        "Result" >> WriteJsonResult(result_path))
+
+
+class EncodeStep:
+    """Runs the encode pass (`run_pass`: the PassRunner) of the prepared datasets with the
+    run's `config` (DatagenConfig), `seed` and `problem`, into `layout`'s work directory."""
+
+    def __init__(self, layout, config, seed, problem, run_pass):
+        self._layout = layout
+        self._config = config
+        self._seed = seed
+        self._problem = problem
+        self._run_pass = run_pass
+
+    def build(self, chunks, vocab_paths, num_shards, earlier_rejects):
+        """(label, build(pipeline)) of the encode pass."""
+        work = self._layout.work
+        label = "encode %d chunks into %s" % (len(chunks), ", ".join(
+            "%d %s shards" % (n, s) for s, n in sorted(num_shards.items())))
+        return label, lambda p: build_encode_pass(
+            p, chunks, vocab_paths, self._seed, self._problem, num_shards,
+            {name: work(name) for name in WORK_DIRS}, work("encode.json"), self._config,
+            earlier_rejects)
+
+    def run(self, prepared, vocab_paths, num_shards):
+        """Encodes `prepared` ({split: [Prepared]}); returns (shards, rejects, tokens,
+        lengths) as the pass reported them (`lengths`: {split: length_stats.length_report})."""
+        chunks = [c for split in sorted(prepared) for p in prepared[split]
+                  for c in plan_chunks(p.ds, p.source_lines, p.target_lines,
+                                       p.source_facts, p.target_facts)]
+        earlier = [p.rejects_path for split in sorted(prepared) for p in prepared[split]
+                   if p.rejects_path]
+        for name in WORK_DIRS:  # this run's own, new work directory: nothing to delete
+            FileSystems.mkdirs(self._layout.work(name))  # (a no-op on object stores)
+        self._run_pass(*self.build(chunks, vocab_paths, num_shards, earlier),
+                       progress=self.progress(chunks))
+        result = file_io.read_work_json(self._layout.work("encode.json"),
+                                        self._run_pass.stores)
+        return (result.get("shards", []), result.get("rejects", []),
+                dict(result.get("tokens", [])), dict(result.get("lengths", [])))
+
+    def progress(self, chunks):
+        """progress(seconds): the pairs of the chunks whose shard fragments are written so
+        far (a chunk writes its fragments when it is done), out of every pair; on any
+        runner, as it asks the work directory's file system."""
+        lines = {(c["ds"]["split"], c["ds"]["index"], c["first_line"]): c["num_lines"]
+                 for c in chunks if not c.get("unmatched")}
+        total = sum(lines.values())
+        pattern = FileSystems.join(self._layout.work("fragments"), "*.frag")
+
+        def progress(seconds):
+            done = {fragment_chunk(FileSystems.split(m.path)[1])
+                    for m in FileSystems.match([pattern])[0].metadata_list}
+            return console.progress_line("encoded", sum(lines.get(c, 0) for c in done), total,
+                                         seconds)
+        return progress
+
+    def dry_run(self, datasets, vocab_paths, num_shards):
+        """--dry_run: the encode pass of `datasets` with placeholder chunks (no file facts)
+        and, when some dataset is materialized, a placeholder rejects file of the prepare
+        step."""
+        no_facts = {"lines": 0, "checkpoints": [(0, 0)]}
+        every = every_dataset(datasets)
+        chunks = [c for ds in every for c in plan_chunks(
+            dataclasses.asdict(ds), ds.source, ds.target or ds.source, no_facts, no_facts)]
+        earlier = ([self._layout.work("materialized", "x.rejects.jsonl")]
+                   if not all(ds.read_in_place for ds in every) else [])
+        self._run_pass(*self.build(chunks, vocab_paths, num_shards, earlier))

@@ -1,0 +1,132 @@
+"""Fingerprints of what determines an output, so a rerun never passes off a stale output.
+
+A scheduled job reruns the same command every day; if the inputs were replaced or a flag was
+edited, "the output is already complete" would silently keep yesterday's data. The summary
+therefore records a fingerprint: every flag that changes the bytes written and, for each
+input file, its path, size and modification time (Beam's `FileSystems.match` metadata, so
+object stores work; no content hash, which would read every input on every rerun). A
+complete output whose fingerprint differs is refused (exit 2) unless `--overwrite`.
+
+Vocab files are reused when they exist (as T2T does), e.g. after a crash. A learnt or copied
+vocabulary gets a hidden sidecar `.{vocab file name}.fingerprint.json` holding the vocab
+fingerprint (the flags and train inputs that determine it); a vocab file whose sidecar
+differs is refused. A vocab file without a sidecar was put there by hand and is reused as
+T2T would.
+"""
+
+import os
+
+from apache_beam.io.filesystems import FileSystems
+
+from pipeline.driver.datasets import is_local_file, split_patterns
+
+from transforms.storage import file_io
+
+# Flags that change no byte of the output: where it goes, how the job runs or how it is
+# parallelized (the vocab search and the encode chunks give the same result for any value,
+# README "flags"), and what happens to an existing or empty output.
+OPERATIONAL_FLAGS = frozenset((
+    "output_dir", "problem", "overwrite", "allow_empty", "vocab_partitions",
+    "bisection_rounds_per_pass", "bisection_lookahead", "encode_chunk_lines",
+    "lock_stale_seconds", "in_process_below_mb", "log_level"))
+# Flags naming existing vocabularies, and every flag naming input files: compared through the
+# files they name, not their spelling.
+GIVEN_VOCAB_FLAGS = ("word_vocab", "bpe_vocab")
+INPUT_FLAGS = ("train_source", "train_target", "train_tsv", "train_tmx", "dev_source",
+               "dev_target", "dev_tsv", "dev_tmx") + GIVEN_VOCAB_FLAGS
+# Flags that determine a vocabulary (with the train inputs and the given vocab files). Not
+# --max_line_chars: the pairs it rejects are still sampled (README, "Vocabulary sample").
+VOCAB_FLAGS = ("vocab_type", "vocab_size", "shared_vocab", "file_byte_budget",
+               "max_subtoken_length", "bpe_min_frequency", "bpe_eos_token", "on_invalid_utf8",
+               "on_misaligned", "source_lang", "target_lang",
+               "source_column", "target_column", "train_format")
+VOCAB_INPUT_FLAGS = ("train_source", "train_target", "train_tsv", "train_tmx") + GIVEN_VOCAB_FLAGS
+
+
+def _files_of(pattern, stores=None):
+    """{path: {"size", "mtime"}} of the files a pattern names; an `archive!member` counts as
+    its archive, a directory (--bpe_vocab) as the files in it. Nothing for no match: the plan
+    reports missing inputs, here they only show up as a difference."""
+    pattern = file_io.absolute(pattern.strip().split("!", 1)[0])
+    if is_local_file(pattern):  # a file's own name, brackets and all: not a glob
+        return {pattern: {"size": os.path.getsize(pattern),
+                          "mtime": round(os.path.getmtime(pattern), 3)}}
+    files = {}
+    for query in (pattern, FileSystems.join(pattern, "*")):
+        for path, size, mtime in file_io.match_files(query, stores):
+            files[path] = {"size": size, "mtime": round(mtime or 0, 3)}
+        if files:
+            break
+    return files
+
+
+def _inputs(flag_values, flags, listed=None, stores=None):
+    """{flag: {path: {size, mtime}}} of the input flags given. `listed`: {pattern: files}
+    already listed in this run (each pattern is listed once: a listing is a request on an
+    object store)."""
+    listed = {} if listed is None else listed
+    inputs = {}
+    for flag in flags:
+        files = {}
+        patterns = ((flag_values.get(flag) or "").split(",") if flag in GIVEN_VOCAB_FLAGS
+                    else split_patterns(flag_values.get(flag)))
+        for pattern in patterns:
+            if pattern.strip():
+                if pattern not in listed:
+                    listed[pattern] = _files_of(pattern, stores)
+                files.update(listed[pattern])
+        if flag_values.get(flag):
+            inputs[flag] = files
+    return inputs
+
+
+def output_fingerprint(flag_values, listed=None, stores=None):
+    """What determines the whole output: output-affecting flags and every input file
+    (`listed`: as `_inputs`)."""
+    return {"flags": {k: v for k, v in sorted(flag_values.items())
+                      if k not in OPERATIONAL_FLAGS and k not in INPUT_FLAGS},
+            "inputs": _inputs(flag_values, INPUT_FLAGS, listed, stores)}
+
+
+def vocab_fingerprint(flag_values, listed=None, stores=None):
+    """What determines a vocabulary: the vocab flags and the train (and given vocab) files
+    (`listed`: as `_inputs`)."""
+    return {"flags": {k: flag_values.get(k) for k in VOCAB_FLAGS},
+            "inputs": _inputs(flag_values, VOCAB_INPUT_FLAGS, listed, stores)}
+
+
+def differences(old, new):
+    """Human-readable list of what differs between two fingerprints (empty: the same)."""
+    changes = []
+    old_flags, new_flags = old.get("flags", {}), new.get("flags", {})
+    for flag in sorted(set(old_flags) | set(new_flags)):
+        if old_flags.get(flag) != new_flags.get(flag):
+            changes.append("--%s %s -> %s" % (flag, old_flags.get(flag), new_flags.get(flag)))
+    old_inputs, new_inputs = old.get("inputs", {}), new.get("inputs", {})
+    for flag in sorted(set(old_inputs) | set(new_inputs)):
+        before, after = old_inputs.get(flag, {}), new_inputs.get(flag, {})
+        for path in sorted(set(before) | set(after)):
+            if path not in after:
+                changes.append("--%s %s no longer an input" % (flag, path))
+            elif path not in before:
+                changes.append("--%s %s is a new input" % (flag, path))
+            elif before[path] != after[path]:
+                changes.append("%s changed (size/mtime)" % path)
+    return changes
+
+
+def sidecar_path(vocab_path):
+    """Where a vocab file's (or byte_bpe vocab directory's) fingerprint is kept: a hidden
+    `.{vocab name}.fingerprint.json` beside it, so a `vocab.*` glob sees only vocabularies."""
+    head, name = vocab_path.rstrip("/").rsplit("/", 1)
+    return "%s/.%s.fingerprint.json" % (head, name)
+
+
+def read_sidecar(vocab_path, stores=None):
+    """The recorded vocab fingerprint, or None when the file was not written by this job."""
+    path = sidecar_path(vocab_path)
+    return file_io.read_json(path, stores) if file_io.exists(path, stores) else None
+
+
+def write_sidecar(vocab_path, fingerprint, stores=None):
+    file_io.write_json(sidecar_path(vocab_path), fingerprint, stores)

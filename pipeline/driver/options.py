@@ -1,0 +1,296 @@
+"""DatagenOptions: the job's own flags, parsed apart from Beam's pipeline options.
+
+`parse_flags` splits one command line in two: the job's flags (an argparse Namespace) and
+everything else, which becomes Beam's `PipelineOptions`. DatagenOptions is deliberately not a
+`PipelineOptions` subclass: Beam sends the options of every such subclass to its workers,
+which do not know the job's flags and log "Discarding unparseable args" for each pass.
+"""
+
+import dataclasses
+import difflib
+import logging
+
+from apache_beam.options.pipeline_options import PipelineOptions, _BeamArgumentParser
+
+from pipeline.runtime.console import LOG_LEVELS
+from pipeline.output.names import check_name
+from pipeline.runtime.runners import DatagenError
+from transforms.config import DatagenConfig, ReadConfig, VocabConfig
+from transforms.vocab_kinds import DEFAULT_KIND, ENDOFTEXT, KIND_NAMES, every_kind, vocab_kind
+
+LOG = logging.getLogger("datagen")
+
+
+def _optional_length(value):
+    """`--max_subtoken_length none` (or 0) means no limit, as T2T's None."""
+    if value is None or str(value).lower() in ("none", "0", ""):
+        return None
+    return int(value)
+
+
+IN_PROCESS_BELOW_MB_DEFAULT = 16.0
+
+
+class DatagenOptions:
+    """Flags of `python -m pipeline.datagen` (Beam's own, like --runner, are parsed by Beam)."""
+
+    @classmethod
+    def _add_argparse_args(cls, parser):
+        add = parser.add_argument
+        add("--train_source", default=None, help="File pattern(s), comma-separated, of training "
+            "source text: one sentence per line (plain, .gz, .bz2, .zst, .xz, ...), or SGM/IWSLT XML; "
+            "`archive.tgz!path/inside` reads a member of a .tar/.tar.gz/.tgz/.zip archive.")
+        add("--train_target", default=None, help="File pattern(s) of the aligned training target text.")
+        add("--dev_source", default=None, help="File pattern(s) of dev source text (optional).")
+        add("--dev_target", default=None, help="File pattern(s) of dev target text.")
+        for split in ("train", "dev"):
+            add("--%s_format" % split, default="auto", choices=("auto", "lines", "sgm", "iwslt"),
+                help="Format of --%s_source/--%s_target: from the file name (.sgm, .xml, "
+                     "else lines) or as given." % (split, split))
+            add("--%s_tsv" % split, default=None, help="TSV file pattern(s) for %s: one pair "
+                "per row, columns --source_column/--target_column." % split)
+            add("--%s_tmx" % split, default=None, help="TMX file pattern(s) for %s: sides "
+                "chosen by xml:lang = --source_lang/--target_lang." % split)
+        add("--source_column", type=int, default=0, help="TSV column of the source text (0-based).")
+        add("--target_column", type=int, default=1, help="TSV column of the target text (0-based).")
+        add("--on_misaligned", default="error", choices=("error", "reject"),
+            help="Files with different line counts, TMX units missing a side, SGM/IWSLT "
+                 "segments without a partner, TSV rows missing a column: stop with an error "
+                 "naming the first one (default), or reject them and go on.")
+        add("--on_invalid_utf8", default="error", choices=("error", "reject", "replace"),
+            help="A line that is not UTF-8: stop with an error naming file and line (default), "
+                 "reject its pair, or decode it with U+FFFD replacement characters.")
+        add("--max_line_chars", type=int, default=0,
+            help="Reject pairs with a side longer than this many characters (0: no limit).")
+        add("--output_dir", help="Required: where vocab, shards and the summary go (any Beam "
+            "FileSystems path).")
+        add("--problem", default="translate_enzh_wmt8k", help="File-name prefix, as T2T's problem name.")
+        add("--source_lang", default=None, help="Source language suffix (default: the files' extension).")
+        add("--target_lang", default=None, help="Target language suffix (default: the files' extension).")
+        add("--vocab_type", default=DEFAULT_KIND, choices=KIND_NAMES,
+            help="subword: T2T SubwordTextEncoder; byte_bpe: GPT-2 style byte-level BPE; "
+                 "word: tensorflow/nmt word vocabulary.")
+        add("--vocab_size", type=int, default=8192,
+            help="Target vocabulary size (subword: approximate, as T2T; byte_bpe: exact, "
+                 "bytes + merges + special tokens; word: exact, specials included).")
+        add("--bpe_vocab", default=None,
+            help="Existing byte-level BPE for both sides (e.g. GPT-2's): a directory with "
+                 "vocab.json + merges.txt, or encoder.json + vocab.bpe. Nothing is learnt.")
+        add("--bpe_eos_token", default=ENDOFTEXT,
+            help="Token whose id ends every byte_bpe example.")
+        add("--bpe_min_frequency", type=int, default=2,
+            help="BPE learning stops before merging a pair seen fewer times than this.")
+        add("--word_vocab", default=None,
+            help="Existing word vocabulary: FILE for both sides, or SOURCE_FILE,TARGET_FILE. "
+                 "Missing or misplaced <unk>, <s>, </s> are moved to the front.")
+        add("--shared_vocab", action="store_true", default=False,
+            help="Learn one vocabulary from both sides (vocab.{problem}.{size}.subwords).")
+        add("--file_byte_budget", type=float, default=1e8,
+            help="Characters sampled per file for the vocabulary (T2T's file_byte_budget).")
+        add("--max_subtoken_length", type=_optional_length, default=200,
+            help="Longest subtoken counted while learning; 'none' for no limit.")
+        add("--num_train_shards", type=int, default=10,
+            help="TFRecord files of the train split ({problem}-train-00000-of-000NN).")
+        add("--num_dev_shards", type=int, default=1,
+            help="TFRecord files of the dev split.")
+        add("--seed", type=int, default=0, help="Seed of the deterministic global shuffle.")
+        add("--allow_empty", action="store_true", default=False,
+            help="Write empty shards (and mark the output complete) when a split has no pair "
+                 "to write: empty input, or every pair rejected. Without it such a run "
+                 "exits 2 (\"no pairs to write\").")
+        add("--overwrite", action="store_true", default=False,
+            help="Replace a completed output directory (and relearn its vocabularies).")
+        add("--vocab_partitions", type=int, default=2,
+            help="Work items per vocabulary in each bisection round, each taking a share of "
+                 "the round's probes. A round probes at least this many min_counts of a "
+                 "vocabulary (the one the search needs, then those it likely needs next), "
+                 "so it can advance the search that many levels (parallelism only; the "
+                 "result does not depend on it).")
+        add("--bisection_rounds_per_pass", type=int, default=10,
+            help="Bisection rounds (each: 4 refinement iterations of its probes) in one Beam "
+                 "pipeline. Each round probes the min_count the search needs and enough levels "
+                 "below it for the search to end within the pass's rounds (10 always decides "
+                 "the search over [1, 1000] in one pass; a round left with nothing to probe "
+                 "does no work); fewer rounds: fewer stages, more probes per round.")
+        add("--bisection_lookahead", type=int, default=0,
+            help="Least number of bisection levels below the needed min_count that a round "
+                 "probes too (more when the rounds left need it).")
+        add("--encode_chunk_lines", type=int, default=10000,
+            help="Lines per parallel encoding chunk of an uncompressed file. Runners hand "
+                 "each worker its share of the chunks up front, so small chunks keep the "
+                 "workers equally busy to the end.")
+        add("--lock_stale_seconds", type=float, default=120.0,
+            help="A run holds {output_dir}/{problem}.datagen.lock and refreshes its heartbeat; "
+                 "a lock whose heartbeat is older than this (a killed run) is taken over.")
+        add("--log_level", default=None, choices=LOG_LEVELS,
+            help="Beam's and TensorFlow's own logging at this level (and the job's debug lines "
+                 "with debug); by default only their errors show, beside the job's progress.")
+        add("-v", dest="log_level", action="store_const", const="info",
+            help="Same as --log_level info.")
+        add("--in_process_below_mb", type=float, default=IN_PROCESS_BELOW_MB_DEFAULT,
+            help="With DirectRunner's multi_processing mode, run the passes in this process "
+                 "instead when the input files total less than this many MB: starting the "
+                 "worker processes takes longer than such a job's work. 0 always starts "
+                 "the workers. The output is the same either way.")
+
+
+class _StrictParser(_BeamArgumentParser):
+    """Beam's argument parser, with a bad value (`--vocab_size abc`) raising DatagenError
+    (exit 2, one line) instead of printing the usage and exiting the process."""
+
+    def error(self, message):
+        raise DatagenError(message)
+
+
+def _every_option_parser():
+    """A parser of every flag the command takes: Beam's pipeline options (each
+    PipelineOptions subclass adds its flags, as `PipelineOptions.get_all_options` does) and
+    DatagenOptions."""
+    parser = _StrictParser(allow_abbrev=False)
+    classes = {}
+    for cls in PipelineOptions.__subclasses__():
+        classes.setdefault(str(cls), cls)
+    for cls in classes.values():
+        cls._add_argparse_args(parser)
+    DatagenOptions._add_argparse_args(parser)
+    return parser
+
+
+def _job_flag_parser():
+    parser = _StrictParser(allow_abbrev=False)
+    DatagenOptions._add_argparse_args(parser)
+    return parser
+
+
+def parse_flags(argv):
+    """(the job's flags: an argparse Namespace, Beam's arguments: a list) of a command line.
+
+    Every job flag is taken out; what is left, in its order, is for `PipelineOptions`."""
+    return _job_flag_parser().parse_known_args(list(argv))
+
+
+def check_known_flags(argv):
+    """Raises DatagenError for a flag that is neither the job's nor a Beam pipeline option.
+
+    Beam only warns about such flags and drops them, so a typo (`--vocab_sise 100`) would run
+    the whole job with the default; a scheduled job must fail at once instead.
+    """
+    parser = _every_option_parser()
+    _, unknown = parser.parse_known_args(argv)
+    flags = [a for a in unknown if a.startswith("-")]
+    if flags:
+        known = [s for action in parser._actions for s in action.option_strings]
+        names = []
+        for flag in flags:
+            close = difflib.get_close_matches(flag.split("=", 1)[0], known, n=1)
+            names.append(flag + (" (did you mean %s?)" % close[0] if close else ""))
+        raise DatagenError("unknown flag%s %s: neither a flag of this job (see --help) nor a "
+                           "Beam pipeline option" % ("s" if len(flags) > 1 else "",
+                                                     ", ".join(names)))
+    if unknown:
+        raise DatagenError("unexpected argument%s %s: every value goes after its --flag" % (
+            "s" if len(unknown) > 1 else "", " ".join(repr(a) for a in unknown)))
+
+
+def _defaults():
+    """{flag: default} of DatagenOptions' own flags."""
+    return vars(parse_flags([])[0])
+
+
+def datagen_flag_values(flags):
+    """{flag: value} of DatagenOptions' own flags (for the summary and the fingerprint)."""
+    return dict(vars(flags))
+
+
+def validate_flags(f):
+    """Refuses impossible flag combinations before any work is done (DatagenError, exit 2)."""
+    if not f.output_dir:
+        raise DatagenError("--output_dir is required")
+    if not (f.train_source or f.train_target or f.train_tsv or f.train_tmx):
+        raise DatagenError("no training data: pass --train_source/--train_target, "
+                           "--train_tsv or --train_tmx")
+    for split in ("train", "dev"):
+        if bool(getattr(f, split + "_source")) != bool(getattr(f, split + "_target")):
+            raise DatagenError("--%s_source and --%s_target go together" % (split, split))
+    if (f.train_tmx or f.dev_tmx) and not (f.source_lang and f.target_lang):
+        raise DatagenError("TMX input needs --source_lang and --target_lang (xml:lang of "
+                           "the sides)")
+    check_name(f.problem, "--problem")
+    check_name(f.source_lang, "--source_lang")
+    check_name(f.target_lang, "--target_lang")
+    if f.vocab_size < 1:
+        raise DatagenError("--vocab_size must be positive")
+    if not f.file_byte_budget > 0:  # also NaN: 0 divides by zero, < 0 samples nothing
+        raise DatagenError("--file_byte_budget must be a positive number of characters, "
+                           "not %s" % f.file_byte_budget)
+    if f.max_subtoken_length is not None and f.max_subtoken_length < 0:
+        raise DatagenError("--max_subtoken_length must be positive, or 'none' (or 0) for no "
+                           "limit, not %d" % f.max_subtoken_length)
+    if f.max_line_chars < 0:
+        raise DatagenError("--max_line_chars must be 0 (no limit) or positive, not %d"
+                           % f.max_line_chars)
+    defaults = _defaults()
+    chosen = vocab_kind(f.vocab_type)
+    # Flags of another kind would be silently ignored, so they are refused.
+    for kind in every_kind():
+        for flag in kind.own_flags:
+            if getattr(f, flag) != defaults[flag] and kind is not chosen:
+                raise DatagenError("--%s applies to --vocab_type %s only, not %s" % (
+                    flag, kind.name, f.vocab_type))
+    if f.bpe_min_frequency < 1:
+        raise DatagenError("--bpe_min_frequency must be at least 1")
+    if f.bpe_eos_token == "":
+        raise DatagenError("--bpe_eos_token must not be empty")
+    if f.word_vocab is not None and not 1 <= len([w for w in f.word_vocab.split(",") if w]) <= 2:
+        raise DatagenError("--word_vocab takes FILE or SOURCE_FILE,TARGET_FILE, not %r"
+                           % f.word_vocab)
+    problem = chosen.flag_problem(f)
+    if problem:
+        raise DatagenError(problem)
+    given = "--word_vocab" if f.word_vocab else "--bpe_vocab" if f.bpe_vocab else None
+    if given and f.vocab_size != defaults["vocab_size"]:
+        LOG.warning("--vocab_size %d with %s: the given vocabulary is used as it is, whatever "
+                    "its size; --vocab_size only names the copy in --output_dir "
+                    "(vocab.%s.%d.*)", f.vocab_size, given, f.problem, f.vocab_size)
+    if f.num_train_shards < 1 or f.num_dev_shards < 1:
+        raise DatagenError("--num_train_shards and --num_dev_shards must be at least 1")
+    if (f.encode_chunk_lines < 1 or f.vocab_partitions < 1 or f.bisection_lookahead < 0
+            or f.bisection_rounds_per_pass < 1):
+        raise DatagenError("--encode_chunk_lines, --vocab_partitions and "
+                           "--bisection_rounds_per_pass must be at least 1, "
+                           "--bisection_lookahead at least 0")
+    if not f.in_process_below_mb >= 0:
+        raise DatagenError("--in_process_below_mb must be 0 or more, not %s"
+                           % f.in_process_below_mb)
+    if not f.lock_stale_seconds > 0:
+        raise DatagenError("--lock_stale_seconds must be a positive number of seconds, not %s"
+                           % f.lock_stale_seconds)
+    if (f.train_tsv or f.dev_tsv) and (min(f.source_column, f.target_column) < 0
+                                       or f.source_column == f.target_column):
+        raise DatagenError("--source_column and --target_column must be different "
+                           "non-negative column numbers")
+
+
+def _fields(cls, flags, **renamed):
+    """A `cls` of the flags named as its fields (`renamed`: field -> flag)."""
+    return cls(**{field.name: getattr(flags, renamed.get(field.name, field.name))
+                  for field in dataclasses.fields(cls)})
+
+
+def datagen_config(flags):
+    """The DatagenConfig (`transforms.config`) of parsed flags (`parse_flags`): built
+    once per run, handed down to every pass and transform."""
+    return DatagenConfig(
+        read=_fields(ReadConfig, flags),
+        vocab=_fields(VocabConfig, flags, bisection_rounds="bisection_rounds_per_pass"))
+
+
+def default_config(**flags):
+    """The DatagenConfig of a run given only `flags` ({flag: value}), every other setting at
+    its flag's default; for tests and library use, so defaults stay in the flag definitions."""
+    parsed = parse_flags([])[0]
+    for name, value in flags.items():
+        if not hasattr(parsed, name):
+            raise TypeError("no flag --%s" % name)
+        setattr(parsed, name, value)
+    return datagen_config(parsed)

@@ -1,0 +1,245 @@
+"""PassRunner: runs one pass of the job (one Beam pipeline) and says so in the log.
+
+Every step (prepare, vocab, encode) hands it a label and a `build(pipeline)` function, so
+numbering, timing, the progress heartbeat, the lock check before each pass, the dry run
+(translate instead of run) and a clean stop on Ctrl-C/SIGTERM are decided here once, and
+a dry run goes through the very same builders as a real run.
+"""
+
+import logging
+import re
+import sys
+import threading
+import time
+
+import apache_beam as beam
+from apache_beam.options.pipeline_options import StandardOptions
+
+from pipeline.runtime import console
+from pipeline.runtime.interrupts import Interrupted, kill_worker_processes
+from pipeline.runtime.job_server import JobServer, needs_job_server
+from pipeline.runtime.runners import (REMOTE_RUNNERS, runner_for_pass, runner_name,
+                              uses_worker_processes, worker_count)
+from pipeline.runtime.worker_pool import LocalWorkerPool
+from transforms.job_metrics import counter_values
+from transforms.storage.object_stores import ObjectStores, StoreSettings
+
+LOG = logging.getLogger("datagen")
+PROGRESS_SECONDS = 30  # a long pass logs where it stands this often
+WATCH_SECONDS = 0.5  # how often a pass checks that the job's worker processes live
+
+
+class WorkerDied(RuntimeError):
+    """A worker process of the job ended while a pass ran (killed for memory, most often).
+    The pass's own thread is left blocked in Beam: the program must exit without waiting
+    for threads (`python -m pipeline.datagen` does)."""
+
+    def __init__(self, number, dead):
+        super().__init__("pass %d failed: %s while it ran%s" % (
+            number, "; ".join(dead),
+            " (out of memory?)" if any("SIGKILL" in d for d in dead) else ""))
+
+
+class PassFailed(RuntimeError):
+    """A pass failed on a remote runner (Flink, Spark, a portable job service, Dataflow):
+    the runner's error (often a Java stack trace of dozens of lines) as one line naming
+    the pass, for `python -m pipeline.datagen` to print without a traceback. The runner's
+    own log (its web UI, the job server's log) has the whole of it."""
+
+    MAX_CHARS = 300
+
+    def __init__(self, number, label, runner, error):
+        super().__init__("pass %d (%s) failed on %s: %s" % (number, label, runner,
+                                                              self.summary(error)))
+
+    @classmethod
+    def summary(cls, error):
+        """The error's first line and its root cause: the last line that names an
+        exception (Python's last traceback line, Java's last `Caused by:`)."""
+        lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+        first = "%s: %s" % (type(error).__name__, lines[0] if lines else "")
+        causes = [line for line in lines[1:] if _EXCEPTION_LINE.match(line)]
+        parts = [first] + causes[-1:]
+        return " ... ".join(p if len(p) <= cls.MAX_CHARS else p[:cls.MAX_CHARS] + "..."
+                            for p in parts)
+
+
+# "RuntimeError: ...", "Caused by: java.io.IOException: ...", "org.x.FooException"
+_EXCEPTION_LINE = re.compile(r"^(Caused by: )?[\w.$]*(Error|Exception)\b")
+
+
+class PassRunner:
+    """`runner(label, build)` runs a pass and returns its seconds (0.0 when only translated).
+
+    `interrupted()`: the signal number that stopped the run, or None
+    (`InterruptWatcher.received`). `lock`: the OutputLock once the job holds it; a run that
+    lost it stops before its next pass.
+
+    Under DirectRunner's multi_processing mode the passes share worker processes, started
+    with the first pass (`pipeline.runtime.worker_pool`); `close()` ends them. `log_level`: the job's
+    --log_level, for those processes' logging.
+    """
+
+    def __init__(self, options, dry_run, interrupted, log_level=None):
+        self.options = options
+        # The job's store clients (for its own reads and writes on gs:// and s3://).
+        self.stores = ObjectStores(StoreSettings.from_options(options))
+        self.dry_run = dry_run
+        self.interrupted = interrupted
+        self.log_level = log_level
+        self.count = 0
+        self.counters = {}  # the job's Beam counters summed over its passes (job_metrics)
+        self.lock = None
+        self._expected = None  # (passes in all, whether that number is exact)
+        self._workers = None
+        self.job_server = None  # pipeline.runtime.job_server.JobServer, once a pass started one
+        self.job_server_seconds = None  # how long starting it took
+        self._submitted = None  # when the running pass's job was submitted
+
+    def _submit_options(self, options):
+        """`options` of a pass, pointed at the job's one job server when its runner would
+        start one per pass (FlinkRunner, SparkRunner: `pipeline.runtime.job_server`), started with
+        the first pass."""
+        if not needs_job_server(self.options):
+            return options
+        if self.job_server is None:
+            self.job_server = JobServer(self.options).start()
+            self.job_server_seconds = round(self.job_server.seconds, 3)
+        return self.job_server.pass_options(options)
+
+    def _worker_pool(self):
+        """The job's worker processes, started on first use; None when passes do not run in
+        worker processes of this machine."""
+        if self._workers is None and uses_worker_processes(self.options):
+            self._workers = LocalWorkerPool(worker_count(self.options), self.options,
+                                            self.log_level).start()
+        return self._workers
+
+    def abort_for_lost_lock(self):
+        """Called by the lock's heartbeat when another run took the lease: the pass in
+        progress must stop writing at once (its worker processes are killed; an in-process
+        pass is left behind, writing only into this run's own work directory)."""
+        if self._workers is not None:
+            console.quiet_libraries()
+            kill_worker_processes()
+
+    def _run_watched(self, pipeline, number):
+        """Runs `pipeline` in a thread of its own while this one watches: Beam's runner waits
+        forever for a worker that died (an out-of-memory kill) in the middle of a bundle, so
+        a dead worker ends the pass here, with WorkerDied; a lost lock ends it with the
+        lock's DatagenError. A remote runner's `run()` returns once the job is submitted."""
+        outcome = {}
+
+        def run():
+            try:
+                result = pipeline.run()  # a remote runner returns once the job is submitted
+                self._submitted = time.time()
+                outcome["state"] = result.wait_until_finish()
+                outcome["counters"] = counter_values(result)
+            except BaseException as e:  # handed to the watching thread
+                outcome["error"] = e
+
+        thread = threading.Thread(target=run, name="datagen-pass-%d" % number, daemon=True)
+        thread.start()
+        while True:
+            thread.join(WATCH_SECONDS)
+            if self.lock is not None:
+                self.lock.check()  # raises once another run took the lease
+            # a dead worker either blocks the pass or is why it failed
+            dead = (self._workers.dead() if self._workers is not None
+                    and (thread.is_alive() or "error" in outcome) else [])
+            if dead:
+                kill_worker_processes()  # the pass cannot finish: no worker writes on
+                raise WorkerDied(number, dead)
+            if not thread.is_alive():
+                break
+        if "error" in outcome:
+            raise outcome["error"]
+        for name, value in outcome["counters"].items():
+            self.counters[name] = self.counters.get(name, 0) + value
+        return outcome["state"]
+
+    def close(self):
+        """Ends the worker processes the passes shared and stops the job server they
+        submitted to, if any."""
+        if self._workers is not None:
+            self._workers.close()
+            self._workers = None
+        if self.job_server is not None:
+            self.job_server.stop()
+            LOG.info("job server stopped")
+            self.job_server = None
+
+    def expect(self, more, exact=True):
+        """The job expects `more` passes after those run so far (`exact`: False while a
+        search decides how many); the log numbers passes "3 of 5" or "3 of ~5"."""
+        self._expected = (self.count + more, exact)
+
+    def _of(self, number):
+        if self._expected is None:
+            return ""
+        total, exact = self._expected
+        if number > total:  # more than expected: the search went on
+            total, exact = number, False
+        return " of %s%d" % ("" if exact else "~", total)
+
+    def __call__(self, label, build, progress=None):
+        """Runs pass `label` built by `build(pipeline)`; `progress(seconds)`, if given, says
+        where a running pass stands (a line logged every PROGRESS_SECONDS)."""
+        if self.lock is not None:
+            self.lock.check()
+        self.count += 1
+        number = self.count
+        LOG.info("pass %d%s: %s", number, self._of(number), label)
+        start = time.time()
+        runner, options = runner_for_pass(self.options, self._worker_pool())
+        options = self._submit_options(options)
+        pipeline = beam.Pipeline(runner=runner, options=options)
+        build(pipeline)
+        if self.dry_run and runner_name(self.options) != "dataflow":
+            # Only Dataflow has a dry run of its own; elsewhere translating is the dry run.
+            pipeline.to_runner_api()
+            LOG.info("pass %d translated (dry run)", number)
+            return 0.0
+        stop = threading.Event()
+        self._submitted = None
+
+        def heartbeat():
+            while not stop.wait(PROGRESS_SECONDS):
+                seconds = time.time() - start
+                try:
+                    where = progress(seconds) if progress else None
+                except Exception as e:  # progress is news, never a reason to stop
+                    LOG.debug("pass %d progress: %s", number, e)
+                    where = None
+                LOG.info("pass %d: %s", number, where or "running, %.0f s so far" % seconds)
+
+        threading.Thread(target=heartbeat, daemon=True).start()
+        try:
+            state = self._run_watched(pipeline, number)
+        except BaseException:
+            signum = self.interrupted()
+            if signum is not None:
+                # Beam may have wrapped Interrupted into its own error; workers still
+                # running (an in-process signal) must not write on into the work directory.
+                console.quiet_libraries()
+                kill_worker_processes()
+                raise Interrupted(signum) from None
+            error = sys.exc_info()[1]
+            if runner_name(self.options) in REMOTE_RUNNERS and isinstance(error, Exception):
+                raise PassFailed(number, label, self.options.view_as(StandardOptions).runner,
+                                 error) from error
+            raise
+        finally:
+            stop.set()
+        if state not in (None, beam.runners.runner.PipelineState.DONE):
+            raise RuntimeError("pass %d (%s) ended in state %s" % (number, label, state))
+        seconds = time.time() - start
+        if runner_name(self.options) in REMOTE_RUNNERS and self._submitted:
+            # building, translating and submitting it (the job server's Prepare, artifact
+            # staging and Run), against the runner's own time to run it
+            LOG.info("pass %d done in %.1f s (submitted after %.1f s)", number, seconds,
+                     self._submitted - start)
+        else:
+            LOG.info("pass %d done in %.1f s", number, seconds)
+        return seconds

@@ -1,0 +1,41 @@
+"""Checks before anything runs or is deleted: every path's file system, and that the output
+directory can be written. Each failure is one line naming the flag (exit 2), where a pass
+would otherwise fail later with a worker's traceback."""
+
+from apache_beam.io.filesystems import FileSystems
+
+from pipeline.driver.datasets import split_patterns
+from pipeline.driver.fingerprint import INPUT_FLAGS
+from pipeline.runtime.runners import DatagenError, one_line
+from transforms.storage import file_io
+
+def named_paths(flags):
+    """(flag, path) of every path the flags name (input patterns, vocabularies, output)."""
+    named = [("--output_dir", flags.output_dir)]
+    for flag in INPUT_FLAGS:
+        named += [("--" + flag, p) for p in split_patterns(getattr(flags, flag))]
+    return named
+
+
+def check_file_systems(flags):
+    """Raises DatagenError when a path's scheme has no Beam file system here (gs://
+    without apache-beam[gcp]): Beam would raise a ValueError with a traceback from
+    whichever stage touched the path first."""
+    for flag, path in named_paths(flags):
+        problem = file_io.filesystem_problem(path)
+        if problem:
+            raise DatagenError("%s %s" % (flag, problem))
+
+
+def check_output_writable(layout, stores=None):
+    """Writes and deletes a 0-byte file in the work directory, so an --output_dir under a
+    regular file, in /proc or without permission stops the job with one line before any
+    pass runs (a pass would fail with a worker's traceback). `stores`: the job's
+    `ObjectStores` (a 0-byte object on S3 needs the store's own client)."""
+    probe = FileSystems.join(layout.work_dir, "write-test")
+    try:
+        file_io.write_bytes_atomically(probe, b"", stores)
+        file_io.delete_files([probe], stores)
+    except OSError as e:  # BeamIOError is an OSError, and so is every store client error
+        raise DatagenError("--output_dir %s: cannot write there (%s)" % (
+            layout.output_dir, one_line(e))) from None

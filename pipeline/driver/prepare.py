@@ -1,0 +1,160 @@
+"""The prepare step: every dataset as line-aligned files with known facts, or a bad-input error.
+
+Line-aligned text is read in place: `ScanTextFiles` counts its lines and bytes, finds the
+seek points the encoder chunks at and checks UTF-8. Every other dataset (TSV, TMX, SGM,
+IWSLT, archive members) is converted into two line files by `MaterializeDatasets`. The
+driver then checks these facts (`PrepareStep.read_back`) and stops before anything is
+written when the input is bad (unless the user asked for rejects).
+
+When every dataset is read in place and a vocabulary is learnt, this step rides along in the
+first vocab pass instead of a pipeline of its own (`rides_along`): each pipeline costs about
+a second of building, submitting and winding down, a large part of a small job's time, and
+the sampler takes the file sizes from the same scan.
+"""
+
+import dataclasses
+import logging
+
+import apache_beam as beam
+
+from pipeline.runtime.runners import DatagenError
+from transforms.storage import file_io
+from transforms.file_scan import ScanTextFiles
+from transforms.json_result import WriteJsonResult
+from transforms.materialize import MaterializeDatasets
+
+LOG = logging.getLogger("datagen")
+
+
+@dataclasses.dataclass
+class Prepared:
+    """A dataset with the line-aligned files the rest of the job reads."""
+    ds: dict
+    source_lines: str
+    target_lines: str
+    source_facts: dict
+    target_facts: dict
+    units: int                      # pairs (or units) read from the original input
+    rejects_path: str = None        # rejects found while materializing
+
+
+class PrepareInputs(beam.PTransform):
+    """Scans the line-aligned files in `paths` and materializes the `structured` datasets.
+
+    Applied to the pipeline; writes the facts to `result_path` and returns the (path, facts)
+    of the scanned files, so a vocab pass in the same pipeline can size its samples.
+    """
+
+    def __init__(self, paths, structured, work_dir, read, result_path):
+        super().__init__()
+        self._paths = paths
+        self._structured = structured
+        self._work_dir = work_dir
+        self._read = read  # transforms.config.ReadConfig
+        self._result_path = result_path
+
+    def expand(self, pbegin):
+        outputs = {}
+        scanned = None
+        if self._paths:
+            scanned = (pbegin | "Paths" >> beam.Create(self._paths, reshuffle=False)
+                       | "Scan" >> ScanTextFiles(self._read.encode_chunk_lines))
+            outputs["files"] = scanned | "AsList" >> beam.Map(list)
+        if self._structured:
+            outputs["materialized"] = (
+                pbegin | "Datasets" >> beam.Create(self._structured, reshuffle=False)
+                | "Materialize" >> MaterializeDatasets(self._work_dir, self._read))
+        _ = outputs | "Result" >> WriteJsonResult(self._result_path)
+        return scanned
+
+
+def every_dataset(datasets):
+    """{split: [Dataset]} as one list, splits in order."""
+    return [ds for split in sorted(datasets) for ds in datasets[split]]
+
+
+def rides_along(datasets, to_learn):
+    """Whether the prepare step runs inside the first vocab pass: every dataset is read in
+    place (nothing to materialize first) and some vocabulary is learnt."""
+    return bool(to_learn) and all(ds.read_in_place for ds in every_dataset(datasets))
+
+
+class PrepareStep:
+    """Builds the prepare stage and reads its facts back (`layout`: the OutputLayout,
+    `read`: the run's ReadConfig)."""
+
+    def __init__(self, layout, read, stores=None):
+        self._layout = layout
+        self._read = read
+        self._stores = stores  # the job's ObjectStores
+
+    def transform(self, datasets):
+        """(the prepare stage of `datasets` as a transform to apply to a pipeline, its label)."""
+        every = every_dataset(datasets)
+        structured = [dataclasses.asdict(ds) for ds in every if not ds.read_in_place]
+        paths = sorted({p for ds in every if ds.read_in_place for p in (ds.source, ds.target)})
+        label = ", ".join(part for part in (
+            "scan %d files" % len(paths) if paths else "",
+            "convert %d datasets" % len(structured) if structured else "") if part)
+        return PrepareInputs(paths, structured, self._layout.work("materialized"), self._read,
+                             self._layout.work("prepare.json")), label
+
+    def riding(self, datasets, after):
+        """(add(pipeline), label, after) of the prepare stage riding along the first vocab
+        pass (`pipeline.driver.vocab_passes.learn_subword_vocabs` says how it is used)."""
+        transform, label = self.transform(datasets)
+        return lambda p: p | "Prepare" >> transform, label, after
+
+    def build(self, datasets):
+        """(label, build(pipeline)) of the prepare pass on its own."""
+        transform, label = self.transform(datasets)
+        return "prepare: " + label, lambda p: p | "Prepare" >> transform
+
+    def run(self, run_pass, datasets):
+        """Runs the prepare pass; returns {split: [Prepared]} or raises DatagenError."""
+        run_pass(*self.build(datasets))
+        return self.read_back(datasets)
+
+    def read_back(self, datasets):
+        """The prepare stage's facts as {split: [Prepared]}; raises DatagenError on bad input."""
+        read = self._read
+        result = file_io.read_work_json(self._layout.work("prepare.json"), self._stores)
+        facts = dict(result.get("files", []))
+        materialized = {(m["split"], m["index"]): m for m in result.get("materialized", [])}
+        problems = []
+        warned = set()
+        prepared = {split: [] for split in datasets}
+        for ds in every_dataset(datasets):
+            if ds.read_in_place:
+                sf, tf_ = facts[ds.source], facts[ds.target]
+                unreadable = [fact["error"] for fact in (sf, tf_) if "error" in fact]
+                if unreadable:
+                    problems.extend(e for e in unreadable if e not in problems)
+                    continue
+                for path, fact in ((ds.source, sf), (ds.target, tf_)):
+                    if path not in warned:
+                        warned.add(path)
+                        for warning in fact.get("warnings", []):
+                            LOG.warning("%s", warning)
+                    if fact["first_invalid_utf8_line"] and read.on_invalid_utf8 == "error":
+                        problems.append("%s:%d: invalid UTF-8 (--on_invalid_utf8 reject|replace "
+                                        "to go on)" % (path, fact["first_invalid_utf8_line"]))
+                if sf["lines"] != tf_["lines"] and read.on_misaligned == "error":
+                    problems.append("%s: line counts differ: %s has %d lines, %s has %d lines" % (
+                        ds.split, ds.source, sf["lines"], ds.target, tf_["lines"]))
+                prepared[ds.split].append(Prepared(dataclasses.asdict(ds), ds.source, ds.target,
+                                                   sf, tf_, max(sf["lines"], tf_["lines"])))
+            else:
+                m = materialized[(ds.split, ds.index)]
+                if "error" in m:
+                    problems.append(m["error"])
+                    continue
+                for side in ("source", "target"):
+                    for warning in m["facts"][side].get("warnings", []):
+                        LOG.warning("%s", warning)
+                prepared[ds.split].append(Prepared(
+                    dataclasses.asdict(ds), m["source_path"], m["target_path"],
+                    m["facts"]["source"], m["facts"]["target"], m["units"], m["rejects_path"]))
+        if problems:
+            raise DatagenError("bad input, nothing written: " + "; ".join(problems))
+        return prepared

@@ -1,0 +1,126 @@
+"""The books of a run: for every split and dataset, pairs read = pairs written + rejected.
+
+Built from what the encode pass reported (records per dataset in each shard, rejects per
+dataset and reason, token counts) and what the prepare pass read. A run whose books do not
+balance, or that is missing a shard, fails instead of looking complete.
+"""
+
+from pipeline.runtime.runners import DatagenError
+
+
+class BooksDoNotBalance(RuntimeError):
+    pass
+
+
+def _written_by_dataset(split_shards):
+    written = {}
+    for shard in split_shards:
+        for index, n in shard["by_dataset"]:
+            written[index] = written.get(index, 0) + n
+    return written
+
+
+def _rejected_by_dataset(rejects, split):
+    rejected = {}
+    for report in rejects:
+        if report["split"] == split:
+            for key, n in report["by_dataset_reason"]:
+                index, reason = key.split("\t")
+                rejected.setdefault(int(index), {})[reason] = n
+    return rejected
+
+
+def split_report(split, prepared, num_shards, shards, rejects, tokens, rejects_file, with_oov):
+    """The summary of one split; raises BooksDoNotBalance when a pair is unaccounted for.
+
+    `prepared` are the split's datasets (with `ds` and `units` read), `shards`/`rejects` the
+    encode pass's reports, `tokens` [source tokens, source OOV, target tokens, target OOV].
+    """
+    split_shards = sorted((s for s in shards if s["split"] == split), key=lambda s: s["shard"])
+    written = _written_by_dataset(split_shards)
+    rejected = _rejected_by_dataset(rejects, split)
+    datasets, unbalanced, totals = {}, [], {}
+    for p in prepared:
+        index = p.ds["index"]
+        by_reason = rejected.get(index, {})
+        n_written, n_rejected = written.get(index, 0), sum(by_reason.values())
+        datasets[p.ds["name"]] = {
+            "format": p.ds["format"], "files": [x for x in (p.ds["source"], p.ds["target"]) if x],
+            "pairs_read": p.units, "pairs_written": n_written, "pairs_rejected": n_rejected,
+            "rejected_by_reason": dict(sorted(by_reason.items()))}
+        warnings = [w for facts in (p.source_facts, p.target_facts)
+                    for w in (facts or {}).get("warnings", [])]
+        if warnings:  # what T2T reads as text but was likely not meant (`text_marks`)
+            datasets[p.ds["name"]]["warnings"] = warnings
+        if p.units != n_written + n_rejected:
+            unbalanced.append("%s: %d read, %d written, %d rejected" % (
+                p.ds["name"], p.units, n_written, n_rejected))
+        for reason, n in by_reason.items():
+            totals[reason] = totals.get(reason, 0) + n
+    if unbalanced or len(split_shards) != num_shards:
+        raise BooksDoNotBalance("%s: books do not balance: %s; %d of %d shards" % (
+            split, "; ".join(unbalanced) or "all datasets balance", len(split_shards), num_shards))
+    n_rejected = sum(d["pairs_rejected"] for d in datasets.values())
+    report = {
+        "pairs_read": sum(d["pairs_read"] for d in datasets.values()),
+        "pairs_written": sum(d["pairs_written"] for d in datasets.values()),
+        "pairs_rejected": n_rejected, "rejected_by_reason": dict(sorted(totals.items())),
+        "rejects_file": rejects_file if n_rejected else None,
+        "datasets": datasets,
+        "shards": [{"name": s["name"], "records": s["records"]} for s in split_shards],
+        "tokens": {"source": tokens[0], "target": tokens[2]}}
+    if with_oov:
+        report["oov_rate"] = {"source": round(tokens[1] / tokens[0], 6) if tokens[0] else 0.0,
+                              "target": round(tokens[3] / tokens[2], 6) if tokens[2] else 0.0}
+    return report
+
+
+# -- a split with nothing to write -----------------------------------------------------------
+# A scheduled run over an empty download must fail, not publish empty shards as a complete
+# output; --allow_empty skips both checks.
+
+def _no_pairs(split, prepared, detail):
+    """The DatagenError for a split with nothing to write, naming its inputs."""
+    inputs = ", ".join(" + ".join(x for x in (p.ds["source"], p.ds["target"]) if x)
+                       for p in prepared[split])
+    return DatagenError("%s: no pairs to write: %s, inputs %s; pass --allow_empty to "
+                        "write empty shards" % (split, detail, inputs))
+
+
+def check_has_pairs(prepared):
+    """Raises DatagenError when a split's input holds no pair (empty files, or nothing left
+    after the prepare step's rejects): before anything is written."""
+    for split in sorted(prepared):
+        pairs = sum(min(p.source_facts["lines"], p.target_facts["lines"])
+                    for p in prepared[split])
+        if not pairs:
+            read = sum(p.units for p in prepared[split])
+            raise _no_pairs(split, prepared, "the input is empty" if not read else
+                            "all %d units read were rejected" % read)
+
+
+def check_written(prepared, report):
+    """Raises DatagenError, before any output is replaced, when the encode pass wrote no
+    pair of a split (every pair rejected); `report`: {split: split_report}."""
+    for split in sorted(report):
+        if not report[split]["pairs_written"]:
+            reasons = ", ".join("%s: %d" % kv
+                                for kv in sorted(report[split]["rejected_by_reason"].items()))
+            raise _no_pairs(split, prepared, "all %d pairs read were rejected (%s)" % (
+                report[split]["pairs_read"], reasons or "none"))
+
+
+def compare_with_counters(report, counters):
+    """Lines naming where the runner's Beam counters (`transforms.job_metrics`) disagree with
+    the books of `report` ({split: split_report}); empty when they agree or the runner reported
+    no counters. The books (the files themselves) are what the job trusts; a runner that
+    reports only attempted counts may count a retried bundle twice."""
+    differences = []
+    for split, books in sorted(report.items()):
+        for figure, counted in (("pairs_written", "records_written"),
+                                ("pairs_read", "pairs_read")):
+            value = counters.get("%s.%s" % (split, counted))
+            if value is not None and value != books[figure]:
+                differences.append("%s %s: the counters say %d, the books %d" % (
+                    split, figure, value, books[figure]))
+    return differences

@@ -1,0 +1,71 @@
+"""Committing a run's output: the shards and rejects files move from the work directory into
+place, replacing any previous output (the length report of the previous run goes with its
+shards), then the length report and the summary are written, and the completion marker last.
+
+The order is the contract readers and reruns rely on: the old marker goes first, so a crash
+while files are being replaced never looks complete; the new marker goes last, after the
+summary, so its presence means every file of this run is there. Beam's FileSystems do the
+moves, so this works on object stores too (where a "directory" is only a name prefix).
+"""
+
+import logging
+
+from apache_beam.io.filesystems import FileSystems
+
+from pipeline.output.layout import WORK_NAME
+from pipeline.output.length_report import render_length_report
+from pipeline.output.own_outputs import old_shards
+from transforms.storage import file_io
+
+SPLITS = ("train", "dev")
+LOG = logging.getLogger("datagen")
+
+
+def promote_outputs(layout, shards, rejects, stores=None):
+    """Replaces every previous shard and rejects file with this run's (`shards`, `rejects`:
+    what the encode pass reported); removes the completion marker first, and the previous
+    length report (it describes the old shards; `mark_complete` writes the new one)."""
+    file_io.delete_tree(layout.complete_path, stores)
+    file_io.delete_tree(layout.lengths_report_path, stores)
+    old = []
+    for split in SPLITS:
+        previous, others = old_shards(layout, split, stores)  # a user's p-train-notes.txt stays
+        old.extend(previous)
+        if others:
+            LOG.warning("left alone in --output_dir (not shards of this job, but a reader's "
+                        "%s-%s* glob sees them): %s", layout.problem, split,
+                        ", ".join(sorted(p.rsplit("/", 1)[-1] for p in others)))
+    file_io.delete_files(old, stores)
+    for split in SPLITS:
+        file_io.delete_tree(layout.rejects_path(split), stores)
+    file_io.move_files([FileSystems.join(layout.work("shards"), s["name"]) for s in shards],
+                       [layout.path(s["name"]) for s in shards], stores)
+    written_rejects = [r for r in rejects if r["rejected"]]
+    if written_rejects:
+        FileSystems.mkdirs(layout.path("rejects"))
+        file_io.move_files(
+            [FileSystems.join(layout.work("rejects"), r["name"]) for r in written_rejects],
+            [layout.rejects_path(r["split"]) for r in written_rejects], stores)
+
+
+def mark_complete(layout, summary, stores=None):
+    """Writes the length report and the summary, then the completion marker (its finish
+    time): last of all. Each is written whole (`file_io.write_bytes_atomically`; `stores`:
+    the job's ObjectStores)."""
+    file_io.write_bytes_atomically(layout.lengths_report_path,
+                                   render_length_report(summary).encode("utf-8"), stores)
+    file_io.write_json(layout.summary_path, summary, stores)
+    file_io.write_bytes_atomically(layout.complete_path,
+                                   (summary["finished_at"] + "\n").encode(), stores)
+
+
+def remove_work_dir(layout, stores=None):
+    """Deletes this problem's work directories (this run's and any a killed run left), and
+    the shared parent once no other problem's run is using it."""
+    file_io.delete_tree(layout.problem_work_dir, stores)
+    parent = layout.path(WORK_NAME)
+    if not file_io.is_local(parent):  # an object store has no directories to remove
+        return
+    if FileSystems.exists(parent) and not FileSystems.match(
+            [FileSystems.join(parent, "*")])[0].metadata_list:
+        FileSystems.delete([parent])

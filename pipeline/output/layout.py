@@ -1,0 +1,78 @@
+"""OutputLayout: every name datagen writes in --output_dir, in one place.
+
+Final outputs carry Tensor2Tensor's names. Work in progress lives under `.datagen-work/`,
+whose names no reader's `{problem}-train*` glob matches.
+"""
+
+import os
+
+from apache_beam.io.filesystems import FileSystems
+
+from transforms.formats.checked_decompress import strip_compression_suffix
+
+
+SUMMARY_NAME = "%s.datagen_summary.json"  # % problem: several problems may share a data_dir
+COMPLETE_NAME = "%s.DATAGEN_COMPLETE"
+LENGTHS_REPORT_NAME = "%s.lengths.html"  # the length report (`pipeline.output.length_report`)
+WORK_NAME = ".datagen-work"
+
+
+def lang_of(path):
+    """Language suffix from a file name: `train.en.gz` (or `.xz`, `.zst`, ...) -> `en`, `test.zh.sgm` -> `zh`,
+    `corpus.tgz!dir/train.de` -> `de` (compression and format extensions are skipped)."""
+    name = strip_compression_suffix(os.path.basename(path.rsplit("!", 1)[-1]))
+    for ext in (".sgm", ".xml"):
+        if name.endswith(ext):
+            name = name[:-len(ext)]
+    return name.rsplit(".", 1)[-1] if "." in name else name
+
+
+class OutputLayout:
+    """`run_id`: the run's own id (its lock's); its work files live under
+    `.datagen-work/{problem}/{run_id}/`, so a run that lost its lock and is still finishing a
+    pass can never write into the work files of the run that took the lock over."""
+
+    def __init__(self, output_dir, problem, vocab_size, run_id="run"):
+        self.output_dir = output_dir
+        self.problem = problem
+        self.vocab_size = vocab_size
+        self.run_id = run_id
+
+    def path(self, *names):
+        return FileSystems.join(self.output_dir, *names)
+
+    def vocab_path(self, kind, lang=None):
+        """T2T's `vocab.{problem}.{size}.subwords[.lang]`; the other kinds' suffixes (`.bpe`,
+        a directory, and `.words`) come from their VocabKind (`transforms.vocab_kinds`)."""
+        name = "vocab.%s.%d.%s" % (self.problem, self.vocab_size, kind.file_suffix)
+        return self.path(name + ("." + lang if lang else ""))
+
+    def shard_pattern(self, split):
+        return self.path("%s-%s-*" % (self.problem, split))
+
+    @property
+    def summary_path(self):
+        return self.path(SUMMARY_NAME % self.problem)
+
+    @property
+    def lengths_report_path(self):
+        return self.path(LENGTHS_REPORT_NAME % self.problem)
+
+    @property
+    def complete_path(self):
+        return self.path(COMPLETE_NAME % self.problem)
+
+    def rejects_path(self, split):
+        return self.path("rejects", "%s-%s.jsonl" % (self.problem, split))
+
+    @property
+    def problem_work_dir(self):
+        """Every run's work directories of this problem (leftovers of killed runs too)."""
+        return self.path(WORK_NAME, self.problem)
+
+    @property
+    def work_dir(self):
+        return self.path(WORK_NAME, self.problem, self.run_id)
+
+    def work(self, *names):
+        return FileSystems.join(self.work_dir, *names)

@@ -1,0 +1,75 @@
+"""Which files in --output_dir are the job's own: never read as input, and the only ones a
+run deletes.
+
+With `--train_source 'dir/*.en' --output_dir dir`, a rerun's pattern also matches the vocab
+files the first run wrote (`vocab.p.8192.subwords.en`): read as a corpus, they would change
+the vocabulary and the pairs. Patterns are therefore expanded with every file this job (of
+any problem) writes under --output_dir left out, and the job says which (`exclude_own`).
+The names are those of `pipeline.output.layout` and T2T's: vocab files and their sidecars, shards
+`{problem}-{split}-NNNNN-of-NNNNN`, the summary, marker, lock, length report, rejects, the
+work directory and the temporary names of atomic writes.
+
+The other way round, a run replaces only shards named as T2T names them: a user's
+`{problem}-train-notes.txt` in the output directory is left alone (`is_shard_name`).
+"""
+
+import os
+import re
+
+from pipeline.output.layout import WORK_NAME
+
+_SHARD = re.compile(r"(?P<problem>.+)-(?P<split>train|dev)-\d{5}-of-\d{5}\Z")
+_OWN_NAMES = re.compile(
+    r"(vocab\..+\.\d+\.(subwords|words|bpe)(\.[^/]+)?"          # vocab files (and bpe dirs)
+    r"|\.vocab\..+\.fingerprint\.json"                           # their sidecars
+    r"|.+\.(datagen_summary\.json|DATAGEN_COMPLETE|datagen\.lock|lengths\.html)"
+    r"|.+-(train|dev)-\d{5}-of-\d{5}"                            # shards
+    r")(\.tmp-[0-9a-f]{32})?\Z"
+    r"|\..+\.tmp-[0-9a-f]{32}\Z")                                  # file_io.temporary_name
+
+
+def is_shard_name(name, problem, split):
+    """Whether the base name `name` is a shard of `problem`'s `split` as the job names them."""
+    match = _SHARD.match(name)
+    return bool(match and match.group("problem") == problem and match.group("split") == split)
+
+
+def _under(path, directory):
+    directory = directory.rstrip("/") + "/"
+    return path.startswith(directory)
+
+
+def is_own_output(path, output_dir):
+    """Whether `path` (absolute, or a URL) is a file this job writes under `output_dir`."""
+    if not _under(path, output_dir):
+        return False
+    relative = path[len(output_dir.rstrip("/")) + 1:]
+    first = relative.split("/", 1)[0]
+    if first in (WORK_NAME, "rejects"):
+        return True
+    return bool(_OWN_NAMES.match(first))
+
+
+def exclude_own(paths, output_dir):
+    """(paths that are not the job's own outputs, the ones left out); local paths are also
+    compared through links (`os.path.realpath`)."""
+    local = "://" not in output_dir
+    dirs = {output_dir, os.path.realpath(output_dir)} if local else {output_dir}
+    kept, left_out = [], []
+    for path in paths:
+        names = {path, os.path.realpath(path)} if local and "://" not in path else {path}
+        own = any(is_own_output(p, d) for p in names for d in dirs)
+        (left_out if own else kept).append(path)
+    return kept, left_out
+
+
+def old_shards(layout, split, stores=None):
+    """(the paths of `split`'s shards in the output directory, other files a
+    `{problem}-{split}-*` glob matches there): only the first are the job's to replace.
+    `stores`: the job's ObjectStores (one listing on an object store)."""
+    from transforms.storage import file_io
+    shards, others = [], []
+    for path, _, _ in file_io.match_files(layout.shard_pattern(split), stores):
+        name = path.rstrip("/").rsplit("/", 1)[-1]
+        (shards if is_shard_name(name, layout.problem, split) else others).append(path)
+    return shards, others

@@ -1,0 +1,81 @@
+"""The end-of-job summary as a readable table (the JSON summary holds the same facts)."""
+
+from pipeline.output.layout import LENGTHS_REPORT_NAME
+
+# Datasets listed per split (the rest are counted in one line; every dataset's figures are in
+# the summary JSON): the table goes to stdout, which schedulers' pipes must not fill.
+MAX_DATASET_LINES = 10
+
+
+def _within(path, output_dir):
+    """`path` relative to the output directory when it is in it (the table stays narrow)."""
+    prefix = output_dir.rstrip("/") + "/" if output_dir else None
+    return path[len(prefix):] if prefix and path.startswith(prefix) else path
+
+
+def format_summary(summary):
+    output_dir = summary.get("output_dir") or summary.get("flags", {}).get("output_dir")
+    lines = []
+    if summary.get("noop"):
+        lines.append("Output already complete, nothing done (finished %s). Use --overwrite to redo."
+                     % summary.get("finished_at"))
+    lines.append("datagen %s: problem %s, seed %s, %s passes, %.1f s" % (
+        summary["status"], summary["problem"], summary["seed"], summary["passes"], summary["seconds"]))
+    if output_dir:
+        lines.append("output: %s" % output_dir)
+    lines.append("")
+    lines.append("%-8s %10s %10s %10s  %s" % ("vocab", "size", "min_count", "tokens", "file"))
+    for name, v in sorted(summary["vocab"].items()):
+        if name == "passes":
+            continue
+        lines.append("%-8s %10d %10s %10s  %s%s" % (
+            name, v["size"], v.get("min_count", "-"), v.get("distinct_tokens", "-"),
+            _within(v["path"], output_dir),
+            " (reused)" if v.get("reused") else " (from %s)" % v["given"] if v.get("given") else ""))
+    lines.append("")
+    lines.append("%-8s %10s %10s %10s %7s" % ("split", "read", "written", "rejected", "shards"))
+    for split, s in sorted(summary["splits"].items()):
+        lines.append("%-8s %10d %10d %10d %7d" % (split, s["pairs_read"], s["pairs_written"],
+                                                   s["pairs_rejected"], len(s["shards"])))
+        datasets = s.get("datasets", {})
+        listed = sorted(datasets.items())[:MAX_DATASET_LINES] if len(datasets) > 1 else ()
+        for name, d in listed:
+            lines.append("  %-20s %6s %10d %10d %10d" % (name[:20], d["format"], d["pairs_read"],
+                                                      d["pairs_written"], d["pairs_rejected"]))
+        if len(datasets) > len(listed) > 0:
+            lines.append("  ... %d more datasets (each in the summary JSON)"
+                         % (len(datasets) - len(listed)))
+        for reason, n in sorted(s["rejected_by_reason"].items()):
+            lines.append("%-8s %32s: %d" % ("", reason, n))
+        if "oov_rate" in s:
+            lines.append("%-8s OOV rate: source %.2f%%, target %.2f%%" % (
+                "", 100 * s["oov_rate"]["source"], 100 * s["oov_rate"]["target"]))
+        if s.get("rejects_file"):
+            lines.append("%-8s rejects: %s" % ("", _within(s["rejects_file"], output_dir)))
+    warnings = sum(len(d.get("warnings", [])) for s in summary["splits"].values()
+                   for d in s.get("datasets", {}).values())
+    if warnings:
+        lines.append("input warnings: %d (in the summary JSON: splits.*.datasets.*.warnings)"
+                     % warnings)
+    lengths = summary.get("lengths", {}).get("splits", {})
+    if lengths:
+        lines.append("")
+        lines.append("%-14s %6s %6s %6s %6s %9s  %s" % (
+            "lengths", "p50", "p90", "p99", "max", "chars/id",
+            "(ids, no EOS)" if summary.get("flags", {}).get("vocab_type") == "word"
+            else "(ids with EOS)"))
+        for split, figures in sorted(lengths.items()):
+            for side in ("inputs", "targets"):
+                f = figures.get(side, {})
+                if f.get("max") is None:
+                    continue
+                lines.append("%-14s %6d %6d %6d %6d %9.2f" % (
+                    "%s %s" % (split, side), f["p50"], f["p90"], f["p99"], f["max"],
+                    f.get("chars_per_token") or 0.0))
+        if summary.get("problem"):
+            lines.append("length report: " + LENGTHS_REPORT_NAME % summary["problem"])
+    lines.append("")
+    lines.append("stages: " + ", ".join(
+        "%s in the %s pass" % (k, v["ran_with"]) if "ran_with" in v else "%s %.1f s" % (k, v["seconds"])
+        for k, v in summary["stages"].items()))
+    return "\n".join(lines)

@@ -1,0 +1,175 @@
+"""Ctrl-C and SIGTERM: one line "interrupted", exit 130/143, no worker left, no traceback.
+
+A terminal's Ctrl-C sends SIGINT to the whole foreground process group, and schedulers
+(Airflow, systemd) send SIGTERM; the worker processes (DirectRunner multi_processing: the
+job's own, `pipeline.runtime.worker_pool`, or Beam's) are in that group too, so each would print its
+own KeyboardInterrupt traceback while the driver is still cleaning up. A child keeps ignored
+signals ignored across exec (POSIX; also through Beam's `/bin/sh -c`, which resets a blocked
+signal mask), and Python leaves an ignored SIGINT ignored. So while the job runs, SIGINT and
+SIGTERM are set to SIG_IGN, and the workers started meanwhile never react to them; the
+driver kills them (every descendant) when it stops.
+
+The driver still hears them: they are also *blocked* in its threads, and a blocked signal is
+queued even when ignored. A watcher thread takes it with `sigtimedwait` and sends SIGUSR1 to
+the main thread, which wakes it from whatever it waits on; the SIGUSR1 handler raises
+`Interrupted` there. The driver kills its worker processes (Beam would wait for them),
+records the summary as "interrupted", releases the lock and exits 128 + signal number.
+Every thread must block the signals, or one that does not could take the queued signal and
+drop it: `python -m pipeline.datagen` blocks them before its first import starts a thread.
+"""
+
+import logging
+import os
+import signal
+import threading
+
+SIGNALS = (signal.SIGINT, signal.SIGTERM)
+WAKE = signal.SIGUSR1
+# How long the watcher waits for a signal before it looks whether the run is over: the end
+# of every run waits for it that long at most.
+POLL_SECONDS = 0.02
+
+
+class Interrupted(BaseException):
+    """The job was stopped by a signal; BaseException so no `except Exception` swallows it."""
+
+    def __init__(self, signum):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+    @property
+    def exit_status(self):
+        return 128 + self.signum
+
+
+class InterruptWatcher:
+    """While entered (from the main thread), SIGINT/SIGTERM raise Interrupted in the main
+    thread, once; leaving drops signals that came later and restores handlers and mask."""
+
+    def __init__(self):
+        self._received = None
+        self._raised = False
+        self._stop = threading.Event()
+        self._thread = None
+        self._saved = None
+        self._old_mask = None
+
+    @property
+    def received(self):
+        """The signal number this run was stopped by, or None. Beam wraps what a DoFn
+        raises (Interrupted raised inside one becomes a RuntimeError), so the driver asks
+        this rather than trusting the exception's type."""
+        return self._received
+
+    def _on_wake(self, signum, frame):
+        if self._received is not None and not self._raised:
+            self._raised = True  # a second Ctrl-C while cleaning up changes nothing
+            raise Interrupted(self._received)
+
+    def _watch(self, main_ident):
+        while not self._stop.is_set():
+            info = signal.sigtimedwait(SIGNALS, POLL_SECONDS)
+            # Under ptrace (py-spy, a debugger) the wait may return with a garbage signal
+            # number: only the signals waited for stop the run.
+            if info is not None and info.si_signo in SIGNALS and self._received is None:
+                self._received = info.si_signo
+                # Beam's threads waiting on the killed workers end in errors, and Beam
+                # logs the interrupted bundle's traceback: not news.
+                threading.excepthook = lambda args: None
+                # (a level, not `disabled`: that would not cover its child loggers)
+                logging.getLogger("apache_beam").setLevel(logging.CRITICAL + 1)
+                # First, or Beam's cleanup in the main thread waits for them forever.
+                kill_worker_processes()
+                signal.pthread_kill(main_ident, WAKE)
+
+    def __enter__(self):
+        if threading.current_thread() is not threading.main_thread():
+            return self  # handlers can only be set from the main thread
+        self._old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
+        # A Ctrl-C during the driver's imports is queued (blocked since its first line);
+        # ignoring the signal below would discard it: the run stops before it starts.
+        pending = signal.sigtimedwait(SIGNALS, 0)
+        if pending is not None and pending.si_signo in SIGNALS:
+            kill_worker_processes()  # the fork server the driver started first
+            signal.pthread_sigmask(signal.SIG_SETMASK, self._old_mask)
+            raise Interrupted(pending.si_signo)
+        self._saved = {sig: signal.signal(sig, signal.SIG_IGN) for sig in SIGNALS}
+        self._saved[WAKE] = signal.signal(WAKE, self._on_wake)
+        self._excepthook = threading.excepthook
+        self._beam_log_level = logging.getLogger("apache_beam").level
+        self._thread = threading.Thread(target=self._watch, args=(threading.get_ident(),),
+                                        name="datagen-signals", daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        if self._thread is None:
+            return False
+        self._stop.set()
+        self._thread.join()
+        while signal.sigtimedwait(SIGNALS, 0) is not None:
+            pass  # signals after the first: the run is over, they must not kill the exit
+        for sig, handler in self._saved.items():
+            signal.signal(sig, handler)
+        signal.pthread_sigmask(signal.SIG_SETMASK, self._old_mask)
+        threading.excepthook = self._excepthook
+        logging.getLogger("apache_beam").setLevel(self._beam_log_level)
+        return False
+
+
+def _children(pid):
+    """Child pids of `pid`, from /proc (Linux; none elsewhere). Each thread's children are
+    listed under that thread, and Beam starts its workers from threads of its own."""
+    children = []
+    try:
+        tasks = os.listdir("/proc/%d/task" % pid)
+    except OSError:
+        return children
+    for task in tasks:
+        try:
+            with open("/proc/%d/task/%s/children" % (pid, task)) as f:
+                children.extend(int(c) for c in f.read().split())
+        except OSError:
+            pass
+    return children
+
+
+# Process groups of this process's children that kill_worker_processes leaves alone: the
+# job server (pipeline.runtime.job_server), which the job stops itself, by SIGTERM, once interrupted.
+SPARED_GROUPS = set()
+
+
+def _group(pid):
+    try:
+        return os.getpgid(pid)
+    except OSError:
+        return None
+
+
+def kill_worker_processes():
+    """SIGKILLs every descendant of this process (Beam's worker processes and their shells):
+    they ignore the blocked SIGINT/SIGTERM, and Beam would otherwise wait for them. Process
+    groups in SPARED_GROUPS (and what they started) are left alone."""
+    seen = []
+    todo = _children(os.getpid())
+    while todo:
+        pid = todo.pop()
+        if SPARED_GROUPS and _group(pid) in SPARED_GROUPS:
+            continue
+        seen.append(pid)
+        todo.extend(_children(pid))
+    for pid in seen:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+def process_alive(pid):
+    """Whether a process of this host exists (a permission error means it does)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

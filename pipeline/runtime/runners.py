@@ -1,0 +1,180 @@
+"""What the job needs to know about the runner it is given.
+
+Workers of a remote runner (Dataflow, Flink, Spark, a portable runner with Docker workers)
+do not have this project installed unless the job ships it: with `--setup_file ./setup.py`,
+`--extra_package(s)`, or a custom SDK container (`--sdk_container_image`, or
+`--environment_config` naming a Docker image). Without one of them such a job would fail on
+its first worker with an ImportError, minutes after submission; the job refuses to start
+instead.
+"""
+
+import copy
+import logging
+
+from apache_beam.options.pipeline_options import (DirectOptions, PipelineOptions,
+                                                   PortableOptions, SetupOptions,
+                                                   StandardOptions, TestOptions, WorkerOptions)
+
+REMOTE_RUNNERS = {"dataflow", "flink", "spark", "portable"}
+# Environments whose workers run in an environment the user prepared (or in this process).
+LOCAL_ENVIRONMENTS = {"LOOPBACK", "EXTERNAL", "PROCESS", "BEAM_PYTHON"}
+
+
+FLINK_BATCH_MODE = "BATCH_FORCED"
+
+
+class FlinkJavaOptions(PipelineOptions):
+    """Options of Beam's Flink runner (Java) that Beam's Python options do not declare.
+
+    Python's FlinkRunner sends the job server only options some PipelineOptions class
+    declares (and the job refuses unknown flags), so these are declared here; they reach
+    Flink with every pass. `--execution_mode_for_batch` defaults to BATCH_FORCED for
+    FlinkRunner (`runner_for_pass`): every exchange is blocking, so a failed task restarts
+    only its region (with a restart strategy), and no pass can deadlock on a pipelined
+    exchange (FLINK-10672; the passes have diamonds: one ParDo's outputs joined again)."""
+
+    @classmethod
+    def _add_argparse_args(cls, parser):
+        parser.add_argument(
+            "--execution_mode_for_batch", default=None,
+            choices=["PIPELINED", "PIPELINED_FORCED", "BATCH", "BATCH_FORCED"],
+            help="Flink's data exchange mode of batch pipelines (default for FlinkRunner: "
+                 "%s)" % FLINK_BATCH_MODE)
+        parser.add_argument(
+            "--number_of_execution_retries", type=int, default=None,
+            help="Flink: times a failed pass is retried (default: the cluster's "
+                 "restart-strategy)")
+        parser.add_argument(
+            "--execution_retry_delay", type=int, default=None,
+            help="Flink: milliseconds between two retries of a failed pass")
+
+
+class DatagenError(Exception):
+    """A problem with the job's input or flags, reported without a traceback."""
+
+
+MAX_ERROR_CHARS = 1000  # of one error line: it names the file, it need not quote it all
+
+
+def one_line(text, limit=MAX_ERROR_CHARS):
+    """A message as one line: a scheduler's log shows one line per failure. A message longer
+    than `limit` characters (a long input line quoted, hundreds of file names) is cut, and
+    says how much was left out."""
+    line = "; ".join(part.strip() for part in str(text).splitlines() if part.strip())
+    if len(line) > limit:
+        line = "%s... [%d more characters]" % (line[:limit], len(line) - limit)
+    return line
+
+
+def runner_name(options):
+    runner = options.view_as(StandardOptions).runner or "DirectRunner"
+    if not isinstance(runner, str):
+        runner = type(runner).__name__
+    name = runner.rsplit(".", 1)[-1].lower()
+    return name[:-len("runner")] if name.endswith("runner") else name
+
+
+def project_shipped(options):
+    setup = options.view_as(SetupOptions)
+    worker = options.view_as(WorkerOptions)
+    portable = options.view_as(PortableOptions)
+    env_type = (portable.environment_type or "").upper()
+    return bool(setup.setup_file or setup.extra_packages or worker.sdk_container_image
+                or (env_type == "DOCKER" and portable.environment_config)
+                or env_type in LOCAL_ENVIRONMENTS)
+
+
+def check_workers_can_import_project(options):
+    """Raises DatagenError when a remote runner's workers would not have this project."""
+    name = runner_name(options)
+    if name in REMOTE_RUNNERS and not project_shipped(options):
+        raise DatagenError(
+            "--runner %s starts workers that do not have this project installed: pass "
+            "--setup_file ./setup.py (or --sdk_container_image with an image built from the "
+            "project's Dockerfile)" % options.view_as(StandardOptions).runner)
+
+
+def is_dry_run(options):
+    return bool(options.view_as(TestOptions).dry_run)
+
+
+def run_small_input_in_process(options, input_bytes, limit_mb):
+    """Switches DirectRunner's multi_processing mode to in-process (`in_memory`) when the
+    input is smaller than `limit_mb`; True if it did.
+
+    In multi_processing mode the job starts worker processes, forked from a server that
+    imports Beam and the project (~2 s of a core, beside the driver's own imports;
+    `pipeline.runtime.fork_server`), while a few MB of text take a second or two to process: such a
+    job is no slower in one process. Every runner writes the same bytes, so this changes only the time.
+    """
+    if runner_name(options) != "direct" or limit_mb <= 0:
+        return False
+    direct = options.view_as(DirectOptions)
+    if direct.direct_running_mode != "multi_processing" or input_bytes >= limit_mb * 1e6:
+        return False
+    direct.direct_running_mode = "in_memory"
+    direct.direct_num_workers = 1  # threads of one process only contend for the GIL
+    return True
+
+
+def uses_worker_processes(options):
+    """True when the passes run on DirectRunner with worker processes (multi_processing):
+    then the job keeps them for all its passes (`pipeline.runtime.worker_pool`)."""
+    return (runner_name(options) == "direct" and not is_dry_run(options)
+            and options.view_as(DirectOptions).direct_running_mode == "multi_processing")
+
+
+def worker_count(options):
+    """--direct_num_workers as Beam reads it (0: one per CPU)."""
+    import multiprocessing
+    return options.view_as(DirectOptions).direct_num_workers or multiprocessing.cpu_count()
+
+
+class _SameWorkersWarning(logging.Filter):
+    """Drops the FnApiRunner's advice to use multi_processing for several workers: passes on
+    the job's worker pool are given to it as in_memory, with workers that are processes."""
+
+    def filter(self, record):
+        return not str(record.msg).startswith("If direct_num_workers is not equal to 1")
+
+
+def runner_for_pass(options, worker_pool=None):
+    """(runner, options) a pass's pipeline gets; runner None lets Beam choose by `--runner`.
+
+    Beam's DirectRunner first tries to run a pipeline on Prism, a Go runner it downloads from
+    GitHub on first use: without network access every pass waits for that download to fail
+    (~0.5 s) before DirectRunner falls back to its portable FnApiRunner, and with it Prism runs
+    the pass, ignoring `--direct_running_mode` and `--direct_num_workers`. For DirectRunner the
+    job therefore runs its passes on the FnApiRunner directly, as DirectRunner's fallback does
+    (same provision info, so workers get the same pipeline options); `--runner PrismRunner`
+    still chooses Prism.
+
+    With `worker_pool` (a started `pipeline.runtime.worker_pool.LocalWorkerPool`) the FnApiRunner takes
+    its workers from the pool's processes (an EXTERNAL environment). It would replace that
+    environment by fresh processes if the options said multi_processing, so the pass's options
+    say in_memory, with the same number of workers.
+    """
+    if runner_name(options) == "flink" and not options.view_as(
+            FlinkJavaOptions).execution_mode_for_batch:
+        options = copy.deepcopy(options)
+        options.view_as(FlinkJavaOptions).execution_mode_for_batch = FLINK_BATCH_MODE
+    if runner_name(options) != "direct":
+        return None, options
+    from apache_beam.portability.api import beam_provision_api_pb2
+    from apache_beam.runners.portability.fn_api_runner import fn_runner
+    from apache_beam.runners.portability.portable_runner import JobServiceHandle
+    from apache_beam.transforms.environments import ExternalEnvironment
+    encoded = JobServiceHandle.encode_pipeline_options(options.get_all_options())
+    provision = fn_runner.ExtendedProvisionInfo(
+        beam_provision_api_pb2.ProvisionInfo(pipeline_options=encoded))
+    if worker_pool is None:
+        return fn_runner.FnApiRunner(provision_info=provision), options
+    logger = logging.getLogger(fn_runner.__name__)
+    if not any(isinstance(f, _SameWorkersWarning) for f in logger.filters):
+        logger.addFilter(_SameWorkersWarning())
+    pass_options = copy.deepcopy(options)
+    direct = pass_options.view_as(DirectOptions)
+    direct.direct_running_mode = "in_memory"
+    direct.direct_num_workers = worker_pool.num_workers
+    return fn_runner.FnApiRunner(default_environment=ExternalEnvironment(worker_pool.address),
+                                 provision_info=provision), pass_options

@@ -1,0 +1,284 @@
+"""`python -m pipeline.tools.inspect OUTPUT_DIR`: a few records of a finished output, decoded back
+to text, and the summary's key figures.
+
+    python -m pipeline.tools.inspect OUTPUT_DIR [--problem P] [--split train|dev]
+                               [--num_records N] [--seed S] [--json]
+
+Why it exists: a model trained on the shards sees only ids; the quickest check that a run
+paired and encoded the right text is to decode some records with the directory's own
+vocabularies and read them. So this reads the output the way a trainer would, from the
+files alone:
+
+- the output must be complete (`{problem}.DATAGEN_COMPLETE`); the summary
+  (`{problem}.datagen_summary.json`) says which vocab type, vocab files and shards it holds.
+  Vocab files are looked up by name in OUTPUT_DIR (not at the absolute path the summary
+  recorded), so a copied or downloaded output directory works;
+- records are read with the project's own TFRecord framing reader (checksums checked) and
+  parsed with its protobuf-only Example schema: no Beam pipeline and no TensorFlow (~3.5 s
+  to import). Files go through Beam's FileSystems, as everywhere in the project, so gs://
+  works; importing it loads the `apache_beam` package (~1.5 s) but runs nothing;
+- decoding is the run's `VocabKind`'s (`transforms.vocab_kinds`): its loader, its EOS ids
+  (stripped before decoding), its encoder's `decode`. No kind name is compared here;
+- without `--seed`, the first N records in shard order; with it, N records picked by
+  reservoir sampling over every shard of the split with `random.Random(seed)`: the same
+  seed gives the same records, and only N records are held in memory.
+
+Problems (no complete output, an unknown split, a missing vocab file or shard, a corrupt
+record, several problems and no `--problem`) are one line on stderr and exit status 2, as
+`pipeline.datagen` reports bad input.
+"""
+
+import argparse
+import itertools
+import json
+import os
+import random
+import sys
+
+from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.io.filesystems import FileSystems
+from apache_beam.options.pipeline_options import PipelineOptions
+
+from pipeline.output.layout import COMPLETE_NAME, SUMMARY_NAME
+from pipeline.driver.options import check_known_flags
+from pipeline.runtime.runners import DatagenError, one_line
+from transforms.storage import file_io
+from transforms.formats.example_proto import Int64FeaturesWriter
+from transforms.formats.tfrecord_framing import CorruptRecordError, read_records
+from transforms.vocab_kinds import vocab_kind
+
+PROG = "python -m pipeline.tools.inspect"
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse whose errors are a DatagenError (one line, exit 2) instead of usage text."""
+
+    def error(self, message):
+        raise DatagenError(message)
+
+
+def _parser():
+    p = _Parser(prog=PROG, description="Decode a few records of a finished datagen output "
+                "back to text with its own vocabularies, and show the summary's key figures.")
+    p.add_argument("output_dir", help="the job's --output_dir (any Beam FileSystems path)")
+    p.add_argument("--problem", help="the problem name; may be left out when OUTPUT_DIR "
+                   "holds one complete problem")
+    p.add_argument("--split", default="train", help="train or dev (default: train)")
+    p.add_argument("--num_records", type=int, default=5, help="records to show (default 5)")
+    p.add_argument("--seed", type=int, default=None, help="pick the records at random "
+                   "with this seed (default: the first N in shard order)")
+    p.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    p.epilog = ("Beam's file system options are accepted too, as the job takes them "
+                "(--s3_endpoint_url, --s3_access_key_id, --s3_secret_access_key, "
+                "--s3_region_name, ... for s3://; gs:// uses the environment's credentials).")
+    return p
+
+
+def file_system_options(argv):
+    """Beam's pipeline options of `argv` (the file system flags), handed to FileSystems in
+    this process; DatagenError for any other unknown flag."""
+    check_known_flags(argv)
+    options = PipelineOptions(argv)
+    FileSystems.set_options(options)
+    return options
+
+
+def _basename(path):
+    return path.rstrip("/").rsplit("/", 1)[-1]
+
+
+def find_problem(output_dir, problem):
+    """The problem to inspect: `problem`, checked to be complete, or the only complete one."""
+    if problem is None:
+        suffix = COMPLETE_NAME % ""
+        found = FileSystems.match([FileSystems.join(output_dir, COMPLETE_NAME % "*")])
+        names = sorted(_basename(m.path)[:-len(suffix)] for m in found[0].metadata_list)
+        if len(names) > 1:
+            raise DatagenError("%s holds %d problems (%s): pass --problem" % (
+                output_dir, len(names), ", ".join(names)))
+        if not names:
+            if "://" not in output_dir and not os.path.isdir(output_dir):
+                raise DatagenError("%s: no such directory" % output_dir)
+            raise DatagenError("%s: no complete datagen output (no %s file)%s" % (
+                output_dir, COMPLETE_NAME % "*", _unfinished(output_dir, "*")))
+        return names[0]
+    if not file_io.exists(FileSystems.join(output_dir, COMPLETE_NAME % problem)):
+        raise DatagenError("%s: no complete output of problem %s (no %s)%s" % (
+            output_dir, problem, COMPLETE_NAME % problem, _unfinished(output_dir, problem)))
+    return problem
+
+
+def _unfinished(output_dir, problem):
+    """What a summary without a marker says (a run still going, failed or interrupted)."""
+    found = FileSystems.match([FileSystems.join(output_dir, SUMMARY_NAME % problem)])
+    states = []
+    for m in found[0].metadata_list:
+        try:
+            summary = file_io.read_json(m.path)
+            states.append("%s: %s" % (summary.get("problem"), summary.get("status")))
+        except (OSError, ValueError):
+            states.append("%s: unreadable" % _basename(m.path))
+    return "; summary says %s" % ", ".join(states) if states else ""
+
+
+def load_vocabs(output_dir, summary):
+    """(kind, {"source"|"target": (file name, encoder, eos ids)}) of the output's vocab
+    files, found by name in `output_dir`; a shared vocabulary serves both sides."""
+    kind = vocab_kind(summary["flags"]["vocab_type"])
+    vocab = summary["vocab"]
+    sides = {"source": "shared", "target": "shared"} if "shared" in vocab else {
+        "source": "source", "target": "target"}
+    loaded = {}
+    for side, name in sides.items():
+        if name not in loaded:
+            path = FileSystems.join(output_dir, _basename(vocab[name]["path"]))
+            missing = kind.missing(path)
+            if missing:
+                raise DatagenError("%s vocabulary %s: %s" % (name, path, missing))
+            try:
+                encoder = kind.load(path)
+                eos = kind.eos_ids(encoder, summary["flags"]["bpe_eos_token"])
+            except (OSError, ValueError) as e:
+                raise DatagenError("%s: not a readable %s vocabulary (%s)" % (
+                    path, kind.name, one_line(e))) from None
+            loaded[name] = (_basename(path), encoder, eos)
+    return kind, {side: loaded[name] for side, name in sides.items()}
+
+
+def split_records(output_dir, shard_names):
+    """(shard name, index in the shard, record bytes) of every record, shards in the order
+    given (name order: the order a trainer reads them), one record in memory at a time."""
+    for name in shard_names:
+        path = FileSystems.join(output_dir, name)
+        if not file_io.exists(path):
+            raise DatagenError("%s: shard missing (the summary lists it)" % path)
+        with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+            try:
+                for i, data in enumerate(read_records(f)):
+                    yield name, i, data
+            except CorruptRecordError as e:
+                raise DatagenError("%s: %s" % (path, e)) from None
+
+
+def pick(records, n, seed):
+    """[(position in the split, record)]: the first `n`, or with a seed `n` chosen uniformly
+    by reservoir sampling (Algorithm R), in split order. Holds `n` records, not the split."""
+    if seed is None or n <= 0:
+        return list(itertools.islice(enumerate(records), max(n, 0)))
+    rng = random.Random(seed)
+    kept = []
+    for i, record in enumerate(records):
+        if i < n:
+            kept.append((i, record))
+        else:
+            j = rng.randrange(i + 1)
+            if j < n:
+                kept[j] = (i, record)
+    return sorted(kept, key=lambda item: item[0])
+
+
+def _decode(side, ids, vocab, where):
+    """Text of one side's ids: the kind's EOS ids stripped from the end, then decoded."""
+    _, encoder, eos = vocab
+    body = ids[:-len(eos)] if eos and ids[-len(eos):] == eos else ids
+    try:
+        return encoder.decode(body)
+    except ValueError as e:  # an id outside the vocabulary: not this output's vocab file
+        raise DatagenError("%s: %s: %s" % (where, side, one_line(e))) from None
+
+
+def inspect(output_dir, problem=None, split="train", num_records=5, seed=None):
+    """The report of an output directory as a dict (what `--json` prints)."""
+    if num_records < 0:
+        raise DatagenError("--num_records must be 0 or more, got %d" % num_records)
+    problem = find_problem(output_dir, problem)
+    summary_path = FileSystems.join(output_dir, SUMMARY_NAME % problem)
+    try:
+        summary = file_io.read_json(summary_path)
+    except (OSError, ValueError) as e:
+        raise DatagenError("%s: unreadable summary (%s)" % (summary_path, one_line(e))) from None
+    splits = summary["splits"]
+    if split not in splits:
+        raise DatagenError("unknown split %r: problem %s in %s has %s" % (
+            split, problem, output_dir, ", ".join(sorted(splits))))
+    kind, vocabs = load_vocabs(output_dir, summary)
+    parse = Int64FeaturesWriter().parse
+    shards = [s["name"] for s in sorted(splits[split]["shards"], key=lambda s: s["name"])]
+    records = []
+    for position, (shard, index, data) in pick(split_records(output_dir, shards),
+                                                num_records, seed):
+        features = parse(data)
+        where = "%s record %d" % (shard, index)
+        inputs, targets = features.get("inputs", []), features.get("targets", [])
+        records.append({
+            "position": position, "shard": shard, "index": index,
+            "inputs_length": len(inputs), "targets_length": len(targets),
+            "source": _decode("inputs", inputs, vocabs["source"], where),
+            "target": _decode("targets", targets, vocabs["target"], where),
+            "inputs": inputs, "targets": targets})
+    return {
+        "output_dir": output_dir, "problem": problem, "split": split, "seed": seed,
+        "vocab_type": kind.name, "eos_appended": bool(vocabs["source"][2]),
+        "records_in_split": sum(s["records"] for s in splits[split]["shards"]),
+        "records": records,
+        "summary": {
+            "status": summary["status"], "finished_at": summary.get("finished_at"),
+            "seed": summary.get("seed"),
+            "splits": {name: {"pairs_read": s["pairs_read"], "pairs_written": s["pairs_written"],
+                              "pairs_rejected": s["pairs_rejected"],
+                              "rejected_by_reason": s["rejected_by_reason"],
+                              "shards": len(s["shards"])}
+                       for name, s in sorted(splits.items())},
+            "vocab": {name: {"size": v["size"], "file": _basename(v["path"])}
+                      for name, v in sorted(summary["vocab"].items()) if name != "passes"}}}
+
+
+def format_report(report):
+    """The report as text: records first, then the split and vocab tables."""
+    chosen = ("picked at random (seed %d)" % report["seed"] if report["seed"] is not None
+              else "the first in shard order")
+    lines = ["%s %s: %d of %d records, %s; vocab type %s" % (
+        report["problem"], report["split"], len(report["records"]),
+        report["records_in_split"], chosen, report["vocab_type"]), ""]
+    for r in report["records"]:
+        lines.append("#%d  %s record %d  inputs %d ids, targets %d ids%s" % (
+            r["position"], r["shard"], r["index"], r["inputs_length"], r["targets_length"],
+            " (EOS included)" if report["eos_appended"] else ""))
+        lines.append("  source: " + r["source"])
+        lines.append("  target: " + r["target"])
+    s = report["summary"]
+    lines += ["", "output %s, finished %s, shuffle seed %s" % (s["status"], s["finished_at"],
+                                                             s["seed"]),
+              "%-8s %10s %10s %10s %7s" % ("split", "read", "written", "rejected", "shards")]
+    for name, x in s["splits"].items():
+        lines.append("%-8s %10d %10d %10d %7d" % (name, x["pairs_read"], x["pairs_written"],
+                                                  x["pairs_rejected"], x["shards"]))
+    lines.append("")
+    lines.append("%-8s %10s  %s" % ("vocab", "size", "file"))
+    for name, v in s["vocab"].items():
+        lines.append("%-8s %10d  %s" % (name, v["size"], v["file"]))
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    """Prints the report; returns the exit status (2 and one line on stderr on error)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        args, beam_args = _parser().parse_known_args(argv)
+        file_system_options(beam_args)
+        report = inspect(args.output_dir, args.problem, args.split, args.num_records,
+                         args.seed)
+    except DatagenError as e:
+        print("%s: error: %s" % (PROG, one_line(e)), file=sys.stderr)
+        return 2
+    except SystemExit as e:  # --help
+        return e.code
+    if args.json:
+        print(json.dumps(report, ensure_ascii=False))
+    else:
+        print(format_report(report))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

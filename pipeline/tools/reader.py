@@ -1,0 +1,454 @@
+"""Reading our TFRecords for training: `tf.data` pipelines in tensorflow/nmt's and in
+Tensor2Tensor's style.
+
+This module is for training code and imports TensorFlow (the Beam job never imports it).
+Files are `tf.data.TFRecordDataset(sorted(tf.io.gfile.glob(pattern)))`: the shards in name
+order, read one after another, so with `shuffle=False` the order is the files' order. Each
+record is a `tf.train.Example` with int64 list features `inputs` and `targets`; other features
+are ignored. Ids come out as int32 (tensorflow/nmt's dtype; T2T's `cast_ints_to_int32`).
+
+Neither mode repeats the data: one pass over the dataset is one epoch, as with
+tensorflow/nmt's iterator (re-initialized every epoch). Use `.repeat()` for T2T-style
+step-based training.
+
+mode="nmt" -- records of word-vocabulary ids WITHOUT EOS (what `--vocab_type word` writes),
+vocabulary ids as in `transforms.codecs.word_vocab` (<unk>=0, <s>=1, </s>=2). The pipeline is
+tensorflow/nmt's `iterator_utils.get_iterator`, step for step and in its order, except that
+the text split and vocabulary lookup are already done (our records hold the ids
+`index_table_from_file` would give, since tokenization and ids are the same):
+
+ 1. `shard(num_shards, shard_index)` (record i goes to shard i % num_shards);
+ 2. `skip(skip_count)` if skip_count is not None;
+ 3. `shuffle(output_buffer_size, random_seed, reshuffle_each_iteration)`; output_buffer_size
+    defaults to batch_size * 1000 as in nmt. nmt always shuffles; `shuffle=False` (our addition)
+    leaves this step out;
+ 4. drop pairs whose source or target is empty;
+ 5. `source[:src_max_len]`, `target[:tgt_max_len]` (when given and non-zero: nmt tests
+    `if src_max_len:`, so 0 means no limit);
+ 6. target_input = [sos_id] + target, target_output = target + [eos_id];
+ 7. source_sequence_length = len(source), target_sequence_length = len(target_input)
+    (= len(target) + 1);
+ 8. `padded_batch(batch_size)` padding source, target_input and target_output with eos_id (the
+    lengths are unpadded scalars). If num_buckets > 1, batching is per bucket with
+    `group_by_window(key_func, reduce_func=padded_batch, window_size=batch_size)` where
+    bucket_width = ceil(src_max_len / num_buckets) if src_max_len else 10 and
+    key = min(num_buckets, max(source_len // bucket_width, target_len // bucket_width))
+    with target_len the length of target_input (as in nmt). So there are num_buckets + 1
+    keys (0..num_buckets); a batch holds up to batch_size pairs of one key; a key's window is
+    emitted when it is full, and the partial windows at the end of the data are emitted too
+    (so every pair that passed steps 1-4 is in exactly one batch).
+
+ Elements are dicts (tensorflow/nmt's `BatchedInput` field names)::
+
+    source                  int32 [batch, max_src_len]   padded with eos_id
+    target_input            int32 [batch, max_tgt_len]   <s> w1 .. wn, padded with eos_id
+    target_output           int32 [batch, max_tgt_len]   w1 .. wn </s>, padded with eos_id
+    source_sequence_length  int32 [batch]
+    target_sequence_length  int32 [batch]                n + 1
+
+ or, with `as_tuple=True`, tuples in that order (nmt's order). sos_id/eos_id are used for both
+ sides (nmt looks them up separately in the source and target tables; with our vocabularies
+ both are 1 and 2). nmt pads the source with the SOURCE table's eos id; same here.
+ Assumption: nmt's intermediate `.prefetch(output_buffer_size)` calls do not change the
+ elements or their order, so they are left out (one `prefetch(AUTOTUNE)` at the end).
+ Records written with T2T's convention (ids ending in EOS=1) must not be read in this mode.
+
+mode="t2t" -- T2T-style records (subword ids, each sequence ending in EOS=1, 0 = PAD), batched
+by length the way T2T's input pipeline (`data_reader.input_fn`, GPU branch,
+`batch_size_means_tokens`, as for all Text2Text problems) does:
+
+ 1-3. shard / skip / shuffle as above; output_buffer_size defaults to 1024 (T2T's
+    `Problem.dataset` `shuffle_buffer_size`);
+ 4. length = max(len(inputs), len(targets)) (T2T's `example_length`, EOS included); drop
+    examples with length < min_length (default 0) and, if drop_long_sequences (default True,
+    T2T's training behaviour), length > max_length. max_length defaults to batch_size (T2T:
+    `hparams.max_length or hparams.batch_size`);
+ 5. `bucket_by_sequence_length` with T2T's `batching_scheme(batch_size, max_length,
+    min_length_bucket=8, length_bucket_step=1.1)` (see `t2t_batching_scheme`): boundaries
+    8, 9, 10, ..., x -> max(x + 1, int(x * 1.1)), ... below max_length; bucket i holds lengths
+    in [boundaries[i-1], boundaries[i]) (last bucket: >= the last boundary), with batch size
+    max(1, batch_size // boundaries[i]) (last: batch_size // max_length), rounded down to a
+    divisor of T2T's highly composite window size exactly as T2T does. So batch_size counts
+    TOKENS: a batch's padded token count (batch rows x longest sequence in it) is at most
+    about batch_size. Batches are padded with 0 (PAD) to the longest sequence in the batch
+    (`inputs` and `targets` padded separately);
+ 6. if shuffle and batch_shuffle_size (default 512, T2T's `hparams.batch_shuffle_size`):
+    the batches are shuffled with that buffer (T2T does this in training).
+
+ Elements: {"inputs": int32 [batch, len_in], "targets": int32 [batch, len_tgt]}.
+ Not reproduced: T2T's file-level shuffling and parallel interleave (our shards are already
+ globally shuffled by datagen), the random skip at start, `shard_multiplier` /
+ `length_multiplier` (multi-GPU data shards: pass the per-step global token budget as
+ batch_size), TPU fixed-shape padding, and the 4-D feature reshape of `standardize_shapes`.
+
+Example training loop (nmt mode)::
+
+    import tensorflow as tf
+    from pipeline.tools.reader import make_dataset
+
+    train = make_dataset("out/translate_envi-train-*", batch_size=128, mode="nmt",
+                         src_max_len=50, tgt_max_len=50, num_buckets=5, random_seed=42)
+    for epoch in range(12):
+        for batch in train:                    # reshuffled every epoch
+            with tf.GradientTape() as tape:
+                logits = model(batch["source"], batch["source_sequence_length"],
+                               batch["target_input"], batch["target_sequence_length"],
+                               training=True)  # [batch, max_tgt_len, tgt_vocab_size]
+                weights = tf.sequence_mask(batch["target_sequence_length"],
+                                           tf.shape(batch["target_output"])[1],
+                                           dtype=logits.dtype)
+                xent = tf.nn.sparse_softmax_cross_entropy_with_logits(
+                    labels=batch["target_output"], logits=logits)
+                # nmt's loss: summed over tokens, divided by the number of sentences
+                loss = tf.reduce_sum(xent * weights) / tf.cast(
+                    tf.shape(batch["source"])[0], logits.dtype)
+            grads = tape.gradient(loss, model.trainable_variables)
+            optimizer.apply_gradients(zip(grads, model.trainable_variables))
+
+Example training loop (t2t mode)::
+
+    train = make_dataset("out/translate_enzh_wmt8k-train-*", batch_size=4096, mode="t2t",
+                         random_seed=42).repeat()
+    for step, batch in enumerate(train.take(250000)):
+        inputs, targets = batch["inputs"], batch["targets"]   # 0-padded, EOS=1 included
+        with tf.GradientTape() as tape:
+            # decoder input = targets shifted right by one (T2T's shift_right)
+            logits = model(inputs, targets, training=True)
+            weights = tf.cast(tf.not_equal(targets, 0), logits.dtype)  # weights_nonzero
+            xent = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=targets,
+                                                                  logits=logits)
+            loss = tf.reduce_sum(xent * weights) / tf.reduce_sum(weights)
+        grads = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply_gradients(zip(grads, model.trainable_variables))
+"""
+
+import re
+
+NMT_KEYS = ("source", "target_input", "target_output", "source_sequence_length",
+            "target_sequence_length")
+
+# T2T's data_reader.batching_scheme: the window size is the largest of these <= 3 * max batch.
+_HIGHLY_COMPOSITE_NUMBERS = (
+    1, 2, 4, 6, 12, 24, 36, 48, 60, 120, 180, 240, 360, 720, 840, 1260, 1680,
+    2520, 5040, 7560, 10080, 15120, 20160, 25200, 27720, 45360, 50400, 55440,
+    83160, 110880, 166320, 221760, 277200, 332640, 498960, 554400, 665280,
+    720720, 1081080, 1441440, 2162160, 2882880, 3603600, 4324320, 6486480,
+    7207200, 8648640, 10810800, 14414400, 17297280, 21621600, 32432400,
+    36756720, 43243200, 61261200, 73513440, 110270160)
+
+
+def t2t_bucket_boundaries(max_length, min_length=8, length_bucket_step=1.1):
+    """T2T's `data_reader._bucket_boundaries`: min_length, then x -> max(x + 1,
+    int(x * length_bucket_step)) while below max_length."""
+    if not length_bucket_step > 1.0:
+        raise ValueError("length_bucket_step must be > 1.0, got %r" % (length_bucket_step,))
+    x = min_length
+    boundaries = []
+    while x < max_length:
+        boundaries.append(x)
+        x = max(x + 1, int(x * length_bucket_step))
+    return boundaries
+
+
+def t2t_batching_scheme(batch_size, max_length=None, min_length_bucket=8,
+                        length_bucket_step=1.1):
+    """T2T's `data_reader.batching_scheme` (shard_multiplier = length_multiplier = 1).
+
+    Returns {"boundaries": [...], "batch_sizes": [...] (one more than boundaries),
+    "max_length": max_length or batch_size}. batch_size is in tokens.
+    """
+    max_length = max_length or batch_size
+    boundaries = t2t_bucket_boundaries(max_length, min_length_bucket, length_bucket_step)
+    batch_sizes = [max(1, batch_size // length) for length in boundaries + [max_length]]
+    max_batch_size = max(batch_sizes)
+    window_size = max(n for n in _HIGHLY_COMPOSITE_NUMBERS if n <= 3 * max_batch_size)
+    divisors = [d for d in range(1, window_size + 1) if window_size % d == 0]
+    batch_sizes = [max(d for d in divisors if d <= bs) for bs in batch_sizes]
+    return {"boundaries": boundaries, "batch_sizes": batch_sizes, "max_length": max_length}
+
+
+SHARD_NAME = re.compile(r"^(?P<problem>.+)-(?P<split>[^-/]+)-(?P<shard>\d{5})-of-(?P<n>\d{5})$")
+
+
+class IncompleteOutputError(ValueError):
+    """Shards of a datagen output that is not complete (no completion marker: a run still
+    going, failed, or killed while committing), or not all of a split's shards."""
+
+
+def _glob(pattern):
+    """(sorted matching paths, whether TensorFlow reads them). TensorFlow 2.16+ has no s3://
+    (it moved to tensorflow-io): such paths are listed and read through Beam's FileSystems,
+    configured by `file_system_options`."""
+    import tensorflow as tf
+    try:
+        return sorted(tf.io.gfile.glob(pattern)), True
+    except tf.errors.UnimplementedError:  # "File system scheme 's3' not implemented"
+        from apache_beam.io.filesystems import FileSystems
+        return sorted(m.path for m in FileSystems.match([pattern])[0].metadata_list), False
+
+
+def _check_complete(files):
+    """Raises IncompleteOutputError when datagen shards among `files` (named
+    `{problem}-{split}-NNNNN-of-NNNNN`) come from an output without its completion marker,
+    or when a split's shards are not all there. Other files are taken as they are."""
+    from apache_beam.io.filesystems import FileSystems
+    from pipeline.output.layout import COMPLETE_NAME
+    groups = {}
+    for path in files:
+        head, name = FileSystems.split(path)
+        m = SHARD_NAME.match(name)
+        if m:
+            groups.setdefault((head, m["problem"], m["split"], int(m["n"])), set()).add(
+                int(m["shard"]))
+    for (head, problem, split, n), shards in sorted(groups.items()):
+        marker = FileSystems.join(head, COMPLETE_NAME % problem)
+        if not FileSystems.exists(marker):
+            raise IncompleteOutputError(
+                "%s: the output of problem %s is not complete (no %s: a run is going, failed "
+                "or was killed); rerun the job, or read it with require_complete=False" % (
+                    head, problem, COMPLETE_NAME % problem))
+        if len(shards) != n:
+            raise IncompleteOutputError("%s: %d of the %d %s shards of problem %s match" % (
+                head, len(shards), n, split, problem))
+
+
+def file_system_options(flags):
+    """Hands Beam's file system flags (`["--s3_endpoint_url", URL, ...]`, as the job takes
+    them) to FileSystems in this process, for paths TensorFlow cannot read (s3://)."""
+    from apache_beam.io.filesystems import FileSystems
+    from apache_beam.options.pipeline_options import PipelineOptions
+    FileSystems.set_options(PipelineOptions(list(flags)))
+
+
+def complete_output_files(output_dir, split="train", problem=None):
+    """The shard paths of `split` in a complete datagen output directory, in name order, as
+    its summary lists them; IncompleteOutputError when the output is not complete. The one
+    line a trainer needs: `make_dataset(complete_output_files(DIR), ...)`."""
+    from apache_beam.io.filesystems import FileSystems
+    from pipeline.tools import inspect
+    from pipeline.output.layout import SUMMARY_NAME
+    from pipeline.runtime.runners import DatagenError
+    from transforms.storage import file_io
+    try:
+        problem = inspect.find_problem(output_dir, problem)
+    except DatagenError as e:
+        raise IncompleteOutputError(str(e)) from None
+    summary = file_io.read_json(FileSystems.join(output_dir, SUMMARY_NAME % problem))
+    if split not in summary["splits"]:
+        raise ValueError("%s: problem %s has no split %r" % (output_dir, problem, split))
+    return [FileSystems.join(output_dir, s["name"])
+            for s in sorted(summary["splits"][split]["shards"], key=lambda s: s["name"])]
+
+
+def _record_files(file_pattern, require_complete=True):
+    """[(path, whether TensorFlow reads it)] of the files of `file_pattern` (a glob or a list
+    of globs)."""
+    patterns = [file_pattern] if isinstance(file_pattern, str) else list(file_pattern)
+    files = []
+    for pattern in patterns:
+        matched, by_tf = _glob(pattern)
+        if not matched:
+            raise ValueError("no files match %r" % (pattern,))
+        files.extend((path, by_tf) for path in matched)
+    if require_complete:
+        _check_complete([path for path, _ in files])
+    return files
+
+
+def _records_dataset(tf, files):
+    """The serialized records of `files` in order: TFRecordDataset where TensorFlow reads
+    the files, else a generator reading them through Beam's FileSystems with the project's
+    TFRecord reader (checksums checked)."""
+    if all(by_tf for _, by_tf in files):
+        return tf.data.TFRecordDataset([path for path, _ in files])
+
+    def records():
+        from apache_beam.io.filesystems import FileSystems
+        from transforms.formats.tfrecord_framing import read_records
+        for path, _ in files:
+            with FileSystems.open(path, compression_type="uncompressed") as f:
+                yield from read_records(f)
+    return tf.data.Dataset.from_generator(records, output_signature=tf.TensorSpec((), tf.string))
+
+
+# The mode each vocabulary kind's records are written for (README, "Outputs").
+_MODE_OF_KIND = {"word": "nmt", "subword": "t2t", "byte_bpe": "t2t"}
+
+
+def _check_mode(files, mode):
+    """Raises ValueError when a summary beside the record files says they were written for
+    the other mode (word records have no EOS; subword and byte_bpe records end in one): the
+    wrong mode would train on shifted or missing end-of-sequence ids without a word."""
+    import json
+
+    from apache_beam.io.filesystems import FileSystems
+
+    checked = set()
+    for path in files:
+        directory, name = FileSystems.split(path)
+        if directory in checked:
+            continue
+        checked.add(directory)
+        pattern = FileSystems.join(directory, "*.datagen_summary.json")
+        for found in FileSystems.match([pattern])[0].metadata_list:
+            summary_path = found.path
+            problem = FileSystems.split(summary_path)[1][:-len(".datagen_summary.json")]
+            if not name.startswith(problem + "-"):
+                continue
+            try:
+                with FileSystems.open(summary_path, compression_type="uncompressed") as f:
+                    kind = json.loads(f.read().decode("utf-8"))["flags"]["vocab_type"]
+            except (OSError, ValueError, KeyError, TypeError):
+                continue  # no readable summary: nothing to check against
+            wanted = _MODE_OF_KIND.get(kind)
+            if wanted and wanted != mode:
+                raise ValueError(
+                    "%s holds records of --vocab_type %s, written for mode=%r, not mode=%r "
+                    "(%s)" % (directory, kind, wanted, mode, summary_path))
+
+
+def make_dataset(file_pattern, batch_size, mode="nmt", num_shards=1, shard_index=0,
+                 skip_count=None, shuffle=True, random_seed=None, output_buffer_size=None,
+                 reshuffle_each_iteration=True, src_max_len=None, tgt_max_len=None,
+                 num_buckets=1, sos_id=1, eos_id=2, num_parallel_calls=4, as_tuple=False,
+                 max_length=None, min_length=None, min_length_bucket=None,
+                 length_bucket_step=None, drop_long_sequences=None, batch_shuffle_size=None,
+                 require_complete=True):
+    """A batched `tf.data.Dataset` over the TFRecord files matching `file_pattern`.
+
+    file_pattern: a glob (or a list of globs; files of each are sorted, lists concatenated);
+      any path TensorFlow reads, and s3:// through Beam's FileSystems
+      (`file_system_options`). `complete_output_files(output_dir)` gives a complete
+      output's shards.
+    require_complete: datagen shards (`{problem}-{split}-NNNNN-of-NNNNN`) are read only from
+      an output with its completion marker and all its shards (IncompleteOutputError).
+    batch_size: sentence pairs per batch in mode "nmt"; TOKENS per batch in mode "t2t".
+    mode: "nmt" or "t2t" (see the module docstring for each pipeline).
+    num_shards, shard_index, skip_count: `Dataset.shard` / `Dataset.skip` on the records.
+    shuffle, random_seed, output_buffer_size, reshuffle_each_iteration: record shuffling.
+    num_parallel_calls: parallelism of the maps (results are deterministic regardless).
+    nmt only: src_max_len, tgt_max_len, num_buckets, sos_id, eos_id, as_tuple.
+    t2t only: max_length (default batch_size), min_length (0), min_length_bucket (8),
+      length_bucket_step (1.1), drop_long_sequences (True), batch_shuffle_size (512).
+    """
+    import tensorflow as tf
+
+    if mode not in ("nmt", "t2t"):
+        raise ValueError("mode must be 'nmt' or 't2t', got %r" % (mode,))
+    if batch_size < 1:
+        raise ValueError("batch_size must be >= 1, got %r" % (batch_size,))
+    t2t_only = dict(max_length=max_length, min_length=min_length,
+                    min_length_bucket=min_length_bucket, length_bucket_step=length_bucket_step,
+                    drop_long_sequences=drop_long_sequences,
+                    batch_shuffle_size=batch_shuffle_size)
+    if mode == "nmt":
+        misused = sorted(k for k, v in t2t_only.items() if v is not None)
+    else:
+        misused = sorted(k for k, v in dict(src_max_len=src_max_len, tgt_max_len=tgt_max_len,
+                                            as_tuple=as_tuple or None).items() if v is not None)
+        if num_buckets != 1:
+            misused.append("num_buckets")
+    if misused:
+        raise ValueError("mode %r does not take %s" % (mode, ", ".join(misused)))
+
+    if output_buffer_size is None:
+        output_buffer_size = batch_size * 1000 if mode == "nmt" else 1024
+
+    files = _record_files(file_pattern, require_complete)
+    _check_mode([path for path, _ in files], mode)
+    dataset = _records_dataset(tf, files)
+    dataset = dataset.shard(num_shards, shard_index)
+    if skip_count is not None:
+        dataset = dataset.skip(skip_count)
+    if shuffle:
+        dataset = dataset.shuffle(output_buffer_size, random_seed, reshuffle_each_iteration)
+
+    spec = {"inputs": tf.io.VarLenFeature(tf.int64), "targets": tf.io.VarLenFeature(tf.int64)}
+
+    def parse(serialized):
+        features = tf.io.parse_single_example(serialized, spec)
+        return (tf.cast(tf.sparse.to_dense(features["inputs"]), tf.int32),
+                tf.cast(tf.sparse.to_dense(features["targets"]), tf.int32))
+
+    dataset = dataset.map(parse, num_parallel_calls=num_parallel_calls)
+    if mode == "nmt":
+        dataset = _nmt_batches(tf, dataset, batch_size, src_max_len, tgt_max_len, num_buckets,
+                               sos_id, eos_id, num_parallel_calls, as_tuple)
+    else:
+        dataset = _t2t_batches(
+            tf, dataset, batch_size, num_parallel_calls,
+            max_length=max_length,
+            min_length=0 if min_length is None else min_length,
+            min_length_bucket=8 if min_length_bucket is None else min_length_bucket,
+            length_bucket_step=1.1 if length_bucket_step is None else length_bucket_step,
+            drop_long_sequences=True if drop_long_sequences is None else drop_long_sequences,
+            batch_shuffle_size=(512 if batch_shuffle_size is None else batch_shuffle_size)
+            if shuffle else 0,
+            random_seed=random_seed, reshuffle_each_iteration=reshuffle_each_iteration)
+    return dataset.prefetch(tf.data.AUTOTUNE)
+
+
+def _nmt_batches(tf, dataset, batch_size, src_max_len, tgt_max_len, num_buckets, sos_id,
+                 eos_id, num_parallel_calls, as_tuple):
+    dataset = dataset.filter(lambda src, tgt: tf.logical_and(tf.size(src) > 0,
+                                                             tf.size(tgt) > 0))
+    if src_max_len:
+        dataset = dataset.map(lambda src, tgt: (src[:src_max_len], tgt),
+                              num_parallel_calls=num_parallel_calls)
+    if tgt_max_len:
+        dataset = dataset.map(lambda src, tgt: (src, tgt[:tgt_max_len]),
+                              num_parallel_calls=num_parallel_calls)
+    sos = tf.constant([sos_id], tf.int32)
+    eos = tf.constant([eos_id], tf.int32)
+    dataset = dataset.map(lambda src, tgt: (src, tf.concat((sos, tgt), 0),
+                                            tf.concat((tgt, eos), 0)),
+                          num_parallel_calls=num_parallel_calls)
+    dataset = dataset.map(lambda src, tgt_in, tgt_out: (src, tgt_in, tgt_out, tf.size(src),
+                                                         tf.size(tgt_in)),
+                          num_parallel_calls=num_parallel_calls)
+
+    def batching_func(x):
+        return x.padded_batch(
+            batch_size,
+            padded_shapes=(tf.TensorShape([None]), tf.TensorShape([None]),
+                           tf.TensorShape([None]), tf.TensorShape([]), tf.TensorShape([])),
+            padding_values=(eos_id, eos_id, eos_id, 0, 0))
+
+    if num_buckets > 1:
+        bucket_width = (src_max_len + num_buckets - 1) // num_buckets if src_max_len else 10
+
+        def key_func(unused_1, unused_2, unused_3, src_len, tgt_len):
+            bucket_id = tf.maximum(src_len // bucket_width, tgt_len // bucket_width)
+            return tf.cast(tf.minimum(num_buckets, bucket_id), tf.int64)
+
+        def reduce_func(unused_key, windowed_data):
+            return batching_func(windowed_data)
+
+        dataset = dataset.group_by_window(key_func=key_func, reduce_func=reduce_func,
+                                          window_size=batch_size)
+    else:
+        dataset = batching_func(dataset)
+    if not as_tuple:
+        dataset = dataset.map(lambda *batch: dict(zip(NMT_KEYS, batch)))
+    return dataset
+
+
+def _t2t_batches(tf, dataset, batch_size, num_parallel_calls, max_length, min_length,
+                 min_length_bucket, length_bucket_step, drop_long_sequences,
+                 batch_shuffle_size, random_seed, reshuffle_each_iteration):
+    scheme = t2t_batching_scheme(batch_size, max_length, min_length_bucket, length_bucket_step)
+    dataset = dataset.map(lambda inputs, targets: {"inputs": inputs, "targets": targets},
+                          num_parallel_calls=num_parallel_calls)
+
+    def example_length(example):
+        return tf.maximum(tf.size(example["inputs"]), tf.size(example["targets"]))
+
+    longest = scheme["max_length"] if drop_long_sequences else 10 ** 9
+    dataset = dataset.filter(lambda ex: tf.logical_and(example_length(ex) >= min_length,
+                                                       example_length(ex) <= longest))
+    dataset = dataset.bucket_by_sequence_length(
+        example_length, scheme["boundaries"], scheme["batch_sizes"])
+    if batch_shuffle_size:
+        seed = None if random_seed is None else random_seed + 1
+        dataset = dataset.shuffle(batch_shuffle_size, seed, reshuffle_each_iteration)
+    return dataset

@@ -1,0 +1,398 @@
+"""Small file helpers over Beam's FileSystems, so every path may be local, gs:// or s3://."""
+
+import contextlib
+import io
+import json
+import os
+import re
+import uuid
+
+from apache_beam.io.filesystem import CompressionTypes, FileSystem
+from apache_beam.io.filesystems import FileSystems
+
+from transforms.formats.checked_decompress import CheckedDecompressor
+from transforms.formats.text_lines import InputError
+
+_READ_BUFFER = 1 << 20
+
+
+class CompressedStreamError(InputError):
+    """A compressed input that is cut short, corrupt, or not compressed at all."""
+
+    def __init__(self, path, message):
+        super().__init__(path, 0, message)
+        self.message = message
+
+    def __reduce__(self):  # picklable across worker processes
+        return (type(self), (self.path, self.message))
+
+
+def open_checked_decompressed(raw, path, kind):
+    """A buffered reader of `raw` decompressed as `kind` (a Beam CompressionTypes value:
+    gzip, bzip2, deflate, zstd, lzma) that raises CompressedStreamError naming `path` when
+    the stream is cut short, corrupt or not compressed (`transforms.formats.checked_decompress`)."""
+    return io.BufferedReader(CheckedDecompressor(raw, path, kind, CompressedStreamError),
+                             _READ_BUFFER)
+
+
+def open_text_source(path, stores=None, offset=0):
+    """Opens a corpus file for binary reading, from byte `offset` of its uncompressed
+    content on, decompressed by extension as Beam detects it (`.gz`, `.bz2`, `.deflate`,
+    `.zst`/`.zstd`, `.xz`/`.lzma`; offset 0 only: a compressed stream is read whole).
+    `stores`: the worker's ObjectStores, whose reused client reads a file of an object store
+    in one request (Beam's makes a client for every open).
+
+    Reading a compressed file that is cut short or corrupt raises CompressedStreamError
+    instead of ending early (see `transforms.formats.checked_decompress`).
+    """
+    kind = CompressionTypes.detect_compression_type(path)
+    if kind != CompressionTypes.UNCOMPRESSED:
+        f = open_checked_decompressed(open_for_read(path, stores), path, kind)
+        if offset:
+            f.seek(offset)
+        return f
+    return open_for_read(path, stores, offset)
+
+
+def is_compressed(path):
+    return CompressionTypes.detect_compression_type(path) != CompressionTypes.UNCOMPRESSED
+
+
+def _store(path, stores):
+    """The store client of `path` among `stores` (the caller's ObjectStores, or None), or None
+    where FileSystems does the work (a local path, hdfs://, or no stores given)."""
+    return stores.for_path(path) if stores is not None else None
+
+
+def open_for_read(path, stores=None, offset=0):
+    """A binary stream of a file from byte `offset` on: on an object store through `stores`'
+    reused client when given (one request), else through FileSystems."""
+    store = _store(path, stores)
+    if store is not None:
+        return io.BufferedReader(_RawStream(store.open(path, offset)), _READ_BUFFER)
+    f = FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
+    if offset:
+        f.seek(offset)
+    return f
+
+
+class _RawStream(io.RawIOBase):
+    """A store client's response stream as a raw binary file (for io.BufferedReader)."""
+
+    def __init__(self, stream):
+        super().__init__()
+        self._stream = stream
+
+    def readable(self):
+        return True
+
+    def readinto(self, buffer):
+        data = self._stream.read(len(buffer))
+        buffer[:len(data)] = data
+        return len(data)
+
+    def close(self):
+        if not self.closed:
+            self._stream.close()
+        super().close()
+
+
+class _ChunksReader(io.RawIOBase):
+    """An iterable of byte strings as a readable binary stream (what upload clients take)."""
+
+    def __init__(self, chunks):
+        super().__init__()
+        self._chunks = iter(chunks)
+        self._pending = b""
+        self._position = 0
+
+    def readable(self):
+        return True
+
+    def seek(self, offset, whence=io.SEEK_SET):
+        """Only says where it is (upload clients ask `tell()` before they start)."""
+        if (offset, whence) in ((0, io.SEEK_CUR), (self._position, io.SEEK_SET)):
+            return self._position
+        raise io.UnsupportedOperation("a stream of chunks cannot seek")
+
+    def tell(self):
+        return self._position
+
+    def readinto(self, buffer):
+        while not self._pending:
+            self._pending = next(self._chunks, None)
+            if self._pending is None:
+                self._pending = b""
+                return 0
+        n = min(len(buffer), len(self._pending))
+        buffer[:n] = self._pending[:n]
+        self._pending = self._pending[n:]
+        self._position += n
+        return n
+
+
+def write_chunks(path, chunks, stores=None):
+    """Writes the byte strings of `chunks` as the whole content of `path`, streaming (memory
+    stays bounded whatever the size), so that `path` is whole or not there, also when two
+    attempts of a retried bundle write it at once. On an object store through `stores`'
+    reused client: the object appears whole when its upload completes (one PUT for a small
+    object, a 0-byte one included), and an upload that fails is aborted. Elsewhere under a
+    temporary name of this attempt's own (`create_atomically`). Returns the numbers of
+    chunks and of bytes written."""
+    counted = [0, 0]
+
+    def counting():
+        for chunk in chunks:
+            counted[0] += 1
+            counted[1] += len(chunk)
+            yield chunk
+    store = _store(path, stores)
+    if store is not None:
+        store.upload(path, io.BufferedReader(_ChunksReader(counting()), _READ_BUFFER))
+    else:
+        with create_atomically(path) as f:
+            for chunk in counting():
+                f.write(chunk)
+    return tuple(counted)
+
+
+def list_prefix(directory, stores=None):
+    """The set of paths of every object under `directory` on an object store, in one listing
+    through `stores`' reused client; None for any other file system (ask `exists`)."""
+    store = _store(directory, stores)
+    if store is None:
+        return None
+    return {path for path, _, _ in store.list(directory.rstrip("/") + "/")}
+
+
+def match_files(pattern, stores=None):
+    """[(path, size, modification time)] of the files a glob pattern matches, as Beam's
+    FileSystems.match: on an object store one listing of the pattern's prefix through
+    `stores`' reused client when given."""
+    store = _store(pattern, stores)
+    if store is None:
+        return [(m.path, m.size_in_bytes, m.last_updated_in_seconds)
+                for m in FileSystems.match([pattern])[0].metadata_list]
+    prefix = re.match(r"^[^[*?]*", pattern).group(0)
+    listed = store.list(prefix)
+    if prefix == pattern:
+        return [entry for entry in listed if entry[0] == pattern]
+    matches = re.compile(FileSystem.translate_pattern(pattern)).match
+    return [entry for entry in listed if matches(entry[0])]
+
+
+def read_bytes(path, stores=None):
+    store = _store(path, stores)
+    if store is not None:
+        got = store.get(path)
+        if got is None:
+            raise FileNotFoundError(path)
+        return got[0]
+    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+        return f.read()
+
+
+def is_local(path):
+    """Whether `path` is a plain path of this machine's file system (no scheme), one the
+    `os` functions take."""
+    return FileSystems.get_scheme(path) is None
+
+
+_TMP_NAME = re.compile(r"\.tmp-[0-9a-f]{32}\Z")
+
+
+def temporary_name(path):
+    """A temporary name beside `path` that no output glob matches: it starts with a dot
+    (`vocab.*`, `{problem}-train-*` and TensorFlow's globs need the name's first letters),
+    and ends in `.tmp-<32 hex digits>`, which `remove_temporaries` recognises."""
+    head, name = os.path.split(path)
+    return os.path.join(head, ".%s.tmp-%s" % (name, uuid.uuid4().hex))
+
+
+def is_temporary_name(name):
+    """Whether a file name is one of `temporary_name`'s (or an older version's
+    `NAME.tmp-<hex>`)."""
+    return bool(_TMP_NAME.search(name))
+
+
+def remove_temporaries(directory, stores=None):
+    """Deletes the temporary files a killed run left directly in `directory`; returns their
+    paths (`stores`: as `match_files`)."""
+    listed = match_files(FileSystems.join(directory, "*"), stores)
+    stray = [path for path, _, _ in listed if is_temporary_name(FileSystems.split(path)[1])]
+    delete_files(stray, stores)
+    return stray
+
+
+def write_bytes_atomically(path, data, stores=None):
+    """Writes `data` as the whole content of `path`, so that a reader sees the old content or
+    the new, never a part, and the name never disappears.
+
+    On an object store a PUT of the final bytes replaces an object atomically for readers,
+    so through the store's own client (`stores`: `transforms.storage.object_stores.ObjectStores`)
+    the bytes go straight to the final name, one request, 0-byte objects included. Elsewhere
+    they are written under a temporary name beside it, then moved into place
+    (`create_atomically`; on a local disk one atomic replace).
+    """
+    store = _store(path, stores)
+    if store is not None:
+        store.put(path, data)
+        return
+    with create_atomically(path) as f:
+        f.write(data)
+
+
+@contextlib.contextmanager
+def create_atomically(path):
+    """A binary file to write, created under a temporary name of its own beside `path`
+    (`temporary_name`) and moved to `path` once closed without error; on an error the
+    temporary file is removed.
+
+    Work files a retried bundle rewrites go through here (or `write_chunks`): on a cluster
+    runner an attempt whose worker or task manager was lost can still be writing when the
+    retry writes the same name, and two writers of one name would interleave their bytes.
+    With a name per attempt each writes a whole file of its own, and the rename that lands
+    last leaves one whole file (both attempts write the same bytes). A file left by an
+    attempt that died keeps its temporary name, which no reader lists.
+    """
+    tmp = temporary_name(path)
+    if is_local(path):
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        try:
+            with open(tmp, "wb") as f:
+                yield f
+            os.replace(tmp, path)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
+        return
+    try:
+        with FileSystems.create(tmp, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+            yield f
+    except BaseException:
+        with contextlib.suppress(Exception):  # the write's own error matters more
+            FileSystems.delete([tmp])
+        raise
+    FileSystems.rename([tmp], [path])
+
+
+def read_json(path, stores=None):
+    return json.loads(read_bytes(path, stores).decode("utf-8"))
+
+
+def read_work_json(path, stores=None):
+    """A pass's result or checkpoint file, which must be there: a missing or unreadable one
+    (removed by a cleanup or another run) is an error, never read as an empty result."""
+    try:
+        value = read_json(path, stores)
+    except (OSError, ValueError) as e:  # BeamIOError is an OSError, bad JSON a ValueError
+        raise RuntimeError("work file %s is missing or unreadable (%s): was the work "
+                           "directory removed by another run?" % (
+                               path, " ".join(str(e).split()))) from None
+    if not isinstance(value, dict):
+        raise RuntimeError("work file %s holds no result object" % path)
+    return value
+
+
+def json_bytes(value):
+    """The job's JSON files' bytes: indented, keys sorted, a final newline."""
+    return (json.dumps(value, indent=1, sort_keys=True) + "\n").encode("utf-8")
+
+
+def write_json(path, value, stores=None):
+    write_bytes_atomically(path, json_bytes(value), stores)
+
+
+def exists(path, stores=None):
+    """Whether the file (or object) `path` exists; one request with `stores`."""
+    store = _store(path, stores)
+    if store is not None:
+        return any(p == path for p, _, _ in store.list(path))
+    return FileSystems.exists(path)
+
+
+def filesystem_problem(path):
+    """None, or why Beam has no file system for `path` here (e.g. gs:// without the gcp
+    extra: Beam raises a ValueError wherever such a path is first used)."""
+    try:
+        FileSystems.get_filesystem(path)
+        return None
+    except ValueError:
+        scheme = FileSystems.get_scheme(path) or ""
+        extra = {"gs": "gcp", "s3": "aws", "azfs": "azure"}.get(scheme)
+        hint = ("install apache-beam[%s] (for gs://: pip install -e '.[dataflow]')" % extra
+                if extra else "is the scheme right?")
+        return "%s: no file system for %s:// paths is installed; %s" % (path, scheme, hint)
+
+
+def absolute(path):
+    """Local paths made absolute: workers of remote or portable runners run elsewhere."""
+    if "://" in path:
+        return path
+    return os.path.abspath(os.path.expanduser(path))
+
+
+def expand_patterns(patterns, stores=None, exclude=None):
+    """Sorted file list for a comma-separated list of glob patterns; each must match something
+    (`stores`: as `match_files`).
+
+    `exclude(path)`: paths left out before anything is checked (the job's own outputs)."""
+    paths = []
+    for pattern in [absolute(p.strip()) for p in patterns.split(",") if p.strip()]:
+        matched = sorted(path for path, _, _ in match_files(pattern, stores))
+        if exclude is not None:
+            matched = [path for path in matched if not exclude(path)]
+        if not matched:
+            raise FileNotFoundError("no file matches %r" % pattern)
+        for path in matched:
+            if "://" not in path and os.path.isdir(path):  # object stores list files only
+                raise IsADirectoryError("%s is a directory, not a file (name its files, "
+                                        "e.g. %s)" % (path, os.path.join(path, "*.en")))
+        paths.extend(matched)
+    return paths
+
+
+def delete_files(paths, stores=None):
+    """Deletes files (objects) that exist; through `stores`' reused client on an object store
+    when given."""
+    paths = list(paths)
+    store = _store(paths[0], stores) if paths else None
+    if store is not None:
+        store.delete_many(paths)
+    elif paths:
+        FileSystems.delete(paths)
+
+
+def move_files(sources, destinations, stores=None):
+    """Moves files into place (replacing any there). On an object store a move is a copy and a
+    delete, one file after another: a reader may see some moved and some not (the commit's
+    marker says when all are); through `stores`' reused client when given."""
+    sources, destinations = list(sources), list(destinations)
+    store = _store(sources[0], stores) if sources else None
+    if store is None:
+        if sources:
+            FileSystems.rename(sources, destinations)
+        return
+    for source, destination in zip(sources, destinations):
+        store.copy(source, destination)
+    store.delete_many(sources)
+
+
+def delete_tree(path, stores=None):
+    """Deletes a file or a directory tree, also on object stores (gs://, s3://), where a
+    "directory" is only a name prefix: there (with `stores`) one listing of the prefix and
+    one batch delete, else `exists`, then a listing of the tree."""
+    store = _store(path, stores)
+    if store is not None:
+        base = path.rstrip("/")
+        doomed = [p for p, _, _ in store.list(base) if p == base or p.startswith(base + "/")]
+        if doomed:
+            store.delete_many(doomed)
+        return
+    if FileSystems.exists(path):
+        FileSystems.delete([path])
+        return
+    listed = FileSystems.match([FileSystems.join(path, "**")])[0].metadata_list
+    if listed:
+        FileSystems.delete([m.path for m in listed])
