@@ -160,7 +160,7 @@ def test_starting_the_fork_server_keeps_the_signals_blocked():
     lost. A fresh interpreter: in this one the server may be running already."""
     script = ("import signal, sys; sys.path.insert(0, %r)\n"
               "signal.pthread_sigmask(signal.SIG_BLOCK, (signal.SIGINT, signal.SIGTERM))\n"
-              "from pipeline import fork_server\n"
+              "from pipeline.runtime import fork_server\n"
               "fork_server.start_early(['--direct_running_mode', 'multi_processing'])\n"
               "from multiprocessing import forkserver\n"
               "assert forkserver._forkserver._forkserver_pid is not None  # it did start\n"
