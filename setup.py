@@ -30,6 +30,12 @@ REQUIRED = [
     # Checked decompression of .zst inputs (transforms/formats/checked_decompress.py); Beam's own
     # dependency, at the versions it accepts.
     "zstandard>=0.18,<1",
+    # Corpus cleaning (transforms/cleaning): the --filters YAML file; LangidFilter's model,
+    # the py3langid line OpusFilter 3.3.1 runs with (0.4 ships another model and API);
+    # one BLAS thread per worker while it classifies (threadpoolctl).
+    "PyYAML>=5.4",
+    "py3langid>=0.3,<0.4",
+    "threadpoolctl>=3",
     "tensorflow-cpu>=2.16; platform_machine == 'x86_64'",
     "tensorflow>=2.16; platform_machine != 'x86_64'",
 ]

@@ -1,0 +1,142 @@
+"""OpusFilter 3.3.1 itself as the oracle for the cleaning stage: which lines it drops.
+
+OpusFilter pulls in ~600 MB (pandas, scikit-learn, lingua, ...) that the project must not
+depend on, so it lives in a virtualenv of its own, created once per machine under
+~/.cache/t2t-datagen-opusfilter (`T2T_OPUSFILTER_VENV` to put it elsewhere) from PyPI with
+`opusfilter==3.3.1` and `py3langid<0.4` (OpusFilter 3.3.1 calls
+`LanguageIdentifier.from_pickled_model`, which py3langid 0.4 removed). About a minute with a
+warm pip cache. Where PyPI cannot be reached the tests skip with pip's reason, except under
+CI=true, where a missing OpusFilter is a failure (as tests/test_airflow_dag.py does for
+Airflow).
+
+`opusfilter_drops` runs the real `opusfilter` command on real files with a YAML config of
+independent steps, each reading the original input: one `remove_duplicates` step (optionally
+one with `overlap`, the dev files) and one `filter` step per filter list. A step writes the
+lines it keeps, in order, so the kept line numbers are recovered by matching its output
+against the input in order (earliest match first). That is exact here: `remove_duplicates`
+writes lines as read and drops only later copies of a kept key; the `filter` step writes
+right-stripped lines and decides equal right-stripped pairs alike. Dropped = all - kept.
+OpenBLAS runs on one thread, as the job's LangidFilter does (`transforms/cleaning/langid.py`).
+"""
+
+import fcntl
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+import pytest
+import yaml
+
+OPUSFILTER_VERSION = "3.3.1"
+OPUSFILTER_VENV = os.environ.get("T2T_OPUSFILTER_VENV") or os.path.join(
+    os.path.expanduser("~"), ".cache", "t2t-datagen-opusfilter",
+    "opusfilter-%s-py%d.%d" % (OPUSFILTER_VERSION, *sys.version_info[:2]))
+INSTALLED = os.path.join(OPUSFILTER_VENV, ".installed")
+
+
+def _no_opusfilter(reason):
+    if os.environ.get("CI") == "true":
+        pytest.fail("OpusFilter is needed under CI=true: " + reason)
+    pytest.skip(reason)
+
+
+def install_opusfilter():
+    """bin/opusfilter of the cached virtualenv, created (under a file lock) on first use."""
+    opusfilter = os.path.join(OPUSFILTER_VENV, "bin", "opusfilter")
+    os.makedirs(os.path.dirname(OPUSFILTER_VENV), exist_ok=True)
+    with open(OPUSFILTER_VENV + ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # another test run on this machine may be installing
+        if os.path.exists(INSTALLED):
+            return opusfilter
+        shutil.rmtree(OPUSFILTER_VENV, ignore_errors=True)  # a half-made one
+        start = time.time()
+        try:
+            subprocess.run([sys.executable, "-m", "venv", OPUSFILTER_VENV], check=True,
+                           capture_output=True, text=True, timeout=300)
+            subprocess.run([os.path.join(OPUSFILTER_VENV, "bin", "pip"), "install", "--quiet",
+                            "opusfilter==" + OPUSFILTER_VERSION, "py3langid<0.4"], check=True,
+                           capture_output=True, text=True, timeout=900)
+        except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as e:
+            shutil.rmtree(OPUSFILTER_VENV, ignore_errors=True)
+            tail = " ".join(((e.stderr or "") if isinstance(e.stderr, str) else "").split()[-40:])
+            _no_opusfilter("could not install opusfilter==%s from the package index: %s"
+                           % (OPUSFILTER_VERSION, tail or e))
+        with open(INSTALLED, "w") as f:
+            f.write("opusfilter==%s installed in %.0f s\n" % (OPUSFILTER_VERSION,
+                                                            time.time() - start))
+        return opusfilter
+
+
+def opusfilter_python():
+    """The virtualenv's python (OpusFilter and its py3langid importable)."""
+    install_opusfilter()
+    return os.path.join(OPUSFILTER_VENV, "bin", "python")
+
+
+def _read_lines(path, keep_ends):
+    """Lines as OpusFilter's text-mode reader gives them (universal newlines)."""
+    with open(path, encoding="utf-8") as f:
+        return [line if keep_ends else line.rstrip() for line in f]
+
+
+def kept_numbers(inputs, outputs, keep_ends):
+    """1-based numbers of the input pairs a step wrote to `outputs`, matched in order."""
+    pairs = list(zip(*(_read_lines(p, keep_ends) for p in inputs)))
+    kept_pairs = list(zip(*(_read_lines(p, keep_ends) for p in outputs)))
+    kept, at = [], 0
+    for pair in kept_pairs:
+        while pairs[at] != pair:
+            at += 1
+        kept.append(at + 1)
+        at += 1
+    return kept
+
+
+def opusfilter_drops(work_dir, source, target, filter_steps=None, dedup=None, overlap=None,
+                     seconds=None):
+    """Runs OpusFilter on the pair `source`/`target`; returns {step name: sorted dropped line
+    numbers}. `filter_steps`: {name: OpusFilter filter list}; `dedup`: the
+    `remove_duplicates` parameters besides inputs and outputs (None: no such step);
+    `overlap`: [dev source, dev target] for a `remove_duplicates` step with `overlap`
+    ("overlap" in the result). `seconds`: a dict that gets the run's wall time."""
+    work_dir = str(work_dir)
+    os.makedirs(work_dir, exist_ok=True)
+    inputs = [os.path.abspath(source), os.path.abspath(target)]
+    steps, outputs = [], {}
+
+    def outs(name):
+        outputs[name] = [os.path.join(work_dir, "%s.%d" % (name, i)) for i in (0, 1)]
+        return outputs[name]
+
+    if dedup is not None:
+        steps.append({"type": "remove_duplicates",
+                      "parameters": dict(dedup, inputs=inputs, outputs=outs("dedup"))})
+    if overlap:
+        steps.append({"type": "remove_duplicates",
+                      "parameters": {"inputs": inputs, "outputs": outs("overlap"),
+                                     "overlap": [os.path.abspath(p) for p in overlap]}})
+    for name, filters in (filter_steps or {}).items():
+        steps.append({"type": "filter", "parameters": {
+            "inputs": inputs, "outputs": outs(name), "filters": filters}})
+    config = os.path.join(work_dir, "opusfilter.yaml")
+    with open(config, "w") as f:
+        yaml.safe_dump({"common": {"output_directory": work_dir}, "steps": steps}, f)
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
+    env.pop("PYTHONPATH", None)
+    start = time.time()
+    run = subprocess.run([install_opusfilter(), "--overwrite", config], capture_output=True,
+                         text=True, env=env, timeout=1800)
+    if seconds is not None:
+        seconds["opusfilter"] = time.time() - start
+    assert run.returncode == 0, run.stderr[-3000:]
+    total = len(list(zip(*(_read_lines(p, True) for p in inputs))))
+    result = {}
+    for name, paths in outputs.items():
+        kept = set(kept_numbers(inputs, paths, keep_ends=name in ("dedup", "overlap")))
+        result[name] = sorted(set(range(1, total + 1)) - kept)
+    with open(os.path.join(work_dir, "drops.json"), "w") as f:
+        json.dump(result, f)
+    return result

@@ -1,0 +1,222 @@
+"""CleanPairs: which pairs the `--filters` and `--dedup` settings drop, and why, in one pass.
+
+The chunks are the encode pass's own (`encode_pairs.plan_chunks` of the prepared datasets),
+each with its files' line and byte counts. `_ScoreChunkFn` reads a chunk as the encoder does
+and decides each pair with the configured filters (`transforms.cleaning`), in parallel on
+every worker; the filters see each line as OpusFilter sees it (right-stripped). With
+de-duplication on, every pair then goes, keyed by its 16-byte de-duplication key, through one
+`GroupByKey`, so no worker ever holds more than the pairs of one key: the first occurrence in
+input order (dataset, then line, within a split) is kept and the others are dropped as
+`duplicate` with the kept one named; with `--drop_dev_overlap` a train pair whose key occurs in
+dev is dropped as `dev_overlap`. A pair dropped for a duplicate is not also charged to a filter
+(OpusFilter's recipe de-duplicates first); otherwise the first failing filter in the file's
+order is the reason.
+
+The drops are grouped per dataset and `_WriteDroppedFn` writes, under `work_dir`, a bitmap of
+the dropped line numbers (bit n-1 for line n: an eighth of a byte per pair, read by the vocab
+sample and the encoder to skip exactly those lines) and the rejects records (JSON lines,
+`transforms.formats.rejects`), and reports per dataset the drops per reason and the bytes of
+the dropped lines per side (the sampler sizes a cleaned file's sample from what is left).
+"""
+
+import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
+
+from transforms.cleaning.dedup import DedupOptions
+from transforms.formats.rejects import REJECT_TEXT_CHARS, reject_line, reject_record
+from transforms.formats.text_lines import decode_line, iter_raw_lines
+from transforms.job_metrics import JobCounters
+from transforms.storage import file_io
+from transforms.storage.object_stores import ObjectStores, StoreSettings
+
+KEYED = "keyed"
+DUPLICATE = "duplicate"
+DEV_OVERLAP = "dev_overlap"
+SPLIT_ORDER = {"train": 0, "dev": 1}  # the order splits are read in
+
+
+def dropped_paths(work_dir, split, index):
+    """(bitmap, rejects) paths of dataset `index` of `split` under `work_dir`."""
+    base = FileSystems.join(work_dir, "%s-%d" % (split, index))
+    return base + ".dropped", base + ".rejects.jsonl"
+
+
+def is_dropped(bitmap, number):
+    """Whether 1-based line `number` is set in a dropped-lines bitmap."""
+    index = number - 1
+    return index >> 3 < len(bitmap) and bool(bitmap[index >> 3] & (1 << (index & 7)))
+
+
+def with_chunk_facts(chunk, source_facts, target_facts):
+    """A `plan_chunks` chunk with its files' line and byte counts (a line's newline is known
+    from them: only the last line of a file may lack one, and it changes the dedup key)."""
+    return dict(chunk, source_file=[source_facts["lines"], source_facts["bytes"]],
+                target_file=[target_facts["lines"], target_facts["bytes"]])
+
+
+def _lines(stream, first_number, offset, file_facts):
+    """(1-based number, raw bytes, newline) of the lines from `stream`, which starts at line
+    `first_number` and byte `offset` of a file of `file_facts` [lines, bytes]."""
+    lines, size = file_facts
+    position = offset
+    for number, raw in enumerate(iter_raw_lines(stream), first_number):
+        position += len(raw) + 1
+        yield number, raw, "\n" if number < lines or position <= size else ""
+
+
+class _ScoreChunkFn(beam.DoFn):
+    """chunk -> drops ((split, dataset index), drop) decided by the filters alone, or with
+    de-duplication on, every pair keyed for the dedup group (KEYED output).
+
+    A drop is (line number, reason, kept occurrence or None, source text, target text,
+    source bytes, target bytes): the texts cut as rejects keep them, the bytes the raw
+    line's with its newline."""
+
+    def __init__(self, cleaning, on_invalid, store_settings):
+        self._cleaning = cleaning  # transforms.cleaning.config.CleaningConfig
+        self._on_invalid = on_invalid
+        self._store_settings = store_settings
+
+    def setup(self):
+        self._stores = ObjectStores(self._store_settings)
+        self._filters = self._cleaning.build_filters()
+        for f in self._filters:
+            f.setup()
+        dedup = self._cleaning.dedup
+        if dedup is None and self._cleaning.drop_dev_overlap:
+            dedup = DedupOptions()
+        self._dedup = dedup
+        self._counters = JobCounters()
+
+    def _reason(self, source, target):
+        for f in self._filters:
+            if not f.accept(source, target):
+                return f.reason
+        return None
+
+    def process(self, chunk):
+        if chunk.get("unmatched"):
+            return
+        ds = chunk["ds"]
+        where = (ds["split"], ds["index"])
+        src_path, tgt_path = chunk["source"], chunk["target"]
+        first, count = chunk["first_line"] + 1, chunk["num_lines"]
+        keyed = self._dedup is not None
+        with file_io.open_text_source(src_path, self._stores, chunk["source_offset"]) as s, \
+                file_io.open_text_source(tgt_path, self._stores, chunk["target_offset"]) as t:
+            pairs = zip(_lines(s, first, chunk["source_offset"], chunk["source_file"]),
+                        _lines(t, first, chunk["target_offset"], chunk["target_file"]))
+            for _ in range(count):
+                (number, raw_s, end_s), (_, raw_t, end_t) = next(pairs)
+                source = decode_line(raw_s, src_path, number, self._on_invalid)
+                target = decode_line(raw_t, tgt_path, number, self._on_invalid)
+                if source is None or target is None:
+                    continue  # rejected as invalid UTF-8 by the encoder
+                reason = self._reason(source.rstrip(), target.rstrip())
+                texts = (source.strip()[:REJECT_TEXT_CHARS], target.strip()[:REJECT_TEXT_CHARS],
+                         len(raw_s) + 1, len(raw_t) + 1)
+                if keyed:
+                    key = self._dedup.key((source + end_s, target + end_t))
+                    yield beam.pvalue.TaggedOutput(KEYED, (key, (
+                        SPLIT_ORDER.get(ds["split"], 2), ds["split"], ds["index"], number,
+                        reason) + texts))
+                elif reason:
+                    yield where, (number, reason, None) + texts
+        self._counters.inc("cleaning.pairs_scored", count)
+
+
+def decide_group(occurrences, dedup_on, drop_dev_overlap):
+    """The drops among the `occurrences` of one dedup key: each is (split order, split,
+    dataset index, line number, filter reason, source, target, source bytes, target bytes).
+    Yields ((split, dataset index), drop) as `_ScoreChunkFn` does."""
+    occurrences = sorted(occurrences, key=lambda o: o[:4])
+    kept = {}  # split -> its first occurrence
+    for o in occurrences:
+        kept.setdefault(o[1], o)
+    dev_first = kept.get("dev") if drop_dev_overlap else None
+    for o in occurrences:
+        split, index, number, reason = o[1], o[2], o[3], o[4]
+        first = None
+        if dev_first is not None and split == "train":
+            reason, first = DEV_OVERLAP, dev_first
+        elif dedup_on and kept[split] is not o:
+            reason, first = DUPLICATE, kept[split]
+        if reason:
+            yield (split, index), (number, reason,
+                                   None if first is None else [first[1], first[2], first[3]]) + o[5:]
+
+
+class _WriteDroppedFn(beam.DoFn):
+    """((split, dataset index), drops) -> the dataset's bitmap and rejects file, and its
+    report {split, index, dropped, reasons, dropped_bytes, bitmap, rejects}."""
+
+    def __init__(self, work_dir, datasets, store_settings):
+        self._work_dir = work_dir
+        self._datasets = datasets  # {"split/index": (dataset dict, lines)}
+        self._store_settings = store_settings
+
+    def setup(self):
+        self._stores = ObjectStores(self._store_settings)
+
+    def process(self, item):
+        (split, index), drops = item
+        ds, lines = self._datasets["%s/%d" % (split, index)]
+        bitmap = bytearray((lines + 7) // 8)
+        reasons = {}
+        dropped_bytes = [0, 0]
+        bitmap_path, rejects_path = dropped_paths(self._work_dir, split, index)
+
+        def records():
+            for number, reason, first, source, target, src_bytes, tgt_bytes in drops:
+                bitmap[(number - 1) >> 3] |= 1 << ((number - 1) & 7)
+                reasons[reason] = reasons.get(reason, 0) + 1
+                dropped_bytes[0] += src_bytes
+                dropped_bytes[1] += tgt_bytes
+                record = reject_record(ds, number, "line %d" % number, reason, source, target)
+                if first is not None:
+                    first_ds = self._datasets.get("%s/%d" % (first[0], first[1]), [{}])[0]
+                    record["kept"] = {"split": first[0], "dataset": first_ds.get("name"),
+                                      "line": first[2]}
+                yield reject_line(record)
+
+        file_io.write_chunks(rejects_path, records(), self._stores)
+        file_io.write_bytes_atomically(bitmap_path, bytes(bitmap), self._stores)
+        yield {"split": split, "index": index, "dropped": sum(reasons.values()),
+               "reasons": sorted(reasons.items()), "dropped_bytes": dropped_bytes,
+               "bitmap": bitmap_path, "rejects": rejects_path}
+
+
+class CleanPairs(beam.PTransform):
+    """Chunks (`with_chunk_facts`) -> one report per dataset with drops, its bitmap and
+    rejects file written under `work_dir`.
+
+    `cleaning`: the run's CleaningConfig; `on_invalid`: --on_invalid_utf8; `datasets`:
+    {"split/index": (dataset dict, its line count)} of every dataset."""
+
+    def __init__(self, cleaning, on_invalid, datasets, work_dir):
+        super().__init__()
+        self._cleaning = cleaning
+        self._on_invalid = on_invalid
+        self._datasets = datasets
+        self._work_dir = work_dir
+
+    def expand(self, chunks):
+        settings = StoreSettings.from_options(chunks.pipeline.options)
+        scored = (chunks
+                  | "Spread" >> beam.Reshuffle()
+                  | "Score" >> beam.ParDo(_ScoreChunkFn(self._cleaning, self._on_invalid,
+                                                        settings)).with_outputs(KEYED,
+                                                                                main="drops"))
+        drops = scored.drops
+        if self._cleaning.dedup is not None or self._cleaning.drop_dev_overlap:
+            dedup_on = self._cleaning.dedup is not None
+            overlap = self._cleaning.drop_dev_overlap
+            duplicates = (scored[KEYED]
+                          | "GroupByKey" >> beam.GroupByKey()
+                          | "Decide" >> beam.FlatMap(
+                              lambda kv: decide_group(kv[1], dedup_on, overlap)))
+            drops = (drops, duplicates) | "AllDrops" >> beam.Flatten()
+        return (drops
+                | "GroupByDataset" >> beam.GroupByKey()
+                | "WriteDropped" >> beam.ParDo(_WriteDroppedFn(self._work_dir, self._datasets,
+                                                               settings)))

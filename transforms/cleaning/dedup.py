@@ -1,0 +1,46 @@
+"""The de-duplication key of a pair, as OpusFilter's `remove_duplicates` compares pairs.
+
+OpusFilter reads each file as Python text and hashes the lines as read, line ends included:
+two pairs are duplicates when their lines are equal up to the options below, so "a" and
+"a " differ, and a last line without its newline differs from the same text with one. Before
+joining the compared sides with a newline it applies, in this order, `letter_words_only`
+(keep only the whitespace-separated words made of letters alone), `letters_only` (drop every
+non-letter) and `lowercase`, and writes each line's own newline as the two characters `\\n`.
+
+The key here is built from the same normalized text and hashed with BLAKE2b (128 bits: the
+job groups pairs by it across workers; OpusFilter keeps a 64-bit xxhash per pair in memory).
+Which sides are compared is `--dedup`: `pairs` (both) or `source`.
+"""
+
+import dataclasses
+import hashlib
+
+import regex
+
+NOT_LETTER = regex.compile(r"[^\p{L}]")
+ALL_LETTERS = regex.compile(r"^[\p{L}]+$")
+
+
+@dataclasses.dataclass(frozen=True)
+class DedupOptions:
+    """OpusFilter's `remove_duplicates` options (the `remove_duplicates:` mapping of the
+    `--filters` file) and the sides compared."""
+    sides: tuple = (0, 1)
+    lowercase: bool = False
+    letters_only: bool = False
+    letter_words_only: bool = False
+
+    def normalize(self, line):
+        """One side as compared: `line` as read, its newline (if it had one) included."""
+        if self.letter_words_only:
+            line = " ".join(word for word in line.split() if ALL_LETTERS.search(word))
+        if self.letters_only:
+            line = NOT_LETTER.sub("", line)
+        if self.lowercase:
+            line = line.lower()
+        return line.replace("\n", "\\n")
+
+    def key(self, lines):
+        """The 16-byte key of a pair: `lines` are its sides as read, newlines included."""
+        text = "\n".join(self.normalize(lines[side]) for side in self.sides)
+        return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
