@@ -95,11 +95,11 @@ def kept_numbers(inputs, outputs, keep_ends):
     return kept
 
 
-def opusfilter_drops(work_dir, source, target, filter_steps=None, dedup=None, overlap=None,
+def opusfilter_drops(work_dir, source, target, filter_steps=None, dedups=None, overlap=None,
                      seconds=None):
     """Runs OpusFilter on the pair `source`/`target`; returns {step name: sorted dropped line
-    numbers}. `filter_steps`: {name: OpusFilter filter list}; `dedup`: the
-    `remove_duplicates` parameters besides inputs and outputs (None: no such step);
+    numbers}. `filter_steps`: {name: OpusFilter filter list}; `dedups`: {name: the
+    `remove_duplicates` parameters besides inputs and outputs};
     `overlap`: [dev source, dev target] for a `remove_duplicates` step with `overlap`
     ("overlap" in the result). `seconds`: a dict that gets the run's wall time."""
     work_dir = str(work_dir)
@@ -111,9 +111,9 @@ def opusfilter_drops(work_dir, source, target, filter_steps=None, dedup=None, ov
         outputs[name] = [os.path.join(work_dir, "%s.%d" % (name, i)) for i in (0, 1)]
         return outputs[name]
 
-    if dedup is not None:
+    for name, params in (dedups or {}).items():
         steps.append({"type": "remove_duplicates",
-                      "parameters": dict(dedup, inputs=inputs, outputs=outs("dedup"))})
+                      "parameters": dict(params, inputs=inputs, outputs=outs(name))})
     if overlap:
         steps.append({"type": "remove_duplicates",
                       "parameters": {"inputs": inputs, "outputs": outs("overlap"),
@@ -135,7 +135,8 @@ def opusfilter_drops(work_dir, source, target, filter_steps=None, dedup=None, ov
     total = len(list(zip(*(_read_lines(p, True) for p in inputs))))
     result = {}
     for name, paths in outputs.items():
-        kept = set(kept_numbers(inputs, paths, keep_ends=name in ("dedup", "overlap")))
+        kept = set(kept_numbers(inputs, paths, keep_ends=name == "overlap" or name in (
+            dedups or {})))
         result[name] = sorted(set(range(1, total + 1)) - kept)
     with open(os.path.join(work_dir, "drops.json"), "w") as f:
         json.dump(result, f)

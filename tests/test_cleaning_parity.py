@@ -120,3 +120,96 @@ def test_langid_labels_equal_opusfilters(tmp_path):
     mine = [[label, round(float(p), 2)] for label, p in map(ours.identifier.classify, lines)]
     assert mine == theirs
     assert {label for label, _ in mine} >= {"en", "zh", "de"}
+
+
+def _concatenated(tmp_path, names):
+    """The train files joined (each ends with a newline), as one OpusFilter input pair."""
+    paths = []
+    for ext in ("en", "zh"):
+        path = tmp_path / ("train." + ext)
+        path.write_bytes(b"".join(open(os.path.join(NOISY, "%s.%s" % (n, ext)), "rb").read()
+                                  for n in names))
+        paths.append(str(path))
+    return paths
+
+
+def _split_numbers(numbers, first_lines):
+    """Line numbers of the joined file -> {dataset index: line numbers in its own file}."""
+    out = {}
+    for n in numbers:
+        index = sum(1 for size in first_lines[1:] if n > size)
+        out.setdefault(index, set()).add(n - first_lines[index])
+    return out
+
+
+DEDUPS = {"dedup": {}, "dedup_source_lower": {"compare": [0], "lowercase": True}}
+
+
+@pytest.mark.parametrize("dedup_name", sorted(DEDUPS))
+def test_stage_drops_what_opusfilter_drops_across_files_and_dev(tmp_path, dedup_name):
+    """Two train files and a dev set, the combined filters, de-duplication (both sides, or
+    the source lowercased) and dropping dev pairs from train: the cleaning stage against
+    OpusFilter's remove_duplicates (with and without `overlap`) and filter steps, run on the
+    joined train files and on dev."""
+    from cleaning_helpers import run_clean_pairs
+    from transforms.cleaning.config import CleaningConfig
+    from transforms.cleaning.dedup import DedupOptions
+    params = DEDUPS[dedup_name]
+    train = _concatenated(tmp_path, ["train-a", "train-b"])
+    dev = [os.path.join(NOISY, "dev.en"), os.path.join(NOISY, "dev.zh")]
+    theirs = opusfilter_drops(tmp_path / "opus-train", *train, {"combined": COMBINED},
+                              {"dedup": params}, overlap=dev)
+    theirs_dev = opusfilter_drops(tmp_path / "opus-dev", *dev, {"combined": COMBINED},
+                                  {"dedup": params})
+    options = DedupOptions(sides=tuple(params.get("compare", [0, 1])),
+                           lowercase=params.get("lowercase", False))
+    cleaning = CleaningConfig(tuple((n, p) for f in COMBINED for n, p in f.items()), options,
+                              drop_dev_overlap=True)
+    files = [("train", os.path.join(NOISY, n + ".en"), os.path.join(NOISY, n + ".zh"))
+             for n in ("train-a", "train-b")] + [("dev",) + tuple(dev)]
+    drops, reports = run_clean_pairs(tmp_path / "work", files, cleaning, chunk_lines=128)
+    first_lines = [0, 700]
+    by_reason = {}
+    for (split, index), records in drops.items():
+        for number, record in records.items():
+            by_reason.setdefault((split, record["reason"]), set()).add(
+                number + (first_lines[index] if split == "train" else 0))
+    overlap = set(theirs["overlap"])
+    duplicates = set(theirs["dedup"]) - overlap
+    filtered = set(theirs["combined"]) - overlap - duplicates
+    assert by_reason.pop(("train", "dev_overlap")) == overlap and overlap
+    assert by_reason.pop(("train", "duplicate")) == duplicates and duplicates
+    assert by_reason.pop(("dev", "duplicate"), set()) == set(theirs_dev["dedup"])
+    dev_filtered = set(theirs_dev["combined"]) - set(theirs_dev["dedup"])
+    for split, expected in (("train", filtered), ("dev", dev_filtered)):
+        ours = set().union(*(v for (s, _), v in by_reason.items() if s == split))
+        assert ours == expected
+    assert sum(r["dropped"] for r in reports.values()) == sum(len(r) for r in drops.values())
+
+
+UNTUNED = [
+    {"LengthFilter": {"unit": "word", "min_length": 1, "max_length": 60}},
+    {"LengthRatioFilter": {"unit": "word", "threshold": 2}},
+    {"LangidFilter": {"languages": ["en", "de"]}},
+    {"AlphabetRatioFilter": {"threshold": 0.7}},
+    {"TerminalPunctuationFilter": {}},
+    {"NonZeroNumeralsFilter": {}},
+    {"RepetitionFilter": {}},
+]
+
+
+def test_stage_on_a_corpus_not_tuned_on(tmp_path):
+    """en-de OpenNMT (Moses-tokenized, `&apos;` escapes): a typical config and dedup."""
+    from cleaning_helpers import run_clean_pairs
+    from transforms.cleaning.config import CleaningConfig
+    from transforms.cleaning.dedup import DedupOptions
+    src, tgt = (os.path.join(DATA, "ende-opennmt", "train." + ext) for ext in ("en", "de"))
+    theirs = opusfilter_drops(tmp_path / "opus", src, tgt, {"typical": UNTUNED}, {"dedup": {}})
+    cleaning = CleaningConfig(tuple((n, p) for f in UNTUNED for n, p in f.items()),
+                              DedupOptions())
+    drops, _ = run_clean_pairs(tmp_path / "work", [("train", src, tgt)], cleaning,
+                               chunk_lines=500)
+    ours = drops[("train", 0)]
+    assert {n for n, r in ours.items() if r["reason"] == "duplicate"} == set(theirs["dedup"])
+    assert set(ours) == set(theirs["dedup"]) | set(theirs["typical"])
+    assert 100 < len(ours) < 2900

@@ -7,7 +7,7 @@ every worker; the filters see each line as OpusFilter sees it (right-stripped). 
 de-duplication on, every pair then goes, keyed by its 16-byte de-duplication key, through one
 `GroupByKey`, so no worker ever holds more than the pairs of one key: the first occurrence in
 input order (dataset, then line, within a split) is kept and the others are dropped as
-`duplicate` with the kept one named; with `--drop_dev_overlap` a train pair whose key occurs in
+`duplicate` with the first one named (`duplicate_of`; a filter may drop that one too); with `--drop_dev_overlap` a train pair whose key occurs in
 dev is dropped as `dev_overlap`. A pair dropped for a duplicate is not also charged to a filter
 (OpusFilter's recipe de-duplicates first); otherwise the first failing filter in the file's
 order is the reason.
@@ -175,7 +175,7 @@ class _WriteDroppedFn(beam.DoFn):
                 record = reject_record(ds, number, "line %d" % number, reason, source, target)
                 if first is not None:
                     first_ds = self._datasets.get("%s/%d" % (first[0], first[1]), [{}])[0]
-                    record["kept"] = {"split": first[0], "dataset": first_ds.get("name"),
+                    record["duplicate_of"] = {"split": first[0], "dataset": first_ds.get("name"),
                                       "line": first[2]}
                 yield reject_line(record)
 
