@@ -1,0 +1,189 @@
+"""Cleaning benchmark: OpusFilter 3.3.1 alone against this job's cleaning, same input, same run.
+
+OpusFilter runs as its users run it: one `opusfilter` command with a `remove_duplicates`
+step and a `filter` step on its output, from its own virtualenv (created on first use as the
+parity tests create it, tests/opusfilter_reference.py). Ours runs as
+`--mode stage`: the cleaning stage alone (`transforms.clean_pairs.CleanPairs` on the scan's
+chunks, a Beam pipeline on the DirectRunner's worker processes), or `--mode job`: the whole
+datagen job with `--filters` and `--dedup pairs` and, for the cost of cleaning, the same job
+without them. Each command is timed with its whole process tree's peak RSS sampled
+(benchmarks/process_memory.py); the kept-pair counts of both sides are printed, and must be
+equal. The typical config: length, length ratio, langid, exact dedup of pairs.
+
+    .venv/bin/python benchmarks/bench_cleaning.py --lines 20000           # a slice
+    .venv/bin/python benchmarks/bench_cleaning.py --mode job              # the whole corpus
+"""
+
+import argparse
+import json
+import lzma
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO_ROOT = os.path.dirname(HERE)
+sys.path[:0] = [HERE, os.path.join(REPO_ROOT, "tests"), REPO_ROOT]
+
+from bench_datagen import DEFAULT_DATA_DIR, DEFAULT_RUNNER_ARGS, _child_env, run_measured  # noqa: E402
+
+TYPICAL = [
+    {"LengthFilter": {"unit": ["word", "char"], "min_length": 1, "max_length": [150, 300]}},
+    {"LengthRatioFilter": {"unit": ["word", "char"], "threshold": 4}},
+    {"LangidFilter": {"languages": ["en", "zh"]}},
+]
+
+
+def prepare_input(args, work_dir):
+    """(source, target): the corpus files, or their first --lines pairs as plain files."""
+    paths = [os.path.join(args.data_dir, "train.%s.xz" % side) for side in ("en", "zh")]
+    if not args.lines:
+        return paths
+    out = []
+    for path in paths:
+        plain = os.path.join(work_dir, os.path.basename(path)[:-3])
+        with lzma.open(path, "rb") as f, open(plain, "wb") as g:
+            for _, line in zip(range(args.lines), f):
+                g.write(line)
+        out.append(plain)
+    return out
+
+
+def count_lines(path):
+    opener = lzma.open if path.endswith(".xz") else open
+    with opener(path, "rb") as f:
+        return sum(1 for _ in f)
+
+
+def run_opusfilter(args, work_dir, source, target):
+    from opusfilter_reference import install_opusfilter
+    opus_dir = os.path.join(work_dir, "opusfilter")
+    os.makedirs(opus_dir)
+    import yaml
+    config = os.path.join(opus_dir, "config.yaml")
+    dedup = [os.path.join(opus_dir, "dedup.%s" % s) for s in ("en", "zh")]
+    clean = [os.path.join(opus_dir, "clean.%s" % s) for s in ("en", "zh")]
+    with open(config, "w") as f:
+        yaml.safe_dump({"common": {"output_directory": opus_dir}, "steps": [
+            {"type": "remove_duplicates", "parameters": {"inputs": [source, target],
+                                                         "outputs": dedup}},
+            {"type": "filter", "parameters": {"inputs": dedup, "outputs": clean,
+                                              "filters": TYPICAL}}]}, f)
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
+    env.pop("PYTHONPATH", None)
+    run = run_measured([install_opusfilter(), config], os.path.join(opus_dir, "log"), env=env)
+    assert run["returncode"] == 0, open(run["stderr_path"]).read()[-2000:]
+    return run, count_lines(dedup[0]), count_lines(clean[0])
+
+
+def _stage_main(argv):
+    """--_stage config.json: the cleaning stage alone; prints {"dropped": n, "reasons"}."""
+    import apache_beam as beam
+    from apache_beam.options.pipeline_options import PipelineOptions
+    from transforms.clean_pairs import CleanPairs, with_chunk_facts
+    from transforms.cleaning.config import parse_cleaning_config
+    from transforms.encode_pairs import plan_chunks
+    from transforms.formats.text_lines import scan_stream
+    from transforms.storage import file_io
+    from transforms.json_result import WriteJsonResult
+    spec = json.load(open(argv[0]))
+    import yaml
+    cleaning = parse_cleaning_config(yaml.safe_dump({"filters": TYPICAL}), "typical", "pairs")
+    facts = []
+    for path in (spec["source"], spec["target"]):
+        with file_io.open_text_source(path) as f:
+            size, lines, checkpoints, _ = scan_stream(f, 100000)
+        if file_io.is_compressed(path):
+            checkpoints = checkpoints[:1]
+        facts.append({"bytes": size, "lines": lines, "checkpoints": checkpoints})
+    ds = {"split": "train", "index": 0, "name": "train", "format": "lines",
+          "source": spec["source"], "target": spec["target"]}
+    chunks = [with_chunk_facts(c, *facts) for c in plan_chunks(ds, spec["source"],
+                                                                spec["target"], *facts)]
+    result = os.path.join(spec["work_dir"], "cleaning.json")
+    options = PipelineOptions(shlex.split(spec["runner_args"]))
+    with beam.Pipeline(options=options) as p:
+        out = (p | beam.Create(chunks, reshuffle=False)
+               | CleanPairs(cleaning, "error", {"train/0": (ds, facts[0]["lines"])},
+                            spec["work_dir"]))
+        _ = {"cleaned": out} | WriteJsonResult(result)
+    reports = json.load(open(result)).get("cleaned", [])
+    print(json.dumps({"pairs": facts[0]["lines"], "dropped": sum(r["dropped"] for r in reports),
+                      "reasons": [r["reasons"] for r in reports]}))
+
+
+def run_stage(args, work_dir, source, target):
+    stage_dir = os.path.join(work_dir, "stage")
+    os.makedirs(stage_dir)
+    spec = os.path.join(stage_dir, "spec.json")
+    with open(spec, "w") as f:
+        json.dump({"source": source, "target": target, "work_dir": stage_dir,
+                   "runner_args": args.runner_args}, f)
+    run = run_measured([sys.executable, os.path.abspath(__file__), "--_stage", spec],
+                       os.path.join(stage_dir, "log"), cwd=REPO_ROOT, env=_child_env())
+    assert run["returncode"] == 0, open(run["stderr_path"]).read()[-3000:]
+    result = json.loads(open(run["stdout_path"]).read().strip().splitlines()[-1])
+    return run, result["pairs"] - result["dropped"], result
+
+
+def run_job(args, work_dir, source, target, cleaning):
+    name = "job-clean" if cleaning else "job-plain"
+    out = os.path.join(work_dir, name)
+    cmd = [sys.executable, "-m", "pipeline.datagen", "--train_source", source,
+           "--train_target", target, "--output_dir", out] + shlex.split(args.runner_args)
+    if cleaning:
+        config = os.path.join(work_dir, "filters.yaml")
+        import yaml
+        with open(config, "w") as f:
+            yaml.safe_dump({"filters": TYPICAL}, f)
+        cmd += ["--filters", config, "--dedup", "pairs"]
+    os.makedirs(out)
+    run = run_measured(cmd, os.path.join(work_dir, name), cwd=REPO_ROOT, env=_child_env())
+    assert run["returncode"] == 0, open(run["stderr_path"]).read()[-3000:]
+    summary = json.load(open(os.path.join(out, "translate_enzh_wmt8k.datagen_summary.json")))
+    return run, summary
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--data_dir", default=DEFAULT_DATA_DIR)
+    p.add_argument("--lines", type=int, default=None, help="first N pairs (default: all)")
+    p.add_argument("--mode", choices=("stage", "job"), default="stage")
+    p.add_argument("--runner_args", default=DEFAULT_RUNNER_ARGS)
+    p.add_argument("--work_dir", default=None)
+    p.add_argument("--json_out", default=None)
+    p.add_argument("--_stage", default=None, help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args._stage:
+        return _stage_main([args._stage])
+    work_dir = args.work_dir or tempfile.mkdtemp(prefix="bench_cleaning_")
+    source, target = prepare_input(args, work_dir)
+    rows = {}
+    opus, deduped, kept = run_opusfilter(args, work_dir, source, target)
+    rows["opusfilter"] = {"wall_seconds": opus["wall_seconds"], "peak_mb": opus["peak_mb"],
+                          "kept": kept, "after_dedup": deduped}
+    if args.mode == "stage":
+        run, our_kept, result = run_stage(args, work_dir, source, target)
+        rows["stage"] = {"wall_seconds": run["wall_seconds"], "peak_mb": run["peak_mb"],
+                         "kept": our_kept, "reasons": result["reasons"]}
+    else:
+        for cleaning in (True, False):
+            run, summary = run_job(args, work_dir, source, target, cleaning)
+            rows["job-clean" if cleaning else "job-plain"] = {
+                "wall_seconds": run["wall_seconds"], "peak_mb": run["peak_mb"],
+                "books": summary.get("books")}
+    print(json.dumps(rows, indent=1, default=str))
+    if args.json_out:
+        with open(args.json_out, "w") as f:
+            json.dump({"lines": args.lines, "mode": args.mode, "rows": rows}, f, indent=1,
+                      default=str)
+    if not args.work_dir:
+        shutil.rmtree(work_dir, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
