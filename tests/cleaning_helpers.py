@@ -6,7 +6,8 @@ import os
 import apache_beam as beam
 
 from beam_unit import test_pipeline
-from transforms.clean_pairs import CleanPairs, is_dropped, with_chunk_facts
+from transforms.clean_pairs import CleanPairs, with_chunk_facts
+from transforms.cleaning.dropped_lines import is_dropped
 from transforms.encode_pairs import plan_chunks
 from transforms.formats.text_lines import scan_stream
 from transforms.json_result import WriteJsonResult

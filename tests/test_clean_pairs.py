@@ -1,7 +1,8 @@
 """CleanPairs (transforms/clean_pairs.py) on tiny inputs: filters, dedup, dev overlap, books."""
 
 from cleaning_helpers import run_clean_pairs
-from transforms.clean_pairs import decide_group, is_dropped
+from transforms.clean_pairs import decide_group
+from transforms.cleaning.dropped_lines import is_dropped
 from transforms.cleaning.config import parse_cleaning_config
 
 CONFIG = "filters:\n  - LengthFilter: {unit: char, min_length: 2, max_length: 20}\n"
@@ -78,3 +79,52 @@ def test_decide_group_order_and_precedence():
 def test_is_dropped_bits():
     bitmap = bytes([0b00000101, 0b10000000])
     assert [n for n in range(1, 20) if is_dropped(bitmap, n)] == [1, 3, 16]
+
+
+def test_encoder_skips_the_dropped_lines(tmp_path):
+    """Lines 1 and 4 are dropped: neither encoded nor rejected again by the encoder (their
+    rejects are the cleaning stage's), line 2 is still rejected as empty."""
+    import os
+
+    import apache_beam as beam
+    from apache_beam.testing.util import assert_that, equal_to
+
+    from beam_unit import chunked_pair, test_pipeline
+    from pipeline.driver.options import default_config
+    from transforms.cleaning.dropped_lines import mark, new_bitmap
+    from transforms.encode_pairs import EncodePairs
+    vocab, chunks = chunked_pair(tmp_path, ["hello", "", "world", "hello world"],
+                                 ["你好", "世界", "世界", "你好世界"], split_at=2)
+    bitmap = new_bitmap(4)
+    mark(bitmap, 1)
+    mark(bitmap, 4)
+    (tmp_path / "d.dropped").write_bytes(bytes(bitmap))
+    chunks = [dict(c, dropped=str(tmp_path / "d.dropped")) for c in chunks]
+    os.makedirs(tmp_path / "fragments")
+    with test_pipeline() as p:
+        out = (p | beam.Create(chunks)
+               | EncodePairs(vocab, vocab, 7, {"train": 1}, str(tmp_path / "fragments"),
+                             default_config()))
+        assert_that(out.rejects | beam.MapTuple(lambda split, r: (r["where"], r["reason"])),
+                    equal_to([("line 2", "empty_source")]), label="rejects")
+        assert_that(out.records | beam.MapTuple(lambda where, f: f["records"])
+                    | beam.CombineGlobally(sum), equal_to([1]), label="written")
+
+
+def test_sampler_reads_only_the_kept_lines(tmp_path):
+    """The vocab sample of a cleaned file is T2T's sample of the file of its kept lines."""
+    from transforms.cleaning.dropped_lines import kept_lines, mark, new_bitmap
+    from transforms.formats.text_lines import iter_raw_lines, sample_lines_for_vocab
+    import io
+    lines = [("line %d" % n).encode() for n in range(1, 201)]
+    bitmap = new_bitmap(200)
+    for n in range(1, 201, 3):
+        mark(bitmap, n)
+    kept = [line for n, line in enumerate(lines, 1) if n % 3 != 1]
+    kept_file = b"".join(line + b"\n" for line in kept)
+    whole = io.BytesIO(b"".join(line + b"\n" for line in lines))
+    ours = list(sample_lines_for_vocab(kept_lines(iter_raw_lines(whole), bitmap),
+                                       len(kept_file), 100))
+    theirs = list(sample_lines_for_vocab(iter_raw_lines(io.BytesIO(kept_file)),
+                                         len(kept_file), 100))
+    assert ours == theirs and len(ours) > 3

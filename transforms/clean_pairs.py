@@ -13,8 +13,8 @@ dev is dropped as `dev_overlap`. A pair dropped for a duplicate is not also char
 order is the reason.
 
 The drops are grouped per dataset and `_WriteDroppedFn` writes, under `work_dir`, a bitmap of
-the dropped line numbers (bit n-1 for line n: an eighth of a byte per pair, read by the vocab
-sample and the encoder to skip exactly those lines) and the rejects records (JSON lines,
+the dropped line numbers (`transforms.cleaning.dropped_lines`: read by the vocab sample and
+the encoder to skip exactly those lines) and the rejects records (JSON lines,
 `transforms.formats.rejects`), and reports per dataset the drops per reason and the bytes of
 the dropped lines per side (the sampler sizes a cleaned file's sample from what is left).
 """
@@ -23,6 +23,7 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 from transforms.cleaning.dedup import DedupOptions
+from transforms.cleaning.dropped_lines import mark, new_bitmap
 from transforms.formats.rejects import REJECT_TEXT_CHARS, reject_line, reject_record
 from transforms.formats.text_lines import decode_line, iter_raw_lines
 from transforms.job_metrics import JobCounters
@@ -39,12 +40,6 @@ def dropped_paths(work_dir, split, index):
     """(bitmap, rejects) paths of dataset `index` of `split` under `work_dir`."""
     base = FileSystems.join(work_dir, "%s-%d" % (split, index))
     return base + ".dropped", base + ".rejects.jsonl"
-
-
-def is_dropped(bitmap, number):
-    """Whether 1-based line `number` is set in a dropped-lines bitmap."""
-    index = number - 1
-    return index >> 3 < len(bitmap) and bool(bitmap[index >> 3] & (1 << (index & 7)))
 
 
 def with_chunk_facts(chunk, source_facts, target_facts):
@@ -161,14 +156,14 @@ class _WriteDroppedFn(beam.DoFn):
     def process(self, item):
         (split, index), drops = item
         ds, lines = self._datasets["%s/%d" % (split, index)]
-        bitmap = bytearray((lines + 7) // 8)
+        bitmap = new_bitmap(lines)
         reasons = {}
         dropped_bytes = [0, 0]
         bitmap_path, rejects_path = dropped_paths(self._work_dir, split, index)
 
         def records():
             for number, reason, first, source, target, src_bytes, tgt_bytes in drops:
-                bitmap[(number - 1) >> 3] |= 1 << ((number - 1) & 7)
+                mark(bitmap, number)
                 reasons[reason] = reasons.get(reason, 0) + 1
                 dropped_bytes[0] += src_bytes
                 dropped_bytes[1] += tgt_bytes

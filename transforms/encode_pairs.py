@@ -4,7 +4,8 @@ Each element is one chunk: a range of lines of a source/target file pair, with t
 where the range starts in both files (found by `ScanTextFiles`), so chunks are read by
 different workers. The DoFn loads both vocabularies once per worker in `setup`, strips each
 line, encodes both sides and appends EOS, exactly as T2T's `text2text_generate_encoded`.
-Pairs with an empty side are rejected with a reason (T2T drops them silently); every other
+Pairs with an empty side are rejected with a reason (T2T drops them silently), the lines the
+cleaning stage dropped (`chunk["dropped"]`, `transforms.clean_pairs`) are skipped; every other
 pair becomes a serialized `tf.train.Example` keyed for the deterministic shuffle; a chunk's
 records are written as one sorted fragment file per shard (`transforms.shard_fragments`), and
 only the fragments' names and counts go on to the shard writer.
@@ -16,6 +17,7 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 from transforms.storage import file_io
+from transforms.cleaning.dropped_lines import is_dropped
 from transforms.codecs.varints import encode_varints
 from transforms.formats.example_proto import PairExampleWriter
 from transforms.length_stats import chunk_lengths
@@ -81,6 +83,17 @@ class _EncodeChunkFn(beam.DoFn):
         # per side: line -> (Example entry, id count with EOS, id count without EOS, OOV
         # words, characters): the counts kept so a cached line costs no len() calls
         self._line_entries = ({}, {})
+        self._dropped = {}  # bitmap path -> the cleaning stage's dropped lines of a dataset
+
+    def _dropped_lines(self, chunk):
+        """The dataset's dropped-lines bitmap (`transforms.clean_pairs`), or None: the lines
+        the cleaning stage dropped, whose rejects it wrote; read once per worker."""
+        path = chunk.get("dropped")
+        if path is None:
+            return None
+        if path not in self._dropped:
+            self._dropped = {path: file_io.read_bytes(path, self._stores)}
+        return self._dropped[path]
 
     def _entries(self, side, texts):
         """{text: (Example feature entry, id count with EOS, id count without EOS, OOV
@@ -150,6 +163,7 @@ class _EncodeChunkFn(beam.DoFn):
         stats = [0, 0, 0, 0, 0, 0]
         lengths = []  # (source, target) ids with EOS of each written pair
         block = []  # (line number, source, target) of the valid pairs not encoded yet
+        dropped = self._dropped_lines(chunk)
         with file_io.open_text_source(src_path, self._stores, chunk["source_offset"]) as src, \
                 file_io.open_text_source(tgt_path, self._stores, chunk["target_offset"]) as tgt:
             src_lines = iter_raw_lines(src)
@@ -161,6 +175,8 @@ class _EncodeChunkFn(beam.DoFn):
                 if raw_src is None or raw_tgt is None:
                     raise ValueError("%s / %s: file changed while reading, line %d is missing"
                                      % (src_path, tgt_path, number))
+                if dropped is not None and is_dropped(dropped, number):
+                    continue  # cleaned away: its reject is the cleaning stage's
                 source = decode_line(raw_src, src_path, number, self._on_invalid)
                 target = decode_line(raw_tgt, tgt_path, number, self._on_invalid)
                 if source is None or target is None:

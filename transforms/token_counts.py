@@ -17,6 +17,7 @@ import itertools
 import apache_beam as beam
 
 from transforms.storage import file_io
+from transforms.cleaning.dropped_lines import kept_lines
 from transforms.job_metrics import JobCounters
 from transforms.storage.object_stores import ObjectStores, StoreSettings
 from transforms.codecs import tokenizer
@@ -71,9 +72,10 @@ def with_rejected_lines(kept, rejected):
 
 def _can_split(item, part_bytes):
     """Whether a file's sample can be read in parts: a plain, seekable file of at least two
-    parts (a converted side with `.rejected` lines is one sequence of two files)."""
+    parts (a converted side with `.rejected` lines is one sequence of two files; a cleaned
+    file's kept lines are known only by reading it from the start)."""
     _, path, file_size, *rejected = item
-    return (not (rejected and rejected[0]) and file_size is not None
+    return (not any(rejected) and file_size is not None
             and file_size >= 2 * part_bytes and not file_io.is_compressed(path))
 
 
@@ -116,9 +118,11 @@ class _PlanSampleFn(beam.DoFn):
 class _SampleFileFn(beam.DoFn):
     """(item, part) -> ((vocab_name, path), (token counts, lines, chars, error)) of the
     sampled lines of one part of a file (`_PlanSampleFn`), or of the whole file (part None);
-    `item` is (vocab_name, path, file_size[, rejected_path]): `rejected_path` (a converted
-    dataset's `.rejected` lines) puts the lines of rejected units back into the sample,
-    `file_size` counting them too.
+    `item` is (vocab_name, path, file_size[, rejected_path[, dropped_path]]): `rejected_path`
+    (a converted dataset's `.rejected` lines) puts the lines of rejected units back into the
+    sample, `file_size` counting them too; `dropped_path` (the cleaning stage's bitmap,
+    `transforms.clean_pairs`) leaves the dropped lines out, as if the file held only the
+    kept ones (`file_size` is then theirs).
 
     A file that cannot be read (a truncated `.gz`, invalid UTF-8 with `on_invalid_utf8`
     "error") ends its sample with an `error` for the file's statistics, which the driver
@@ -138,6 +142,7 @@ class _SampleFileFn(beam.DoFn):
 
     def process(self, element):
         (vocab_name, path, file_size, *rejected), part = element
+        dropped = rejected[1] if len(rejected) > 1 else None
         counts = collections.Counter()
         lines = chars = 0
         error = None
@@ -150,7 +155,10 @@ class _SampleFileFn(beam.DoFn):
                                                 part, path, self._on_invalid)
                 else:
                     raw_lines = iter_raw_lines(f)
-                    if rejected and rejected[0]:
+                    if dropped:
+                        raw_lines = kept_lines(raw_lines, file_io.read_bytes(dropped,
+                                                                             self._stores))
+                    elif rejected and rejected[0]:
                         rejected_f = files.enter_context(file_io.open_text_source(
                             rejected[0], self._stores))
                         raw_lines = with_rejected_lines(raw_lines, iter_raw_lines(rejected_f))
