@@ -38,16 +38,18 @@ TYPICAL = [
 
 
 def prepare_input(args, work_dir):
-    """(source, target): the corpus files, or their first --lines pairs as plain files."""
+    """(source, target): the corpus (or its first --lines pairs) as plain files, which both
+    sides read (a compressed file cannot be split: the job would read it with one worker)."""
     paths = [os.path.join(args.data_dir, "train.%s.xz" % side) for side in ("en", "zh")]
-    if not args.lines:
-        return paths
     out = []
     for path in paths:
         plain = os.path.join(work_dir, os.path.basename(path)[:-3])
         with lzma.open(path, "rb") as f, open(plain, "wb") as g:
-            for _, line in zip(range(args.lines), f):
-                g.write(line)
+            if args.lines:
+                for _, line in zip(range(args.lines), f):
+                    g.write(line)
+            else:
+                shutil.copyfileobj(f, g, 1 << 22)
         out.append(plain)
     return out
 
@@ -95,7 +97,7 @@ def _stage_main(argv):
     facts = []
     for path in (spec["source"], spec["target"]):
         with file_io.open_text_source(path) as f:
-            size, lines, checkpoints, _ = scan_stream(f, 100000)
+            size, lines, checkpoints, _ = scan_stream(f, 10000)  # the job's --encode_chunk_lines
         if file_io.is_compressed(path):
             checkpoints = checkpoints[:1]
         facts.append({"bytes": size, "lines": lines, "checkpoints": checkpoints})

@@ -14,6 +14,8 @@ is loaded in `setup`, once per worker, not when the configuration is read.
 """
 
 from transforms.cleaning.errors import CleaningConfigError
+
+CACHE_LINES = 1 << 17  # lines whose (label, rounded probability) a filter keeps
 from transforms.cleaning.filters import PairFilter, check_type
 
 
@@ -45,6 +47,7 @@ class LangidFilter(PairFilter):
                                       "not %r" % (n, langid_languages))
         self.langid_languages = langid_languages
         self.identifier = None
+        self._labels = {}
 
     def setup(self):
         if self.identifier is not None:
@@ -64,8 +67,13 @@ class LangidFilter(PairFilter):
     def confidence(self, text, language):
         if not text:
             return 1.0
-        label, probability = self.identifier.classify(text)
-        return round(float(probability), 2) if label == language else 0.0
+        known = self._labels.get(text)
+        if known is None:
+            label, probability = self.identifier.classify(text)
+            if len(self._labels) >= CACHE_LINES:
+                self._labels.clear()
+            known = self._labels[text] = (label, round(float(probability), 2))
+        return known[1] if known[0] == language else 0.0
 
     def accept(self, source, target):
         self.setup()

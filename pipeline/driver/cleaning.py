@@ -1,0 +1,117 @@
+"""The cleaning step: `--filters`, `--dedup` and `--drop_dev_overlap`, between prepare and vocab.
+
+The `--filters` file is read and checked when the job starts (`load_cleaning`: an unknown
+filter or parameter is one error line, exit 2, before anything runs). After the prepare step
+the cleaning pass (`transforms.clean_pairs.CleanPairs`) reads every prepared dataset in the
+encoder's chunks and writes, per dataset with drops, a bitmap of the dropped lines and their
+rejects (with reasons) under the work directory. Each `Prepared` then carries them
+(`dropped`, `dropped_bytes`, `cleaning_rejects`): the vocab sample reads only the kept lines
+(so the vocabulary is learnt from clean text), the encoder skips the dropped ones, and their
+rejects join the encode pass's, so the books (pairs read = written + rejected) count every
+drop under its reason. With cleaning off nothing here runs and no pass is added.
+"""
+
+import dataclasses
+
+from pipeline.runtime.runners import DatagenError
+from transforms.clean_pairs import CleanPairs, with_chunk_facts
+from transforms.cleaning.config import parse_cleaning_config
+from transforms.cleaning.errors import CleaningConfigError
+from transforms.encode_pairs import plan_chunks
+from transforms.json_result import WriteJsonResult
+from transforms.storage import file_io
+
+
+def load_cleaning(flags, stores=None):
+    """The run's CleaningConfig from --filters (read through the file systems), --dedup and
+    --drop_dev_overlap; DatagenError (one line, exit 2) when it cannot run."""
+    text = None
+    if flags.filters:
+        try:
+            text = file_io.read_bytes(flags.filters, stores).decode("utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            raise DatagenError("--filters %s cannot be read: %s" % (flags.filters, e)) from None
+    if flags.drop_dev_overlap and not (flags.dev_source or flags.dev_tsv or flags.dev_tmx):
+        raise DatagenError("--drop_dev_overlap needs dev data (--dev_source/--dev_target, "
+                           "--dev_tsv or --dev_tmx)")
+    try:
+        return parse_cleaning_config(text, flags.filters, flags.dedup, flags.drop_dev_overlap)
+    except CleaningConfigError as e:
+        raise DatagenError("--filters %s" % e if flags.filters else str(e)) from None
+
+
+def _every(prepared):
+    return [p for split in sorted(prepared) for p in prepared[split]]
+
+
+class CleaningStep:
+    """Builds and runs the cleaning pass of the prepared datasets (`layout`: the run's
+    OutputLayout, `cleaning`: its CleaningConfig, `on_invalid`: --on_invalid_utf8)."""
+
+    def __init__(self, layout, cleaning, on_invalid, stores=None):
+        self._layout = layout
+        self.config = cleaning
+        self._on_invalid = on_invalid
+        self._stores = stores
+
+    @property
+    def active(self):
+        return self.config.active
+
+    def build(self, prepared):
+        """(label, build(pipeline)) of the cleaning pass."""
+        chunks = [with_chunk_facts(c, p.source_facts, p.target_facts)
+                  for p in _every(prepared)
+                  for c in plan_chunks(p.ds, p.source_lines, p.target_lines, p.source_facts,
+                                       p.target_facts)]
+        datasets = {"%s/%d" % (p.ds["split"], p.ds["index"]): (
+            p.ds, max(p.source_facts["lines"], p.target_facts["lines"]))
+            for p in _every(prepared)}
+        work = self._layout.work
+        parts = [", ".join(name for name, _ in self.config.filters)] if self.config.filters else []
+        if self.config.dedup:
+            parts.append("dedup " + ("pairs" if len(self.config.dedup.sides) == 2 else "source"))
+        if self.config.drop_dev_overlap:
+            parts.append("dev overlap")
+        label = "clean %d chunks: %s" % (len(chunks), "; ".join(parts))
+
+        def build(p):
+            import apache_beam as beam
+            reports = (p | "Chunks" >> beam.Create(chunks, reshuffle=False)
+                       | "Clean" >> CleanPairs(self.config, self._on_invalid, datasets,
+                                               work("cleaning")))
+            _ = {"cleaned": reports} | "Result" >> WriteJsonResult(work("cleaning.json"))
+        return label, build
+
+    def run(self, run_pass, prepared):
+        """Runs the cleaning pass; returns `prepared` with each dataset's drops attached
+        ({split: [Prepared]}) and the summary's `cleaning` facts."""
+        run_pass(*self.build(prepared))
+        result = file_io.read_work_json(self._layout.work("cleaning.json"), self._stores)
+        reports = {(r["split"], r["index"]): r for r in result.get("cleaned", [])}
+        cleaned = {}
+        dropped = {}
+        for split in sorted(prepared):
+            cleaned[split] = []
+            for p in prepared[split]:
+                report = reports.get((split, p.ds["index"]))
+                if report is not None:
+                    p = dataclasses.replace(p, dropped=report["bitmap"],
+                                            dropped_bytes=tuple(report["dropped_bytes"]),
+                                            cleaning_rejects=report["rejects"])
+                    for reason, n in report["reasons"]:
+                        by_reason = dropped.setdefault(split, {})
+                        by_reason[reason] = by_reason.get(reason, 0) + n
+                cleaned[split].append(p)
+        return cleaned, self.summary(dropped)
+
+    def summary(self, dropped):
+        """The summary's `cleaning`: the filters in order, the dedup and what was dropped."""
+        dedup = self.config.dedup
+        return {"filters": [{name: params} for name, params in self.config.filters],
+                "dedup": "none" if dedup is None else
+                         "pairs" if len(dedup.sides) == 2 else "source",
+                "dedup_options": {} if dedup is None else {
+                    k: v for k, v in dataclasses.asdict(dedup).items() if k != "sides" and v},
+                "drop_dev_overlap": self.config.drop_dev_overlap,
+                "dropped": {split: dict(sorted(r.items())) for split, r in dropped.items()}}
