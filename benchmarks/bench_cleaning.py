@@ -28,7 +28,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO_ROOT = os.path.dirname(HERE)
 sys.path[:0] = [HERE, os.path.join(REPO_ROOT, "tests"), REPO_ROOT]
 
-from bench_datagen import DEFAULT_DATA_DIR, DEFAULT_RUNNER_ARGS, _child_env, run_measured  # noqa: E402
+from bench_runs import DEFAULT_RUNNER_ARGS, child_env, run_measured  # noqa: E402
+
+DEFAULT_DATA_DIR = "/work/shared/data/bench/enzh-wmt21-24"  # --data_dir
 
 TYPICAL = [
     {"LengthFilter": {"unit": ["word", "char"], "min_length": 1, "max_length": [150, 300]}},
@@ -125,7 +127,7 @@ def run_stage(args, work_dir, source, target):
         json.dump({"source": source, "target": target, "work_dir": stage_dir,
                    "runner_args": args.runner_args}, f)
     run = run_measured([sys.executable, os.path.abspath(__file__), "--_stage", spec],
-                       os.path.join(stage_dir, "log"), cwd=REPO_ROOT, env=_child_env())
+                       os.path.join(stage_dir, "log"), cwd=REPO_ROOT, env=child_env())
     assert run["returncode"] == 0, open(run["stderr_path"]).read()[-3000:]
     result = json.loads(open(run["stdout_path"]).read().strip().splitlines()[-1])
     return run, result["pairs"] - result["dropped"], result
@@ -143,7 +145,7 @@ def run_job(args, work_dir, source, target, cleaning):
             yaml.safe_dump({"filters": TYPICAL}, f)
         cmd += ["--filters", config, "--dedup", "pairs"]
     os.makedirs(out)
-    run = run_measured(cmd, os.path.join(work_dir, name), cwd=REPO_ROOT, env=_child_env())
+    run = run_measured(cmd, os.path.join(work_dir, name), cwd=REPO_ROOT, env=child_env())
     assert run["returncode"] == 0, open(run["stderr_path"]).read()[-3000:]
     summary = json.load(open(os.path.join(out, "translate_enzh_wmt8k.datagen_summary.json")))
     return run, summary
