@@ -128,3 +128,16 @@ def test_sampler_reads_only_the_kept_lines(tmp_path):
     theirs = list(sample_lines_for_vocab(iter_raw_lines(io.BytesIO(kept_file)),
                                          len(kept_file), 100))
     assert ours == theirs and len(ours) > 3
+
+
+def test_a_large_chunk_is_scored_in_batches(tmp_path, monkeypatch):
+    """A chunk longer than SCORE_BATCH_PAIRS (a compressed file) is read, then scored in
+    batches on any worker: the same drops."""
+    from transforms import clean_pairs
+    pairs = [("pair %d" % (n % 7), "对 %d" % (n % 7)) if n % 3 else ("x", "y") for n in range(40)]
+    a = _pair(tmp_path, "a", pairs)
+    cleaning = parse_cleaning_config(CONFIG, "c.yaml", "pairs")
+    whole, _ = run_clean_pairs(tmp_path / "w1", [("train",) + a], cleaning, chunk_lines=100)
+    monkeypatch.setattr(clean_pairs, "SCORE_BATCH_PAIRS", 6)
+    batched, _ = run_clean_pairs(tmp_path / "w2", [("train",) + a], cleaning, chunk_lines=100)
+    assert batched == whole and len(whole[("train", 0)]) == 40 - 7

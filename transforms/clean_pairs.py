@@ -31,6 +31,8 @@ from transforms.storage import file_io
 from transforms.storage.object_stores import ObjectStores, StoreSettings
 
 KEYED = "keyed"
+BATCHES = "batches"
+SCORE_BATCH_PAIRS = 10000  # the default --encode_chunk_lines: plain files' chunks stay whole
 DUPLICATE = "duplicate"
 DEV_OVERLAP = "dev_overlap"
 SPLIT_ORDER = {"train": 0, "dev": 1}  # the order splits are read in
@@ -61,9 +63,12 @@ def _lines(stream, first_number, offset, file_facts):
 
 class _ScoreChunkFn(beam.DoFn):
     """chunk -> drops ((split, dataset index), drop) decided by the filters alone, or with
-    de-duplication on, every pair keyed for the dedup group (KEYED output).
+    de-duplication on, every pair keyed for the dedup group (KEYED output). A chunk of more
+    than SCORE_BATCH_PAIRS lines (a compressed file is one chunk: it cannot be split) is only
+    read here, its pairs going out in batches (BATCHES output) that `_ScoreBatchFn` scores on
+    any worker.
 
-    A drop is (line number, reason, kept occurrence or None, source text, target text,
+    A drop is (line number, reason, first occurrence or None, source text, target text,
     source bytes, target bytes): the texts cut as rejects keep them, the bytes the raw
     line's with its newline."""
 
@@ -89,35 +94,63 @@ class _ScoreChunkFn(beam.DoFn):
                 return f.reason
         return None
 
-    def process(self, chunk):
-        if chunk.get("unmatched"):
-            return
-        ds = chunk["ds"]
-        where = (ds["split"], ds["index"])
+    def _read(self, chunk):
+        """(number, source, target, source newline, target newline, source bytes, target
+        bytes) of each pair of the chunk that decodes (an invalid UTF-8 line's pair is the
+        encoder's to reject)."""
         src_path, tgt_path = chunk["source"], chunk["target"]
-        first, count = chunk["first_line"] + 1, chunk["num_lines"]
-        keyed = self._dedup is not None
+        first = chunk["first_line"] + 1
         with file_io.open_text_source(src_path, self._stores, chunk["source_offset"]) as s, \
                 file_io.open_text_source(tgt_path, self._stores, chunk["target_offset"]) as t:
             pairs = zip(_lines(s, first, chunk["source_offset"], chunk["source_file"]),
                         _lines(t, first, chunk["target_offset"], chunk["target_file"]))
-            for _ in range(count):
+            for _ in range(chunk["num_lines"]):
                 (number, raw_s, end_s), (_, raw_t, end_t) = next(pairs)
                 source = decode_line(raw_s, src_path, number, self._on_invalid)
                 target = decode_line(raw_t, tgt_path, number, self._on_invalid)
-                if source is None or target is None:
-                    continue  # rejected as invalid UTF-8 by the encoder
-                reason = self._reason(source.rstrip(), target.rstrip())
-                texts = (source.strip()[:REJECT_TEXT_CHARS], target.strip()[:REJECT_TEXT_CHARS],
-                         len(raw_s) + 1, len(raw_t) + 1)
-                if keyed:
-                    key = self._dedup.key((source + end_s, target + end_t))
-                    yield beam.pvalue.TaggedOutput(KEYED, (key, (
-                        SPLIT_ORDER.get(ds["split"], 2), ds["split"], ds["index"], number,
-                        reason) + texts))
-                elif reason:
-                    yield where, (number, reason, None) + texts
-        self._counters.inc("cleaning.pairs_scored", count)
+                if source is not None and target is not None:
+                    yield (number, source, target, end_s, end_t, len(raw_s) + len(end_s),
+                           len(raw_t) + len(end_t))
+
+    def _score(self, ds, pairs):
+        where = (ds["split"], ds["index"])
+        order = SPLIT_ORDER.get(ds["split"], 2)
+        scored = 0
+        for number, source, target, end_s, end_t, src_bytes, tgt_bytes in pairs:
+            scored += 1
+            reason = self._reason(source.rstrip(), target.rstrip())
+            texts = (source.strip()[:REJECT_TEXT_CHARS], target.strip()[:REJECT_TEXT_CHARS],
+                     src_bytes, tgt_bytes)
+            if self._dedup is not None:
+                key = self._dedup.key((source + end_s, target + end_t))
+                yield beam.pvalue.TaggedOutput(KEYED, (key, (
+                    order, ds["split"], ds["index"], number, reason) + texts))
+            elif reason:
+                yield where, (number, reason, None) + texts
+        self._counters.inc("cleaning.pairs_scored", scored)
+
+    def process(self, chunk):
+        if chunk.get("unmatched"):
+            return
+        pairs = self._read(chunk)
+        if chunk["num_lines"] <= SCORE_BATCH_PAIRS:
+            yield from self._score(chunk["ds"], pairs)
+            return
+        batch = []
+        for pair in pairs:
+            batch.append(pair)
+            if len(batch) == SCORE_BATCH_PAIRS:
+                yield beam.pvalue.TaggedOutput(BATCHES, (chunk["ds"], batch))
+                batch = []
+        if batch:
+            yield beam.pvalue.TaggedOutput(BATCHES, (chunk["ds"], batch))
+
+
+class _ScoreBatchFn(_ScoreChunkFn):
+    """(dataset, [pair as `_ScoreChunkFn._read` gives it]) -> drops or keyed pairs."""
+
+    def process(self, batch):
+        yield from self._score(*batch)
 
 
 def decide_group(occurrences, dedup_on, drop_dev_overlap):
@@ -199,14 +232,20 @@ class CleanPairs(beam.PTransform):
         settings = StoreSettings.from_options(chunks.pipeline.options)
         scored = (chunks
                   | "Spread" >> beam.Reshuffle()
-                  | "Score" >> beam.ParDo(_ScoreChunkFn(self._cleaning, self._on_invalid,
-                                                        settings)).with_outputs(KEYED,
-                                                                                main="drops"))
-        drops = scored.drops
+                  | "Score" >> beam.ParDo(_ScoreChunkFn(
+                      self._cleaning, self._on_invalid, settings)).with_outputs(
+                          KEYED, BATCHES, main="drops"))
+        batches = (scored[BATCHES]
+                   | "SpreadBatches" >> beam.Reshuffle()
+                   | "ScoreBatches" >> beam.ParDo(_ScoreBatchFn(
+                       self._cleaning, self._on_invalid, settings)).with_outputs(
+                           KEYED, main="drops"))
+        drops = (scored.drops, batches.drops) | "FilterDrops" >> beam.Flatten()
+        keyed = (scored[KEYED], batches[KEYED]) | "AllKeyed" >> beam.Flatten()
         if self._cleaning.dedup is not None or self._cleaning.drop_dev_overlap:
             dedup_on = self._cleaning.dedup is not None
             overlap = self._cleaning.drop_dev_overlap
-            duplicates = (scored[KEYED]
+            duplicates = (keyed
                           | "GroupByKey" >> beam.GroupByKey()
                           | "Decide" >> beam.FlatMap(
                               lambda kv: decide_group(kv[1], dedup_on, overlap)))
