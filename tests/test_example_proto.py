@@ -1,5 +1,6 @@
 """The TensorFlow-free Example writer gives the bytes tf.train.Example gives."""
 
+import pytest
 import tensorflow as tf
 from hypothesis import given, settings, strategies as st
 
@@ -15,6 +16,7 @@ def _tf_bytes(features):
     return example.SerializeToString(deterministic=True)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.dictionaries(st.text(max_size=12), st.lists(INT64, max_size=40), max_size=4))
 def test_same_bytes_as_tensorflow(features):

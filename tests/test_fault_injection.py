@@ -73,7 +73,8 @@ def _assert_no_output(out, problem="p"):
 
 # -- 1. truncated or corrupt compressed input --------------------------------------------
 
-@pytest.mark.parametrize("runner", [["--runner", "FnApiRunner"], DIRECT_MP2],
+@pytest.mark.parametrize("runner", [["--runner", "FnApiRunner"],
+                                    pytest.param(DIRECT_MP2, marks=pytest.mark.slow)],
                          ids=["in_process", "2_worker_processes"])
 def test_truncated_gzip_is_an_error_not_a_shorter_file(tmp_path, capsys, runner):
     """The issue's reproduction: the vocabulary is learnt, so the scan runs inside the first

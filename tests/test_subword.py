@@ -108,6 +108,7 @@ def test_escape_chars_equal_t2t():
 # --- SubwordTextEncoderTest -----------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_encode_decode():
     corpus = (
         "This is a corpus of text that provides a bunch of tokens from which "

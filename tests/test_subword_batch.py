@@ -30,6 +30,7 @@ def vocab_path(request):
     return os.path.join(VOCAB_DIR, request.param)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("block,cache_size,every", [(4096, 1 << 18, 1), (97, 500, 5)])
 def test_real_vocab_corpus_lines_equal_the_plain_encoder(vocab_path, corpus_lines, block,
                                                          cache_size, every):

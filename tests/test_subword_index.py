@@ -81,6 +81,7 @@ def test_segment_marks_are_greedy_longest_match(counts, vocab_min):
     assert set(index.sa[marks].tolist()) == expected
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(token_counts, max_lengths, st.integers(1, 4))
 def test_segment_marks_of_a_selected_vocab_found_around_known_ranks(counts, max_len, min_count):

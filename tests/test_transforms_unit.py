@@ -173,6 +173,7 @@ def test_sample_parts_give_exactly_the_whole_files_sample(lines, trailing_newlin
     assert all(a[1] <= b[0] for a, b in zip(parts, parts[1:]))
 
 
+@pytest.mark.slow
 def test_sample_in_parts_counts_as_the_whole_file(tmp_path):
     """A real corpus file sampled in 2 KB parts, on TestPipeline: the totals and file
     statistics of T2T's whole-file sample; an invalid line is reported with its own number

@@ -44,6 +44,7 @@ def encoder(request):
     return _encoder(request.param)
 
 
+@pytest.mark.slow
 def test_encode_varints_is_encode_on_real_lines(encoder):
     """Every line of the sample corpora (both languages, so many characters are unknown to
     one of the vocabularies), twice: the second time from the token caches."""

@@ -85,6 +85,7 @@ def test_pass_options_keep_the_workers_count_and_leave_the_environment_to_the_po
     assert provision["beam:option:direct_running_mode:v1"] == "multi_processing"
 
 
+@pytest.mark.slow
 def test_processes_end_when_the_driver_is_killed(tmp_path):
     """kill -9 of the driver closes its end of the processes' stdin: they exit by themselves."""
     script = ("import sys; sys.path.insert(0, %r)\n"
@@ -154,6 +155,7 @@ def test_a_worker_killed_during_a_pass_fails_the_pass_and_says_which():
     assert time.time() - start < 60
 
 
+@pytest.mark.slow
 def test_starting_the_fork_server_keeps_the_signals_blocked():
     """multiprocessing's resource tracker unblocks SIGINT/SIGTERM in the thread that starts
     it; the driver keeps them blocked in every thread (pipeline.runtime.interrupts), or a Ctrl-C is
@@ -172,6 +174,7 @@ def test_starting_the_fork_server_keeps_the_signals_blocked():
     assert run.stdout.split() == ["True", "True"]
 
 
+@pytest.mark.slow
 def test_ready_at_once_after_start_waits_for_the_starting_thread(monkeypatch):
     """`ready()` (or a pass's first worker request) before the thread that starts the
     processes got to them: it waits for them, it does not lock them out."""
