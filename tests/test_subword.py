@@ -10,36 +10,17 @@ import random
 import string
 
 import pytest
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 import t2t_reference as t2t
+from repo_paths import DATA_DIR
+from subword_cases import HYPOTHESIS, REAL_VOCABS, VOCAB_DIR, broad_text, piece
 from transforms.codecs import subword, subword_learner
 from transforms.codecs import tokenizer as our_tokenizer
 from transforms.codecs.subword import (
     EOS_ID, ESCAPE_CHARS, PAD_ID, RESERVED_TOKENS, SubwordEncoder, escape_token,
     parse_vocab_lines, unescape_token, vocab_file_text)
-
-DATA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
-VOCAB_DIR = os.path.join(DATA_DIR, "t2t_vocab")
-REAL_VOCABS = (
-    "vocab.translate_enzh_wmt8k.8192.subwords.en",  # reserved tokens written '<pad>_'
-    "vocab.translate_enzh_wmt8k.8192.subwords.zh",
-    "vocab.translate_ende_wmt8k.8192.subwords",  # older layout: '<pad>', '<EOS>'
-)
-HYPOTHESIS = settings(max_examples=300, deadline=None,
-                      suppress_health_check=[HealthCheck.too_slow,
-                                             HealthCheck.function_scoped_fixture])
-
-SPECIAL_PIECES = (
-    " ", "  ", "\n", "\t", "\r", "_", "__", "\\", "\\\\", "\\u", "\\84;", ";", "0", "1", "9",
-    "12;", "u", "_u", "\\_", "'", "<pad>", "<EOS>", "<pad>_", "中文", "。", "\u3013",
-    "\U0001F638", "\u2764\ufe0f", "e\u0301", "\x00", "\ud800", "\U0010FFFF", "\u2028", "\x85",
-)
-piece = st.one_of(st.characters(codec=None, exclude_categories=()),
-                  st.sampled_from(SPECIAL_PIECES),
-                  st.sampled_from(string.ascii_letters + string.digits))
-broad_text = st.lists(piece, max_size=40).map("".join)
 
 
 def read_text(path):

@@ -11,7 +11,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 import t2t_reference as t2t
-from test_subword import HYPOTHESIS, REAL_VOCABS, VOCAB_DIR, broad_text, piece
+from subword_cases import HYPOTHESIS, REAL_VOCABS, VOCAB_DIR, broad_text, piece
 from transforms.codecs import subword_batch
 from transforms.codecs.subword import SubwordEncoder
 from transforms.codecs.subword_batch import BatchSubwordEncoder
