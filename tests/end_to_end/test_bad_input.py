@@ -10,6 +10,7 @@ import pytest
 from datagen_helpers import (assert_books_balance, read_examples, run_datagen,
                              shard_files, with_t2t_vocab)
 from pipeline import datagen
+from repo_paths import SAMPLE_DATA
 
 FLAGS = ["--problem", "p", "--vocab_size", 8192, "--num_train_shards", 2]
 
@@ -91,7 +92,7 @@ def test_rejected_pairs_train_the_vocab_alike_in_every_format(tmp_path, flags):
     # The same pairs as line-aligned files and as TSV give the same vocab files, with a
     # 500k-character line rejected by --max_line_chars and pairs with an empty side
     # (rejected under the defaults too) among them.
-    data = os.path.join(os.path.dirname(__file__), os.pardir, "sample_data", "enzh-mlqe-pe")
+    data = os.path.join(SAMPLE_DATA, "enzh-mlqe-pe")
     with open(os.path.join(data, "train.en"), encoding="utf-8") as f:
         en = [next(f).strip() for _ in range(400)]
     with open(os.path.join(data, "train.zh"), encoding="utf-8") as f:
@@ -127,7 +128,7 @@ def test_misaligned_rejects_train_the_vocab_alike_read_in_place_or_converted(tmp
     # the source's 3 extra lines (unmatched, rejected), a 500k-character line and an empty
     # side are all in the vocabulary sample either way, at the same stride.
     import tarfile
-    data = os.path.join(os.path.dirname(__file__), os.pardir, "sample_data", "enzh-mlqe-pe")
+    data = os.path.join(SAMPLE_DATA, "enzh-mlqe-pe")
     with open(os.path.join(data, "train.en"), encoding="utf-8") as f:
         en = [next(f).strip() for _ in range(303)]
     with open(os.path.join(data, "train.zh"), encoding="utf-8") as f:

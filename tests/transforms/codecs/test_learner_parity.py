@@ -18,12 +18,12 @@ import os
 
 import pytest
 
+from repo_paths import DATA_DIR
 import t2t_reference as t2t
 from transforms.codecs import subword_learner
 from transforms.codecs import tokenizer as our_tokenizer
 from transforms.codecs.subword import RESERVED_TOKENS, vocab_file_text
 
-DATA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
 
 # corpus -> (source side, target side) training files.
 CORPORA = {

@@ -16,9 +16,9 @@ from pipeline.driver.encode import EncodeStep
 from pipeline.output.layout import OutputLayout
 from pipeline.driver.options import DatagenOptions, parse_flags
 from pipeline.driver.passes import PassRunner
+from repo_paths import REPO_ROOT as ROOT
 from transforms.shard_fragments import fragment_chunk, fragment_name
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SAMPLE = os.path.join(ROOT, "sample_data", "enzh-mlqe-pe")
 # What Beam's and TensorFlow's own logging looks like on this console.
 INTERNALS = re.compile(r"apache_beam|Worker:|semi_persistent|Discarding|unparseable|grpc|"

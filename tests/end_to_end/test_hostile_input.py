@@ -13,6 +13,7 @@ from datagen_helpers import assert_books_balance, run_datagen, shard_files
 from datagen_helpers import (assert_no_output as _no_output, main_errors as _main,
                              one_line_error as _one_line_error)
 from pipeline import datagen
+from repo_paths import REPO_ROOT, SAMPLE_DATA
 
 FLAGS = ["--problem", "p", "--num_train_shards", "2", "--runner", "FnApiRunner"]
 
@@ -131,8 +132,7 @@ def test_cut_xz_and_zst_through_the_job(tmp_path, capsys, suffix):
 
 # -- 2. a disk that fills up while the job writes ------------------------------------------
 
-SAMPLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "sample_data",
-                      "enzh-mlqe-pe")
+SAMPLE = os.path.join(SAMPLE_DATA, "enzh-mlqe-pe")
 
 
 @pytest.fixture
@@ -637,7 +637,7 @@ def test_disk_full_on_the_command_line_prints_one_line(tmp_path, small_disk):
     import subprocess
     import sys
     from datagen_helpers import with_t2t_vocab
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = REPO_ROOT
     out = small_disk / "out"
     src, tgt = _sample_files(tmp_path, 7000)
     with_t2t_vocab(out, problem="b")

@@ -12,11 +12,11 @@ import pytest
 
 from datagen_helpers import DATA_DIR, run_datagen
 from pipeline.tools import inspect
+from repo_paths import REPO_ROOT as ROOT
 
 # Runs whole jobs (once per vocab type, module-scoped) and a subprocess: the full suite only.
 pytestmark = pytest.mark.slow
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENVI = os.path.join(DATA_DIR, "envi-nmt-testdata")
 SRC = os.path.join(ENVI, "iwslt15.tst2013.100.en")
 TGT = os.path.join(ENVI, "iwslt15.tst2013.100.vi")

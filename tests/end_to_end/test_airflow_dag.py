@@ -33,10 +33,10 @@ import time
 import pytest
 
 from datagen_helpers import output_bytes
+from repo_paths import REPO_ROOT as ROOT
 
 pytestmark = pytest.mark.slow
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DAG_DIR = os.path.join(ROOT, "examples", "airflow")
 SAMPLE = os.path.join(ROOT, "sample_data", "enzh-mlqe-pe")
 PROBLEM = "translate_enzh_wmt8k"

@@ -14,8 +14,8 @@ from apache_beam.testing.util import assert_that, equal_to
 
 from pipeline.runtime.runners import runner_for_pass
 from pipeline.runtime.worker_pool import LocalWorkerPool
+from repo_paths import REPO_ROOT as REPO
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MP2 = ["--runner", "DirectRunner", "--direct_running_mode", "multi_processing",
        "--direct_num_workers", "2"]
 

@@ -22,10 +22,10 @@ from pipeline import datagen
 from pipeline.tools import inspect
 from pipeline.output.lock import OutputLock
 from pipeline.runtime.runners import DatagenError
+from repo_paths import REPO_ROOT as ROOT
 
 pytestmark = pytest.mark.slow
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CORPUS = os.path.join(ROOT, "tests", "data", "enzh-mlqe-pe")
 BUCKET = "datagen-test"
 FLAGS = ["--problem", "p", "--vocab_size", "2000", "--num_train_shards", "4",

@@ -22,9 +22,9 @@ from datagen_helpers import (DATA_DIR, DIRECT_MP2, assert_books_balance, shard_f
                              with_t2t_vocab)
 from datagen_helpers import main_errors as _main, one_line_error as _assert_one_line_error
 from pipeline import datagen
+from repo_paths import REPO_ROOT as ROOT
 from transforms.formats.example_proto import Int64FeaturesWriter
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SAMPLE = os.path.join(ROOT, "sample_data", "enzh-mlqe-pe")
 GPT2_DIR = os.path.join(DATA_DIR, "gpt2")
 LINES = 200

@@ -8,10 +8,10 @@ import os
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from repo_paths import DATA_DIR
 from transforms.codecs.subword import SubwordEncoder
 from transforms.codecs.varints import count_varints, decode_varints, encode_varints, varint
 
-DATA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
 VOCABS = ("vocab.translate_enzh_wmt8k.8192.subwords.en",
           "vocab.translate_enzh_wmt8k.8192.subwords.zh")
 

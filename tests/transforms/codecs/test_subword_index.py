@@ -15,12 +15,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from repo_paths import DATA_DIR
 from transforms.codecs import subword_learner as learner
 from transforms.codecs import tokenizer
 from transforms.codecs.subword import escape_token_all_known, segment
 from transforms.codecs.subword_index import TokenIndex
 
-DATA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
 
 
 def _normalized(selection):

@@ -19,10 +19,10 @@ import pytest
 
 from datagen_helpers import DIRECT_MP2, FNAPI
 from pipeline import datagen
+from repo_paths import REPO_ROOT as ROOT
 
 pytestmark = pytest.mark.slow
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SAMPLE = os.path.join(ROOT, "sample_data", "enzh-mlqe-pe")
 FLAGS = ["--problem", "p", "--num_train_shards", "2"]
 

@@ -10,10 +10,10 @@ import random
 
 import pytest
 
+from repo_paths import DATA_DIR
 from transforms.codecs import word_vocab
 from transforms.codecs.word_vocab import EOS, SOS, UNK, WordVocab, tokenize
 
-DATA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
 
 tf = pytest.importorskip("tensorflow")
 

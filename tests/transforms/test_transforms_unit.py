@@ -18,6 +18,7 @@ from apache_beam.testing.util import assert_that, equal_to
 
 from beam_unit import test_pipeline, write
 from pipeline.driver.options import default_config
+from repo_paths import DATA_DIR
 from transforms.codecs import subword_learner as learner
 from transforms.codecs import tokenizer
 from transforms.file_scan import ScanTextFiles
@@ -28,7 +29,6 @@ from transforms.subword_refine import (BuildTokenIndexes, LearnSubwordVocabs,
 from transforms.token_counts import (SampleAndCountTokens, _SumCountsFn, count_lines_with,
                                      count_triples, with_rejected_lines)
 
-DATA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
 
 
 # ScanTextFiles

@@ -13,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from repo_paths import DATA_DIR as DATA
 from transforms.codecs import byte_bpe
 from transforms.codecs.byte_bpe import (
     ENDOFTEXT,
@@ -28,7 +29,6 @@ tokenizers = pytest.importorskip("tokenizers")
 from tiktoken.load import data_gym_to_mergeable_bpe_ranks  # noqa: E402
 from tokenizers import ByteLevelBPETokenizer  # noqa: E402
 
-DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
 GPT2_DIR = os.path.join(DATA, "gpt2")
 ENCODER_JSON = os.path.join(GPT2_DIR, "encoder.json")
 VOCAB_BPE = os.path.join(GPT2_DIR, "vocab.bpe")

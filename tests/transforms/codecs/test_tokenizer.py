@@ -15,10 +15,10 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from repo_paths import DATA_DIR
 import t2t_reference as t2t
 from transforms.codecs import tokenizer
 
-DATA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
 CORPUS_DIRS = ("enzh-mlqe-pe", "ende-opennmt", "envi-nmt-testdata")
 CORPUS_FILES = sorted(
     os.path.relpath(path, DATA_DIR)

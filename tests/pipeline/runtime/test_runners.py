@@ -17,9 +17,9 @@ import pytest
 from datagen_helpers import (DATA_DIR, DIRECT_MP2, FNAPI, output_bytes, read_examples,
                              run_datagen, shard_files)
 from pipeline import datagen
+from repo_paths import REPO_ROOT as REPO
 from transforms import shuffled_shards
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FLAGS = ["--problem", "p", "--vocab_size", 300, "--num_train_shards", 3, "--seed", 11]
 
 

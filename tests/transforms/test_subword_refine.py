@@ -14,6 +14,7 @@ import pytest
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
+import repo_paths
 from transforms.codecs import subword_learner as learner
 from transforms.codecs import tokenizer
 from transforms.subword_refine import BuildTokenIndexes, LearnSubwordVocabs
@@ -23,7 +24,7 @@ from transforms.token_counts import SampleAndCountTokens
 # runs the same transforms on a tiny corpus in the fast suite.
 pytestmark = pytest.mark.slow
 
-DATA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "enzh-mlqe-pe")
+DATA_DIR = os.path.join(repo_paths.DATA_DIR, "enzh-mlqe-pe")
 TARGET = 700
 
 

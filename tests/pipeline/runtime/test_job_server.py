@@ -23,6 +23,7 @@ from datagen_helpers import DATA_DIR, FNAPI, output_bytes, run_datagen
 from pipeline import datagen
 from pipeline.runtime import job_server
 from pipeline.runtime.runners import FLINK_BATCH_MODE, FlinkJavaOptions, runner_for_pass
+from repo_paths import REPO_ROOT, TESTS_DIR
 
 SAMPLE = os.path.join(DATA_DIR, "enzh-mlqe-pe")
 FLAGS = ["--problem", "p", "--vocab_size", 300, "--num_train_shards", 3, "--seed", 5]
@@ -154,7 +155,7 @@ def test_every_pass_of_a_job_submits_to_one_job_server_stopped_at_the_end(
 
 _DRIVER = textwrap.dedent("""
     import sys, time
-    sys.path[:0] = [{tests!r}, {repo!r}]
+    sys.path[:0] = [{tests!r}, {helpers!r}, {repo!r}]
     from apache_beam.options.pipeline_options import PipelineOptions
     from pipeline.runtime import job_server
     import test_job_server
@@ -169,7 +170,7 @@ _DRIVER = textwrap.dedent("""
 def test_a_job_server_ends_with_a_driver_killed_by_sigkill(tmp_path):
     tests = os.path.dirname(os.path.abspath(__file__))
     driver = subprocess.Popen(
-        [sys.executable, "-c", _DRIVER.format(tests=tests, repo=os.path.dirname(tests))],
+        [sys.executable, "-c", _DRIVER.format(tests=tests, helpers=TESTS_DIR, repo=REPO_ROOT)],
         stdout=subprocess.PIPE, text=True, start_new_session=True)
     try:
         group = int(driver.stdout.readline())  # the job server's shell: its process group
@@ -298,7 +299,7 @@ def test_a_job_server_started_with_the_jobs_signals_blocked_stops_on_sigterm(mon
 _COMMAND = textwrap.dedent("""
     import signal, sys
     signal.pthread_sigmask(signal.SIG_BLOCK, (signal.SIGINT, signal.SIGTERM))  # as the command
-    sys.path[:0] = [{tests!r}, {repo!r}]
+    sys.path[:0] = [{tests!r}, {helpers!r}, {repo!r}]
     from pipeline import datagen
     from pipeline.runtime import job_server
     import test_job_server
@@ -317,7 +318,8 @@ def test_ctrl_c_to_the_jobs_process_group_stops_its_job_server(tmp_path):
             "--runner", "FlinkRunner", "--environment_type", "LOOPBACK"] + [
                 str(f) for f in FLAGS]
     proc = subprocess.Popen(
-        [sys.executable, "-c", _COMMAND.format(tests=tests, repo=os.path.dirname(tests))] + argv,
+        [sys.executable, "-c",
+         _COMMAND.format(tests=tests, helpers=TESTS_DIR, repo=REPO_ROOT)] + argv,
         stderr=subprocess.PIPE, text=True, start_new_session=True)
     lines = []
     try:

@@ -14,9 +14,9 @@ import random
 import numpy as np
 import pytest
 
+from repo_paths import DATA_DIR
 from transforms.codecs.word_vocab import EOS, EOS_ID, SOS, SOS_ID, UNK, UNK_ID, WordVocab, tokenize
 
-DATA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
 
 tf = pytest.importorskip("tensorflow")
 reader = pytest.importorskip("pipeline.tools.reader")

@@ -17,11 +17,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from repo_paths import TESTS_DIR as HERE
 from transforms.formats.corpus_formats import (
     FormatError, Pair, Reject, detect_format, open_archive_member, read_iwslt_xml_pair,
     read_sgm_pair, read_tmx, read_tsv, split_archive_path)
 
-HERE = os.path.dirname(os.path.abspath(__file__))
 FORMATS = os.path.join(HERE, "data", "formats")
 
 CMN_HEAD = os.path.join(FORMATS, "cmn.head3000.txt")
