@@ -27,7 +27,7 @@ def _lines(path):
 
 
 def test_word_vocab_records_read_back_as_tensorflow_nmt_batches(tmp_path):
-    import test_reader as ref
+    import nmt_reference as ref
     out = tmp_path / "out"
     summary = run_datagen(out, SRC, TGT, "--problem", "envi", "--vocab_type", "word",
                           "--word_vocab", "%s,%s" % (SRC_VOCAB, TGT_VOCAB),
@@ -43,11 +43,11 @@ def test_word_vocab_records_read_back_as_tensorflow_nmt_batches(tmp_path):
     from pipeline.tools.reader import make_dataset
     for kw in (dict(batch_size=7), dict(batch_size=5, num_buckets=5, src_max_len=50),
                dict(batch_size=4, num_buckets=5, src_max_len=10, tgt_max_len=8)):
-        got = ref._dict_batches(make_dataset(str(out / "envi-train-*"), shuffle=False, **kw))
-        expected = ref._as_numpy(ref.nmt_get_iterator(
+        got = ref.dict_batches(make_dataset(str(out / "envi-train-*"), shuffle=False, **kw))
+        expected = ref.as_numpy(ref.nmt_get_iterator(
             str(tmp_path / "s.txt"), str(tmp_path / "t.txt"), SRC_VOCAB, TGT_VOCAB,
             shuffle=False, **kw))
-        ref._assert_same_batches(got, expected)
+        ref.assert_same_batches(got, expected)
     # round trip: text -> records -> ids -> text, modulo <unk>
     vocab = WordVocab.from_file(SRC_VOCAB)
     decoded = sorted(vocab.decode(list(i)) for p in shard_files(out, "envi", "train")
