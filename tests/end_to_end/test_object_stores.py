@@ -1,7 +1,9 @@
 """The job, its lock and commit, `inspect` and the reader on object stores: s3:// against a
 real S3 server (`moto_server`) and gs:// against a real GCS emulator (fake-gcs-server), both
-started here on 127.0.0.1 (tests/object_store_servers.py). The lock tests go through a
-proxy that delays every request, as a remote store does.
+started on 127.0.0.1 by the `s3`, `slow_s3` and `gcs` fixtures (tests/conftest.py,
+tests/object_store_servers.py). The kill -9 and lost-lease tests go through a proxy that
+delays every request, as a remote store does. The lock's own tests on the stores:
+tests/pipeline/output/test_lock_on_object_stores.py.
 
 Every output is compared byte for byte with the same job's output on local disk.
 """
@@ -12,47 +14,23 @@ import re
 import signal
 import subprocess
 import sys
-import threading
 import time
 
 import pytest
 
-from object_store_servers import DelayProxy, FakeGcsServer, MotoServer
+from object_store_servers import BUCKET
 from pipeline import datagen
 from pipeline.tools import inspect
-from pipeline.output.lock import OutputLock
-from pipeline.runtime.runners import DatagenError
 from repo_paths import REPO_ROOT as ROOT
 
 pytestmark = pytest.mark.slow
 
 CORPUS = os.path.join(ROOT, "tests", "data", "enzh-mlqe-pe")
-BUCKET = "datagen-test"
 FLAGS = ["--problem", "p", "--vocab_size", "2000", "--num_train_shards", "4",
          "--num_dev_shards", "2", "--max_line_chars", "150", "--runner", "FnApiRunner"]
 # Hidden per-run or per-place files: the summary and marker hold times, the vocab
 # fingerprints the input paths; every other object must be byte-identical.
 NOT_COMPARED = re.compile(r"(\.datagen_summary\.json|\.DATAGEN_COMPLETE|\.fingerprint\.json)$")
-
-
-@pytest.fixture(scope="module")
-def s3(tmp_path_factory):
-    server = MotoServer(str(tmp_path_factory.mktemp("moto")))
-    client = server.client()
-    client.create_bucket(Bucket=BUCKET)
-    for name in sorted(os.listdir(CORPUS)):
-        with open(os.path.join(CORPUS, name), "rb") as f:
-            client.put_object(Bucket=BUCKET, Key="in/" + name, Body=f.read())
-    yield server
-    server.stop()
-
-
-@pytest.fixture(scope="module")
-def slow_s3(s3):
-    """The S3 server behind a proxy that delays each request by 30 ms."""
-    proxy = DelayProxy(s3.port, 0.03)
-    yield proxy
-    proxy.stop()
 
 
 def _inputs(prefix):
@@ -175,116 +153,6 @@ def test_empty_shards_are_0_byte_objects_on_s3(s3, tmp_path):
         assert objects[name][0] == (local / name).read_bytes()
 
 
-# -- the lock on an object store --------------------------------------------------------------
-def _lease_watcher(client, key, seconds):
-    """Reads the lease every ~10 ms for `seconds`; returns the run ids seen (None: missing)."""
-    seen = []
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        try:
-            seen.append(json.loads(client.get_object(Bucket=BUCKET, Key=key)["Body"].read())
-                        ["run_id"])
-        except client.exceptions.NoSuchKey:
-            seen.append(None)
-        time.sleep(0.01)
-    return seen
-
-
-def _stores(endpoint, server):
-    from apache_beam.options.pipeline_options import PipelineOptions
-    from transforms.storage.object_stores import ObjectStores, StoreSettings
-    return ObjectStores(StoreSettings.from_options(PipelineOptions(server.beam_flags(endpoint))))
-
-
-def test_s3_lease_is_exclusive_across_many_heartbeats_and_never_missing(s3, slow_s3):
-    """Through a 30 ms delay per request: the holder renews every 0.5 s for 6 s; the lease
-    is there at every read and always the holder's, and every other run is refused."""
-    out = "s3://%s/locked/out" % BUCKET
-    holder = OutputLock(out, "p", 2.0, _stores(slow_s3.endpoint, s3))
-    holder.acquire()
-    versions = {holder.version}
-    try:
-        seen = []
-        watcher = threading.Thread(target=lambda: seen.extend(
-            _lease_watcher(s3.client(), "locked/out/p.datagen.lock", 6.0)))
-        watcher.start()
-        refused = 0
-        while watcher.is_alive():
-            other = OutputLock(out, "p", 2.0, _stores(slow_s3.endpoint, s3))
-            with pytest.raises(DatagenError, match="is in use by run %s" % holder.run_id):
-                other.acquire()
-            refused += 1
-            versions.add(holder.version)
-            time.sleep(0.2)
-        watcher.join()
-    finally:
-        holder.release()
-    assert refused >= 10 and len(versions) >= 8  # renewed all along
-    assert seen and set(seen) == {holder.run_id}
-    assert "Contents" not in s3.client().list_objects_v2(Bucket=BUCKET, Prefix="locked/")
-
-
-def test_s3_lease_taken_by_exactly_one_of_many_runs_at_once(s3, slow_s3):
-    out = "s3://%s/race/out" % BUCKET
-    locks = [OutputLock(out, "p", 30.0, _stores(slow_s3.endpoint, s3)) for _ in range(6)]
-    barrier = threading.Barrier(len(locks))
-    outcomes = [None] * len(locks)
-
-    def take(i):
-        barrier.wait()
-        try:
-            locks[i].acquire()
-            outcomes[i] = "held"
-        except DatagenError as e:
-            outcomes[i] = str(e)
-
-    threads = [threading.Thread(target=take, args=(i,)) for i in range(len(locks))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    held = [i for i, o in enumerate(outcomes) if o == "held"]
-    try:
-        assert len(held) == 1, outcomes
-        assert all("in use by run %s" % locks[held[0]].run_id in o
-                   for i, o in enumerate(outcomes) if i not in held)
-    finally:
-        for i in held:
-            locks[i].release()
-
-
-def test_a_stale_s3_lease_is_taken_over_and_its_old_holder_stops_deleting_nothing(s3, slow_s3):
-    out = "s3://%s/stale/out" % BUCKET
-    lost = threading.Event()
-    old = OutputLock(out, "p", 60.0, _stores(slow_s3.endpoint, s3), on_lost=lost.set)
-    old.interval = 0.3
-    old.acquire()
-    client = s3.client()
-    lease = json.loads(client.get_object(Bucket=BUCKET, Key="stale/out/p.datagen.lock")
-                       ["Body"].read())
-    assert lease["run_id"] == old.run_id
-    # A run whose --lock_stale_seconds is shorter than the holder's heartbeat interval
-    # takes the lease over while the holder is alive and working.
-    new = OutputLock(out, "p", 0.05, _stores(slow_s3.endpoint, s3))
-    for _ in range(20):
-        try:
-            new.acquire()
-            break
-        except DatagenError:  # caught the holder's heartbeat younger than 0.05 s
-            time.sleep(0.05)
-    try:
-        assert lost.wait(5), "the old holder did not notice"
-        assert old.lost_to["run_id"] == new.run_id
-        with pytest.raises(DatagenError, match="taken over by run %s" % new.run_id):
-            old.check()
-        old.release()  # deletes nothing: the lease is the new holder's
-        lease = json.loads(client.get_object(Bucket=BUCKET, Key="stale/out/p.datagen.lock")
-                           ["Body"].read())
-        assert lease["run_id"] == new.run_id
-    finally:
-        new.release()
-
-
 def _start_job(out, server, endpoint, *extra):
     cmd = [sys.executable, "-m", "pipeline.datagen"] + _inputs("s3://%s/in/" % BUCKET) + [
         "--output_dir", out] + FLAGS + server.beam_flags(endpoint) + list(extra)
@@ -374,16 +242,6 @@ def test_kill_9_at_any_moment_then_a_rerun_gives_the_same_bytes_and_no_stray_obj
 
 
 # -- gs:// against the GCS emulator ------------------------------------------------------------
-@pytest.fixture(scope="module")
-def gcs(tmp_path_factory):
-    server = FakeGcsServer(str(tmp_path_factory.mktemp("gcs")), buckets=(BUCKET,))
-    bucket = server.client().bucket(BUCKET)
-    for name in sorted(os.listdir(CORPUS)):
-        bucket.blob("in/" + name).upload_from_filename(os.path.join(CORPUS, name))
-    yield server
-    server.stop()
-
-
 def test_job_and_inspect_on_gcs_match_local_disk(gcs, local_output):
     out = "gs://%s/run/out" % BUCKET
     env = dict(os.environ, **gcs.env)
@@ -399,25 +257,6 @@ def test_job_and_inspect_on_gcs_match_local_disk(gcs, local_output):
                            cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert shown.returncode == 0, shown.stderr[-2000:]
     assert "p train: 1 of" in shown.stdout
-
-
-def test_gcs_lease_is_exclusive_with_generation_preconditions(gcs, monkeypatch):
-    for name, value in gcs.env.items():
-        monkeypatch.setenv(name, value)
-    from transforms.storage.object_stores import ObjectStores, StoreSettings
-    out = "gs://%s/locked/out" % BUCKET
-    holder = OutputLock(out, "p", 2.0, ObjectStores(StoreSettings()))
-    holder.acquire()
-    try:
-        first = holder.version
-        time.sleep(1.2)  # two heartbeats
-        assert holder.version != first and not holder.lost
-        other = OutputLock(out, "p", 2.0, ObjectStores(StoreSettings()))
-        with pytest.raises(DatagenError, match="is in use by run %s" % holder.run_id):
-            other.acquire()
-    finally:
-        holder.release()
-    assert not list(gcs.client().list_blobs(BUCKET, prefix="locked/"))
 
 
 def test_no_apitools_warning_without_the_gcp_extra(tmp_path):
@@ -461,29 +300,6 @@ def test_temporary_names_match_no_output_glob_and_a_rerun_removes_them(tmp_path)
     assert not any(path.exists() for path in stray)
     assert (out / "vocab.notes.tmp-mine").exists()
     assert not [n for n in os.listdir(out) if ".tmp-" in n and n != "vocab.notes.tmp-mine"]
-
-
-def test_settled_lease_of_other_file_systems_takes_renews_and_releases(tmp_path, monkeypatch):
-    """The lease where a file system has neither exclusive create nor conditional writes
-    (hdfs://, ...): written, read back after the settle time; run here on a local path."""
-    from pipeline.output import lock as lock_module
-    monkeypatch.setattr(lock_module, "SETTLE_SECONDS", 0.05)
-    monkeypatch.setattr(lock_module, "lease_for",
-                        lambda path, stores=None: lock_module.SettledLease(path))
-    out = str(tmp_path / "out")
-    os.makedirs(out)
-    holder = OutputLock(out, "p", 0.8, None)  # heartbeat every 0.2 s
-    holder.acquire()
-    try:
-        first = holder.version
-        time.sleep(0.5)
-        assert holder.version != first and not holder.lost  # renewed
-        other = OutputLock(out, "p", 0.8, None)
-        with pytest.raises(DatagenError, match="is in use by run %s" % holder.run_id):
-            other.acquire()
-    finally:
-        holder.release()
-    assert not os.path.exists(os.path.join(out, "p.datagen.lock"))
 
 
 def test_a_converted_dataset_on_s3_matches_local_disk(s3, tmp_path):
