@@ -186,7 +186,7 @@ def test_tsv_invalid_utf8_replace_decodes_instead_of_rejecting(tmp_path):
 
 @pytest.mark.slow
 def test_input_with_no_text_at_all_balances(tmp_path):
-    """With --allow_empty (without it: exit 2, tests/test_fault_injection.py)."""
+    """With --allow_empty (without it: exit 2, tests/end_to_end/test_fault_injection.py)."""
     src, tgt = _files(tmp_path, b"\n  \n\n", b"\n\n \n")
     summary = run_datagen(tmp_path / "out", src, tgt, "--problem", "p", "--vocab_size", 100,
                           "--num_train_shards", 1, "--allow_empty")

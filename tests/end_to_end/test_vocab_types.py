@@ -98,7 +98,7 @@ def test_byte_bpe_with_gpt2_vocab_gives_gpt2_ids_plus_endoftext(tmp_path):
     want = sorted((tuple(bpe.encode_ordinary(a.strip()) + [50256]),
                    tuple(bpe.encode_ordinary(b.strip()) + [50256]))
                   for a, b in zip(_lines(os.path.join(MLQE, "dev.en")), _lines(os.path.join(MLQE, "dev.zh"))))
-    assert sorted(_pairs(out, "gpt")) == want  # ByteBPE == tiktoken: tests/test_byte_bpe.py
+    assert sorted(_pairs(out, "gpt")) == want  # ByteBPE == tiktoken: tests/transforms/codecs/test_byte_bpe.py
 
 
 def test_byte_bpe_learnt_on_the_sample_loads_in_tokenizers(tmp_path):

@@ -20,7 +20,7 @@ from transforms.codecs import tokenizer
 from transforms.subword_refine import BuildTokenIndexes, LearnSubwordVocabs
 from transforms.token_counts import SampleAndCountTokens
 
-# A 400-line corpus through a dozen pipelines (~10 s each test); tests/test_transforms_unit.py
+# A 400-line corpus through a dozen pipelines (~10 s each test); tests/transforms/test_transforms_unit.py
 # runs the same transforms on a tiny corpus in the fast suite.
 pytestmark = pytest.mark.slow
 
