@@ -1,4 +1,5 @@
-"""Datagen jobs: options, entry points, the multi-pass driver and the output layout.
+"""The job: `datagen` (the entry point), `driver` (its passes), `output` (the output transaction), `runtime`
+(process machinery), and `tools` (inspect, reader) for the output's consumers. May import transforms.
 
 Importing any of this package's modules first drops one log line of Beam's: importing
 `apache_beam` imports its BigQuery client modules, which log "apitools not found, and

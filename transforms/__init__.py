@@ -1,1 +1,3 @@
-"""Beam PTransforms for datagen, and (in `transforms.codecs`) the pure text codecs they use."""
+"""The job's Beam stages (PTransforms, DoFns, CombineFns), and in subpackages what they use.
+
+`codecs` and `formats` are pure (no Beam, no TensorFlow), `storage` reads and writes files; nothing here imports pipeline."""

@@ -1,4 +1,3 @@
-"""Pure-Python text codecs: no Apache Beam, no TensorFlow.
+"""Pure-Python text codecs: tokenizers and vocabularies (load, save, encode, decode, learn); no Apache Beam, no TensorFlow.
 
-Anyone can load a vocabulary file and encode/decode with these modules in plain Python.
-"""
+Anyone can load a vocabulary file and encode/decode with these modules in plain Python. Imports only transforms.codecs."""
