@@ -15,7 +15,7 @@ if ! .venv/bin/python -c "import pipeline.datagen, apache_beam, tensorflow, goog
   .venv/bin/pip install --quiet -e . -r requirements-test.txt
   .venv/bin/pip install --quiet --no-deps tensor2tensor==1.15.7
 fi
-# The length report's render test (tests/test_length_report.py) needs headless Chromium and is
+# The length report's render test (tests/pipeline/output/test_length_report.py) needs headless Chromium and is
 # skipped without it. As root with apt-get, install Debian's package (~110 MB; at most 150 s, so
 # the suite stays within CI's 10 minutes);
 # when that is not possible or fails the suite runs anyway. SKIP_CHROMIUM=1: do not try.

@@ -1,5 +1,6 @@
-"""Shared test configuration: the repository root on sys.path, the test data directory and
-the lines of its real corpora."""
+"""Shared test configuration: the repository root on sys.path, the test data directory, the
+lines of its real corpora, and real object-store servers holding a corpus (`s3`, `slow_s3`,
+`gcs`: tests/object_store_servers.py) for the tests of the job and its lock on object stores."""
 
 import glob
 import os
@@ -29,3 +30,40 @@ def corpus_lines():
             with open(path, "rb") as f:
                 lines.extend(f.read().decode("utf-8").split("\n"))
     return lines
+
+
+@pytest.fixture(scope="module")
+def s3(tmp_path_factory):
+    """A moto_server on 127.0.0.1 whose bucket `BUCKET` holds the en-zh corpus under `in/`."""
+    from object_store_servers import BUCKET, MotoServer
+    corpus = os.path.join(DATA_DIR, "enzh-mlqe-pe")
+    server = MotoServer(str(tmp_path_factory.mktemp("moto")))
+    client = server.client()
+    client.create_bucket(Bucket=BUCKET)
+    for name in sorted(os.listdir(corpus)):
+        with open(os.path.join(corpus, name), "rb") as f:
+            client.put_object(Bucket=BUCKET, Key="in/" + name, Body=f.read())
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def slow_s3(s3):
+    """The S3 server behind a proxy that delays each request by 30 ms."""
+    from object_store_servers import DelayProxy
+    proxy = DelayProxy(s3.port, 0.03)
+    yield proxy
+    proxy.stop()
+
+
+@pytest.fixture(scope="module")
+def gcs(tmp_path_factory):
+    """A fake-gcs-server on 127.0.0.1 whose bucket `BUCKET` holds the en-zh corpus under `in/`."""
+    from object_store_servers import BUCKET, FakeGcsServer
+    corpus = os.path.join(DATA_DIR, "enzh-mlqe-pe")
+    server = FakeGcsServer(str(tmp_path_factory.mktemp("gcs")), buckets=(BUCKET,))
+    bucket = server.client().bucket(BUCKET)
+    for name in sorted(os.listdir(corpus)):
+        bucket.blob("in/" + name).upload_from_filename(os.path.join(corpus, name))
+    yield server
+    server.stop()

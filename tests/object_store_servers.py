@@ -28,6 +28,7 @@ import time
 import urllib.request
 
 ACCESS_KEY, SECRET_KEY, REGION = "test-key", "test-secret", "us-east-1"
+BUCKET = "datagen-test"  # made and filled by the s3 and gcs fixtures (tests/conftest.py)
 
 
 def free_port():

@@ -1,0 +1,227 @@
+"""examples/airflow/t2t_datagen_dag.py under a real Airflow: `airflow dags test` runs the job.
+
+Airflow lives in a virtualenv of its own (it pins SQLAlchemy, FastAPI, ... that the project's
+environment must not get), created once per machine under ~/.cache/t2t-datagen-airflow
+(`T2T_AIRFLOW_VENV` to put it elsewhere) from PyPI, with apache-airflow alone: no Beam or
+Google provider, which also shows that the DAG file imports without them. Each test module
+run gets its own AIRFLOW_HOME with a SQLite metadata DB (`airflow db migrate`) and the DAGs
+folder set to examples/airflow, so the DAG finds the project (and the bundled sample) from
+its own location, as it does when used where it is shipped. The task's interpreter is the
+one running these tests (`python` param, given in the run's conf as a scheduler's trigger
+would give it).
+
+Where PyPI cannot be reached the tests skip with pip's reason, except under CI=true, where
+a missing Airflow is a failure.
+
+What `airflow dags test` does here (Airflow 3.3): it runs retries: a task that fails with
+retries left goes `up_for_retry`, the command waits out `retry_delay` and runs the next try. On `execution_timeout` the BashOperator sends
+SIGTERM to the task's process group and the try fails at once, without waiting for the job
+to exit or reading what it prints after that (so the job's `ERROR interrupted (SIGTERM)`
+line is not in the task log; its summary JSON says "interrupted"). Each try gets the same
+timeout, so the timed-out day is then run again as an operator would rerun it (a second
+`dags test` of the same logical date clears and reruns its task), with the normal timeout.
+"""
+
+import fcntl
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+import pytest
+
+from datagen_helpers import output_bytes
+from repo_paths import REPO_ROOT as ROOT
+
+pytestmark = pytest.mark.slow
+
+DAG_DIR = os.path.join(ROOT, "examples", "airflow")
+SAMPLE = os.path.join(ROOT, "sample_data", "enzh-mlqe-pe")
+PROBLEM = "translate_enzh_wmt8k"
+
+AIRFLOW_VERSION = "3.3.2"
+AIRFLOW_VENV = os.environ.get("T2T_AIRFLOW_VENV") or os.path.join(
+    os.path.expanduser("~"), ".cache", "t2t-datagen-airflow",
+    "airflow-%s-py%d.%d" % (AIRFLOW_VERSION, *sys.version_info[:2]))
+INSTALLED = os.path.join(AIRFLOW_VENV, ".installed")
+
+
+def _no_airflow(reason):
+    if os.environ.get("CI") == "true":
+        pytest.fail("Airflow is needed under CI=true: " + reason)
+    pytest.skip(reason)
+
+
+def _install_airflow():
+    """bin/airflow of the cached virtualenv, created (under a file lock) on first use."""
+    airflow = os.path.join(AIRFLOW_VENV, "bin", "airflow")
+    os.makedirs(os.path.dirname(AIRFLOW_VENV), exist_ok=True)
+    with open(AIRFLOW_VENV + ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # another test run on this machine may be installing
+        if os.path.exists(INSTALLED):
+            return airflow
+        shutil.rmtree(AIRFLOW_VENV, ignore_errors=True)  # a half-made one
+        start = time.time()
+        try:
+            subprocess.run([sys.executable, "-m", "venv", AIRFLOW_VENV], check=True,
+                           capture_output=True, text=True, timeout=300)
+            subprocess.run([os.path.join(AIRFLOW_VENV, "bin", "pip"), "install", "--quiet",
+                            "apache-airflow==" + AIRFLOW_VERSION], check=True,
+                           capture_output=True, text=True, timeout=900)
+        except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as e:
+            shutil.rmtree(AIRFLOW_VENV, ignore_errors=True)
+            tail = " ".join(((e.stderr or "") if isinstance(e.stderr, str) else "").split()[-40:])
+            _no_airflow("could not install apache-airflow==%s from the package index: %s"
+                        % (AIRFLOW_VERSION, tail or e))
+        with open(INSTALLED, "w") as f:
+            f.write("apache-airflow==%s installed in %.0f s\n" % (AIRFLOW_VERSION,
+                                                                time.time() - start))
+        return airflow
+
+
+class Airflow:
+    """The Airflow CLI with its own AIRFLOW_HOME (SQLite DB) and the examples DAG folder."""
+
+    def __init__(self, executable, home):
+        self.executable = executable
+        self.home_entry = "AIRFLOW_HOME=%s" % home
+        self.env = {k: v for k, v in os.environ.items()
+                    if not k.startswith(("AIRFLOW", "T2T_DATAGEN_", "PYTHONPATH"))}
+        self.env.update({
+            "AIRFLOW_HOME": str(home),  # also marks every process a task starts
+            "AIRFLOW__CORE__DAGS_FOLDER": DAG_DIR,
+            "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+            "PYTHONDONTWRITEBYTECODE": "1",  # no __pycache__ in examples/airflow
+            # A failed try is not retried unless a test asks for it: the DAG's own retry
+            # delay (300 s) would make `dags test` wait that long.
+            "T2T_DATAGEN_RETRIES": "0",
+        })
+
+    def __call__(self, *args, timeout=300, **env):
+        return subprocess.run([self.executable] + list(args), env=dict(self.env, **env),
+                              cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+
+    def dags_test(self, logical_date, conf, **env):
+        start = time.time()
+        run = self("dags", "test", "t2t_datagen", logical_date, "-c", json.dumps(conf), **env)
+        run.seconds = time.time() - start
+        run.output = run.stdout + run.stderr
+        return run
+
+
+@pytest.fixture(scope="module")
+def airflow(tmp_path_factory):
+    cli = Airflow(_install_airflow(), tmp_path_factory.mktemp("airflow_home"))
+    migrate = cli("db", "migrate")
+    assert migrate.returncode == 0, migrate.stdout + migrate.stderr
+    return cli
+
+
+# The DAG's default extra_args.
+RUNNER_FLAGS = ["--runner", "DirectRunner", "--direct_running_mode", "multi_processing",
+                "--direct_num_workers", "2"]
+
+
+def _flags(output_dir):
+    """The job's flags as the DAG's command gives them with its default params."""
+    return ["--train_source", os.path.join(SAMPLE, "train.en"),
+            "--train_target", os.path.join(SAMPLE, "train.zh"),
+            "--dev_source", os.path.join(SAMPLE, "dev.en"),
+            "--dev_target", os.path.join(SAMPLE, "dev.zh"),
+            "--output_dir", str(output_dir)] + RUNNER_FLAGS
+
+
+@pytest.fixture(scope="module")
+def direct_output(tmp_path_factory):
+    """What `python -m pipeline.datagen` writes for the DAG's default flags."""
+    out = tmp_path_factory.mktemp("direct") / "out"
+    run = subprocess.run([sys.executable, "-m", "pipeline.datagen"] + _flags(out), cwd=ROOT,
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr
+    return output_bytes(out)
+
+
+def _processes_with_env(entry):
+    """Pids of processes whose environment holds `entry` ("NAME=value"). Every process the
+    task started inherits the Airflow CLI's environment, also the job's worker processes and
+    their fork server (whose command lines do not name the job)."""
+    pids = []
+    for pid in os.listdir("/proc"):
+        try:
+            with open("/proc/%s/environ" % pid, "rb") as f:
+                if entry.encode() in f.read().split(b"\0"):
+                    pids.append(int(pid))
+        except (OSError, ValueError):
+            pass
+    return pids
+
+
+def _left_running(entry, seconds=10.0):
+    """The processes still holding `entry` after up to `seconds`."""
+    deadline = time.time() + seconds
+    while _processes_with_env(entry) and time.time() < deadline:
+        time.sleep(0.1)
+    return _processes_with_env(entry)
+
+
+def test_timed_out_day_is_stopped_retried_then_rerun_to_a_direct_runs_bytes_then_a_noop(
+        airflow, direct_output, tmp_path):
+    prefix = tmp_path / "t2t"
+    day = prefix / "2026-11-20"
+    conf = {"python": sys.executable, "output_dir": str(prefix)}
+
+    # 1. A 5 s execution_timeout and one retry, 2 s later. The job is made slower (not
+    # different: these flags do not change its output) so that the timeout hits it while
+    # its passes run: 2 worker processes and one bisection round per pass.
+    slow = dict(conf, extra_args=RUNNER_FLAGS + ["--in_process_below_mb", "0",
+                                                 "--bisection_rounds_per_pass", "1"])
+    timed_out = airflow.dags_test("2026-11-20", slow, T2T_DATAGEN_TIMEOUT_SECONDS="5",
+                                  T2T_DATAGEN_RETRIES="1", T2T_DATAGEN_RETRY_DELAY_SECONDS="2")
+    log = timed_out.output
+    assert timed_out.returncode != 0, log[-3000:]
+    assert log.count("Process timed out") == 2, log[-6000:]  # the try and its retry
+    assert log.count("Sending SIGTERM signal to process group") == 2, log[-6000:]
+    assert "up_for_retry" in log, log[-6000:]
+    assert "is in use by" not in log, log[-6000:]  # the retry did not find the lock held
+    leftover = _left_running(airflow.home_entry)
+    assert not leftover, "processes of the task left running: %s" % leftover
+    summary = json.loads((day / ("%s.datagen_summary.json" % PROBLEM)).read_text())
+    assert (summary["status"], summary["error"]) == ("interrupted", "Interrupted: SIGTERM")
+    assert not (day / ("%s.datagen.lock" % PROBLEM)).exists()
+    assert not (day / ("%s.DATAGEN_COMPLETE" % PROBLEM)).exists()
+    assert not list(day.glob(PROBLEM + "-*"))
+
+    # 2. The day rerun with the DAG's own timeout completes, byte-identical to a direct run.
+    done = airflow.dags_test("2026-11-20", conf)
+    assert done.returncode == 0, done.output[-6000:]
+    assert "Command exited with return code 0" in done.output
+    assert output_bytes(day) == direct_output
+    shard = day / ("%s-train-00000-of-00010" % PROBLEM)
+    mtime = shard.stat().st_mtime_ns
+
+    # 3. The same day again: nothing to do, nothing rewritten.
+    again = airflow.dags_test("2026-11-20", conf)
+    assert again.returncode == 0, again.output[-6000:]
+    assert "Output already complete, nothing done" in again.output
+    assert shard.stat().st_mtime_ns == mtime
+    assert output_bytes(day) == direct_output
+    print("\ndags test seconds: timeout+retry %.1f, run %.1f, noop %.1f"
+          % (timed_out.seconds, done.seconds, again.seconds))
+
+
+def test_missing_input_fails_the_task_with_the_jobs_error_line_and_params_stay_quoted(
+        airflow, tmp_path):
+    missing = str(tmp_path / "no such $(touch INJECTED); file.en")
+    conf = {"python": sys.executable, "output_dir": str(tmp_path / "t2t"),
+            "train_source": missing, "dev_source": ""}
+    run = airflow.dags_test("2026-11-21", conf)
+    assert run.returncode != 0, run.output[-3000:]
+    error_lines = [line for line in run.output.splitlines() if " ERROR " in line]
+    assert len(error_lines) == 1 and missing in error_lines[0], run.output[-6000:]
+    assert "Command exited with return code 2" in run.output
+    assert "--dev_source" not in run.output  # "" leaves the dev split out
+    assert not list(tmp_path.rglob("INJECTED")) and not os.path.exists(
+        os.path.join(ROOT, "INJECTED"))
+    assert not (tmp_path / "t2t").exists()  # bad input leaves nothing behind

@@ -1,0 +1,117 @@
+"""The other vocabulary types through the whole job: tensorflow/nmt word vocabularies (read
+back with `pipeline.tools.reader.make_dataset` and compared batch for batch with tensorflow/nmt's
+iterator) and GPT-2 style byte-level BPE."""
+
+import os
+
+import pytest
+
+
+from datagen_helpers import DATA_DIR, read_examples, run_datagen, shard_files
+from transforms.codecs.word_vocab import WordVocab
+from transforms.encode_pairs import shuffle_key
+
+# Every test runs the whole job: the full suite only.
+pytestmark = pytest.mark.slow
+
+ENVI = os.path.join(DATA_DIR, "envi-nmt-testdata")
+SRC = os.path.join(ENVI, "iwslt15.tst2013.100.en")
+TGT = os.path.join(ENVI, "iwslt15.tst2013.100.vi")
+SRC_VOCAB = os.path.join(ENVI, "iwslt15.vocab.100.en")
+TGT_VOCAB = os.path.join(ENVI, "iwslt15.vocab.100.vi")
+
+
+def _lines(path):
+    with open(path, encoding="utf-8") as f:
+        return [line.rstrip("\n") for line in f]
+
+
+def test_word_vocab_records_read_back_as_tensorflow_nmt_batches(tmp_path):
+    import nmt_reference as ref
+    out = tmp_path / "out"
+    summary = run_datagen(out, SRC, TGT, "--problem", "envi", "--vocab_type", "word",
+                          "--word_vocab", "%s,%s" % (SRC_VOCAB, TGT_VOCAB),
+                          "--num_train_shards", 3, "--seed", 9)
+    train = summary["splits"]["train"]
+    assert train["pairs_written"] == 100
+    assert 0 < train["oov_rate"]["source"] < 1 and 0 < train["oov_rate"]["target"] < 1
+    # our records are globally shuffled: the reference reads the text in the same order
+    order = sorted(range(100), key=lambda i: shuffle_key(9, "train", 0, i + 1))
+    src, tgt = _lines(SRC), _lines(TGT)
+    (tmp_path / "s.txt").write_text("".join(src[i] + "\n" for i in order), encoding="utf-8")
+    (tmp_path / "t.txt").write_text("".join(tgt[i] + "\n" for i in order), encoding="utf-8")
+    from pipeline.tools.reader import make_dataset
+    for kw in (dict(batch_size=7), dict(batch_size=5, num_buckets=5, src_max_len=50),
+               dict(batch_size=4, num_buckets=5, src_max_len=10, tgt_max_len=8)):
+        got = ref.dict_batches(make_dataset(str(out / "envi-train-*"), shuffle=False, **kw))
+        expected = ref.as_numpy(ref.nmt_get_iterator(
+            str(tmp_path / "s.txt"), str(tmp_path / "t.txt"), SRC_VOCAB, TGT_VOCAB,
+            shuffle=False, **kw))
+        ref.assert_same_batches(got, expected)
+    # round trip: text -> records -> ids -> text, modulo <unk>
+    vocab = WordVocab.from_file(SRC_VOCAB)
+    decoded = sorted(vocab.decode(list(i)) for p in shard_files(out, "envi", "train")
+                     for i, _ in read_examples(p))
+    assert decoded == sorted(vocab.decode(vocab.encode(line)) for line in src)
+
+
+def test_word_vocab_learnt_from_the_sample_and_real_iwslt_vocab_fixed(tmp_path):
+    out = tmp_path / "learnt"
+    summary = run_datagen(out, SRC, TGT, "--problem", "envi", "--vocab_type", "word",
+                          "--vocab_size", 60, "--num_train_shards", 1)
+    vocab = WordVocab.from_file(str(out / "vocab.envi.60.words.en"))
+    assert vocab.vocab_size == 60 and vocab.words[:3] == ("<unk>", "<s>", "</s>")
+    counts = {}
+    for line in _lines(SRC):
+        for w in line.split(" "):
+            if w:
+                counts[w] = counts.get(w, 0) + 1
+    ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    assert list(vocab.words[3:]) == [w for w, _ in ranked[:57]]
+    assert summary["vocab"]["source"]["distinct_tokens"] == len(counts)
+
+    real = os.path.join(DATA_DIR, "nmt_vocab", "vocab.en")
+    out2 = tmp_path / "given"
+    run_datagen(out2, SRC, TGT, "--problem", "envi", "--vocab_type", "word",
+                "--word_vocab", real, "--num_train_shards", 1)
+    fixed = WordVocab.from_file(str(out2 / "vocab.envi.8192.words"))
+    assert fixed.words[:3] == ("<unk>", "<s>", "</s>") and fixed.vocab_size == 17191
+
+
+GPT2_DIR = os.path.join(DATA_DIR, "gpt2")
+MLQE = os.path.join(DATA_DIR, "enzh-mlqe-pe")
+
+
+def _pairs(out, problem):
+    return [pair for p in shard_files(out, problem, "train") for pair in read_examples(p)]
+
+
+def test_byte_bpe_with_gpt2_vocab_gives_gpt2_ids_plus_endoftext(tmp_path):
+    from transforms.codecs.byte_bpe import ByteBPE
+    out = tmp_path / "out"
+    summary = run_datagen(out, os.path.join(MLQE, "dev.en"), os.path.join(MLQE, "dev.zh"),
+                          "--problem", "gpt", "--vocab_type", "byte_bpe", "--bpe_vocab", GPT2_DIR,
+                          "--num_train_shards", 2)
+    assert summary["splits"]["train"]["pairs_written"] == 1000
+    bpe = ByteBPE.from_dir(str(out / "vocab.gpt.8192.bpe"))
+    assert bpe.vocab_size == 50257 and bpe.eos_id == 50256
+    want = sorted((tuple(bpe.encode_ordinary(a.strip()) + [50256]),
+                   tuple(bpe.encode_ordinary(b.strip()) + [50256]))
+                  for a, b in zip(_lines(os.path.join(MLQE, "dev.en")), _lines(os.path.join(MLQE, "dev.zh"))))
+    assert sorted(_pairs(out, "gpt")) == want  # ByteBPE == tiktoken: tests/transforms/codecs/test_byte_bpe.py
+
+
+def test_byte_bpe_learnt_on_the_sample_loads_in_tokenizers(tmp_path):
+    out = tmp_path / "out"
+    summary = run_datagen(out, os.path.join(MLQE, "train.en"), os.path.join(MLQE, "train.zh"),
+                          "--problem", "bpe", "--vocab_type", "byte_bpe", "--vocab_size", 1000,
+                          "--num_train_shards", 2)
+    assert summary["vocab"]["source"]["size"] == 1000
+    from transforms.codecs.byte_bpe import ByteBPE
+    src = ByteBPE.from_dir(str(out / "vocab.bpe.1000.bpe.en"))
+    texts = [line.strip() for line in _lines(os.path.join(MLQE, "dev.en"))[:200]]
+    assert all(src.decode(src.encode(t)) == t for t in texts)
+    tokenizers = pytest.importorskip("tokenizers")
+    hf = tokenizers.ByteLevelBPETokenizer(str(out / "vocab.bpe.1000.bpe.en" / "vocab.json"),
+                                          str(out / "vocab.bpe.1000.bpe.en" / "merges.txt"))
+    assert all(hf.encode(t).ids == src.encode(t) for t in texts)

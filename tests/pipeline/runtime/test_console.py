@@ -1,0 +1,214 @@
+"""What the job prints: only its own short lines by default, pass numbering and progress,
+Beam's logging back with --log_level, --help with defaults, and Beam options without the
+job's flags (so Beam's workers have nothing to discard)."""
+
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+from apache_beam.options.pipeline_options import PipelineOptions
+
+from pipeline.runtime import console
+from pipeline import datagen
+from pipeline.driver.encode import EncodeStep
+from pipeline.output.layout import OutputLayout
+from pipeline.driver.options import DatagenOptions, parse_flags
+from pipeline.driver.passes import PassRunner
+from repo_paths import REPO_ROOT as ROOT
+from transforms.shard_fragments import fragment_chunk, fragment_name
+
+SAMPLE = os.path.join(ROOT, "sample_data", "enzh-mlqe-pe")
+# What Beam's and TensorFlow's own logging looks like on this console.
+INTERNALS = re.compile(r"apache_beam|Worker:|semi_persistent|Discarding|unparseable|grpc|"
+                       r"tensorflow|cpu_feature_guard|oneDNN|absl|Traceback", re.I)
+
+
+def _datagen(*argv, timeout=600):
+    return subprocess.run([sys.executable, "-m", "pipeline.datagen"] + list(argv), cwd=ROOT,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.mark.slow
+def test_sample_job_with_two_worker_processes_prints_only_its_own_short_lines(tmp_path):
+    out = tmp_path / "out"
+    run = _datagen(
+        "--train_source", os.path.join(SAMPLE, "train.en"),
+        "--train_target", os.path.join(SAMPLE, "train.zh"),
+        "--dev_source", os.path.join(SAMPLE, "dev.en"),
+        "--dev_target", os.path.join(SAMPLE, "dev.zh"),
+        "--output_dir", str(out), "--problem", "translate_enzh_wmt8k", "--vocab_size", "8192",
+        "--runner", "DirectRunner", "--direct_running_mode", "multi_processing",
+        "--direct_num_workers", "2", "--in_process_below_mb", "0")
+    assert run.returncode == 0, run.stderr
+    lines = (run.stderr + run.stdout).splitlines()
+    assert len(lines) <= 40, "\n".join(lines)
+    assert not [line for line in lines if INTERNALS.search(line)], "\n".join(lines)
+    assert max(len(line) for line in lines) <= console.MAX_LINE, "\n".join(lines)
+    err = run.stderr
+    assert re.search(r"pass 1 of ~?2: vocab source, target", err), err
+    assert re.search(r"pass 2 of 2: encode", err), err
+    # the first round probes the middle of [1, 1000]; later ones also the guessed next nodes
+    assert re.search(r"round 1: source min_count 500 -> \d+; target min_count 500 -> \d+ ", err), err
+    assert re.search(r"round 2: source min_count \d+\.\.\d+ -> \d+\.\.\d+", err), err
+    assert "pass 2 done in" in err
+    table = run.stdout.splitlines()
+    assert table[0].startswith("datagen complete: problem translate_enzh_wmt8k")
+    assert table[-1].startswith("stages: ")
+    assert any(re.match(r"train +7000 +7000 +0 +10$", line) for line in table), run.stdout
+
+
+@pytest.mark.slow
+def test_log_level_brings_beams_logging_back(tmp_path):
+    corpus = os.path.join(ROOT, "tests", "data", "envi-nmt-testdata")
+    argv = ["--train_source", os.path.join(corpus, "iwslt15.tst2013.100.en"),
+            "--train_target", os.path.join(corpus, "iwslt15.tst2013.100.vi"),
+            "--vocab_type", "word", "--runner", "FnApiRunner"]
+    quiet = _datagen(*argv, "--output_dir", str(tmp_path / "quiet"))
+    loud = _datagen(*argv, "--output_dir", str(tmp_path / "loud"), "--log_level", "info")
+    assert quiet.returncode == 0 and loud.returncode == 0, quiet.stderr + loud.stderr
+    assert "apache_beam" not in quiet.stderr
+    assert "apache_beam" in loud.stderr  # e.g. FnApiRunner's "Running ((ref_Applied..."
+
+
+def test_job_flags_stay_out_of_beams_options():
+    flags, beam_args = parse_flags(["--runner", "FnApiRunner", "--vocab_size", "100",
+                                    "--direct_num_workers=2", "--seed", "3", "-v"])
+    assert (flags.vocab_size, flags.seed, flags.log_level) == (100, 3, "info")
+    assert beam_args == ["--runner", "FnApiRunner", "--direct_num_workers=2"]
+    # Beam sends every PipelineOptions subclass's options to its workers; the job's flags
+    # are none of them, so workers have nothing to discard.
+    assert DatagenOptions not in PipelineOptions.__subclasses__()
+    sent = PipelineOptions(beam_args).get_all_options(retain_unknown_options=True)
+    assert not {"vocab_size", "seed", "train_source", "log_level"} & set(sent)
+    assert sent["runner"] == "FnApiRunner"
+
+
+def test_help_shows_every_flags_default_and_text(capsys):
+    assert datagen.main(["--help"]) == 0
+    squashed = " ".join(capsys.readouterr().out.split())
+    assert "Required: --output_dir and training data" in squashed
+    assert "--vocab_size VOCAB_SIZE Target vocabulary size" in squashed
+    assert "(default: 8192)" in squashed and "(default: 10)" in squashed
+    import argparse
+    parser = argparse.ArgumentParser()
+    DatagenOptions._add_argparse_args(parser)
+    for action in parser._actions:
+        assert action.help, "no help text for %s" % action.option_strings
+        if action.option_strings and action.default not in (None, False, argparse.SUPPRESS):
+            assert "(default: %s)" % (action.default,) in squashed, action.option_strings
+
+
+def test_round_lines_fit_a_console_line():
+    sizes = {"source:%d" % t: 90000 - t for t in (1, 3, 7, 15, 31, 62, 125, 250, 500, 1000)}
+    sizes.update({"target:%d" % t: 80000 - t for t in (2, 5, 9, 17, 34, 70, 140)})
+    line = console.round_line(12, sizes)
+    assert line == ("  round 12: source min_count 1..1000 -> 89999..89000; "
+                    "target min_count 2..140 -> 79998..79860 subtokens")
+    assert len("20:18:26 " + line) <= console.MAX_LINE
+    assert console.round_line(1, {"shared:6": 8568}) == \
+        "  round 1: shared min_count 6 -> 8568 subtokens"
+
+
+def test_progress_line_gives_rate_and_time_left():
+    assert console.progress_line("encoded", 350000, 760000, 28.0) == (
+        "encoded 350,000 of 760,000 pairs (46%), 12,500 pairs/s, about 33 s left, 28 s so far")
+    assert console.progress_line("encoded", 0, 760000, 31.0) == \
+        "encoded 0 of 760,000 pairs so far, 31 s"
+    assert console.progress_line("encoded", 10, 10, 200.0).endswith(
+        "(100%), 0 pairs/s, 3 min 20 s so far")
+
+
+def test_passes_are_numbered_out_of_the_expected_count(caplog):
+    runner = PassRunner(PipelineOptions(["--runner", "FnApiRunner"]), True, lambda: None)
+    runner.expect(3, exact=False)
+    with caplog.at_level("INFO", logger="datagen"):
+        for _ in range(4):
+            runner("a pass", lambda p: p)  # a dry run: only translated
+        runner.expect(1)
+        runner("encode", lambda p: p)
+    started = [r.getMessage() for r in caplog.records if ": " in r.getMessage()
+               and "translated" not in r.getMessage()]
+    assert started == ["pass 1 of ~3: a pass", "pass 2 of ~3: a pass", "pass 3 of ~3: a pass",
+                       "pass 4 of ~4: a pass", "pass 5 of 5: encode"]
+
+
+def test_encode_progress_counts_the_pairs_of_chunks_with_fragments(tmp_path):
+    layout = OutputLayout(str(tmp_path), "p", 8192)
+    step = EncodeStep(layout, None, 0, "p", None)
+    chunks = [{"ds": {"split": "train", "index": 0}, "first_line": 0, "num_lines": 500},
+              {"ds": {"split": "train", "index": 0}, "first_line": 500, "num_lines": 300},
+              {"ds": {"split": "dev", "index": 1}, "first_line": 0, "num_lines": 200},
+              {"ds": {"split": "train", "index": 0}, "first_line": 800, "unmatched": "source"}]
+    fragments = layout.work("fragments")
+    os.makedirs(fragments)
+    progress = step.progress(chunks)
+    assert progress(5.0) == "encoded 0 of 1,000 pairs so far, 5 s"
+    for shard in (0, 3):  # one chunk, two shards: counted once
+        open(os.path.join(fragments, fragment_name("train", shard, 0, 500)), "w").close()
+    open(os.path.join(fragments, fragment_name("dev", 0, 1, 0) + ".tmp"), "w").close()
+    assert progress(10.0) == ("encoded 300 of 1,000 pairs (30%), 30 pairs/s, about 23 s left, "
+                              "10 s so far")
+    assert fragment_chunk(fragment_name("dev", 12, 1, 400)) == ("dev", 1, 400)
+    assert fragment_chunk("notes.txt") is None
+
+
+# README, "Scheduled runs": the job's stdout stays small on every path (its progress and log
+# go to stderr), so a scheduler reading stderr to the end before stdout (Airflow's Beam
+# provider) cannot block on a full stdout pipe (64 KiB on Linux).
+STDOUT_LIMIT = 4096
+
+
+@pytest.mark.slow
+def test_stdout_stays_under_4_kib_on_every_path(tmp_path):
+    """Success with many datasets and rejects (the longest table), a no-op rerun, exit 2, an
+    interrupt; --help is longer (9 KB) but far below a pipe's 64 KiB."""
+    import signal
+    # The sample's dev split as 60 line-aligned datasets: 10 are listed in the table.
+    with open(os.path.join(SAMPLE, "dev.en"), encoding="utf-8") as f:
+        en = f.read().splitlines(keepends=True)
+    with open(os.path.join(SAMPLE, "dev.zh"), encoding="utf-8") as f:
+        zh = f.read().splitlines(keepends=True)
+    parts = tmp_path / "parts"
+    parts.mkdir()
+    for i in range(60):
+        for lang, lines in (("en", en), ("zh", zh)):
+            (parts / ("part-with-a-long-name-%02d.%s" % (i, lang))).write_text(
+                "".join(lines[i::60]), encoding="utf-8")
+    out = tmp_path / "out"
+    argv = ["--train_source", str(parts / "*.en"), "--train_target", str(parts / "*.zh"),
+            "--output_dir", str(out), "--max_line_chars", "100", "--vocab_size", "1000",
+            "--runner", "FnApiRunner"]
+    stdouts = {}
+
+    done = _datagen(*argv)
+    assert done.returncode == 0, done.stderr
+    assert "... 50 more datasets" in done.stdout and "line_too_long" in done.stdout
+    stdouts["success"] = done.stdout
+    noop = _datagen(*argv)
+    assert noop.returncode == 0 and "nothing done" in noop.stdout, noop.stderr
+    stdouts["noop"] = noop.stdout
+    bad = _datagen(*(argv[:1] + [str(tmp_path / "missing.en")] + argv[2:]))
+    assert bad.returncode == 2 and bad.stderr.count("ERROR") == 1, bad.stderr
+    stdouts["exit 2"] = bad.stdout
+
+    # SIGTERM to the process group once the first pass runs, as Airflow's timeout sends it.
+    job = subprocess.Popen([sys.executable, "-m", "pipeline.datagen"] + argv[:5]
+                           + [str(tmp_path / "out2")] + argv[6:], cwd=ROOT,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           start_new_session=True)
+    err = ""
+    for line in job.stderr:
+        err += line
+        if "pass 1 of" in line:
+            os.killpg(job.pid, signal.SIGTERM)
+            break
+    rest_out, rest_err = job.communicate(timeout=60)
+    assert job.returncode == 143, err + rest_err
+    stdouts["interrupt"] = rest_out
+
+    for path, text in stdouts.items():
+        assert len(text.encode("utf-8")) < STDOUT_LIMIT, (path, len(text.encode()), text)
+    helped = _datagen("--help")
+    assert helped.returncode == 0 and 0 < len(helped.stdout.encode()) < 64 * 1024

@@ -1,0 +1,210 @@
+"""The job's worker processes (pipeline.runtime.worker_pool): started once, shared by every pass,
+one pass's workers in different processes, and never left behind."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import apache_beam as beam
+import pytest
+from apache_beam.options.pipeline_options import PipelineOptions
+from apache_beam.testing.util import assert_that, equal_to
+
+from pipeline.runtime.runners import runner_for_pass
+from pipeline.runtime.worker_pool import LocalWorkerPool
+from repo_paths import REPO_ROOT as REPO
+
+MP2 = ["--runner", "DirectRunner", "--direct_running_mode", "multi_processing",
+       "--direct_num_workers", "2"]
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie (exited, not yet reaped) is gone for our purpose
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _wait_gone(pids, seconds=20):
+    deadline = time.time() + seconds
+    while any(_alive(p) for p in pids) and time.time() < deadline:
+        time.sleep(0.05)
+    return [p for p in pids if _alive(p)]
+
+
+def _worker_pids_of_a_pass(pool, options, out_dir, number):
+    """Runs a pass whose 8 elements report the pid that processed them; returns those pids."""
+    path = os.path.join(out_dir, "pids-%d" % number)
+    runner, pass_options = runner_for_pass(options, pool)
+    with beam.Pipeline(runner=runner, options=pass_options) as p:
+        squares = (p | beam.Create(range(8)) | beam.Reshuffle()
+                   | beam.Map(lambda x: (x * x, os.getpid())))
+        assert_that(squares | beam.Map(lambda kv: kv[0]), equal_to([x * x for x in range(8)]))
+        _ = (squares | beam.Map(lambda kv: str(kv[1]))
+             | beam.io.WriteToText(path, shard_name_template=""))
+    with open(path) as f:
+        return {int(line) for line in f}
+
+
+@pytest.mark.slow
+def test_passes_share_the_pools_processes(tmp_path):
+    options = PipelineOptions(MP2)
+    with LocalWorkerPool(2, options) as pool:
+        pool.ready()
+        pool_pids = {p.pid for p in pool._processes}
+        assert len(pool_pids) == 2 and os.getpid() not in pool_pids
+        seen = [_worker_pids_of_a_pass(pool, options, str(tmp_path), n) for n in range(3)]
+    for pids in seen:
+        assert pids <= pool_pids  # every element ran in one of the pool's processes
+    assert set().union(*seen) == pool_pids  # and both processes worked
+    assert _wait_gone(pool_pids) == []  # close() ended them
+
+
+def test_pass_options_keep_the_workers_count_and_leave_the_environment_to_the_pool():
+    from apache_beam.options.pipeline_options import DirectOptions
+    from apache_beam.transforms.environments import ExternalEnvironment
+
+    class Pool:  # what runner_for_pass reads of a started pool
+        num_workers, address = 2, "localhost:1"
+
+    given = PipelineOptions(MP2)
+    runner, options = runner_for_pass(given, Pool())
+    assert isinstance(runner._default_environment, ExternalEnvironment)
+    assert runner._default_environment.url == "localhost:1"
+    assert options.view_as(DirectOptions).direct_running_mode == "in_memory"
+    assert options.view_as(DirectOptions).direct_num_workers == 2
+    assert given.view_as(DirectOptions).direct_running_mode == "multi_processing"  # untouched
+    provision = runner._provision_info.provision_info.pipeline_options
+    assert provision["beam:option:direct_running_mode:v1"] == "multi_processing"
+
+
+@pytest.mark.slow
+def test_processes_end_when_the_driver_is_killed(tmp_path):
+    """kill -9 of the driver closes its end of the processes' stdin: they exit by themselves."""
+    script = ("import sys; sys.path.insert(0, %r)\n"
+              "from apache_beam.options.pipeline_options import PipelineOptions\n"
+              "from pipeline.runtime.worker_pool import LocalWorkerPool\n"
+              "pool = LocalWorkerPool(2, PipelineOptions([])).start()\n"
+              "pool.ready()\n"
+              "print(' '.join(str(p.pid) for p in pool._processes), flush=True)\n"
+              "import time; time.sleep(600)\n" % REPO)
+    driver = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        pids = [int(p) for p in driver.stdout.readline().split()]
+        assert len(pids) == 2 and all(_alive(p) for p in pids)
+    finally:
+        driver.send_signal(signal.SIGKILL)
+        driver.wait()
+    assert _wait_gone(pids) == []
+
+
+def test_a_worker_process_that_cannot_start_is_an_error_and_leaves_nothing():
+    # a log level no logger knows: the processes fail before they serve
+    pool = LocalWorkerPool(2, PipelineOptions([]), log_level="nonsense").start()
+    try:
+        with pytest.raises(RuntimeError, match=r"worker process \d+ did not start "
+                                               r"\(exit status 1\)"):
+            pool.ready()
+        pids = [p.pid for p in pool._processes]
+    finally:
+        pool.close()
+    assert len(pids) == 2 and _wait_gone(pids) == []
+
+
+def test_worker_processes_are_forked_by_one_fork_server():
+    """Forked from one server (where the platform has one), which imported Beam and the
+    project before: a second worker no longer imports Beam beside the first and the driver."""
+    import multiprocessing
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        pytest.skip("no fork server on this platform")
+    with LocalWorkerPool(2, PipelineOptions([])) as pool:
+        pool.ready()
+        pids = {p.pid for p in pool._processes}
+        parents = set()
+        for pid in pids:
+            with open("/proc/%d/stat" % pid) as f:
+                parents.add(int(f.read().split(")")[-1].split()[1]))
+        assert len(parents) == 1 and os.getpid() not in parents  # both forked by the server
+        with open("/proc/%d/cmdline" % parents.pop(), "rb") as f:
+            assert b"forkserver" in f.read()
+    assert len(pids) == 2
+
+
+@pytest.mark.slow
+def test_a_worker_killed_during_a_pass_fails_the_pass_and_says_which():
+    """An out-of-memory kill of a worker in the middle of a bundle: Beam's runner would wait
+    for it forever; the pass fails within seconds, naming the process and the signal."""
+    from pipeline.driver.passes import PassRunner, WorkerDied
+    run_pass = PassRunner(PipelineOptions(MP2), False, lambda: None)
+    start = time.time()
+    try:
+        with pytest.raises(WorkerDied, match=r"pass 1 failed: worker process \d+ killed by "
+                                             r"SIGKILL while it ran \(out of memory\?\)"):
+            run_pass("killing", lambda p: p | beam.Create([1], reshuffle=False)
+                     | beam.Reshuffle()
+                     | beam.Map(lambda _: os.kill(os.getpid(), signal.SIGKILL)))
+    finally:
+        run_pass.close()
+    assert time.time() - start < 60
+
+
+@pytest.mark.slow
+def test_starting_the_fork_server_keeps_the_signals_blocked():
+    """multiprocessing's resource tracker unblocks SIGINT/SIGTERM in the thread that starts
+    it; the driver keeps them blocked in every thread (pipeline.runtime.interrupts), or a Ctrl-C is
+    lost. A fresh interpreter: in this one the server may be running already."""
+    script = ("import signal, sys; sys.path.insert(0, %r)\n"
+              "signal.pthread_sigmask(signal.SIG_BLOCK, (signal.SIGINT, signal.SIGTERM))\n"
+              "from pipeline.runtime import fork_server\n"
+              "fork_server.start_early(['--direct_running_mode', 'multi_processing'])\n"
+              "from multiprocessing import forkserver\n"
+              "assert forkserver._forkserver._forkserver_pid is not None  # it did start\n"
+              "blocked = signal.pthread_sigmask(signal.SIG_BLOCK, ())\n"
+              "print(signal.SIGINT in blocked, signal.SIGTERM in blocked)\n" % REPO)
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split() == ["True", "True"]
+
+
+@pytest.mark.slow
+def test_ready_at_once_after_start_waits_for_the_starting_thread(monkeypatch):
+    """`ready()` (or a pass's first worker request) before the thread that starts the
+    processes got to them: it waits for them, it does not lock them out."""
+    original = LocalWorkerPool._start_processes
+
+    def late(self, context, settings):
+        time.sleep(1.0)
+        original(self, context, settings)
+
+    monkeypatch.setattr(LocalWorkerPool, "_start_processes", late)
+    start = time.time()
+    with LocalWorkerPool(2, PipelineOptions([])) as pool:
+        pool.ready()
+        pids = [p.pid for p in pool._processes]
+    assert time.time() - start < 60 and len(pids) == 2 and _wait_gone(pids) == []
+
+
+def test_a_dead_fork_server_is_not_a_dead_worker():
+    """The fork server reports its children's ends; if it is killed, its workers still run
+    and must not be reported dead (the pass would be failed for nothing)."""
+    import multiprocessing
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        pytest.skip("no fork server on this platform")
+    with LocalWorkerPool(2, PipelineOptions([])) as pool:
+        pool.ready()
+        pids = [p.pid for p in pool._processes]
+        with open("/proc/%d/stat" % pids[0]) as f:
+            server = int(f.read().split(")")[-1].split()[1])
+        os.kill(server, signal.SIGKILL)
+        assert _wait_gone([server]) == []
+        time.sleep(0.5)
+        assert all(_alive(p) for p in pids) and pool.dead() == []
+    assert _wait_gone(pids) == []
