@@ -14,10 +14,10 @@ import os
 import pytest
 
 from opusfilter_reference import opusfilter_drops, opusfilter_python
+from repo_paths import DATA_DIR as DATA
 
 pytestmark = pytest.mark.slow
 
-DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
 NOISY = os.path.join(DATA, "noisy-enzh")
 
 # One config per filter (parameters fitting en-zh), as an OpusFilter `filters:` list.
