@@ -179,7 +179,7 @@ def match_files(pattern: str, stores: Optional[ObjectStores] = None
     if store is None:
         return [(m.path, m.size_in_bytes, m.last_updated_in_seconds)
                 for m in FileSystems.match([pattern])[0].metadata_list]
-    prefix = re.split(r"[[*?]", pattern, maxsplit=1)[0]  # before the first wildcard
+    prefix = re.split(r"[\[*?]", pattern, maxsplit=1)[0]  # before the first wildcard
     listed = store.list(prefix)
     if prefix == pattern:
         return [entry for entry in listed if entry[0] == pattern]
