@@ -53,6 +53,6 @@ setuptools.setup(
     extras_require={
         # Submitting to Dataflow: the GCP I/O and runner, and `build` for --setup_file sdists.
         "dataflow": ["apache-beam[gcp]>=2.77,<3", "build"],
-        "test": ["pytest>=8", "hypothesis>=6.100"],
+        "test": ["pytest>=8", "hypothesis>=6.100", "mypy>=1.10"],
     },
 )

@@ -183,7 +183,8 @@ def train_in_this_process(side, sample, out_dir, vocab_size, min_frequency):
     base = rss_mb()
     record = {"side": side, "lines": len(lines), "base_mb": base}
     if side == "ours":
-        from transforms.codecs.byte_bpe import learn_byte_bpe, pretokenize
+        from transforms.codecs.byte_bpe import pretokenize
+        from transforms.codecs.byte_bpe_learner import learn_byte_bpe
 
         start = time.perf_counter()
         counts = collections.Counter()

@@ -12,13 +12,19 @@ only the fragments' names and counts go on to the shard writer.
 """
 
 import hashlib
+from typing import Any, Callable, Dict, Iterator, List, Literal, Optional, Tuple, TypeAlias, Union
 
 import apache_beam as beam
+from apache_beam.pvalue import DoOutputsTuple, TaggedOutput
+from apache_beam.typehints.decorators import no_annotations
 from apache_beam.io.filesystems import FileSystems
 
 from transforms.storage import file_io
 from transforms.cleaning.dropped_lines import is_dropped
 from transforms.codecs.varints import encode_varints
+from transforms.config import DatagenConfig
+from transforms.elements import (Chunk, ChunkLengths, DatasetSpec, FileFacts, FragmentEntry,
+                                 FragmentReport, RejectRecord, ShardKey, TokenCounts)
 from transforms.formats.example_proto import PairExampleWriter
 from transforms.length_stats import chunk_lengths
 from transforms.formats.rejects import pair_reject_reason, reject_record
@@ -33,31 +39,43 @@ LENGTHS = "lengths"
 LINE_CACHE_SIZE = 1 << 17  # lines per side whose Example entries a worker keeps (~60 MB at most)
 BLOCK_PAIRS = 4096  # pairs read before their lines are encoded together
 
+# What the encode DoFn yields: a fragment report (main output) and, tagged, rejects, token
+# counts and length counts, each keyed by split. Beam reads these hints (`TaggedOutput[...]`)
+# for the tagged outputs' element types.
+RejectOut: TypeAlias = TaggedOutput[Literal["rejects"], Tuple[str, RejectRecord]]
+StatsOut: TypeAlias = TaggedOutput[Literal["stats"], Tuple[str, TokenCounts]]
+LengthsOut: TypeAlias = TaggedOutput[Literal["lengths"], Tuple[str, ChunkLengths]]
+EncodeOut = Union[Tuple[ShardKey, FragmentReport], RejectOut, StatsOut, LengthsOut]
+# {text: (Example feature entry, ids with EOS, ids without EOS, OOV words, characters)}
+LineEntries = Dict[str, Tuple[bytes, int, int, int, int]]
+Block = List[Tuple[int, str, str]]  # (line number, source, target) of valid pairs
 
-def shuffle_key(seed, split, pair_index, line_number):
+
+def shuffle_key(seed: int, split: str, pair_index: int, line_number: int) -> int:
     """A 64-bit key from the seed and the pair's position: the global shuffle order."""
     return shuffle_keys(seed, split, pair_index)(line_number)
 
 
-def shuffle_keys(seed, split, pair_index):
+def shuffle_keys(seed: int, split: str, pair_index: int) -> Callable[[int], int]:
     """line number -> `shuffle_key(seed, split, pair_index, line number)`: the part the lines
     of a file pair share is formatted once."""
     prefix = b"%d\x00%s\x00%d\x00" % (seed, split.encode(), pair_index)
     blake2b, from_bytes = hashlib.blake2b, int.from_bytes
 
-    def key(line_number):
+    def key(line_number: int) -> int:
         return from_bytes(blake2b(prefix + b"%d" % line_number, digest_size=8).digest(), "big")
     return key
 
 
-def shard_of(key, num_shards):
+def shard_of(key: int, num_shards: int) -> int:
     """Shards are contiguous ranges of the key space."""
     return (key * num_shards) >> 64
 
 
 class _EncodeChunkFn(beam.DoFn):
-    def __init__(self, source_vocab_path, target_vocab_path, seed, num_shards, fragment_dir,
-                 config, store_settings=None):
+    def __init__(self, source_vocab_path: str, target_vocab_path: str, seed: int,
+                 num_shards: Dict[str, int], fragment_dir: str, config: DatagenConfig,
+                 store_settings: Optional[StoreSettings] = None) -> None:
         self._store_settings = store_settings or StoreSettings()
         self._paths = (source_vocab_path, target_vocab_path)
         self._fragment_dir = fragment_dir
@@ -68,7 +86,7 @@ class _EncodeChunkFn(beam.DoFn):
         self._kind = config.vocab.kind
         self._eos_token = config.vocab.bpe_eos_token
 
-    def setup(self):
+    def setup(self) -> None:
         # Fragments go to an object store through one reused client (see write_fragment).
         self._stores = ObjectStores(self._store_settings)
         self._counters = JobCounters()
@@ -82,10 +100,11 @@ class _EncodeChunkFn(beam.DoFn):
             self._kind.eos_ids(self._target, self._eos_token)))
         # per side: line -> (Example entry, id count with EOS, id count without EOS, OOV
         # words, characters): the counts kept so a cached line costs no len() calls
-        self._line_entries = ({}, {})
-        self._dropped = {}  # bitmap path -> the cleaning stage's dropped lines of a dataset
+        self._line_entries: Tuple[LineEntries, LineEntries] = ({}, {})
+        # bitmap path -> the cleaning stage's dropped lines of a dataset
+        self._dropped: Dict[str, bytes] = {}
 
-    def _dropped_lines(self, chunk):
+    def _dropped_lines(self, chunk: Chunk) -> Optional[bytes]:
         """The dataset's dropped-lines bitmap (`transforms.clean_pairs`), or None: the lines
         the cleaning stage dropped, whose rejects it wrote; read once per worker."""
         path = chunk.get("dropped")
@@ -95,7 +114,7 @@ class _EncodeChunkFn(beam.DoFn):
             self._dropped = {path: file_io.read_bytes(path, self._stores)}
         return self._dropped[path]
 
-    def _entries(self, side, texts):
+    def _entries(self, side: int, texts: List[str]) -> LineEntries:
         """{text: (Example feature entry, id count with EOS, id count without EOS, OOV
         words, characters)} of one side's lines `texts` (the entry holds the ids, EOS
         appended).
@@ -107,7 +126,7 @@ class _EncodeChunkFn(beam.DoFn):
         one compiled call).
         """
         cache = self._line_entries[side]
-        entries = {text: cache.get(text) for text in dict.fromkeys(texts)}
+        entries: Dict[str, Any] = {text: cache.get(text) for text in dict.fromkeys(texts)}
         new = [text for text, known in entries.items() if known is None]
         if new:
             encoder = self._source if side == 0 else self._target
@@ -121,7 +140,9 @@ class _EncodeChunkFn(beam.DoFn):
                                                count, oov, len(text))
         return entries
 
-    def _encode_block(self, block, split, ds_index, num_shards, by_shard, stats, lengths):
+    def _encode_block(self, block: Block, split: str, ds_index: int, num_shards: int,
+                      by_shard: Dict[int, List[FragmentEntry]], stats: List[int],
+                      lengths: List[Tuple[int, int]]) -> None:
         """Encodes `block` ([(line number, source, target)] of valid pairs): each pair's
         record goes to `by_shard`, its counts to `stats` and `lengths`. (A line the
         vocabulary cannot encode fails the chunk here, after its block was read: a read
@@ -143,13 +164,14 @@ class _EncodeChunkFn(beam.DoFn):
             by_shard.setdefault(shard_of(key, num_shards), []).append(
                 (key, ds_index, number, join(src[0], tgt[0])))
 
-    def _reject(self, chunk, number, reason, source, target):
+    def _reject(self, chunk: Chunk, number: int, reason: str, source: str,
+                target: str) -> RejectOut:
         ds = chunk["ds"]
         self._counters.inc("%s.rejected.%s" % (ds["split"], reason))
         return beam.pvalue.TaggedOutput(REJECTS, (ds["split"], reject_record(
             ds, number, "line %d" % number, reason, source, target)))
 
-    def process(self, chunk):
+    def process(self, chunk: Chunk) -> Iterator[EncodeOut]:
         if chunk.get("unmatched"):
             yield from self._unmatched(chunk)
             return
@@ -158,11 +180,11 @@ class _EncodeChunkFn(beam.DoFn):
         src_path, tgt_path = chunk["source"], chunk["target"]
         first, count = chunk["first_line"], chunk["num_lines"]
         num_shards = self._num_shards[split]
-        by_shard = {}  # shard -> [(key, dataset index, line number, record)]
+        by_shard: Dict[int, List[FragmentEntry]] = {}  # shard -> [(key, dataset, line, record)]
         # source tokens, source OOV, target tokens, target OOV, source chars, target chars
         stats = [0, 0, 0, 0, 0, 0]
-        lengths = []  # (source, target) ids with EOS of each written pair
-        block = []  # (line number, source, target) of the valid pairs not encoded yet
+        lengths: List[Tuple[int, int]] = []  # (source, target) ids with EOS of each pair
+        block: Block = []  # (line number, source, target) of the valid pairs not encoded yet
         dropped = self._dropped_lines(chunk)
         with file_io.open_text_source(src_path, self._stores, chunk["source_offset"]) as src, \
                 file_io.open_text_source(tgt_path, self._stores, chunk["target_offset"]) as tgt:
@@ -201,16 +223,17 @@ class _EncodeChunkFn(beam.DoFn):
             path = FileSystems.join(self._fragment_dir,
                                     fragment_name(split, shard, ds["index"], first))
             write_fragment(path, entries, self._stores)
-            yield (split, shard), {"path": path, "records": len(entries),
-                                   "by_dataset": [[ds["index"], len(entries)]]}
+            report: FragmentReport = {"path": path, "records": len(entries),
+                                      "by_dataset": [[ds["index"], len(entries)]]}
+            yield (split, shard), report
         yield beam.pvalue.TaggedOutput(STATS, (split, stats[:4]))
         yield beam.pvalue.TaggedOutput(LENGTHS, (split, chunk_lengths(
             lengths, stats[4:], (stats[0], stats[2]))))
 
-    def _unmatched(self, chunk):
+    def _unmatched(self, chunk: Chunk) -> Iterator[RejectOut]:
         """Lines of the longer file of a misaligned pair (--on_misaligned reject)."""
         side = chunk["unmatched"]
-        path = chunk[side]
+        path = chunk["source"] if side == "source" else chunk["target"]
         with file_io.open_text_source(path, self._stores, chunk["offset"]) as f:
             lines = iter_raw_lines(f)
             for _ in range(chunk["skip"]):
@@ -224,18 +247,19 @@ class _EncodeChunkFn(beam.DoFn):
         self._counters.inc(chunk["ds"]["split"] + ".pairs_read", read)
 
 
-def plan_chunks(ds, source_path, target_path, source_scan, target_scan):
+def plan_chunks(ds: DatasetSpec, source_path: str, target_path: str, source_scan: FileFacts,
+                target_scan: FileFacts) -> List[Chunk]:
     """Chunks of a line-aligned file pair of dataset `ds` (a dict).
 
     Line ranges start at a seek point present in both files. When the files have different
     line counts, a last chunk covers the extra lines of the longer one (they are rejected).
     """
     total = min(source_scan["lines"], target_scan["lines"])
-    src_points = dict(map(tuple, source_scan["checkpoints"]))
-    tgt_points = dict(map(tuple, target_scan["checkpoints"]))
+    src_points = {line: offset for line, offset in source_scan["checkpoints"]}
+    tgt_points = {line: offset for line, offset in target_scan["checkpoints"]}
     starts = sorted(set(src_points) & set(tgt_points) | {0})
     starts = [s for s in starts if s < total] or [0]
-    chunks = []
+    chunks: List[Chunk] = []
     for i, start in enumerate(starts):
         end = starts[i + 1] if i + 1 < len(starts) else total
         chunks.append({"ds": ds, "source": source_path, "target": target_path,
@@ -251,6 +275,7 @@ def plan_chunks(ds, source_path, target_path, source_scan, target_scan):
     return chunks
 
 
+@beam.typehints.with_input_types(Chunk)
 class EncodePairs(beam.PTransform):
     """Chunks -> ((split, shard), fragment {path, records, by_dataset}) for each shard fragment
     written under `fragment_dir`, rejects, per-chunk token counts
@@ -260,13 +285,14 @@ class EncodePairs(beam.PTransform):
     `config`: the run's `transforms.config.DatagenConfig` (how lines are read and rejected,
     the vocabulary kind and its EOS token)."""
 
-    def __init__(self, source_vocab_path, target_vocab_path, seed, num_shards, fragment_dir,
-                 config):
+    def __init__(self, source_vocab_path: str, target_vocab_path: str, seed: int,
+                 num_shards: Dict[str, int], fragment_dir: str, config: DatagenConfig) -> None:
         super().__init__()
         self._args = (source_vocab_path, target_vocab_path, seed, num_shards, fragment_dir,
                       config)
 
-    def expand(self, chunks):
+    @no_annotations  # Beam takes PCollection hints only here: the outputs' are `EncodeOut`
+    def expand(self, chunks: beam.PCollection) -> DoOutputsTuple:
         fn = _EncodeChunkFn(*self._args, StoreSettings.from_options(chunks.pipeline.options))
         return (chunks
                 | "Spread" >> beam.Reshuffle()

@@ -5,7 +5,11 @@ line counts is an error), the vocab sampler needs each file's size (T2T's sampli
 depends on it), and the encoder splits files at the seek points to read them in parallel.
 """
 
+from typing import Dict, Iterator
+
 import apache_beam as beam
+
+from transforms.elements import FileFacts, ScannedFile
 
 from transforms.storage import file_io
 from transforms.storage.object_stores import ObjectStores, StoreSettings
@@ -17,15 +21,15 @@ class _ScanFileFn(beam.DoFn):
     `.gz`/`.bz2`) gives facts with an `error` the driver reports before anything is written,
     rather than an exception that fails the pipeline with a worker's traceback."""
 
-    def __init__(self, chunk_lines, store_settings):
+    def __init__(self, chunk_lines: int, store_settings: StoreSettings) -> None:
         self._every = chunk_lines
         self._store_settings = store_settings
 
-    def setup(self):
+    def setup(self) -> None:
         self._stores = ObjectStores(self._store_settings)
 
-    def process(self, path):
-        marks = {}
+    def process(self, path: str) -> Iterator[ScannedFile]:
+        marks: Dict[str, int] = {}
         try:
             with file_io.open_text_source(path, self._stores) as f:
                 num_bytes, num_lines, checkpoints, first_invalid = scan_stream(
@@ -39,7 +43,7 @@ class _ScanFileFn(beam.DoFn):
             return
         if file_io.is_compressed(path):
             checkpoints = checkpoints[:1]  # a compressed stream cannot seek: read it whole
-        facts = {"bytes": num_bytes, "lines": num_lines, "checkpoints": checkpoints,
+        facts: FileFacts = {"bytes": num_bytes, "lines": num_lines, "checkpoints": checkpoints,
                  "first_invalid_utf8_line": first_invalid}
         warnings = text_marks(path, marks)
         if warnings:
@@ -52,11 +56,11 @@ class ScanTextFiles(beam.PTransform):
     a seek point every `chunk_lines` lines (--encode_chunk_lines: the encode chunks start
     there)."""
 
-    def __init__(self, chunk_lines):
+    def __init__(self, chunk_lines: int) -> None:
         super().__init__()
         self._every = chunk_lines
 
-    def expand(self, paths):
+    def expand(self, paths: beam.PCollection[str]) -> beam.PCollection[ScannedFile]:
         return (paths
                 | "Spread" >> beam.Reshuffle()
                 | "Scan" >> beam.ParDo(_ScanFileFn(

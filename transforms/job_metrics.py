@@ -9,7 +9,7 @@ per shard, not per record (one counter update a record would cost more than the 
 """
 
 import logging
-from typing import Dict
+from typing import Any, Dict
 
 from apache_beam.metrics import Metrics
 from apache_beam.metrics.metric import MetricsFilter
@@ -21,8 +21,8 @@ LOG = logging.getLogger("datagen")
 class JobCounters:
     """The counters a DoFn updates, made on first use of each name (make it in `setup`)."""
 
-    def __init__(self):
-        self._counters = {}
+    def __init__(self) -> None:
+        self._counters: Dict[str, Any] = {}
 
     def inc(self, name: str, n: int = 1) -> None:
         if n:
@@ -31,7 +31,7 @@ class JobCounters:
             self._counters[name].inc(n)
 
 
-def counter_values(result) -> Dict[str, int]:
+def counter_values(result: Any) -> Dict[str, int]:
     """{name: value} of the job's counters in a finished pipeline's result, summed over
     steps; committed values (exact whatever the runner retried) where the runner reports
     them, else attempted ones; {} when the runner reports no metrics."""
@@ -40,7 +40,7 @@ def counter_values(result) -> Dict[str, int]:
     except Exception as e:  # a runner without metrics, or a service that did not answer:
         LOG.debug("no Beam counters from %s: %s", type(result).__name__, e)  # news only
         return {}
-    values = {}
+    values: Dict[str, int] = {}
     for counter in counters:
         try:
             value = counter.committed

@@ -5,14 +5,20 @@ so each pass writes its small results (vocab lists, counts, shard reports) as on
 the driver reads it when the pipeline has finished.
 """
 
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple
+
 import apache_beam as beam
+from apache_beam.typehints.decorators import no_annotations
+
+from transforms.elements import JsonValue
 
 from transforms.storage import file_io
 from transforms.storage.object_stores import ObjectStores, StoreSettings
 
 
-def _write(items, path, stores=None):
-    result = {}
+def _write(items: Iterable[Tuple[str, JsonValue]], path: str,
+           stores: Optional[ObjectStores] = None) -> str:
+    result: Dict[str, List[JsonValue]] = {}
     for name, value in items:
         result.setdefault(name, []).append(value)
     file_io.write_json(path, result, stores)
@@ -23,26 +29,28 @@ class _WriteGatheredFn(beam.DoFn):
     """(None, [items]) -> the path of the JSON file written (through the worker's store
     clients on an object store)."""
 
-    def __init__(self, path, store_settings):
+    def __init__(self, path: str, store_settings: StoreSettings) -> None:
         self._path = path
         self._store_settings = store_settings
 
-    def setup(self):
+    def setup(self) -> None:
         self._stores = ObjectStores(self._store_settings)
 
-    def process(self, keyed):
+    def process(self, keyed: Tuple[None, Iterable[Any]]) -> Iterator[str]:
         yield _write([item for item in keyed[1] if isinstance(item, tuple)], self._path,
                      self._stores)
 
 
+@beam.typehints.with_output_types(str)
 class WriteJsonResult(beam.PTransform):
     """{name: PCollection of JSON-able values} -> a JSON file {name: [values]} at `path`."""
 
-    def __init__(self, path):
+    def __init__(self, path: str) -> None:
         super().__init__()
         self._path = path
 
-    def expand(self, named):
+    @no_annotations  # its input is a dict of PCollections; Beam takes PCollection hints only
+    def expand(self, named: Dict[str, beam.PCollection]) -> beam.PCollection:
         tagged = [pcoll | "Tag_%s" % name >> beam.Map(lambda v, name=name: (name, v))
                   for name, pcoll in sorted(named.items())]
         # One element even when every input is empty, so the file is always written. A

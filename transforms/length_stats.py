@@ -21,8 +21,11 @@ percentile is the smallest length L with at least ceil(p% of N) lengths <= L.
 """
 
 import collections
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import apache_beam as beam
+
+from transforms.elements import ChunkLengths, Histogram, JsonValue
 
 SIDES = ("inputs", "targets")
 PERCENTILES = (50, 90, 99)
@@ -32,26 +35,29 @@ DROP_RULE = ("T2T 1.15.7 data_reader.input_fn keeps a pair when hparams.min_leng
              "dropped: max(len(inputs), len(targets)) > max_length")
 
 
-def chunk_lengths(pair_lengths, chars, tokens):
+def chunk_lengths(pair_lengths: Iterable[Tuple[int, int]], chars: Sequence[int],
+                  tokens: Sequence[int]) -> ChunkLengths:
     """One chunk's partial counts from `pair_lengths` [(inputs length, targets length)] (ids
     with EOS), `chars` and `tokens` ([inputs, targets] totals of stripped-line characters and
     ids without EOS): (inputs histogram, targets histogram, pair histogram, chars, tokens),
     histograms as {length: pairs}; the pair length is max(inputs, targets)."""
-    inputs, targets, pair = {}, {}, {}
+    inputs: Histogram = {}
+    targets: Histogram = {}
+    pair: Histogram = {}
     for (a, b), n in collections.Counter(pair_lengths).items():
         inputs[a] = inputs.get(a, 0) + n
         targets[b] = targets.get(b, 0) + n
         m = a if a > b else b
         pair[m] = pair.get(m, 0) + n
-    return inputs, targets, pair, list(chars), list(tokens)
+    return ChunkLengths(inputs, targets, pair, list(chars), list(tokens))
 
 
-def _add_histogram(into, histogram):
+def _add_histogram(into: Histogram, histogram: Histogram) -> None:
     for length, n in histogram.items():
         into[length] = into.get(length, 0) + n
 
 
-def percentile(histogram, q):
+def percentile(histogram: Histogram, q: int) -> Optional[int]:
     """Nearest-rank `q`-th percentile (an integer 0 < q <= 100) of {length: count}; None when
     empty."""
     total = sum(histogram.values())
@@ -66,31 +72,32 @@ def percentile(histogram, q):
     raise AssertionError("unreachable")
 
 
-def dropped(pair_histogram, max_length):
+def dropped(pair_histogram: Histogram, max_length: int) -> int:
     """Pairs T2T drops at `max_length`: those whose longer side is longer."""
     return sum(n for length, n in pair_histogram.items() if length > max_length)
 
 
-def _distribution(histogram):
-    figures = {"histogram": [[length, histogram[length]] for length in sorted(histogram)]}
+def _distribution(histogram: Histogram) -> Dict[str, Any]:
+    figures: Dict[str, Any] = {
+        "histogram": [[length, histogram[length]] for length in sorted(histogram)]}
     for q in PERCENTILES:
         figures["p%d" % q] = percentile(histogram, q)
     figures["max"] = max(histogram) if histogram else None
     return figures
 
 
-def length_report(accumulator):
+def length_report(accumulator: ChunkLengths) -> Dict[str, JsonValue]:
     """The figures of one split from its summed counts (see `chunk_lengths`): JSON-able."""
     inputs, targets, pair, chars, tokens = accumulator
     pairs = sum(pair.values())
-    report = {"pairs": pairs}
+    report: Dict[str, Any] = {"pairs": pairs}
     for i, (side, histogram) in enumerate(zip(SIDES, (inputs, targets))):
         figures = _distribution(histogram)
         figures.update({"chars": chars[i], "tokens": tokens[i],
                         "chars_per_token": round(chars[i] / tokens[i], 4) if tokens[i] else None})
         report[side] = figures
     report["pair"] = _distribution(pair)
-    candidates = [{"max_length": m} for m in CANDIDATE_MAX_LENGTHS]
+    candidates: List[Dict[str, Any]] = [{"max_length": m} for m in CANDIDATE_MAX_LENGTHS]
     if pairs:
         candidates.append({"max_length": report["pair"]["p99"], "p99": True})
     for c in candidates:
@@ -103,28 +110,29 @@ def length_report(accumulator):
 class LengthReportFn(beam.CombineFn):
     """Per-chunk counts (`chunk_lengths`) -> the split's `length_report`."""
 
-    def create_accumulator(self):
-        return {}, {}, {}, [0, 0], [0, 0]
+    def create_accumulator(self) -> ChunkLengths:
+        return ChunkLengths({}, {}, {}, [0, 0], [0, 0])
 
-    def add_input(self, accumulator, counts):
+    def add_input(self, accumulator: ChunkLengths, counts: ChunkLengths) -> ChunkLengths:
         for into, histogram in zip(accumulator[:3], counts[:3]):
             _add_histogram(into, histogram)
-        for into, totals in zip(accumulator[3:], counts[3:]):
-            into[0] += totals[0]
-            into[1] += totals[1]
+        for sums, totals in zip(accumulator[3:], counts[3:]):
+            sums[0] += totals[0]
+            sums[1] += totals[1]
         return accumulator
 
-    def merge_accumulators(self, accumulators):
+    def merge_accumulators(self, accumulators: Iterable[ChunkLengths]) -> ChunkLengths:
         merged = self.create_accumulator()
         for accumulator in accumulators:
             self.add_input(merged, accumulator)
         return merged
 
-    def extract_output(self, accumulator):
+    def extract_output(self, accumulator: ChunkLengths) -> Dict[str, JsonValue]:
         return length_report(accumulator)
 
 
-def summary_lengths(reports, splits):
+def summary_lengths(reports: Dict[str, Dict[str, JsonValue]],
+                    splits: Iterable[str]) -> Dict[str, JsonValue]:
     """The summary's `lengths`: the rule and candidates, and `reports` ({split:
     length_report}) for every split in `splits` (a split whose encode pass reported no counts,
     e.g. an empty one, gets the report of no pairs)."""

@@ -22,16 +22,21 @@ XML, misaligned units with `on_misaligned=error`, invalid UTF-8 with `on_invalid
 yields an `error` fact that the driver reports before anything is written.
 """
 
+from typing import IO, Dict, Iterator, List, Optional, Sequence, Tuple
+
 import apache_beam as beam
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
+from transforms.config import ReadConfig
+from transforms.elements import (DatasetSpec, FileFacts, MaterializedDataset, Pair, Reject,
+                                 Unit)
 from transforms.formats import corpus_formats as formats
 from transforms.storage import file_io
 from transforms.storage.object_stores import ObjectStores, StoreSettings
 from transforms.formats.rejects import pair_reject_reason, reject_line, reject_record
-from transforms.formats.text_lines import (InputError, MarkCounter, decode_line, iter_raw_lines,
-                                   text_marks)
+from transforms.formats.text_lines import (ByteStream, InputError, MarkCounter, decode_line,
+                                           iter_raw_lines, text_marks)
 
 # Reasons whose unit lacks a side: (has source, has target).
 _SIDES = {"missing_source": (False, True), "missing_target": (True, False),
@@ -46,7 +51,7 @@ MISALIGNED = {"missing_source", "missing_target", "missing_source_and_target",
               "too_few_columns"}
 
 
-def open_member(path):
+def open_member(path: str) -> IO[bytes]:
     """Opens a file or an `archive!member` for binary reading; a member whose name ends in a
     compression suffix Beam knows (`.gz`, `.bz2`, `.deflate`, `.zst`, `.xz`, ...) is
     decompressed too, checked as a file is (`file_io.open_checked_decompressed`)."""
@@ -61,7 +66,8 @@ def open_member(path):
     return stream
 
 
-def read_line_pairs(source_stream, source_path, target_stream, target_path, on_invalid):
+def read_line_pairs(source_stream: ByteStream, source_path: str, target_stream: ByteStream,
+                    target_path: str, on_invalid: str) -> Iterator[Unit]:
     """Line-aligned files as Pair/Reject, extra lines of the longer file as unmatched."""
     sources, targets = iter_raw_lines(source_stream), iter_raw_lines(target_stream)
     number = 0
@@ -72,42 +78,46 @@ def read_line_pairs(source_stream, source_path, target_stream, target_path, on_i
         number += 1
         where = "line %d" % number
         if raw_src is None or raw_tgt is None:
-            side, raw, path = (("target", raw_tgt, target_path) if raw_src is None
-                               else ("source", raw_src, source_path))
+            if raw_tgt is not None:  # the source file has ended
+                side, raw, path = "target", raw_tgt, target_path
+            elif raw_src is not None:
+                side, raw, path = "source", raw_src, source_path
             text = decode_line(raw, path, number, "replace")
-            yield formats.Reject(where, "unmatched_%s_line" % side,
-                                 text if side == "source" else "", text if side == "target" else "")
+            yield Reject(where, "unmatched_%s_line" % side,
+                         text if side == "source" else "", text if side == "target" else "")
             continue
         src = decode_line(raw_src, source_path, number, on_invalid)
         tgt = decode_line(raw_tgt, target_path, number, on_invalid)
         if src is None or tgt is None:
-            yield formats.Reject(where, "invalid_utf8",
-                                 decode_line(raw_src, source_path, number, "replace"),
-                                 decode_line(raw_tgt, target_path, number, "replace"))
+            yield Reject(where, "invalid_utf8",
+                         decode_line(raw_src, source_path, number, "replace"),
+                         decode_line(raw_tgt, target_path, number, "replace"))
             continue
-        yield formats.Pair(src, tgt, where)
+        yield Pair(src, tgt, where)
 
 
-def clean_segment(text):
+def clean_segment(text: str) -> str:
     return text.replace("\r", "").replace("\n", " ").strip()
 
 
 class _SideWriter:
     """Writes one side's lines and records the seek points the encoder chunks at."""
 
-    def __init__(self, path, chunk_lines, stores):
+    def __init__(self, path: str, chunk_lines: int, stores: ObjectStores) -> None:
         self.path = path
-        self._f = None  # opened at the first line: an empty side is written empty at close
+        # opened at the first line: an empty side is written empty at close
+        self._f: Optional[IO[bytes]] = None
         self._stores = stores
         self._every = chunk_lines
         self.lines = 0
         self.bytes = 0
         self.checkpoints = [(0, 0)]
-        self._rejected = None  # the `.rejected` file, opened at the first rejected line
+        # the `.rejected` file, opened at the first rejected line
+        self._rejected: Optional[IO[bytes]] = None
         self.rejected_count = 0
         self.rejected_bytes = 0
 
-    def write(self, text):
+    def write(self, text: str) -> None:
         data = (text + "\n").encode("utf-8")
         if self._f is None:
             self._f = FileSystems.create(self.path,
@@ -118,22 +128,22 @@ class _SideWriter:
         if self.lines % self._every == 0:
             self.checkpoints.append((self.lines, self.bytes))
 
-    def close(self):
+    def close(self) -> FileFacts:
         if self._f is not None:
             self._f.close()
         else:  # Beam's S3 writer cannot make a 0-byte object; the store's client can
             file_io.write_bytes_atomically(self.path, b"", self._stores)
         if len(self.checkpoints) > 1 and self.checkpoints[-1][0] >= self.lines:
             self.checkpoints.pop()
-        facts = {"bytes": self.bytes, "lines": self.lines, "checkpoints": self.checkpoints,
-                 "first_invalid_utf8_line": None}
+        facts: FileFacts = {"bytes": self.bytes, "lines": self.lines,
+                            "checkpoints": self.checkpoints, "first_invalid_utf8_line": None}
         if self._rejected is not None:
             self._rejected.close()
-            facts.update(rejected_lines=self.path + ".rejected",
-                         rejected_bytes=self.rejected_bytes)
+            facts["rejected_lines"] = self.path + ".rejected"
+            facts["rejected_bytes"] = self.rejected_bytes
         return facts
 
-    def sample_rejected(self, text):
+    def sample_rejected(self, text: str) -> None:
         """A line of a rejected unit: not written for encoding, but part of this side's
         vocabulary sample at its position (after every line written or sampled so far)."""
         if self._rejected is None:
@@ -146,15 +156,16 @@ class _SideWriter:
 
 
 class _MaterializeFn(beam.DoFn):
-    def __init__(self, work_dir, read, store_settings=None):
+    def __init__(self, work_dir: str, read: ReadConfig,
+                 store_settings: Optional[StoreSettings] = None) -> None:
         self._dir = work_dir
         self._read = read
         self._store_settings = store_settings or StoreSettings()
 
-    def setup(self):
+    def setup(self) -> None:
         self._stores = ObjectStores(self._store_settings)
 
-    def _units(self, ds, streams):
+    def _units(self, ds: DatasetSpec, streams: Sequence[ByteStream]) -> Iterator[Unit]:
         r = self._read
         if ds["format"] == "tsv":
             return formats.read_tsv(streams[0], ds["source"], r.source_column,
@@ -162,34 +173,35 @@ class _MaterializeFn(beam.DoFn):
         if ds["format"] == "tmx":
             return formats.read_tmx(streams[0], ds["source"], r.source_lang, r.target_lang)
         if ds["format"] == "sgm":
-            return formats.read_sgm_pair(streams[0], ds["source"], streams[1], ds["target"],
-                                         r.on_invalid_utf8)
+            return formats.read_sgm_pair(streams[0], ds["source"], streams[1],
+                                         ds["target"] or "", r.on_invalid_utf8)
         if ds["format"] == "iwslt":
             return formats.read_iwslt_xml_pair(streams[0], ds["source"], streams[1],
-                                               ds["target"], r.on_invalid_utf8)
-        return read_line_pairs(streams[0], ds["source"], streams[1], ds["target"],
+                                               ds["target"] or "", r.on_invalid_utf8)
+        return read_line_pairs(streams[0], ds["source"], streams[1], ds["target"] or "",
                                r.on_invalid_utf8)
 
-    def _sample_texts(self, unit):
+    def _sample_texts(self, unit: Reject) -> Tuple[Optional[str], Optional[str]]:
         """(source, target) text a rejected unit adds to each side's vocabulary sample, None
         for a side it does not have."""
         if unit.reason == "too_few_columns":  # the row's text is its source; split it
             fields = unit.source.split("\t")
             r = self._read
-            return tuple(fields[c] if c < len(fields) else None
-                         for c in (r.source_column, r.target_column))
+            source, target = (fields[c] if c < len(fields) else None
+                              for c in (r.source_column, r.target_column))
+            return source, target
         has_source, has_target = _SIDES.get(unit.reason, (True, True))
         return (unit.source if has_source else None, unit.target if has_target else None)
 
-    def process(self, ds):
+    def process(self, ds: DatasetSpec) -> Iterator[MaterializedDataset]:
         r = self._read
         base = FileSystems.join(self._dir, "%s-%03d" % (ds["split"], ds["index"]))
         paths = [ds["source"]] + ([ds["target"]] if ds["target"] else [])
-        streams = []
-        rejects = []  # JSONL lines (texts truncated)
-        by_reason = {}
+        streams: Sequence[ByteStream] = []
+        rejects: List[bytes] = []  # JSONL lines (texts truncated)
+        by_reason: Dict[str, int] = {}
 
-        def reject(ordinal, unit):
+        def reject(ordinal: int, unit: Reject) -> None:
             by_reason[unit.reason] = by_reason.get(unit.reason, 0) + 1
             rejects.append(reject_line(reject_record(ds, ordinal, unit.where, unit.reason,
                                                      unit.source, unit.target)))
@@ -197,13 +209,14 @@ class _MaterializeFn(beam.DoFn):
         units = 0
         try:
             streams = [open_member(p) for p in paths]
+            counted: List[MarkCounter] = []
             if ds["format"] == "lines":  # read as T2T reads lines: say what that means
-                streams = [MarkCounter(stream) for stream in streams]
-            src, tgt = (_SideWriter(base + side, r.encode_chunk_lines, self._stores)
-                        for side in (".src", ".tgt"))
+                streams = counted = [MarkCounter(stream) for stream in streams]
+            src, tgt = (_SideWriter(base + suffix, r.encode_chunk_lines, self._stores)
+                        for suffix in (".src", ".tgt"))
             for ordinal, unit in enumerate(self._units(ds, streams), 1):
                 units += 1
-                if isinstance(unit, formats.Reject):
+                if isinstance(unit, Reject):
                     if unit.reason in MISALIGNED and r.on_misaligned == "error":
                         raise InputError(ds["source"], 0, "%s: %s (%s); --on_misaligned reject "
                                          "rejects such units instead" % (
@@ -212,23 +225,23 @@ class _MaterializeFn(beam.DoFn):
                     if unit.reason == "invalid_utf8" and r.on_invalid_utf8 == "error":
                         raise InputError(ds["source"], 0, "%s: invalid UTF-8" % unit.where)
                     reject(ordinal, unit)
-                    for side, text in zip((src, tgt), self._sample_texts(unit)):
+                    for writer, text in zip((src, tgt), self._sample_texts(unit)):
                         if text is not None:
-                            side.sample_rejected(clean_segment(text))
+                            writer.sample_rejected(clean_segment(text))
                     continue
                 source, target = clean_segment(unit.source), clean_segment(unit.target)
                 reason = pair_reject_reason(source, target, r.max_line_chars)
                 if reason:
-                    reject(ordinal, formats.Reject(unit.where, reason, source, target))
+                    reject(ordinal, Reject(unit.where, reason, source, target))
                     src.sample_rejected(source)
                     tgt.sample_rejected(target)
                     continue
                 src.write(source)
                 tgt.write(target)
             facts = {"source": src.close(), "target": tgt.close()}
-            if ds["format"] == "lines":
-                for side, path, stream in zip(("source", "target"), paths, streams):
-                    warnings = text_marks(path, stream.marks)
+            if counted:
+                for side, path, counter in zip(("source", "target"), paths, counted):
+                    warnings = text_marks(path, counter.marks)
                     if warnings:
                         facts[side]["warnings"] = warnings
         except (formats.FormatError, InputError) as e:
@@ -250,12 +263,13 @@ class MaterializeDatasets(beam.PTransform):
     `read`: the run's `transforms.config.ReadConfig` (columns, languages, what to reject,
     seek points every `encode_chunk_lines` lines)."""
 
-    def __init__(self, work_dir, read):
+    def __init__(self, work_dir: str, read: ReadConfig) -> None:
         super().__init__()
         self._work_dir = work_dir
         self._read = read
 
-    def expand(self, datasets):
+    def expand(self, datasets: beam.PCollection[DatasetSpec]
+               ) -> beam.PCollection[MaterializedDataset]:
         fn = _MaterializeFn(self._work_dir, self._read,
                             StoreSettings.from_options(datasets.pipeline.options))
         return datasets | "Spread" >> beam.Reshuffle() | "Materialize" >> beam.ParDo(fn)

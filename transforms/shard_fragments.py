@@ -15,20 +15,23 @@ the final shard file; the line number breaks ties, so the order never depends on
 
 import heapq
 import struct
+from typing import Iterable, Iterator, Optional, Tuple
 
+from transforms.elements import EntryKey, FragmentEntry
 from transforms.storage import file_io
+from transforms.storage.object_stores import ObjectStores
 from transforms.formats.tfrecord_framing import frame_record
 
 _HEADER = struct.Struct("<QIII")
 FRAMING_BYTES = 16  # TFRecord: length u64, its masked CRC u32, data, data's masked CRC u32
 
 
-def fragment_name(split, shard, dataset_index, first_line):
+def fragment_name(split: str, shard: int, dataset_index: int, first_line: int) -> str:
     """One name per (shard, encode chunk): a retried bundle rewrites the same file."""
     return "%s-%05d-d%d-l%d.frag" % (split, shard, dataset_index, first_line)
 
 
-def fragment_chunk(name):
+def fragment_chunk(name: str) -> Optional[Tuple[str, int, int]]:
     """(split, dataset index, first line) of the encode chunk that wrote fragment `name`
     (a file name of `fragment_name`), or None for another name."""
     if not name.endswith(".frag"):
@@ -40,7 +43,8 @@ def fragment_chunk(name):
         return None
 
 
-def write_fragment(path, entries, stores=None):
+def write_fragment(path: str, entries: Iterable[FragmentEntry],
+                   stores: Optional[ObjectStores] = None) -> None:
     """Writes `entries` [(key, dataset index, line number, record bytes)] sorted, atomically,
     so a fragment that exists is whole: on a local disk under a temporary name, then renamed;
     on an object store in one PUT of the final bytes (`stores`: the worker's ObjectStores;
@@ -51,7 +55,8 @@ def write_fragment(path, entries, stores=None):
     file_io.write_bytes_atomically(path, data, stores)
 
 
-def read_fragment(path, stores=None):
+def read_fragment(path: str, stores: Optional[ObjectStores] = None
+                  ) -> Iterator[Tuple[EntryKey, bytes]]:
     """Yields ((key, dataset index, line number), framed record bytes) in file order."""
     with file_io.open_for_read(path, stores) as f:
         while True:
@@ -67,7 +72,8 @@ def read_fragment(path, stores=None):
             yield (key, dataset_index, number), framed
 
 
-def merge_fragments(paths, stores=None):
+def merge_fragments(paths: Iterable[str], stores: Optional[ObjectStores] = None
+                    ) -> Iterator[Tuple[EntryKey, bytes]]:
     """((key, dataset index, line number), framed record) of all fragments, in key order."""
     return heapq.merge(*(read_fragment(p, stores) for p in sorted(paths)),
                        key=lambda entry: entry[0])

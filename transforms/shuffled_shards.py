@@ -18,8 +18,13 @@ Records are already framed (`transforms.formats.tfrecord_framing`: length, data 
 CRC32Cs, what TensorFlow's TFRecord reader expects) in the fragments; the merge copies bytes.
 """
 
+from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
+
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
+
+from transforms.elements import (FragmentReport, RejectRecord, RejectsReport, ShardKey,
+                                 ShardReport)
 
 from transforms.storage import file_io
 from transforms.job_metrics import JobCounters
@@ -28,7 +33,7 @@ from transforms.formats.rejects import reject_line
 from transforms.shard_fragments import merge_fragments
 
 
-def shard_file_name(problem, split, shard, num_shards):
+def shard_file_name(problem: str, split: str, shard: int, num_shards: int) -> str:
     """T2T's name: `{problem}-{split}-00000-of-00010`."""
     return "%s-%s-%05d-of-%05d" % (problem, split, shard, num_shards)
 
@@ -37,26 +42,31 @@ class _WriteShardFn(beam.DoFn):
     """Merges a shard's fragments into its TFRecord file. An empty shard is a 0-byte object,
     which Beam's S3 writer cannot make: that one goes through the store's own client."""
 
-    def __init__(self, problem, num_shards, tmp_dir, store_settings):
+    def __init__(self, problem: str, num_shards: Dict[str, int], tmp_dir: str,
+                 store_settings: StoreSettings) -> None:
         self._problem = problem
         self._num_shards = num_shards
         self._tmp_dir = tmp_dir
         self._store_settings = store_settings
-        self._stores = None
+        self._stores: Optional[ObjectStores] = None
 
-    def setup(self):
+    def setup(self) -> None:
         self._stores = ObjectStores(self._store_settings)
         self._counters = JobCounters()
 
-    def process(self, item):
+    def process(self, item: Tuple[ShardKey, Dict[str, Iterable[Any]]]
+                ) -> Iterator[ShardReport]:
+        """`item`: a shard's key and what CoGroupByKey gathered for it: its `fragments`
+        (FragmentReport) and an `expected` None."""
         (split, shard), grouped = item
         # One report per fragment file: a runner that retried an encode bundle and kept
         # both attempts' outputs would name a fragment twice, and its records would be
         # merged in twice.
-        fragments = list({frag["path"]: frag for frag in grouped["fragments"]}.values())
+        reported: Iterable[FragmentReport] = grouped["fragments"]
+        fragments = list({frag["path"]: frag for frag in reported}.values())
         name = shard_file_name(self._problem, split, shard, self._num_shards[split])
         path = FileSystems.join(self._tmp_dir, name)
-        by_dataset = {}
+        by_dataset: Dict[int, int] = {}
         for frag in fragments:
             for dataset_index, count in frag["by_dataset"]:
                 by_dataset[dataset_index] = by_dataset.get(dataset_index, 0) + count
@@ -75,17 +85,17 @@ class _WriteShardFn(beam.DoFn):
 
 
 class _WriteRejectsFn(beam.DoFn):
-    def __init__(self, tmp_dir, store_settings):
+    def __init__(self, tmp_dir: str, store_settings: StoreSettings) -> None:
         self._tmp_dir = tmp_dir
         self._store_settings = store_settings
 
-    def setup(self):
+    def setup(self) -> None:
         self._stores = ObjectStores(self._store_settings)
 
-    def process(self, item):
-        split, rejects = item
-        rejects = sorted(rejects, key=lambda r: (r["dataset_index"], r["ordinal"]))
-        by_reason = {}
+    def process(self, item: Tuple[str, Iterable[RejectRecord]]) -> Iterator[RejectsReport]:
+        split, grouped = item
+        rejects = sorted(grouped, key=lambda r: (r["dataset_index"], r["ordinal"]))
+        by_reason: Dict[str, int] = {}
         name = "%s.jsonl" % split
         for reject in rejects:
             key = "%d\t%s" % (reject["dataset_index"], reject["reason"])
@@ -102,14 +112,15 @@ class WriteShuffledShards(beam.PTransform):
     Every shard of every split is written, empty ones included.
     """
 
-    def __init__(self, problem, num_shards, tmp_dir):
+    def __init__(self, problem: str, num_shards: Mapping[str, int], tmp_dir: str) -> None:
         super().__init__()
         self._problem = problem
         self._num_shards = dict(num_shards)
         self._tmp_dir = tmp_dir
 
-    def expand(self, fragments):
-        all_shards = [((split, shard), None)
+    def expand(self, fragments: beam.PCollection[Tuple[ShardKey, FragmentReport]]
+               ) -> beam.PCollection[ShardReport]:
+        all_shards: List[Tuple[ShardKey, None]] = [((split, shard), None)
                       for split, n in sorted(self._num_shards.items()) for shard in range(n)]
         expected = fragments.pipeline | "AllShards" >> beam.Create(all_shards, reshuffle=False)
         settings = StoreSettings.from_options(fragments.pipeline.options)
@@ -122,11 +133,12 @@ class WriteShuffledShards(beam.PTransform):
 class WriteRejects(beam.PTransform):
     """(split, reject dict) -> one JSON-lines file per split, sorted by position, and a report."""
 
-    def __init__(self, tmp_dir):
+    def __init__(self, tmp_dir: str) -> None:
         super().__init__()
         self._tmp_dir = tmp_dir
 
-    def expand(self, rejects):
+    def expand(self, rejects: beam.PCollection[Tuple[str, RejectRecord]]
+               ) -> beam.PCollection[RejectsReport]:
         return (rejects
                 | "GroupBySplit" >> beam.GroupByKey()
                 | "WriteRejects" >> beam.ParDo(_WriteRejectsFn(

@@ -235,7 +235,7 @@ class ByteBpeKind(VocabKind):
 
     def vocabs_from_counts(self, totals, vocab):
         """Merges learnt from each vocabulary's pre-token counts on one worker
-        (`transforms.codecs.byte_bpe.learn_byte_bpe`)."""
+        (`transforms.codecs.byte_bpe_learner.learn_byte_bpe`)."""
         return totals | "LearnMerges" >> beam.Map(
             _learn_bpe, vocab_size=vocab.vocab_size, min_frequency=vocab.bpe_min_frequency,
             eos_token=vocab.bpe_eos_token)
@@ -315,7 +315,7 @@ def _word_vocab_text(name_items, vocab_size):
 def _learn_bpe(name_items, vocab_size, min_frequency, eos_token):
     """A learnt BPE whose special token is `eos_token` (--bpe_eos_token), so the id that ends
     every example is in the vocabulary whatever token was chosen."""
-    from transforms.codecs.byte_bpe import learn_byte_bpe
+    from transforms.codecs.byte_bpe_learner import learn_byte_bpe
     name, items = name_items
     bpe = learn_byte_bpe(dict(items), vocab_size, special_tokens=(eos_token,),
                          min_frequency=min_frequency)

@@ -5,23 +5,45 @@ dataset and reason, token counts) and what the prepare pass read. A run whose bo
 balance, or that is missing a shard, fails instead of looking complete.
 """
 
+from typing import Any, Dict, Iterable, List, Mapping, Protocol, Sequence
+
 from pipeline.runtime.runners import DatagenError
+from transforms.elements import RejectsReport, ShardReport
+
+SplitReport = Dict[str, Any]  # `split_report`: a split's part of the summary (JSON)
+
+
+class PreparedDataset(Protocol):
+    """What the books read of a prepared dataset (`pipeline.driver.prepare.Prepared`)."""
+
+    @property
+    def ds(self) -> Mapping[str, Any]: ...
+
+    @property
+    def units(self) -> int: ...
+
+    @property
+    def source_facts(self) -> Mapping[str, Any]: ...
+
+    @property
+    def target_facts(self) -> Mapping[str, Any]: ...
 
 
 class BooksDoNotBalance(RuntimeError):
     pass
 
 
-def _written_by_dataset(split_shards):
-    written = {}
+def _written_by_dataset(split_shards: Iterable[ShardReport]) -> Dict[int, int]:
+    written: Dict[int, int] = {}
     for shard in split_shards:
         for index, n in shard["by_dataset"]:
             written[index] = written.get(index, 0) + n
     return written
 
 
-def _rejected_by_dataset(rejects, split):
-    rejected = {}
+def _rejected_by_dataset(rejects: Iterable[RejectsReport], split: str
+                         ) -> Dict[int, Dict[str, int]]:
+    rejected: Dict[int, Dict[str, int]] = {}
     for report in rejects:
         if report["split"] == split:
             for key, n in report["by_dataset_reason"]:
@@ -30,7 +52,9 @@ def _rejected_by_dataset(rejects, split):
     return rejected
 
 
-def split_report(split, prepared, num_shards, shards, rejects, tokens, rejects_file, with_oov):
+def split_report(split: str, prepared: Sequence[PreparedDataset], num_shards: int,
+                 shards: Iterable[ShardReport], rejects: Iterable[RejectsReport],
+                 tokens: Sequence[int], rejects_file: str, with_oov: bool) -> SplitReport:
     """The summary of one split; raises BooksDoNotBalance when a pair is unaccounted for.
 
     `prepared` are the split's datasets (with `ds` and `units` read), `shards`/`rejects` the
@@ -39,7 +63,9 @@ def split_report(split, prepared, num_shards, shards, rejects, tokens, rejects_f
     split_shards = sorted((s for s in shards if s["split"] == split), key=lambda s: s["shard"])
     written = _written_by_dataset(split_shards)
     rejected = _rejected_by_dataset(rejects, split)
-    datasets, unbalanced, totals = {}, [], {}
+    datasets: Dict[str, Dict[str, Any]] = {}
+    unbalanced: List[str] = []
+    totals: Dict[str, int] = {}
     for p in prepared:
         index = p.ds["index"]
         by_reason = rejected.get(index, {})
@@ -61,7 +87,7 @@ def split_report(split, prepared, num_shards, shards, rejects, tokens, rejects_f
         raise BooksDoNotBalance("%s: books do not balance: %s; %d of %d shards" % (
             split, "; ".join(unbalanced) or "all datasets balance", len(split_shards), num_shards))
     n_rejected = sum(d["pairs_rejected"] for d in datasets.values())
-    report = {
+    report: SplitReport = {
         "pairs_read": sum(d["pairs_read"] for d in datasets.values()),
         "pairs_written": sum(d["pairs_written"] for d in datasets.values()),
         "pairs_rejected": n_rejected, "rejected_by_reason": dict(sorted(totals.items())),
@@ -79,7 +105,8 @@ def split_report(split, prepared, num_shards, shards, rejects, tokens, rejects_f
 # A scheduled run over an empty download must fail, not publish empty shards as a complete
 # output; --allow_empty skips both checks.
 
-def _no_pairs(split, prepared, detail):
+def _no_pairs(split: str, prepared: Mapping[str, Sequence[PreparedDataset]],
+              detail: str) -> DatagenError:
     """The DatagenError for a split with nothing to write, naming its inputs."""
     inputs = ", ".join(" + ".join(x for x in (p.ds["source"], p.ds["target"]) if x)
                        for p in prepared[split])
@@ -87,7 +114,7 @@ def _no_pairs(split, prepared, detail):
                         "write empty shards" % (split, detail, inputs))
 
 
-def check_has_pairs(prepared):
+def check_has_pairs(prepared: Mapping[str, Sequence[PreparedDataset]]) -> None:
     """Raises DatagenError when a split's input holds no pair (empty files, or nothing left
     after the prepare step's rejects): before anything is written."""
     for split in sorted(prepared):
@@ -99,7 +126,8 @@ def check_has_pairs(prepared):
                             "all %d units read were rejected" % read)
 
 
-def check_written(prepared, report):
+def check_written(prepared: Mapping[str, Sequence[PreparedDataset]],
+                  report: Mapping[str, SplitReport]) -> None:
     """Raises DatagenError, before any output is replaced, when the encode pass wrote no
     pair of a split (every pair rejected); `report`: {split: split_report}."""
     for split in sorted(report):
@@ -110,7 +138,8 @@ def check_written(prepared, report):
                 report[split]["pairs_read"], reasons or "none"))
 
 
-def compare_with_counters(report, counters):
+def compare_with_counters(report: Mapping[str, SplitReport], counters: Mapping[str, int]
+                          ) -> List[str]:
     """Lines naming where the runner's Beam counters (`transforms.job_metrics`) disagree with
     the books of `report` ({split: split_report}); empty when they agree or the runner reported
     no counters. The books (the files themselves) are what the job trusts; a runner that

@@ -9,25 +9,30 @@ moves, so this works on object stores too (where a "directory" is only a name pr
 """
 
 import logging
+from typing import Any, Dict, Iterable, Optional
 
 from apache_beam.io.filesystems import FileSystems
 
-from pipeline.output.layout import WORK_NAME
+from pipeline.output.layout import WORK_NAME, OutputLayout
 from pipeline.output.length_report import render_length_report
 from pipeline.output.own_outputs import old_shards
+from transforms.elements import RejectsReport, ShardReport
+from transforms.storage.object_stores import ObjectStores
 from transforms.storage import file_io
 
 SPLITS = ("train", "dev")
 LOG = logging.getLogger("datagen")
 
 
-def promote_outputs(layout, shards, rejects, stores=None):
+def promote_outputs(layout: OutputLayout, shards: Iterable[ShardReport],
+                    rejects: Iterable[RejectsReport], stores: Optional[ObjectStores] = None
+                    ) -> None:
     """Replaces every previous shard and rejects file with this run's (`shards`, `rejects`:
     what the encode pass reported); removes the completion marker first, and the previous
     length report (it describes the old shards; `mark_complete` writes the new one)."""
     file_io.delete_tree(layout.complete_path, stores)
     file_io.delete_tree(layout.lengths_report_path, stores)
-    old = []
+    old: list[str] = []
     for split in SPLITS:
         previous, others = old_shards(layout, split, stores)  # a user's p-train-notes.txt stays
         old.extend(previous)
@@ -48,7 +53,8 @@ def promote_outputs(layout, shards, rejects, stores=None):
             [layout.rejects_path(r["split"]) for r in written_rejects], stores)
 
 
-def mark_complete(layout, summary, stores=None):
+def mark_complete(layout: OutputLayout, summary: Dict[str, Any],
+                  stores: Optional[ObjectStores] = None) -> None:
     """Writes the length report and the summary, then the completion marker (its finish
     time): last of all. Each is written whole (`file_io.write_bytes_atomically`; `stores`:
     the job's ObjectStores)."""
@@ -59,7 +65,7 @@ def mark_complete(layout, summary, stores=None):
                                    (summary["finished_at"] + "\n").encode(), stores)
 
 
-def remove_work_dir(layout, stores=None):
+def remove_work_dir(layout: OutputLayout, stores: Optional[ObjectStores] = None) -> None:
     """Deletes this problem's work directories (this run's and any a killed run left), and
     the shared parent once no other problem's run is using it."""
     file_io.delete_tree(layout.problem_work_dir, stores)

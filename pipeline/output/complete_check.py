@@ -7,14 +7,19 @@ every vocab file the run wrote; a rerun checks that they exist (names only: no s
 recorded) and redoes the output when one is missing or the summary cannot be read.
 """
 
+from typing import Any, Dict, List, Optional
+
+from pipeline.output.layout import OutputLayout
 from transforms.storage import file_io
+from transforms.storage.object_stores import ObjectStores
 
 
-def missing_outputs(layout, summary, stores=None):
+def missing_outputs(layout: OutputLayout, summary: Dict[str, Any],
+                    stores: Optional[ObjectStores] = None) -> List[str]:
     """Names (relative to the output directory) of the files `summary` lists that are gone.
     `stores`: the job's ObjectStores; on an object store the output prefix is listed once
     instead of one request per file."""
-    names = []
+    names: List[str] = []
     for split in (summary.get("splits") or {}).values():
         names.extend(shard["name"] for shard in split.get("shards") or [])
         if split.get("rejects_file"):
@@ -32,7 +37,8 @@ def missing_outputs(layout, summary, stores=None):
     return missing
 
 
-def read_summary(layout, stores=None):
+def read_summary(layout: OutputLayout, stores: Optional[ObjectStores] = None
+                 ) -> Optional[Dict[str, Any]]:
     """The summary of a complete output, or None when it is missing or not JSON."""
     try:
         summary = file_io.read_json(layout.summary_path, stores)

@@ -5,10 +5,14 @@ whose names no reader's `{problem}-train*` glob matches.
 """
 
 import os
+from typing import TYPE_CHECKING, Optional
 
 from apache_beam.io.filesystems import FileSystems
 
 from transforms.formats.checked_decompress import strip_compression_suffix
+
+if TYPE_CHECKING:
+    from transforms.vocab_kinds import VocabKind
 
 
 SUMMARY_NAME = "%s.datagen_summary.json"  # % problem: several problems may share a data_dir
@@ -17,7 +21,7 @@ LENGTHS_REPORT_NAME = "%s.lengths.html"  # the length report (`pipeline.output.l
 WORK_NAME = ".datagen-work"
 
 
-def lang_of(path):
+def lang_of(path: str) -> str:
     """Language suffix from a file name: `train.en.gz` (or `.xz`, `.zst`, ...) -> `en`, `test.zh.sgm` -> `zh`,
     `corpus.tgz!dir/train.de` -> `de` (compression and format extensions are skipped)."""
     name = strip_compression_suffix(os.path.basename(path.rsplit("!", 1)[-1]))
@@ -32,47 +36,48 @@ class OutputLayout:
     `.datagen-work/{problem}/{run_id}/`, so a run that lost its lock and is still finishing a
     pass can never write into the work files of the run that took the lock over."""
 
-    def __init__(self, output_dir, problem, vocab_size, run_id="run"):
+    def __init__(self, output_dir: str, problem: str, vocab_size: int,
+                 run_id: str = "run") -> None:
         self.output_dir = output_dir
         self.problem = problem
         self.vocab_size = vocab_size
         self.run_id = run_id
 
-    def path(self, *names):
+    def path(self, *names: str) -> str:
         return FileSystems.join(self.output_dir, *names)
 
-    def vocab_path(self, kind, lang=None):
+    def vocab_path(self, kind: "VocabKind", lang: Optional[str] = None) -> str:
         """T2T's `vocab.{problem}.{size}.subwords[.lang]`; the other kinds' suffixes (`.bpe`,
         a directory, and `.words`) come from their VocabKind (`transforms.vocab_kinds`)."""
         name = "vocab.%s.%d.%s" % (self.problem, self.vocab_size, kind.file_suffix)
         return self.path(name + ("." + lang if lang else ""))
 
-    def shard_pattern(self, split):
+    def shard_pattern(self, split: str) -> str:
         return self.path("%s-%s-*" % (self.problem, split))
 
     @property
-    def summary_path(self):
+    def summary_path(self) -> str:
         return self.path(SUMMARY_NAME % self.problem)
 
     @property
-    def lengths_report_path(self):
+    def lengths_report_path(self) -> str:
         return self.path(LENGTHS_REPORT_NAME % self.problem)
 
     @property
-    def complete_path(self):
+    def complete_path(self) -> str:
         return self.path(COMPLETE_NAME % self.problem)
 
-    def rejects_path(self, split):
+    def rejects_path(self, split: str) -> str:
         return self.path("rejects", "%s-%s.jsonl" % (self.problem, split))
 
     @property
-    def problem_work_dir(self):
+    def problem_work_dir(self) -> str:
         """Every run's work directories of this problem (leftovers of killed runs too)."""
         return self.path(WORK_NAME, self.problem)
 
     @property
-    def work_dir(self):
+    def work_dir(self) -> str:
         return self.path(WORK_NAME, self.problem, self.run_id)
 
-    def work(self, *names):
+    def work(self, *names: str) -> str:
         return FileSystems.join(self.work_dir, *names)

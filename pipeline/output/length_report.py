@@ -11,6 +11,7 @@ chart has at most `MAX_BINS` bars) with the p50/p90/p99 lengths marked.
 
 import html
 import math
+from typing import Any, Dict, List, Tuple, Union
 
 MAX_BINS = 60
 SIDE_COLORS = {"inputs": "#3b6fb6", "targets": "#d9822b"}  # tests look for them in a screenshot
@@ -34,7 +35,7 @@ td.name { text-align: left; }
 """
 
 
-def _fmt(value):
+def _fmt(value: Union[int, float, str, None]) -> str:
     if value is None:
         return "-"
     if isinstance(value, float):
@@ -42,7 +43,7 @@ def _fmt(value):
     return "{:,}".format(value)
 
 
-def _nice_step(span, target):
+def _nice_step(span: int, target: int) -> int:
     """The smallest step of 1, 2 or 5 times a power of ten cutting `span` into at most `target`
     parts."""
     step = 1
@@ -53,7 +54,7 @@ def _nice_step(span, target):
         step *= 10
 
 
-def _bins(histogram):
+def _bins(histogram: List[List[int]]) -> Tuple[int, List[Tuple[int, int, int]]]:
     """[(first length, last length, pairs)] of `histogram` ([[length, pairs]]) in equal bins
     from 0 (or 1) to the largest length."""
     top = histogram[-1][0]
@@ -64,7 +65,7 @@ def _bins(histogram):
     return width, [(i * width, i * width + width - 1, n) for i, n in enumerate(counts)]
 
 
-def _histogram_svg(side, figures):
+def _histogram_svg(side: str, figures: Dict[str, Any]) -> str:
     """An SVG bar chart of one side's length histogram, p50/p90/p99 marked."""
     title = "%s: %s pairs" % (SIDE_NAMES[side], _fmt(sum(n for _, n in figures["histogram"])))
     parts = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" '
@@ -83,10 +84,10 @@ def _histogram_svg(side, figures):
     y_step = _nice_step(y_max, 4)
     y_top = math.ceil(y_max / y_step) * y_step
 
-    def x(length):
+    def x(length: float) -> float:
         return LEFT + plot_w * length / x_max
 
-    def y(n):
+    def y(n: float) -> float:
         return TOP + plot_h * (1 - n / y_top)
 
     for tick in range(0, y_top + 1, y_step):  # grid and y labels
@@ -122,7 +123,7 @@ def _histogram_svg(side, figures):
     return "".join(parts)
 
 
-def _percentile_table(report):
+def _percentile_table(report: Dict[str, Any]) -> str:
     rows = ["<table><tr><th>side</th><th>p50</th><th>p90</th><th>p99</th><th>max</th>"
             "<th>tokens (no EOS)</th><th>characters</th><th>chars / token</th></tr>"]
     for side in ("inputs", "targets", "pair"):
@@ -136,7 +137,7 @@ def _percentile_table(report):
     return "".join(rows)
 
 
-def _drops_table(report):
+def _drops_table(report: Dict[str, Any]) -> str:
     rows = ["<table><tr><th>max_length</th><th>pairs dropped</th><th>% of pairs</th></tr>"]
     for d in report["drops"]:
         rows.append("<tr><td class=\"name\">%s%s</td><td>%s</td><td>%.2f %%</td></tr>" % (
@@ -146,7 +147,7 @@ def _drops_table(report):
     return "".join(rows)
 
 
-def render_length_report(summary):
+def render_length_report(summary: Dict[str, Any]) -> str:
     """The HTML page of `summary`'s length figures (a complete summary dict)."""
     lengths = summary["lengths"]
     problem = html.escape(str(summary["problem"]))

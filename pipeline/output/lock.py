@@ -37,13 +37,29 @@ import socket
 import threading
 import time
 import uuid
+from typing import Any, Callable, Dict, Iterator, Literal, Optional, Protocol, Tuple, cast
 
 from apache_beam.io.filesystems import FileSystems
 
 from pipeline.runtime.interrupts import process_alive
 from pipeline.runtime.runners import DatagenError, one_line
 from transforms.storage import file_io
-from transforms.storage.object_stores import PreconditionFailed
+from transforms.storage.object_stores import ObjectStores, PreconditionFailed, Store
+
+Lease = Dict[str, Any]  # the lease object's JSON: run_id, host, pid, started_at, heartbeat_*
+
+
+class LeaseFile(Protocol):
+    """One lease file on one kind of file system: every change a compare-and-swap on the
+    version last seen (`StoreLease`, `LocalLease`, `SettledLease`)."""
+
+    def create(self, data: bytes) -> Optional[str]: ...
+
+    def read(self) -> Optional[Tuple[bytes, str]]: ...
+
+    def replace(self, data: bytes, version: str) -> str: ...
+
+    def delete(self, version: str) -> None: ...
 
 LOG = logging.getLogger("datagen")
 LOCK_NAME = "%s.datagen.lock"  # % problem: problems sharing a directory lock separately
@@ -52,14 +68,14 @@ TAKE_ATTEMPTS = 5  # a lease changing under us again and again: give up with one
 
 
 
-def describe(lease):
+def describe(lease: Lease) -> str:
     """The holder of a lease, for messages."""
     return "run %s (host %s, pid %s, started %s, last heartbeat %s)" % (
         lease.get("run_id"), lease.get("host"), lease.get("pid"), lease.get("started_at"),
         lease.get("heartbeat_iso"))
 
 
-def content_version(data):
+def content_version(data: bytes) -> str:
     """The version of a lease where the file system keeps none: the SHA-256 of its bytes
     (they hold a run id and a heartbeat time, so every write is a new version)."""
     return hashlib.sha256(data).hexdigest()
@@ -70,26 +86,26 @@ class StoreLease:
     """The lease on S3 or GCS, through the store's own client (`transforms.storage.object_stores`):
     versions are ETags or generations, every write conditional."""
 
-    def __init__(self, path, store):
+    def __init__(self, path: str, store: Store) -> None:
         self.path = path
         self._store = store
 
-    def create(self, data):
+    def create(self, data: bytes) -> Optional[str]:
         """The new version, or None when a lease exists."""
         try:
             return self._store.put(self.path, data, if_absent=True)
         except PreconditionFailed:
             return None
 
-    def read(self):
+    def read(self) -> Optional[Tuple[bytes, str]]:
         """(bytes, version), or None when there is no lease."""
         return self._store.get(self.path)
 
-    def replace(self, data, version):
+    def replace(self, data: bytes, version: str) -> str:
         """The new version; PreconditionFailed when the lease is not `version` any more."""
         return self._store.put(self.path, data, if_version=version)
 
-    def delete(self, version):
+    def delete(self, version: str) -> None:
         try:
             self._store.delete(self.path, if_version=version)
         except PreconditionFailed:
@@ -102,12 +118,12 @@ class LocalLease:
     directory (every run on this file system takes the same one). A version is the SHA-256
     of the lease's bytes, which hold a run id and a heartbeat time."""
 
-    def __init__(self, path):
+    def __init__(self, path: str) -> None:
         self.path = path
         self._dir = os.path.dirname(path)
 
     @contextlib.contextmanager
-    def _guard(self):
+    def _guard(self) -> Iterator[None]:
         fd = os.open(self._dir, os.O_RDONLY)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
@@ -115,7 +131,7 @@ class LocalLease:
         finally:
             os.close(fd)  # releases the flock
 
-    def create(self, data):
+    def create(self, data: bytes) -> Optional[str]:
         os.makedirs(self._dir, exist_ok=True)
         tmp = file_io.temporary_name(self.path)
         with open(tmp, "wb") as f:
@@ -128,7 +144,7 @@ class LocalLease:
         finally:
             os.unlink(tmp)
 
-    def read(self):
+    def read(self) -> Optional[Tuple[bytes, str]]:
         try:
             with open(self.path, "rb") as f:
                 data = f.read()
@@ -136,7 +152,7 @@ class LocalLease:
             return None
         return data, content_version(data)
 
-    def replace(self, data, version):
+    def replace(self, data: bytes, version: str) -> str:
         with self._guard():
             now = self.read()
             if now is None or now[1] != version:
@@ -144,7 +160,7 @@ class LocalLease:
             file_io.write_bytes_atomically(self.path, data)
         return content_version(data)
 
-    def delete(self, version):
+    def delete(self, version: str) -> None:
         with self._guard():
             now = self.read()
             if now is not None and now[1] == version:
@@ -156,16 +172,16 @@ class SettledLease:
     (hdfs://, ...): written whole, and taken only when a read-back after SETTLE_SECONDS still
     shows it. Best effort: see the module docstring."""
 
-    def __init__(self, path):
+    def __init__(self, path: str) -> None:
         self.path = path
 
-    def read(self):
+    def read(self) -> Optional[Tuple[bytes, str]]:
         if not file_io.exists(self.path):
             return None
         data = file_io.read_bytes(self.path)
         return data, content_version(data)
 
-    def _write_settled(self, data):
+    def _write_settled(self, data: bytes) -> str:
         file_io.write_bytes_atomically(self.path, data)
         time.sleep(SETTLE_SECONDS)
         now = self.read()
@@ -173,7 +189,7 @@ class SettledLease:
             raise PreconditionFailed("%s was written by another run" % self.path)
         return now[1]
 
-    def create(self, data):
+    def create(self, data: bytes) -> Optional[str]:
         if file_io.exists(self.path):
             return None
         try:
@@ -181,19 +197,19 @@ class SettledLease:
         except PreconditionFailed:
             return None
 
-    def replace(self, data, version):
+    def replace(self, data: bytes, version: str) -> str:
         now = self.read()
         if now is None or now[1] != version:
             raise PreconditionFailed("%s changed" % self.path)
         return self._write_settled(data)
 
-    def delete(self, version):
+    def delete(self, version: str) -> None:
         now = self.read()
         if now is not None and now[1] == version:
             FileSystems.delete([self.path])
 
 
-def lease_for(path, stores=None):
+def lease_for(path: str, stores: Optional[ObjectStores] = None) -> LeaseFile:
     """The Lease of `path`'s file system (`stores`: the job's ObjectStores)."""
     store = stores.for_path(path) if stores is not None else None
     if store is not None:
@@ -209,28 +225,30 @@ class OutputLock:
     `on_lost()`, if given, is called once from the heartbeat thread when another run has
     taken the lease (the job uses it to abort the pass it is in)."""
 
-    def __init__(self, output_dir, problem, stale_seconds, stores=None, on_lost=None,
-                 run_id=None):
+    def __init__(self, output_dir: str, problem: str, stale_seconds: float,
+                 stores: Optional[ObjectStores] = None,
+                 on_lost: Optional[Callable[[], None]] = None,
+                 run_id: Optional[str] = None) -> None:
         self.path = FileSystems.join(output_dir, LOCK_NAME % problem)
         self.stale_seconds = stale_seconds
         self.interval = max(0.2, min(30.0, stale_seconds / 4.0))
-        self.lease = {"run_id": run_id or uuid.uuid4().hex, "host": socket.gethostname(),
+        self.lease: Lease = {"run_id": run_id or uuid.uuid4().hex, "host": socket.gethostname(),
                       "pid": os.getpid(),
                       "started_at": datetime.datetime.now(datetime.timezone.utc).isoformat(
                           timespec="seconds")}
-        self.lost_to = None
-        self.version = None  # the version of the lease this run wrote last
+        self.lost_to: Optional[Lease] = None
+        self.version: Optional[str] = None  # the version of the lease this run wrote last
         self._backend = lease_for(self.path, stores)
         self._on_lost = on_lost
         self._stop = threading.Event()
-        self._thread = None
+        self._thread: Optional[threading.Thread] = None
 
     @property
-    def run_id(self):
+    def run_id(self) -> str:
         return self.lease["run_id"]
 
     # -- reading and judging a lease ------------------------------------------------------
-    def _read(self):
+    def _read(self) -> Optional[Tuple[Lease, str]]:
         """(lease dict, version) of the lease there, or None."""
         got = self._backend.read()
         if got is None:
@@ -245,7 +263,7 @@ class OutputLock:
                                "run is using %s" % (self.path, self.path.rsplit("/", 1)[0]))
         return lease, version
 
-    def _is_stale(self, lease):
+    def _is_stale(self, lease: Lease) -> Optional[str]:
         """Why a lease can be taken over, or None while its holder may still be running."""
         age = time.time() - float(lease.get("heartbeat_at", 0))
         if age > self.stale_seconds:
@@ -255,19 +273,19 @@ class OutputLock:
             return "its process %d on this host is gone" % lease["pid"]
         return None
 
-    def _lease_bytes(self):
+    def _lease_bytes(self) -> bytes:
         now = time.time()
         self.lease["heartbeat_at"] = now
         self.lease["heartbeat_iso"] = datetime.datetime.fromtimestamp(
             now, datetime.timezone.utc).isoformat(timespec="seconds")
         return file_io.json_bytes(self.lease)
 
-    def _unwritable(self, error):
+    def _unwritable(self, error: Exception) -> DatagenError:
         return DatagenError("--output_dir %s: cannot write there (lock %s: %s)" % (
             self.path.rsplit("/", 1)[0], self.path.rsplit("/", 1)[-1], one_line(error)))
 
     # -- taking, keeping and releasing ------------------------------------------------------
-    def acquire(self):
+    def acquire(self) -> None:
         """Takes the lease or raises DatagenError naming the run that holds it."""
         try:
             for _ in range(TAKE_ATTEMPTS):
@@ -301,16 +319,17 @@ class OutputLock:
             raise self._unwritable(e) from None
         self._start_heartbeat()
 
-    def _start_heartbeat(self):
+    def _start_heartbeat(self) -> None:
         self._thread = threading.Thread(target=self._heartbeat, name="datagen-lock",
                                         daemon=True)
         self._thread.start()
 
-    def renew(self):
+    def renew(self) -> bool:
         """One heartbeat: replaces the lease if it is still this run's version. Returns False
         (and records who has it) when another run took it."""
         try:
-            self.version = self._backend.replace(self._lease_bytes(), self.version)
+            self.version = self._backend.replace(self._lease_bytes(),
+                                                 cast(str, self.version))  # set by acquire()
             return True
         except PreconditionFailed:
             pass
@@ -324,7 +343,7 @@ class OutputLock:
                   describe(self.lost_to))
         return False
 
-    def _heartbeat(self):
+    def _heartbeat(self) -> None:
         """Renews the lease until released or lost."""
         while not self._stop.wait(self.interval):
             try:
@@ -336,17 +355,17 @@ class OutputLock:
                 LOG.warning("could not renew the lock %s: %s", self.path, one_line(e))
 
     @property
-    def lost(self):
+    def lost(self) -> bool:
         return self.lost_to is not None
 
-    def check(self):
+    def check(self) -> None:
         """Raises DatagenError when another run took the lease (this run is now stale)."""
         if self.lost_to is not None:
             raise DatagenError("%s was taken over by %s (no heartbeat from this run for "
                                "--lock_stale_seconds?); stopping, nothing deleted" % (
                                    self.path, describe(self.lost_to)))
 
-    def release(self):
+    def release(self) -> None:
         """Stops the heartbeat and deletes the lease if it is still this run's."""
         self._stop.set()
         if self._thread is not None:
@@ -358,10 +377,10 @@ class OutputLock:
         except Exception as e:  # a stale lease is taken over later anyway
             LOG.warning("could not remove the lock %s: %s", self.path, one_line(e))
 
-    def __enter__(self):
+    def __enter__(self) -> "OutputLock":
         self.acquire()
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: Any) -> Literal[False]:
         self.release()
         return False

@@ -10,13 +10,14 @@ path component of letters, digits, `_`, `-`, `.`, `@` and `+` (language tags suc
 """
 
 import re
+from typing import Optional
 
 from pipeline.runtime.runners import DatagenError
 
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.@+-]{0,99}\Z")
 
 
-def check_name(value, what):
+def check_name(value: Optional[str], what: str) -> Optional[str]:
     """Raises DatagenError (one line) unless `value` is a safe file-name part; `what` says
     where it came from (`--problem`, or `the extension of FILE`)."""
     if value is None or _NAME.match(value):

@@ -15,8 +15,12 @@ The other way round, a run replaces only shards named as T2T names them: a user'
 
 import os
 import re
+from typing import TYPE_CHECKING, Iterable, List, Optional, Tuple
 
-from pipeline.output.layout import WORK_NAME
+from pipeline.output.layout import WORK_NAME, OutputLayout
+
+if TYPE_CHECKING:
+    from transforms.storage.object_stores import ObjectStores
 
 _SHARD = re.compile(r"(?P<problem>.+)-(?P<split>train|dev)-\d{5}-of-\d{5}\Z")
 _OWN_NAMES = re.compile(
@@ -28,18 +32,18 @@ _OWN_NAMES = re.compile(
     r"|\..+\.tmp-[0-9a-f]{32}\Z")                                  # file_io.temporary_name
 
 
-def is_shard_name(name, problem, split):
+def is_shard_name(name: str, problem: str, split: str) -> bool:
     """Whether the base name `name` is a shard of `problem`'s `split` as the job names them."""
     match = _SHARD.match(name)
     return bool(match and match.group("problem") == problem and match.group("split") == split)
 
 
-def _under(path, directory):
+def _under(path: str, directory: str) -> bool:
     directory = directory.rstrip("/") + "/"
     return path.startswith(directory)
 
 
-def is_own_output(path, output_dir):
+def is_own_output(path: str, output_dir: str) -> bool:
     """Whether `path` (absolute, or a URL) is a file this job writes under `output_dir`."""
     if not _under(path, output_dir):
         return False
@@ -50,12 +54,13 @@ def is_own_output(path, output_dir):
     return bool(_OWN_NAMES.match(first))
 
 
-def exclude_own(paths, output_dir):
+def exclude_own(paths: Iterable[str], output_dir: str) -> Tuple[List[str], List[str]]:
     """(paths that are not the job's own outputs, the ones left out); local paths are also
     compared through links (`os.path.realpath`)."""
     local = "://" not in output_dir
     dirs = {output_dir, os.path.realpath(output_dir)} if local else {output_dir}
-    kept, left_out = [], []
+    kept: List[str] = []
+    left_out: List[str] = []
     for path in paths:
         names = {path, os.path.realpath(path)} if local and "://" not in path else {path}
         own = any(is_own_output(p, d) for p in names for d in dirs)
@@ -63,12 +68,14 @@ def exclude_own(paths, output_dir):
     return kept, left_out
 
 
-def old_shards(layout, split, stores=None):
+def old_shards(layout: OutputLayout, split: str, stores: "Optional[ObjectStores]" = None
+               ) -> Tuple[List[str], List[str]]:
     """(the paths of `split`'s shards in the output directory, other files a
     `{problem}-{split}-*` glob matches there): only the first are the job's to replace.
     `stores`: the job's ObjectStores (one listing on an object store)."""
     from transforms.storage import file_io
-    shards, others = [], []
+    shards: List[str] = []
+    others: List[str] = []
     for path, _, _ in file_io.match_files(layout.shard_pattern(split), stores):
         name = path.rstrip("/").rsplit("/", 1)[-1]
         (shards if is_shard_name(name, layout.problem, split) else others).append(path)

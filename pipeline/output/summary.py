@@ -1,5 +1,7 @@
 """The end-of-job summary as a readable table (the JSON summary holds the same facts)."""
 
+from typing import Any, Dict, Optional
+
 from pipeline.output.layout import LENGTHS_REPORT_NAME
 
 # Datasets listed per split (the rest are counted in one line; every dataset's figures are in
@@ -7,13 +9,13 @@ from pipeline.output.layout import LENGTHS_REPORT_NAME
 MAX_DATASET_LINES = 10
 
 
-def _within(path, output_dir):
+def _within(path: str, output_dir: Optional[str]) -> str:
     """`path` relative to the output directory when it is in it (the table stays narrow)."""
     prefix = output_dir.rstrip("/") + "/" if output_dir else None
     return path[len(prefix):] if prefix and path.startswith(prefix) else path
 
 
-def format_summary(summary):
+def format_summary(summary: Dict[str, Any]) -> str:
     output_dir = summary.get("output_dir") or summary.get("flags", {}).get("output_dir")
     lines = []
     if summary.get("noop"):

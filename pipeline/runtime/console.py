@@ -12,6 +12,7 @@ import contextlib
 import logging
 import os
 import sys
+from typing import Dict, Iterator, List, Optional, Sequence, TextIO, Tuple
 
 LOG = logging.getLogger("datagen")
 LOG_LEVELS = ("debug", "info", "warning", "error")
@@ -27,11 +28,11 @@ MAX_LINE = 120  # characters of one progress line, timestamp included
 class _Formatter(logging.Formatter):
     """`HH:MM:SS message` for the job's own progress; warnings and errors say what they are."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__("%(asctime)s %(message)s", "%H:%M:%S")
         self._marked = logging.Formatter("%(asctime)s %(levelname)s %(message)s", "%H:%M:%S")
 
-    def format(self, record):
+    def format(self, record: logging.LogRecord) -> str:
         if record.levelno >= logging.WARNING:
             return self._marked.format(record)
         return super().format(record)
@@ -41,15 +42,15 @@ class _StderrHandler(logging.StreamHandler):
     """Logs to whatever sys.stderr is when a record is written (callers may replace it)."""
 
     @property
-    def stream(self):
+    def stream(self) -> TextIO:
         return sys.stderr
 
     @stream.setter
-    def stream(self, _):
+    def stream(self, _: TextIO) -> None:
         pass
 
 
-def install():
+def install() -> None:
     """The job's logger writes to stderr, once, whatever the root logger does."""
     if not any(isinstance(h, _StderrHandler) for h in LOG.handlers):
         handler = _StderrHandler()
@@ -59,7 +60,7 @@ def install():
         LOG.propagate = False
 
 
-def quiet_libraries():
+def quiet_libraries() -> None:
     """Beam's (and the other libraries') loggers silenced from now on: called when the job
     tears a pass down on purpose (a signal, a dead worker, a lost lock), whose channel errors
     and tracebacks in Beam's threads are consequences, not news. The job's own lines stay."""
@@ -68,7 +69,7 @@ def quiet_libraries():
 
 
 @contextlib.contextmanager
-def library_logging(log_level=None):
+def library_logging(log_level: Optional[str] = None) -> Iterator[None]:
     """Within: Beam's, TensorFlow's and absl's loggers at `log_level` (None: errors only),
     TensorFlow's C++ start-up lines off unless asked for (worker processes inherit the
     environment), and the job's own debug lines with `debug`."""
@@ -104,15 +105,15 @@ def library_logging(log_level=None):
             os.environ.pop("TF_CPP_MIN_LOG_LEVEL", None)
 
 
-def _span(values):
+def _span(values: Sequence[int]) -> str:
     return "%d" % values[0] if len(values) == 1 else "%d..%d" % (values[0], values[-1])
 
 
-def round_line(round_no, sizes):
+def round_line(round_no: int, sizes: Dict[str, int]) -> str:
     """One line for a bisection round: per vocabulary the min_counts probed and the sizes
     their last refinement iteration gave (`sizes`: {"name:min_count": subtokens}); every
     probe's size of every iteration is in the summary JSON."""
-    by_name = {}
+    by_name: Dict[str, List[Tuple[int, int]]] = {}
     for key, size in sizes.items():
         name, min_count = key.rsplit(":", 1)
         by_name.setdefault(name, []).append((int(min_count), size))
@@ -124,7 +125,7 @@ def round_line(round_no, sizes):
     return "  round %d: %s subtokens" % (round_no, "; ".join(parts))
 
 
-def _duration(seconds):
+def _duration(seconds: float) -> str:
     seconds = int(round(seconds))
     if seconds < 120:
         return "%d s" % seconds
@@ -133,7 +134,7 @@ def _duration(seconds):
     return "%d h %02d min" % (seconds // 3600, seconds % 3600 // 60)
 
 
-def progress_line(what, done, total, seconds):
+def progress_line(what: str, done: int, total: int, seconds: float) -> str:
     """`encoded 350,000 of 760,000 pairs (46%), 12,300 pairs/s, about 33 s left, 28 s so far`;
     with nothing done yet, only the time so far."""
     if not done:

@@ -22,6 +22,8 @@ import logging
 import os
 import signal
 import threading
+from types import FrameType
+from typing import Any, Callable, Dict, List, Literal, Optional, Set, Union
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 WAKE = signal.SIGUSR1
@@ -33,12 +35,12 @@ POLL_SECONDS = 0.02
 class Interrupted(BaseException):
     """The job was stopped by a signal; BaseException so no `except Exception` swallows it."""
 
-    def __init__(self, signum):
+    def __init__(self, signum: int) -> None:
         super().__init__(signal.Signals(signum).name)
         self.signum = signum
 
     @property
-    def exit_status(self):
+    def exit_status(self) -> int:
         return 128 + self.signum
 
 
@@ -46,27 +48,27 @@ class InterruptWatcher:
     """While entered (from the main thread), SIGINT/SIGTERM raise Interrupted in the main
     thread, once; leaving drops signals that came later and restores handlers and mask."""
 
-    def __init__(self):
-        self._received = None
+    def __init__(self) -> None:
+        self._received: Optional[int] = None
         self._raised = False
         self._stop = threading.Event()
-        self._thread = None
-        self._saved = None
-        self._old_mask = None
+        self._thread: Optional[threading.Thread] = None
+        self._saved: Dict[int, Any] = {}
+        self._old_mask: Set[int] = set()
 
     @property
-    def received(self):
+    def received(self) -> Optional[int]:
         """The signal number this run was stopped by, or None. Beam wraps what a DoFn
         raises (Interrupted raised inside one becomes a RuntimeError), so the driver asks
         this rather than trusting the exception's type."""
         return self._received
 
-    def _on_wake(self, signum, frame):
+    def _on_wake(self, signum: int, frame: Optional[FrameType]) -> None:
         if self._received is not None and not self._raised:
             self._raised = True  # a second Ctrl-C while cleaning up changes nothing
             raise Interrupted(self._received)
 
-    def _watch(self, main_ident):
+    def _watch(self, main_ident: int) -> None:
         while not self._stop.is_set():
             info = signal.sigtimedwait(SIGNALS, POLL_SECONDS)
             # Under ptrace (py-spy, a debugger) the wait may return with a garbage signal
@@ -82,7 +84,7 @@ class InterruptWatcher:
                 kill_worker_processes()
                 signal.pthread_kill(main_ident, WAKE)
 
-    def __enter__(self):
+    def __enter__(self) -> "InterruptWatcher":
         if threading.current_thread() is not threading.main_thread():
             return self  # handlers can only be set from the main thread
         self._old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
@@ -102,7 +104,7 @@ class InterruptWatcher:
         self._thread.start()
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: Any) -> Literal[False]:
         if self._thread is None:
             return False
         self._stop.set()
@@ -117,10 +119,10 @@ class InterruptWatcher:
         return False
 
 
-def _children(pid):
+def _children(pid: int) -> List[int]:
     """Child pids of `pid`, from /proc (Linux; none elsewhere). Each thread's children are
     listed under that thread, and Beam starts its workers from threads of its own."""
-    children = []
+    children: List[int] = []
     try:
         tasks = os.listdir("/proc/%d/task" % pid)
     except OSError:
@@ -136,17 +138,17 @@ def _children(pid):
 
 # Process groups of this process's children that kill_worker_processes leaves alone: the
 # job server (pipeline.runtime.job_server), which the job stops itself, by SIGTERM, once interrupted.
-SPARED_GROUPS = set()
+SPARED_GROUPS: Set[int] = set()
 
 
-def _group(pid):
+def _group(pid: int) -> Optional[int]:
     try:
         return os.getpgid(pid)
     except OSError:
         return None
 
 
-def kill_worker_processes():
+def kill_worker_processes() -> None:
     """SIGKILLs every descendant of this process (Beam's worker processes and their shells):
     they ignore the blocked SIGINT/SIGTERM, and Beam would otherwise wait for them. Process
     groups in SPARED_GROUPS (and what they started) are left alone."""
@@ -164,7 +166,7 @@ def kill_worker_processes():
         except ProcessLookupError:
             pass
 
-def process_alive(pid):
+def process_alive(pid: int) -> bool:
     """Whether a process of this host exists (a permission error means it does)."""
     try:
         os.kill(pid, 0)

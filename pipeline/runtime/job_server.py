@@ -28,6 +28,7 @@ import signal
 import subprocess
 import tempfile
 import time
+from typing import Any, List, Optional, Tuple
 
 from apache_beam.options.pipeline_options import (FlinkRunnerOptions, JobServerOptions,
                                                    PortableOptions, SparkRunnerOptions)
@@ -59,7 +60,7 @@ exit $status
 """
 
 
-def _unblock_signals():
+def _unblock_signals() -> None:
     """In the job server's process, before it runs: SIGINT and SIGTERM neither blocked nor
     ignored. While the job runs its driver blocks them in every thread and ignores them
     (`pipeline.runtime.interrupts`), and a child inherits both the mask and an ignored signal: the
@@ -70,7 +71,7 @@ def _unblock_signals():
     signal.pthread_sigmask(signal.SIG_SETMASK, [])
 
 
-def needs_job_server(options):
+def needs_job_server(options: Any) -> bool:
     """True when the passes of `options` would each start a job server of their own."""
     if is_dry_run(options) or options.view_as(PortableOptions).job_endpoint:
         return False
@@ -82,7 +83,7 @@ def needs_job_server(options):
     return False
 
 
-def check_flink_cluster(options):
+def check_flink_cluster(options: Any) -> None:
     """For `--flink_master HOST:PORT` (a session cluster): the cluster answers on its REST
     port, and the job server that will be used is built for the cluster's Flink version
     (Beam's default `--flink_version` is the newest, 2.2; a job server of another minor
@@ -116,7 +117,7 @@ def check_flink_cluster(options):
                            % (master, version, what, wrong, minor))
 
 
-def _beam_job_server(options):
+def _beam_job_server(options: Any) -> Any:
     """Beam's own description of the job server its runner would start for `options`."""
     if runner_name(options) == "flink":
         from apache_beam.runners.portability.flink_runner import FlinkJarJobServer, FlinkRunner
@@ -127,7 +128,7 @@ def _beam_job_server(options):
     return SparkJarJobServer(options)
 
 
-def job_server_command(options, artifacts_dir):
+def job_server_command(options: Any, artifacts_dir: str) -> Tuple[List[str], str]:
     """(command, endpoint) of Beam's job server for `options`' runner, its jar fetched (into
     Beam's jar cache) when it is a URL; DatagenError when the jar cannot be had."""
     options = copy.deepcopy(options)
@@ -147,15 +148,16 @@ class JobServer:
     """Beam's job server of the job's runner, started once (`start`), stopped by process
     id (`stop`); `endpoint` is what the passes get as `--job_endpoint`."""
 
-    def __init__(self, options, log_dir=None):
+    def __init__(self, options: Any, log_dir: Optional[str] = None) -> None:
         self._options = options
         self._log_dir = log_dir
-        self._dir = None
-        self._proc = None
-        self.endpoint = None
-        self.seconds = None  # how long the start took, once started
+        self._dir: Optional[str] = None
+        self._proc: Optional[subprocess.Popen] = None
+        self._log_path = ""
+        self.endpoint: Optional[str] = None
+        self.seconds: Optional[float] = None  # how long the start took, once started
 
-    def start(self):
+    def start(self) -> "JobServer":
         start = time.time()
         if runner_name(self._options) == "flink":
             check_flink_cluster(self._options)
@@ -165,39 +167,38 @@ class JobServer:
                                                    os.path.join(self._dir, "artifacts"))
             self._log_path = os.path.join(self._dir, "job-server.log")
             with open(self._log_path, "wb") as log:
-                self._proc = subprocess.Popen(
+                proc = self._proc = subprocess.Popen(
                     ["sh", "-c", _WATCHDOG, "sh"] + [str(c) for c in command],
                     stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT,
                     start_new_session=True, preexec_fn=_unblock_signals)
             # an interrupt kills the job's workers, not this: stop() ends it by SIGTERM
-            SPARED_GROUPS.add(self._proc.pid)
-            self._wait_until_ready(endpoint)
+            SPARED_GROUPS.add(proc.pid)
+            self._wait_until_ready(proc, endpoint)
         except BaseException:
             self.stop()
             raise
         self.endpoint = endpoint
         self.seconds = time.time() - start
         LOG.info("%s job server started in %.1f s (%s, pid %d)",
-                 runner_name(self._options).capitalize(), self.seconds, endpoint,
-                 self._proc.pid)
+                 runner_name(self._options).capitalize(), self.seconds, endpoint, proc.pid)
         return self
 
-    def _log_tail(self, lines=5):
+    def _log_tail(self, lines: int = 5) -> str:
         try:
             with open(self._log_path, encoding="utf-8", errors="replace") as f:
                 return " | ".join(f.read().strip().splitlines()[-lines:])
         except OSError:
             return ""
 
-    def _wait_until_ready(self, endpoint):
+    def _wait_until_ready(self, proc: subprocess.Popen, endpoint: str) -> None:
         import grpc
         deadline = time.time() + START_SECONDS
         channel = grpc.insecure_channel(endpoint)
         try:
             while True:
-                if self._proc.poll() is not None:
+                if proc.poll() is not None:
                     raise DatagenError("Beam's job server exited with status %s before it "
-                                       "answered: %s" % (self._proc.returncode,
+                                       "answered: %s" % (proc.returncode,
                                                          self._log_tail()))
                 try:
                     grpc.channel_ready_future(channel).result(timeout=0.5)
@@ -210,13 +211,13 @@ class JobServer:
         finally:
             channel.close()
 
-    def pass_options(self, options):
+    def pass_options(self, options: Any) -> Any:
         """A copy of `options` that submits to this job server."""
         options = copy.deepcopy(options)
         options.view_as(PortableOptions).job_endpoint = self.endpoint
         return options
 
-    def stop(self):
+    def stop(self) -> None:
         """Stops the job server's process group (the shell and the JVM) and removes its
         directory (artifacts, log); safe to call twice."""
         proc, self._proc = self._proc, None
@@ -228,7 +229,7 @@ class JobServer:
             self._dir = None
 
 
-def _stop_group(proc):
+def _stop_group(proc: subprocess.Popen) -> None:
     """SIGTERM to `proc`'s process group (the watchdog shell, the JVM, the watcher); the
     shell ends once the JVM has (after its shutdown hooks); SIGKILL after STOP_SECONDS."""
     try:

@@ -24,6 +24,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from typing import Any, Iterator, List, Optional
 
 from apache_beam.options.pipeline_options import GoogleCloudOptions, SetupOptions
 from apache_beam.options.pipeline_options_validator import PipelineOptionsValidator
@@ -40,7 +41,7 @@ STAND_IN_BUCKET = "dry-run-stand-in-bucket"
 STAND_IN_PROJECT = "dry-run-stand-in-project"
 
 
-def build_sdist(setup_file, work_dir):
+def build_sdist(setup_file: str, work_dir: str) -> str:
     """Builds the sdist of `setup_file`'s project from a copy under `work_dir`; returns the
     tarball's path. As Beam's stager: `python -m build --sdist --no-isolation` (no index
     needed), else `setup.py sdist`."""
@@ -53,7 +54,7 @@ def build_sdist(setup_file, work_dir):
                  copy]]
     if os.path.basename(setup_file) == "setup.py":
         commands.append([sys.executable, "setup.py", "sdist", "--dist-dir", dist])
-    error = None
+    error = ["no command ran"]
     for command in commands:
         done = subprocess.run(command, cwd=copy, capture_output=True, text=True)
         tarballs = glob.glob(os.path.join(dist, "*.tar.gz"))
@@ -65,7 +66,7 @@ def build_sdist(setup_file, work_dir):
 
 
 @contextlib.contextmanager
-def project_sdist_once(options):
+def project_sdist_once(options: Any) -> Iterator[Optional[str]]:
     """While the job runs: with `--setup_file` and a remote runner, the project's sdist
     built once and staged by every pass as an extra package instead (`options` changed in
     place, restored afterwards); otherwise nothing."""
@@ -87,7 +88,7 @@ def project_sdist_once(options):
         shutil.rmtree(work_dir, ignore_errors=True)
 
 
-def offline_dry_run(options):
+def offline_dry_run(options: Any) -> List[str]:
     """A Dataflow dry run: invalid `--project`, `--temp_location`, `--staging_location`
     (placeholders) replaced by stand-ins, with one warning line; returns what was replaced.
     Nothing else of a dry run touches a network (inputs are not listed, nothing is read)."""

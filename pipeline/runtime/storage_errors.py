@@ -10,15 +10,16 @@ the errno, which is what `OSError.__str__` writes (`[Errno 28] No space left on 
 
 import errno
 import os
+from typing import List, Optional
 
 STORAGE_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG)
 
 
-def _texts():
+def _texts() -> List[str]:
     return ["[Errno %d] %s" % (code, os.strerror(code)) for code in STORAGE_ERRNOS]
 
 
-def storage_error(exc):
+def storage_error(exc: Optional[BaseException]) -> Optional[str]:
     """The `[Errno N] message` of a storage failure in `exc` or what it was raised from, else
     None."""
     seen = set()
@@ -34,9 +35,9 @@ def storage_error(exc):
     return None
 
 
-def storage_message(exc, output_dir):
+def storage_message(exc: BaseException, output_dir: str) -> str:
     """The one line a storage failure is reported with."""
-    error = storage_error(exc)
+    error = storage_error(exc) or str(exc)
     remedy = ("choose another --output_dir" if "[Errno %d]" % errno.EROFS in error
               else "free some space there, or choose another --output_dir")
     return "cannot write under %s: %s (%s); this run marked nothing complete" % (

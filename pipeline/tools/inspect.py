@@ -34,6 +34,8 @@ import json
 import os
 import random
 import sys
+from typing import (Any, Dict, Iterable, Iterator, List, NoReturn, Optional, Sequence, Tuple,
+                    TypeVar, Union)
 
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
@@ -48,16 +50,19 @@ from transforms.formats.tfrecord_framing import CorruptRecordError, read_records
 from transforms.vocab_kinds import vocab_kind
 
 PROG = "python -m pipeline.tools.inspect"
+T = TypeVar("T")
+SideVocab = Tuple[str, Any, List[int]]  # (vocab file name, encoder, EOS ids)
+Report = Dict[str, Any]  # `inspect`'s report (what --json prints)
 
 
 class _Parser(argparse.ArgumentParser):
     """argparse whose errors are a DatagenError (one line, exit 2) instead of usage text."""
 
-    def error(self, message):
+    def error(self, message: str) -> NoReturn:
         raise DatagenError(message)
 
 
-def _parser():
+def _parser() -> argparse.ArgumentParser:
     p = _Parser(prog=PROG, description="Decode a few records of a finished datagen output "
                 "back to text with its own vocabularies, and show the summary's key figures.")
     p.add_argument("output_dir", help="the job's --output_dir (any Beam FileSystems path)")
@@ -74,7 +79,7 @@ def _parser():
     return p
 
 
-def file_system_options(argv):
+def file_system_options(argv: List[str]) -> PipelineOptions:
     """Beam's pipeline options of `argv` (the file system flags), handed to FileSystems in
     this process; DatagenError for any other unknown flag."""
     check_known_flags(argv)
@@ -83,11 +88,11 @@ def file_system_options(argv):
     return options
 
 
-def _basename(path):
+def _basename(path: str) -> str:
     return path.rstrip("/").rsplit("/", 1)[-1]
 
 
-def find_problem(output_dir, problem):
+def find_problem(output_dir: str, problem: Optional[str]) -> str:
     """The problem to inspect: `problem`, checked to be complete, or the only complete one."""
     if problem is None:
         suffix = COMPLETE_NAME % ""
@@ -108,7 +113,7 @@ def find_problem(output_dir, problem):
     return problem
 
 
-def _unfinished(output_dir, problem):
+def _unfinished(output_dir: str, problem: str) -> str:
     """What a summary without a marker says (a run still going, failed or interrupted)."""
     found = FileSystems.match([FileSystems.join(output_dir, SUMMARY_NAME % problem)])
     states = []
@@ -121,14 +126,14 @@ def _unfinished(output_dir, problem):
     return "; summary says %s" % ", ".join(states) if states else ""
 
 
-def load_vocabs(output_dir, summary):
+def load_vocabs(output_dir: str, summary: Dict[str, Any]) -> Tuple[Any, Dict[str, SideVocab]]:
     """(kind, {"source"|"target": (file name, encoder, eos ids)}) of the output's vocab
     files, found by name in `output_dir`; a shared vocabulary serves both sides."""
     kind = vocab_kind(summary["flags"]["vocab_type"])
     vocab = summary["vocab"]
     sides = {"source": "shared", "target": "shared"} if "shared" in vocab else {
         "source": "source", "target": "target"}
-    loaded = {}
+    loaded: Dict[str, SideVocab] = {}
     for side, name in sides.items():
         if name not in loaded:
             path = FileSystems.join(output_dir, _basename(vocab[name]["path"]))
@@ -145,7 +150,8 @@ def load_vocabs(output_dir, summary):
     return kind, {side: loaded[name] for side, name in sides.items()}
 
 
-def split_records(output_dir, shard_names):
+def split_records(output_dir: str, shard_names: Iterable[str]
+                  ) -> Iterator[Tuple[str, int, bytes]]:
     """(shard name, index in the shard, record bytes) of every record, shards in the order
     given (name order: the order a trainer reads them), one record in memory at a time."""
     for name in shard_names:
@@ -160,13 +166,13 @@ def split_records(output_dir, shard_names):
                 raise DatagenError("%s: %s" % (path, e)) from None
 
 
-def pick(records, n, seed):
+def pick(records: Iterable[T], n: int, seed: Optional[int]) -> List[Tuple[int, T]]:
     """[(position in the split, record)]: the first `n`, or with a seed `n` chosen uniformly
     by reservoir sampling (Algorithm R), in split order. Holds `n` records, not the split."""
     if seed is None or n <= 0:
         return list(itertools.islice(enumerate(records), max(n, 0)))
     rng = random.Random(seed)
-    kept = []
+    kept: List[Tuple[int, T]] = []
     for i, record in enumerate(records):
         if i < n:
             kept.append((i, record))
@@ -177,7 +183,7 @@ def pick(records, n, seed):
     return sorted(kept, key=lambda item: item[0])
 
 
-def _decode(side, ids, vocab, where):
+def _decode(side: str, ids: Sequence[int], vocab: SideVocab, where: str) -> str:
     """Text of one side's ids: the kind's EOS ids stripped from the end, then decoded."""
     _, encoder, eos = vocab
     body = ids[:-len(eos)] if eos and ids[-len(eos):] == eos else ids
@@ -187,7 +193,8 @@ def _decode(side, ids, vocab, where):
         raise DatagenError("%s: %s: %s" % (where, side, one_line(e))) from None
 
 
-def inspect(output_dir, problem=None, split="train", num_records=5, seed=None):
+def inspect(output_dir: str, problem: Optional[str] = None, split: str = "train",
+            num_records: int = 5, seed: Optional[int] = None) -> Report:
     """The report of an output directory as a dict (what `--json` prints)."""
     if num_records < 0:
         raise DatagenError("--num_records must be 0 or more, got %d" % num_records)
@@ -233,7 +240,7 @@ def inspect(output_dir, problem=None, split="train", num_records=5, seed=None):
                       for name, v in sorted(summary["vocab"].items()) if name != "passes"}}}
 
 
-def format_report(report):
+def format_report(report: Report) -> str:
     """The report as text: records first, then the split and vocab tables."""
     chosen = ("picked at random (seed %d)" % report["seed"] if report["seed"] is not None
               else "the first in shard order")
@@ -260,7 +267,7 @@ def format_report(report):
     return "\n".join(lines)
 
 
-def main(argv=None):
+def main(argv: Optional[List[str]] = None) -> Union[int, str, None]:
     """Prints the report; returns the exit status (2 and one line on stderr on error)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     try:

@@ -123,6 +123,7 @@ Example training loop (t2t mode)::
 """
 
 import re
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple, Union
 
 NMT_KEYS = ("source", "target_input", "target_output", "source_sequence_length",
             "target_sequence_length")
@@ -137,7 +138,8 @@ _HIGHLY_COMPOSITE_NUMBERS = (
     36756720, 43243200, 61261200, 73513440, 110270160)
 
 
-def t2t_bucket_boundaries(max_length, min_length=8, length_bucket_step=1.1):
+def t2t_bucket_boundaries(max_length: int, min_length: int = 8,
+                          length_bucket_step: float = 1.1) -> List[int]:
     """T2T's `data_reader._bucket_boundaries`: min_length, then x -> max(x + 1,
     int(x * length_bucket_step)) while below max_length."""
     if not length_bucket_step > 1.0:
@@ -150,8 +152,9 @@ def t2t_bucket_boundaries(max_length, min_length=8, length_bucket_step=1.1):
     return boundaries
 
 
-def t2t_batching_scheme(batch_size, max_length=None, min_length_bucket=8,
-                        length_bucket_step=1.1):
+def t2t_batching_scheme(batch_size: int, max_length: Optional[int] = None,
+                        min_length_bucket: int = 8, length_bucket_step: float = 1.1
+                        ) -> Dict[str, Any]:
     """T2T's `data_reader.batching_scheme` (shard_multiplier = length_multiplier = 1).
 
     Returns {"boundaries": [...], "batch_sizes": [...] (one more than boundaries),
@@ -175,7 +178,7 @@ class IncompleteOutputError(ValueError):
     going, failed, or killed while committing), or not all of a split's shards."""
 
 
-def _glob(pattern):
+def _glob(pattern: str) -> Tuple[List[str], bool]:
     """(sorted matching paths, whether TensorFlow reads them). TensorFlow 2.16+ has no s3://
     (it moved to tensorflow-io): such paths are listed and read through Beam's FileSystems,
     configured by `file_system_options`."""
@@ -187,13 +190,13 @@ def _glob(pattern):
         return sorted(m.path for m in FileSystems.match([pattern])[0].metadata_list), False
 
 
-def _check_complete(files):
+def _check_complete(files: Iterable[str]) -> None:
     """Raises IncompleteOutputError when datagen shards among `files` (named
     `{problem}-{split}-NNNNN-of-NNNNN`) come from an output without its completion marker,
     or when a split's shards are not all there. Other files are taken as they are."""
     from apache_beam.io.filesystems import FileSystems
     from pipeline.output.layout import COMPLETE_NAME
-    groups = {}
+    groups: Dict[Tuple[str, str, str, int], Set[int]] = {}
     for path in files:
         head, name = FileSystems.split(path)
         m = SHARD_NAME.match(name)
@@ -212,7 +215,7 @@ def _check_complete(files):
                 head, len(shards), n, split, problem))
 
 
-def file_system_options(flags):
+def file_system_options(flags: Iterable[str]) -> None:
     """Hands Beam's file system flags (`["--s3_endpoint_url", URL, ...]`, as the job takes
     them) to FileSystems in this process, for paths TensorFlow cannot read (s3://)."""
     from apache_beam.io.filesystems import FileSystems
@@ -220,7 +223,8 @@ def file_system_options(flags):
     FileSystems.set_options(PipelineOptions(list(flags)))
 
 
-def complete_output_files(output_dir, split="train", problem=None):
+def complete_output_files(output_dir: str, split: str = "train",
+                          problem: Optional[str] = None) -> List[str]:
     """The shard paths of `split` in a complete datagen output directory, in name order, as
     its summary lists them; IncompleteOutputError when the output is not complete. The one
     line a trainer needs: `make_dataset(complete_output_files(DIR), ...)`."""
@@ -240,11 +244,12 @@ def complete_output_files(output_dir, split="train", problem=None):
             for s in sorted(summary["splits"][split]["shards"], key=lambda s: s["name"])]
 
 
-def _record_files(file_pattern, require_complete=True):
+def _record_files(file_pattern: Union[str, Sequence[str]], require_complete: bool = True
+                  ) -> List[Tuple[str, bool]]:
     """[(path, whether TensorFlow reads it)] of the files of `file_pattern` (a glob or a list
     of globs)."""
     patterns = [file_pattern] if isinstance(file_pattern, str) else list(file_pattern)
-    files = []
+    files: List[Tuple[str, bool]] = []
     for pattern in patterns:
         matched, by_tf = _glob(pattern)
         if not matched:
@@ -255,14 +260,14 @@ def _record_files(file_pattern, require_complete=True):
     return files
 
 
-def _records_dataset(tf, files):
+def _records_dataset(tf: Any, files: List[Tuple[str, bool]]) -> Any:
     """The serialized records of `files` in order: TFRecordDataset where TensorFlow reads
     the files, else a generator reading them through Beam's FileSystems with the project's
     TFRecord reader (checksums checked)."""
     if all(by_tf for _, by_tf in files):
         return tf.data.TFRecordDataset([path for path, _ in files])
 
-    def records():
+    def records() -> Iterator[bytes]:
         from apache_beam.io.filesystems import FileSystems
         from transforms.formats.tfrecord_framing import read_records
         for path, _ in files:
@@ -275,7 +280,7 @@ def _records_dataset(tf, files):
 _MODE_OF_KIND = {"word": "nmt", "subword": "t2t", "byte_bpe": "t2t"}
 
 
-def _check_mode(files, mode):
+def _check_mode(files: Iterable[str], mode: str) -> None:
     """Raises ValueError when a summary beside the record files says they were written for
     the other mode (word records have no EOS; subword and byte_bpe records end in one): the
     wrong mode would train on shifted or missing end-of-sequence ids without a word."""
@@ -307,13 +312,19 @@ def _check_mode(files, mode):
                     "(%s)" % (directory, kind, wanted, mode, summary_path))
 
 
-def make_dataset(file_pattern, batch_size, mode="nmt", num_shards=1, shard_index=0,
-                 skip_count=None, shuffle=True, random_seed=None, output_buffer_size=None,
-                 reshuffle_each_iteration=True, src_max_len=None, tgt_max_len=None,
-                 num_buckets=1, sos_id=1, eos_id=2, num_parallel_calls=4, as_tuple=False,
-                 max_length=None, min_length=None, min_length_bucket=None,
-                 length_bucket_step=None, drop_long_sequences=None, batch_shuffle_size=None,
-                 require_complete=True):
+def make_dataset(file_pattern: Union[str, Sequence[str]], batch_size: int, mode: str = "nmt",
+                 num_shards: int = 1, shard_index: int = 0, skip_count: Optional[int] = None,
+                 shuffle: bool = True, random_seed: Optional[int] = None,
+                 output_buffer_size: Optional[int] = None,
+                 reshuffle_each_iteration: bool = True, src_max_len: Optional[int] = None,
+                 tgt_max_len: Optional[int] = None, num_buckets: int = 1, sos_id: int = 1,
+                 eos_id: int = 2, num_parallel_calls: int = 4, as_tuple: bool = False,
+                 max_length: Optional[int] = None, min_length: Optional[int] = None,
+                 min_length_bucket: Optional[int] = None,
+                 length_bucket_step: Optional[float] = None,
+                 drop_long_sequences: Optional[bool] = None,
+                 batch_shuffle_size: Optional[int] = None, require_complete: bool = True
+                 ) -> Any:
     """A batched `tf.data.Dataset` over the TFRecord files matching `file_pattern`.
 
     file_pattern: a glob (or a list of globs; files of each are sorted, lists concatenated);
@@ -365,7 +376,7 @@ def make_dataset(file_pattern, batch_size, mode="nmt", num_shards=1, shard_index
 
     spec = {"inputs": tf.io.VarLenFeature(tf.int64), "targets": tf.io.VarLenFeature(tf.int64)}
 
-    def parse(serialized):
+    def parse(serialized: Any) -> Any:
         features = tf.io.parse_single_example(serialized, spec)
         return (tf.cast(tf.sparse.to_dense(features["inputs"]), tf.int32),
                 tf.cast(tf.sparse.to_dense(features["targets"]), tf.int32))
@@ -388,8 +399,9 @@ def make_dataset(file_pattern, batch_size, mode="nmt", num_shards=1, shard_index
     return dataset.prefetch(tf.data.AUTOTUNE)
 
 
-def _nmt_batches(tf, dataset, batch_size, src_max_len, tgt_max_len, num_buckets, sos_id,
-                 eos_id, num_parallel_calls, as_tuple):
+def _nmt_batches(tf: Any, dataset: Any, batch_size: int, src_max_len: Optional[int],
+                 tgt_max_len: Optional[int], num_buckets: int, sos_id: int, eos_id: int,
+                 num_parallel_calls: int, as_tuple: bool) -> Any:
     dataset = dataset.filter(lambda src, tgt: tf.logical_and(tf.size(src) > 0,
                                                              tf.size(tgt) > 0))
     if src_max_len:
@@ -407,7 +419,7 @@ def _nmt_batches(tf, dataset, batch_size, src_max_len, tgt_max_len, num_buckets,
                                                          tf.size(tgt_in)),
                           num_parallel_calls=num_parallel_calls)
 
-    def batching_func(x):
+    def batching_func(x: Any) -> Any:
         return x.padded_batch(
             batch_size,
             padded_shapes=(tf.TensorShape([None]), tf.TensorShape([None]),
@@ -417,11 +429,12 @@ def _nmt_batches(tf, dataset, batch_size, src_max_len, tgt_max_len, num_buckets,
     if num_buckets > 1:
         bucket_width = (src_max_len + num_buckets - 1) // num_buckets if src_max_len else 10
 
-        def key_func(unused_1, unused_2, unused_3, src_len, tgt_len):
+        def key_func(unused_1: Any, unused_2: Any, unused_3: Any, src_len: Any,
+                     tgt_len: Any) -> Any:
             bucket_id = tf.maximum(src_len // bucket_width, tgt_len // bucket_width)
             return tf.cast(tf.minimum(num_buckets, bucket_id), tf.int64)
 
-        def reduce_func(unused_key, windowed_data):
+        def reduce_func(unused_key: Any, windowed_data: Any) -> Any:
             return batching_func(windowed_data)
 
         dataset = dataset.group_by_window(key_func=key_func, reduce_func=reduce_func,
@@ -433,14 +446,16 @@ def _nmt_batches(tf, dataset, batch_size, src_max_len, tgt_max_len, num_buckets,
     return dataset
 
 
-def _t2t_batches(tf, dataset, batch_size, num_parallel_calls, max_length, min_length,
-                 min_length_bucket, length_bucket_step, drop_long_sequences,
-                 batch_shuffle_size, random_seed, reshuffle_each_iteration):
+def _t2t_batches(tf: Any, dataset: Any, batch_size: int, num_parallel_calls: int,
+                 max_length: Optional[int], min_length: int, min_length_bucket: int,
+                 length_bucket_step: float, drop_long_sequences: bool,
+                 batch_shuffle_size: int, random_seed: Optional[int],
+                 reshuffle_each_iteration: bool) -> Any:
     scheme = t2t_batching_scheme(batch_size, max_length, min_length_bucket, length_bucket_step)
     dataset = dataset.map(lambda inputs, targets: {"inputs": inputs, "targets": targets},
                           num_parallel_calls=num_parallel_calls)
 
-    def example_length(example):
+    def example_length(example: Any) -> Any:
         return tf.maximum(tf.size(example["inputs"]), tf.size(example["targets"]))
 
     longest = scheme["max_length"] if drop_long_sequences else 10 ** 9

@@ -1,4 +1,4 @@
-"""GPT-2 style byte-level BPE: encode, decode, load/save and learn. Pure Python (stdlib + `regex`).
+"""GPT-2 style byte-level BPE: encode, decode, load and save. Pure Python (stdlib + `regex`).
 
 How text becomes ids (the GPT-2 scheme):
 
@@ -26,27 +26,16 @@ File formats. OpenAI's `encoder.json` + `vocab.bpe` and Hugging Face's `vocab.js
 `merges.txt` hold the same content: a JSON object token -> id, and a merges list with a
 `#version: 0.2` first line followed by one `left right` pair per line in rank order.
 
-Learning (`learn_byte_bpe`) uses the id layout of Hugging Face `tokenizers`' byte-level BPE
-trainer, so the files it writes load unchanged in `tokenizers` / `transformers`:
-
-- ids 0..k-1: the special tokens, in the order given;
-- the next 256 ids: the byte symbols, sorted by code point (this is also GPT-2's order: the
-  bytes that print as themselves, then the others);
-- then one id per learned token, in the order learned.
-
-Tie-break rule of the learner: the pair with the highest count is merged; among equal counts,
-the pair whose (left id, right id) is smallest (compared left id first). Ids are the layout
-above, so the rule does not depend on dict order, hash seeds or the order of `word_counts`.
-This is also the rule of `tokenizers`' BPE trainer.
+Learning: `transforms.codecs.byte_bpe_learner.learn_byte_bpe`.
 """
 
 import heapq
 import json
 import os
 import re
-from array import array
-from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
 from itertools import chain
+from typing import Any, Optional
 
 import regex
 
@@ -55,7 +44,6 @@ __all__ = [
     "PRETOKENIZE_PATTERN",
     "ByteBPE",
     "bytes_to_unicode",
-    "learn_byte_bpe",
     "pretokenize",
 ]
 
@@ -74,7 +62,7 @@ _HEAP_THRESHOLD = 32
 _DEFAULT_CACHE_SIZE = 1 << 17
 
 
-def bytes_to_unicode():
+def bytes_to_unicode() -> dict[int, str]:
     """GPT-2's table: byte value -> one printable character.
 
     Bytes that are printable Latin-1 characters other than space ('!'..'~', '¡'..'¬', '®'..'ÿ')
@@ -97,12 +85,12 @@ _BYTE_TO_CHAR = bytes_to_unicode()
 _CHAR_TO_BYTE = {c: b for b, c in _BYTE_TO_CHAR.items()}
 
 
-def pretokenize(text):
+def pretokenize(text: str) -> list[str]:
     """GPT-2 pre-tokens of `text` (`regex.findall` with `PRETOKENIZE_PATTERN`)."""
     return _findall(text)
 
 
-def _token_bytes(token):
+def _token_bytes(token: str) -> Optional[bytes]:
     """byte-level string -> bytes, or None if `token` has a character outside the 256."""
     try:
         return bytes([_CHAR_TO_BYTE[c] for c in token])
@@ -110,7 +98,7 @@ def _token_bytes(token):
         return None
 
 
-def _parse_merges(merges_text):
+def _parse_merges(merges_text: str) -> list[tuple[str, str]]:
     merges = []
     for line_no, line in enumerate(merges_text.split("\n"), 1):
         if line.endswith("\r"):
@@ -134,9 +122,12 @@ class ByteBPE:
     `tokenizers`' trainer are recognised when files are loaded back).
     """
 
-    def __init__(self, encoder, merges, special_tokens=None, cache_size=_DEFAULT_CACHE_SIZE):
+    def __init__(self, encoder: Mapping[str, int], merges: Iterable[tuple[str, str]],
+                 special_tokens: Optional[Mapping[str, int]] = None,
+                 cache_size: int = _DEFAULT_CACHE_SIZE) -> None:
         encoder = dict(encoder)
         merges = [(str(a), str(b)) for a, b in merges]
+        produced: set[str]
         byte_chars = [_BYTE_TO_CHAR[b] for b in range(256)]
         missing = [c for c in byte_chars if c not in encoder]
         if missing:
@@ -170,7 +161,7 @@ class ByteBPE:
                     "special token %r has id %d but the vocabulary says %d"
                     % (token, idx, encoder[token])
                 )
-        decoder = {}
+        decoder: dict[int, str] = {}
         for token, idx in encoder.items():
             if idx in decoder:
                 raise ValueError("id %d is used by %r and %r" % (idx, decoder[idx], token))
@@ -185,7 +176,7 @@ class ByteBPE:
 
         # id -> bytes, for decoding. A non-special token that is not byte-level cannot be
         # spelled in bytes; it decodes as its own UTF-8 text.
-        self._id_bytes = {}
+        self._id_bytes: dict[int, bytes] = {}
         for token, idx in encoder.items():
             data = None if token in special_tokens else _token_bytes(token)
             self._id_bytes[idx] = data if data is not None else token.encode("utf-8")
@@ -205,22 +196,22 @@ class ByteBPE:
 
         self._byte_ids = [encoder[c] for c in byte_chars]
         # Whole-piece lookup: bytes of every token BPE can produce -> id.
-        self._piece_ids = {bytes([b]): encoder[_BYTE_TO_CHAR[b]] for b in range(256)}
+        self._piece_ids: dict[Optional[bytes], int] = {
+            bytes([b]): encoder[_BYTE_TO_CHAR[b]] for b in range(256)}
         for a, b in merges:
             token = a + b
             self._piece_ids.setdefault(_token_bytes(token), encoder[token])
-        self._cache = {}
+        self._cache: dict[str, Sequence[int]] = {}
 
+        self._special_re: Optional[re.Pattern[str]] = None
         if special_tokens:
             alternatives = sorted(special_tokens, key=lambda t: (-len(t), t))
             self._special_re = re.compile("(" + "|".join(map(re.escape, alternatives)) + ")")
-        else:
-            self._special_re = None
 
     # ---------------------------------------------------------------- constructors
 
     @classmethod
-    def from_texts(cls, vocab_json_text, merges_text):
+    def from_texts(cls, vocab_json_text: str, merges_text: str) -> "ByteBPE":
         """From the contents of a vocab.json/encoder.json and a merges.txt/vocab.bpe file."""
         encoder = json.loads(vocab_json_text.lstrip("\ufeff"))
         if not isinstance(encoder, dict):
@@ -228,17 +219,17 @@ class ByteBPE:
         return cls(encoder, _parse_merges(merges_text.lstrip("\ufeff")))
 
     @classmethod
-    def from_openai_files(cls, encoder_json_path, vocab_bpe_path):
+    def from_openai_files(cls, encoder_json_path: str, vocab_bpe_path: str) -> "ByteBPE":
         """GPT-2's encoder.json + vocab.bpe."""
         return cls.from_texts(_read_text(encoder_json_path), _read_text(vocab_bpe_path))
 
     @classmethod
-    def from_hf_files(cls, vocab_json_path, merges_txt_path):
+    def from_hf_files(cls, vocab_json_path: str, merges_txt_path: str) -> "ByteBPE":
         """Hugging Face vocab.json + merges.txt."""
         return cls.from_texts(_read_text(vocab_json_path), _read_text(merges_txt_path))
 
     @classmethod
-    def from_dir(cls, path):
+    def from_dir(cls, path: str) -> "ByteBPE":
         """A directory with vocab.json + merges.txt (preferred if both pairs exist) or
         encoder.json + vocab.bpe."""
         for vocab_name, merges_name in (("vocab.json", "merges.txt"), ("encoder.json", "vocab.bpe")):
@@ -250,13 +241,13 @@ class ByteBPE:
             "%s has neither vocab.json + merges.txt nor encoder.json + vocab.bpe" % path
         )
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Any, ...]:
         # Pickles (e.g. for Beam workers) carry only the definition, not caches and tables.
         return (ByteBPE, (self._encoder, self._merges, self._special, self._cache_size))
 
     # ---------------------------------------------------------------- encoding
 
-    def encode(self, text, allow_special=True):
+    def encode(self, text: str, allow_special: bool = True) -> list[int]:
         """Ids of `text`. Special tokens in the text become their ids if `allow_special`,
         otherwise they are encoded as ordinary text."""
         if not allow_special or self._special_re is None:
@@ -264,7 +255,7 @@ class ByteBPE:
         parts = self._special_re.split(text)
         if len(parts) == 1:
             return self.encode_ordinary(text)
-        ids = []
+        ids: list[int] = []
         special = self._special
         for i, part in enumerate(parts):
             if i % 2:
@@ -273,11 +264,11 @@ class ByteBPE:
                 ids += self.encode_ordinary(part)
         return ids
 
-    def encode_ordinary(self, text):
+    def encode_ordinary(self, text: str) -> list[int]:
         """Ids of `text`, with no special-token handling."""
         pieces = _findall(text)
         cache = self._cache
-        found = list(map(cache.get, pieces))
+        found: list[Any] = list(map(cache.get, pieces))
         if None in found:
             # Bounded cache: emptied when full, and never filled past its size.
             if len(cache) >= self._cache_size:
@@ -296,14 +287,14 @@ class ByteBPE:
                     found[i] = ids
         return list(chain.from_iterable(found))
 
-    def _encode_piece(self, piece):
+    def _encode_piece(self, piece: str) -> Sequence[int]:
         data = piece.encode("utf-8")
         idx = self._piece_ids.get(data)
         if idx is not None:
             return (idx,)
         return self._merge_bytes(data)
 
-    def _merge_bytes(self, data):
+    def _merge_bytes(self, data: bytes) -> Sequence[int]:
         """BPE of a byte string (no whole-piece lookup) -> tuple of ids."""
         byte_ids = self._byte_ids
         parts = [byte_ids[b] for b in data]
@@ -327,7 +318,7 @@ class ByteBPE:
                 ranks[i - 1] = get((parts[i - 1] << shift) | parts[i], none)
         return tuple(parts)
 
-    def _merge_long(self, parts):
+    def _merge_long(self, parts: list[int]) -> list[int]:
         """Same result as the rank scan (lowest rank first, leftmost among equal ranks),
         with a heap over a linked list: O(n log n) for long pieces."""
         get = self._merge_table.get
@@ -336,7 +327,7 @@ class ByteBPE:
         n = len(parts)
         nxt = list(range(1, n + 1))
         prv = list(range(-1, n - 1))
-        heap = []
+        heap: list[tuple[int, int]] = []
         for i in range(n - 1):
             value = get((parts[i] << shift) | parts[i + 1])
             if value is not None:
@@ -368,29 +359,29 @@ class ByteBPE:
 
     # ---------------------------------------------------------------- decoding
 
-    def decode_bytes(self, ids):
+    def decode_bytes(self, ids: Iterable[int]) -> bytes:
         """The bytes that `ids` stand for (special tokens as their UTF-8 text)."""
         try:
             return b"".join(map(self._id_bytes.__getitem__, ids))
         except KeyError as e:
             raise ValueError("unknown token id %r" % (e.args[0],)) from None
 
-    def decode(self, ids):
+    def decode(self, ids: Iterable[int]) -> str:
         """Text of `ids`; a cut multi-byte character becomes U+FFFD (errors='replace')."""
         return self.decode_bytes(ids).decode("utf-8", errors="replace")
 
     # ---------------------------------------------------------------- files
 
-    def vocab_json_text(self):
+    def vocab_json_text(self) -> str:
         """vocab.json content (Hugging Face layout: compact JSON, tokens in id order)."""
         ordered = {self._decoder[i]: i for i in sorted(self._decoder)}
         return json.dumps(ordered, ensure_ascii=False, separators=(",", ":"))
 
-    def merges_text(self):
+    def merges_text(self) -> str:
         """merges.txt content: '#version: 0.2' then one 'left right' line per merge."""
         return "".join([MERGES_HEADER + "\n"] + ["%s %s\n" % m for m in self._merges])
 
-    def save(self, directory):
+    def save(self, directory: str) -> tuple[str, str]:
         """Writes vocab.json and merges.txt into `directory` (created if needed); returns
         their paths."""
         os.makedirs(directory, exist_ok=True)
@@ -404,181 +395,37 @@ class ByteBPE:
     # ---------------------------------------------------------------- lookups
 
     @property
-    def vocab_size(self):
+    def vocab_size(self) -> int:
         """Size of the id space (largest id + 1), special tokens included."""
         return self._vocab_size
 
     @property
-    def eos_id(self):
+    def eos_id(self) -> Optional[int]:
         """Id of `<|endoftext|>`, or None."""
         return self._special.get(ENDOFTEXT)
 
     @property
-    def special_tokens(self):
+    def special_tokens(self) -> dict[str, int]:
         return dict(self._special)
 
     @property
-    def merges(self):
+    def merges(self) -> list[tuple[str, str]]:
         return list(self._merges)
 
-    def get_vocab(self):
+    def get_vocab(self) -> dict[str, int]:
         """token -> id (a copy)."""
         return dict(self._encoder)
 
-    def token_to_id(self, token):
+    def token_to_id(self, token: str) -> Optional[int]:
         """Id of a vocabulary token (byte-level spelling) or special token, or None."""
         return self._encoder.get(token)
 
-    def id_to_token(self, idx):
+    def id_to_token(self, idx: int) -> Optional[str]:
         """Token (byte-level spelling) of an id, or None."""
         return self._decoder.get(idx)
 
 
-def _read_text(path):
+def _read_text(path: str) -> str:
     with open(path, encoding="utf-8", newline="") as f:
         return f.read()
 
-
-# -------------------------------------------------------------------- learning
-
-
-def learn_byte_bpe(word_counts, vocab_size, special_tokens=(ENDOFTEXT,), min_frequency=2):
-    """Learns a byte-level BPE from pre-token counts.
-
-    word_counts: pre-token (as `pretokenize` returns it) -> count, over the whole sample.
-    vocab_size: target size including the special tokens and the 256 byte symbols. Learning
-    stops earlier when no adjacent pair occurs `min_frequency` times or more.
-
-    Ids and tie-break: see the module docstring. As in `tokenizers`, a merge whose result is
-    already a token (the same string reached by two different merges) is recorded in the merges
-    but adds no vocabulary entry.
-
-    Algorithm: pair counts and a pair -> words index are built once; a max-heap of
-    (count, pair) with lazy invalidation gives the next merge; a merge visits only the words
-    holding the pair and updates the counts of the pairs next to each merged occurrence.
-    Words are arrays of symbol ids.
-    """
-    specials = list(dict.fromkeys(special_tokens))
-    alphabet = sorted(_BYTE_TO_CHAR.values())
-    clash = [t for t in specials if t in alphabet or not t]
-    if clash:
-        raise ValueError("special token %r is empty or a byte symbol" % clash[0])
-    id_to_token = specials + alphabet
-    if vocab_size < len(id_to_token):
-        raise ValueError(
-            "vocab_size %d is smaller than %d special tokens + 256 byte symbols"
-            % (vocab_size, len(specials))
-        )
-    token_to_id = {t: i for i, t in enumerate(id_to_token)}
-    byte_id = [token_to_id[_BYTE_TO_CHAR[b]] for b in range(256)]
-    min_count = max(int(min_frequency), 1)
-
-    # Words: byte strings sorted, so word numbers do not depend on the dict order. One-symbol
-    # words have no pairs and are dropped.
-    items = []
-    for piece, count in word_counts.items():
-        if count < 0:
-            raise ValueError("negative count %r for %r" % (count, piece))
-        if count:
-            data = piece.encode("utf-8")
-            if len(data) > 1:
-                items.append((data, count))
-    items.sort()
-
-    shift = max(vocab_size, 2).bit_length()
-    mask = (1 << shift) - 1
-    words = []  # word number -> array of symbol ids
-    counts = array("q")
-    pair_counts = defaultdict(int)  # packed (left id << shift | right id) -> count
-    where = defaultdict(_int_array)  # packed pair -> word numbers holding it (may repeat/be stale)
-    to_id = byte_id.__getitem__
-    for wi, (data, count) in enumerate(items):
-        word = array("i", map(to_id, data))
-        words.append(word)
-        counts.append(count)
-        for key in [(x << shift) | y for x, y in zip(word, word[1:])]:
-            pair_counts[key] += count
-            where[key].append(wi)
-    items = None
-    pair_counts = dict(pair_counts)
-    where = dict(where)
-
-    heap = [(-c, key) for key, c in pair_counts.items() if c >= min_count]
-    heapq.heapify(heap)
-    merges = []
-    heappop, heappush = heapq.heappop, heapq.heappush
-    while heap and len(id_to_token) < vocab_size:
-        negative, key = heappop(heap)
-        current = pair_counts.get(key, 0)
-        if current != -negative:
-            if current >= min_count:
-                heappush(heap, (-current, key))
-            continue
-        a, b = key >> shift, key & mask
-        token = id_to_token[a] + id_to_token[b]
-        new = token_to_id.get(token)
-        if new is None:
-            new = len(id_to_token)
-            id_to_token.append(token)
-            token_to_id[token] = new
-        merges.append((id_to_token[a], id_to_token[b]))
-
-        replacement = array("i", (new,))
-        b_left, new_left = b << shift, new << shift
-        delta = defaultdict(int)
-        created = defaultdict(list)
-        for wi in dict.fromkeys(where.pop(key)):
-            word = words[wi]
-            count = counts[wi]
-            find = word.index
-            last = len(word) - 1
-            j = 0
-            try:
-                while True:
-                    j = find(a, j)
-                    if j < last and word[j + 1] == b:
-                        # word[j], word[j+1] -> new. Left neighbour x loses (x, a) and gains
-                        # (x, new); right neighbour y loses (b, y) and gains (new, y).
-                        if j:
-                            x = word[j - 1]
-                            delta[(x << shift) | a] -= count
-                            k = (x << shift) | new
-                            delta[k] += count
-                            created[k].append(wi)
-                        if j < last - 1:
-                            y = word[j + 2]
-                            delta[b_left | y] -= count
-                            k = new_left | y
-                            delta[k] += count
-                            created[k].append(wi)
-                        word[j : j + 2] = replacement
-                        last -= 1
-                    j += 1
-            except ValueError:
-                pass
-        del pair_counts[key]
-        delta.pop(key, None)
-        for k, d in delta.items():
-            if d:
-                c = pair_counts.get(k, 0) + d
-                if c > 0:
-                    pair_counts[k] = c
-                else:
-                    pair_counts.pop(k, None)
-                    where.pop(k, None)
-        for k, holders in created.items():
-            c = pair_counts.get(k, 0)
-            if c > 0:
-                if k in where:
-                    where[k].extend(holders)
-                else:
-                    where[k] = array("i", holders)
-                if c >= min_count:
-                    heappush(heap, (-c, k))
-
-    encoder = {t: i for i, t in enumerate(id_to_token)}
-    return ByteBPE(encoder, merges, {t: i for i, t in enumerate(specials)})
-
-
-def _int_array():
-    return array("i")

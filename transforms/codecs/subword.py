@@ -11,7 +11,9 @@ only, exactly the bytes `SubwordTextEncoder.store_to_file` writes.
 
 import functools
 import re
+from collections.abc import Callable, Container, Iterable, Sequence, Set
 from itertools import chain
+from typing import Any, Generic, TypeVar
 
 from transforms.codecs import tokenizer
 from transforms.codecs.varints import varint
@@ -28,19 +30,19 @@ ESCAPE_CHARS = frozenset("\\_u;0123456789")
 _UNESCAPE_RE = re.compile(r"\\u|\\\\|\\([0-9]+);")
 
 
-def escape_token(token, alphabet):
+def escape_token(token: str, alphabet: Container[str]) -> str:
     """Escapes `_`, `\\` and characters outside `alphabet` (and newline), then appends `_`."""
     token = token.replace("\\", "\\\\").replace("_", "\\u")
     return "".join(c if c in alphabet and c != "\n" else "\\%d;" % ord(c)
                    for c in token) + "_"
 
 
-def escape_token_all_known(token):
+def escape_token_all_known(token: str) -> str:
     """`escape_token` for a token whose characters are all in the alphabet (fast path)."""
     return token.replace("\\", "\\\\").replace("_", "\\u").replace("\n", "\\10;") + "_"
 
 
-def _unescape_match(m):
+def _unescape_match(m: re.Match[str]) -> str:
     if m.group(1) is None:
         return "_" if m.group(0) == "\\u" else "\\"
     try:
@@ -49,13 +51,13 @@ def _unescape_match(m):
         return "\u3013"  # GETA MARK, the "undefined character" T2T uses.
 
 
-def unescape_token(escaped_token):
+def unescape_token(escaped_token: str) -> str:
     """Inverse of `escape_token`."""
     trimmed = escaped_token[:-1] if escaped_token.endswith("_") else escaped_token
     return _UNESCAPE_RE.sub(_unescape_match, trimmed)
 
 
-def segment(escaped_token, subtoken_set, max_subtoken_len):
+def segment(escaped_token: str, subtoken_set: Set[str], max_subtoken_len: int) -> list[int]:
     """Greedy longest-match split of an escaped token into subtokens, left to right.
 
     Returns the start offsets of the subtokens. Every single character of an escaped token is
@@ -77,12 +79,12 @@ def segment(escaped_token, subtoken_set, max_subtoken_len):
     return starts
 
 
-def vocab_file_text(subtoken_strings):
+def vocab_file_text(subtoken_strings: Iterable[str]) -> str:
     """The text of a vocab file, as T2T's `store_to_file(add_single_quotes=True)` writes it."""
     return "".join("'%s'\n" % s for s in subtoken_strings)
 
 
-def parse_vocab_lines(lines):
+def parse_vocab_lines(lines: Iterable[str]) -> list[str]:
     """Subtoken strings from vocab file lines, as T2T's `_load_from_file_object` reads them.
 
     The lines are as `tf.gfile` yields them (see `SubwordEncoder.from_text`).
@@ -99,7 +101,10 @@ def parse_vocab_lines(lines):
     return out
 
 
-class _TokenCache(dict):
+_Value = TypeVar("_Value")  # what a token cache holds: ids (a list) or their varints (bytes)
+
+
+class _TokenCache(dict[str, _Value], Generic[_Value]):
     """token -> what `compute(token)` gives (its subtoken ids, or their varints), filled on a
     miss (`__missing__`), so a hit costs one C lookup.
 
@@ -108,20 +113,20 @@ class _TokenCache(dict):
     emptied when it reaches `limit` entries, which bounds a worker's memory.
     """
 
-    def __init__(self, compute, limit, space):
+    def __init__(self, compute: Callable[[str], _Value], limit: int, space: _Value) -> None:
         super().__init__()
         self._compute = compute
         self._limit = limit
         self._space = space
         self[" "] = space
 
-    def __missing__(self, token):
+    def __missing__(self, token: str) -> _Value:
         value = self._compute(token)
         self.make_room(1)
         self[token] = value
         return value
 
-    def make_room(self, count):
+    def make_room(self, count: int) -> bool:
         """Empties the cache if `count` more tokens would take it past its limit; whether
         it did."""
         if len(self) + count <= self._limit:
@@ -131,7 +136,7 @@ class _TokenCache(dict):
         return True
 
 
-def _prefix_table(string_to_id):
+def _prefix_table(string_to_id: dict[str, int]) -> dict[str, int]:
     """{every non-empty prefix of a subtoken: its id if it is a subtoken itself, else -1}.
 
     Greedy longest match then walks forward while the text read so far is a prefix of some
@@ -151,19 +156,20 @@ class SubwordEncoder:
     with `SubwordEncoder.from_file(path)` / `from_text(text)`.
     """
 
-    def __init__(self, subtoken_strings, cache_size=1 << 18):
+    def __init__(self, subtoken_strings: Iterable[str], cache_size: int = 1 << 18) -> None:
         self.subtoken_strings = list(subtoken_strings)
         self._ids = {s: i for i, s in enumerate(self.subtoken_strings) if s}
         self._prefixes = _prefix_table(self._ids)
         self.alphabet = frozenset(c for s in self.subtoken_strings for c in s) | ESCAPE_CHARS
-        self._cache = _TokenCache(self._token_ids_uncached, cache_size, [])
+        self._cache: _TokenCache[list[int]] = _TokenCache(self._token_ids_uncached,
+                                                           cache_size, [])
         self._id_varints = [varint(i) for i in range(len(self.subtoken_strings))]
-        self._varints_cache = _TokenCache(
+        self._varints_cache: _TokenCache[bytes] = _TokenCache(
             lambda token: b"".join(map(self._id_varints.__getitem__,
                                        self._token_ids_uncached(token))), cache_size, b"")
 
     @classmethod
-    def from_text(cls, text):
+    def from_text(cls, text: str) -> "SubwordEncoder":
         # As T2T's tf.gfile reader: lines end in "\n" only, and every "\r" is dropped.
         lines = text.replace("\r", "").split("\n")
         if lines and lines[-1] == "":
@@ -171,37 +177,37 @@ class SubwordEncoder:
         return cls(parse_vocab_lines(lines))
 
     @classmethod
-    def from_file(cls, path):
+    def from_file(cls, path: str) -> "SubwordEncoder":
         """Loads a local vocab file (use `transforms.vocab_io` for gs://, s3://, ...)."""
         with open(path, "rb") as f:
             return cls.from_text(f.read().decode("utf-8"))
 
     @property
-    def max_subtoken_length(self):
+    def max_subtoken_length(self) -> int:
         """Length of the longest subtoken (T2T's `_max_subtoken_len`)."""
         return max((len(s) for s in self.subtoken_strings), default=1)
 
     @property
-    def vocab_size(self):
+    def vocab_size(self) -> int:
         return len(self.subtoken_strings)
 
-    def to_text(self):
+    def to_text(self) -> str:
         return vocab_file_text(self.subtoken_strings)
 
-    def token_to_ids(self, token):
+    def token_to_ids(self, token: str) -> list[int]:
         """Ids of one token (a string as `tokenizer.encode` yields it)."""
         if token == " ":
             return self._token_ids_uncached(token)
         return self._cache[token]
 
-    def _token_ids_uncached(self, token):
+    def _token_ids_uncached(self, token: str) -> list[int]:
         if self.alphabet.issuperset(token):
             escaped = escape_token_all_known(token)
         else:
             escaped = escape_token(token, self.alphabet)
         return self._segment_ids(escaped)
 
-    def _segment_ids(self, escaped):
+    def _segment_ids(self, escaped: str) -> list[int]:
         """Greedy longest-match ids of an escaped token (as `segment`, by a prefix walk)."""
         prefixes = self._prefixes
         ids = []
@@ -224,14 +230,14 @@ class SubwordEncoder:
         return ids
 
     @functools.cached_property
-    def _space_ids(self):
+    def _space_ids(self) -> list[int]:
         return self._token_ids_uncached(" ")
 
     @functools.cached_property
-    def _space_varints(self):
+    def _space_varints(self) -> bytes:
         return b"".join(map(self._id_varints.__getitem__, self._space_ids))
 
-    def _with_edge_spaces(self, runs, body, space_attr):
+    def _with_edge_spaces(self, runs: Sequence[str], body: Any, space_attr: str) -> Any:
         """`body` (a list of ids or their varints) with a first and a last single-space run
         put back: the caches map " " to nothing, but at either end it is a token. The
         space's form (`space_attr`) is only looked up when needed: a vocabulary that cannot
@@ -242,7 +248,7 @@ class SubwordEncoder:
             body = body + getattr(self, space_attr)
         return body
 
-    def encode(self, text):
+    def encode(self, text: str) -> list[int]:
         """Text -> list of subtoken ids (without EOS)."""
         runs = tokenizer.split_runs(text)
         if not runs:
@@ -250,24 +256,24 @@ class SubwordEncoder:
         ids = list(chain.from_iterable(map(self._cache.__getitem__, runs)))
         return self._with_edge_spaces(runs, ids, "_space_ids")
 
-    def encode_varints(self, text):
+    def encode_varints(self, text: str) -> bytes:
         """`encode(text)` as the concatenated varints of its ids
         (`transforms.codecs.varints`): what an Example's int64 list holds, built by joining
         each token's cached bytes."""
         return self._varints_of_runs(tokenizer.split_runs(text))
 
-    def encode_varints_many(self, texts):
+    def encode_varints_many(self, texts: Sequence[str]) -> list[bytes]:
         """`[self.encode_varints(text) for text in texts]`. A subclass may segment the new
         tokens of all the texts at once (`subword_batch.BatchSubwordEncoder`)."""
         return list(map(self.encode_varints, texts))
 
-    def _varints_of_runs(self, runs):
+    def _varints_of_runs(self, runs: Sequence[str]) -> bytes:
         if not runs:
             return b""
         data = b"".join(map(self._varints_cache.__getitem__, runs))
         return self._with_edge_spaces(runs, data, "_space_varints")
 
-    def decode(self, ids, strip_extraneous=False):
+    def decode(self, ids: Iterable[int], strip_extraneous: bool = False) -> str:
         """Subtoken ids -> text. With `strip_extraneous`, trailing PAD and EOS ids are dropped."""
         if strip_extraneous:  # as T2T's strip_ids: trailing PAD/EOS only
             ids = list(ids)
@@ -283,6 +289,6 @@ class SubwordEncoder:
                     tokens.append(token)
         return tokenizer.decode(tokens)
 
-    def decode_list(self, ids):
+    def decode_list(self, ids: Iterable[int]) -> list[str]:
         n = len(self.subtoken_strings)
         return [self.subtoken_strings[i] if 0 <= i < n else "" for i in ids]

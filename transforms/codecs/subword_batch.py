@@ -22,6 +22,9 @@ Needs numpy and numba (as `subword_index`), neither Beam nor TensorFlow;
 `subword.SubwordEncoder` alone stays plain Python.
 """
 
+from collections.abc import Iterable, Sequence
+from typing import Any
+
 import numba
 import numpy as np
 
@@ -162,7 +165,7 @@ def _segment(codes, token_ends, in_alphabet, keys, children, mask, terminal, var
     return len(token_ends), _DONE
 
 
-def _code_points(strings):
+def _code_points(strings: Sequence[str]) -> tuple[Any, Any]:
     """The code points of `strings` joined, and where each string ends."""
     joined = "".join(strings).encode("utf-32-le", "surrogatepass")
     codes = np.frombuffer(joined, np.uint32).astype(np.int32)
@@ -174,7 +177,7 @@ class BatchSubwordEncoder(SubwordEncoder):
     """`SubwordEncoder` whose `encode_varints_many` segments a block's new tokens in one
     compiled call; every result equals the plain encoder's."""
 
-    def __init__(self, subtoken_strings, cache_size=1 << 18):
+    def __init__(self, subtoken_strings: Iterable[str], cache_size: int = 1 << 18) -> None:
         super().__init__(subtoken_strings, cache_size)
         strings = list(self._ids)
         codes, ends = _code_points(strings)
@@ -186,7 +189,7 @@ class BatchSubwordEncoder(SubwordEncoder):
         self._varint_ends = np.concatenate(([0], np.cumsum(
             np.fromiter(map(len, self._id_varints), np.int64, len(self._id_varints)))))
 
-    def _fill_varints(self, tokens):
+    def _fill_varints(self, tokens: Sequence[str]) -> None:
         """Puts the varints of `tokens` (not cached yet) in the cache, in one compiled call;
         another one goes on after a token no subtoken matches (left out of the cache: the
         Python path raises the usual error when a line needs it) and after the output
@@ -211,7 +214,7 @@ class BatchSubwordEncoder(SubwordEncoder):
             elif why == _FULL:
                 out = np.empty(2 * len(out), np.uint8)
 
-    def encode_varints_many(self, texts):
+    def encode_varints_many(self, texts: Sequence[str]) -> list[bytes]:
         """`[encode_varints(text) for text in texts]`, the new tokens segmented at once."""
         runs_of = list(map(tokenizer.split_runs, texts))
         cache = self._varints_cache
@@ -226,7 +229,7 @@ class BatchSubwordEncoder(SubwordEncoder):
         return list(map(self._varints_of_runs, runs_of))
 
 
-def warm_up():
+def warm_up() -> None:
     """Runs the compiled loops once, so numba has them loaded before the first real
     vocabulary (a worker process's fork server calls this)."""
     BatchSubwordEncoder(["ab"] + list("ab_\\u;0123456789")).encode_varints_many(["ab ba", "c_d"])

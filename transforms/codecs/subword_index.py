@@ -33,12 +33,17 @@ This module needs numpy, numba and pydivsufsort, but neither Beam nor TensorFlow
 """
 
 import io
+from collections.abc import Iterable, Sequence
+from typing import IO, TYPE_CHECKING, Any, Optional, Union
 
 import numba
 import numpy as np
 import pydivsufsort
 
 from transforms.codecs.subword import escape_token_all_known
+
+if TYPE_CHECKING:  # the learner imports this module (when it indexes), not the other way
+    from transforms.codecs.subword_learner import Selection
 
 _NJIT = dict(cache=True, nogil=True)
 
@@ -244,7 +249,7 @@ def _select(lcp_next, remaining, weights, first, marks, use_all, lo, hi, min_cou
     return (acc_rank[:accepted], acc_len[:accepted], acc_cnt[:accepted], char_raw, char_taken)
 
 
-def _capped(values, cap, dtype):
+def _capped(values: np.ndarray, cap: Optional[int], dtype: Any) -> np.ndarray:
     if cap is not None:
         values = np.minimum(values, cap)
     return values.astype(dtype)
@@ -268,8 +273,17 @@ class TokenIndex:
     """
 
     ARRAYS = ("codes", "isa", "starts", "sa", "lcp_next", "first", "remaining", "weights")
+    codes: np.ndarray
+    isa: np.ndarray
+    starts: np.ndarray
+    sa: np.ndarray
+    lcp_next: np.ndarray
+    first: np.ndarray
+    remaining: np.ndarray
+    weights: np.ndarray
 
-    def __init__(self, chars, max_subtoken_length, **arrays):
+    def __init__(self, chars: Iterable[str], max_subtoken_length: Optional[int],
+                 **arrays: np.ndarray) -> None:
         self.chars = list(chars)
         self.max_subtoken_length = max_subtoken_length
         for name in self.ARRAYS:
@@ -278,16 +292,17 @@ class TokenIndex:
         self._points = np.array([ord(c) for c in self.chars], np.int64)
         # the text itself (separators as "\0"), so that an accepted string is one slice
         self._text = self._decode(self.codes)
-        self._partitions = {}
+        self._partitions: dict[int, list[tuple[int, int]]] = {}
         self._capacity = 4096
         # a suffix rank of every string `select` accepted: where its range is (see
         # `segment_marks`); any such rank serves whichever probe or thread asks
-        self._rank_of = {}
+        self._rank_of: dict[str, int] = {}
 
     # -- building and storing ---------------------------------------------------------------
 
     @classmethod
-    def build(cls, token_counts, max_subtoken_length):
+    def build(cls, token_counts: Iterable[tuple[str, int]], max_subtoken_length: Optional[int]
+              ) -> "TokenIndex":
         """Index of (token, count) pairs (distinct tokens; order does not matter)."""
         tokens = []
         counts = []
@@ -336,7 +351,7 @@ class TokenIndex:
                    lcp_next=lcp_next, first=codes[sa],
                    remaining=_capped(remaining, span, narrow), weights=weights)
 
-    def save(self, fileobj):
+    def save(self, fileobj: IO[bytes]) -> None:
         """Writes the index to a binary file object (numpy .npz)."""
         # Characters as code points: a numpy `<U` array drops trailing NULs, so a lone "\0"
         # (a NUL byte in the text is an ordinary character to T2T) would come back empty.
@@ -346,7 +361,7 @@ class TokenIndex:
                  **{name: getattr(self, name) for name in self.ARRAYS})
 
     @classmethod
-    def load(cls, fileobj):
+    def load(cls, fileobj: Union[IO[bytes], bytes, bytearray]) -> "TokenIndex":
         """Reads an index written by `save` (a file object, or bytes)."""
         if isinstance(fileobj, (bytes, bytearray)):
             fileobj = io.BytesIO(fileobj)
@@ -358,11 +373,11 @@ class TokenIndex:
     # -- what the refinement asks -------------------------------------------------------------
 
     @property
-    def span(self):
+    def span(self) -> Optional[int]:
         m = self.max_subtoken_length
         return None if m is None else m - 1
 
-    def partitions(self, num_partitions):
+    def partitions(self, num_partitions: int) -> list[tuple[int, int]]:
         """`num_partitions` contiguous suffix-rank ranges of about equal size.
 
         A boundary never falls between two suffixes sharing their first two characters within
@@ -391,13 +406,13 @@ class TokenIndex:
         self._partitions[num_partitions] = ranges
         return ranges
 
-    def _decode(self, codes):
+    def _decode(self, codes: np.ndarray) -> str:
         points = np.zeros(len(codes), np.uint32)
         known = codes != 0
         points[known] = self._points[codes[known].astype(np.int64) - 1]
         return points.tobytes().decode("utf-32-le", "surrogatepass")
 
-    def _encode(self, strings):
+    def _encode(self, strings: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Concatenated character codes of `strings` and their offsets (code K+1 = unknown)."""
         lengths = np.fromiter((len(s) for s in strings), np.int64, len(strings))
         offsets = np.zeros(len(strings) + 1, np.int64)
@@ -410,13 +425,15 @@ class TokenIndex:
         codes = np.where(found, where + 1, len(self._points) + 1)
         return codes, offsets, lengths
 
-    def segment_marks(self, vocab):
+    def segment_marks(self, vocab: Iterable[str]) -> np.ndarray:
         """Boolean per suffix rank: True where a segment starts under `vocab` (strings)."""
         # Strings a select accepted (nearly all of a refined vocabulary) have a known rank:
         # their ranges are found around it; the others (characters, reserved tokens) by
         # binary search.
         rank_of = self._rank_of
-        ranked, ranks, searched = [], [], []
+        ranked: list[str] = []
+        ranks: list[int] = []
+        searched: list[str] = []
         for string in vocab:
             if string:
                 rank = rank_of.get(string)
@@ -444,7 +461,8 @@ class TokenIndex:
             raise ValueError("a token character is missing from the vocabulary")
         return marks
 
-    def select(self, marks, part, min_counts):
+    def select(self, marks: Optional[np.ndarray], part: tuple[int, int],
+               min_counts: Iterable[int]) -> "dict[int, Selection]":
         """`select_partition`'s result for the windows of suffix-rank range `part`.
 
         `marks` is None for the first iteration (every position starts a segment).
@@ -452,7 +470,7 @@ class TokenIndex:
         """
         lo, hi = part
         span = self.span
-        results = {}
+        results: dict[int, Selection] = {}
         if span is not None and span <= 0:
             return {t: ([], {}, {}) for t in set(min_counts)}
         use_all = marks is None

@@ -31,16 +31,28 @@ runs the same functions as Beam passes.
 import collections
 import math
 import zlib
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Optional
 
 from transforms.codecs.subword import RESERVED_TOKENS, ESCAPE_CHARS, escape_token
 from transforms.codecs.subword import escape_token_all_known, segment
+
+if TYPE_CHECKING:
+    from transforms.codecs.subword_index import TokenIndex
+
+# `select_partition`'s result for one min_count: accepted (count, string) of two or more
+# characters, each first character's count, what accepted strings took from each.
+Selection = tuple[list[tuple[int, str]], dict[str, int], dict[str, int]]
+SegmentationVocab = tuple[frozenset[str], int]  # (subtoken set, longest subtoken)
+SizeOf = Callable[[int, int, int], float]  # (min_count, lo, hi) -> vocabulary size
 
 # Probe key for the first refinement iteration, which is the same for every min_count: the
 # vocabulary is just the alphabet, so every character is a segment.
 FIRST_ITERATION = "*"
 
 
-def build_alphabet(tokens, reserved_tokens=RESERVED_TOKENS):
+def build_alphabet(tokens: Iterable[str], reserved_tokens: Iterable[str] = RESERVED_TOKENS
+                   ) -> set[str]:
     """Every character of the tokens and of the reserved tokens, plus T2T's escape characters."""
     alphabet = set(ESCAPE_CHARS)
     for token in tokens:
@@ -50,7 +62,9 @@ def build_alphabet(tokens, reserved_tokens=RESERVED_TOKENS):
     return alphabet
 
 
-def count_windows(token_counts, max_subtoken_length, vocab=None, into=None):
+def count_windows(token_counts: Iterable[tuple[str, int]], max_subtoken_length: Optional[int],
+                  vocab: Optional[SegmentationVocab] = None,
+                  into: Optional[collections.Counter[str]] = None) -> collections.Counter[str]:
     """Sums, over (token, count) pairs, the windows at each segment start.
 
     `vocab` is None for the first iteration (every character is a segment), else a
@@ -61,13 +75,14 @@ def count_windows(token_counts, max_subtoken_length, vocab=None, into=None):
     T2T counts `escaped[start:end]` for `end` below `start + max_subtoken_length`, so a window
     is at most `max_subtoken_length - 1` characters long (slicing past the end is harmless).
     """
-    counts = collections.Counter() if into is None else into
+    counts: collections.Counter[str] = collections.Counter() if into is None else into
     get = counts.get
     span = None if max_subtoken_length is None else max_subtoken_length - 1
     if span is not None and span <= 0:
         return counts
     for token, count in token_counts:
         escaped = escape_token_all_known(token)
+        starts: Iterable[int]
         if vocab is None:
             starts = range(len(escaped))
         else:
@@ -84,19 +99,19 @@ def count_windows(token_counts, max_subtoken_length, vocab=None, into=None):
     return counts
 
 
-def partition_of(window, num_partitions):
+def partition_of(window: str, num_partitions: int) -> int:
     """Stable partition of a window by its first two characters (the same on every worker)."""
     if num_partitions == 1:
         return 0
     return zlib.crc32(window[:2].encode("utf-8", "surrogatepass")) % num_partitions
 
 
-def split_windows(windows, num_partitions):
+def split_windows(windows: dict[str, int], num_partitions: int) -> dict[int, dict[str, int]]:
     """Splits a window->count dict into {partition: dict}."""
     if num_partitions == 1:
         return {0: windows} if windows else {}
-    parts = collections.defaultdict(dict)
-    memo = {}
+    parts: dict[int, dict[str, int]] = collections.defaultdict(dict)
+    memo: dict[str, int] = {}
     for window, count in windows.items():
         head = window[:2]
         part = memo.get(head)
@@ -106,7 +121,7 @@ def split_windows(windows, num_partitions):
     return parts
 
 
-def merge_counts(into, other):
+def merge_counts(into: dict[str, int], other: Mapping[str, int]) -> dict[str, int]:
     """Adds the counts of dict `other` into dict `into`; returns `into`."""
     get = into.get
     for key, count in other.items():
@@ -114,7 +129,7 @@ def merge_counts(into, other):
     return into
 
 
-def _common_prefix_length(a, b):
+def _common_prefix_length(a: str, b: str) -> int:
     """Length of the longest common prefix of two strings (binary search on C-level slices)."""
     if not a or not b or a[0] != b[0]:
         return 0
@@ -131,7 +146,8 @@ def _common_prefix_length(a, b):
     return lo
 
 
-def count_prefixes(windows, lowest):
+def count_prefixes(windows: Mapping[str, int], lowest: int
+                   ) -> tuple[dict[str, int], dict[str, int]]:
     """Counts of the prefixes (two or more characters) of the windows that may reach `lowest`.
 
     The count of a prefix is the sum of the counts of the windows it begins. In sorted order
@@ -147,8 +163,8 @@ def count_prefixes(windows, lowest):
     shared = [0] * (n + 1)  # shared[i]: common prefix length of windows i-1 and i
     for i in range(1, n):
         shared[i] = _common_prefix_length(items[i - 1][0], items[i][0])
-    char_raw = {}
-    counts = {}
+    char_raw: dict[str, int] = {}
+    counts: dict[str, int] = {}
     get = counts.get
     for i, (window, count) in enumerate(items):
         first = window[0]
@@ -160,7 +176,8 @@ def count_prefixes(windows, lowest):
     return counts, char_raw
 
 
-def select_partition(windows, min_counts):
+def select_partition(windows: Mapping[str, int], min_counts: Sequence[int]
+                     ) -> dict[int, Selection]:
     """Longest-first acceptance within one partition, for several min_counts at once.
 
     Returns `{min_count: (accepted, char_raw, char_taken)}`: `accepted` lists (count, string)
@@ -170,7 +187,7 @@ def select_partition(windows, min_counts):
     lowest = max(1, min(min_counts)) if min_counts else 1
     prefix_counts, char_raw = count_prefixes(windows, lowest)
 
-    results = {}
+    results: dict[int, Selection] = {}
     if not min_counts:
         return results
     candidates = [(s, n) for s, n in prefix_counts.items() if n >= lowest]
@@ -178,8 +195,8 @@ def select_partition(windows, min_counts):
     for min_count in sorted(set(min_counts)):
         threshold = max(1, min_count)
         left = {s: n for s, n in candidates if n >= threshold}
-        accepted = []
-        taken = {}
+        accepted: list[tuple[int, str]] = []
+        taken: dict[str, int] = {}
         for string, _ in candidates:
             count = left.get(string)
             if count is None or count < threshold:
@@ -192,7 +209,7 @@ def select_partition(windows, min_counts):
     return results
 
 
-def merge_selections(into, other):
+def merge_selections(into: Selection, other: Selection) -> Selection:
     """Merges two `(accepted, char_raw, char_taken)` partial results of different partitions."""
     accepted, raw, taken = into
     accepted.extend(other[0])
@@ -201,11 +218,12 @@ def merge_selections(into, other):
     return into
 
 
-def empty_selection():
+def empty_selection() -> Selection:
     return ([], {}, {})
 
 
-def assemble_vocab(selection, alphabet, reserved_tokens=RESERVED_TOKENS):
+def assemble_vocab(selection: Selection, alphabet: Collection[str],
+                   reserved_tokens: Iterable[str] = RESERVED_TOKENS) -> list[str]:
     """The vocabulary list T2T builds at the end of an iteration from a merged selection."""
     accepted, char_raw, char_taken = selection
     ranked = list(accepted)
@@ -215,7 +233,7 @@ def assemble_vocab(selection, alphabet, reserved_tokens=RESERVED_TOKENS):
     return reserved + [s for _, s in ranked]
 
 
-def vocab_for_segmentation(subtoken_strings):
+def vocab_for_segmentation(subtoken_strings: Iterable[str]) -> SegmentationVocab:
     """The (subtoken_set, max_len) pair `count_windows` segments with."""
     strings = [s for s in subtoken_strings if s]
     return frozenset(strings), max(len(s) for s in strings)
@@ -224,14 +242,14 @@ def vocab_for_segmentation(subtoken_strings):
 class NeedProbe(Exception):
     """Raised by a bisection that needs the vocab size for a min_count not yet computed."""
 
-    def __init__(self, min_count, low, high):
+    def __init__(self, min_count: int, low: int, high: int) -> None:
         super().__init__(min_count)
         self.min_count = min_count
         self.low = low
         self.high = high
 
 
-def bisect_min_count(target_size, size_of, low=1, high=1000):
+def bisect_min_count(target_size: int, size_of: SizeOf, low: int = 1, high: int = 1000) -> int:
     """T2T's `build_to_target_size` bisection; returns the chosen min_count.
 
     `size_of(min_count)` returns the vocabulary size for that min_count or raises
@@ -243,7 +261,7 @@ def bisect_min_count(target_size, size_of, low=1, high=1000):
     if target_size < 1:
         raise ValueError("Target size must be positive.")
 
-    def search(lo, hi):
+    def search(lo: int, hi: int) -> int:
         present = (lo + hi) // 2
         size = size_of(present, lo, hi)
         if abs(size - target_size) * 100 < target_size or lo >= hi or present < 2:
@@ -256,8 +274,9 @@ def bisect_min_count(target_size, size_of, low=1, high=1000):
     return search(low, high)
 
 
-def next_probes(known_sizes, target_size, lookahead, low=1, high=1000, rounds_left=None,
-                width=1):
+def next_probes(known_sizes: Mapping[int, int], target_size: int, lookahead: int, low: int = 1,
+                high: int = 1000, rounds_left: Optional[int] = None, width: int = 1
+                ) -> tuple[Optional[int], list[int]]:
     """Replays the bisection with the sizes known so far.
 
     `known_sizes` is {min_count: vocab size}. Returns (chosen min_count, []) when the search
@@ -269,7 +288,7 @@ def next_probes(known_sizes, target_size, lookahead, low=1, high=1000, rounds_le
     after them follow, up to `width` in all (`predicted_path`): a round of `width` parallel
     probes then advances about `width` levels instead of one.
     """
-    def size_of(min_count, lo, hi):
+    def size_of(min_count: int, lo: int, hi: int) -> float:
         if min_count not in known_sizes:
             raise NeedProbe(min_count, lo, hi)
         return known_sizes[min_count]
@@ -292,7 +311,7 @@ def next_probes(known_sizes, target_size, lookahead, low=1, high=1000, rounds_le
         return None, sorted(wanted)
 
 
-def predicted_size(known_sizes, min_count):
+def predicted_size(known_sizes: Mapping[int, float], min_count: int) -> Optional[float]:
     """A guess of the vocabulary size at `min_count` from the sizes known ({min_count:
     size}); None when none is known.
 
@@ -320,12 +339,13 @@ def predicted_size(known_sizes, min_count):
     return math.exp(math.log(s0) + slope * (math.log(min_count) - math.log(t0)))
 
 
-def predicted_path(known_sizes, target_size, low=1, high=1000):
+def predicted_path(known_sizes: Mapping[int, int], target_size: int, low: int = 1,
+                   high: int = 1000) -> list[int]:
     """The min_counts without a known size that the bisection would visit, in order, if
     the unknown sizes were `predicted_size`'s guesses; it ends where no guess exists."""
-    path = []
+    path: list[int] = []
 
-    def size_of(min_count, lo, hi):
+    def size_of(min_count: int, lo: int, hi: int) -> float:
         if min_count in known_sizes:
             return known_sizes[min_count]
         guess = predicted_size(known_sizes, min_count)
@@ -342,11 +362,11 @@ def predicted_path(known_sizes, target_size, low=1, high=1000):
     return path
 
 
-def probe_subtree(low, high, depth):
+def probe_subtree(low: int, high: int, depth: int) -> list[int]:
     """min_counts of the bisection subtree rooted at [low, high], `depth` levels deep."""
-    found = []
+    found: list[int] = []
 
-    def walk(lo, hi, level):
+    def walk(lo: int, hi: int, level: int) -> None:
         present = (lo + hi) // 2
         found.append(present)
         if level >= depth or lo >= hi or present < 2:
@@ -358,19 +378,22 @@ def probe_subtree(low, high, depth):
     return sorted(set(found))
 
 
-def refine(token_counts, alphabet, min_counts, max_subtoken_length=None, num_iterations=4,
-           reserved_tokens=RESERVED_TOKENS, num_partitions=1):
+def refine(token_counts: Iterable[tuple[str, int]], alphabet: Collection[str],
+           min_counts: Sequence[int], max_subtoken_length: Optional[int] = None,
+           num_iterations: int = 4, reserved_tokens: Iterable[str] = RESERVED_TOKENS,
+           num_partitions: int = 1) -> dict[int, list[str]]:
     """Runs the refinement iterations in-process; returns {min_count: vocab list}."""
-    token_counts = list(token_counts)
-    vocabs = {}
+    items = list(token_counts)
+    vocabs: dict[int, list[str]] = {}
     for iteration in range(num_iterations):
+        jobs: dict[Any, Optional[SegmentationVocab]]
         if iteration == 0:
             jobs = {FIRST_ITERATION: None}
         else:
             jobs = {t: vocab_for_segmentation(vocabs[t]) for t in min_counts}
         merged = {t: empty_selection() for t in min_counts}
         for key, seg_vocab in jobs.items():
-            windows = count_windows(token_counts, max_subtoken_length, seg_vocab)
+            windows = count_windows(items, max_subtoken_length, seg_vocab)
             wanted = list(min_counts) if key == FIRST_ITERATION else [key]
             for part in split_windows(windows, num_partitions).values():
                 for t, selection in select_partition(part, wanted).items():
@@ -379,16 +402,20 @@ def refine(token_counts, alphabet, min_counts, max_subtoken_length=None, num_ite
     return vocabs
 
 
-def refine_indexed(index, alphabet, min_counts, num_iterations=4,
-                   reserved_tokens=RESERVED_TOKENS, num_partitions=1, on_iteration=None):
+def refine_indexed(index: "TokenIndex", alphabet: Collection[str], min_counts: Sequence[int],
+                   num_iterations: int = 4, reserved_tokens: Iterable[str] = RESERVED_TOKENS,
+                   num_partitions: int = 1,
+                   on_iteration: Optional[Callable[[int, dict[int, list[str]]], None]] = None
+                   ) -> dict[int, list[str]]:
     """`refine` over a `subword_index.TokenIndex` (same result, linear-time iterations).
 
     `on_iteration(iteration, {min_count: vocab list})`, if given, sees every iteration's
     vocabularies (iterations numbered from 1).
     """
     parts = index.partitions(num_partitions)
-    vocabs = {}
+    vocabs: dict[int, list[str]] = {}
     for iteration in range(num_iterations):
+        jobs: dict[Any, Any]
         if iteration == 0:
             jobs = {FIRST_ITERATION: None}
         else:
@@ -405,8 +432,11 @@ def refine_indexed(index, alphabet, min_counts, num_iterations=4,
     return vocabs
 
 
-def learn_vocab(token_counts, target_size, max_subtoken_length=None, reserved_tokens=RESERVED_TOKENS,
-                num_iterations=4, min_val=1, max_val=1000, num_partitions=1, indexed=True):
+def learn_vocab(token_counts: Mapping[str, int], target_size: int,
+                max_subtoken_length: Optional[int] = None,
+                reserved_tokens: Iterable[str] = RESERVED_TOKENS, num_iterations: int = 4,
+                min_val: int = 1, max_val: int = 1000, num_partitions: int = 1,
+                indexed: bool = True) -> list[str]:
     """In-process equivalent of T2T's `build_to_target_size`; returns the vocab list.
 
     `token_counts` is a dict token -> count (from `tokenizer.encode` over the sample).
@@ -415,13 +445,13 @@ def learn_vocab(token_counts, target_size, max_subtoken_length=None, reserved_to
     """
     alphabet = build_alphabet(token_counts, reserved_tokens)
     items = list(token_counts.items())
-    vocabs = {}
+    vocabs: dict[int, list[str]] = {}
     index = None
     if indexed:
         from transforms.codecs.subword_index import TokenIndex  # numba: loaded when indexing
         index = TokenIndex.build(items, max_subtoken_length)
 
-    def size_of(min_count, _lo, _hi):
+    def size_of(min_count: int, _lo: int, _hi: int) -> float:
         if min_count not in vocabs:
             if index is not None:
                 vocabs.update(refine_indexed(index, alphabet, [min_count], num_iterations,
@@ -434,7 +464,7 @@ def learn_vocab(token_counts, target_size, max_subtoken_length=None, reserved_to
     return vocabs[bisect_min_count(target_size, size_of, min_val, max_val)]
 
 
-def warm_up_index():
+def warm_up_index() -> None:
     """Runs every compiled loop once on a tiny index of the usual types (16-bit codes,
     8-bit window lengths), so numba has them loaded before the first real index."""
     from transforms.codecs.subword_index import TokenIndex  # numba: loaded when indexing

@@ -17,19 +17,20 @@ import os
 import re
 import sys
 import unicodedata
+from collections.abc import Iterable, Sequence
 
 
 _TABLE_PATH = os.path.join(os.path.dirname(__file__), "alnum_ranges.json")
 
 
-def compute_alnum_ranges():
+def compute_alnum_ranges() -> tuple[tuple[int, int], ...]:
     """Code-point ranges [(lo, hi), ...] of categories L* and N*, below sys.maxunicode.
 
     Tensor2Tensor enumerates `range(sys.maxunicode)`, so U+10FFFF itself is excluded (it is
     unassigned anyway). Asking `unicodedata` about 1.1M code points takes ~0.4 s, in every
     process that tokenizes: `_alnum_ranges` reads a stored copy instead when it can.
     """
-    ranges = []
+    ranges: list[tuple[int, int]] = []
     start = None
     for cp in range(sys.maxunicode):
         is_alnum = unicodedata.category(chr(cp))[0] in "LN"
@@ -44,20 +45,20 @@ def compute_alnum_ranges():
 
 
 @functools.lru_cache(maxsize=1)
-def _alnum_ranges():
+def _alnum_ranges() -> tuple[tuple[int, int], ...]:
     """`compute_alnum_ranges()`, from the table stored beside this module when it was made
     with this Python's Unicode version (`python -m transforms.codecs.tokenizer` writes it)."""
     try:
         with open(_TABLE_PATH, encoding="utf-8") as f:
             table = json.load(f)
         if table["unidata_version"] == unicodedata.unidata_version:
-            return tuple(tuple(r) for r in table["ranges"])
+            return tuple((lo, hi) for lo, hi in table["ranges"])
     except (OSError, ValueError, KeyError):
         pass
     return compute_alnum_ranges()
 
 
-def _class_body(bmp_only=False):
+def _class_body(bmp_only: bool = False) -> str:
     parts = []
     for lo, hi in _alnum_ranges():
         if bmp_only and lo > 0xFFFF:
@@ -69,7 +70,7 @@ def _class_body(bmp_only=False):
 
 
 @functools.lru_cache(maxsize=2)
-def _run_pattern(bmp_only=False):
+def _run_pattern(bmp_only: bool = False) -> re.Pattern[str]:
     """Matches maximal runs of alphanumeric or of non-alphanumeric characters.
 
     `re` tests a character of the Basic Multilingual Plane against a bitmap, but checks
@@ -81,11 +82,11 @@ def _run_pattern(bmp_only=False):
 
 
 @functools.lru_cache(maxsize=1)
-def _alnum_char_pattern():
+def _alnum_char_pattern() -> re.Pattern[str]:
     return re.compile("[%s]" % _class_body())
 
 
-def is_alnum_char(char):
+def is_alnum_char(char: str) -> bool:
     """True if `char` is alphanumeric in Tensor2Tensor's sense."""
     return _alnum_char_pattern().match(char) is not None
 
@@ -93,7 +94,7 @@ def is_alnum_char(char):
 _ABOVE_BMP = re.compile("[\U00010000-\U0010FFFF]")
 
 
-def split_runs(text):
+def split_runs(text: str) -> list[str]:
     """Maximal runs of alphanumeric or of non-alphanumeric characters, in order.
 
     `encode` is these runs without the single spaces between two other runs; encoders that
@@ -104,14 +105,14 @@ def split_runs(text):
 
 
 @functools.lru_cache(maxsize=2)
-def _runs_within_lines_pattern(bmp_only=False):
+def _runs_within_lines_pattern(bmp_only: bool = False) -> re.Pattern[str]:
     """`_run_pattern` whose runs never hold a newline: lines joined by "\n" split into the
     runs of each line, in one pass."""
     body = _class_body(bmp_only)
     return re.compile("[%s]+|[^%s\n]+" % (body, body))
 
 
-def count_tokens(stripped_lines):
+def count_tokens(stripped_lines: Iterable[str]) -> collections.Counter[str]:
     """collections.Counter of `encode`'s tokens over lines, in one regex pass over them all.
 
     For `str.strip()`-ed lines without a newline (T2T's vocabulary sample) `encode` is every
@@ -121,7 +122,8 @@ def count_tokens(stripped_lines):
     # As in `split_runs`: the pattern for characters above the BMP is much slower, so only
     # the lines that have one use it (one such line must not slow down a whole batch).
     above = _ABOVE_BMP.search
-    plain, wide = [], []
+    plain: list[str] = []
+    wide: list[str] = []
     for line in stripped_lines:
         (plain if line.isascii() or above(line) is None else wide).append(line)
     counts = collections.Counter(_runs_within_lines_pattern(True).findall("\n".join(plain)))
@@ -131,7 +133,7 @@ def count_tokens(stripped_lines):
     return counts
 
 
-def encode(text):
+def encode(text: str) -> list[str]:
     """Splits a unicode string into tokens, exactly as `tensor2tensor...tokenizer.encode`."""
     if not text:
         return []
@@ -143,7 +145,7 @@ def encode(text):
     return [tok for i, tok in enumerate(runs) if tok != " " or i == 0 or i == last]
 
 
-def decode(tokens):
+def decode(tokens: Sequence[str]) -> str:
     """Inverse of `encode`: joins tokens, with a space between two alphanumeric tokens."""
     match = _alnum_char_pattern().match
     out = []

@@ -6,10 +6,12 @@ of per-token byte strings instead of a list of ids turned back into bytes by a m
 object. Pure Python, no protobuf: the wire format is the contract.
 """
 
+from typing import Iterable
+
 _CONTINUATION_BYTES = bytes(range(0x80, 0x100))
 
 
-def encode_varints(values):
+def encode_varints(values: Iterable[int]) -> bytes:
     """The varints of non-negative ints, concatenated."""
     out = bytearray()
     for n in values:
@@ -22,19 +24,19 @@ def encode_varints(values):
     return bytes(out)
 
 
-def varint(n):
+def varint(n: int) -> bytes:
     """One non-negative int's varint (e.g. a length prefix)."""
     return encode_varints((n,))
 
 
-def count_varints(data):
+def count_varints(data: bytes) -> int:
     """How many varints `data` holds: every varint ends in one byte below 0x80."""
     return len(data.translate(None, _CONTINUATION_BYTES))
 
 
-def decode_varints(data):
+def decode_varints(data: bytes) -> list[int]:
     """The ints of concatenated varints (the inverse of `encode_varints`)."""
-    values = []
+    values: list[int] = []
     n = shift = 0
     for byte in data:
         n |= (byte & 0x7F) << shift

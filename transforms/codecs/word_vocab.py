@@ -51,18 +51,20 @@ so the result does not depend on the order of the counts. Specials in the counts
 vocabulary.
 """
 
+from collections.abc import Iterable, Mapping
+
 UNK, SOS, EOS = "<unk>", "<s>", "</s>"
 UNK_ID, SOS_ID, EOS_ID = 0, 1, 2
 SPECIALS = (UNK, SOS, EOS)
 
 
-def tokenize(text):
+def tokenize(text: str) -> list[str]:
     """Split `text` as tensorflow/nmt does (`tf.string_split`, delimiter " "): on the space
     character only, empty pieces dropped. Other whitespace stays inside words."""
     return [piece for piece in text.split(" ") if piece]
 
 
-def _check_word(word, where):
+def _check_word(word: object, where: str) -> None:
     if not isinstance(word, str):
         raise TypeError("%s: a word must be str, got %r" % (where, type(word).__name__))
     if "\n" in word or word.endswith("\r"):
@@ -73,12 +75,12 @@ def _check_word(word, where):
 class WordVocab:
     """An immutable word vocabulary: `words[i]` has id i, `words[:3] == [<unk>, <s>, </s>]`."""
 
-    def __init__(self, words):
+    def __init__(self, words: Iterable[str]) -> None:
         words = list(words)
         if tuple(words[:3]) != SPECIALS:
             raise ValueError("the first three words must be %s, got %r" % (list(SPECIALS),
                                                                          words[:3]))
-        ids = {}
+        ids: dict[str, int] = {}
         for i, word in enumerate(words):
             _check_word(word, "word %d" % i)
             if word in ids:
@@ -91,7 +93,7 @@ class WordVocab:
     # -- construction -------------------------------------------------------------------------
 
     @classmethod
-    def from_text(cls, text):
+    def from_text(cls, text: str) -> "WordVocab":
         """A vocabulary from the contents of a vocabulary file (one word per line).
 
         Applies the specials fix described in the module docstring and sets `fixed_specials`.
@@ -102,7 +104,7 @@ class WordVocab:
         if lines and lines[-1] == "":
             lines.pop()  # the terminating "\n" of the last line
         words = [line.rstrip("\r") for line in lines]
-        seen = {}
+        seen: dict[str, int] = {}
         for lineno, word in enumerate(words, 1):
             if word in SPECIALS:
                 continue
@@ -116,7 +118,7 @@ class WordVocab:
         return vocab
 
     @classmethod
-    def from_file(cls, path):
+    def from_file(cls, path: str) -> "WordVocab":
         """`from_text` of a local UTF-8 file (use `from_text` for other file systems)."""
         with open(path, "rb") as f:
             data = f.read()
@@ -130,7 +132,7 @@ class WordVocab:
             raise ValueError("%s: %s" % (path, e)) from None
 
     @classmethod
-    def from_counts(cls, counts, vocab_size):
+    def from_counts(cls, counts: Mapping[str, int], vocab_size: int) -> "WordVocab":
         """Specials, then the `vocab_size - 3` most frequent words of `counts` ({word: count}),
         ties broken by ascending word (code-point order). Specials in `counts` are ignored."""
         if vocab_size < len(SPECIALS):
@@ -151,41 +153,41 @@ class WordVocab:
     # -- properties -----------------------------------------------------------------------------
 
     @property
-    def words(self):
+    def words(self) -> tuple[str, ...]:
         """All words in id order (a tuple)."""
         return self._words
 
     @property
-    def vocab_size(self):
+    def vocab_size(self) -> int:
         return len(self._words)
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self._words)
 
-    def __contains__(self, word):
+    def __contains__(self, word: object) -> bool:
         return word in self._ids
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         return isinstance(other, WordVocab) and self._words == other._words
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return hash(self._words)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "WordVocab(vocab_size=%d)" % len(self._words)
 
     # -- coding ---------------------------------------------------------------------------------
 
-    def id_of(self, word):
+    def id_of(self, word: str) -> int:
         """The id of one word; UNK_ID if it is not in the vocabulary."""
         return self._ids.get(word, UNK_ID)
 
-    def encode(self, text):
+    def encode(self, text: str) -> list[int]:
         """Ids of `tokenize(text)`; out-of-vocabulary words get UNK_ID. No SOS/EOS added."""
         ids = self._ids
         return [ids.get(word, UNK_ID) for word in tokenize(text)]
 
-    def encode_with_oov(self, text):
+    def encode_with_oov(self, text: str) -> tuple[list[int], int]:
         """(ids, number of out-of-vocabulary words). A literal "<unk>" in the text is a known
         word (id UNK_ID) and is not counted as out-of-vocabulary."""
         ids = self._ids
@@ -199,7 +201,7 @@ class WordVocab:
             out.append(i)
         return out, n_oov
 
-    def decode(self, ids):
+    def decode(self, ids: Iterable[int]) -> str:
         """The words of `ids` joined by single spaces (specials included, as words)."""
         words = self._words
         out = []
@@ -210,6 +212,6 @@ class WordVocab:
             out.append(words[i])
         return " ".join(out)
 
-    def to_text(self):
+    def to_text(self) -> str:
         """The vocabulary file: one word per line, each line "\\n"-terminated."""
         return "".join(word + "\n" for word in self._words)

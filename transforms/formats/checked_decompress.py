@@ -15,15 +15,18 @@ import bz2
 import io
 import lzma
 import zlib
+from typing import Any, Callable, NoReturn
 
 import zstandard
+
+from transforms.formats.text_lines import ByteStream
 
 KINDS = ("gzip", "bzip2", "deflate", "zstd", "lzma")
 # The file-name suffixes Beam decompresses by (`CompressionTypes.detect_compression_type`).
 SUFFIXES = (".gz", ".bz2", ".deflate", ".zst", ".zstd", ".xz", ".lzma")
 
 
-def strip_compression_suffix(name):
+def strip_compression_suffix(name: str) -> str:
     """`train.en.xz` -> `train.en`: the name without one compression suffix (any case)."""
     lower = name.lower()
     for suffix in SUFFIXES:
@@ -34,7 +37,7 @@ _RAW_CHUNK = 1 << 16
 _ZSTD_MAX_WINDOW = 2147483648  # as Beam's reader: big windows need a bound on memory
 
 
-def _decompressor(kind):
+def _decompressor(kind: str) -> Any:
     if kind == "gzip":
         return zlib.decompressobj(zlib.MAX_WBITS | 16)
     if kind == "bzip2":
@@ -60,14 +63,15 @@ class CheckedDecompressor(io.RawIOBase):
     (which must then be seekable). Readers of compressed files only ever seek to 0.
     """
 
-    def __init__(self, raw, path, kind, error):
+    def __init__(self, raw: Any, path: str, kind: str,
+                 error: Callable[[str, str], Exception]) -> None:
         super().__init__()
         if kind not in KINDS:
             raise ValueError("unknown compression %r" % kind)
         self._raw, self._path, self._kind, self._error = raw, path, kind, error
         self._restart()
 
-    def _restart(self):
+    def _restart(self) -> None:
         self._d = _decompressor(self._kind)
         self._pending = b""       # decompressed, not yet returned from `_taken` on
         self._taken = 0
@@ -75,16 +79,16 @@ class CheckedDecompressor(io.RawIOBase):
         self._raw_bytes = 0       # compressed bytes read so far
         self._done = False
 
-    def readable(self):
+    def readable(self) -> bool:
         return True
 
-    def seekable(self):
+    def seekable(self) -> bool:
         return True
 
-    def tell(self):
+    def tell(self) -> int:
         return self._position
 
-    def seek(self, offset, whence=io.SEEK_SET):
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
         if whence == io.SEEK_CUR:
             offset += self._position
         elif whence != io.SEEK_SET:
@@ -97,10 +101,10 @@ class CheckedDecompressor(io.RawIOBase):
                 break
         return self._position
 
-    def _fail(self, message):
+    def _fail(self, message: str) -> NoReturn:
         raise self._error(self._path, message)
 
-    def _fill(self):
+    def _fill(self) -> bool:
         """Decompresses more raw bytes into `_pending`; False at the end of the data."""
         while not self._pending and not self._done:
             data = self._raw.read(_RAW_CHUNK)
@@ -116,7 +120,7 @@ class CheckedDecompressor(io.RawIOBase):
             self._feed(data)
         return bool(self._pending)
 
-    def _feed(self, data):
+    def _feed(self, data: bytes) -> None:
         out = []
         try:
             while data:
@@ -137,7 +141,7 @@ class CheckedDecompressor(io.RawIOBase):
             self._pending = self._pending[self._taken:] + b"".join(out)
             self._taken = 0
 
-    def readinto(self, buffer):
+    def readinto(self, buffer: Any) -> int:
         if not self._fill():
             return 0
         n = min(len(buffer), len(self._pending) - self._taken)
@@ -148,7 +152,7 @@ class CheckedDecompressor(io.RawIOBase):
         self._position += n
         return n
 
-    def close(self):
+    def close(self) -> None:
         if not self.closed:
             try:
                 self._raw.close()

@@ -109,10 +109,11 @@ import tarfile
 import xml.etree.ElementTree as ET
 import zipfile
 import zlib
-from typing import Iterator, NamedTuple, Optional, Tuple, Union
+from typing import IO, Any, Dict, Iterator, List, NamedTuple, Optional, Tuple
 
+from transforms.elements import Pair, Reject, Unit
 from transforms.formats.checked_decompress import strip_compression_suffix
-from transforms.formats.text_lines import InputError, iter_raw_lines
+from transforms.formats.text_lines import ByteStream, InputError, iter_raw_lines
 
 try:  # optional stdlib modules (absent in some minimal Python builds)
     import lzma
@@ -128,23 +129,10 @@ __all__ = [
 _BOM = b"\xef\xbb\xbf"
 
 
-class Pair(NamedTuple):
-    source: str
-    target: str
-    where: str
-
-
-class Reject(NamedTuple):
-    where: str
-    reason: str
-    source: str
-    target: str
-
-
 class FormatError(ValueError):
     """An unrecoverable problem in an input file; str() is "path:where: message"."""
 
-    def __init__(self, path, where, message):
+    def __init__(self, path: str, where: str, message: str) -> None:
         self.path = path
         self.where = where
         self.message = message
@@ -160,8 +148,8 @@ class FormatError(ValueError):
 # TSV
 
 
-def read_tsv(stream, path, source_column=0, target_column=1, invalid_utf8="reject"
-             ) -> Iterator[Union[Pair, Reject]]:
+def read_tsv(stream: ByteStream, path: str, source_column: int = 0, target_column: int = 1,
+             invalid_utf8: str = "reject") -> Iterator[Unit]:
     """Pairs from a tab-separated file: one row per line, source and target columns by index.
 
     A row that is not UTF-8 is a Reject, or with `invalid_utf8="replace"` decoded with U+FFFD.
@@ -174,7 +162,8 @@ def read_tsv(stream, path, source_column=0, target_column=1, invalid_utf8="rejec
     return _read_tsv(stream, path, source_column, target_column, invalid_utf8 == "replace")
 
 
-def _read_tsv(stream, path, source_column, target_column, replace=False):
+def _read_tsv(stream: ByteStream, path: str, source_column: int, target_column: int,
+              replace: bool = False) -> Iterator[Unit]:
     need = max(source_column, target_column) + 1
     blank_start, blank_count = 0, 0  # a run of empty lines, reported only if a row follows
     for number, raw in enumerate(iter_raw_lines(stream), 1):
@@ -267,7 +256,8 @@ def _tuv_side_text(tuv):
     return None
 
 
-def read_tmx(stream, path, source_lang, target_lang) -> Iterator[Union[Pair, Reject]]:
+def read_tmx(stream: ByteStream, path: str, source_lang: Optional[str],
+             target_lang: Optional[str]) -> Iterator[Unit]:
     """Pairs from a TMX file, one unit per <tu>, sides chosen by the tuvs' xml:lang."""
     wanted = []
     for name, value in (("source_lang", source_lang), ("target_lang", target_lang)):
@@ -327,9 +317,10 @@ def _tu_unit(tu, number, source_lang, target_lang):
                   target[2] if target else "")
 
 
-def _read_tmx(stream, path, source_lang, target_lang):
+def _read_tmx(stream: ByteStream, path: str, source_lang: str, target_lang: str
+              ) -> Iterator[Unit]:
     events = ET.iterparse(stream, events=("start", "end"))
-    open_elements = []
+    open_elements: List[ET.Element] = []
     tu_depth = 0  # <tu> elements currently open (a nested <tu> is content, not a unit)
     number = 0
     root_checked = False
@@ -396,7 +387,7 @@ def _entity(match):
     return chr(code) if _xml_char_ok(code) else match.group(0)
 
 
-def unescape_xml(text):
+def unescape_xml(text: str) -> str:
     """Decode XML's predefined entities and numeric references in one pass; leave the rest."""
     return _ENTITY_RE.sub(_entity, text) if "&" in text else text
 
@@ -421,10 +412,10 @@ def _seg_where(docid, segid):
     return "seg %s" % segid if docid is None else "doc %s seg %s" % (docid, segid)
 
 
-def _scan_segments(stream, path):
+def _scan_segments(stream: ByteStream, path: str) -> Iterator[_Segment]:
     """Yield every <seg> of an SGM-like file, in file order."""
-    docid = None
-    seg = None  # (segid, start line, parts, bad) while inside a <seg>
+    docid: Optional[str] = None
+    seg: Optional[List[Any]] = None  # (segid, start line, parts, bad) while inside a <seg>
     for number, raw in enumerate(iter_raw_lines(stream), 1):
         if number == 1 and raw.startswith(_BOM):
             raw = raw[len(_BOM):]
@@ -483,9 +474,10 @@ def _scan_segments(stream, path):
         raise FormatError(path, "line %d" % seg[1], "<seg id=%s> is never closed" % seg[0])
 
 
-def _read_segmented_pair(source_stream, source_path, target_stream, target_path,
-                         invalid_utf8="reject"):
-    targets = {}
+def _read_segmented_pair(source_stream: ByteStream, source_path: str,
+                         target_stream: ByteStream, target_path: str,
+                         invalid_utf8: str = "reject") -> Iterator[Unit]:
+    targets: Dict[Tuple[Optional[str], str], _Segment] = {}
     for seg in _scan_segments(target_stream, target_path):
         key = (seg.docid, seg.segid)
         first = targets.get(key)
@@ -493,7 +485,7 @@ def _read_segmented_pair(source_stream, source_path, target_stream, target_path,
             raise FormatError(target_path, "line %d" % seg.line, "duplicate segment %s (first at line %d)"
                               % (_seg_where(*key), first.line))
         targets[key] = seg
-    seen = {}
+    seen: Dict[Tuple[Optional[str], str], int] = {}
     for seg in _scan_segments(source_stream, source_path):
         key = (seg.docid, seg.segid)
         if key in seen:
@@ -512,8 +504,8 @@ def _read_segmented_pair(source_stream, source_path, target_stream, target_path,
         yield Reject(_seg_where(*key), "unmatched_target_segment", "", target.text)
 
 
-def read_sgm_pair(source_stream, source_path, target_stream, target_path, invalid_utf8="reject"
-                  ) -> Iterator[Union[Pair, Reject]]:
+def read_sgm_pair(source_stream: ByteStream, source_path: str, target_stream: ByteStream,
+                  target_path: str, invalid_utf8: str = "reject") -> Iterator[Unit]:
     """Pairs from an mteval SGM source/reference file pair, matched by (docid, seg id).
 
     Segments that are not UTF-8 are Rejects, or with `invalid_utf8="replace"` decoded with
@@ -523,8 +515,9 @@ def read_sgm_pair(source_stream, source_path, target_stream, target_path, invali
                                 invalid_utf8)
 
 
-def read_iwslt_xml_pair(source_stream, source_path, target_stream, target_path,
-                        invalid_utf8="reject") -> Iterator[Union[Pair, Reject]]:
+def read_iwslt_xml_pair(source_stream: ByteStream, source_path: str,
+                        target_stream: ByteStream, target_path: str,
+                        invalid_utf8: str = "reject") -> Iterator[Unit]:
     """Pairs from IWSLT XML files: as SGM; talk metadata lines (<url>, <title> ...) ignored."""
     return _read_segmented_pair(source_stream, source_path, target_stream, target_path,
                                 invalid_utf8)
@@ -540,7 +533,7 @@ _ARCHIVE_ERRORS = (tarfile.TarError, zipfile.BadZipFile, zipfile.LargeZipFile, O
                    KeyError) + _LZMA_ERRORS
 
 
-def split_archive_path(path) -> Tuple[str, Optional[str]]:
+def split_archive_path(path: str) -> Tuple[str, Optional[str]]:
     """"a/b.tgz!x/y.en" -> ("a/b.tgz", "x/y.en"); a path naming no archive member -> (path, None)."""
     start = 0
     while True:
@@ -564,17 +557,18 @@ def _member_key(name):
 class _MemberReader(io.RawIOBase):
     """An archive member: keeps the archive objects alive; read errors become FormatError."""
 
-    def __init__(self, member_file, keep, archive_path, member):
+    def __init__(self, member_file: IO[bytes], keep: List[Any], archive_path: str,
+                 member: str) -> None:
         super().__init__()
         self._file = member_file
         self._keep = keep
         self._archive_path = archive_path
         self._member = member
 
-    def readable(self):
+    def readable(self) -> bool:
         return True
 
-    def readinto(self, buffer):
+    def readinto(self, buffer: Any) -> int:
         try:
             data = self._file.read(len(buffer))
         except FormatError:
@@ -585,7 +579,7 @@ class _MemberReader(io.RawIOBase):
         buffer[:len(data)] = data
         return len(data)
 
-    def close(self):
+    def close(self) -> None:
         if not self.closed:
             try:
                 self._file.close()
@@ -609,7 +603,7 @@ def _not_found(archive_path, member, names, count):
                        % (count, ": " + sample if count else ""))
 
 
-def open_archive_member(stream, archive_path, member):
+def open_archive_member(stream: IO[bytes], archive_path: str, member: str) -> IO[bytes]:
     """A binary file object reading `member` of the tar or zip archive in `stream`.
 
     Takes ownership of `stream`: closing the returned file closes it, and so does a failure.
@@ -656,7 +650,8 @@ def _open_zip_member(stream, archive_path, member, wanted):
 def _open_tar_member(stream, archive_path, member, wanted):
     streaming = not _is_seekable(stream)
     archive = tarfile.open(fileobj=stream, mode="r|*" if streaming else "r:*")
-    names, count = [], 0
+    names: List[str] = []
+    count = 0
     for info in archive:
         count += 1
         if len(names) < 5:
@@ -679,7 +674,7 @@ _FORMAT_BY_SUFFIX = ((".tsv", "tsv"), (".tab", "tsv"), (".tmx", "tmx"), (".sgm",
                      (".xml", "iwslt"))
 
 
-def detect_format(path) -> str:
+def detect_format(path: str) -> str:
     """'lines', 'tsv', 'tmx', 'sgm' or 'iwslt', from the file name (the member's, for archives)."""
     outer, member = split_archive_path(path)
     name = member if member is not None else outer

@@ -11,6 +11,8 @@ The pool is private, under its own package name, so it never clashes with Tensor
 registration of `tensorflow.Example` when both are loaded in one process.
 """
 
+from typing import Any, Dict, List, Mapping, Sequence
+
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
 from transforms.codecs.varints import encode_varints, varint
@@ -19,11 +21,11 @@ _PACKAGE = "t2t_beam_datagen.tf_example"
 _FIELD = descriptor_pb2.FieldDescriptorProto
 
 
-def _file_descriptor():
+def _file_descriptor() -> Any:
     proto = descriptor_pb2.FileDescriptorProto(
         name="t2t_beam_datagen/tf_example.proto", package=_PACKAGE, syntax="proto3")
 
-    def message(name, *fields):
+    def message(name: str, *fields: Any) -> Any:
         m = proto.message_type.add(name=name)
         for field_name, number, kind, label, type_name in fields:
             f = m.field.add(name=field_name, number=number, type=kind, label=label)
@@ -53,7 +55,7 @@ def _file_descriptor():
     return proto
 
 
-def example_class():
+def example_class() -> Any:
     """A new `Example` message class (same wire format as `tf.train.Example`)."""
     pool = descriptor_pool.DescriptorPool()
     pool.Add(_file_descriptor())
@@ -67,10 +69,10 @@ class Int64FeaturesWriter:
     Tensor2Tensor's datagen do, so equal features always give equal bytes.
     """
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._cls = example_class()
 
-    def serialize(self, features):
+    def serialize(self, features: Mapping[str, Sequence[int]]) -> bytes:
         """features: {name: sequence of ints} -> bytes of the Example."""
         example = self._cls()
         feature_map = example.features.feature
@@ -78,7 +80,7 @@ class Int64FeaturesWriter:
             feature_map[name].int64_list.value.extend(values)
         return example.SerializeToString(deterministic=True)
 
-    def parse(self, data):
+    def parse(self, data: bytes) -> Dict[str, List[int]]:
         """bytes of an Example -> {name: [ints]} (int64 features only; others are skipped)."""
         example = self._cls.FromString(data)
         return {name: list(f.int64_list.value) for name, f in example.features.feature.items()
@@ -88,7 +90,7 @@ class Int64FeaturesWriter:
 _SMALL = tuple(varint(n) for n in range(1 << 14))  # the one- and two-byte varints
 
 
-def _varint(n):
+def _varint(n: int) -> bytes:
     """Protobuf's base-128 varint of a non-negative int (a length prefix)."""
     return _SMALL[n] if n < 0x4000 else varint(n)
 
@@ -104,7 +106,7 @@ class PairExampleWriter:
     `Int64FeaturesWriter.serialize`, hence `tf.train.Example`'s.
     """
 
-    def __init__(self, first_name, second_name):
+    def __init__(self, first_name: str, second_name: str) -> None:
         self._writer = Int64FeaturesWriter()
         self._names = (first_name, second_name)
         # a map entry's key field: tag 1 (length-delimited), the feature's name
@@ -118,11 +120,11 @@ class PairExampleWriter:
             if self.entry_from_varints(0, encode_varints(values)) != self.entry(0, values):
                 raise RuntimeError("unexpected map entry layout from the protobuf runtime")
 
-    def entry(self, side, values):
+    def entry(self, side: int, values: Sequence[int]) -> bytes:
         """The serialized map entry of feature `side` (0 or 1) with int64 `values`."""
         return _strip_header(self._writer.serialize({self._names[side]: values}))
 
-    def entry_from_varints(self, side, packed):
+    def entry_from_varints(self, side: int, packed: bytes) -> bytes:
         """`entry(side, values)` from the values' concatenated varints
         (`transforms.codecs.varints`), built without a message object: map entry {key, value:
         Feature {int64_list (field 3): Int64List {value (field 1, packed)}}}, each nested
@@ -133,17 +135,17 @@ class PairExampleWriter:
         return b"\x0a" + _varint(len(body)) + body
 
     @staticmethod
-    def _joined(first, second):
+    def _joined(first: bytes, second: bytes) -> bytes:
         return b"\x0a" + _varint(len(first) + len(second)) + first + second
 
-    def join(self, first_entry, second_entry):
+    def join(self, first_entry: bytes, second_entry: bytes) -> bytes:
         """Example bytes with both features: `entry(0, ...)` and `entry(1, ...)`."""
         if self._swap:
             return self._joined(second_entry, first_entry)
         return self._joined(first_entry, second_entry)
 
 
-def _strip_header(data):
+def _strip_header(data: bytes) -> bytes:
     """The payload of a message that is a single length-delimited field 1 (`features`)."""
     assert data[0] == 0x0A
     i = 1

@@ -6,11 +6,14 @@ pair must get the same reason and the same JSON line whichever step saw it. Pure
 """
 
 import json
+from typing import Optional
+
+from transforms.elements import DatasetSpec, RejectRecord
 
 REJECT_TEXT_CHARS = 500  # a rejected side is kept up to this many characters
 
 
-def pair_reject_reason(source, target, max_chars):
+def pair_reject_reason(source: str, target: str, max_chars: int) -> Optional[str]:
     """Why a pair of stripped sides cannot be written, or None: a side is empty
     (T2T drops such pairs silently), or longer than `max_chars` (--max_line_chars, 0: no
     limit)."""
@@ -22,7 +25,8 @@ def pair_reject_reason(source, target, max_chars):
     return None
 
 
-def reject_record(ds, ordinal, where, reason, source, target):
+def reject_record(ds: DatasetSpec, ordinal: int, where: str, reason: str,
+                  source: Optional[str], target: Optional[str]) -> RejectRecord:
     """`ds` is the dataset dict; `dataset_index` and `ordinal` give the file's sort order."""
     return {"split": ds["split"], "dataset": ds["name"], "dataset_index": ds["index"],
             "ordinal": ordinal,
@@ -31,6 +35,6 @@ def reject_record(ds, ordinal, where, reason, source, target):
             "target": (target or "")[:REJECT_TEXT_CHARS]}
 
 
-def reject_line(record):
+def reject_line(record: RejectRecord) -> bytes:
     """A reject record as one UTF-8 JSON line (keys sorted, text unescaped)."""
     return (json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8")

@@ -6,20 +6,35 @@ decoded as strict UTF-8, and each line is `str.strip()`-ed before use. These hel
 `FileSystems.open`, so `gs://` and `s3://` work) and import no Beam or TensorFlow themselves.
 """
 
+from typing import Dict, Iterable, Iterator, List, Literal, Optional, Protocol, Tuple, overload
+
 _CHUNK = 1 << 22
+
+
+class ByteStream(Protocol):
+    """What the readers here use of a binary file object: `read` and `close` (a file from
+    Beam's FileSystems, a store's stream, an archive member, a `MarkCounter`)."""
+
+    def read(self, size: int = ..., /) -> bytes: ...
+
+    def close(self) -> None: ...
+
+
+Marks = Dict[str, int]  # `scan_stream`'s counts: lone_cr, nul; bom, wide_bom as 0/1
+Part = Tuple[int, int, int]  # `plan_sample_parts`: (start byte, end byte, line number before)
 
 
 class InputError(ValueError):
     """Bad input that names the file and (1-based) line."""
 
-    def __init__(self, path, line_number, message):
+    def __init__(self, path: str, line_number: int, message: str) -> None:
         where = "%s:%d" % (path, line_number) if line_number else path
         super().__init__("%s: %s" % (where, message))
         self.path = path
         self.line_number = line_number
 
 
-def iter_raw_lines(stream, limit=None):
+def iter_raw_lines(stream: ByteStream, limit: Optional[int] = None) -> Iterator[bytes]:
     """Yields the lines of a binary stream as bytes without their `\\n`, at most `limit` of them."""
     if limit is not None and limit <= 0:
         return
@@ -40,7 +55,13 @@ def iter_raw_lines(stream, limit=None):
         yield pending
 
 
-def decode_line(raw, path, line_number, on_invalid="error"):
+@overload
+def decode_line(raw: bytes, path: str, line_number: int,
+                on_invalid: Literal["error", "replace"] = ...) -> str: ...
+@overload
+def decode_line(raw: bytes, path: str, line_number: int, on_invalid: str) -> Optional[str]: ...
+def decode_line(raw: bytes, path: str, line_number: int,
+                on_invalid: str = "error") -> Optional[str]:
     """A line as T2T's `tf.gfile` reader yields it: `\\r` removed, strict UTF-8.
 
     A line that is not UTF-8 raises InputError naming the file and line (`on_invalid`
@@ -60,7 +81,7 @@ def decode_line(raw, path, line_number, on_invalid="error"):
                          "invalid UTF-8 at byte %d of the line (%s)" % (e.start, e.reason)) from None
 
 
-def _is_utf8(raw):
+def _is_utf8(raw: bytes) -> bool:
     try:
         raw.decode("utf-8")
         return True
@@ -72,13 +93,14 @@ UTF8_BOM = b"\xef\xbb\xbf"
 _HEAD = 4  # bytes at the start of a file that say its byte-order mark
 
 
-def _head_marks(head, marks):
+def _head_marks(head: bytes, marks: Marks) -> None:
     marks["bom"] = head.startswith(UTF8_BOM)
     if head[:2] in (b"\xff\xfe", b"\xfe\xff") or head == b"\x00\x00\xfe\xff":
         marks["wide_bom"] = True  # UTF-16 or UTF-32: not UTF-8 from its first byte
 
 
-def scan_stream(stream, checkpoint_every, marks=None):
+def scan_stream(stream: ByteStream, checkpoint_every: int, marks: Optional[Marks] = None
+                ) -> Tuple[int, int, List[Tuple[int, int]], Optional[int]]:
     """Counts lines and bytes of a binary stream in one read.
 
     Returns (num_bytes, num_lines, checkpoints, first_invalid) where checkpoints lists
@@ -94,7 +116,7 @@ def scan_stream(stream, checkpoint_every, marks=None):
     num_bytes = 0
     num_lines = 0
     checkpoints = [(0, 0)]
-    first_invalid = None
+    first_invalid: Optional[int] = None
     pending = b""
     pending_offset = 0
     while True:
@@ -139,13 +161,13 @@ class MarkCounter:
     """A binary stream's `read`, counting on the way what `scan_stream` counts in `marks`
     (for line files read once, by a converter, rather than scanned)."""
 
-    def __init__(self, stream):
+    def __init__(self, stream: ByteStream) -> None:
         self._stream = stream
         self._head = b""
         self._last = b""
-        self.marks = {"lone_cr": 0, "nul": 0, "bom": False}
+        self.marks: Marks = {"lone_cr": 0, "nul": 0, "bom": False}
 
-    def read(self, size=-1):
+    def read(self, size: int = -1, /) -> bytes:
         data = self._stream.read(size)
         if data:
             marks = self.marks
@@ -159,11 +181,11 @@ class MarkCounter:
             self._last = data[-1:]
         return data
 
-    def close(self):
+    def close(self) -> None:
         self._stream.close()
 
 
-def text_marks(path, marks):
+def text_marks(path: str, marks: Marks) -> List[str]:
     """The warnings of `scan_stream`'s `marks` for the file `path` (T2T reads such text as
     it is, and so does the job; these say what that means)."""
     warnings = []
@@ -183,8 +205,9 @@ def text_marks(path, marks):
     return warnings
 
 
-def _sampled(raw_lines, stride, budget, path, on_invalid, number=0, counter=0, offset=0,
-             end=None):
+def _sampled(raw_lines: Iterable[bytes], stride: int, budget: float, path: str,
+             on_invalid: str, number: int = 0, counter: int = 0, offset: int = 0,
+             end: Optional[int] = None) -> Iterator[Tuple[int, int, str]]:
     """Tensor2Tensor's `generate_lines_for_vocab` loop over `raw_lines` (a file's lines from
     byte `offset` on, the first one numbered `number + 1`): yields (line number, byte offset,
     stripped line) of each sampled line. `counter` is the stride counter at the start; lines
@@ -209,12 +232,14 @@ def _sampled(raw_lines, stride, budget, path, on_invalid, number=0, counter=0, o
         yield number, at, line
 
 
-def sample_stride(file_size, byte_budget):
+def sample_stride(file_size: int, byte_budget: float) -> int:
     """Lines T2T skips between two sampled lines of a file of `file_size` bytes."""
     return int(file_size / byte_budget / 2)
 
 
-def sample_lines_for_vocab(raw_lines, file_size, byte_budget, path="<stream>", on_invalid="error"):
+def sample_lines_for_vocab(raw_lines: Iterable[bytes], file_size: int, byte_budget: float,
+                           path: str = "<stream>", on_invalid: str = "error"
+                           ) -> Iterator[str]:
     """Tensor2Tensor's `generate_lines_for_vocab` sampling for one file.
 
     Skips `int(file_size / byte_budget / 2)` lines between samples, takes one stripped line,
@@ -228,8 +253,9 @@ def sample_lines_for_vocab(raw_lines, file_size, byte_budget, path="<stream>", o
         yield line
 
 
-def plan_sample_parts(raw_lines, file_size, byte_budget, part_bytes, path="<stream>",
-                      on_invalid="error"):
+def plan_sample_parts(raw_lines: Iterable[bytes], file_size: int, byte_budget: float,
+                      part_bytes: int, path: str = "<stream>", on_invalid: str = "error"
+                      ) -> List[Part]:
     """The sample of one file (as `sample_lines_for_vocab` takes it) cut into parts of about
     `part_bytes` that can be read independently, in parallel (`sample_part_lines`).
 
@@ -239,8 +265,9 @@ def plan_sample_parts(raw_lines, file_size, byte_budget, part_bytes, path="<stre
     line (later lines are past the budget or the file). Reads the file once, decoding only the sampled lines (their
     lengths spend the budget).
     """
-    parts = []
-    start = last = None
+    parts: List[Part] = []
+    start: Optional[Tuple[int, int]] = None
+    last = 0
     for number, at, _ in _sampled(raw_lines, sample_stride(file_size, byte_budget), byte_budget,
                                   path, on_invalid):
         if start is None or at - start[0] >= part_bytes:
@@ -253,8 +280,9 @@ def plan_sample_parts(raw_lines, file_size, byte_budget, part_bytes, path="<stre
     return parts
 
 
-def sample_part_lines(raw_lines, file_size, byte_budget, part, path="<stream>",
-                      on_invalid="error"):
+def sample_part_lines(raw_lines: Iterable[bytes], file_size: int, byte_budget: float,
+                      part: Part, path: str = "<stream>", on_invalid: str = "error"
+                      ) -> Iterator[str]:
     """The sampled lines of one part of `plan_sample_parts`; `raw_lines` are the file's
     lines from the part's start byte on."""
     start, end, number = part

@@ -13,6 +13,9 @@ the job writes its shards uncompressed, as T2T does.
 
 import functools
 import struct
+from typing import Iterator
+
+from transforms.formats.text_lines import ByteStream
 
 import google_crc32c
 
@@ -21,7 +24,7 @@ _CRC = struct.Struct("<I")
 _MASK_DELTA = 0xA282EAD8
 
 
-def masked_crc32c(data):
+def masked_crc32c(data: bytes) -> int:
     """TensorFlow's masked CRC32C: a CRC stored next to the data it covers is masked, so that
     a CRC of bytes that themselves hold CRCs stays well distributed."""
     crc = google_crc32c.value(data)
@@ -29,14 +32,14 @@ def masked_crc32c(data):
 
 
 @functools.lru_cache(maxsize=1 << 14)
-def _length_header(length):
+def _length_header(length: int) -> bytes:
     """The framing before a record of `length` bytes (records of one corpus repeat a few
     thousand lengths: each header is computed once)."""
     packed = _LENGTH.pack(length)
     return packed + _CRC.pack(masked_crc32c(packed))
 
 
-def frame_record(data):
+def frame_record(data: bytes) -> bytes:
     """One record's bytes as they appear in a TFRecord file."""
     data = bytes(data)
     return b"".join((_length_header(len(data)), data, _CRC.pack(masked_crc32c(data))))
@@ -46,7 +49,7 @@ class CorruptRecordError(ValueError):
     """The stream is not valid TFRecord framing (truncated, or a checksum does not match)."""
 
 
-def _read_exactly(stream, n, what, offset):
+def _read_exactly(stream: ByteStream, n: int, what: str, offset: int) -> bytes:
     buf = stream.read(n)
     if len(buf) != n:
         raise CorruptRecordError("truncated %s at byte %d: wanted %d bytes, got %d"
@@ -54,7 +57,7 @@ def _read_exactly(stream, n, what, offset):
     return buf
 
 
-def read_records(stream):
+def read_records(stream: ByteStream) -> Iterator[bytes]:
     """Yields the records of a binary TFRecord stream, checking both checksums of each.
 
     For tests and inspection (the job itself never reads its shards back); raises

@@ -6,12 +6,14 @@ import json
 import os
 import re
 import uuid
+from typing import IO, Any, Callable, Dict, Iterable, Iterator, List, Optional, Set, Tuple
 
 from apache_beam.io.filesystem import CompressionTypes, FileSystem
 from apache_beam.io.filesystems import FileSystems
 
 from transforms.formats.checked_decompress import CheckedDecompressor
 from transforms.formats.text_lines import InputError
+from transforms.storage.object_stores import ObjectStores, Store
 
 _READ_BUFFER = 1 << 20
 
@@ -19,7 +21,7 @@ _READ_BUFFER = 1 << 20
 class CompressedStreamError(InputError):
     """A compressed input that is cut short, corrupt, or not compressed at all."""
 
-    def __init__(self, path, message):
+    def __init__(self, path: str, message: str) -> None:
         super().__init__(path, 0, message)
         self.message = message
 
@@ -27,7 +29,7 @@ class CompressedStreamError(InputError):
         return (type(self), (self.path, self.message))
 
 
-def open_checked_decompressed(raw, path, kind):
+def open_checked_decompressed(raw: Any, path: str, kind: str) -> IO[bytes]:
     """A buffered reader of `raw` decompressed as `kind` (a Beam CompressionTypes value:
     gzip, bzip2, deflate, zstd, lzma) that raises CompressedStreamError naming `path` when
     the stream is cut short, corrupt or not compressed (`transforms.formats.checked_decompress`)."""
@@ -35,7 +37,8 @@ def open_checked_decompressed(raw, path, kind):
                              _READ_BUFFER)
 
 
-def open_text_source(path, stores=None, offset=0):
+def open_text_source(path: str, stores: Optional[ObjectStores] = None,
+                     offset: int = 0) -> IO[bytes]:
     """Opens a corpus file for binary reading, from byte `offset` of its uncompressed
     content on, decompressed by extension as Beam detects it (`.gz`, `.bz2`, `.deflate`,
     `.zst`/`.zstd`, `.xz`/`.lzma`; offset 0 only: a compressed stream is read whole).
@@ -54,17 +57,18 @@ def open_text_source(path, stores=None, offset=0):
     return open_for_read(path, stores, offset)
 
 
-def is_compressed(path):
+def is_compressed(path: str) -> bool:
     return CompressionTypes.detect_compression_type(path) != CompressionTypes.UNCOMPRESSED
 
 
-def _store(path, stores):
+def _store(path: str, stores: Optional[ObjectStores]) -> Optional[Store]:
     """The store client of `path` among `stores` (the caller's ObjectStores, or None), or None
     where FileSystems does the work (a local path, hdfs://, or no stores given)."""
     return stores.for_path(path) if stores is not None else None
 
 
-def open_for_read(path, stores=None, offset=0):
+def open_for_read(path: str, stores: Optional[ObjectStores] = None,
+                  offset: int = 0) -> IO[bytes]:
     """A binary stream of a file from byte `offset` on: on an object store through `stores`'
     reused client when given (one request), else through FileSystems."""
     store = _store(path, stores)
@@ -79,19 +83,19 @@ def open_for_read(path, stores=None, offset=0):
 class _RawStream(io.RawIOBase):
     """A store client's response stream as a raw binary file (for io.BufferedReader)."""
 
-    def __init__(self, stream):
+    def __init__(self, stream: Any) -> None:
         super().__init__()
         self._stream = stream
 
-    def readable(self):
+    def readable(self) -> bool:
         return True
 
-    def readinto(self, buffer):
+    def readinto(self, buffer: Any) -> int:
         data = self._stream.read(len(buffer))
         buffer[:len(data)] = data
         return len(data)
 
-    def close(self):
+    def close(self) -> None:
         if not self.closed:
             self._stream.close()
         super().close()
@@ -100,25 +104,25 @@ class _RawStream(io.RawIOBase):
 class _ChunksReader(io.RawIOBase):
     """An iterable of byte strings as a readable binary stream (what upload clients take)."""
 
-    def __init__(self, chunks):
+    def __init__(self, chunks: Iterable[bytes]) -> None:
         super().__init__()
         self._chunks = iter(chunks)
-        self._pending = b""
+        self._pending: Optional[bytes] = b""
         self._position = 0
 
-    def readable(self):
+    def readable(self) -> bool:
         return True
 
-    def seek(self, offset, whence=io.SEEK_SET):
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
         """Only says where it is (upload clients ask `tell()` before they start)."""
         if (offset, whence) in ((0, io.SEEK_CUR), (self._position, io.SEEK_SET)):
             return self._position
         raise io.UnsupportedOperation("a stream of chunks cannot seek")
 
-    def tell(self):
+    def tell(self) -> int:
         return self._position
 
-    def readinto(self, buffer):
+    def readinto(self, buffer: Any) -> int:
         while not self._pending:
             self._pending = next(self._chunks, None)
             if self._pending is None:
@@ -131,7 +135,8 @@ class _ChunksReader(io.RawIOBase):
         return n
 
 
-def write_chunks(path, chunks, stores=None):
+def write_chunks(path: str, chunks: Iterable[bytes], stores: Optional[ObjectStores] = None
+                 ) -> Tuple[int, int]:
     """Writes the byte strings of `chunks` as the whole content of `path`, streaming (memory
     stays bounded whatever the size), so that `path` is whole or not there, also when two
     attempts of a retried bundle write it at once. On an object store through `stores`'
@@ -141,7 +146,7 @@ def write_chunks(path, chunks, stores=None):
     chunks and of bytes written."""
     counted = [0, 0]
 
-    def counting():
+    def counting() -> Iterator[bytes]:
         for chunk in chunks:
             counted[0] += 1
             counted[1] += len(chunk)
@@ -153,10 +158,10 @@ def write_chunks(path, chunks, stores=None):
         with create_atomically(path) as f:
             for chunk in counting():
                 f.write(chunk)
-    return tuple(counted)
+    return counted[0], counted[1]
 
 
-def list_prefix(directory, stores=None):
+def list_prefix(directory: str, stores: Optional[ObjectStores] = None) -> Optional[Set[str]]:
     """The set of paths of every object under `directory` on an object store, in one listing
     through `stores`' reused client; None for any other file system (ask `exists`)."""
     store = _store(directory, stores)
@@ -165,7 +170,8 @@ def list_prefix(directory, stores=None):
     return {path for path, _, _ in store.list(directory.rstrip("/") + "/")}
 
 
-def match_files(pattern, stores=None):
+def match_files(pattern: str, stores: Optional[ObjectStores] = None
+                ) -> List[Tuple[str, int, float]]:
     """[(path, size, modification time)] of the files a glob pattern matches, as Beam's
     FileSystems.match: on an object store one listing of the pattern's prefix through
     `stores`' reused client when given."""
@@ -173,7 +179,7 @@ def match_files(pattern, stores=None):
     if store is None:
         return [(m.path, m.size_in_bytes, m.last_updated_in_seconds)
                 for m in FileSystems.match([pattern])[0].metadata_list]
-    prefix = re.match(r"^[^[*?]*", pattern).group(0)
+    prefix = re.split(r"[\[*?]", pattern, maxsplit=1)[0]  # before the first wildcard
     listed = store.list(prefix)
     if prefix == pattern:
         return [entry for entry in listed if entry[0] == pattern]
@@ -181,7 +187,7 @@ def match_files(pattern, stores=None):
     return [entry for entry in listed if matches(entry[0])]
 
 
-def read_bytes(path, stores=None):
+def read_bytes(path: str, stores: Optional[ObjectStores] = None) -> bytes:
     store = _store(path, stores)
     if store is not None:
         got = store.get(path)
@@ -192,7 +198,7 @@ def read_bytes(path, stores=None):
         return f.read()
 
 
-def is_local(path):
+def is_local(path: str) -> bool:
     """Whether `path` is a plain path of this machine's file system (no scheme), one the
     `os` functions take."""
     return FileSystems.get_scheme(path) is None
@@ -201,7 +207,7 @@ def is_local(path):
 _TMP_NAME = re.compile(r"\.tmp-[0-9a-f]{32}\Z")
 
 
-def temporary_name(path):
+def temporary_name(path: str) -> str:
     """A temporary name beside `path` that no output glob matches: it starts with a dot
     (`vocab.*`, `{problem}-train-*` and TensorFlow's globs need the name's first letters),
     and ends in `.tmp-<32 hex digits>`, which `remove_temporaries` recognises."""
@@ -209,13 +215,13 @@ def temporary_name(path):
     return os.path.join(head, ".%s.tmp-%s" % (name, uuid.uuid4().hex))
 
 
-def is_temporary_name(name):
+def is_temporary_name(name: str) -> bool:
     """Whether a file name is one of `temporary_name`'s (or an older version's
     `NAME.tmp-<hex>`)."""
     return bool(_TMP_NAME.search(name))
 
 
-def remove_temporaries(directory, stores=None):
+def remove_temporaries(directory: str, stores: Optional[ObjectStores] = None) -> List[str]:
     """Deletes the temporary files a killed run left directly in `directory`; returns their
     paths (`stores`: as `match_files`)."""
     listed = match_files(FileSystems.join(directory, "*"), stores)
@@ -224,7 +230,8 @@ def remove_temporaries(directory, stores=None):
     return stray
 
 
-def write_bytes_atomically(path, data, stores=None):
+def write_bytes_atomically(path: str, data: bytes,
+                           stores: Optional[ObjectStores] = None) -> None:
     """Writes `data` as the whole content of `path`, so that a reader sees the old content or
     the new, never a part, and the name never disappears.
 
@@ -243,7 +250,7 @@ def write_bytes_atomically(path, data, stores=None):
 
 
 @contextlib.contextmanager
-def create_atomically(path):
+def create_atomically(path: str) -> Iterator[IO[bytes]]:
     """A binary file to write, created under a temporary name of its own beside `path`
     (`temporary_name`) and moved to `path` once closed without error; on an error the
     temporary file is removed.
@@ -277,11 +284,11 @@ def create_atomically(path):
     FileSystems.rename([tmp], [path])
 
 
-def read_json(path, stores=None):
+def read_json(path: str, stores: Optional[ObjectStores] = None) -> Any:
     return json.loads(read_bytes(path, stores).decode("utf-8"))
 
 
-def read_work_json(path, stores=None):
+def read_work_json(path: str, stores: Optional[ObjectStores] = None) -> Dict[str, Any]:
     """A pass's result or checkpoint file, which must be there: a missing or unreadable one
     (removed by a cleanup or another run) is an error, never read as an empty result."""
     try:
@@ -295,16 +302,16 @@ def read_work_json(path, stores=None):
     return value
 
 
-def json_bytes(value):
+def json_bytes(value: Any) -> bytes:
     """The job's JSON files' bytes: indented, keys sorted, a final newline."""
     return (json.dumps(value, indent=1, sort_keys=True) + "\n").encode("utf-8")
 
 
-def write_json(path, value, stores=None):
+def write_json(path: str, value: Any, stores: Optional[ObjectStores] = None) -> None:
     write_bytes_atomically(path, json_bytes(value), stores)
 
 
-def exists(path, stores=None):
+def exists(path: str, stores: Optional[ObjectStores] = None) -> bool:
     """Whether the file (or object) `path` exists; one request with `stores`."""
     store = _store(path, stores)
     if store is not None:
@@ -312,7 +319,7 @@ def exists(path, stores=None):
     return FileSystems.exists(path)
 
 
-def filesystem_problem(path):
+def filesystem_problem(path: str) -> Optional[str]:
     """None, or why Beam has no file system for `path` here (e.g. gs:// without the gcp
     extra: Beam raises a ValueError wherever such a path is first used)."""
     try:
@@ -326,19 +333,20 @@ def filesystem_problem(path):
         return "%s: no file system for %s:// paths is installed; %s" % (path, scheme, hint)
 
 
-def absolute(path):
+def absolute(path: str) -> str:
     """Local paths made absolute: workers of remote or portable runners run elsewhere."""
     if "://" in path:
         return path
     return os.path.abspath(os.path.expanduser(path))
 
 
-def expand_patterns(patterns, stores=None, exclude=None):
+def expand_patterns(patterns: str, stores: Optional[ObjectStores] = None,
+                    exclude: Optional[Callable[[str], bool]] = None) -> List[str]:
     """Sorted file list for a comma-separated list of glob patterns; each must match something
     (`stores`: as `match_files`).
 
     `exclude(path)`: paths left out before anything is checked (the job's own outputs)."""
-    paths = []
+    paths: List[str] = []
     for pattern in [absolute(p.strip()) for p in patterns.split(",") if p.strip()]:
         matched = sorted(path for path, _, _ in match_files(pattern, stores))
         if exclude is not None:
@@ -353,33 +361,34 @@ def expand_patterns(patterns, stores=None, exclude=None):
     return paths
 
 
-def delete_files(paths, stores=None):
+def delete_files(paths: Iterable[str], stores: Optional[ObjectStores] = None) -> None:
     """Deletes files (objects) that exist; through `stores`' reused client on an object store
     when given."""
-    paths = list(paths)
-    store = _store(paths[0], stores) if paths else None
+    listed = list(paths)
+    store = _store(listed[0], stores) if listed else None
     if store is not None:
-        store.delete_many(paths)
-    elif paths:
-        FileSystems.delete(paths)
+        store.delete_many(listed)
+    elif listed:
+        FileSystems.delete(listed)
 
 
-def move_files(sources, destinations, stores=None):
+def move_files(sources: Iterable[str], destinations: Iterable[str],
+               stores: Optional[ObjectStores] = None) -> None:
     """Moves files into place (replacing any there). On an object store a move is a copy and a
     delete, one file after another: a reader may see some moved and some not (the commit's
     marker says when all are); through `stores`' reused client when given."""
-    sources, destinations = list(sources), list(destinations)
-    store = _store(sources[0], stores) if sources else None
+    moved, targets = list(sources), list(destinations)
+    store = _store(moved[0], stores) if moved else None
     if store is None:
-        if sources:
-            FileSystems.rename(sources, destinations)
+        if moved:
+            FileSystems.rename(moved, targets)
         return
-    for source, destination in zip(sources, destinations):
+    for source, destination in zip(moved, targets):
         store.copy(source, destination)
-    store.delete_many(sources)
+    store.delete_many(moved)
 
 
-def delete_tree(path, stores=None):
+def delete_tree(path: str, stores: Optional[ObjectStores] = None) -> None:
     """Deletes a file or a directory tree, also on object stores (gs://, s3://), where a
     "directory" is only a name prefix: there (with `stores`) one listing of the prefix and
     one batch delete, else `exists`, then a listing of the tree."""

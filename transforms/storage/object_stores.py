@@ -22,7 +22,7 @@ loopback ~3 ms). Paths without a store here (local files, hdfs://) get None from
 
 import dataclasses
 import threading
-from typing import List, Optional, Tuple
+from typing import IO, Any, Dict, List, Optional, Tuple, Type, Union
 
 from apache_beam.options.pipeline_options import PipelineOptions, S3Options
 
@@ -50,8 +50,8 @@ class StoreSettings:
     @classmethod
     def from_options(cls, options: PipelineOptions) -> "StoreSettings":
         s3 = options.view_as(S3Options)
-        values = {f.name: getattr(s3, f.name, None) for f in dataclasses.fields(cls)
-                  if f.name.startswith("s3_")}
+        values: Dict[str, Any] = {f.name: getattr(s3, f.name, None)
+                                  for f in dataclasses.fields(cls) if f.name.startswith("s3_")}
         values["s3_disable_ssl"] = bool(values["s3_disable_ssl"])
         return cls(gcs_project=options.get_all_options().get("project"), **values)
 
@@ -82,7 +82,7 @@ class S3Store:
             aws_session_token=s.s3_session_token, region_name=s.s3_region_name,
             api_version=s.s3_api_version, use_ssl=not s.s3_disable_ssl, verify=s.s3_verify)
 
-    def _call(self, method, **kwargs):
+    def _call(self, method: str, **kwargs: Any) -> Any:
         from botocore.exceptions import BotoCoreError, ClientError
         try:
             return getattr(self._client, method)(**kwargs)
@@ -100,7 +100,7 @@ class S3Store:
             if_version: Optional[str] = None) -> str:
         """Writes the whole object in one PUT; returns its new version."""
         _, bucket, key = split_path(path)
-        kwargs = {}
+        kwargs: Dict[str, str] = {}
         if if_absent:
             kwargs["IfNoneMatch"] = "*"
         if if_version is not None:
@@ -124,13 +124,13 @@ class S3Store:
         except FileNotFoundError:
             pass
 
-    def open(self, path: str, offset: int = 0):
+    def open(self, path: str, offset: int = 0) -> Any:
         """A binary stream of the object from byte `offset` on (one GET, read as it goes)."""
         _, bucket, key = split_path(path)
         kwargs = {"Range": "bytes=%d-" % offset} if offset else {}
         return self._call("get_object", Bucket=bucket, Key=key, **kwargs)["Body"]
 
-    def upload(self, path: str, stream) -> None:
+    def upload(self, path: str, stream: IO[bytes]) -> None:
         """Writes the object from a readable binary `stream`, whole when it completes:
         boto3's managed transfer (one PUT for a small object, 0 bytes included, else a
         multipart upload of bounded parts)."""
@@ -146,9 +146,10 @@ class S3Store:
     def list(self, prefix: str) -> List[Tuple[str, int, float]]:
         """(path, size, modification time) of every object whose name starts with `prefix`."""
         scheme, bucket, key = split_path(prefix)
-        listed, token = [], None
+        listed: List[Tuple[str, int, float]] = []
+        token = None
         while True:
-            kwargs = {"ContinuationToken": token} if token else {}
+            kwargs: Dict[str, str] = {"ContinuationToken": token} if token else {}
             page = self._call("list_objects_v2", Bucket=bucket, Prefix=key, **kwargs)
             listed += [("%s://%s/%s" % (scheme, bucket, o["Key"]), o["Size"],
                         o["LastModified"].timestamp()) for o in page.get("Contents", [])]
@@ -165,7 +166,7 @@ class S3Store:
 
     def delete_many(self, paths: List[str]) -> None:
         """Deletes objects, up to 1,000 a request."""
-        by_bucket = {}
+        by_bucket: Dict[str, List[str]] = {}
         for path in paths:
             _, bucket, key = split_path(path)
             by_bucket.setdefault(bucket, []).append(key)
@@ -193,12 +194,12 @@ class GcsStore:
             # or an emulator named by STORAGE_EMULATOR_HOST).
             self._client = storage.Client.create_anonymous_client()
 
-    def _blob(self, path):
+    def _blob(self, path: str) -> Any:
         _, bucket, key = split_path(path)
         return self._client.bucket(bucket).blob(key)
 
     @staticmethod
-    def _failed(error):
+    def _failed(error: Exception) -> Exception:
         from google.api_core import exceptions
         if isinstance(error, exceptions.PreconditionFailed):
             return PreconditionFailed(str(error))
@@ -242,14 +243,14 @@ class GcsStore:
         except GoogleAPIError as e:
             raise self._failed(e) from None
 
-    def open(self, path: str, offset: int = 0):
+    def open(self, path: str, offset: int = 0) -> Any:
         """A binary stream of the object from byte `offset` on."""
         stream = self._blob(path).open("rb")
         if offset:
             stream.seek(offset)
         return stream
 
-    def upload(self, path: str, stream) -> None:
+    def upload(self, path: str, stream: IO[bytes]) -> None:
         """Writes the object from a readable binary `stream` (a resumable upload in chunks,
         which appears whole when it completes; one that fails, or whose stream raises, is
         never finalized, so no part of it appears)."""
@@ -288,7 +289,9 @@ class GcsStore:
             self.delete(path)
 
 
-_STORE_CLASSES = {"s3": S3Store, "gs": GcsStore}
+Store = Union[S3Store, GcsStore]  # the client of one store; both have the same methods
+_STORE_CLASSES: Dict[str, Union[Type[S3Store], Type[GcsStore]]] = {"s3": S3Store,
+                                                                   "gs": GcsStore}
 
 
 class ObjectStores:
@@ -296,10 +299,10 @@ class ObjectStores:
 
     def __init__(self, settings: StoreSettings):
         self.settings = settings
-        self._stores = {}
+        self._stores: Dict[str, Store] = {}
         self._lock = threading.Lock()
 
-    def for_path(self, path: str):
+    def for_path(self, path: str) -> Optional[Store]:
         """The store client for `path` (S3Store, GcsStore), or None for a path on any other
         file system."""
         scheme = scheme_of(path)

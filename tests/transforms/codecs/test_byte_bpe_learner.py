@@ -14,8 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gpt2_files import EVAL_FILES, TRAIN_FILES, hf_byte_level as _hf_byte_level, lines as _lines
-from transforms.codecs.byte_bpe import (ENDOFTEXT, ByteBPE, bytes_to_unicode, learn_byte_bpe,
-                                        pretokenize)
+from transforms.codecs.byte_bpe import ENDOFTEXT, ByteBPE, bytes_to_unicode, pretokenize
+from transforms.codecs.byte_bpe_learner import learn_byte_bpe
 
 tokenizers = pytest.importorskip("tokenizers")
 from tokenizers import ByteLevelBPETokenizer  # noqa: E402
