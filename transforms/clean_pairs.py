@@ -19,11 +19,15 @@ the encoder to skip exactly those lines) and the rejects records (JSON lines,
 the dropped lines per side (the sampler sizes a cleaned file's sample from what is left).
 """
 
+from typing import IO, Any, Dict, Iterable, Iterator, List, Optional, Tuple
+
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
+from transforms.cleaning.config import CleaningConfig
 from transforms.cleaning.dedup import DedupOptions
 from transforms.cleaning.dropped_lines import mark, new_bitmap
+from transforms.elements import Chunk, DatasetSpec, FileFacts
 from transforms.formats.rejects import REJECT_TEXT_CHARS, reject_line, reject_record
 from transforms.formats.text_lines import decode_line, iter_raw_lines
 from transforms.job_metrics import JobCounters
@@ -36,22 +40,33 @@ SCORE_BATCH_PAIRS = 10000  # the default --encode_chunk_lines: plain files' chun
 DUPLICATE = "duplicate"
 DEV_OVERLAP = "dev_overlap"
 SPLIT_ORDER = {"train": 0, "dev": 1}  # the order splits are read in
+# (number, source, target, source newline, target newline, source bytes, target bytes)
+ReadPair = Tuple[int, str, str, str, str, int, int]
+# (split order, split, dataset index, number, filter reason, source text, target text,
+# source bytes, target bytes): a pair in its dedup group
+Occurrence = Tuple[Any, ...]
+# (number, reason, first occurrence [split, dataset index, line] or None, source text,
+# target text, source bytes, target bytes)
+Drop = Tuple[Any, ...]
 
 
-def dropped_paths(work_dir, split, index):
+def dropped_paths(work_dir: str, split: str, index: int) -> Tuple[str, str]:
     """(bitmap, rejects) paths of dataset `index` of `split` under `work_dir`."""
     base = FileSystems.join(work_dir, "%s-%d" % (split, index))
     return base + ".dropped", base + ".rejects.jsonl"
 
 
-def with_chunk_facts(chunk, source_facts, target_facts):
+def with_chunk_facts(chunk: Chunk, source_facts: FileFacts, target_facts: FileFacts) -> Chunk:
     """A `plan_chunks` chunk with its files' line and byte counts (a line's newline is known
     from them: only the last line of a file may lack one, and it changes the dedup key)."""
-    return dict(chunk, source_file=[source_facts["lines"], source_facts["bytes"]],
-                target_file=[target_facts["lines"], target_facts["bytes"]])
+    with_facts = Chunk(**chunk)
+    with_facts["source_file"] = [source_facts["lines"], source_facts["bytes"]]
+    with_facts["target_file"] = [target_facts["lines"], target_facts["bytes"]]
+    return with_facts
 
 
-def _lines(stream, first_number, offset, file_facts):
+def _lines(stream: IO[bytes], first_number: int, offset: int,
+           file_facts: List[int]) -> Iterator[Tuple[int, bytes, str]]:
     """(1-based number, raw bytes, newline) of the lines from `stream`, which starts at line
     `first_number` and byte `offset` of a file of `file_facts` [lines, bytes]."""
     lines, size = file_facts
@@ -61,8 +76,10 @@ def _lines(stream, first_number, offset, file_facts):
         yield number, raw, "\n" if number < lines or position <= size else ""
 
 
-class _ScoreChunkFn(beam.DoFn):
-    """chunk -> drops ((split, dataset index), drop) decided by the filters alone, or with
+class _Scorer(beam.DoFn):
+    """What the two scoring DoFns share (`_ScoreChunkFn`, `_ScoreBatchFn`).
+
+    chunk -> drops ((split, dataset index), drop) decided by the filters alone, or with
     de-duplication on, every pair keyed for the dedup group (KEYED output). A chunk of more
     than SCORE_BATCH_PAIRS lines (a compressed file is one chunk: it cannot be split) is only
     read here, its pairs going out in batches (BATCHES output) that `_ScoreBatchFn` scores on
@@ -72,12 +89,13 @@ class _ScoreChunkFn(beam.DoFn):
     source bytes, target bytes): the texts cut as rejects keep them, the bytes the raw
     line's with its newline."""
 
-    def __init__(self, cleaning, on_invalid, store_settings):
+    def __init__(self, cleaning: CleaningConfig, on_invalid: str,
+                 store_settings: StoreSettings) -> None:
         self._cleaning = cleaning  # transforms.cleaning.config.CleaningConfig
         self._on_invalid = on_invalid
         self._store_settings = store_settings
 
-    def setup(self):
+    def setup(self) -> None:
         self._stores = ObjectStores(self._store_settings)
         self._filters = self._cleaning.build_filters()
         for f in self._filters:
@@ -88,13 +106,13 @@ class _ScoreChunkFn(beam.DoFn):
         self._dedup = dedup
         self._counters = JobCounters()
 
-    def _reason(self, source, target):
+    def _reason(self, source: str, target: str) -> Optional[str]:
         for f in self._filters:
             if not f.accept(source, target):
                 return f.reason
         return None
 
-    def _read(self, chunk):
+    def _read(self, chunk: Chunk) -> Iterator[ReadPair]:
         """(number, source, target, source newline, target newline, source bytes, target
         bytes) of each pair of the chunk that decodes (an invalid UTF-8 line's pair is the
         encoder's to reject)."""
@@ -112,7 +130,7 @@ class _ScoreChunkFn(beam.DoFn):
                     yield (number, source, target, end_s, end_t, len(raw_s) + len(end_s),
                            len(raw_t) + len(end_t))
 
-    def _score(self, ds, pairs):
+    def _score(self, ds: DatasetSpec, pairs: Iterable[ReadPair]) -> Iterator[Any]:
         where = (ds["split"], ds["index"])
         order = SPLIT_ORDER.get(ds["split"], 2)
         scored = 0
@@ -129,7 +147,12 @@ class _ScoreChunkFn(beam.DoFn):
                 yield where, (number, reason, None) + texts
         self._counters.inc("cleaning.pairs_scored", scored)
 
-    def process(self, chunk):
+
+
+class _ScoreChunkFn(_Scorer):
+    """chunk -> drops or keyed pairs, or, for a long chunk, batches of its pairs."""
+
+    def process(self, chunk: Chunk) -> Iterator[Any]:
         if chunk.get("unmatched"):
             return
         pairs = self._read(chunk)
@@ -146,19 +169,20 @@ class _ScoreChunkFn(beam.DoFn):
             yield beam.pvalue.TaggedOutput(BATCHES, (chunk["ds"], batch))
 
 
-class _ScoreBatchFn(_ScoreChunkFn):
+class _ScoreBatchFn(_Scorer):
     """(dataset, [pair as `_ScoreChunkFn._read` gives it]) -> drops or keyed pairs."""
 
-    def process(self, batch):
+    def process(self, batch: Tuple[DatasetSpec, List[ReadPair]]) -> Iterator[Any]:
         yield from self._score(*batch)
 
 
-def decide_group(occurrences, dedup_on, drop_dev_overlap):
+def decide_group(occurrences: Iterable[Occurrence], dedup_on: bool,
+                 drop_dev_overlap: bool) -> Iterator[Tuple[Tuple[str, int], Drop]]:
     """The drops among the `occurrences` of one dedup key: each is (split order, split,
     dataset index, line number, filter reason, source, target, source bytes, target bytes).
     Yields ((split, dataset index), drop) as `_ScoreChunkFn` does."""
     occurrences = sorted(occurrences, key=lambda o: o[:4])
-    kept = {}  # split -> its first occurrence
+    kept: Dict[str, Occurrence] = {}  # split -> its first occurrence
     for o in occurrences:
         kept.setdefault(o[1], o)
     dev_first = kept.get("dev") if drop_dev_overlap else None
@@ -178,23 +202,24 @@ class _WriteDroppedFn(beam.DoFn):
     """((split, dataset index), drops) -> the dataset's bitmap and rejects file, and its
     report {split, index, dropped, reasons, dropped_bytes, bitmap, rejects}."""
 
-    def __init__(self, work_dir, datasets, store_settings):
+    def __init__(self, work_dir: str, datasets: Dict[str, Tuple[DatasetSpec, int]],
+                 store_settings: StoreSettings) -> None:
         self._work_dir = work_dir
         self._datasets = datasets  # {"split/index": (dataset dict, lines)}
         self._store_settings = store_settings
 
-    def setup(self):
+    def setup(self) -> None:
         self._stores = ObjectStores(self._store_settings)
 
-    def process(self, item):
+    def process(self, item: Tuple[Tuple[str, int], Iterable[Drop]]) -> Iterator[Dict[str, Any]]:
         (split, index), drops = item
         ds, lines = self._datasets["%s/%d" % (split, index)]
         bitmap = new_bitmap(lines)
-        reasons = {}
+        reasons: Dict[str, int] = {}
         dropped_bytes = [0, 0]
         bitmap_path, rejects_path = dropped_paths(self._work_dir, split, index)
 
-        def records():
+        def records() -> Iterator[bytes]:
             for number, reason, first, source, target, src_bytes, tgt_bytes in drops:
                 mark(bitmap, number)
                 reasons[reason] = reasons.get(reason, 0) + 1
@@ -202,9 +227,9 @@ class _WriteDroppedFn(beam.DoFn):
                 dropped_bytes[1] += tgt_bytes
                 record = reject_record(ds, number, "line %d" % number, reason, source, target)
                 if first is not None:
-                    first_ds = self._datasets.get("%s/%d" % (first[0], first[1]), [{}])[0]
-                    record["duplicate_of"] = {"split": first[0], "dataset": first_ds.get("name"),
-                                      "line": first[2]}
+                    known = self._datasets.get("%s/%d" % (first[0], first[1]))
+                    record["duplicate_of"] = {"split": first[0], "line": first[2],
+                                              "dataset": known[0]["name"] if known else None}
                 yield reject_line(record)
 
         file_io.write_chunks(rejects_path, records(), self._stores)
@@ -221,14 +246,15 @@ class CleanPairs(beam.PTransform):
     `cleaning`: the run's CleaningConfig; `on_invalid`: --on_invalid_utf8; `datasets`:
     {"split/index": (dataset dict, its line count)} of every dataset."""
 
-    def __init__(self, cleaning, on_invalid, datasets, work_dir):
+    def __init__(self, cleaning: CleaningConfig, on_invalid: str,
+                 datasets: Dict[str, Tuple[DatasetSpec, int]], work_dir: str) -> None:
         super().__init__()
         self._cleaning = cleaning
         self._on_invalid = on_invalid
         self._datasets = datasets
         self._work_dir = work_dir
 
-    def expand(self, chunks):
+    def expand(self, chunks: beam.PCollection) -> beam.PCollection:
         settings = StoreSettings.from_options(chunks.pipeline.options)
         scored = (chunks
                   | "Spread" >> beam.Reshuffle()

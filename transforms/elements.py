@@ -146,8 +146,7 @@ class ShardReport(TypedDict):
 
 # -- rejects (EncodePairs, MaterializeDatasets -> WriteRejects) --------------------------------
 
-class RejectRecord(TypedDict):
-    """A rejected pair, as its JSON line in `rejects/{problem}-{split}.jsonl` holds it."""
+class _RejectRecordRequired(TypedDict):
     split: str
     dataset: str
     dataset_index: int
@@ -157,6 +156,13 @@ class RejectRecord(TypedDict):
     reason: str
     source: str
     target: str
+
+
+class RejectRecord(_RejectRecordRequired, total=False):
+    """A rejected pair, as its JSON line in `rejects/{problem}-{split}.jsonl` holds it; a
+    duplicate (`transforms.clean_pairs`) names the first occurrence in `duplicate_of`
+    ({split, dataset, line})."""
+    duplicate_of: Dict[str, Any]
 
 
 class RejectsReport(TypedDict):

@@ -89,8 +89,8 @@ class CleaningStep:
         run_pass(*self.build(prepared))
         result = file_io.read_work_json(self._layout.work("cleaning.json"), self._stores)
         reports = {(r["split"], r["index"]): r for r in result.get("cleaned", [])}
-        cleaned = {}
-        dropped = {}
+        cleaned: dict = {}
+        dropped: dict = {}
         for split in sorted(prepared):
             cleaned[split] = []
             for p in prepared[split]:

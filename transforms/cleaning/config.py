@@ -16,11 +16,12 @@ booleans, as OpusFilter's ruamel.yaml reads it: `no` is Norway's language code, 
 
 import dataclasses
 import re
-from typing import Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import yaml
 
 from transforms.cleaning import filters as plain
+from transforms.cleaning.filters import PairFilter
 from transforms.cleaning.dedup import DedupOptions
 from transforms.cleaning.errors import CleaningConfigError
 from transforms.cleaning.html_tags import HtmlTagFilter
@@ -52,20 +53,20 @@ _Yaml12Loader.add_implicit_resolver(
 class CleaningConfig:
     """What the cleaning stage does: `filters` as (filter name, parameters) in order, and the
     de-duplication (`dedup` None when off). Plain values only: it pickles to every worker."""
-    filters: tuple = ()
+    filters: Tuple[Tuple[str, Dict[str, Any]], ...] = ()
     dedup: Optional[DedupOptions] = None
     drop_dev_overlap: bool = False
 
     @property
-    def active(self):
+    def active(self) -> bool:
         return bool(self.filters or self.dedup)
 
-    def build_filters(self):
+    def build_filters(self) -> List[PairFilter]:
         """The filter objects, in the file's order (their models not loaded yet)."""
         return [FILTERS[name](**params) for name, params in self.filters]
 
 
-def _filter_entry(entry):
+def _filter_entry(entry: Any) -> Tuple[str, Dict[str, Any]]:
     if isinstance(entry, str):  # `- HtmlTagFilter` without parameters
         entry = {entry: None}
     if not isinstance(entry, dict) or not entry:
@@ -88,7 +89,7 @@ def _filter_entry(entry):
     return name, params
 
 
-def _dedup_options(mode, options):
+def _dedup_options(mode: str, options: Any) -> Optional[DedupOptions]:
     options = {} if options is None else options
     if not isinstance(options, dict):
         raise CleaningConfigError("remove_duplicates must be a mapping, not %r" % (options,))
@@ -105,7 +106,8 @@ def _dedup_options(mode, options):
     return DedupOptions(sides=(0, 1) if mode == "pairs" else (0,), **options)
 
 
-def parse_cleaning_config(text, path, dedup="none", drop_dev_overlap=False):
+def parse_cleaning_config(text: Optional[str], path: Optional[str], dedup: str = "none",
+                          drop_dev_overlap: bool = False) -> CleaningConfig:
     """The CleaningConfig of the `--filters` file's `text` (None: no file) with `--dedup`
     and `--drop_dev_overlap`; CleaningConfigError ("{path}: problem") when it cannot run."""
     if dedup not in DEDUP_MODES:

@@ -14,6 +14,7 @@ Which sides are compared is `--dedup`: `pairs` (both) or `source`.
 
 import dataclasses
 import hashlib
+from typing import Sequence, Tuple
 
 import regex
 
@@ -25,12 +26,12 @@ ALL_LETTERS = regex.compile(r"^[\p{L}]+$")
 class DedupOptions:
     """OpusFilter's `remove_duplicates` options (the `remove_duplicates:` mapping of the
     `--filters` file) and the sides compared."""
-    sides: tuple = (0, 1)
+    sides: Tuple[int, ...] = (0, 1)
     lowercase: bool = False
     letters_only: bool = False
     letter_words_only: bool = False
 
-    def normalize(self, line):
+    def normalize(self, line: str) -> str:
         """One side as compared: `line` as read, its newline (if it had one) included."""
         if self.letter_words_only:
             line = " ".join(word for word in line.split() if ALL_LETTERS.search(word))
@@ -40,7 +41,7 @@ class DedupOptions:
             line = line.lower()
         return line.replace("\n", "\\n")
 
-    def key(self, lines):
+    def key(self, lines: Sequence[str]) -> bytes:
         """The 16-byte key of a pair: `lines` are its sides as read, newlines included."""
         text = "\n".join(self.normalize(lines[side]) for side in self.sides)
         return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()

@@ -16,6 +16,7 @@ Written from OpusFilter's documented semantics and read source; no code copied.
 
 import difflib
 import math
+from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 
 import regex
 
@@ -27,7 +28,8 @@ TERMINAL_PUNCTUATION = frozenset(".?!\u2026")
 NONZERO_DIGITS = frozenset("123456789")
 
 
-def per_side(filter_name, param, value, types, choices=None):
+def per_side(filter_name: str, param: str, value: Any, types: Any,
+             choices: Optional[Sequence[str]] = None) -> Tuple[Any, Any]:
     """`value` as a (source, target) tuple: one value for both sides or a list of two."""
     values = value if isinstance(value, list) else [value, value]
     if len(values) != 2:
@@ -42,10 +44,10 @@ def per_side(filter_name, param, value, types, choices=None):
         if choices and item not in choices:
             raise CleaningConfigError("%s: %s must be one of %s, not %r" % (
                 filter_name, param, ", ".join(choices), item))
-    return tuple(values)
+    return values[0], values[1]
 
 
-def check_type(filter_name, param, value, types):
+def check_type(filter_name: str, param: str, value: Any, types: Any) -> Any:
     """`value` itself, or a CleaningConfigError when it is not one of `types`."""
     if not isinstance(value, types):
         raise CleaningConfigError("%s: %s must be %s, not %r" % (
@@ -55,7 +57,7 @@ def check_type(filter_name, param, value, types):
     return value
 
 
-def length(text, unit):
+def length(text: str, unit: str) -> int:
     """Words (whitespace-separated) or characters."""
     return len(text.split()) if unit == "word" else len(text)
 
@@ -64,9 +66,11 @@ class PairFilter:
     """A filter: `PARAMS` are its parameters and OpusFilter's defaults; `name` (optional, as
     in OpusFilter) replaces the class name as the reason of the pairs it drops."""
 
-    PARAMS = {}
+    PARAMS: Dict[str, Any] = {}
+    # Checks and keeps the parameters (each filter's own signature: its PARAMS).
+    configure: Callable[..., None]
 
-    def __init__(self, name=None, **params):
+    def __init__(self, name: Optional[str] = None, **params: Any) -> None:
         self.reason = name or type(self).__name__
         unknown = sorted(set(params) - set(self.PARAMS))
         if unknown:
@@ -76,13 +80,10 @@ class PairFilter:
         self.params = dict(self.PARAMS, **params)
         self.configure(**self.params)
 
-    def configure(self, **params):
-        """Checks and keeps the parameters."""
-
-    def setup(self):
+    def setup(self) -> None:
         """Loads heavy state (a model) once per worker; the filters here have none."""
 
-    def accept(self, source, target):
+    def accept(self, source: str, target: str) -> bool:
         raise NotImplementedError
 
 
@@ -91,14 +92,14 @@ class LengthFilter(PairFilter):
 
     PARAMS = {"min_length": 1, "max_length": 100, "unit": "word", "pass_empty": False}
 
-    def configure(self, min_length, max_length, unit, pass_empty):
+    def configure(self, min_length: Any, max_length: Any, unit: Any, pass_empty: Any) -> None:
         n = type(self).__name__
         self.low = per_side(n, "min_length", min_length, NUMBER)
         self.high = per_side(n, "max_length", max_length, NUMBER)
         self.unit = per_side(n, "unit", unit, str, UNITS)
         self.pass_empty = pass_empty
 
-    def accept(self, source, target):
+    def accept(self, source: str, target: str) -> bool:
         lengths = (length(source, self.unit[0]), length(target, self.unit[1]))
         if self.pass_empty and sum(lengths) == 0:
             return True
@@ -111,11 +112,11 @@ class LengthRatioFilter(PairFilter):
 
     PARAMS = {"threshold": 3, "unit": "word"}
 
-    def configure(self, threshold, unit):
+    def configure(self, threshold: Any, unit: Any) -> None:
         self.threshold = check_type(type(self).__name__, "threshold", threshold, NUMBER)
         self.unit = per_side(type(self).__name__, "unit", unit, str, UNITS)
 
-    def accept(self, source, target):
+    def accept(self, source: str, target: str) -> bool:
         short, long_ = sorted((length(source, self.unit[0]), length(target, self.unit[1])))
         ratio = (0 if long_ == 0 else math.inf) if short == 0 else long_ / short
         return ratio < self.threshold
@@ -126,10 +127,10 @@ class LongWordFilter(PairFilter):
 
     PARAMS = {"threshold": 40}
 
-    def configure(self, threshold):
+    def configure(self, threshold: Any) -> None:
         self.threshold = per_side(type(self).__name__, "threshold", threshold, NUMBER)
 
-    def accept(self, source, target):
+    def accept(self, source: str, target: str) -> bool:
         return all(max((len(word) for word in text.split()), default=0) < self.threshold[i]
                    for i, text in enumerate((source, target)))
 
@@ -139,17 +140,17 @@ class AverageWordLengthFilter(PairFilter):
 
     PARAMS = {"min_length": 2, "max_length": 20, "pass_empty": False}
 
-    def configure(self, min_length, max_length, pass_empty):
+    def configure(self, min_length: Any, max_length: Any, pass_empty: Any) -> None:
         self.low = per_side(type(self).__name__, "min_length", min_length, NUMBER)
         self.high = per_side(type(self).__name__, "max_length", max_length, NUMBER)
         self.pass_empty = pass_empty
 
     @staticmethod
-    def mean(text):
+    def mean(text: str) -> float:
         words = text.split()
         return sum(map(len, words)) / len(words) if words else 0
 
-    def accept(self, source, target):
+    def accept(self, source: str, target: str) -> bool:
         means = (self.mean(source), self.mean(target))
         if self.pass_empty and sum(means) == 0:
             return True
@@ -162,7 +163,7 @@ class RegExpFilter(PairFilter):
 
     PARAMS = {"regexps": None, "accept_match": False}
 
-    def configure(self, regexps, accept_match):
+    def configure(self, regexps: Any, accept_match: Any) -> None:
         patterns = per_side(type(self).__name__, "regexps", regexps, str)
         try:
             self.patterns = tuple(regex.compile(p) for p in patterns)
@@ -170,7 +171,7 @@ class RegExpFilter(PairFilter):
             raise CleaningConfigError("%s: regexps: %s" % (type(self).__name__, e)) from None
         self.accept_match = accept_match
 
-    def accept(self, source, target):
+    def accept(self, source: str, target: str) -> bool:
         found = [bool(p.search(t)) for p, t in zip(self.patterns, (source, target))]
         return all(found) if self.accept_match else not any(found)
 
@@ -185,18 +186,18 @@ class AlphabetRatioFilter(PairFilter):
 
     PARAMS = {"threshold": 0.75, "exclude_whitespace": False}
 
-    def configure(self, threshold, exclude_whitespace):
+    def configure(self, threshold: Any, exclude_whitespace: Any) -> None:
         self.threshold = per_side(type(self).__name__, "threshold", threshold, NUMBER)
         self.exclude_whitespace = exclude_whitespace
 
-    def ratio(self, text):
+    def ratio(self, text: str) -> float:
         if self.exclude_whitespace:
             text = WHITESPACE.sub("", text)
         if not text:
             return 1.0
         return len(NOT_ALPHABETIC.sub("", text)) / len(text)
 
-    def accept(self, source, target):
+    def accept(self, source: str, target: str) -> bool:
         return all(self.ratio(text) >= self.threshold[i]
                    for i, text in enumerate((source, target)))
 
@@ -207,7 +208,7 @@ class CharacterScoreFilter(PairFilter):
 
     PARAMS = {"scripts": None, "thresholds": None}
 
-    def configure(self, scripts, thresholds):
+    def configure(self, scripts: Any, thresholds: Any) -> None:
         n = type(self).__name__
         if scripts is None:
             raise CleaningConfigError("%s: scripts (one per side) must be given" % n)
@@ -225,13 +226,13 @@ class CharacterScoreFilter(PairFilter):
         except regex.error as e:
             raise CleaningConfigError("%s: scripts: %s" % (n, e)) from None
 
-    def score(self, side, text):
+    def score(self, side: int, text: str) -> float:
         letters = NOT_ALPHABETIC.sub("", text)
         if not letters:
             return 1.0
         return len(self.not_script[side].sub("", letters)) / len(letters)
 
-    def accept(self, source, target):
+    def accept(self, source: str, target: str) -> bool:
         return all(self.score(i, text) >= self.thresholds[i]
                    for i, text in enumerate((source, target)))
 
@@ -242,10 +243,10 @@ class TerminalPunctuationFilter(PairFilter):
 
     PARAMS = {"threshold": -2}
 
-    def configure(self, threshold):
+    def configure(self, threshold: Any) -> None:
         self.threshold = check_type(type(self).__name__, "threshold", threshold, NUMBER)
 
-    def accept(self, source, target):
+    def accept(self, source: str, target: str) -> bool:
         counts = [sum(1 for c in text if c in TERMINAL_PUNCTUATION) for text in (source, target)]
         penalty = abs(counts[0] - counts[1]) + sum(c - 1 for c in counts if c > 1)
         return -math.log(penalty + 1) >= self.threshold
@@ -257,10 +258,10 @@ class NonZeroNumeralsFilter(PairFilter):
 
     PARAMS = {"threshold": 0.5, "require_all": True}
 
-    def configure(self, threshold, require_all):
+    def configure(self, threshold: Any, require_all: Any) -> None:
         self.threshold = check_type(type(self).__name__, "threshold", threshold, NUMBER)
 
-    def accept(self, source, target):
+    def accept(self, source: str, target: str) -> bool:
         digits = [[int(c) for c in text if c in NONZERO_DIGITS] for text in (source, target)]
         return difflib.SequenceMatcher(None, digits[0], digits[1]).ratio() >= self.threshold
 
@@ -272,7 +273,7 @@ class RepetitionFilter(PairFilter):
 
     PARAMS = {"threshold": 2, "min_length": 3, "max_length": 100}
 
-    def configure(self, threshold, min_length, max_length):
+    def configure(self, threshold: Any, min_length: Any, max_length: Any) -> None:
         n = type(self).__name__
         check_type(n, "threshold", threshold, NUMBER)
         check_type(n, "min_length", min_length, int)
@@ -286,9 +287,9 @@ class RepetitionFilter(PairFilter):
         self.pattern = None if threshold == math.inf else regex.compile(
             r"(\S.{%s,%s}?)(?: *\1){%s,}" % (min_length - 1, max_length, threshold))
 
-    def repetitions(self, text):
+    def repetitions(self, text: str) -> int:
         found = self.pattern.search(text) if self.pattern else None
         return found.group(0).count(found.group(1)) - 1 if found else 0
 
-    def accept(self, source, target):
+    def accept(self, source: str, target: str) -> bool:
         return max(self.repetitions(source), self.repetitions(target)) < self.threshold

@@ -11,6 +11,7 @@ releases, for OpusFilter and this filter alike.
 """
 
 from html.parser import HTMLParser
+from typing import Any, Dict, List, Optional, Tuple
 
 from transforms.cleaning.filters import PairFilter
 
@@ -19,15 +20,15 @@ PARSE_FAILURES = (TypeError, UnboundLocalError, NotImplementedError, AssertionEr
 
 
 class _TagFinder(HTMLParser):
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__(convert_charrefs=False)
         self.found = False
 
-    def handle_starttag(self, tag, attrs):
+    def handle_starttag(self, tag: str, attrs: List[Tuple[str, Optional[str]]]) -> None:
         self.found = True
 
 
-def has_html_tag(text):
+def has_html_tag(text: str) -> bool:
     """Whether `text` parses into at least one element. Without a `<` there is no tag; the
     whole text is still parsed otherwise, because a parse failure after a tag means none."""
     if "<" not in text:
@@ -44,7 +45,10 @@ def has_html_tag(text):
 class HtmlTagFilter(PairFilter):
     """No side holds an HTML tag."""
 
-    PARAMS = {}
+    PARAMS: Dict[str, Any] = {}
 
-    def accept(self, source, target):
+    def configure(self) -> None:
+        """No parameters."""
+
+    def accept(self, source: str, target: str) -> bool:
         return not (has_html_tag(source) or has_html_tag(target))

@@ -13,10 +13,12 @@ offered (cld2, fasttext and lingua need models or packages this job does not shi
 is loaded in `setup`, once per worker, not when the configuration is read.
 """
 
+from typing import Any, Dict, Optional, Tuple
+
 from transforms.cleaning.errors import CleaningConfigError
+from transforms.cleaning.filters import PairFilter, check_type
 
 CACHE_LINES = 1 << 17  # lines whose (label, rounded probability) a filter keeps
-from transforms.cleaning.filters import PairFilter, check_type
 
 
 class LangidFilter(PairFilter):
@@ -24,10 +26,12 @@ class LangidFilter(PairFilter):
     confidence above `thresholds` (default 0 per side); `langid_languages` limits the
     candidate labels."""
 
-    PARAMS = {"languages": None, "thresholds": None, "langid_languages": None}
+    PARAMS: Dict[str, Any] = {"languages": None, "thresholds": None, "langid_languages": None}
 
-    def configure(self, languages, thresholds, langid_languages, **_):
+    def configure(self, **params: Any) -> None:
         n = type(self).__name__
+        languages, thresholds = params["languages"], params["thresholds"]
+        langid_languages = params["langid_languages"]
         if languages is None:
             raise CleaningConfigError("%s: languages (one code per side) must be given" % n)
         if not isinstance(languages, list) or len(languages) != 2 or not all(
@@ -46,10 +50,10 @@ class LangidFilter(PairFilter):
             raise CleaningConfigError("%s: langid_languages must be a list of language codes, "
                                       "not %r" % (n, langid_languages))
         self.langid_languages = langid_languages
-        self.identifier = None
-        self._labels = {}
+        self.identifier: Optional[Any] = None  # py3langid's LanguageIdentifier, in setup
+        self._labels: Dict[str, Tuple[str, float]] = {}
 
-    def setup(self):
+    def setup(self) -> None:
         if self.identifier is not None:
             return
         from py3langid.langid import MODEL_FILE, LanguageIdentifier
@@ -64,18 +68,19 @@ class LangidFilter(PairFilter):
                                           % (type(self).__name__, e)) from None
         self.identifier = identifier
 
-    def confidence(self, text, language):
+    def confidence(self, text: str, language: str) -> float:
         if not text:
             return 1.0
         known = self._labels.get(text)
         if known is None:
+            assert self.identifier is not None, "setup() loads the model"
             label, probability = self.identifier.classify(text)
             if len(self._labels) >= CACHE_LINES:
                 self._labels.clear()
             known = self._labels[text] = (label, round(float(probability), 2))
         return known[1] if known[0] == language else 0.0
 
-    def accept(self, source, target):
+    def accept(self, source: str, target: str) -> bool:
         self.setup()
         return (self.confidence(source, self.languages[0]) > self.thresholds[0]
                 and self.confidence(target, self.languages[1]) > self.thresholds[1])
@@ -87,8 +92,11 @@ class LanguageIDFilter(LangidFilter):
     PARAMS = dict(LangidFilter.PARAMS, id_method="langid", fasttext_model_path=None,
                   cld2_options=None, lingua_mode=None)
 
-    def configure(self, id_method, fasttext_model_path, cld2_options, lingua_mode, **params):
+    def configure(self, **params: Any) -> None:
         n = type(self).__name__
+        id_method = params.pop("id_method")
+        fasttext_model_path, cld2_options, lingua_mode = (
+            params.pop(name) for name in ("fasttext_model_path", "cld2_options", "lingua_mode"))
         if id_method != "langid":
             raise CleaningConfigError("%s: only id_method: langid is offered, not %r"
                                       % (n, id_method))
