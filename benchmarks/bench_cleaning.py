@@ -111,7 +111,8 @@ def _stage_main(argv):
     options = PipelineOptions(shlex.split(spec["runner_args"]))
     with beam.Pipeline(options=options) as p:
         out = (p | beam.Create(chunks, reshuffle=False)
-               | CleanPairs(cleaning, "error", {"train/0": (ds, facts[0]["lines"])},
+               | CleanPairs(cleaning, "error", {"train/0": (ds, facts[0]["lines"], spec["source"],
+                                                           spec["target"])},
                             spec["work_dir"]))
         _ = {"cleaned": out} | WriteJsonResult(result)
     reports = json.load(open(result)).get("cleaned", [])

@@ -30,7 +30,7 @@ def run_clean_pairs(work_dir, datasets, cleaning, chunk_lines=100, runner=None):
               "format": "lines", "source": source, "target": target}
         facts = scan(source, chunk_lines), scan(target, chunk_lines)
         chunks += [with_chunk_facts(c, *facts) for c in plan_chunks(ds, source, target, *facts)]
-        known["%s/%d" % (split, index)] = (ds, max(f["lines"] for f in facts))
+        known["%s/%d" % (split, index)] = (ds, max(f["lines"] for f in facts), source, target)
     result = os.path.join(str(work_dir), "cleaning.json")
     pipeline = test_pipeline() if runner is None else beam.Pipeline(runner=runner)
     with pipeline as p:

@@ -7,10 +7,11 @@ every worker; the filters see each line as OpusFilter sees it (right-stripped). 
 de-duplication on, every pair then goes, keyed by its 16-byte de-duplication key, through one
 `GroupByKey`, so no worker ever holds more than the pairs of one key: the first occurrence in
 input order (dataset, then line, within a split) is kept and the others are dropped as
-`duplicate` with the first one named (`duplicate_of`; a filter may drop that one too); with `--drop_dev_overlap` a train pair whose key occurs in
-dev is dropped as `dev_overlap`. A pair dropped for a duplicate is not also charged to a filter
-(OpusFilter's recipe de-duplicates first); otherwise the first failing filter in the file's
-order is the reason.
+`duplicate` with the first one named (`duplicate_of`; a filter may drop that one too); with
+`--drop_dev_overlap` a train pair whose key occurs in dev is dropped as `dev_overlap`. A
+pair dropped for a duplicate is not also charged to a filter (OpusFilter's recipe
+de-duplicates first); otherwise the first failing filter in the file's order is the reason.
+Only positions and sizes go through that shuffle, not the texts.
 
 The drops are grouped per dataset and `_WriteDroppedFn` writes, under `work_dir`, a bitmap of
 the dropped line numbers (`transforms.cleaning.dropped_lines`: read by the vocab sample and
@@ -48,6 +49,8 @@ Occurrence = Tuple[Any, ...]
 # (number, reason, first occurrence [split, dataset index, line] or None, source text,
 # target text, source bytes, target bytes)
 Drop = Tuple[Any, ...]
+# (dataset dict, its line count, source line file, target line file)
+DatasetLines = Tuple[DatasetSpec, int, str, str]
 
 
 def dropped_paths(work_dir: str, split: str, index: int) -> Tuple[str, str]:
@@ -137,14 +140,15 @@ class _Scorer(beam.DoFn):
         for number, source, target, end_s, end_t, src_bytes, tgt_bytes in pairs:
             scored += 1
             reason = self._reason(source.rstrip(), target.rstrip())
-            texts = (source.strip()[:REJECT_TEXT_CHARS], target.strip()[:REJECT_TEXT_CHARS],
-                     src_bytes, tgt_bytes)
             if self._dedup is not None:
+                # no texts through the shuffle: the writer reads the dropped ones again
                 key = self._dedup.key((source + end_s, target + end_t))
                 yield beam.pvalue.TaggedOutput(KEYED, (key, (
-                    order, ds["split"], ds["index"], number, reason) + texts))
+                    order, ds["split"], ds["index"], number, reason, None, None, src_bytes,
+                    tgt_bytes)))
             elif reason:
-                yield where, (number, reason, None) + texts
+                yield where, (number, reason, None, source.strip()[:REJECT_TEXT_CHARS],
+                              target.strip()[:REJECT_TEXT_CHARS], src_bytes, tgt_bytes)
         self._counters.inc("cleaning.pairs_scored", scored)
 
 
@@ -179,8 +183,9 @@ class _ScoreBatchFn(_Scorer):
 def decide_group(occurrences: Iterable[Occurrence], dedup_on: bool,
                  drop_dev_overlap: bool) -> Iterator[Tuple[Tuple[str, int], Drop]]:
     """The drops among the `occurrences` of one dedup key: each is (split order, split,
-    dataset index, line number, filter reason, source, target, source bytes, target bytes).
-    Yields ((split, dataset index), drop) as `_ScoreChunkFn` does."""
+    dataset index, line number, filter reason, None, None, source bytes, target bytes).
+    Yields ((split, dataset index), drop) as `_ScoreChunkFn` does, the texts None (the
+    writer reads them)."""
     occurrences = sorted(occurrences, key=lambda o: o[:4])
     kept: Dict[str, Occurrence] = {}  # split -> its first occurrence
     for o in occurrences:
@@ -194,26 +199,54 @@ def decide_group(occurrences: Iterable[Occurrence], dedup_on: bool,
         elif dedup_on and kept[split] is not o:
             reason, first = DUPLICATE, kept[split]
         if reason:
-            yield (split, index), (number, reason,
-                                   None if first is None else [first[1], first[2], first[3]]) + o[5:]
+            named = None if first is None else [first[1], first[2], first[3]]
+            yield (split, index), (number, reason, named) + o[5:]
 
 
 class _WriteDroppedFn(beam.DoFn):
-    """((split, dataset index), drops) -> the dataset's bitmap and rejects file, and its
-    report {split, index, dropped, reasons, dropped_bytes, bitmap, rejects}."""
+    """((split, dataset index), drops) -> the dataset's bitmap and rejects file (in line
+    order), and its report {split, index, dropped, reasons, dropped_bytes, bitmap, rejects}.
 
-    def __init__(self, work_dir: str, datasets: Dict[str, Tuple[DatasetSpec, int]],
+    With de-duplication on, the drops come without their texts (every pair went through the
+    dedup shuffle; carrying its text there made the local runner hold the corpus twice, 4 GB
+    at full bench size), so the dataset's line files are read once more, up to the last
+    dropped line, for the texts the rejects keep."""
+
+    def __init__(self, work_dir: str, datasets: Dict[str, DatasetLines],
                  store_settings: StoreSettings) -> None:
         self._work_dir = work_dir
-        self._datasets = datasets  # {"split/index": (dataset dict, lines)}
+        self._datasets = datasets  # {"split/index": (dataset dict, lines, line files)}
         self._store_settings = store_settings
 
     def setup(self) -> None:
         self._stores = ObjectStores(self._store_settings)
 
+    def _texts(self, paths: Tuple[str, str], numbers: List[int]) -> Dict[int, Tuple[str, str]]:
+        """{number: (source, target) as rejects keep them} of the sorted line `numbers`."""
+        texts: Dict[int, Tuple[str, str]] = {}
+        if not numbers:
+            return texts
+        wanted = iter(numbers)
+        next_number: Optional[int] = next(wanted)
+        with file_io.open_text_source(paths[0], self._stores) as s, \
+                file_io.open_text_source(paths[1], self._stores) as t:
+            for number, (raw_s, raw_t) in enumerate(zip(iter_raw_lines(s), iter_raw_lines(t)),
+                                                    1):
+                if number == next_number:
+                    texts[number] = (
+                        decode_line(raw_s, paths[0], number, "replace").strip()[:REJECT_TEXT_CHARS],
+                        decode_line(raw_t, paths[1], number, "replace").strip()[:REJECT_TEXT_CHARS])
+                    next_number = next(wanted, None)
+                    if next_number is None:
+                        break
+        return texts
+
     def process(self, item: Tuple[Tuple[str, int], Iterable[Drop]]) -> Iterator[Dict[str, Any]]:
-        (split, index), drops = item
-        ds, lines = self._datasets["%s/%d" % (split, index)]
+        (split, index), unsorted = item
+        ds, lines, source_lines, target_lines = self._datasets["%s/%d" % (split, index)]
+        drops = sorted(unsorted, key=lambda drop: drop[0])
+        texts = self._texts((source_lines, target_lines),
+                            [drop[0] for drop in drops if drop[3] is None])
         bitmap = new_bitmap(lines)
         reasons: Dict[str, int] = {}
         dropped_bytes = [0, 0]
@@ -221,6 +254,8 @@ class _WriteDroppedFn(beam.DoFn):
 
         def records() -> Iterator[bytes]:
             for number, reason, first, source, target, src_bytes, tgt_bytes in drops:
+                if source is None:
+                    source, target = texts[number]
                 mark(bitmap, number)
                 reasons[reason] = reasons.get(reason, 0) + 1
                 dropped_bytes[0] += src_bytes
@@ -244,10 +279,11 @@ class CleanPairs(beam.PTransform):
     rejects file written under `work_dir`.
 
     `cleaning`: the run's CleaningConfig; `on_invalid`: --on_invalid_utf8; `datasets`:
-    {"split/index": (dataset dict, its line count)} of every dataset."""
+    {"split/index": (dataset dict, its line count, source line file, target line file)} of
+    every dataset."""
 
     def __init__(self, cleaning: CleaningConfig, on_invalid: str,
-                 datasets: Dict[str, Tuple[DatasetSpec, int]], work_dir: str) -> None:
+                 datasets: Dict[str, DatasetLines], work_dir: str) -> None:
         super().__init__()
         self._cleaning = cleaning
         self._on_invalid = on_invalid

@@ -65,8 +65,8 @@ class CleaningStep:
                   for c in plan_chunks(p.ds, p.source_lines, p.target_lines, p.source_facts,
                                        p.target_facts)]
         datasets = {"%s/%d" % (p.ds["split"], p.ds["index"]): (
-            p.ds, max(p.source_facts["lines"], p.target_facts["lines"]))
-            for p in _every(prepared)}
+            p.ds, max(p.source_facts["lines"], p.target_facts["lines"]), p.source_lines,
+            p.target_lines) for p in _every(prepared)}
         work = self._layout.work
         parts = [", ".join(name for name, _ in self.config.filters)] if self.config.filters else []
         if self.config.dedup:
