@@ -11,10 +11,11 @@ their split; the number is part of each pair's shuffle key.
 import dataclasses
 import logging
 import os
-from typing import Optional
+from typing import List, Optional
 
 from pipeline.output.own_outputs import exclude_own
 from pipeline.runtime.runners import DatagenError
+from transforms.config import DatagenConfig
 from transforms.storage import file_io
 from transforms.formats.corpus_formats import FormatError, detect_format, split_archive_path
 
@@ -131,20 +132,23 @@ def _name(path):
     return os.path.basename(split_archive_path(path)[1] or path)
 
 
-def plan_datasets(flags, split, expand=expand_listing):
-    """The datasets of `split` ('train' or 'dev') from the job's flags, in a fixed order.
+def plan_datasets(config: DatagenConfig, split: str, expand=expand_listing) -> List[Dataset]:
+    """The datasets of `split` ('train' or 'dev') from the job's input flags
+    (`config.inputs`), in a fixed order.
 
     `expand` turns a comma-separated pattern list into file names (globbing by default).
     """
+    inputs = config.inputs
+
     def listed(flag):
-        return expand(getattr(flags, flag), flag=flag, output_dir=flags.output_dir)
+        return expand(getattr(inputs, flag), flag=flag, output_dir=config.job.output_dir)
 
     sources = listed(split + "_source")
     targets = listed(split + "_target")
     if len(sources) != len(targets):
         raise DatagenError("%s: %d source files but %d target files (%s vs %s)" % (
             split, len(sources), len(targets), _names(sources, 5), _names(targets, 5)))
-    chosen = getattr(flags, split + "_format")
+    chosen = getattr(inputs, split + "_format")
     datasets = []
     for src, tgt in zip(sources, targets):
         fmt = detect_format(src) if chosen == "auto" else chosen

@@ -13,7 +13,9 @@ the sampler takes the file sizes from the same scan.
 """
 
 import dataclasses
+import functools
 import logging
+from typing import Callable, Optional
 
 import apache_beam as beam
 
@@ -68,6 +70,19 @@ class PrepareInputs(beam.PTransform):
         return scanned
 
 
+def _apply_prepare(p, transform):
+    return p | "Prepare" >> transform
+
+
+@dataclasses.dataclass(frozen=True)
+class RidingPrepare:
+    """The prepare stage as it rides along another pass: `add(pipeline)` applies it and
+    returns its scan ((path, facts) of the files read in place, or None), `label` says what
+    it does ("scan 4 files")."""
+    add: Callable[[beam.Pipeline], Optional[beam.PCollection]]
+    label: str
+
+
 def every_dataset(datasets):
     """{split: [Dataset]} as one list, splits in order."""
     return [ds for split in sorted(datasets) for ds in datasets[split]]
@@ -99,11 +114,11 @@ class PrepareStep:
         return PrepareInputs(paths, structured, self._layout.work("materialized"), self._read,
                              self._layout.work("prepare.json")), label
 
-    def riding(self, datasets, after):
-        """(add(pipeline), label, after) of the prepare stage riding along the first vocab
-        pass (`pipeline.driver.vocab_passes.learn_subword_vocabs` says how it is used)."""
+    def riding(self, datasets) -> "RidingPrepare":
+        """The prepare stage riding along the first vocab pass (`pipeline.driver.vocab_passes`
+        adds it; the job reads its facts back once that pass is done: `read_back`)."""
         transform, label = self.transform(datasets)
-        return lambda p: p | "Prepare" >> transform, label, after
+        return RidingPrepare(functools.partial(_apply_prepare, transform=transform), label)
 
     def build(self, datasets):
         """(label, build(pipeline)) of the prepare pass on its own."""
