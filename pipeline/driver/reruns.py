@@ -52,6 +52,6 @@ def describe_missing(layout: OutputLayout, summary: Optional[dict],
     """Why a marked-complete output is redone, for the log."""
     if summary is None:
         return "its summary %s cannot be read" % layout.summary_path
-    return "%s %s" % (", ".join(missing[:3]) + (" and %d more" % (len(missing) - 3)
+    return "%s %s missing" % (", ".join(missing[:3]) + (" and %d more" % (len(missing) - 3)
                                                   if len(missing) > 3 else ""),
                       "is" if len(missing) == 1 else "are")
