@@ -13,7 +13,7 @@ pass's probe. The learner only states its passes (`next_pass`) and reads their r
 driver (`pipeline.driver.vocab_passes`) runs them.
 """
 
-from typing import Any, Dict, List, Mapping, NamedTuple, Optional
+from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Tuple
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
@@ -72,8 +72,8 @@ class SubwordVocabSearch:
         self.names = list(names)
         self.target_size = target_size
         self.lookahead = lookahead
-        self.vocabs = {name: {} for name in names}
-        self.chosen = {}
+        self.vocabs: Dict[str, Dict[int, List[str]]] = {name: {} for name in names}
+        self.chosen: Dict[str, int] = {}
 
     def known_sizes(self) -> Dict[str, Dict[int, int]]:
         return {name: {t: len(v) for t, v in self.vocabs[name].items()} for name in self.names}
@@ -149,7 +149,7 @@ class SubwordLearner(VocabLearner):
         self._search = SubwordVocabSearch(sorted(inputs.files), vocab.vocab_size,
                                           vocab.bisection_lookahead)
         self._stats = LearningStats()
-        self._indexes = None
+        self._indexes: Optional[Dict[str, dict]] = None
         self._passes = 0  # passes handed out
 
     def _pass(self, pass_no: int, indexes, known) -> VocabPass:
@@ -190,10 +190,10 @@ class SubwordLearner(VocabLearner):
                 learnt[ProbeKey.parse(key)] = vocab
         # a pass numbers its rounds from 1; the job numbers them on, as the pass labels do
         first_round = (pass_no - 1) * self.inputs.config.vocab.bisection_rounds
-        rounds = {}  # one report per vocabulary and round: merged per round
+        rounds: Dict[int, dict] = {}  # one report per vocabulary and round: merged per round
         for report in sorted(result.get("probes", []), key=lambda r: sorted(r["probes"])):
             rounds.setdefault(first_round + report["round"], {}).update(report["probes"])
-        by_iteration = {}  # one report per work item: merged per (round, iteration)
+        by_iteration: Dict[Tuple[int, int], dict] = {}  # one report per work item: merged per (round, iteration)
         for report in result.get("sizes", []):
             by_iteration.setdefault((first_round + report["round"], report["iteration"]),
                                     {}).update(report["sizes"])
@@ -219,5 +219,5 @@ class SubwordLearner(VocabLearner):
         index_dir = token_index_dir(self.inputs.work_dir)
         indexes = {name: {"path": FileSystems.join(index_dir, name + ".npz"), "alphabet": [],
                           "distinct_tokens": 0} for name in files}
-        known = {name: {} for name in files}
+        known: Dict[str, Dict[int, int]] = {name: {} for name in files}
         return [self._pass(pass_no, indexes, known) for pass_no in (1, 2)]

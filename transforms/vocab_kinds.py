@@ -19,9 +19,20 @@ So the three kinds:
   examples carry the plain word ids, because tensorflow/nmt's input pipeline (and
   `pipeline.tools.reader` in mode "nmt") adds `<s>`/`</s>` itself.
 
-Adding a kind is a Vocabulary class, a learner class and one entry in `_KINDS` (plus, if it
-takes flags of its own, those flags in `pipeline.driver.options` and `VocabConfig`); no
-module compares kind names. Entries are module-level constants: the encode pass's DoFn
+Adding a kind (no module compares kind names; `--vocab_type`'s choices follow `_KINDS`):
+
+1. a `Vocabulary` subclass in `transforms/codecs/<kind>_vocabulary.py`: `from_files` /
+   `to_files` (contents by file name; `file_sets` if it is a directory, `missing_reason`),
+   `vocab_size`, `encode`, `decode`, `eos_ids`; optionally `for_encoding`,
+   `encode_with_oov`, `encode_varints_many` (the encode pass's batch), `load_note`;
+2. a learner: a `CountedLearner` subclass (`tokenizer`, `vocabs_from_counts`: Beam stages
+   from (name, {token: count}) to [name, VocabFiles], `empty_files`) when the vocabulary is
+   built from sampled counts, else a `VocabLearner` subclass stating its own passes
+   (`next_pass` -> `VocabPass`, `learnt`, `dry_run_passes`, `passes_needed`);
+3. an entry in `_KINDS` below. Flags only it takes: defined in `pipeline.driver.options`,
+   fields of `VocabConfig`, named in `own_flags` (and in `pipeline.driver.fingerprint`'s
+   VOCAB_FLAGS when they change the vocabulary); a flag naming an existing vocabulary:
+   `given_flag` and `given_files`. Entries are module-level constants: the encode pass's DoFn
 carries the Vocabulary class only, which pickles by reference.
 """
 

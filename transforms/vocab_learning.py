@@ -180,7 +180,7 @@ class CountedLearner(VocabLearner):
     def __init__(self, inputs: LearnerInputs):
         super().__init__(inputs)
         self._ran = False
-        self._learnt = None
+        self._learnt: Optional[Learnt] = None
 
     @staticmethod
     @abc.abstractmethod
@@ -232,6 +232,7 @@ class CountedLearner(VocabLearner):
         return self._pass()
 
     def learnt(self) -> Learnt:
+        assert self._learnt is not None, "learnt() before its pass was read"
         return self._learnt
 
     def dry_run_passes(self) -> List[VocabPass]:

@@ -114,6 +114,7 @@ class DatagenJob:
             self.record.stages["prepare"] = {"seconds": 0.0, "ran_with": "vocab"}
             learner = self.vocab.learner(choice.to_learn, None)
             first = learner.next_pass()
+            assert first is not None  # every learner has a first pass
             seconds = self.vocab.passes.run(first, self.prepare.riding(datasets))
             prepared = self.prepare.read_back(datasets)
             self._start_writing(prepared)
@@ -241,7 +242,7 @@ class DatagenJob:
         """The job, once this run holds the output directory's lock."""
         layout = self.layout
         flag_values = self.config.flags()
-        listed = {}
+        listed: Dict[str, list] = {}  # patterns listed once for both fingerprints
         self.record.fingerprint = fingerprint.output_fingerprint(flag_values, listed,
                                                                  self.stores)
         self.vocab.fingerprint = fingerprint.vocab_fingerprint(flag_values, listed, self.stores)

@@ -34,7 +34,7 @@ class JobRecord:
         self.stages: Dict[str, dict] = {}
         self.fingerprint: Optional[dict] = None  # pipeline.driver.fingerprint.output_fingerprint
         self.started: Optional[str] = None
-        self.t0: Optional[float] = None
+        self.t0 = time.time()  # until `start`
 
     def start(self) -> None:
         """The run starts now (its summary's `started_at` and `seconds`)."""

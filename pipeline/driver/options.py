@@ -6,6 +6,7 @@ everything else, which becomes Beam's `PipelineOptions`. DatagenOptions is delib
 which do not know the job's flags and log "Discarding unparseable args" for each pass.
 """
 
+import argparse
 import dataclasses
 import difflib
 import logging
@@ -203,7 +204,7 @@ def datagen_flag_values(flags):
     return dict(vars(flags))
 
 
-def validate_flags(f):
+def validate_flags(f: argparse.Namespace) -> None:
     """Refuses impossible flag combinations before any work is done (DatagenError, exit 2)."""
     if not f.output_dir:
         raise DatagenError("--output_dir is required")

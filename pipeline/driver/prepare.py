@@ -88,7 +88,7 @@ def every_dataset(datasets):
     return [ds for split in sorted(datasets) for ds in datasets[split]]
 
 
-def rides_along(datasets, to_learn):
+def rides_along(datasets, to_learn) -> bool:
     """Whether the prepare step runs inside the first vocab pass: every dataset is read in
     place (nothing to materialize first) and some vocabulary is learnt."""
     return bool(to_learn) and all(ds.read_in_place for ds in every_dataset(datasets))

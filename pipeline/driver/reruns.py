@@ -50,7 +50,7 @@ def check_same_fingerprint(layout: OutputLayout, summary: dict, current: dict) -
 def describe_missing(layout: OutputLayout, summary: Optional[dict],
                      missing: Optional[List[str]]) -> str:
     """Why a marked-complete output is redone, for the log."""
-    if summary is None:
+    if summary is None or missing is None:
         return "its summary %s cannot be read" % layout.summary_path
     return "%s %s missing" % (", ".join(missing[:3]) + (" and %d more" % (len(missing) - 3)
                                                   if len(missing) > 3 else ""),

@@ -15,7 +15,7 @@ and written by `transforms.vocab_files`; this module never compares kind names.
 """
 
 import logging
-from typing import Dict, List, NamedTuple, Optional, Tuple
+from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
 from apache_beam.io.filesystems import FileSystems
 
@@ -194,7 +194,7 @@ class VocabStep:
                 return path, facts["bytes"] + facts["rejected_bytes"], facts["rejected_lines"]
             return path, facts["bytes"]
 
-        files = {}
+        files: Dict[str, List[tuple]] = {}
         for name, train in to_learn.items():
             files[name] = []
             for ds in train:
@@ -214,12 +214,12 @@ class VocabStep:
         return self.kind.learner(LearnerInputs(
             self._layout.work_dir, self.sample_files(to_learn, prepared), self._config))
 
-    def learn(self, plan, learner: VocabLearner) -> Dict[str, dict]:
+    def learn(self, plan, learner: VocabLearner) -> Dict[str, Any]:
         """Runs the learner's passes not run yet (`passes`), writes the vocabularies;
         returns their report."""
         learnt = self.passes.run_rest(learner)
         stats = learnt.stats
-        report = {}
+        report: Dict[str, Any] = {}
         for name, files in sorted(learnt.vocabs.items()):
             path = plan[name][0]
             self._write(path, files)

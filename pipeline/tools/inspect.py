@@ -46,14 +46,15 @@ from pipeline.output.layout import COMPLETE_NAME, SUMMARY_NAME
 from pipeline.driver.options import check_known_flags
 from pipeline.runtime.runners import DatagenError, one_line
 from transforms import vocab_files
+from transforms.codecs.vocabulary import Vocabulary
 from transforms.storage import file_io
 from transforms.formats.example_proto import Int64FeaturesWriter
 from transforms.formats.tfrecord_framing import CorruptRecordError, read_records
-from transforms.vocab_kinds import vocab_kind
+from transforms.vocab_kinds import VocabKind, vocab_kind
 
 PROG = "python -m pipeline.tools.inspect"
 T = TypeVar("T")
-SideVocab = Tuple[str, Any, List[int]]  # (vocab file name, encoder, EOS ids)
+SideVocab = Tuple[str, Vocabulary, List[int]]  # (vocab file name, vocabulary, EOS ids)
 Report = Dict[str, Any]  # `inspect`'s report (what --json prints)
 
 
@@ -128,7 +129,8 @@ def _unfinished(output_dir: str, problem: str) -> str:
     return "; summary says %s" % ", ".join(states) if states else ""
 
 
-def load_vocabs(output_dir: str, summary: Dict[str, Any]) -> Tuple[Any, Dict[str, SideVocab]]:
+def load_vocabs(output_dir: str,
+                summary: Dict[str, Any]) -> Tuple[VocabKind, Dict[str, SideVocab]]:
     """(kind, {"source"|"target": (file name, encoder, eos ids)}) of the output's vocab
     files, found by name in `output_dir`; a shared vocabulary serves both sides."""
     kind = vocab_kind(summary["flags"]["vocab_type"])

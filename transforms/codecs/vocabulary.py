@@ -15,7 +15,7 @@ Adding a kind: a subclass here (its own module under `transforms/codecs/`), a le
 """
 
 import abc
-from typing import ClassVar, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import ClassVar, Dict, List, Mapping, Optional, Sequence, Tuple, Type
 
 from transforms.codecs.varints import encode_varints
 
@@ -80,7 +80,7 @@ class Vocabulary(abc.ABC):
         """(`encode`'s ids, number of out-of-vocabulary words: 0 unless a kind has them)."""
         return self.encode(text), 0
 
-    def encode_varints_many(self, texts: Iterable[str]) -> List[EncodedLine]:
+    def encode_varints_many(self, texts: Sequence[str]) -> List[EncodedLine]:
         """`EncodedLine` of each of `texts` (distinct stripped lines), in a list: the form
         the encode pass writes into Examples (`transforms.codecs.varints`)."""
         encode = self.encode_with_oov
@@ -91,6 +91,6 @@ class Vocabulary(abc.ABC):
         return out
 
 
-def is_single_file(vocabulary: type) -> bool:
+def is_single_file(vocabulary: Type[Vocabulary]) -> bool:
     """Whether vocabularies of the class `vocabulary` are one file (else a directory)."""
     return vocabulary.file_sets[0] == (SINGLE_FILE,)
