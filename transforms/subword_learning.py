@@ -111,7 +111,7 @@ def build_vocab_pass(p, files, indexes, index_dir, known, result_path, config, s
     ({name: {min_count: size}}). The pass's results go to `result_path`.
     """
     from transforms.codecs.tokenizer import count_tokens  # T2T's, a batch in one regex pass
-    outputs = {}
+    outputs: Dict[str, Any] = {}
     if files is not None:
         names = sorted(files)
         counted = sample_and_count(p, files, config, count_tokens, scanned)

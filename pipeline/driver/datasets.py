@@ -11,7 +11,7 @@ their split; the number is part of each pair's shuffle key.
 import dataclasses
 import logging
 import os
-from typing import List, Optional
+from typing import Callable, List, Optional
 
 from pipeline.output.own_outputs import exclude_own
 from pipeline.runtime.runners import DatagenError
@@ -62,17 +62,18 @@ def expand_listing(patterns, flag=None, output_dir=None, stores=None):
     Files this job writes under `output_dir` are left out (with a warning naming them: the
     job never reads its own outputs, `pipeline.output.own_outputs`), and a file matched again by
     a later pattern of the same flag is read once (with a warning)."""
-    out = []
-    left_out = []
-    exclude = None
+    out: List[str] = []
+    left_out: List[str] = []
+    exclude: Optional[Callable[[str], bool]] = None
     if output_dir:
         own_dir = file_io.absolute(output_dir)
 
-        def exclude(path):
+        def exclude_own_output(path: str) -> bool:
             if exclude_own([path], own_dir)[1]:
                 left_out.append(path)
                 return True
             return False
+        exclude = exclude_own_output
     for pattern in split_patterns(patterns):
         try:
             outer, member = split_archive_path(pattern)
@@ -149,7 +150,7 @@ def plan_datasets(config: DatagenConfig, split: str, expand=expand_listing) -> L
         raise DatagenError("%s: %d source files but %d target files (%s vs %s)" % (
             split, len(sources), len(targets), _names(sources, 5), _names(targets, 5)))
     chosen = getattr(inputs, split + "_format")
-    datasets = []
+    datasets: List[Dataset] = []
     for src, tgt in zip(sources, targets):
         fmt = detect_format(src) if chosen == "auto" else chosen
         if fmt not in ("lines", "sgm", "iwslt"):

@@ -130,9 +130,15 @@ class DatagenJob:
         return prepared, report
 
     # -- commit ----------------------------------------------------------------------------
+    @property
+    def _lock(self) -> OutputLock:
+        """The output directory's lock (the PassRunner holds it once `_run` took it)."""
+        assert self.run_pass.lock is not None, "the lock is taken before any pass runs"
+        return self.run_pass.lock
+
     def finish(self, prepared, num_shards, shards, rejects, tokens) -> dict:
         """Checks the books of every dataset, then moves outputs into place; marker last."""
-        self.run_pass.lock.check()  # a run that lost its lock must not replace the new
+        self._lock.check()  # a run that lost its lock must not replace the new
         report = {split: books.split_report(  # holder's files
             split, items, num_shards[split], shards, rejects, tokens.get(split, [0, 0, 0, 0]),
             self.layout.rejects_path(split), self.vocab.kind.counts_oov)
@@ -230,10 +236,12 @@ class DatagenJob:
         """Small inputs run in this process under DirectRunner (see
         `run_small_input_in_process`); the input size comes from the fingerprint."""
         below_mb = self.config.job.in_process_below_mb
-        input_bytes = sum(facts["size"] or 0
-                          for flag, files in self.record.fingerprint["inputs"].items()
-                          if flag not in fingerprint.GIVEN_VOCAB_FLAGS
-                          for facts in files.values())
+        assert self.record.fingerprint is not None  # computed once the lock is held
+        inputs: Dict[str, Dict[str, dict]] = self.record.fingerprint["inputs"]
+        input_bytes: int = sum(facts["size"] or 0
+                               for flag, files in inputs.items()
+                               if flag not in fingerprint.GIVEN_VOCAB_FLAGS
+                               for facts in files.values())
         if run_small_input_in_process(self.options, input_bytes, below_mb):
             LOG.info("input is %.1f MB (< --in_process_below_mb %g): passes run in this "
                      "process, not in worker processes", input_bytes / 1e6, below_mb)
@@ -276,18 +284,18 @@ class DatagenJob:
                 split_report = self.record.timed("finish", self.finish, prepared, num_shards,
                                                  *encoded)
             except Exception as e:
-                if self._writing and not self.run_pass.lock.lost:
+                if self._writing and not self._lock.lost:
                     self.record.record_failure(e)
                 raise
         finally:
             # A run that lost its lock deletes nothing: the directory is another run's now.
-            if not self.run_pass.lock.lost:
+            if not self._lock.lost:
                 commit.remove_work_dir(layout, self.stores)
         summary = self.record.summary(
             "complete", vocab=vocab, splits=split_report,
             lengths=summary_lengths(lengths, prepared),
             metrics=dict(sorted(self.run_pass.counters.items())))
-        self.run_pass.lock.check()
+        self._lock.check()
         try:
             commit.mark_complete(layout, summary, self.stores)
         except Exception as e:  # a full disk at the very end: no marker, a "failed" summary

@@ -15,7 +15,7 @@ the sampler takes the file sizes from the same scan.
 import dataclasses
 import functools
 import logging
-from typing import Callable, Optional
+from typing import Callable, Dict, List, Optional
 
 import apache_beam as beam
 
@@ -37,7 +37,7 @@ class Prepared:
     source_facts: dict
     target_facts: dict
     units: int                      # pairs (or units) read from the original input
-    rejects_path: str = None        # rejects found while materializing
+    rejects_path: Optional[str] = None  # rejects found while materializing
 
 
 class PrepareInputs(beam.PTransform):
@@ -136,9 +136,9 @@ class PrepareStep:
         result = file_io.read_work_json(self._layout.work("prepare.json"), self._stores)
         facts = dict(result.get("files", []))
         materialized = {(m["split"], m["index"]): m for m in result.get("materialized", [])}
-        problems = []
+        problems: List[str] = []
         warned = set()
-        prepared = {split: [] for split in datasets}
+        prepared: Dict[str, List[Prepared]] = {split: [] for split in datasets}
         for ds in every_dataset(datasets):
             if ds.read_in_place:
                 sf, tf_ = facts[ds.source], facts[ds.target]

@@ -6,7 +6,7 @@ Examples end in the id of the EOS token, `<|endoftext|>` unless --bpe_eos_token 
 otherwise; a corpus line holding that token's text is encoded as plain text.
 """
 
-from typing import List, Mapping, Optional, Sequence
+from typing import List, Mapping, Sequence
 
 from transforms.codecs.byte_bpe import ByteBPE
 from transforms.codecs.varints import encode_varints
@@ -47,7 +47,7 @@ class ByteBpeVocabulary(Vocabulary):
     def decode(self, ids: Sequence[int]) -> str:
         return self.bpe.decode(ids)
 
-    def eos_ids(self, eos_token: Optional[str] = None) -> List[int]:
+    def eos_ids(self, eos_token: str) -> List[int]:
         eos = self.bpe.token_to_id(eos_token)
         if eos is None:
             raise ValueError("the BPE vocabulary has no %r token (see --bpe_eos_token)" % eos_token)

@@ -6,6 +6,7 @@ import os
 
 import pytest
 
+from repo_paths import DATA_DIR
 from transforms import vocab_files
 from transforms.codecs.byte_bpe_vocabulary import BPE_FILES, ByteBpeVocabulary
 from transforms.codecs.subword_vocabulary import SubwordVocabulary
@@ -15,7 +16,7 @@ from transforms.subword_learning import ProbeKey
 from transforms.vocab_kinds import KIND_NAMES, every_kind, vocab_kind
 from transforms.vocab_learning import VocabLearner, VocabPass
 
-DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
+DATA = DATA_DIR
 SUBWORDS = os.path.join(DATA, "t2t_vocab", "vocab.translate_ende_wmt8k.8192.subwords")
 GPT2 = os.path.join(DATA, "gpt2")
 WORDS = os.path.join(DATA, "nmt_vocab", "vocab.en")
