@@ -36,7 +36,7 @@ def count_lines_with(tokenize):
 
 
 def _count_each_line(tokenize, lines):
-    counts = collections.Counter()
+    counts: collections.Counter = collections.Counter()
     for line in lines:
         counts.update(tokenize(line))
     return counts
@@ -138,7 +138,7 @@ class _SampleFileFn(beam.DoFn):
 
     def process(self, element):
         (vocab_name, path, file_size, *rejected), part = element
-        counts = collections.Counter()
+        counts: collections.Counter = collections.Counter()
         lines = chars = 0
         error = None
         try:

@@ -6,16 +6,18 @@ everything else, which becomes Beam's `PipelineOptions`. DatagenOptions is delib
 which do not know the job's flags and log "Discarding unparseable args" for each pass.
 """
 
+import argparse
 import dataclasses
 import difflib
 import logging
+from typing import List, Tuple
 
 from apache_beam.options.pipeline_options import PipelineOptions, _BeamArgumentParser
 
 from pipeline.runtime.console import LOG_LEVELS
 from pipeline.output.names import check_name
 from pipeline.runtime.runners import DatagenError
-from transforms.config import DatagenConfig, ReadConfig, VocabConfig
+from transforms.config import DatagenConfig, InputConfig, JobConfig, ReadConfig, VocabConfig
 from transforms.vocab_kinds import DEFAULT_KIND, ENDOFTEXT, KIND_NAMES, every_kind, vocab_kind
 
 LOG = logging.getLogger("datagen")
@@ -202,7 +204,7 @@ def datagen_flag_values(flags):
     return dict(vars(flags))
 
 
-def validate_flags(f):
+def validate_flags(f: argparse.Namespace) -> None:
     """Refuses impossible flag combinations before any work is done (DatagenError, exit 2)."""
     if not f.output_dir:
         raise DatagenError("--output_dir is required")
@@ -244,7 +246,7 @@ def validate_flags(f):
     if f.word_vocab is not None and not 1 <= len([w for w in f.word_vocab.split(",") if w]) <= 2:
         raise DatagenError("--word_vocab takes FILE or SOURCE_FILE,TARGET_FILE, not %r"
                            % f.word_vocab)
-    problem = chosen.flag_problem(f)
+    problem = chosen.flag_problem(_vocab_config(f))
     if problem:
         raise DatagenError(problem)
     given = "--word_vocab" if f.word_vocab else "--bpe_vocab" if f.bpe_vocab else None
@@ -277,15 +279,28 @@ def _fields(cls, flags, **renamed):
                   for field in dataclasses.fields(cls)})
 
 
-def datagen_config(flags):
+def _vocab_config(flags) -> VocabConfig:
+    return _fields(VocabConfig, flags, bisection_rounds="bisection_rounds_per_pass")
+
+
+def datagen_config(flags) -> DatagenConfig:
     """The DatagenConfig (`transforms.config`) of parsed flags (`parse_flags`): built
-    once per run, handed down to every pass and transform."""
+    once per run, handed down to every step, pass and transform."""
     return DatagenConfig(
-        read=_fields(ReadConfig, flags),
-        vocab=_fields(VocabConfig, flags, bisection_rounds="bisection_rounds_per_pass"))
+        read=_fields(ReadConfig, flags), vocab=_vocab_config(flags),
+        inputs=_fields(InputConfig, flags), job=_fields(JobConfig, flags),
+        flag_values=tuple(datagen_flag_values(flags).items()))
 
 
-def default_config(**flags):
+def parse_config(argv) -> Tuple[DatagenConfig, List[str]]:
+    """(the DatagenConfig of a command line's job flags, checked by `validate_flags`, Beam's
+    arguments) : the one place flags are parsed for a run."""
+    flags, beam_args = parse_flags(argv)
+    validate_flags(flags)
+    return datagen_config(flags), beam_args
+
+
+def default_config(**flags) -> DatagenConfig:
     """The DatagenConfig of a run given only `flags` ({flag: value}), every other setting at
     its flag's default; for tests and library use, so defaults stay in the flag definitions."""
     parsed = parse_flags([])[0]
