@@ -47,12 +47,6 @@ class VocabConfig:
     bpe_vocab: Optional[str]         # a given byte-level BPE (a directory)
     word_vocab: Optional[str]        # given word vocabularies: FILE or SOURCE_FILE,TARGET_FILE
 
-    @property
-    def kind(self):
-        """The VocabKind (`transforms.vocab_kinds`) of `vocab_type`."""
-        from transforms.vocab_kinds import vocab_kind  # the registry imports this module
-        return vocab_kind(self.vocab_type)
-
 
 @dataclasses.dataclass(frozen=True)
 class InputConfig:

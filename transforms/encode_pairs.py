@@ -31,6 +31,7 @@ from transforms.job_metrics import JobCounters
 from transforms.storage.object_stores import ObjectStores, StoreSettings
 from transforms.shard_fragments import fragment_name, write_fragment
 from transforms.formats.text_lines import decode_line, iter_raw_lines
+from transforms.vocab_kinds import vocab_kind
 
 REJECTS = "rejects"
 STATS = "stats"
@@ -82,7 +83,7 @@ class _EncodeChunkFn(beam.DoFn):
         self._num_shards = num_shards  # {split: number of shards}
         self._on_invalid = config.read.on_invalid_utf8
         self._max_chars = config.read.max_line_chars
-        self._vocabulary = config.vocab.kind.vocabulary  # a Vocabulary class
+        self._vocabulary = vocab_kind(config.vocab.vocab_type).vocabulary  # a Vocabulary class
         self._eos_token = config.vocab.bpe_eos_token
 
     def setup(self) -> None:

@@ -29,6 +29,7 @@ from transforms import vocab_files
 from transforms.codecs.vocabulary import VocabFiles, Vocabulary
 from transforms.config import DatagenConfig
 from transforms.vocab_learning import LearnerInputs, VocabLearner
+from transforms.vocab_kinds import vocab_kind
 
 LOG = logging.getLogger("datagen")
 
@@ -61,7 +62,7 @@ class VocabStep:
         self._layout = layout
         self._run_pass = run_pass
         self.passes = VocabPassDriver(run_pass)
-        self.kind = config.vocab.kind
+        self.kind = vocab_kind(config.vocab.vocab_type)
         self.fingerprint = None
 
     # -- which vocabularies ----------------------------------------------------------------
