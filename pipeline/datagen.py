@@ -62,8 +62,8 @@ from pipeline.runtime.interrupts import InterruptWatcher, Interrupted
 from pipeline.output.lock import OutputLock
 from pipeline.driver.datasets import expand_listing, literal_patterns, plan_datasets
 from pipeline.output.layout import OutputLayout
-from pipeline.driver.options import (DatagenOptions, check_known_flags, datagen_config,
-                              datagen_flag_values, parse_flags, validate_flags)
+from pipeline.driver.options import (check_known_flags, datagen_config, datagen_flag_values,
+                                     job_flag_parser, parse_flags, validate_flags)
 from pipeline.driver.passes import PassFailed, PassRunner, WorkerDied
 from pipeline.driver.prepare import PrepareStep, rides_along
 from pipeline.runtime.storage_errors import storage_error, storage_message
@@ -447,7 +447,7 @@ USAGE = ("%(prog)s --output_dir DIR (--train_source FILES --train_target FILES |
 
 
 def print_help():
-    parser = argparse.ArgumentParser(
+    parser = job_flag_parser(
         prog="python -m pipeline.datagen", formatter_class=_HelpFormatter,
         usage=USAGE,
         description="Tensor2Tensor-compatible translation datagen on Apache Beam. Required: "
@@ -455,7 +455,6 @@ def print_help():
                     "--train_tsv or --train_tmx).",
         epilog="Every Apache Beam pipeline option is accepted too (--runner, "
                "--direct_num_workers, --project, --setup_file, ...).")
-    DatagenOptions._add_argparse_args(parser)
     parser.print_help()
 
 
