@@ -36,16 +36,14 @@ if __name__ == "__main__":
     signal.pthread_sigmask(signal.SIG_BLOCK, (signal.SIGINT, signal.SIGTERM))
     # The worker processes' fork server imports Beam beside the driver's own imports.
     import sys
-    from pipeline.runtime import fork_server
-    fork_server.start_early(sys.argv[1:])
+    from pipeline.runtime import local_worker_pool
+    local_worker_pool.start_early(sys.argv[1:])
 
 import argparse  # noqa: E402 (after the signal mask, on purpose)
-import atexit
 import contextlib
 import datetime
 import functools
 import logging
-import os
 import sys
 import time
 import uuid
@@ -54,7 +52,7 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from pipeline.output import books, commit
-from pipeline.runtime import console, staging
+from pipeline.runtime import console, local_worker_pool, staging
 from pipeline.driver import fingerprint, preflight
 from pipeline.output.complete_check import missing_outputs, read_summary
 from pipeline.driver.encode import EncodeStep
@@ -491,19 +489,11 @@ def main(argv=None):
 
 
 def _leave(status):
-    """Ends the process without the interpreter's teardown of its modules (~0.3 s of
-    nothing for Beam's). After a run, the exit handlers still run first (a job server a
-    runner started, e.g. Prism's, is stopped by one; logging flushes); after an interrupt
-    or a dead worker they do not: Beam's threads waiting on killed workers would delay or
-    garble the exit, or block it, and the run has cleaned up what it had to."""
-    if status <= 128 and status != WORKER_DIED_STATUS:
-        atexit._run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except OSError:  # a closed pipe (`| head`): nothing more to say there
-            pass
-    os._exit(status)
+    """Ends the process without the interpreter's teardown (`local_worker_pool.leave`).
+    After a run, the exit handlers still run first; after an interrupt or a dead worker
+    they do not: Beam's threads waiting on killed workers would delay or garble the exit,
+    or block it, and the run has cleaned up what it had to."""
+    local_worker_pool.leave(status, status <= 128 and status != WORKER_DIED_STATUS)
 
 
 if __name__ == "__main__":
