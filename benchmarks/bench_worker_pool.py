@@ -36,7 +36,7 @@ RUNNER = ["--runner", "DirectRunner", "--direct_running_mode", "multi_processing
           "--direct_num_workers", "2"]
 
 
-def output_digest(out_dir):
+def output_digest(out_dir: str) -> str:
     """sha256 over every output file but the summary and the marker (they hold times)."""
     digest = hashlib.sha256()
     for path in sorted(glob.glob(os.path.join(out_dir, "*"))):
@@ -48,7 +48,8 @@ def output_digest(out_dir):
     return digest.hexdigest()[:16]
 
 
-def job_command(args, inputs, out_dir, mode):
+def job_command(args: argparse.Namespace, inputs: "list[tuple[str, str]]", out_dir: str,
+                mode: str) -> "list[str]":
     cmd = [args.python, "-m", "pipeline.datagen", "--output_dir", out_dir,
            "--problem", "translate_enzh_wmt8k", "--vocab_size", "8192"]
     for flag, path in inputs:
@@ -57,7 +58,8 @@ def job_command(args, inputs, out_dir, mode):
                            "--local_worker_pool", mode] + args.extra
 
 
-def run_once(args, inputs, work_dir, mode, number):
+def run_once(args: argparse.Namespace, inputs: "list[tuple[str, str]]", work_dir: str,
+             mode: str, number: int) -> dict:
     out_dir = os.path.join(work_dir, "out-" + mode)
     shutil.rmtree(out_dir, ignore_errors=True)
     log = os.path.join(work_dir, "logs", "%s-%d" % (mode, number))
@@ -82,7 +84,7 @@ def run_once(args, inputs, work_dir, mode, number):
     return record
 
 
-def main(argv=None):
+def main(argv: "list[str] | None" = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("--input", choices=("sample", "bench"), default="sample",

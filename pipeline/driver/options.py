@@ -10,6 +10,7 @@ import argparse
 import dataclasses
 import difflib
 import logging
+from typing import NoReturn
 
 from apache_beam.options.pipeline_options import PipelineOptions
 
@@ -147,19 +148,19 @@ class FlagParser(argparse.ArgumentParser):
     flag here (its name and its value's type are all a check needs). A flag added through
     an argument group is parsed but not suggested."""
 
-    def __init__(self, **kwargs):
+    def __init__(self, **kwargs) -> None:
         self.actions = []  # before super().__init__, which adds -h
         super().__init__(allow_abbrev=False, **kwargs)
 
-    def add_argument(self, *args, **kwargs):
+    def add_argument(self, *args, **kwargs) -> argparse.Action:
         action = super().add_argument(*args, **kwargs)
         self.actions.append(action)
         return action
 
-    def add_value_provider_argument(self, *args, **kwargs):
+    def add_value_provider_argument(self, *args, **kwargs) -> argparse.Action:
         return self.add_argument(*args, **kwargs)
 
-    def error(self, message):
+    def error(self, message: str) -> NoReturn:
         raise DatagenError(message)
 
 

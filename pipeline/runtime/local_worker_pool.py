@@ -37,7 +37,7 @@ import signal
 import sys
 import threading
 import traceback
-from typing import TYPE_CHECKING, Iterator, Optional
+from typing import TYPE_CHECKING, Iterator, NoReturn, Optional
 
 from pipeline.runtime.interrupts import SIGNALS, process_alive
 
@@ -127,7 +127,7 @@ def direct_runner(options: "PipelineOptions", pool: Optional["LocalWorkerPool"] 
                                  provision_info=provision), pass_options
 
 
-def leave(status: int, exit_handlers: bool) -> None:
+def leave(status: int, exit_handlers: bool) -> NoReturn:
     """Ends the process with `status` without the interpreter's teardown of its modules
     (~0.3 s for Beam's); `exit_handlers`: run the atexit handlers first (they stop a job
     server a runner started, flush logging). Without Python's private `_run_exitfuncs` the
