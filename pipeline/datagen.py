@@ -37,23 +37,20 @@ if __name__ == "__main__":
     signal.pthread_sigmask(signal.SIG_BLOCK, (signal.SIGINT, signal.SIGTERM))
     # The worker processes' fork server imports Beam beside the driver's own imports.
     import sys
-    from pipeline.runtime import fork_server
-    fork_server.start_early(sys.argv[1:])
+    from pipeline.runtime import local_worker_pool
+    local_worker_pool.start_early(sys.argv[1:])
 
 import argparse  # noqa: E402 (after the signal mask, on purpose)
-import atexit
 import logging
-import os
 import sys
 
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from pipeline.driver.job import DatagenJob
-from pipeline.driver.options import (DatagenOptions, check_known_flags, parse_config,
-                                     parse_flags)
+from pipeline.driver.options import check_known_flags, job_flag_parser, parse_config, parse_flags
 from pipeline.driver.passes import PassFailed, WorkerDied
 from pipeline.output.summary import format_summary
-from pipeline.runtime import console
+from pipeline.runtime import console, local_worker_pool
 from pipeline.runtime.interrupts import InterruptWatcher, Interrupted
 from pipeline.runtime.runners import DatagenError, one_line
 
@@ -98,7 +95,7 @@ USAGE = ("%(prog)s --output_dir DIR (--train_source FILES --train_target FILES |
 
 
 def print_help() -> None:
-    parser = argparse.ArgumentParser(
+    parser = job_flag_parser(
         prog="python -m pipeline.datagen", formatter_class=_HelpFormatter,
         usage=USAGE,
         description="Tensor2Tensor-compatible translation datagen on Apache Beam. Required: "
@@ -106,7 +103,6 @@ def print_help() -> None:
                     "--train_tsv or --train_tmx).",
         epilog="Every Apache Beam pipeline option is accepted too (--runner, "
                "--direct_num_workers, --project, --setup_file, ...).")
-    DatagenOptions._add_argparse_args(parser)
     parser.print_help()
 
 
@@ -143,19 +139,11 @@ def main(argv=None) -> int:
 
 
 def _leave(status):
-    """Ends the process without the interpreter's teardown of its modules (~0.3 s of
-    nothing for Beam's). After a run, the exit handlers still run first (a job server a
-    runner started, e.g. Prism's, is stopped by one; logging flushes); after an interrupt
-    or a dead worker they do not: Beam's threads waiting on killed workers would delay or
-    garble the exit, or block it, and the run has cleaned up what it had to."""
-    if status <= 128 and status != WORKER_DIED_STATUS:
-        atexit._run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except OSError:  # a closed pipe (`| head`): nothing more to say there
-            pass
-    os._exit(status)
+    """Ends the process without the interpreter's teardown (`local_worker_pool.leave`).
+    After a run, the exit handlers still run first; after an interrupt or a dead worker
+    they do not: Beam's threads waiting on killed workers would delay or garble the exit,
+    or block it, and the run has cleaned up what it had to."""
+    local_worker_pool.leave(status, status <= 128 and status != WORKER_DIED_STATUS)
 
 
 if __name__ == "__main__":
