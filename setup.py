@@ -15,8 +15,8 @@ REQUIRED = [
     "google-cloud-storage>=2.18.2,<4",
     "google-auth>=2,<3",
     "google-api-core>=2,<3",
-    # The job's local worker pool (pipeline/runtime/worker_pool.py) serves Beam's worker pool API;
-    # Beam itself depends on grpcio, at versions it accepts.
+    # The job's local worker pool (pipeline/runtime/local_worker_pool.py) serves Beam's worker
+    # pool API; Beam itself depends on grpcio, at versions it accepts.
     "grpcio>=1.33.1,<2",
     # The subword learner's token index: suffix array (pydivsufsort) and compiled loops (numba).
     "numpy>=1.24",

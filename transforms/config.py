@@ -4,7 +4,10 @@
 it (or its `read` part) down to the transforms, instead of dicts re-defaulted wherever they
 were read. So a setting has one name and one default, the flag's (these classes have no
 defaults on purpose), and a misspelt setting is an AttributeError at once rather than a
-silent `.get` default.
+silent `.get` default. Nothing below `pipeline.driver.options` sees the argparse Namespace:
+the job's own settings (`JobConfig`) and its input patterns (`InputConfig`) are here too, and
+`flag_values` keeps every flag's value, in the flags' order, for the summary and the
+fingerprint.
 
 It lives in `transforms` and not in `pipeline` because DoFns carry it to the workers: every
 field is a plain value, so it pickles on any runner, and unpickling it imports nothing of
@@ -12,9 +15,7 @@ the driver.
 """
 
 import dataclasses
-from typing import Optional
-
-from transforms.vocab_kinds import vocab_kind
+from typing import Any, Dict, Optional, Tuple
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,14 +43,49 @@ class VocabConfig:
     bisection_rounds: int            # --bisection_rounds_per_pass
     bpe_min_frequency: int
     bpe_eos_token: str
+    shared_vocab: bool               # one vocabulary of both sides
+    bpe_vocab: Optional[str]         # a given byte-level BPE (a directory)
+    word_vocab: Optional[str]        # given word vocabularies: FILE or SOURCE_FILE,TARGET_FILE
 
-    @property
-    def kind(self):
-        """The VocabKind (`transforms.vocab_kinds`) of `vocab_type`."""
-        return vocab_kind(self.vocab_type)
+
+@dataclasses.dataclass(frozen=True)
+class InputConfig:
+    """The input flags as given (comma-separated patterns; listed by `pipeline.driver.datasets`)."""
+    train_source: Optional[str]
+    train_target: Optional[str]
+    dev_source: Optional[str]
+    dev_target: Optional[str]
+    train_format: str                # auto | lines | sgm | iwslt
+    dev_format: str
+    train_tsv: Optional[str]
+    dev_tsv: Optional[str]
+    train_tmx: Optional[str]
+    dev_tmx: Optional[str]
+
+
+@dataclasses.dataclass(frozen=True)
+class JobConfig:
+    """Where the output goes and how the job runs (the driver's own settings)."""
+    output_dir: str
+    problem: str
+    seed: int
+    num_train_shards: int
+    num_dev_shards: int
+    allow_empty: bool
+    overwrite: bool
+    lock_stale_seconds: float
+    in_process_below_mb: float
+    log_level: Optional[str]
 
 
 @dataclasses.dataclass(frozen=True)
 class DatagenConfig:
     read: ReadConfig
     vocab: VocabConfig
+    inputs: InputConfig
+    job: JobConfig
+    flag_values: Tuple[Tuple[str, Any], ...]  # (flag, value) of every flag, in their order
+
+    def flags(self) -> Dict[str, Any]:
+        """{flag: value} of the job's own flags (for the summary and the fingerprint)."""
+        return dict(self.flag_values)

@@ -19,6 +19,7 @@ from apache_beam.pvalue import DoOutputsTuple, TaggedOutput
 from apache_beam.typehints.decorators import no_annotations
 from apache_beam.io.filesystems import FileSystems
 
+from transforms import vocab_files
 from transforms.storage import file_io
 from transforms.cleaning.dropped_lines import is_dropped
 from transforms.codecs.varints import encode_varints
@@ -32,6 +33,7 @@ from transforms.job_metrics import JobCounters
 from transforms.storage.object_stores import ObjectStores, StoreSettings
 from transforms.shard_fragments import fragment_name, write_fragment
 from transforms.formats.text_lines import decode_line, iter_raw_lines
+from transforms.vocab_kinds import vocab_kind
 
 REJECTS = "rejects"
 STATS = "stats"
@@ -83,7 +85,7 @@ class _EncodeChunkFn(beam.DoFn):
         self._num_shards = num_shards  # {split: number of shards}
         self._on_invalid = config.read.on_invalid_utf8
         self._max_chars = config.read.max_line_chars
-        self._kind = config.vocab.kind
+        self._vocabulary = vocab_kind(config.vocab.vocab_type).vocabulary  # a Vocabulary class
         self._eos_token = config.vocab.bpe_eos_token
 
     def setup(self) -> None:
@@ -91,13 +93,14 @@ class _EncodeChunkFn(beam.DoFn):
         self._stores = ObjectStores(self._store_settings)
         self._counters = JobCounters()
         self._examples = PairExampleWriter("inputs", "targets")  # without TensorFlow
-        self._source = self._kind.load_for_encoding(self._paths[0], self._stores)
+        self._source = vocab_files.load(self._vocabulary, self._paths[0], self._stores,
+                                        for_encoding=True)
         self._target = (self._source if self._paths[1] == self._paths[0]
-                        else self._kind.load_for_encoding(self._paths[1], self._stores))
+                        else vocab_files.load(self._vocabulary, self._paths[1], self._stores,
+                                              for_encoding=True))
         # per side: the EOS ids as varints, and how many
         self._eos = tuple((encode_varints(ids), len(ids)) for ids in (
-            self._kind.eos_ids(self._source, self._eos_token),
-            self._kind.eos_ids(self._target, self._eos_token)))
+            self._source.eos_ids(self._eos_token), self._target.eos_ids(self._eos_token)))
         # per side: line -> (Example entry, id count with EOS, id count without EOS, OOV
         # words, characters): the counts kept so a cached line costs no len() calls
         self._line_entries: Tuple[LineEntries, LineEntries] = ({}, {})
@@ -122,7 +125,7 @@ class _EncodeChunkFn(beam.DoFn):
         Parallel corpora repeat lines a lot (on the en-zh bench corpus 76% of English and 52%
         of Chinese lines occur more than once), so each side keeps its recent lines' entries,
         already serialized (`PairExampleWriter`); the lines not kept are encoded together
-        (`VocabKind.encode_lines_varints`: a subword encoder segments their new tokens in
+        (`Vocabulary.encode_varints_many`: a subword encoder segments their new tokens in
         one compiled call).
         """
         cache = self._line_entries[side]
@@ -135,7 +138,7 @@ class _EncodeChunkFn(beam.DoFn):
             if len(cache) + len(new) > LINE_CACHE_SIZE:
                 cache.clear()
             for text, (packed, count, oov) in zip(
-                    new, self._kind.encode_lines_varints(encoder, new)):
+                    new, encoder.encode_varints_many(new)):
                 entries[text] = cache[text] = (entry(side, packed + eos), count + eos_count,
                                                count, oov, len(text))
         return entries

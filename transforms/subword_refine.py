@@ -15,6 +15,7 @@ result is exactly T2T's.
 
 import io
 import itertools
+from typing import Any, Dict, List
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
@@ -100,7 +101,7 @@ class _RefineProbesFn(beam.DoFn):
         self._reserved = reserved_tokens
         self._shared = shared_indexes
         self._plan = plan
-        self._indexes = None
+        self._indexes: Dict[str, Any] = {}  # path -> loaded TokenIndex, per worker (`setup`)
 
     def setup(self):
         self._indexes = {}
@@ -207,7 +208,10 @@ class LearnSubwordVocabs(beam.PTransform):
         work = (indexes
                 | "Work" >> beam.FlatMap(_work_items, num_shares=self._parts)
                 | "Spread" >> beam.Reshuffle())
-        learnt, vocab_reports, size_reports, probe_reports = [], [], [], []
+        learnt: List[Any] = []
+        vocab_reports: List[Any] = []
+        size_reports: List[Any] = []
+        probe_reports: List[Any] = []
         for r in range(1, self._rounds + 1):
             plan = _RoundPlan(self._known, self._target, self._lookahead,
                               self._rounds - r + 1 if self._fit_rounds else None, self._parts)

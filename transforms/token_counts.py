@@ -37,7 +37,7 @@ def count_lines_with(tokenize):
 
 
 def _count_each_line(tokenize, lines):
-    counts = collections.Counter()
+    counts: collections.Counter = collections.Counter()
     for line in lines:
         counts.update(tokenize(line))
     return counts
@@ -143,7 +143,7 @@ class _SampleFileFn(beam.DoFn):
     def process(self, element):
         (vocab_name, path, file_size, *rejected), part = element
         dropped = rejected[1] if len(rejected) > 1 else None
-        counts = collections.Counter()
+        counts: collections.Counter = collections.Counter()
         lines = chars = 0
         error = None
         try:

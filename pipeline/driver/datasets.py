@@ -11,10 +11,11 @@ their split; the number is part of each pair's shuffle key.
 import dataclasses
 import logging
 import os
-from typing import Optional
+from typing import Callable, List, Optional
 
 from pipeline.output.own_outputs import exclude_own
 from pipeline.runtime.runners import DatagenError
+from transforms.config import DatagenConfig
 from transforms.storage import file_io
 from transforms.formats.corpus_formats import FormatError, detect_format, split_archive_path
 
@@ -61,17 +62,18 @@ def expand_listing(patterns, flag=None, output_dir=None, stores=None):
     Files this job writes under `output_dir` are left out (with a warning naming them: the
     job never reads its own outputs, `pipeline.output.own_outputs`), and a file matched again by
     a later pattern of the same flag is read once (with a warning)."""
-    out = []
-    left_out = []
-    exclude = None
+    out: List[str] = []
+    left_out: List[str] = []
+    exclude: Optional[Callable[[str], bool]] = None
     if output_dir:
         own_dir = file_io.absolute(output_dir)
 
-        def exclude(path):
+        def exclude_own_output(path: str) -> bool:
             if exclude_own([path], own_dir)[1]:
                 left_out.append(path)
                 return True
             return False
+        exclude = exclude_own_output
     for pattern in split_patterns(patterns):
         try:
             outer, member = split_archive_path(pattern)
@@ -131,21 +133,24 @@ def _name(path):
     return os.path.basename(split_archive_path(path)[1] or path)
 
 
-def plan_datasets(flags, split, expand=expand_listing):
-    """The datasets of `split` ('train' or 'dev') from the job's flags, in a fixed order.
+def plan_datasets(config: DatagenConfig, split: str, expand=expand_listing) -> List[Dataset]:
+    """The datasets of `split` ('train' or 'dev') from the job's input flags
+    (`config.inputs`), in a fixed order.
 
     `expand` turns a comma-separated pattern list into file names (globbing by default).
     """
+    inputs = config.inputs
+
     def listed(flag):
-        return expand(getattr(flags, flag), flag=flag, output_dir=flags.output_dir)
+        return expand(getattr(inputs, flag), flag=flag, output_dir=config.job.output_dir)
 
     sources = listed(split + "_source")
     targets = listed(split + "_target")
     if len(sources) != len(targets):
         raise DatagenError("%s: %d source files but %d target files (%s vs %s)" % (
             split, len(sources), len(targets), _names(sources, 5), _names(targets, 5)))
-    chosen = getattr(flags, split + "_format")
-    datasets = []
+    chosen = getattr(inputs, split + "_format")
+    datasets: List[Dataset] = []
     for src, tgt in zip(sources, targets):
         fmt = detect_format(src) if chosen == "auto" else chosen
         if fmt not in ("lines", "sgm", "iwslt"):

@@ -6,16 +6,18 @@ everything else, which becomes Beam's `PipelineOptions`. DatagenOptions is delib
 which do not know the job's flags and log "Discarding unparseable args" for each pass.
 """
 
+import argparse
 import dataclasses
 import difflib
 import logging
+from typing import List, NoReturn, Tuple
 
-from apache_beam.options.pipeline_options import PipelineOptions, _BeamArgumentParser
+from apache_beam.options.pipeline_options import PipelineOptions
 
 from pipeline.runtime.console import LOG_LEVELS
 from pipeline.output.names import check_name
 from pipeline.runtime.runners import DatagenError
-from transforms.config import DatagenConfig, ReadConfig, VocabConfig
+from transforms.config import DatagenConfig, InputConfig, JobConfig, ReadConfig, VocabConfig
 from transforms.vocab_kinds import DEFAULT_KIND, ENDOFTEXT, KIND_NAMES, every_kind, vocab_kind
 
 LOG = logging.getLogger("datagen")
@@ -134,42 +136,62 @@ class DatagenOptions:
                  "the workers. The output is the same either way.")
 
 
-class _StrictParser(_BeamArgumentParser):
-    """Beam's argument parser, with a bad value (`--vocab_size abc`) raising DatagenError
-    (exit 2, one line) instead of printing the usage and exiting the process."""
+class FlagParser(argparse.ArgumentParser):
+    """A plain argparse parser (no abbreviations) that keeps the actions added to it
+    (`actions`, for the "did you mean" of an unknown flag and for --help's checks) and
+    raises DatagenError (exit 2, one line) for a bad value (`--vocab_size abc`) instead of
+    printing the usage and exiting the process.
 
-    def error(self, message):
+    Beam's option classes add their flags to it through `_add_argparse_args(parser)`, the
+    hook Beam documents for defining options, which hands them an argparse parser: they
+    call `add_argument` and, for template options, `add_value_provider_argument`, a plain
+    flag here (its name and its value's type are all a check needs). A flag added through
+    an argument group is parsed but not suggested."""
+
+    def __init__(self, **kwargs) -> None:
+        self.actions = []  # before super().__init__, which adds -h
+        super().__init__(allow_abbrev=False, **kwargs)
+
+    def add_argument(self, *args, **kwargs) -> argparse.Action:
+        action = super().add_argument(*args, **kwargs)
+        self.actions.append(action)
+        return action
+
+    def add_value_provider_argument(self, *args, **kwargs) -> argparse.Action:
+        return self.add_argument(*args, **kwargs)
+
+    def error(self, message: str) -> NoReturn:
         raise DatagenError(message)
 
 
-def _every_option_parser():
-    """A parser of every flag the command takes: Beam's pipeline options (each
-    PipelineOptions subclass adds its flags, as `PipelineOptions.get_all_options` does) and
-    DatagenOptions."""
-    parser = _StrictParser(allow_abbrev=False)
+def job_flag_parser(**kwargs) -> FlagParser:
+    """A parser of the job's own flags (DatagenOptions); `kwargs` go to ArgumentParser."""
+    parser = FlagParser(**kwargs)
+    DatagenOptions._add_argparse_args(parser)
+    return parser
+
+
+def _every_option_parser() -> FlagParser:
+    """A parser of every flag the command takes: DatagenOptions' and Beam's pipeline
+    options (each PipelineOptions subclass once, as `PipelineOptions.get_all_options`
+    collects them)."""
+    parser = job_flag_parser()
     classes = {}
     for cls in PipelineOptions.__subclasses__():
         classes.setdefault(str(cls), cls)
     for cls in classes.values():
         cls._add_argparse_args(parser)
-    DatagenOptions._add_argparse_args(parser)
     return parser
 
 
-def _job_flag_parser():
-    parser = _StrictParser(allow_abbrev=False)
-    DatagenOptions._add_argparse_args(parser)
-    return parser
-
-
-def parse_flags(argv):
+def parse_flags(argv: "list[str]") -> "tuple[argparse.Namespace, list[str]]":
     """(the job's flags: an argparse Namespace, Beam's arguments: a list) of a command line.
 
     Every job flag is taken out; what is left, in its order, is for `PipelineOptions`."""
-    return _job_flag_parser().parse_known_args(list(argv))
+    return job_flag_parser().parse_known_args(list(argv))
 
 
-def check_known_flags(argv):
+def check_known_flags(argv: "list[str]") -> None:
     """Raises DatagenError for a flag that is neither the job's nor a Beam pipeline option.
 
     Beam only warns about such flags and drops them, so a typo (`--vocab_sise 100`) would run
@@ -179,7 +201,7 @@ def check_known_flags(argv):
     _, unknown = parser.parse_known_args(argv)
     flags = [a for a in unknown if a.startswith("-")]
     if flags:
-        known = [s for action in parser._actions for s in action.option_strings]
+        known = [s for action in parser.actions for s in action.option_strings]
         names = []
         for flag in flags:
             close = difflib.get_close_matches(flag.split("=", 1)[0], known, n=1)
@@ -202,7 +224,7 @@ def datagen_flag_values(flags):
     return dict(vars(flags))
 
 
-def validate_flags(f):
+def validate_flags(f: argparse.Namespace) -> None:
     """Refuses impossible flag combinations before any work is done (DatagenError, exit 2)."""
     if not f.output_dir:
         raise DatagenError("--output_dir is required")
@@ -244,7 +266,7 @@ def validate_flags(f):
     if f.word_vocab is not None and not 1 <= len([w for w in f.word_vocab.split(",") if w]) <= 2:
         raise DatagenError("--word_vocab takes FILE or SOURCE_FILE,TARGET_FILE, not %r"
                            % f.word_vocab)
-    problem = chosen.flag_problem(f)
+    problem = chosen.flag_problem(_vocab_config(f))
     if problem:
         raise DatagenError(problem)
     given = "--word_vocab" if f.word_vocab else "--bpe_vocab" if f.bpe_vocab else None
@@ -277,15 +299,28 @@ def _fields(cls, flags, **renamed):
                   for field in dataclasses.fields(cls)})
 
 
-def datagen_config(flags):
+def _vocab_config(flags) -> VocabConfig:
+    return _fields(VocabConfig, flags, bisection_rounds="bisection_rounds_per_pass")
+
+
+def datagen_config(flags) -> DatagenConfig:
     """The DatagenConfig (`transforms.config`) of parsed flags (`parse_flags`): built
-    once per run, handed down to every pass and transform."""
+    once per run, handed down to every step, pass and transform."""
     return DatagenConfig(
-        read=_fields(ReadConfig, flags),
-        vocab=_fields(VocabConfig, flags, bisection_rounds="bisection_rounds_per_pass"))
+        read=_fields(ReadConfig, flags), vocab=_vocab_config(flags),
+        inputs=_fields(InputConfig, flags), job=_fields(JobConfig, flags),
+        flag_values=tuple(datagen_flag_values(flags).items()))
 
 
-def default_config(**flags):
+def parse_config(argv) -> Tuple[DatagenConfig, List[str]]:
+    """(the DatagenConfig of a command line's job flags, checked by `validate_flags`, Beam's
+    arguments) : the one place flags are parsed for a run."""
+    flags, beam_args = parse_flags(argv)
+    validate_flags(flags)
+    return datagen_config(flags), beam_args
+
+
+def default_config(**flags) -> DatagenConfig:
     """The DatagenConfig of a run given only `flags` ({flag: value}), every other setting at
     its flag's default; for tests and library use, so defaults stay in the flag definitions."""
     parsed = parse_flags([])[0]

@@ -15,12 +15,12 @@ import time
 import apache_beam as beam
 from apache_beam.options.pipeline_options import StandardOptions
 
-from pipeline.runtime import console
+from pipeline.runtime import console, local_worker_pool
 from pipeline.runtime.interrupts import Interrupted, kill_worker_processes
 from pipeline.runtime.job_server import JobServer, needs_job_server
 from pipeline.runtime.runners import (REMOTE_RUNNERS, runner_for_pass, runner_name,
-                              uses_worker_processes, worker_count)
-from pipeline.runtime.worker_pool import LocalWorkerPool
+                                      uses_local_worker_pool, uses_worker_processes,
+                                      worker_count)
 from transforms.job_metrics import counter_values
 from transforms.storage.object_stores import ObjectStores, StoreSettings
 
@@ -75,9 +75,10 @@ class PassRunner:
     (`InterruptWatcher.received`). `lock`: the OutputLock once the job holds it; a run that
     lost it stops before its next pass.
 
-    Under DirectRunner's multi_processing mode the passes share worker processes, started
-    with the first pass (`pipeline.runtime.worker_pool`); `close()` ends them. `log_level`: the job's
-    --log_level, for those processes' logging.
+    DirectRunner's passes run on the runner `pipeline.runtime.local_worker_pool` builds, or
+    on Beam's stock DirectRunner (one warning) if Beam's internals are not what it expects.
+    Under multi_processing they share worker processes, started with the first pass;
+    `close()` ends them. `log_level`: the job's --log_level, for those processes' logging.
     """
 
     def __init__(self, options, dry_run, interrupted, log_level=None):
@@ -92,6 +93,7 @@ class PassRunner:
         self.lock = None
         self._expected = None  # (passes in all, whether that number is exact)
         self._workers = None
+        self._internals_ok = None  # whether local_worker_pool may run DirectRunner's passes
         self.job_server = None  # pipeline.runtime.job_server.JobServer, once a pass started one
         self.job_server_seconds = None  # how long starting it took
         self._submitted = None  # when the running pass's job was submitted
@@ -107,19 +109,31 @@ class PassRunner:
             self.job_server_seconds = round(self.job_server.seconds, 3)
         return self.job_server.pass_options(options)
 
-    def _worker_pool(self):
-        """The job's worker processes, started on first use; None when passes do not run in
-        worker processes of this machine."""
-        if self._workers is None and uses_worker_processes(self.options):
-            self._workers = LocalWorkerPool(worker_count(self.options), self.options,
-                                            self.log_level).start()
-        return self._workers
+    def _runner_for_pass(self):
+        """(runner, options) of the next pass: DirectRunner's passes on the FnApiRunner and
+        (multi_processing) the job's worker pool, started on first use, unless Beam's
+        internals differ: then, after one warning, on Beam's stock DirectRunner."""
+        runner, options = runner_for_pass(self.options)
+        if runner_name(self.options) != "direct":
+            return runner, options
+        if self._internals_ok is None:
+            missing = local_worker_pool.internals_missing()
+            if missing:
+                LOG.warning("Beam's internals are not what the job's local runner expects "
+                            "(%s): the passes run on Beam's stock DirectRunner", missing)
+            self._internals_ok = not missing
+        if not self._internals_ok:
+            return None, options
+        if self._workers is None and uses_local_worker_pool(self.options):
+            self._workers = local_worker_pool.LocalWorkerPool(
+                worker_count(self.options), self.options, self.log_level).start()
+        return local_worker_pool.direct_runner(options, self._workers)
 
     def abort_for_lost_lock(self):
         """Called by the lock's heartbeat when another run took the lease: the pass in
         progress must stop writing at once (its worker processes are killed; an in-process
         pass is left behind, writing only into this run's own work directory)."""
-        if self._workers is not None:
+        if self._workers is not None or uses_worker_processes(self.options):
             console.quiet_libraries()
             kill_worker_processes()
 
@@ -192,7 +206,7 @@ class PassRunner:
         number = self.count
         LOG.info("pass %d%s: %s", number, self._of(number), label)
         start = time.time()
-        runner, options = runner_for_pass(self.options, self._worker_pool())
+        runner, options = self._runner_for_pass()
         options = self._submit_options(options)
         pipeline = beam.Pipeline(runner=runner, options=options)
         build(pipeline)

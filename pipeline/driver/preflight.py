@@ -2,26 +2,30 @@
 directory can be written. Each failure is one line naming the flag (exit 2), where a pass
 would otherwise fail later with a worker's traceback."""
 
+from typing import List, Tuple
+
 from apache_beam.io.filesystems import FileSystems
 
 from pipeline.driver.datasets import split_patterns
 from pipeline.driver.fingerprint import INPUT_FLAGS
 from pipeline.runtime.runners import DatagenError, one_line
+from transforms.config import DatagenConfig
 from transforms.storage import file_io
 
-def named_paths(flags):
+def named_paths(config: DatagenConfig) -> List[Tuple[str, str]]:
     """(flag, path) of every path the flags name (input patterns, vocabularies, output)."""
-    named = [("--output_dir", flags.output_dir)]
+    values = config.flags()
+    named = [("--output_dir", config.job.output_dir)]
     for flag in INPUT_FLAGS:
-        named += [("--" + flag, p) for p in split_patterns(getattr(flags, flag))]
+        named += [("--" + flag, p) for p in split_patterns(values[flag])]
     return named
 
 
-def check_file_systems(flags):
+def check_file_systems(config: DatagenConfig) -> None:
     """Raises DatagenError when a path's scheme has no Beam file system here (gs://
     without apache-beam[gcp]): Beam would raise a ValueError with a traceback from
     whichever stage touched the path first."""
-    for flag, path in named_paths(flags):
+    for flag, path in named_paths(config):
         problem = file_io.filesystem_problem(path)
         if problem:
             raise DatagenError("%s %s" % (flag, problem))

@@ -13,7 +13,9 @@ the sampler takes the file sizes from the same scan.
 """
 
 import dataclasses
+import functools
 import logging
+from typing import Callable, Dict, List, Optional
 
 import apache_beam as beam
 
@@ -35,7 +37,7 @@ class Prepared:
     source_facts: dict
     target_facts: dict
     units: int                      # pairs (or units) read from the original input
-    rejects_path: str = None        # rejects found while materializing
+    rejects_path: Optional[str] = None  # rejects found while materializing
 
 
 class PrepareInputs(beam.PTransform):
@@ -68,12 +70,25 @@ class PrepareInputs(beam.PTransform):
         return scanned
 
 
+def _apply_prepare(p, transform):
+    return p | "Prepare" >> transform
+
+
+@dataclasses.dataclass(frozen=True)
+class RidingPrepare:
+    """The prepare stage as it rides along another pass: `add(pipeline)` applies it and
+    returns its scan ((path, facts) of the files read in place, or None), `label` says what
+    it does ("scan 4 files")."""
+    add: Callable[[beam.Pipeline], Optional[beam.PCollection]]
+    label: str
+
+
 def every_dataset(datasets):
     """{split: [Dataset]} as one list, splits in order."""
     return [ds for split in sorted(datasets) for ds in datasets[split]]
 
 
-def rides_along(datasets, to_learn):
+def rides_along(datasets, to_learn) -> bool:
     """Whether the prepare step runs inside the first vocab pass: every dataset is read in
     place (nothing to materialize first) and some vocabulary is learnt."""
     return bool(to_learn) and all(ds.read_in_place for ds in every_dataset(datasets))
@@ -99,11 +114,11 @@ class PrepareStep:
         return PrepareInputs(paths, structured, self._layout.work("materialized"), self._read,
                              self._layout.work("prepare.json")), label
 
-    def riding(self, datasets, after):
-        """(add(pipeline), label, after) of the prepare stage riding along the first vocab
-        pass (`pipeline.driver.vocab_passes.learn_subword_vocabs` says how it is used)."""
+    def riding(self, datasets) -> "RidingPrepare":
+        """The prepare stage riding along the first vocab pass (`pipeline.driver.vocab_passes`
+        adds it; the job reads its facts back once that pass is done: `read_back`)."""
         transform, label = self.transform(datasets)
-        return lambda p: p | "Prepare" >> transform, label, after
+        return RidingPrepare(functools.partial(_apply_prepare, transform=transform), label)
 
     def build(self, datasets):
         """(label, build(pipeline)) of the prepare pass on its own."""
@@ -121,9 +136,9 @@ class PrepareStep:
         result = file_io.read_work_json(self._layout.work("prepare.json"), self._stores)
         facts = dict(result.get("files", []))
         materialized = {(m["split"], m["index"]): m for m in result.get("materialized", [])}
-        problems = []
+        problems: List[str] = []
         warned = set()
-        prepared = {split: [] for split in datasets}
+        prepared: Dict[str, List[Prepared]] = {split: [] for split in datasets}
         for ds in every_dataset(datasets):
             if ds.read_in_place:
                 sf, tf_ = facts[ds.source], facts[ds.target]

@@ -6,25 +6,42 @@ or learnt; writing them into the output directory.
 - reused: a vocab file already in the output directory whose fingerprint sidecar matches
   this run's vocab inputs and flags (one without a sidecar was put there by hand and is
   reused as T2T does);
-- learnt: by the kind's own passes (`VocabKind.learn`, `pipeline.driver.vocab_passes`).
+- learnt: by the kind's learner (`transforms.vocab_learning`), whose passes
+  `pipeline.driver.vocab_passes` runs.
 
 Everything that differs between subword, byte_bpe and word vocabularies is asked of the
-run's VocabKind (`transforms.vocab_kinds`); this module never compares kind names.
+run's VocabKind (`transforms.vocab_kinds`: its Vocabulary class and learner); files are read
+and written by `transforms.vocab_files`; this module never compares kind names.
 """
 
 import logging
+from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
 from apache_beam.io.filesystems import FileSystems
 
-from pipeline.driver import fingerprint, vocab_passes
-from pipeline.output.layout import lang_of
+from pipeline.driver import fingerprint
+from pipeline.driver.prepare import RidingPrepare
+from pipeline.driver.vocab_passes import VocabPassDriver
+from pipeline.output.layout import OutputLayout, lang_of
 from pipeline.output.names import check_name
 from pipeline.runtime.runners import DatagenError, one_line
+from transforms import vocab_files
+from transforms.codecs.vocabulary import VocabFiles, Vocabulary
+from transforms.config import DatagenConfig
+from transforms.vocab_learning import LearnerInputs, VocabLearner
+from transforms.vocab_kinds import vocab_kind
 
 LOG = logging.getLogger("datagen")
 
 
-def encoder_vocab_paths(plan):
+class VocabChoice(NamedTuple):
+    """What the vocab step does with each vocabulary of the plan (`VocabStep.choose`)."""
+    reused: Dict[str, dict]          # {name: report} of those reused from the output
+    given: Dict[str, str]            # {name: path} of those the flags name
+    to_learn: Dict[str, list]        # {name: [train datasets]} of those learnt
+
+
+def encoder_vocab_paths(plan) -> Tuple[str, str]:
     """(source vocab path, target vocab path); the same file twice for a shared vocab."""
     if "shared" in plan:
         return plan["shared"][0], plan["shared"][0]
@@ -34,35 +51,36 @@ def encoder_vocab_paths(plan):
 class VocabStep:
     """Plans, checks, writes and learns the run's vocabularies.
 
-    `flags`: the DatagenOptions view; `config`: the run's DatagenConfig; `run_pass`: the
-    PassRunner. `fingerprint` (`pipeline.driver.fingerprint.vocab_fingerprint`) is set by the job
-    once it holds the output directory's lock, before anything is chosen or written.
+    `config`: the run's DatagenConfig; `run_pass`: the PassRunner (its passes run through
+    `passes`, a VocabPassDriver). `fingerprint` (`pipeline.driver.fingerprint.vocab_fingerprint`)
+    is set by the job once it holds the output directory's lock, before anything is chosen or
+    written.
     """
 
-    def __init__(self, flags, config, layout, run_pass):
-        self._flags = flags
+    def __init__(self, config: DatagenConfig, layout: OutputLayout, run_pass):
         self._config = config
         self._layout = layout
         self._run_pass = run_pass
-        self.kind = config.vocab.kind
+        self.passes = VocabPassDriver(run_pass)
+        self.kind = vocab_kind(config.vocab.vocab_type)
         self.fingerprint = None
 
     # -- which vocabularies ----------------------------------------------------------------
-    def plan(self, datasets):
+    def plan(self, datasets) -> Dict[str, tuple]:
         """{vocab name: (vocab path in the output, [train datasets])}."""
-        f = self._flags
+        read, vocab = self._config.read, self._config.vocab
         kind = self.kind
         train = datasets["train"]
-        if f.shared_vocab or len(kind.given_files(f)) == 1:
+        if vocab.shared_vocab or len(kind.given_files(vocab)) == 1:
             return {"shared": (self._layout.vocab_path(kind), train)}
         first = train[0]
-        src_lang = f.source_lang or (lang_of(first.source) if first.target else None)
-        tgt_lang = f.target_lang or (lang_of(first.target) if first.target else None)
+        src_lang = read.source_lang or (lang_of(first.source) if first.target else None)
+        tgt_lang = read.target_lang or (lang_of(first.target) if first.target else None)
         if not src_lang or not tgt_lang:
             raise DatagenError("pass --source_lang and --target_lang (vocab file suffixes), "
                                "or --shared_vocab")
-        for lang, flag, path in ((src_lang, f.source_lang, first.source),
-                                 (tgt_lang, f.target_lang, first.target)):
+        for lang, flag, path in ((src_lang, read.source_lang, first.source),
+                                 (tgt_lang, read.target_lang, first.target)):
             if not flag:
                 check_name(lang, "the language taken from %s's extension (pass --source_lang/"
                                  "--target_lang)" % path)
@@ -72,9 +90,9 @@ class VocabStep:
         return {"source": (self._layout.vocab_path(kind, src_lang), train),
                 "target": (self._layout.vocab_path(kind, tgt_lang), train)}
 
-    def given(self, plan):
+    def given(self, plan) -> Dict[str, str]:
         """{name: path} of vocabularies the user supplied (--bpe_vocab, --word_vocab)."""
-        files = self.kind.given_files(self._flags)  # at most 2 (`validate_flags`)
+        files = self.kind.given_files(self._config.vocab)  # at most 2 (`validate_flags`)
         if len(files) == 2:
             return dict(zip(sorted(plan), files))
         return {"shared": files[0]} if files else {}
@@ -82,33 +100,33 @@ class VocabStep:
     # -- checks before anything runs -------------------------------------------------------
     def _load_given(self, flag, path):
         try:
-            return self.kind.load(path, self._run_pass.stores)
+            return vocab_files.load(self.kind.vocabulary, path, self._run_pass.stores)
         except (OSError, ValueError) as e:  # BeamIOError is an OSError, bad JSON a ValueError
             raise DatagenError("%s %s: not a readable %s vocabulary (%s)" % (
                 flag, path, self.kind.name, one_line(e))) from None
 
-    def check_given(self):
+    def check_given(self) -> None:
         """Loads the vocabularies the flags name (--word_vocab, --bpe_vocab) before anything
         runs, so a missing file, or a --bpe_eos_token the vocabulary lacks, is a one-line
         error (exit 2) instead of a traceback in the encode pass."""
         flag = self.kind.given_flag
-        for path in self.kind.given_files(self._flags):
-            missing = self.kind.missing(path)
+        for path in self.kind.given_files(self._config.vocab):
+            missing = vocab_files.missing(self.kind.vocabulary, path)
             if missing:
                 raise DatagenError("%s %s: %s" % (flag, path, missing))
             self.check_eos_token(self._load_given(flag, path), path)
 
-    def check_eos_token(self, encoder, path):
+    def check_eos_token(self, vocabulary: Vocabulary, path: str) -> None:
         """Raises DatagenError when a vocabulary lacks the ids that end every example (a
         byte_bpe vocabulary without --bpe_eos_token)."""
         eos_token = self._config.vocab.bpe_eos_token
         try:
-            self.kind.eos_ids(encoder, eos_token)
+            vocabulary.eos_ids(eos_token)
         except ValueError:
             raise DatagenError("--bpe_eos_token %r is not in the vocabulary %s" % (
                 eos_token, path)) from None
 
-    def check_reused(self, path):
+    def check_reused(self, path: str) -> None:
         """Raises DatagenError when an existing vocab file was made from other vocab inputs
         or flags (e.g. left by a crashed run on another corpus); one without a fingerprint
         sidecar was put there by hand and is reused as T2T does."""
@@ -122,49 +140,49 @@ class VocabStep:
                                "--overwrite to relearn it" % (path, "; ".join(changes)))
 
     # -- choosing, writing, learning -------------------------------------------------------
-    def choose(self, plan):
-        """(report of the reused vocabularies, {name: given path}, {name: [train datasets]}
-        to learn). Reused ones are checked and loaded here, before any pass runs."""
+    def choose(self, plan) -> VocabChoice:
+        """Which vocabularies are reused, given or learnt. Reused ones are checked and loaded
+        here, before any pass runs."""
         kind = self.kind
+        stores = self._run_pass.stores
         reused = {}
         to_learn = {}
         given = self.given(plan)
         for name, (path, train) in sorted(plan.items()):
             if name in given:
                 continue
-            if kind.exists(path, self._run_pass.stores) and not self._flags.overwrite:
+            if (vocab_files.exists(kind.vocabulary, path, stores)
+                    and not self._config.job.overwrite):
                 self.check_reused(path)
                 LOG.info("vocab %s: reusing %s", name, path)
-                encoder = kind.load(path, self._run_pass.stores)
-                self.check_eos_token(encoder, path)
-                reused[name] = {"path": path, "size": encoder.vocab_size, "reused": True}
+                vocabulary = vocab_files.load(kind.vocabulary, path, stores)
+                self.check_eos_token(vocabulary, path)
+                reused[name] = {"path": path, "size": vocabulary.vocab_size, "reused": True}
                 continue
             to_learn[name] = train
-        return reused, given, to_learn
+        return VocabChoice(reused, given, to_learn)
 
-    def _write(self, path, content):
-        """Writes a vocabulary (`VocabKind.write`). Its fingerprint sidecar goes first, so a
-        vocab file this job wrote never lacks one (a sidecar without its vocab file is
-        rewritten with the next vocab)."""
+    def _write(self, path: str, files: VocabFiles) -> None:
+        """Writes a vocabulary (`transforms.vocab_files.write`). Its fingerprint sidecar goes
+        first, so a vocab file this job wrote never lacks one (a sidecar without its vocab
+        file is rewritten with the next vocab)."""
         fingerprint.write_sidecar(path, self.fingerprint, self._run_pass.stores)
-        self.kind.write(path, content, self._run_pass.stores)
+        vocab_files.write(self.kind.vocabulary, path, files, self._run_pass.stores)
 
-    def write_given(self, plan, given):
+    def write_given(self, plan, given: Dict[str, str]) -> Dict[str, dict]:
         """Copies the given vocabularies into the output; returns their report."""
-        kind = self.kind
         report = {}
         for name in sorted(given):
-            encoder = kind.load(given[name])
-            content, note = kind.content_of(encoder)
-            if note:
-                LOG.info("vocab %s: %s %s", name, given[name], note)
-            self._write(plan[name][0], content)
-            report[name] = {"path": plan[name][0], "size": encoder.vocab_size, "reused": False,
-                            "given": given[name]}
+            vocabulary = vocab_files.load(self.kind.vocabulary, given[name])
+            if vocabulary.load_note:
+                LOG.info("vocab %s: %s %s", name, given[name], vocabulary.load_note)
+            self._write(plan[name][0], vocabulary.to_files())
+            report[name] = {"path": plan[name][0], "size": vocabulary.vocab_size,
+                            "reused": False, "given": given[name]}
         return report
 
     @staticmethod
-    def sample_files(to_learn, prepared):
+    def sample_files(to_learn, prepared) -> Dict[str, List[tuple]]:
         """{name: [(path, size[, rejected_path])]}: each vocabulary samples its side of every train dataset,
         the line files the prepare step made, sized by its scan (`prepared`); with
         `prepared` None the datasets' own files, sized by a scan in the same pass (None)."""
@@ -177,7 +195,7 @@ class VocabStep:
                 return path, facts["bytes"] + facts["rejected_bytes"], facts["rejected_lines"]
             return path, facts["bytes"]
 
-        files = {}
+        files: Dict[str, List[tuple]] = {}
         for name, train in to_learn.items():
             files[name] = []
             for ds in train:
@@ -190,40 +208,43 @@ class VocabStep:
                                        else (ds.target, None))
         return files
 
-    def learn(self, plan, to_learn, prepared, first_pass=None):
-        """Runs the vocab passes of `to_learn` ({name: [train datasets]}), writes the
-        vocabularies; returns their report.
+    def learner(self, to_learn, prepared) -> VocabLearner:
+        """The run's kind's learner of `to_learn` ({name: [train datasets]}), sampling the
+        files `sample_files` says (`prepared` None: the prepare stage rides along its first
+        pass and sizes them)."""
+        return self.kind.learner(LearnerInputs(
+            self._layout.work_dir, self.sample_files(to_learn, prepared), self._config))
 
-        `first_pass`: (add, label, after) when the prepare stage rides along the first
-        vocab pass (`pipeline.driver.vocab_passes.learn_subword_vocabs` says how).
-        """
-        kind = self.kind
-        contents, stats = kind.learn(vocab_passes, self._layout.work_dir,
-                                     self.sample_files(to_learn, prepared), self._config,
-                                     self._run_pass, first_pass)
-        report = {}
-        for name, content in sorted(contents.items()):
+    def learn(self, plan, learner: VocabLearner) -> Dict[str, Any]:
+        """Runs the learner's passes not run yet (`passes`), writes the vocabularies;
+        returns their report."""
+        learnt = self.passes.run_rest(learner)
+        stats = learnt.stats
+        report: Dict[str, Any] = {}
+        for name, files in sorted(learnt.vocabs.items()):
             path = plan[name][0]
-            self._write(path, content)
-            sampling = [s for s in stats["sampling"] if s["vocab"] == name]
+            self._write(path, files)
+            sampling = [s for s in stats.sampling if s["vocab"] == name]
             report[name] = {
-                "path": path, "size": kind.load(path, self._run_pass.stores).vocab_size,
+                "path": path,
+                "size": vocab_files.load(self.kind.vocabulary, path,
+                                         self._run_pass.stores).vocab_size,
                 "reused": False,
                 "sampled_lines": sum(s["sampled_lines"] for s in sampling),
                 "sampled_chars": sum(s["sampled_chars"] for s in sampling),
-                "distinct_tokens": stats["distinct_tokens"].get(name, 0), "files": sampling}
-            if name in stats.get("chosen_min_count", {}):  # learnt by bisection (subword)
-                report[name]["min_count"] = stats["chosen_min_count"][name]
+                "distinct_tokens": stats.distinct_tokens.get(name, 0), "files": sampling}
+            if name in stats.chosen_min_count:  # learnt by bisection (subword)
+                report[name]["min_count"] = stats.chosen_min_count[name]
             LOG.info("vocab %s: %d entries -> %s", name, report[name]["size"],
                      FileSystems.split(path)[1])
-        report["passes"] = stats["passes"]
+        report["passes"] = stats.passes
         return report
 
-    def dry_run(self, plan, first_pass=None):
-        """--dry_run: builds the kind's vocab passes (`VocabKind.translate`: the builders a
-        real run uses) over every vocabulary of `plan`, with placeholder file sizes unless
-        `first_pass` (add, label, after) has the prepare stage ride along and size them."""
-        files = {name: [(ds.source, None if first_pass else 0) for ds in train]
+    def dry_run(self, plan, riding: Optional[RidingPrepare] = None) -> None:
+        """--dry_run: builds the kind's vocab passes (`VocabLearner.dry_run_passes`: the
+        builders a real run uses) over every vocabulary of `plan`, with placeholder file
+        sizes unless `riding` (the prepare stage along the first pass) sizes them."""
+        files = {name: [(ds.source, None if riding else 0) for ds in train]
                  for name, (_, train) in plan.items()}
-        self.kind.translate(vocab_passes, self._layout.work_dir, files, self._config,
-                            self._run_pass, first_pass)
+        self.passes.translate(self.kind.learner(LearnerInputs(
+            self._layout.work_dir, files, self._config)), riding)

@@ -50,6 +50,30 @@ class _StderrHandler(logging.StreamHandler):
         pass
 
 
+class NoBundleTraceback:
+    """A worker process's stderr without the traceback Beam's SDK harness prints there when
+    a bundle fails (`sdk_worker._execute`: `print(traceback_string, file=sys.stderr)`): the
+    same text reaches the driver as the pass's error, which reports it (one line for a full
+    disk, the traceback for a bug). Everything else is written as it comes; `--log_level`
+    shows it (the job's worker processes: `pipeline.runtime.local_worker_pool`)."""
+
+    def __init__(self, stream) -> None:
+        self._stream = stream
+        self._dropped = False
+
+    def write(self, text: str) -> int:
+        dropped, self._dropped = self._dropped, False
+        if text.startswith("Traceback (most recent call last):"):
+            self._dropped = True
+            return len(text)
+        if dropped and text == "\n":  # print's line end after it
+            return len(text)
+        return self._stream.write(text)
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
 def install() -> None:
     """The job's logger writes to stderr, once, whatever the root logger does."""
     if not any(isinstance(h, _StderrHandler) for h in LOG.handlers):

@@ -2,7 +2,7 @@
 
 A terminal's Ctrl-C sends SIGINT to the whole foreground process group, and schedulers
 (Airflow, systemd) send SIGTERM; the worker processes (DirectRunner multi_processing: the
-job's own, `pipeline.runtime.worker_pool`, or Beam's) are in that group too, so each would print its
+job's own, `pipeline.runtime.local_worker_pool`, or Beam's) are in that group too, so each would print its
 own KeyboardInterrupt traceback while the driver is still cleaning up. A child keeps ignored
 signals ignored across exec (POSIX; also through Beam's `/bin/sh -c`, which resets a blocked
 signal mask), and Python leaves an ignored SIGINT ignored. So while the job runs, SIGINT and

@@ -44,6 +44,9 @@ STOP_SECONDS = 10
 # driver) closes: at the driver's death, whatever the signal. The shell ends with the job
 # server (a JVM that cannot start ends it at once, with the JVM's status), and only after it
 # and its watcher are gone and reaped: once the shell has exited, nothing of the group runs.
+# The watcher gets SIGKILL: a SIGTERM arriving before its subshell has reset the TERM trap it
+# inherits runs that trap instead of ending it, and the shell then waits for the pipe to
+# close (a JVM that ended at once made the job wait START_SECONDS, about 1 run in 40).
 _WATCHDOG = """trap "" INT
 trap 'kill -TERM $child 2>/dev/null' TERM
 exec 3<&0
@@ -54,7 +57,7 @@ watcher=$!
 wait $child
 status=$?
 while kill -0 $child 2>/dev/null; do wait $child; status=$?; done
-kill $watcher 2>/dev/null
+kill -KILL $watcher 2>/dev/null
 wait $watcher 2>/dev/null
 exit $status
 """

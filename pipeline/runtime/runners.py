@@ -6,10 +6,14 @@ do not have this project installed unless the job ships it: with `--setup_file .
 `--environment_config` naming a Docker image). Without one of them such a job would fail on
 its first worker with an ImportError, minutes after submission; the job refuses to start
 instead.
+
+DirectRunner's passes (Beam's FnApiRunner, the job's worker pool) are built in
+`pipeline.runtime.local_worker_pool`, the one module that touches Beam's internals; this one
+uses Beam's public options only.
 """
 
+import argparse
 import copy
-import logging
 
 from apache_beam.options.pipeline_options import (DirectOptions, PipelineOptions,
                                                    PortableOptions, SetupOptions,
@@ -34,7 +38,7 @@ class FlinkJavaOptions(PipelineOptions):
     exchange (FLINK-10672; the passes have diamonds: one ParDo's outputs joined again)."""
 
     @classmethod
-    def _add_argparse_args(cls, parser):
+    def _add_argparse_args(cls, parser: argparse.ArgumentParser) -> None:
         parser.add_argument(
             "--execution_mode_for_batch", default=None,
             choices=["PIPELINED", "PIPELINED_FORCED", "BATCH", "BATCH_FORCED"],
@@ -56,7 +60,7 @@ class DatagenError(Exception):
 MAX_ERROR_CHARS = 1000  # of one error line: it names the file, it need not quote it all
 
 
-def one_line(text, limit=MAX_ERROR_CHARS):
+def one_line(text: object, limit: int = MAX_ERROR_CHARS) -> str:
     """A message as one line: a scheduler's log shows one line per failure. A message longer
     than `limit` characters (a long input line quoted, hundreds of file names) is cut, and
     says how much was left out."""
@@ -66,7 +70,7 @@ def one_line(text, limit=MAX_ERROR_CHARS):
     return line
 
 
-def runner_name(options):
+def runner_name(options: PipelineOptions) -> str:
     runner = options.view_as(StandardOptions).runner or "DirectRunner"
     if not isinstance(runner, str):
         runner = type(runner).__name__
@@ -74,7 +78,7 @@ def runner_name(options):
     return name[:-len("runner")] if name.endswith("runner") else name
 
 
-def project_shipped(options):
+def project_shipped(options: PipelineOptions) -> bool:
     setup = options.view_as(SetupOptions)
     worker = options.view_as(WorkerOptions)
     portable = options.view_as(PortableOptions)
@@ -84,7 +88,7 @@ def project_shipped(options):
                 or env_type in LOCAL_ENVIRONMENTS)
 
 
-def check_workers_can_import_project(options):
+def check_workers_can_import_project(options: PipelineOptions) -> None:
     """Raises DatagenError when a remote runner's workers would not have this project."""
     name = runner_name(options)
     if name in REMOTE_RUNNERS and not project_shipped(options):
@@ -94,17 +98,18 @@ def check_workers_can_import_project(options):
             "project's Dockerfile)" % options.view_as(StandardOptions).runner)
 
 
-def is_dry_run(options):
+def is_dry_run(options: PipelineOptions) -> bool:
     return bool(options.view_as(TestOptions).dry_run)
 
 
-def run_small_input_in_process(options, input_bytes, limit_mb):
+def run_small_input_in_process(options: PipelineOptions, input_bytes: int,
+                               limit_mb: float) -> bool:
     """Switches DirectRunner's multi_processing mode to in-process (`in_memory`) when the
     input is smaller than `limit_mb`; True if it did.
 
     In multi_processing mode the job starts worker processes, forked from a server that
     imports Beam and the project (~2 s of a core, beside the driver's own imports;
-    `pipeline.runtime.fork_server`), while a few MB of text take a second or two to process: such a
+    `pipeline.runtime.local_worker_pool`), while a few MB of text take a second or two to process: such a
     job is no slower in one process. Every runner writes the same bytes, so this changes only the time.
     """
     if runner_name(options) != "direct" or limit_mb <= 0:
@@ -117,64 +122,46 @@ def run_small_input_in_process(options, input_bytes, limit_mb):
     return True
 
 
-def uses_worker_processes(options):
-    """True when the passes run on DirectRunner with worker processes (multi_processing):
-    then the job keeps them for all its passes (`pipeline.runtime.worker_pool`)."""
+class LocalWorkerPoolOptions(PipelineOptions):
+    """`--local_worker_pool`: whether DirectRunner's multi_processing passes take their
+    workers from the job's pool (`pipeline.runtime.local_worker_pool`) or from Beam's own
+    processes, started anew for every pass. The output is the same either way."""
+
+    @classmethod
+    def _add_argparse_args(cls, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument(
+            "--local_worker_pool", default=None, choices=["auto", "off"],
+            help="DirectRunner's multi_processing mode: auto (the default) keeps "
+                 "--direct_num_workers worker processes for all passes, where Beam's "
+                 "internals are as expected; off: Beam starts its own for every pass")
+
+
+def uses_worker_processes(options: PipelineOptions) -> bool:
+    """True when the passes run on DirectRunner with worker processes (multi_processing),
+    the job's pool's or Beam's own."""
     return (runner_name(options) == "direct" and not is_dry_run(options)
             and options.view_as(DirectOptions).direct_running_mode == "multi_processing")
 
 
-def worker_count(options):
+def uses_local_worker_pool(options: PipelineOptions) -> bool:
+    """True when the job keeps its worker processes for all its passes
+    (`pipeline.runtime.local_worker_pool`): multi_processing, `--local_worker_pool` not off."""
+    return (uses_worker_processes(options)
+            and options.view_as(LocalWorkerPoolOptions).local_worker_pool != "off")
+
+
+def worker_count(options: PipelineOptions) -> int:
     """--direct_num_workers as Beam reads it (0: one per CPU)."""
     import multiprocessing
     return options.view_as(DirectOptions).direct_num_workers or multiprocessing.cpu_count()
 
 
-class _SameWorkersWarning(logging.Filter):
-    """Drops the FnApiRunner's advice to use multi_processing for several workers: passes on
-    the job's worker pool are given to it as in_memory, with workers that are processes."""
-
-    def filter(self, record):
-        return not str(record.msg).startswith("If direct_num_workers is not equal to 1")
-
-
-def runner_for_pass(options, worker_pool=None):
-    """(runner, options) a pass's pipeline gets; runner None lets Beam choose by `--runner`.
-
-    Beam's DirectRunner first tries to run a pipeline on Prism, a Go runner it downloads from
-    GitHub on first use: without network access every pass waits for that download to fail
-    (~0.5 s) before DirectRunner falls back to its portable FnApiRunner, and with it Prism runs
-    the pass, ignoring `--direct_running_mode` and `--direct_num_workers`. For DirectRunner the
-    job therefore runs its passes on the FnApiRunner directly, as DirectRunner's fallback does
-    (same provision info, so workers get the same pipeline options); `--runner PrismRunner`
-    still chooses Prism.
-
-    With `worker_pool` (a started `pipeline.runtime.worker_pool.LocalWorkerPool`) the FnApiRunner takes
-    its workers from the pool's processes (an EXTERNAL environment). It would replace that
-    environment by fresh processes if the options said multi_processing, so the pass's options
-    say in_memory, with the same number of workers.
-    """
+def runner_for_pass(options: PipelineOptions) -> "tuple[None, PipelineOptions]":
+    """(runner, options) a pass's pipeline gets on a runner other than DirectRunner (whose
+    passes `pipeline.runtime.local_worker_pool.direct_runner` builds): runner None lets Beam
+    choose by `--runner`; FlinkRunner's options get `--execution_mode_for_batch`."""
     if runner_name(options) == "flink" and not options.view_as(
             FlinkJavaOptions).execution_mode_for_batch:
         options = copy.deepcopy(options)
         options.view_as(FlinkJavaOptions).execution_mode_for_batch = FLINK_BATCH_MODE
-    if runner_name(options) != "direct":
-        return None, options
-    from apache_beam.portability.api import beam_provision_api_pb2
-    from apache_beam.runners.portability.fn_api_runner import fn_runner
-    from apache_beam.runners.portability.portable_runner import JobServiceHandle
-    from apache_beam.transforms.environments import ExternalEnvironment
-    encoded = JobServiceHandle.encode_pipeline_options(options.get_all_options())
-    provision = fn_runner.ExtendedProvisionInfo(
-        beam_provision_api_pb2.ProvisionInfo(pipeline_options=encoded))
-    if worker_pool is None:
-        return fn_runner.FnApiRunner(provision_info=provision), options
-    logger = logging.getLogger(fn_runner.__name__)
-    if not any(isinstance(f, _SameWorkersWarning) for f in logger.filters):
-        logger.addFilter(_SameWorkersWarning())
-    pass_options = copy.deepcopy(options)
-    direct = pass_options.view_as(DirectOptions)
-    direct.direct_running_mode = "in_memory"
-    direct.direct_num_workers = worker_pool.num_workers
-    return fn_runner.FnApiRunner(default_environment=ExternalEnvironment(worker_pool.address),
-                                 provision_info=provision), pass_options
+    return None, options

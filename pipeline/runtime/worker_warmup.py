@@ -1,5 +1,5 @@
-"""Imported by the worker processes' fork server (`pipeline.runtime.fork_server.PRELOAD`): runs the
-compiled loops of the token index and of the encode pass's subword encoder once on tiny
+"""Imported by the worker processes' fork server (`pipeline.runtime.local_worker_pool.PRELOAD`):
+runs the compiled loops of the token index and of the encode pass's subword encoder once on tiny
 inputs, so numba loads them (~0.3 s for the index's, ~0.02 s for the encoder's) in the
 server, before it forks, instead of in every worker process during its first bundle."""
 

@@ -17,8 +17,9 @@ files alone:
   parsed with its protobuf-only Example schema: no Beam pipeline and no TensorFlow (~3.5 s
   to import). Files go through Beam's FileSystems, as everywhere in the project, so gs://
   works; importing it loads the `apache_beam` package (~1.5 s) but runs nothing;
-- decoding is the run's `VocabKind`'s (`transforms.vocab_kinds`): its loader, its EOS ids
-  (stripped before decoding), its encoder's `decode`. No kind name is compared here;
+- decoding is the run's kind's `Vocabulary` (`transforms.vocab_kinds`, read by
+  `transforms.vocab_files`): its EOS ids (stripped before decoding), its `decode`. No kind
+  name is compared here;
 - without `--seed`, the first N records in shard order; with it, N records picked by
   reservoir sampling over every shard of the split with `random.Random(seed)`: the same
   seed gives the same records, and only N records are held in memory.
@@ -44,14 +45,16 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from pipeline.output.layout import COMPLETE_NAME, SUMMARY_NAME
 from pipeline.driver.options import check_known_flags
 from pipeline.runtime.runners import DatagenError, one_line
+from transforms import vocab_files
+from transforms.codecs.vocabulary import Vocabulary
 from transforms.storage import file_io
 from transforms.formats.example_proto import Int64FeaturesWriter
 from transforms.formats.tfrecord_framing import CorruptRecordError, read_records
-from transforms.vocab_kinds import vocab_kind
+from transforms.vocab_kinds import VocabKind, vocab_kind
 
 PROG = "python -m pipeline.tools.inspect"
 T = TypeVar("T")
-SideVocab = Tuple[str, Any, List[int]]  # (vocab file name, encoder, EOS ids)
+SideVocab = Tuple[str, Vocabulary, List[int]]  # (vocab file name, vocabulary, EOS ids)
 Report = Dict[str, Any]  # `inspect`'s report (what --json prints)
 
 
@@ -126,7 +129,8 @@ def _unfinished(output_dir: str, problem: str) -> str:
     return "; summary says %s" % ", ".join(states) if states else ""
 
 
-def load_vocabs(output_dir: str, summary: Dict[str, Any]) -> Tuple[Any, Dict[str, SideVocab]]:
+def load_vocabs(output_dir: str,
+                summary: Dict[str, Any]) -> Tuple[VocabKind, Dict[str, SideVocab]]:
     """(kind, {"source"|"target": (file name, encoder, eos ids)}) of the output's vocab
     files, found by name in `output_dir`; a shared vocabulary serves both sides."""
     kind = vocab_kind(summary["flags"]["vocab_type"])
@@ -137,12 +141,12 @@ def load_vocabs(output_dir: str, summary: Dict[str, Any]) -> Tuple[Any, Dict[str
     for side, name in sides.items():
         if name not in loaded:
             path = FileSystems.join(output_dir, _basename(vocab[name]["path"]))
-            missing = kind.missing(path)
+            missing = vocab_files.missing(kind.vocabulary, path)
             if missing:
                 raise DatagenError("%s vocabulary %s: %s" % (name, path, missing))
             try:
-                encoder = kind.load(path)
-                eos = kind.eos_ids(encoder, summary["flags"]["bpe_eos_token"])
+                encoder = vocab_files.load(kind.vocabulary, path)
+                eos = encoder.eos_ids(summary["flags"]["bpe_eos_token"])
             except (OSError, ValueError) as e:
                 raise DatagenError("%s: not a readable %s vocabulary (%s)" % (
                     path, kind.name, one_line(e))) from None

@@ -292,3 +292,8 @@ class SubwordEncoder:
     def decode_list(self, ids: Iterable[int]) -> list[str]:
         n = len(self.subtoken_strings)
         return [self.subtoken_strings[i] if 0 <= i < n else "" for i in ids]
+
+
+# `select_partition`'s result for one min_count: accepted (count, string) of two or more
+# characters, each first character's count, what accepted strings took from each.
+Selection = tuple[list[tuple[int, str]], dict[str, int], dict[str, int]]

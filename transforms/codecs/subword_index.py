@@ -24,26 +24,22 @@ ranked, 0 between tokens) and suffix-sorted (`pydivsufsort`), with the longest c
   child and no window ending inside has one count, so only its deepest node can be accepted:
   the pass visits only branching and window-end nodes, O(windows) with a stack.
 
-Both loops are compiled with numba. The result is exactly `subword_learner.select_partition`'s
-(tests compare them on real corpora and random strings) and the partitions are contiguous
-ranges of the suffix array that never split a two-character prefix, so partial results merge
-like the string-keyed ones.
-
-This module needs numpy, numba and pydivsufsort, but neither Beam nor TensorFlow.
+Both loops are compiled with numba (numpy, numba, pydivsufsort; no Beam, no TensorFlow). The
+result is exactly `subword_learner.select_partition`'s (tests compare them on real corpora and
+random strings); partitions are contiguous ranges of the suffix array that never split a
+two-character prefix, so partial results merge like the string-keyed ones.
 """
 
 import io
 from collections.abc import Iterable, Sequence
-from typing import IO, TYPE_CHECKING, Any, Optional, Union
+from typing import IO, Any, Optional, Union
 
 import numba
 import numpy as np
 import pydivsufsort
 
-from transforms.codecs.subword import escape_token_all_known
+from transforms.codecs.subword import Selection, escape_token_all_known
 
-if TYPE_CHECKING:  # the learner imports this module (when it indexes), not the other way
-    from transforms.codecs.subword_learner import Selection
 
 _NJIT = dict(cache=True, nogil=True)
 

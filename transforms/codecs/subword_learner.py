@@ -24,7 +24,7 @@ result as T2T's single loop:
    their raw count and the amount subtracted from them as sums that add up across partitions.
 4. `assemble_vocab`: merges the partitions' results into T2T's vocabulary order.
 
-`learn_vocab` runs the stages in-process (for library users and tests); `pipeline.driver.vocab_passes`
+`learn_vocab` runs the stages in-process (for library users and tests); `transforms.subword_learning`
 runs the same functions as Beam passes.
 """
 
@@ -35,14 +35,11 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Optional
 
 from transforms.codecs.subword import RESERVED_TOKENS, ESCAPE_CHARS, escape_token
-from transforms.codecs.subword import escape_token_all_known, segment
+from transforms.codecs.subword import Selection, escape_token_all_known, segment
 
 if TYPE_CHECKING:
     from transforms.codecs.subword_index import TokenIndex
 
-# `select_partition`'s result for one min_count: accepted (count, string) of two or more
-# characters, each first character's count, what accepted strings took from each.
-Selection = tuple[list[tuple[int, str]], dict[str, int], dict[str, int]]
 SegmentationVocab = tuple[frozenset[str], int]  # (subtoken set, longest subtoken)
 SizeOf = Callable[[int, int, int], float]  # (min_count, lo, hi) -> vocabulary size
 

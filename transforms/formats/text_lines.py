@@ -34,6 +34,20 @@ class InputError(ValueError):
         self.line_number = line_number
 
 
+
+class FormatError(ValueError):
+    """An unrecoverable problem in a corpus file (`transforms.formats.corpus_formats`); str() is "path:where: message"."""
+
+    def __init__(self, path: str, where: str, message: str) -> None:
+        self.path = path
+        self.where = where
+        self.message = message
+        super().__init__("%s:%s: %s" % (path, where, message))
+
+    def __reduce__(self) -> tuple:  # picklable across worker processes
+        return (type(self), (self.path, self.where, self.message))
+
+
 def iter_raw_lines(stream: ByteStream, limit: Optional[int] = None) -> Iterator[bytes]:
     """Yields the lines of a binary stream as bytes without their `\\n`, at most `limit` of them."""
     if limit is not None and limit <= 0:

@@ -14,7 +14,7 @@ from pipeline.runtime import console
 from pipeline import datagen
 from pipeline.driver.encode import EncodeStep
 from pipeline.output.layout import OutputLayout
-from pipeline.driver.options import DatagenOptions, parse_flags
+from pipeline.driver.options import DatagenOptions, job_flag_parser, parse_flags
 from pipeline.driver.passes import PassRunner
 from repo_paths import REPO_ROOT as ROOT
 from transforms.shard_fragments import fragment_chunk, fragment_name
@@ -92,9 +92,7 @@ def test_help_shows_every_flags_default_and_text(capsys):
     assert "--vocab_size VOCAB_SIZE Target vocabulary size" in squashed
     assert "(default: 8192)" in squashed and "(default: 10)" in squashed
     import argparse
-    parser = argparse.ArgumentParser()
-    DatagenOptions._add_argparse_args(parser)
-    for action in parser._actions:
+    for action in job_flag_parser().actions:
         assert action.help, "no help text for %s" % action.option_strings
         if action.option_strings and action.default not in (None, False, argparse.SUPPRESS):
             assert "(default: %s)" % (action.default,) in squashed, action.option_strings

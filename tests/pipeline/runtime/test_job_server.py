@@ -243,17 +243,21 @@ def test_the_jobs_local_machinery_is_off_on_cluster_runners(runner, monkeypatch)
     """The fork server, the job's worker processes and the in-process switch for small
     inputs serve DirectRunner only, even with DirectRunner's flags on the command line."""
     from multiprocessing import forkserver
-    from pipeline.runtime import fork_server
-    from pipeline.runtime.runners import run_small_input_in_process, uses_worker_processes
+    from pipeline.runtime import local_worker_pool
+    from pipeline.runtime.runners import (run_small_input_in_process, uses_local_worker_pool,
+                                          uses_worker_processes)
     argv = runner + ["--direct_running_mode", "multi_processing", "--direct_num_workers", "2"]
     options = PipelineOptions(argv)
-    assert not uses_worker_processes(options)
+    assert not uses_worker_processes(options) and not uses_local_worker_pool(options)
     assert not run_small_input_in_process(options, 10, 16)
     started = []
     monkeypatch.setattr(forkserver, "ensure_running", lambda: started.append(1))
-    fork_server.start_early(argv)
+    local_worker_pool.start_early(argv)
     assert started == []
-    fork_server.start_early(["--runner", "DirectRunner"] + argv[len(runner):])
+    direct = ["--runner", "DirectRunner"] + argv[len(runner):]
+    local_worker_pool.start_early(direct + ["--local_worker_pool", "off"])
+    assert started == []
+    local_worker_pool.start_early(direct)
     assert started == [1]
 
 

@@ -57,16 +57,25 @@ def test_direct_runner_two_processes_matches_fnapi(tmp_path, baseline, corpus, m
 def test_direct_runner_passes_run_on_the_fn_api_runner_with_its_options():
     from apache_beam.options.pipeline_options import PipelineOptions
     from apache_beam.runners.portability.fn_api_runner import fn_runner
-    from pipeline.runtime.runners import runner_for_pass
+    from pipeline.driver.passes import PassRunner
+    from pipeline.runtime.local_worker_pool import direct_runner
     given = PipelineOptions(DIRECT_MP2[:6])
-    runner, options = runner_for_pass(given)
+    runner, options = direct_runner(given)
     assert isinstance(runner, fn_runner.FnApiRunner) and options is given
     options = runner._provision_info.provision_info.pipeline_options
     assert options["beam:option:direct_num_workers:v1"] == "2"
     assert options["beam:option:direct_running_mode:v1"] == "multi_processing"
-    assert runner_for_pass(PipelineOptions([]))[0] is not None  # DirectRunner by default
+
+    def pass_runner(args):
+        run_pass = PassRunner(PipelineOptions(args), False, lambda: None)
+        try:
+            return run_pass._runner_for_pass()[0]
+        finally:
+            run_pass.close()
+
+    assert isinstance(pass_runner([]), fn_runner.FnApiRunner)  # DirectRunner by default
     for other in (FNAPI, ["--runner", "PrismRunner"], ["--runner", "DataflowRunner"]):
-        assert runner_for_pass(PipelineOptions(other))[0] is None
+        assert pass_runner(other) is None
 
 
 @pytest.mark.slow

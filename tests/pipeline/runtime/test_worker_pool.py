@@ -1,5 +1,7 @@
-"""The job's worker processes (pipeline.runtime.worker_pool): started once, shared by every pass,
-one pass's workers in different processes, and never left behind."""
+"""The job's worker processes (pipeline.runtime.local_worker_pool): started once, shared by
+every pass, one pass's workers in different processes, and never left behind; the same bytes
+as Beam's own worker processes; Beam's stock DirectRunner, after one warning line, when
+Beam's internals are not what the module expects."""
 
 import os
 import signal
@@ -12,8 +14,8 @@ import pytest
 from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.testing.util import assert_that, equal_to
 
-from pipeline.runtime.runners import runner_for_pass
-from pipeline.runtime.worker_pool import LocalWorkerPool
+from pipeline.runtime import local_worker_pool
+from pipeline.runtime.local_worker_pool import LocalWorkerPool, direct_runner
 from repo_paths import REPO_ROOT as REPO
 
 MP2 = ["--runner", "DirectRunner", "--direct_running_mode", "multi_processing",
@@ -42,7 +44,7 @@ def _wait_gone(pids, seconds=20):
 def _worker_pids_of_a_pass(pool, options, out_dir, number):
     """Runs a pass whose 8 elements report the pid that processed them; returns those pids."""
     path = os.path.join(out_dir, "pids-%d" % number)
-    runner, pass_options = runner_for_pass(options, pool)
+    runner, pass_options = direct_runner(options, pool)
     with beam.Pipeline(runner=runner, options=pass_options) as p:
         squares = (p | beam.Create(range(8)) | beam.Reshuffle()
                    | beam.Map(lambda x: (x * x, os.getpid())))
@@ -58,7 +60,7 @@ def test_passes_share_the_pools_processes(tmp_path):
     options = PipelineOptions(MP2)
     with LocalWorkerPool(2, options) as pool:
         pool.ready()
-        pool_pids = {p.pid for p in pool._processes}
+        pool_pids = {p.pid for p in pool.processes}
         assert len(pool_pids) == 2 and os.getpid() not in pool_pids
         seen = [_worker_pids_of_a_pass(pool, options, str(tmp_path), n) for n in range(3)]
     for pids in seen:
@@ -71,11 +73,11 @@ def test_pass_options_keep_the_workers_count_and_leave_the_environment_to_the_po
     from apache_beam.options.pipeline_options import DirectOptions
     from apache_beam.transforms.environments import ExternalEnvironment
 
-    class Pool:  # what runner_for_pass reads of a started pool
+    class Pool:  # what direct_runner reads of a started pool
         num_workers, address = 2, "localhost:1"
 
     given = PipelineOptions(MP2)
-    runner, options = runner_for_pass(given, Pool())
+    runner, options = direct_runner(given, Pool())
     assert isinstance(runner._default_environment, ExternalEnvironment)
     assert runner._default_environment.url == "localhost:1"
     assert options.view_as(DirectOptions).direct_running_mode == "in_memory"
@@ -90,10 +92,10 @@ def test_processes_end_when_the_driver_is_killed(tmp_path):
     """kill -9 of the driver closes its end of the processes' stdin: they exit by themselves."""
     script = ("import sys; sys.path.insert(0, %r)\n"
               "from apache_beam.options.pipeline_options import PipelineOptions\n"
-              "from pipeline.runtime.worker_pool import LocalWorkerPool\n"
+              "from pipeline.runtime.local_worker_pool import LocalWorkerPool\n"
               "pool = LocalWorkerPool(2, PipelineOptions([])).start()\n"
               "pool.ready()\n"
-              "print(' '.join(str(p.pid) for p in pool._processes), flush=True)\n"
+              "print(' '.join(str(p.pid) for p in pool.processes), flush=True)\n"
               "import time; time.sleep(600)\n" % REPO)
     driver = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
     try:
@@ -112,7 +114,7 @@ def test_a_worker_process_that_cannot_start_is_an_error_and_leaves_nothing():
         with pytest.raises(RuntimeError, match=r"worker process \d+ did not start "
                                                r"\(exit status 1\)"):
             pool.ready()
-        pids = [p.pid for p in pool._processes]
+        pids = [p.pid for p in pool.processes]
     finally:
         pool.close()
     assert len(pids) == 2 and _wait_gone(pids) == []
@@ -126,7 +128,7 @@ def test_worker_processes_are_forked_by_one_fork_server():
         pytest.skip("no fork server on this platform")
     with LocalWorkerPool(2, PipelineOptions([])) as pool:
         pool.ready()
-        pids = {p.pid for p in pool._processes}
+        pids = {p.pid for p in pool.processes}
         parents = set()
         for pid in pids:
             with open("/proc/%d/stat" % pid) as f:
@@ -162,8 +164,8 @@ def test_starting_the_fork_server_keeps_the_signals_blocked():
     lost. A fresh interpreter: in this one the server may be running already."""
     script = ("import signal, sys; sys.path.insert(0, %r)\n"
               "signal.pthread_sigmask(signal.SIG_BLOCK, (signal.SIGINT, signal.SIGTERM))\n"
-              "from pipeline.runtime import fork_server\n"
-              "fork_server.start_early(['--direct_running_mode', 'multi_processing'])\n"
+              "from pipeline.runtime import local_worker_pool\n"
+              "local_worker_pool.start_early(['--direct_running_mode', 'multi_processing'])\n"
               "from multiprocessing import forkserver\n"
               "assert forkserver._forkserver._forkserver_pid is not None  # it did start\n"
               "blocked = signal.pthread_sigmask(signal.SIG_BLOCK, ())\n"
@@ -188,7 +190,7 @@ def test_ready_at_once_after_start_waits_for_the_starting_thread(monkeypatch):
     start = time.time()
     with LocalWorkerPool(2, PipelineOptions([])) as pool:
         pool.ready()
-        pids = [p.pid for p in pool._processes]
+        pids = [p.pid for p in pool.processes]
     assert time.time() - start < 60 and len(pids) == 2 and _wait_gone(pids) == []
 
 
@@ -200,7 +202,7 @@ def test_a_dead_fork_server_is_not_a_dead_worker():
         pytest.skip("no fork server on this platform")
     with LocalWorkerPool(2, PipelineOptions([])) as pool:
         pool.ready()
-        pids = [p.pid for p in pool._processes]
+        pids = [p.pid for p in pool.processes]
         with open("/proc/%d/stat" % pids[0]) as f:
             server = int(f.read().split(")")[-1].split()[1])
         os.kill(server, signal.SIGKILL)
@@ -208,3 +210,94 @@ def test_a_dead_fork_server_is_not_a_dead_worker():
         time.sleep(0.5)
         assert all(_alive(p) for p in pids) and pool.dead() == []
     assert _wait_gone(pids) == []
+
+
+# ---- the pool against Beam's own worker processes, and the fallback -------------------------
+
+JOB_FLAGS = ["--problem", "p", "--vocab_size", "300", "--num_train_shards", "3", "--seed", "11",
+             "--in_process_below_mb", "0"]
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    from datagen_helpers import DATA_DIR
+    d = tmp_path_factory.mktemp("corpus")
+    files = []
+    for lang in ("en", "zh"):
+        with open(os.path.join(DATA_DIR, "enzh-mlqe-pe", "train." + lang), encoding="utf-8") as f:
+            lines = [next(f) for _ in range(400)]
+        path = d / ("train." + lang)
+        path.write_text("".join(lines), encoding="utf-8")
+        files.append(str(path))
+    return files
+
+
+def _job(out, corpus, *extra):
+    return ["--output_dir", str(out), "--train_source", corpus[0], "--train_target",
+            corpus[1]] + MP2 + JOB_FLAGS + list(extra)
+
+
+def _counting_pool_starts(monkeypatch):
+    started = []
+    original = LocalWorkerPool.start
+    monkeypatch.setattr(LocalWorkerPool, "start",
+                        lambda self: started.append(self) or original(self))
+    return started
+
+
+@pytest.fixture(scope="module")
+def pool_output(tmp_path_factory, corpus):
+    from datagen_helpers import output_bytes
+    from pipeline import datagen
+    out = tmp_path_factory.mktemp("pool") / "out"
+    datagen.run(_job(out, corpus))
+    return output_bytes(out)
+
+
+@pytest.mark.slow
+def test_the_pool_writes_the_bytes_of_beams_own_worker_processes(tmp_path, corpus,
+                                                                  pool_output, monkeypatch):
+    from datagen_helpers import output_bytes
+    from pipeline import datagen
+    started = _counting_pool_starts(monkeypatch)
+    datagen.run(_job(tmp_path / "off", corpus, "--local_worker_pool", "off"))
+    assert started == []  # Beam started its own processes for every pass
+    assert output_bytes(tmp_path / "off") == pool_output
+    assert len(pool_output) >= 5  # two vocab files, three shards (and the length report)
+
+
+@pytest.mark.slow
+def test_beam_internals_that_differ_mean_one_warning_and_beams_stock_direct_runner(
+        tmp_path, corpus, pool_output, monkeypatch, capsys):
+    """The documented hook: an internal Beam lacks added to REQUIRED_INTERNALS stands for a
+    Beam release whose internals changed. --prism_location keeps DirectRunner's Prism
+    attempt offline (it fails at once and DirectRunner falls back to its FnApiRunner)."""
+    from datagen_helpers import output_bytes
+    from pipeline import datagen
+    monkeypatch.setattr(local_worker_pool, "REQUIRED_INTERNALS", local_worker_pool.REQUIRED_INTERNALS
+                        + [(local_worker_pool.FN_RUNNER, "FnApiRunner", ("no_such_parameter",))])
+    started = _counting_pool_starts(monkeypatch)
+    assert datagen.main(_job(tmp_path / "stock", corpus, "--prism_location",
+                             str(tmp_path / "no-prism"))) == 0
+    warnings = [line for line in capsys.readouterr().err.splitlines() if "internals" in line]
+    assert len(warnings) == 1, warnings
+    assert warnings[0].endswith(
+        "Beam's internals are not what the job's local runner expects (apache_beam.runners."
+        "portability.fn_api_runner.fn_runner.FnApiRunner has no parameter no_such_parameter): "
+        "the passes run on Beam's stock DirectRunner")
+    assert started == []
+    assert output_bytes(tmp_path / "stock") == pool_output
+
+
+def test_the_internals_this_beam_has_are_the_ones_expected():
+    assert local_worker_pool.internals_missing() is None
+
+
+def test_the_pool_serves_direct_runner_only_and_not_when_off():
+    from pipeline.runtime.runners import uses_local_worker_pool
+    assert uses_local_worker_pool(PipelineOptions(MP2))
+    assert not uses_local_worker_pool(PipelineOptions(MP2 + ["--local_worker_pool", "off"]))
+    assert not uses_local_worker_pool(PipelineOptions(MP2[:2]))  # in_memory by default
+    for runner in ("FlinkRunner", "SparkRunner", "PortableRunner", "DataflowRunner",
+                   "PrismRunner", "FnApiRunner"):
+        assert not uses_local_worker_pool(PipelineOptions(["--runner", runner] + MP2[2:]))

@@ -1,0 +1,304 @@
+"""DatagenJob: one run, plan -> prepare -> vocab -> encode -> commit, in that order.
+
+Each step is its own object with one job (`PrepareStep`, `VocabStep`, `EncodeStep`,
+`pipeline.output.commit`); every pass goes through one `PassRunner`; what the run did is
+kept by a `JobRecord` (the summary), and a rerun over a complete output is judged by
+`pipeline.driver.reruns`. This class only orders the steps and holds the lock. The order
+is spelt out here, commit point included: once the prepare step's facts are checked (after
+its own pass, or after the first vocab pass it rode along), the run starts writing into
+--output_dir (`_start_writing`), and only then are vocabularies written.
+"""
+
+import contextlib
+import functools
+import logging
+import time
+import uuid
+from typing import Dict, List, Tuple
+
+from apache_beam.io.filesystems import FileSystems
+
+from pipeline.driver import fingerprint, preflight, reruns
+from pipeline.driver.datasets import Dataset, expand_listing, literal_patterns, plan_datasets
+from pipeline.driver.encode import EncodeStep
+from pipeline.driver.job_record import JobRecord
+from pipeline.driver.passes import PassRunner
+from pipeline.driver.prepare import PrepareStep, rides_along
+from pipeline.driver.vocabularies import VocabStep, encoder_vocab_paths
+from pipeline.output import books, commit
+from pipeline.output.layout import OutputLayout
+from pipeline.output.lock import OutputLock
+from pipeline.runtime import staging
+from pipeline.runtime.interrupts import Interrupted
+from pipeline.runtime.runners import (DatagenError, check_workers_can_import_project,
+                                      is_dry_run, run_small_input_in_process)
+from pipeline.runtime.storage_errors import storage_error, storage_message
+from transforms.config import DatagenConfig
+from transforms.length_stats import summary_lengths
+from transforms.storage import file_io
+
+LOG = logging.getLogger("datagen")
+
+
+class DatagenJob:
+    """One run of the job with `config` (`pipeline.driver.options.parse_config`) and Beam's
+    `options` (the PipelineOptions of every pass); `interrupted()`: the signal number that
+    stopped the run, or None (`InterruptWatcher.received`)."""
+
+    def __init__(self, config: DatagenConfig, options, interrupted=lambda: None):
+        self.options = options
+        # The driver's own file work (listing, fingerprint, lock, commit) runs before any
+        # Pipeline hands these options to FileSystems: without them s3:// has no endpoint
+        # or credentials, gs:// no project.
+        FileSystems.set_options(options)
+        check_workers_can_import_project(options)
+        self.config = config  # what the passes read; built once, never changed
+        job = config.job
+        self.run_id = uuid.uuid4().hex
+        self.layout = OutputLayout(file_io.absolute(job.output_dir), job.problem,
+                                   config.vocab.vocab_size, self.run_id)
+        self.run_pass = PassRunner(options, is_dry_run(options), interrupted, job.log_level)
+        # One client per object store for the driver's own lease, marker and summary writes.
+        self.stores = self.run_pass.stores
+        self.prepare = PrepareStep(self.layout, config.read, self.stores)
+        self.vocab = VocabStep(config, self.layout, self.run_pass)
+        self.encode = EncodeStep(self.layout, config, job.seed, job.problem, self.run_pass)
+        self.record = JobRecord(config, options, self.layout, self.run_pass)
+        self._writing = False  # whether this run has started writing into --output_dir
+
+    # -- plan ------------------------------------------------------------------------------
+    def plan(self, **expand) -> Dict[str, List[Dataset]]:
+        """{split: [Dataset]} of the flags (`expand`: how patterns are listed; by default
+        with the job's store clients)."""
+        expand = expand or {"expand": functools.partial(expand_listing, stores=self.stores)}
+        inputs = self.config.inputs
+        datasets = {"train": plan_datasets(self.config, "train", **expand)}
+        if inputs.dev_source or inputs.dev_tsv or inputs.dev_tmx:
+            datasets["dev"] = plan_datasets(self.config, "dev", **expand)
+        return datasets
+
+    def num_shards(self, splits) -> Dict[str, int]:
+        shards = {"train": self.config.job.num_train_shards}
+        if "dev" in splits:
+            shards["dev"] = self.config.job.num_dev_shards
+        return shards
+
+    # -- prepare and vocab -----------------------------------------------------------------
+    def _start_writing(self, prepared) -> None:
+        """The commit point: the input is valid, so from here on this run writes into
+        --output_dir (vocab files first), and a previous complete output stops being
+        complete now, not at the end."""
+        if not self.config.job.allow_empty:
+            books.check_has_pairs(prepared)
+        file_io.delete_tree(self.layout.complete_path, self.stores)
+        self.record.write_running()
+        self._writing = True
+
+    def prepare_and_vocab(self, datasets, plan) -> Tuple[dict, dict]:
+        """Runs the prepare step and the vocab step; returns (prepared, vocab report).
+
+        Reused vocabularies are checked first. When the prepare stage rides along the first
+        vocab pass (`pipeline.driver.prepare.rides_along`), its facts are read back and
+        checked right after that pass, then the run starts writing, then the first pass's
+        vocab result is read and the learning goes on; otherwise the prepare pass runs on
+        its own first.
+        """
+        choice = self.vocab.choose(plan)
+        report = dict(choice.reused)
+        riding = rides_along(datasets, choice.to_learn)
+        learning = self.vocab.kind.learner.passes_needed
+        self.run_pass.expect((0 if riding else 1) + ((learning or 1) if choice.to_learn else 0)
+                             + 1, exact=not choice.to_learn or learning is not None)
+        learner = None
+        if riding:
+            self.record.stages["prepare"] = {"seconds": 0.0, "ran_with": "vocab"}
+            learner = self.vocab.learner(choice.to_learn, None)
+            first = learner.next_pass()
+            assert first is not None  # every learner has a first pass
+            seconds = self.vocab.passes.run(first, self.prepare.riding(datasets))
+            prepared = self.prepare.read_back(datasets)
+            self._start_writing(prepared)
+            self.vocab.passes.read(first, seconds)
+        else:
+            prepared = self.record.timed("prepare", self.prepare.run, self.run_pass, datasets)
+            self._start_writing(prepared)
+            if choice.to_learn:
+                learner = self.vocab.learner(choice.to_learn, prepared)
+        report.update(self.vocab.write_given(plan, choice.given))
+        if learner is not None:
+            report.update(self.vocab.learn(plan, learner))
+        return prepared, report
+
+    # -- commit ----------------------------------------------------------------------------
+    @property
+    def _lock(self) -> OutputLock:
+        """The output directory's lock (the PassRunner holds it once `_run` took it)."""
+        assert self.run_pass.lock is not None, "the lock is taken before any pass runs"
+        return self.run_pass.lock
+
+    def finish(self, prepared, num_shards, shards, rejects, tokens) -> dict:
+        """Checks the books of every dataset, then moves outputs into place; marker last."""
+        self._lock.check()  # a run that lost its lock must not replace the new
+        report = {split: books.split_report(  # holder's files
+            split, items, num_shards[split], shards, rejects, tokens.get(split, [0, 0, 0, 0]),
+            self.layout.rejects_path(split), self.vocab.kind.counts_oov)
+            for split, items in sorted(prepared.items())}
+        if not self.config.job.allow_empty:
+            books.check_written(prepared, report)
+        for difference in books.compare_with_counters(report, self.run_pass.counters):
+            LOG.warning("%s", difference)
+        commit.promote_outputs(self.layout, shards, rejects, self.stores)
+        return report
+
+    # -- the job ---------------------------------------------------------------------------
+    def dry_run(self) -> dict:
+        """--dry_run: builds and translates every kind of pass with the real run's builders;
+        reads and writes nothing.
+
+        Inputs are not listed (patterns are taken as file names) and file facts are
+        placeholders, so this needs no access to the input or output file systems.
+        """
+        datasets = self.plan(expand=literal_patterns)
+        plan = self.vocab.plan(datasets)
+        given = self.vocab.given(plan)
+        riding = None
+        if rides_along(datasets, {n: v for n, v in plan.items() if n not in given}):
+            riding = self.prepare.riding(datasets)
+        else:
+            self.run_pass(*self.prepare.build(datasets))
+        self.vocab.dry_run(plan, riding)
+        self.encode.dry_run(datasets, encoder_vocab_paths(plan), self.num_shards(datasets))
+        return {"status": "dry_run", "passes": self.run_pass.count,
+                "problem": self.config.job.problem,
+                "runner": self.options.get_all_options().get("runner")}
+
+    def run(self) -> dict:
+        # A Dataflow dry run needs no network; a --setup_file sdist is built once per job.
+        staging.offline_dry_run(self.options)
+        try:
+            with staging.project_sdist_once(self.options):
+                return self._run()
+        except Exception as e:
+            if isinstance(e, DatagenError) or storage_error(e) is None:
+                raise
+            raise DatagenError(storage_message(e, self.layout.output_dir)) from None
+        finally:
+            self.run_pass.close()  # worker processes the passes shared
+
+    def _run(self) -> dict:
+        job = self.config.job
+        if self.run_pass.dry_run:
+            return self.dry_run()
+        preflight.check_file_systems(self.config)
+        self.vocab.check_given()
+        # Inputs are listed and checked before the lock is written: bad input must leave
+        # nothing behind, not even a new output directory.
+        datasets = self.plan()
+        plan = self.vocab.plan(datasets)
+        lock = OutputLock(self.layout.output_dir, job.problem, job.lock_stale_seconds,
+                          self.stores, on_lost=self.run_pass.abort_for_lost_lock,
+                          run_id=self.run_id)
+        self.run_pass.lock = lock
+        self.record.start()
+        with contextlib.ExitStack() as held:
+            try:
+                held.enter_context(lock)
+            except (OSError, DatagenError) as e:
+                # A read-only --output_dir (a published data set) holding this very output:
+                # nothing to do, and nothing needs the lock (README: exit 0).
+                unwritable = storage_error(e) or isinstance(e, PermissionError) or isinstance(
+                    e.__context__, PermissionError)
+                summary = self._complete_unchanged() if unwritable else None
+                if summary is None:
+                    raise
+                return summary
+            try:
+                return self._run_locked(datasets, plan)
+            except (Interrupted, KeyboardInterrupt) as e:
+                if not lock.lost:
+                    self.record.record_failure(e, "interrupted")
+                raise
+
+    def _complete_unchanged(self):
+        """The noop summary when --output_dir holds a complete output of this run's inputs
+        and flags with every file there; else None (or DatagenError when it was made from
+        other inputs or flags)."""
+        marked = reruns.marked_complete(self.layout, self.config.job.overwrite, self.stores)
+        if marked is None or marked[0] is None or marked[1]:
+            return None
+        self.record.fingerprint = fingerprint.output_fingerprint(self.config.flags(), None,
+                                                                 self.stores)
+        reruns.check_same_fingerprint(self.layout, marked[0], self.record.fingerprint)
+        return reruns.nothing_to_do(self.layout, marked[0],
+                                    " (it cannot be written, and need not be)")
+
+    def choose_direct_mode(self) -> None:
+        """Small inputs run in this process under DirectRunner (see
+        `run_small_input_in_process`); the input size comes from the fingerprint."""
+        below_mb = self.config.job.in_process_below_mb
+        assert self.record.fingerprint is not None  # computed once the lock is held
+        inputs: Dict[str, Dict[str, dict]] = self.record.fingerprint["inputs"]
+        input_bytes: int = sum(facts["size"] or 0
+                               for flag, files in inputs.items()
+                               if flag not in fingerprint.GIVEN_VOCAB_FLAGS
+                               for facts in files.values())
+        if run_small_input_in_process(self.options, input_bytes, below_mb):
+            LOG.info("input is %.1f MB (< --in_process_below_mb %g): passes run in this "
+                     "process, not in worker processes", input_bytes / 1e6, below_mb)
+
+    def _run_locked(self, datasets, plan) -> dict:
+        """The job, once this run holds the output directory's lock."""
+        layout = self.layout
+        flag_values = self.config.flags()
+        listed: Dict[str, list] = {}  # patterns listed once for both fingerprints
+        self.record.fingerprint = fingerprint.output_fingerprint(flag_values, listed,
+                                                                 self.stores)
+        self.vocab.fingerprint = fingerprint.vocab_fingerprint(flag_values, listed, self.stores)
+        marked = reruns.marked_complete(layout, self.config.job.overwrite, self.stores)
+        if marked is not None:
+            summary, missing = marked
+            if summary is not None:
+                reruns.check_same_fingerprint(layout, summary, self.record.fingerprint)
+            if summary is not None and not missing:
+                return reruns.nothing_to_do(layout, summary, "; pass --overwrite to redo it")
+            # a marker over missing files (a shard deleted since) is not trusted: redo it
+            LOG.warning("%s is marked complete but %s: redoing it", layout.output_dir,
+                        reruns.describe_missing(layout, summary, missing))
+        # Leftovers of a killed run must not be read back, nor look like output.
+        file_io.delete_tree(layout.problem_work_dir, self.stores)
+        for stray in file_io.remove_temporaries(layout.output_dir, self.stores):
+            LOG.info("removed %s (a temporary file a killed run left)", stray)
+        preflight.check_output_writable(layout, self.stores)
+        self.choose_direct_mode()
+        stages = self.record.stages
+        try:
+            try:
+                start = time.time()
+                prepared, vocab = self.prepare_and_vocab(datasets, plan)
+                stages["vocab"] = {"seconds": round(
+                    time.time() - start - stages["prepare"]["seconds"], 3)}
+                num_shards = self.num_shards(prepared)
+                self.run_pass.expect(1)
+                *encoded, lengths = self.record.timed("encode", self.encode.run, prepared,
+                                                      encoder_vocab_paths(plan), num_shards)
+                split_report = self.record.timed("finish", self.finish, prepared, num_shards,
+                                                 *encoded)
+            except Exception as e:
+                if self._writing and not self._lock.lost:
+                    self.record.record_failure(e)
+                raise
+        finally:
+            # A run that lost its lock deletes nothing: the directory is another run's now.
+            if not self._lock.lost:
+                commit.remove_work_dir(layout, self.stores)
+        summary = self.record.summary(
+            "complete", vocab=vocab, splits=split_report,
+            lengths=summary_lengths(lengths, prepared),
+            metrics=dict(sorted(self.run_pass.counters.items())))
+        self._lock.check()
+        try:
+            commit.mark_complete(layout, summary, self.stores)
+        except Exception as e:  # a full disk at the very end: no marker, a "failed" summary
+            self.record.record_failure(e)
+            raise
+        return summary

@@ -1,0 +1,85 @@
+"""The vocabulary kinds' parts: pure `Vocabulary` classes (contents in, contents out, encode,
+decode, EOS), their files on disk (`transforms.vocab_files`), the registry, and the
+learners' passes as data (labels, probe keys)."""
+
+import os
+
+import pytest
+
+from repo_paths import DATA_DIR
+from transforms import vocab_files
+from transforms.codecs.byte_bpe_vocabulary import BPE_FILES, ByteBpeVocabulary
+from transforms.codecs.subword_vocabulary import SubwordVocabulary
+from transforms.codecs.vocabulary import SINGLE_FILE, Vocabulary
+from transforms.codecs.word_vocabulary import WordVocabulary
+from transforms.subword_learning import ProbeKey
+from transforms.vocab_kinds import KIND_NAMES, every_kind, vocab_kind
+from transforms.vocab_learning import VocabLearner, VocabPass
+
+DATA = DATA_DIR
+SUBWORDS = os.path.join(DATA, "t2t_vocab", "vocab.translate_ende_wmt8k.8192.subwords")
+GPT2 = os.path.join(DATA, "gpt2")
+WORDS = os.path.join(DATA, "nmt_vocab", "vocab.en")
+TEXT = "Hello world, the vocabulary kinds"
+
+
+def test_registry_names_each_kinds_parts():
+    assert KIND_NAMES == ("subword", "byte_bpe", "word")
+    for kind in every_kind():
+        assert issubclass(kind.vocabulary, Vocabulary)
+        assert issubclass(kind.learner, VocabLearner)
+        assert vocab_kind(kind.name) is kind
+    with pytest.raises(ValueError):
+        vocab_kind("nope")
+
+
+@pytest.mark.parametrize("vocabulary,path,eos", [
+    (SubwordVocabulary, SUBWORDS, [1]), (ByteBpeVocabulary, GPT2, [50256]),
+    (WordVocabulary, WORDS, [])])
+def test_vocabulary_round_trips_through_its_files(tmp_path, vocabulary, path, eos):
+    loaded = vocab_files.load(vocabulary, path)
+    assert vocab_files.missing(vocabulary, path) is None
+    ids = loaded.encode(TEXT)
+    decoded = loaded.decode(ids)
+    assert decoded == TEXT if eos else len(decoded.split()) == len(TEXT.split())
+    assert loaded.eos_ids("<|endoftext|>") == eos
+    copy = str(tmp_path / "copy")
+    assert not vocab_files.exists(vocabulary, copy)
+    assert vocab_files.missing(vocabulary, copy) == vocabulary.missing_reason
+    vocab_files.write(vocabulary, copy, loaded.to_files())
+    assert vocab_files.exists(vocabulary, copy)
+    again = vocab_files.load(vocabulary, copy, for_encoding=True)
+    assert again.to_files() == loaded.to_files()
+    assert again.vocab_size == loaded.vocab_size
+    assert again.encode(TEXT) == ids
+    # the encode pass's form: varints, id count, OOV words
+    (data, count, oov), = again.encode_varints_many([TEXT])
+    assert count == len(ids) and oov >= 0 and isinstance(data, bytes)
+
+
+def test_byte_bpe_is_written_as_hugging_face_files_and_lacks_an_unknown_eos(tmp_path):
+    bpe = vocab_files.load(ByteBpeVocabulary, GPT2)  # read from GPT-2's names
+    assert sorted(bpe.to_files()) == sorted(BPE_FILES)
+    with pytest.raises(ValueError, match="no '<eos>' token"):
+        bpe.eos_ids("<eos>")
+
+
+def test_word_vocabulary_notes_its_moved_specials():
+    fixed = WordVocabulary.from_files({SINGLE_FILE: "</s>\n<unk>\n<s>\nhello\n"})
+    assert fixed.load_note and fixed.to_files() == {SINGLE_FILE: "<unk>\n<s>\n</s>\nhello\n"}
+    assert fixed.encode_with_oov("hello there") == ([3, 0], 1)
+    assert WordVocabulary.from_files({SINGLE_FILE: "<unk>\n<s>\n</s>\n"}).load_note is None
+
+
+def test_probe_keys_keep_their_text_form():
+    key = ProbeKey.parse("source:12")
+    assert key == ("source", 12) and key.vocab == "source" and key.min_count == 12
+    assert key.text == "source:12" and ProbeKey.parse("a:b:3") == ("a:b", 3)
+
+
+def test_a_pass_label_puts_a_riding_stage_first():
+    vocab_pass = VocabPass("vocab source, target", ("sample, count, index", "rounds 1-10"),
+                           None, "result.json", None)
+    assert vocab_pass.label() == "vocab source, target: sample, count, index; rounds 1-10"
+    assert vocab_pass.label("scan 2 files") == (
+        "vocab source, target: scan 2 files; sample, count, index; rounds 1-10")

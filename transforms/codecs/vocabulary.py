@@ -1,0 +1,96 @@
+"""Vocabulary: what every kind of vocabulary can do, in pure Python (no Beam, no file I/O).
+
+Built like seqio's `Vocabulary` (and T2T's `TextEncoder`): one object per loaded vocabulary
+that encodes, decodes, knows its size and the ids that end an example, and turns into and
+from the *contents* of its files. Reading and writing those files is not its job: the Beam
+and driver layers do it through `transforms.storage.file_io` (`transforms.vocab_files`), so
+a vocabulary here never touches a file system and anyone can load one from strings.
+
+A vocabulary lies on disk as one file (`file_sets == ((SINGLE_FILE,),)`: the path itself)
+or as a directory holding one of `file_sets` (names inside it; the first set is the one
+written, its last file last, so a half-written directory never looks complete).
+
+Adding a kind: a subclass here (its own module under `transforms/codecs/`), a learner
+(`transforms.vocab_learning`) and an entry in `transforms.vocab_kinds`.
+"""
+
+import abc
+from typing import ClassVar, Dict, List, Mapping, Optional, Sequence, Tuple, Type
+
+from transforms.codecs.varints import encode_varints
+
+SINGLE_FILE = ""  # the one name of a one-file vocabulary: the vocabulary's path itself
+
+VocabFiles = Dict[str, str]
+"""A vocabulary's files as {name inside its directory (or SINGLE_FILE): text}."""
+
+EncodedLine = Tuple[bytes, int, int]
+"""One encoded line: (its ids as concatenated varints, how many ids, out-of-vocabulary
+words). A plain tuple, not a NamedTuple: the encode pass makes one per distinct line."""
+
+
+class Vocabulary(abc.ABC):
+    """A loaded vocabulary of one kind. Subclasses fill in the abstract methods."""
+
+    file_sets: ClassVar[Tuple[Tuple[str, ...], ...]] = ((SINGLE_FILE,),)
+    # why a path holds no vocabulary of this kind (none of `file_sets` there)
+    missing_reason: ClassVar[str] = "no such file"
+
+    @classmethod
+    @abc.abstractmethod
+    def from_files(cls, files: Mapping[str, str]) -> "Vocabulary":
+        """The vocabulary of its files' contents (one of `file_sets`); ValueError when they
+        are not a vocabulary of this kind."""
+
+    @classmethod
+    def for_encoding(cls, files: Mapping[str, str]) -> "Vocabulary":
+        """The vocabulary the encode pass uses (`from_files`' unless a kind has one that
+        encodes many lines faster: see `encode_varints_many`)."""
+        return cls.from_files(files)
+
+    @abc.abstractmethod
+    def to_files(self) -> VocabFiles:
+        """The contents of its files, under the names of `file_sets[0]`."""
+
+    @property
+    def load_note(self) -> Optional[str]:
+        """What loading changed in the files given (for the log), or None."""
+        return None
+
+    @property
+    @abc.abstractmethod
+    def vocab_size(self) -> int:
+        """How many ids there are."""
+
+    @abc.abstractmethod
+    def encode(self, text: str) -> List[int]:
+        """Ids of one stripped line, without EOS."""
+
+    @abc.abstractmethod
+    def decode(self, ids: Sequence[int]) -> str:
+        """Text of `ids` (without EOS); ValueError on an id outside the vocabulary."""
+
+    @abc.abstractmethod
+    def eos_ids(self, eos_token: str) -> List[int]:
+        """The ids appended to every example. `eos_token` (--bpe_eos_token) names the token
+        for a kind whose EOS is an ordinary token of its vocabulary; ValueError when the
+        vocabulary lacks it."""
+
+    def encode_with_oov(self, text: str) -> Tuple[List[int], int]:
+        """(`encode`'s ids, number of out-of-vocabulary words: 0 unless a kind has them)."""
+        return self.encode(text), 0
+
+    def encode_varints_many(self, texts: Sequence[str]) -> List[EncodedLine]:
+        """`EncodedLine` of each of `texts` (distinct stripped lines), in a list: the form
+        the encode pass writes into Examples (`transforms.codecs.varints`)."""
+        encode = self.encode_with_oov
+        out = []
+        for text in texts:
+            ids, oov = encode(text)
+            out.append((encode_varints(ids), len(ids), oov))
+        return out
+
+
+def is_single_file(vocabulary: Type[Vocabulary]) -> bool:
+    """Whether vocabularies of the class `vocabulary` are one file (else a directory)."""
+    return vocabulary.file_sets[0] == (SINGLE_FILE,)

@@ -1,0 +1,52 @@
+"""WordVocabulary: tensorflow/nmt word vocabularies (`word_vocab.WordVocab`) as a
+`Vocabulary`.
+
+One word per line, `<unk>`, `<s>`, `</s>` first. Examples carry the plain word ids, no EOS:
+tensorflow/nmt's input pipeline (and `pipeline.tools.reader` in mode "nmt") adds `<s>`/`</s>`
+itself. Out-of-vocabulary words are counted for the summary.
+"""
+
+from typing import List, Mapping, Optional, Sequence, Tuple
+
+from transforms.codecs.varints import encode_varints
+from transforms.codecs.vocabulary import SINGLE_FILE, EncodedLine, VocabFiles, Vocabulary
+from transforms.codecs.word_vocab import WordVocab
+
+
+class WordVocabulary(Vocabulary):
+    """A word vocabulary around its `WordVocab` (`words`)."""
+
+    def __init__(self, words: WordVocab):
+        self.words = words
+
+    @classmethod
+    def from_files(cls, files: Mapping[str, str]) -> "WordVocabulary":
+        return cls(WordVocab.from_text(files[SINGLE_FILE]))
+
+    def to_files(self) -> VocabFiles:
+        return {SINGLE_FILE: self.words.to_text()}
+
+    @property
+    def load_note(self) -> Optional[str]:
+        return ("did not start with <unk>, <s>, </s>: moved them to the front"
+                if self.words.fixed_specials else None)
+
+    @property
+    def vocab_size(self) -> int:
+        return self.words.vocab_size
+
+    def encode(self, text: str) -> List[int]:
+        return self.words.encode(text)
+
+    def encode_with_oov(self, text: str) -> Tuple[List[int], int]:
+        return self.words.encode_with_oov(text)
+
+    def encode_varints_many(self, texts: Sequence[str]) -> List[EncodedLine]:
+        return [(encode_varints(ids), len(ids), oov)
+                for ids, oov in map(self.words.encode_with_oov, texts)]
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return self.words.decode(ids)
+
+    def eos_ids(self, eos_token: Optional[str] = None) -> List[int]:
+        return []  # tensorflow/nmt's reader adds </s> itself
