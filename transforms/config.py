@@ -79,11 +79,21 @@ class JobConfig:
 
 
 @dataclasses.dataclass(frozen=True)
+class CleanConfig:
+    """Corpus cleaning (`transforms.cleaning`): off with no --filters and --dedup none. The
+    --filters file is read and checked by the driver (`pipeline.driver.cleaning`)."""
+    filters: Optional[str]           # a YAML file of OpusFilter filters
+    dedup: str                       # none | pairs | source
+    drop_dev_overlap: bool
+
+
+@dataclasses.dataclass(frozen=True)
 class DatagenConfig:
     read: ReadConfig
     vocab: VocabConfig
     inputs: InputConfig
     job: JobConfig
+    clean: CleanConfig
     flag_values: Tuple[Tuple[str, Any], ...]  # (flag, value) of every flag, in their order
 
     def flags(self) -> Dict[str, Any]:

@@ -22,22 +22,24 @@ from transforms.json_result import WriteJsonResult
 from transforms.storage import file_io
 
 
-def load_cleaning(flags, stores=None):
-    """The run's CleaningConfig from --filters (read through the file systems), --dedup and
-    --drop_dev_overlap; DatagenError (one line, exit 2) when it cannot run."""
+def load_cleaning(config, stores=None):
+    """The run's CleaningConfig from `config` (a DatagenConfig): --filters read through the
+    file systems, --dedup, --drop_dev_overlap; DatagenError (one line, exit 2) when it
+    cannot run."""
+    clean, inputs = config.clean, config.inputs
     text = None
-    if flags.filters:
+    if clean.filters:
         try:
-            text = file_io.read_bytes(flags.filters, stores).decode("utf-8")
+            text = file_io.read_bytes(file_io.absolute(clean.filters), stores).decode("utf-8")
         except (OSError, UnicodeDecodeError) as e:
-            raise DatagenError("--filters %s cannot be read: %s" % (flags.filters, e)) from None
-    if flags.drop_dev_overlap and not (flags.dev_source or flags.dev_tsv or flags.dev_tmx):
+            raise DatagenError("--filters %s cannot be read: %s" % (clean.filters, e)) from None
+    if clean.drop_dev_overlap and not (inputs.dev_source or inputs.dev_tsv or inputs.dev_tmx):
         raise DatagenError("--drop_dev_overlap needs dev data (--dev_source/--dev_target, "
                            "--dev_tsv or --dev_tmx)")
     try:
-        return parse_cleaning_config(text, flags.filters, flags.dedup, flags.drop_dev_overlap)
+        return parse_cleaning_config(text, clean.filters, clean.dedup, clean.drop_dev_overlap)
     except CleaningConfigError as e:
-        raise DatagenError("--filters %s" % e if flags.filters else str(e)) from None
+        raise DatagenError("--filters %s" % e if clean.filters else str(e)) from None
 
 
 def _every(prepared):

@@ -87,11 +87,13 @@ class EncodeStep:
     def run(self, prepared, vocab_paths, num_shards):
         """Encodes `prepared` ({split: [Prepared]}); returns (shards, rejects, tokens,
         lengths) as the pass reported them (`lengths`: {split: length_stats.length_report})."""
-        chunks = [c for split in sorted(prepared) for p in prepared[split]
+        chunks = [dict(c, dropped=p.dropped) if p.dropped else c
+                  for split in sorted(prepared) for p in prepared[split]
                   for c in plan_chunks(p.ds, p.source_lines, p.target_lines,
                                        p.source_facts, p.target_facts)]
-        earlier = [p.rejects_path for split in sorted(prepared) for p in prepared[split]
-                   if p.rejects_path]
+        # the prepare step's rejects (materializing) and the cleaning step's
+        earlier = [path for split in sorted(prepared) for p in prepared[split]
+                   for path in (p.rejects_path, p.cleaning_rejects) if path]
         for name in WORK_DIRS:  # this run's own, new work directory: nothing to delete
             FileSystems.mkdirs(self._layout.work(name))  # (a no-op on object stores)
         self._run_pass(*self.build(chunks, vocab_paths, num_shards, earlier),

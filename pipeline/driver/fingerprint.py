@@ -33,14 +33,22 @@ OPERATIONAL_FLAGS = frozenset((
 # files they name, not their spelling.
 GIVEN_VOCAB_FLAGS = ("word_vocab", "bpe_vocab")
 INPUT_FLAGS = ("train_source", "train_target", "train_tsv", "train_tmx", "dev_source",
-               "dev_target", "dev_tsv", "dev_tmx") + GIVEN_VOCAB_FLAGS
+               "dev_target", "dev_tsv", "dev_tmx", "filters") + GIVEN_VOCAB_FLAGS
 # Flags that determine a vocabulary (with the train inputs and the given vocab files). Not
 # --max_line_chars: the pairs it rejects are still sampled (README, "Vocabulary sample").
 VOCAB_FLAGS = ("vocab_type", "vocab_size", "shared_vocab", "file_byte_budget",
                "max_subtoken_length", "bpe_min_frequency", "bpe_eos_token", "on_invalid_utf8",
                "on_misaligned", "source_lang", "target_lang",
-               "source_column", "target_column", "train_format")
-VOCAB_INPUT_FLAGS = ("train_source", "train_target", "train_tsv", "train_tmx") + GIVEN_VOCAB_FLAGS
+               "source_column", "target_column", "train_format", "dedup", "drop_dev_overlap")
+VOCAB_INPUT_FLAGS = ("train_source", "train_target", "train_tsv", "train_tmx",
+                     "filters") + GIVEN_VOCAB_FLAGS
+# Cleaning flags at their "off" values are left out, so an output or vocabulary made before
+# cleaning existed keeps its fingerprint (a rerun is still a no-op, a vocabulary reused).
+CLEANING_OFF = {"dedup": "none", "drop_dev_overlap": False}
+
+
+def _cleaning_off_left_out(flags):
+    return {k: v for k, v in flags.items() if k not in CLEANING_OFF or v != CLEANING_OFF[k]}
 
 
 def _files_of(pattern, stores=None):
@@ -83,15 +91,16 @@ def _inputs(flag_values, flags, listed=None, stores=None):
 def output_fingerprint(flag_values, listed=None, stores=None):
     """What determines the whole output: output-affecting flags and every input file
     (`listed`: as `_inputs`)."""
-    return {"flags": {k: v for k, v in sorted(flag_values.items())
-                      if k not in OPERATIONAL_FLAGS and k not in INPUT_FLAGS},
+    return {"flags": _cleaning_off_left_out(
+                {k: v for k, v in sorted(flag_values.items())
+                 if k not in OPERATIONAL_FLAGS and k not in INPUT_FLAGS}),
             "inputs": _inputs(flag_values, INPUT_FLAGS, listed, stores)}
 
 
 def vocab_fingerprint(flag_values, listed=None, stores=None):
     """What determines a vocabulary: the vocab flags and the train (and given vocab) files
     (`listed`: as `_inputs`)."""
-    return {"flags": {k: flag_values.get(k) for k in VOCAB_FLAGS},
+    return {"flags": _cleaning_off_left_out({k: flag_values.get(k) for k in VOCAB_FLAGS}),
             "inputs": _inputs(flag_values, VOCAB_INPUT_FLAGS, listed, stores)}
 
 

@@ -19,6 +19,7 @@ from typing import Dict, List, Tuple
 from apache_beam.io.filesystems import FileSystems
 
 from pipeline.driver import fingerprint, preflight, reruns
+from pipeline.driver.cleaning import CleaningStep, load_cleaning
 from pipeline.driver.datasets import Dataset, expand_listing, literal_patterns, plan_datasets
 from pipeline.driver.encode import EncodeStep
 from pipeline.driver.job_record import JobRecord
@@ -33,6 +34,7 @@ from pipeline.runtime.interrupts import Interrupted
 from pipeline.runtime.runners import (DatagenError, check_workers_can_import_project,
                                       is_dry_run, run_small_input_in_process)
 from pipeline.runtime.storage_errors import storage_error, storage_message
+from transforms.cleaning.config import CleaningConfig
 from transforms.config import DatagenConfig
 from transforms.length_stats import summary_lengths
 from transforms.storage import file_io
@@ -63,8 +65,14 @@ class DatagenJob:
         self.prepare = PrepareStep(self.layout, config.read, self.stores)
         self.vocab = VocabStep(config, self.layout, self.run_pass)
         self.encode = EncodeStep(self.layout, config, job.seed, job.problem, self.run_pass)
+        # the --filters file is read and checked now: a bad one stops the job before it starts
+        # (a dry run, which reads no input, builds no cleaning pass)
+        self.cleaning = CleaningStep(
+            self.layout, CleaningConfig() if self.run_pass.dry_run
+            else load_cleaning(config, self.stores), config.read.on_invalid_utf8, self.stores)
         self.record = JobRecord(config, options, self.layout, self.run_pass)
         self._writing = False  # whether this run has started writing into --output_dir
+        self.cleaned = None  # the summary's `cleaning` facts, when cleaning ran
 
     # -- plan ------------------------------------------------------------------------------
     def plan(self, **expand) -> Dict[str, List[Dataset]]:
@@ -105,10 +113,12 @@ class DatagenJob:
         """
         choice = self.vocab.choose(plan)
         report = dict(choice.reused)
-        riding = rides_along(datasets, choice.to_learn)
+        cleaning = self.cleaning.active  # its pass needs the prepare step's facts first
+        riding = rides_along(datasets, choice.to_learn) and not cleaning
         learning = self.vocab.kind.learner.passes_needed
         self.run_pass.expect((0 if riding else 1) + ((learning or 1) if choice.to_learn else 0)
-                             + 1, exact=not choice.to_learn or learning is not None)
+                             + int(cleaning) + 1,
+                             exact=not choice.to_learn or learning is not None)
         learner = None
         if riding:
             self.record.stages["prepare"] = {"seconds": 0.0, "ran_with": "vocab"}
@@ -121,6 +131,9 @@ class DatagenJob:
             self.vocab.passes.read(first, seconds)
         else:
             prepared = self.record.timed("prepare", self.prepare.run, self.run_pass, datasets)
+            if cleaning:  # before the commit point: it writes only to the work directory
+                prepared, self.cleaned = self.record.timed(
+                    "clean", self.cleaning.run, self.run_pass, prepared)
             self._start_writing(prepared)
             if choice.to_learn:
                 learner = self.vocab.learner(choice.to_learn, prepared)
@@ -276,7 +289,8 @@ class DatagenJob:
                 start = time.time()
                 prepared, vocab = self.prepare_and_vocab(datasets, plan)
                 stages["vocab"] = {"seconds": round(
-                    time.time() - start - stages["prepare"]["seconds"], 3)}
+                    time.time() - start - stages["prepare"]["seconds"]
+                    - stages.get("clean", {}).get("seconds", 0), 3)}
                 num_shards = self.num_shards(prepared)
                 self.run_pass.expect(1)
                 *encoded, lengths = self.record.timed("encode", self.encode.run, prepared,
@@ -291,10 +305,11 @@ class DatagenJob:
             # A run that lost its lock deletes nothing: the directory is another run's now.
             if not self._lock.lost:
                 commit.remove_work_dir(layout, self.stores)
+        cleaned = {"cleaning": self.cleaned} if self.cleaned is not None else {}
         summary = self.record.summary(
             "complete", vocab=vocab, splits=split_report,
             lengths=summary_lengths(lengths, prepared),
-            metrics=dict(sorted(self.run_pass.counters.items())))
+            metrics=dict(sorted(self.run_pass.counters.items())), **cleaned)
         self._lock.check()
         try:
             commit.mark_complete(layout, summary, self.stores)

@@ -17,7 +17,8 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from pipeline.runtime.console import LOG_LEVELS
 from pipeline.output.names import check_name
 from pipeline.runtime.runners import DatagenError
-from transforms.config import DatagenConfig, InputConfig, JobConfig, ReadConfig, VocabConfig
+from transforms.config import (CleanConfig, DatagenConfig, InputConfig, JobConfig, ReadConfig,
+                               VocabConfig)
 from transforms.vocab_kinds import DEFAULT_KIND, ENDOFTEXT, KIND_NAMES, every_kind, vocab_kind
 
 LOG = logging.getLogger("datagen")
@@ -64,6 +65,15 @@ class DatagenOptions:
                  "reject its pair, or decode it with U+FFFD replacement characters.")
         add("--max_line_chars", type=int, default=0,
             help="Reject pairs with a side longer than this many characters (0: no limit).")
+        add("--filters", default=None,
+            help="Clean the corpus: a YAML file whose `filters:` list uses OpusFilter's filter "
+                 "names and parameters (README, Cleaning); dropped pairs go to the rejects "
+                 "with the filter's name.")
+        add("--dedup", default="none", choices=("none", "pairs", "source"),
+            help="Drop exact duplicate pairs (or pairs with a duplicate source) within each "
+                 "split, keeping the first in input order, as OpusFilter's remove_duplicates.")
+        add("--drop_dev_overlap", action="store_true", default=False,
+            help="Drop train pairs that also occur in dev.")
         add("--output_dir", help="Required: where vocab, shards and the summary go (any Beam "
             "FileSystems path).")
         add("--problem", default="translate_enzh_wmt8k", help="File-name prefix, as T2T's problem name.")
@@ -309,6 +319,7 @@ def datagen_config(flags) -> DatagenConfig:
     return DatagenConfig(
         read=_fields(ReadConfig, flags), vocab=_vocab_config(flags),
         inputs=_fields(InputConfig, flags), job=_fields(JobConfig, flags),
+        clean=_fields(CleanConfig, flags),
         flag_values=tuple(datagen_flag_values(flags).items()))
 
 

@@ -15,7 +15,7 @@ the sampler takes the file sizes from the same scan.
 import dataclasses
 import functools
 import logging
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, List, Optional, Tuple
 
 import apache_beam as beam
 
@@ -38,6 +38,10 @@ class Prepared:
     target_facts: dict
     units: int                      # pairs (or units) read from the original input
     rejects_path: Optional[str] = None  # rejects found while materializing
+    # what the cleaning step (pipeline.driver.cleaning) dropped, when it dropped anything:
+    dropped: Optional[str] = None        # the bitmap of dropped line numbers
+    dropped_bytes: Tuple[int, int] = (0, 0)  # bytes of the dropped lines, per side
+    cleaning_rejects: Optional[str] = None   # their rejects (with reasons)
 
 
 class PrepareInputs(beam.PTransform):

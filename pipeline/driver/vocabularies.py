@@ -183,12 +183,17 @@ class VocabStep:
 
     @staticmethod
     def sample_files(to_learn, prepared) -> Dict[str, List[tuple]]:
-        """{name: [(path, size[, rejected_path])]}: each vocabulary samples its side of every train dataset,
+        """{name: [(path, size[, rejected_path[, dropped_path]])]}: each vocabulary samples its side of every train dataset,
         the line files the prepare step made, sized by its scan (`prepared`); with
         `prepared` None the datasets' own files, sized by a scan in the same pass (None)."""
         by_index = {p.ds["index"]: p for p in (prepared or {}).get("train", [])}
 
-        def sampled(path, facts):
+        def sampled(path, facts, p=None, side=0):
+            # A cleaned dataset (pipeline.driver.cleaning): only its kept lines are sampled,
+            # sized as the file of those lines would be (a converted side's rejected units
+            # are not put back then: the vocabulary is learnt from clean text).
+            if p is not None and p.dropped:
+                return path, facts["bytes"] - p.dropped_bytes[side], None, p.dropped
             # A converted dataset's side with rejected units: its `.rejected` lines are
             # sampled too, in place (`transforms.materialize`), and count in the size.
             if facts.get("rejected_lines"):
@@ -201,10 +206,10 @@ class VocabStep:
             for ds in train:
                 p = by_index.get(ds.index)
                 if name in ("source", "shared"):
-                    files[name].append(sampled(p.source_lines, p.source_facts) if p
+                    files[name].append(sampled(p.source_lines, p.source_facts, p, 0) if p
                                        else (ds.source, None))
                 if name in ("target", "shared"):
-                    files[name].append(sampled(p.target_lines, p.target_facts) if p
+                    files[name].append(sampled(p.target_lines, p.target_facts, p, 1) if p
                                        else (ds.target, None))
         return files
 
