@@ -88,6 +88,14 @@ def test_job_drops_what_opusfilter_drops(cleaned, tmp_path):
     assert reasons["dev_overlap"] == len(theirs["overlap"]) and reasons["duplicate"] > 0
     assert summary["cleaning"]["dropped"]["train"] == reasons
     assert summary["stages"]["clean"]["seconds"] > 0
+    # the lengths before cleaning: every pair a run without cleaning writes (not those
+    # with an empty side, here dropped by LengthFilter)
+    lengths = summary["lengths"]["splits"]
+    empty = sum(1 for t in TRAIN for s, g in zip(open(t + ".en", encoding="utf-8"),
+                                                  open(t + ".zh", encoding="utf-8"))
+                if not s.strip() or not g.strip())
+    assert lengths["train before cleaning"]["pairs"] == 1100 - empty and empty
+    assert lengths["train"]["pairs"] == summary["splits"]["train"]["pairs_written"]
     first = next(r for r in train if r["reason"] == "duplicate")
     assert set(first["duplicate_of"]) == {"split", "dataset", "line"}
 

@@ -5,7 +5,8 @@ where the range starts in both files (found by `ScanTextFiles`), so chunks are r
 different workers. The DoFn loads both vocabularies once per worker in `setup`, strips each
 line, encodes both sides and appends EOS, exactly as T2T's `text2text_generate_encoded`.
 Pairs with an empty side are rejected with a reason (T2T drops them silently), the lines the
-cleaning stage dropped (`chunk["dropped"]`, `transforms.clean_pairs`) are skipped; every other
+cleaning stage dropped (`chunk["dropped"]`, `transforms.clean_pairs`) are skipped (with
+`chunk["lengths_before"]` only measured, for the split's lengths before cleaning); every other
 pair becomes a serialized `tf.train.Example` keyed for the deterministic shuffle; a chunk's
 records are written as one sorted fragment file per shard (`transforms.shard_fragments`), and
 only the fragments' names and counts go on to the shard writer.
@@ -36,6 +37,7 @@ from transforms.formats.text_lines import decode_line, iter_raw_lines
 from transforms.vocab_kinds import vocab_kind
 
 REJECTS = "rejects"
+BEFORE_CLEANING = " before cleaning"  # the length figures' key of a split's pairs before it
 STATS = "stats"
 LENGTHS = "lengths"
 LINE_CACHE_SIZE = 1 << 17  # lines per side whose Example entries a worker keeps (~60 MB at most)
@@ -167,6 +169,18 @@ class _EncodeChunkFn(beam.DoFn):
             by_shard.setdefault(shard_of(key, num_shards), []).append(
                 (key, ds_index, number, join(src[0], tgt[0])))
 
+    def _lengths_only(self, block: Block) -> Tuple[List[Tuple[int, int]], List[int], List[int]]:
+        """(pair lengths, [source, target] characters, [source, target] ids) of `block`
+        ([(line number, source, target)]) as `_encode_block` counts them, nothing written:
+        the pairs the cleaning stage dropped, for the lengths before cleaning."""
+        sources = self._entries(0, [source for _, source, _ in block])
+        targets = self._entries(1, [target for _, _, target in block])
+        src_known = [sources[source] for _, source, _ in block]
+        tgt_known = [targets[target] for _, _, target in block]
+        return (list(zip([k[1] for k in src_known], [k[1] for k in tgt_known])),
+                [sum(k[4] for k in src_known), sum(k[4] for k in tgt_known)],
+                [sum(k[2] for k in src_known), sum(k[2] for k in tgt_known)])
+
     def _reject(self, chunk: Chunk, number: int, reason: str, source: str,
                 target: str) -> RejectOut:
         ds = chunk["ds"]
@@ -189,6 +203,8 @@ class _EncodeChunkFn(beam.DoFn):
         lengths: List[Tuple[int, int]] = []  # (source, target) ids with EOS of each pair
         block: Block = []  # (line number, source, target) of the valid pairs not encoded yet
         dropped = self._dropped_lines(chunk)
+        before = chunk.get("lengths_before")  # also count the pairs cleaning dropped
+        cleaned_away: Block = []  # (line number, source, target) of those that would be written
         with file_io.open_text_source(src_path, self._stores, chunk["source_offset"]) as src, \
                 file_io.open_text_source(tgt_path, self._stores, chunk["target_offset"]) as tgt:
             src_lines = iter_raw_lines(src)
@@ -201,7 +217,15 @@ class _EncodeChunkFn(beam.DoFn):
                     raise ValueError("%s / %s: file changed while reading, line %d is missing"
                                      % (src_path, tgt_path, number))
                 if dropped is not None and is_dropped(dropped, number):
-                    continue  # cleaned away: its reject is the cleaning stage's
+                    # cleaned away: its reject is the cleaning stage's
+                    if before:
+                        source = decode_line(raw_src, src_path, number, self._on_invalid)
+                        target = decode_line(raw_tgt, tgt_path, number, self._on_invalid)
+                        if source is not None and target is not None and not \
+                                pair_reject_reason(source.strip(), target.strip(),
+                                                   self._max_chars):
+                            cleaned_away.append((number, source.strip(), target.strip()))
+                    continue
                 source = decode_line(raw_src, src_path, number, self._on_invalid)
                 target = decode_line(raw_tgt, tgt_path, number, self._on_invalid)
                 if source is None or target is None:
@@ -232,6 +256,11 @@ class _EncodeChunkFn(beam.DoFn):
         yield beam.pvalue.TaggedOutput(STATS, (split, stats[:4]))
         yield beam.pvalue.TaggedOutput(LENGTHS, (split, chunk_lengths(
             lengths, stats[4:], (stats[0], stats[2]))))
+        if before:
+            more, chars, ids = self._lengths_only(cleaned_away)
+            yield beam.pvalue.TaggedOutput(LENGTHS, (split + BEFORE_CLEANING, chunk_lengths(
+                lengths + more, [stats[4] + chars[0], stats[5] + chars[1]],
+                (stats[0] + ids[0], stats[2] + ids[1]))))
 
     def _unmatched(self, chunk: Chunk) -> Iterator[RejectOut]:
         """Lines of the longer file of a misaligned pair (--on_misaligned reject)."""

@@ -87,7 +87,10 @@ class EncodeStep:
     def run(self, prepared, vocab_paths, num_shards):
         """Encodes `prepared` ({split: [Prepared]}); returns (shards, rejects, tokens,
         lengths) as the pass reported them (`lengths`: {split: length_stats.length_report})."""
-        chunks = [dict(c, dropped=p.dropped) if p.dropped else c
+        # with cleaning: each chunk skips its dataset's dropped lines, and every chunk also
+        # measures them for the lengths before cleaning
+        cleaned = any(p.dropped for split in prepared for p in prepared[split])
+        chunks = [dict(c, dropped=p.dropped, lengths_before=True) if cleaned else c
                   for split in sorted(prepared) for p in prepared[split]
                   for c in plan_chunks(p.ds, p.source_lines, p.target_lines,
                                        p.source_facts, p.target_facts)]

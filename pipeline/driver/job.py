@@ -36,6 +36,7 @@ from pipeline.runtime.runners import (DatagenError, check_workers_can_import_pro
 from pipeline.runtime.storage_errors import storage_error, storage_message
 from transforms.cleaning.config import CleaningConfig
 from transforms.config import DatagenConfig
+from transforms.encode_pairs import BEFORE_CLEANING
 from transforms.length_stats import summary_lengths
 from transforms.storage import file_io
 
@@ -308,7 +309,8 @@ class DatagenJob:
         cleaned = {"cleaning": self.cleaned} if self.cleaned is not None else {}
         summary = self.record.summary(
             "complete", vocab=vocab, splits=split_report,
-            lengths=summary_lengths(lengths, prepared),
+            lengths=summary_lengths(lengths, list(prepared) + [
+                name for name in lengths if name.endswith(BEFORE_CLEANING)]),
             metrics=dict(sorted(self.run_pass.counters.items())), **cleaned)
         self._lock.check()
         try:

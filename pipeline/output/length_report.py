@@ -160,7 +160,8 @@ def render_length_report(summary: Dict[str, Any]) -> str:
            "their ids without EOS.</p>" % html.escape(lengths["percentiles"]),
            '<p class="note">Drop rule: %s.</p>' % html.escape(lengths["drop_rule"])]
     splits = lengths["splits"]
-    for split in sorted(splits, key=lambda s: (s != "train", s)):
+    for split in sorted(splits, key=lambda s: (not s.startswith("train"), s)):  # train first
+        # ("train before cleaning", with --filters/--dedup, right after "train")
         report = splits[split]
         out.append("<h2>%s: %s pairs</h2>" % (html.escape(split), _fmt(report["pairs"])))
         out.append(_percentile_table(report))

@@ -62,8 +62,9 @@ def format_summary(summary: Dict[str, Any]) -> str:
     lengths = summary.get("lengths", {}).get("splits", {})
     if lengths:
         lines.append("")
-        lines.append("%-14s %6s %6s %6s %6s %9s  %s" % (
-            "lengths", "p50", "p90", "p99", "max", "chars/id",
+        width = max([14] + [len(split) + 8 for split in lengths])  # "... targets"
+        lines.append("%-*s %6s %6s %6s %6s %9s  %s" % (
+            width, "lengths", "p50", "p90", "p99", "max", "chars/id",
             "(ids, no EOS)" if summary.get("flags", {}).get("vocab_type") == "word"
             else "(ids with EOS)"))
         for split, figures in sorted(lengths.items()):
@@ -71,8 +72,8 @@ def format_summary(summary: Dict[str, Any]) -> str:
                 f = figures.get(side, {})
                 if f.get("max") is None:
                     continue
-                lines.append("%-14s %6d %6d %6d %6d %9.2f" % (
-                    "%s %s" % (split, side), f["p50"], f["p90"], f["p99"], f["max"],
+                lines.append("%-*s %6d %6d %6d %6d %9.2f" % (
+                    width, "%s %s" % (split, side), f["p50"], f["p90"], f["p99"], f["max"],
                     f.get("chars_per_token") or 0.0))
         if summary.get("problem"):
             lines.append("length report: " + LENGTHS_REPORT_NAME % summary["problem"])
