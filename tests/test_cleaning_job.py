@@ -154,3 +154,27 @@ def test_a_bad_filters_file_stops_the_job_before_it_starts(tmp_path, capsys, tex
                             "--runner", "FnApiRunner"], *names)
     assert not out.exists()
     assert_no_output(out)
+
+
+def test_a_vocabulary_learnt_without_cleaning_is_not_reused(tmp_path):
+    """The vocabulary's fingerprint holds the cleaning flags and the --filters file: one
+    learnt from the uncleaned corpus is not taken for a cleaned run (an error naming the
+    change, relearnt with --overwrite), and one learnt with the same cleaning is reused
+    (each run after the first finds the vocab files of an output whose marker is gone)."""
+    from pipeline.runtime.runners import DatagenError
+    src, tgt = TRAIN[0] + ".en", TRAIN[0] + ".zh"
+    common = ["--problem", "p", "--vocab_size", "1000"]
+    cleaning = ["--filters", _config(tmp_path), "--dedup", "pairs"]
+    out = tmp_path / "out"
+
+    def run(*flags):
+        for name in ("p.DATAGEN_COMPLETE", "p.datagen_summary.json"):
+            if (out / name).exists():
+                (out / name).unlink()
+        return run_datagen(out, src, tgt, *common, *flags)
+
+    assert not run()["vocab"]["source"]["reused"]
+    with pytest.raises(DatagenError, match="--dedup None -> pairs.*--filters"):
+        run(*cleaning)
+    assert not run(*cleaning, "--overwrite")["vocab"]["source"]["reused"]
+    assert run(*cleaning)["vocab"]["source"]["reused"]

@@ -47,7 +47,11 @@ def promote_outputs(layout: OutputLayout, shards: Iterable[ShardReport],
                        [layout.path(s["name"]) for s in shards], stores)
     written_rejects = [r for r in rejects if r["rejected"]]
     if written_rejects:
-        FileSystems.mkdirs(layout.path("rejects"))
+        try:
+            FileSystems.mkdirs(layout.path("rejects"))
+        except OSError:  # an earlier run's (emptied above: a local directory stays)
+            if not FileSystems.exists(layout.path("rejects")):
+                raise
         file_io.move_files(
             [FileSystems.join(layout.work("rejects"), r["name"]) for r in written_rejects],
             [layout.rejects_path(r["split"]) for r in written_rejects], stores)

@@ -213,3 +213,26 @@ def test_stage_on_a_corpus_not_tuned_on(tmp_path):
     assert {n for n, r in ours.items() if r["reason"] == "duplicate"} == set(theirs["dedup"])
     assert set(ours) == set(theirs["dedup"]) | set(theirs["typical"])
     assert 100 < len(ours) < 2900
+
+
+HTML_CASES = ["plain", "a < b", "a<b", "<b>x</b>", "</p>", "<br/>", "<br>", "x <3 y", "<<>>",
+              "<!DOCTYPE html>", "<![CDATA[x]]>", "<?xml version='1.0'?>", "<!-- c -->",
+              "<!-->", "&#99999999999;", "&amp;", "<a href='x", "<a<b>", "<a href=x>y",
+              "<script>if (a<b) {}</script>", "<p/ >", "<1>", "< p>", "<p", "<p >", "<x:y>",
+              "<!x>", "<?", "</", "<![if !IE]>", "<a\tb=c>", "&#x110000;", "<ó>", "<中>"]
+
+
+def test_html_tags_on_tricky_markup_equal_opusfilters():
+    """HtmlTagFilter (standard-library parser) against OpusFilter's (BeautifulSoup's
+    html.parser builder) on markup at the parser's edges."""
+    import subprocess
+    from transforms.cleaning.html_tags import has_html_tag
+    script = ("import json, sys, logging\nlogging.disable(logging.WARNING)\n"
+              "from opusfilter.filters import HtmlTagFilter\n"
+              "print(json.dumps([HtmlTagFilter.check(t) for t in json.loads(sys.argv[1])]))\n")
+    env = dict(os.environ)
+    env.pop("PYTHONPATH", None)
+    theirs = json.loads(subprocess.run([opusfilter_python(), "-c", script,
+                                        json.dumps(HTML_CASES)], check=True, env=env,
+                                       capture_output=True, text=True).stdout)
+    assert [has_html_tag(t) for t in HTML_CASES] == theirs
