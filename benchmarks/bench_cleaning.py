@@ -20,7 +20,6 @@ import lzma
 import os
 import shlex
 import shutil
-import subprocess
 import sys
 import tempfile
 

@@ -1,5 +1,7 @@
 """CleanPairs (transforms/clean_pairs.py) on tiny inputs: filters, dedup, dev overlap, books."""
 
+import pytest
+
 from cleaning_helpers import run_clean_pairs
 from transforms.clean_pairs import decide_group
 from transforms.cleaning.dropped_lines import is_dropped
@@ -22,17 +24,20 @@ def test_filters_and_duplicates_across_files_and_chunks(tmp_path):
                               ("new", "新的"), ("x", "一")])
     dev = _pair(tmp_path, "dev", [("new", "新的"), ("dev", "开发"), ("dev", "开发")])
     cleaning = parse_cleaning_config(CONFIG, "c.yaml", "pairs", drop_dev_overlap=True)
-    drops, reports = run_clean_pairs(tmp_path / "work", [("train",) + a, ("train",) + b,
-                                                          ("dev",) + dev], cleaning, chunk_lines=2)
-    got = {where: {n: (r["reason"], r.get("duplicate_of", {}).get("line")) for n, r in records.items()}
+    drops, reports = run_clean_pairs(tmp_path / "work", [
+        ("train",) + a, ("train",) + b, ("dev",) + dev], cleaning, chunk_lines=2)
+    got = {where: {n: (r["reason"], r.get("duplicate_of", {}).get("line"))
+                   for n, r in records.items()}
            for where, records in drops.items()}
     assert got == {
         ("train", 0): {2: ("LengthFilter", None), 3: ("duplicate", 1)},  # "hello " differs
         ("train", 1): {1: ("duplicate", 4), 2: ("LengthFilter", None),
                        3: ("dev_overlap", 1), 4: ("duplicate", 2)},
         ("dev", 0): {3: ("duplicate", 2)}}
-    assert drops[("train", 1)][1]["duplicate_of"] == {"split": "train", "dataset": "a.en", "line": 4}
-    assert drops[("train", 1)][3]["duplicate_of"] == {"split": "dev", "dataset": "dev.en", "line": 1}
+    assert drops[("train", 1)][1]["duplicate_of"] == {"split": "train", "dataset": "a.en",
+                                                      "line": 4}
+    assert drops[("train", 1)][3]["duplicate_of"] == {"split": "dev", "dataset": "dev.en",
+                                                      "line": 1}
     assert dict(reports[("train", 1)]["reasons"]) == {"LengthFilter": 1, "dev_overlap": 1,
                                                       "duplicate": 2}
     # the dropped lines' bytes (with their newlines), per side
@@ -81,6 +86,7 @@ def test_is_dropped_bits():
     assert [n for n in range(1, 20) if is_dropped(bitmap, n)] == [1, 3, 16]
 
 
+@pytest.mark.slow  # ~2 s: the encoder's vocabulary and fragments
 def test_encoder_skips_the_dropped_lines(tmp_path):
     """Lines 1 and 4 are dropped: neither encoded nor rejected again by the encoder (their
     rejects are the cleaning stage's), line 2 is still rejected as empty."""

@@ -97,7 +97,8 @@ def test_html_tags(text, found):
 
 def test_langid_filter_rounds_and_labels():
     f = LangidFilter(languages=["en", "zh"])
-    assert f.accept("This is an English sentence about the weather.", "这是一个关于天气的中文句子。")
+    assert f.accept("This is an English sentence about the weather.",
+                    "这是一个关于天气的中文句子。")
     assert not f.accept("Das ist ein deutscher Satz über das Wetter.", "这是一个中文句子。")
     assert f.confidence("", "en") == 1.0
 
