@@ -176,10 +176,16 @@ def main(argv=None):
     else:
         for cleaning in (True, False):
             run, summary = run_job(args, work_dir, source, target, cleaning)
+            train = summary["splits"]["train"]
             rows["job-clean" if cleaning else "job-plain"] = {
                 "wall_seconds": run["wall_seconds"], "peak_mb": run["peak_mb"],
-                "books": summary.get("books")}
+                "kept": train["pairs_written"], "rejected": train["rejected_by_reason"],
+                "stages": summary["stages"]}
     print(json.dumps(rows, indent=1, default=str))
+    ours = rows.get("stage", rows.get("job-clean"))
+    print("kept pairs: OpusFilter %d, ours %d: %s" % (
+        rows["opusfilter"]["kept"], ours["kept"],
+        "equal" if rows["opusfilter"]["kept"] == ours["kept"] else "DIFFERENT"))
     if args.json_out:
         with open(args.json_out, "w") as f:
             json.dump({"lines": args.lines, "mode": args.mode, "rows": rows}, f, indent=1,
