@@ -12,17 +12,24 @@ drop under its reason. With cleaning off nothing here runs and no pass is added.
 """
 
 import dataclasses
+from typing import Any, Callable, Dict, List, Optional, Tuple, cast
 
+from pipeline.driver.prepare import Prepared
+from pipeline.output.layout import OutputLayout
 from pipeline.runtime.runners import DatagenError
-from transforms.clean_pairs import CleanPairs, with_chunk_facts
-from transforms.cleaning.config import parse_cleaning_config
+from transforms.clean_pairs import CleanPairs, DatasetLines, with_chunk_facts
+from transforms.cleaning.config import CleaningConfig, parse_cleaning_config
 from transforms.cleaning.errors import CleaningConfigError
 from transforms.encode_pairs import plan_chunks
 from transforms.json_result import WriteJsonResult
+from transforms.config import DatagenConfig
+from transforms.elements import Chunk, DatasetSpec, FileFacts
 from transforms.storage import file_io
+from transforms.storage.object_stores import ObjectStores
 
 
-def load_cleaning(config, stores=None):
+def load_cleaning(config: DatagenConfig,
+                  stores: Optional[ObjectStores] = None) -> CleaningConfig:
     """The run's CleaningConfig from `config` (a DatagenConfig): --filters read through the
     file systems, --dedup, --drop_dev_overlap; DatagenError (one line, exit 2) when it
     cannot run."""
@@ -42,7 +49,7 @@ def load_cleaning(config, stores=None):
         raise DatagenError("--filters %s" % e if clean.filters else str(e)) from None
 
 
-def _every(prepared):
+def _every(prepared: Dict[str, List[Prepared]]) -> List[Prepared]:
     return [p for split in sorted(prepared) for p in prepared[split]]
 
 
@@ -50,25 +57,29 @@ class CleaningStep:
     """Builds and runs the cleaning pass of the prepared datasets (`layout`: the run's
     OutputLayout, `cleaning`: its CleaningConfig, `on_invalid`: --on_invalid_utf8)."""
 
-    def __init__(self, layout, cleaning, on_invalid, stores=None):
+    def __init__(self, layout: OutputLayout, cleaning: CleaningConfig, on_invalid: str,
+                 stores: Optional[ObjectStores] = None) -> None:
         self._layout = layout
         self.config = cleaning
         self._on_invalid = on_invalid
         self._stores = stores
 
     @property
-    def active(self):
+    def active(self) -> bool:
         return self.config.active
 
-    def build(self, prepared):
+    def build(self, prepared: Dict[str, List[Prepared]]
+              ) -> Tuple[str, Callable[[Any], None]]:
         """(label, build(pipeline)) of the cleaning pass."""
-        chunks = [with_chunk_facts(c, p.source_facts, p.target_facts)
-                  for p in _every(prepared)
-                  for c in plan_chunks(p.ds, p.source_lines, p.target_lines, p.source_facts,
-                                       p.target_facts)]
-        datasets = {"%s/%d" % (p.ds["split"], p.ds["index"]): (
-            p.ds, max(p.source_facts["lines"], p.target_facts["lines"]), p.source_lines,
-            p.target_lines) for p in _every(prepared)}
+        chunks: List[Chunk] = []
+        datasets: Dict[str, DatasetLines] = {}
+        for p in _every(prepared):  # (Prepared holds plain dicts: the elements' types here)
+            ds = cast(DatasetSpec, p.ds)
+            facts = cast(FileFacts, p.source_facts), cast(FileFacts, p.target_facts)
+            chunks += [with_chunk_facts(c, *facts)
+                       for c in plan_chunks(ds, p.source_lines, p.target_lines, *facts)]
+            datasets["%s/%d" % (ds["split"], ds["index"])] = (
+                ds, max(facts[0]["lines"], facts[1]["lines"]), p.source_lines, p.target_lines)
         work = self._layout.work
         parts = [", ".join(name for name, _ in self.config.filters)] if self.config.filters else []
         if self.config.dedup:
@@ -77,7 +88,7 @@ class CleaningStep:
             parts.append("dev overlap")
         label = "clean %d chunks: %s" % (len(chunks), "; ".join(parts))
 
-        def build(p):
+        def build(p: Any) -> None:
             import apache_beam as beam
             reports = (p | "Chunks" >> beam.Create(chunks, reshuffle=False)
                        | "Clean" >> CleanPairs(self.config, self._on_invalid, datasets,
@@ -85,14 +96,15 @@ class CleaningStep:
             _ = {"cleaned": reports} | "Result" >> WriteJsonResult(work("cleaning.json"))
         return label, build
 
-    def run(self, run_pass, prepared):
+    def run(self, run_pass: Any, prepared: Dict[str, List[Prepared]]
+            ) -> Tuple[Dict[str, List[Prepared]], Dict[str, Any]]:
         """Runs the cleaning pass; returns `prepared` with each dataset's drops attached
         ({split: [Prepared]}) and the summary's `cleaning` facts."""
         run_pass(*self.build(prepared))
         result = file_io.read_work_json(self._layout.work("cleaning.json"), self._stores)
         reports = {(r["split"], r["index"]): r for r in result.get("cleaned", [])}
-        cleaned: dict = {}
-        dropped: dict = {}
+        cleaned: Dict[str, List[Prepared]] = {}
+        dropped: Dict[str, Dict[str, int]] = {}
         for split in sorted(prepared):
             cleaned[split] = []
             for p in prepared[split]:
@@ -107,7 +119,7 @@ class CleaningStep:
                 cleaned[split].append(p)
         return cleaned, self.summary(dropped)
 
-    def summary(self, dropped):
+    def summary(self, dropped: Dict[str, Dict[str, int]]) -> Dict[str, Any]:
         """The summary's `cleaning`: the filters in order, the dedup and what was dropped."""
         dedup = self.config.dedup
         return {"filters": [{name: params} for name, params in self.config.filters],

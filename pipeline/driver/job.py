@@ -14,7 +14,7 @@ import functools
 import logging
 import time
 import uuid
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from apache_beam.io.filesystems import FileSystems
 
@@ -73,7 +73,7 @@ class DatagenJob:
             else load_cleaning(config, self.stores), config.read.on_invalid_utf8, self.stores)
         self.record = JobRecord(config, options, self.layout, self.run_pass)
         self._writing = False  # whether this run has started writing into --output_dir
-        self.cleaned = None  # the summary's `cleaning` facts, when cleaning ran
+        self.cleaned: Optional[dict] = None  # the summary's `cleaning`, when cleaning ran
 
     # -- plan ------------------------------------------------------------------------------
     def plan(self, **expand) -> Dict[str, List[Dataset]]:
@@ -306,7 +306,7 @@ class DatagenJob:
             # A run that lost its lock deletes nothing: the directory is another run's now.
             if not self._lock.lost:
                 commit.remove_work_dir(layout, self.stores)
-        cleaned = {"cleaning": self.cleaned} if self.cleaned is not None else {}
+        cleaned: Dict[str, dict] = {} if self.cleaned is None else {"cleaning": self.cleaned}
         summary = self.record.summary(
             "complete", vocab=vocab, splits=split_report,
             lengths=summary_lengths(lengths, list(prepared) + [
