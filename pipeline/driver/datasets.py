@@ -11,11 +11,12 @@ their split; the number is part of each pair's shuffle key.
 import dataclasses
 import logging
 import os
-from typing import Callable, List, Optional
+from typing import Callable, List, Optional, cast
 
 from pipeline.output.own_outputs import exclude_own
 from pipeline.runtime.runners import DatagenError
 from transforms.config import DatagenConfig
+from transforms.elements import DatasetSpec
 from transforms.storage import file_io
 from transforms.formats.corpus_formats import FormatError, detect_format, split_archive_path
 
@@ -34,6 +35,10 @@ class Dataset:
     def read_in_place(self):
         """Line-aligned plain/compressed files are chunked and read where they are."""
         return self.format == "lines" and "!" not in self.source and "!" not in (self.target or "")
+
+    def spec(self) -> DatasetSpec:
+        """The dataset as the element the transforms take (`DatasetSpec`: its fields)."""
+        return cast(DatasetSpec, dataclasses.asdict(self))
 
 
 def literal_patterns(patterns, flag=None, output_dir=None):

@@ -9,7 +9,6 @@ and the length report (`pipeline.output.length_report`). Everything lands under 
 `pipeline.output.commit` moves it into place once the books balance.
 """
 
-import dataclasses
 import json
 
 import apache_beam as beam
@@ -18,6 +17,7 @@ from apache_beam.io.filesystems import FileSystems
 from pipeline.runtime import console
 from pipeline.driver.prepare import every_dataset
 from transforms.storage import file_io
+from transforms.elements import FileFacts
 from transforms.encode_pairs import EncodePairs, plan_chunks
 from transforms.json_result import WriteJsonResult
 from transforms.length_stats import LengthReportFn
@@ -113,18 +113,19 @@ class EncodeStep:
         def progress(seconds):
             done = {fragment_chunk(FileSystems.split(m.path)[1])
                     for m in FileSystems.match([pattern])[0].metadata_list}
-            return console.progress_line("encoded", sum(lines.get(c, 0) for c in done), total,
-                                         seconds)
+            written = sum(lines.get(c, 0) for c in done if c is not None)  # not another file
+            return console.progress_line("encoded", written, total, seconds)
         return progress
 
     def dry_run(self, datasets, vocab_paths, num_shards):
         """--dry_run: the encode pass of `datasets` with placeholder chunks (no file facts)
         and, when some dataset is materialized, a placeholder rejects file of the prepare
         step."""
-        no_facts = {"lines": 0, "checkpoints": [(0, 0)]}
+        no_facts: FileFacts = {"bytes": 0, "lines": 0, "checkpoints": [(0, 0)],
+                               "first_invalid_utf8_line": None}
         every = every_dataset(datasets)
         chunks = [c for ds in every for c in plan_chunks(
-            dataclasses.asdict(ds), ds.source, ds.target or ds.source, no_facts, no_facts)]
+            ds.spec(), ds.source, ds.target or ds.source, no_facts, no_facts)]
         earlier = ([self._layout.work("materialized", "x.rejects.jsonl")]
                    if not all(ds.read_in_place for ds in every) else [])
         self._run_pass(*self.build(chunks, vocab_paths, num_shards, earlier))

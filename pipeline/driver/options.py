@@ -10,7 +10,7 @@ import argparse
 import dataclasses
 import difflib
 import logging
-from typing import List, NoReturn, Tuple
+from typing import Dict, List, NoReturn, Tuple, Type
 
 from apache_beam.options.pipeline_options import PipelineOptions
 
@@ -149,7 +149,7 @@ class FlagParser(argparse.ArgumentParser):
     an argument group is parsed but not suggested."""
 
     def __init__(self, **kwargs) -> None:
-        self.actions = []  # before super().__init__, which adds -h
+        self.actions: List[argparse.Action] = []  # before super().__init__, which adds -h
         super().__init__(allow_abbrev=False, **kwargs)
 
     def add_argument(self, *args, **kwargs) -> argparse.Action:
@@ -176,7 +176,7 @@ def _every_option_parser() -> FlagParser:
     options (each PipelineOptions subclass once, as `PipelineOptions.get_all_options`
     collects them)."""
     parser = job_flag_parser()
-    classes = {}
+    classes: Dict[str, Type[PipelineOptions]] = {}
     for cls in PipelineOptions.__subclasses__():
         classes.setdefault(str(cls), cls)
     for cls in classes.values():

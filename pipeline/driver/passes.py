@@ -106,6 +106,7 @@ class PassRunner:
             return options
         if self.job_server is None:
             self.job_server = JobServer(self.options).start()
+            assert self.job_server.seconds is not None  # set by start()
             self.job_server_seconds = round(self.job_server.seconds, 3)
         return self.job_server.pass_options(options)
 
