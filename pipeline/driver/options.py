@@ -10,7 +10,7 @@ import argparse
 import dataclasses
 import difflib
 import logging
-from typing import Dict, List, NoReturn, Tuple, Type
+from typing import Any, Dict, List, NoReturn, Sequence, Tuple, Type
 
 from apache_beam.options.pipeline_options import PipelineOptions
 
@@ -148,23 +148,23 @@ class FlagParser(argparse.ArgumentParser):
     flag here (its name and its value's type are all a check needs). A flag added through
     an argument group is parsed but not suggested."""
 
-    def __init__(self, **kwargs) -> None:
+    def __init__(self, **kwargs: Any) -> None:
         self.actions: List[argparse.Action] = []  # before super().__init__, which adds -h
         super().__init__(allow_abbrev=False, **kwargs)
 
-    def add_argument(self, *args, **kwargs) -> argparse.Action:
+    def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
         action = super().add_argument(*args, **kwargs)
         self.actions.append(action)
         return action
 
-    def add_value_provider_argument(self, *args, **kwargs) -> argparse.Action:
+    def add_value_provider_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
         return self.add_argument(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         raise DatagenError(message)
 
 
-def job_flag_parser(**kwargs) -> FlagParser:
+def job_flag_parser(**kwargs: Any) -> FlagParser:
     """A parser of the job's own flags (DatagenOptions); `kwargs` go to ArgumentParser."""
     parser = FlagParser(**kwargs)
     DatagenOptions._add_argparse_args(parser)
@@ -184,7 +184,7 @@ def _every_option_parser() -> FlagParser:
     return parser
 
 
-def parse_flags(argv: "list[str]") -> "tuple[argparse.Namespace, list[str]]":
+def parse_flags(argv: Sequence[str]) -> "tuple[argparse.Namespace, list[str]]":
     """(the job's flags: an argparse Namespace, Beam's arguments: a list) of a command line.
 
     Every job flag is taken out; what is left, in its order, is for `PipelineOptions`."""
@@ -219,7 +219,7 @@ def _defaults():
     return vars(parse_flags([])[0])
 
 
-def datagen_flag_values(flags):
+def datagen_flag_values(flags: argparse.Namespace) -> Dict[str, Any]:
     """{flag: value} of DatagenOptions' own flags (for the summary and the fingerprint)."""
     return dict(vars(flags))
 
@@ -303,7 +303,7 @@ def _vocab_config(flags) -> VocabConfig:
     return _fields(VocabConfig, flags, bisection_rounds="bisection_rounds_per_pass")
 
 
-def datagen_config(flags) -> DatagenConfig:
+def datagen_config(flags: argparse.Namespace) -> DatagenConfig:
     """The DatagenConfig (`transforms.config`) of parsed flags (`parse_flags`): built
     once per run, handed down to every step, pass and transform."""
     return DatagenConfig(
@@ -312,7 +312,7 @@ def datagen_config(flags) -> DatagenConfig:
         flag_values=tuple(datagen_flag_values(flags).items()))
 
 
-def parse_config(argv) -> Tuple[DatagenConfig, List[str]]:
+def parse_config(argv: Sequence[str]) -> Tuple[DatagenConfig, List[str]]:
     """(the DatagenConfig of a command line's job flags, checked by `validate_flags`, Beam's
     arguments) : the one place flags are parsed for a run."""
     flags, beam_args = parse_flags(argv)
@@ -320,7 +320,7 @@ def parse_config(argv) -> Tuple[DatagenConfig, List[str]]:
     return datagen_config(flags), beam_args
 
 
-def default_config(**flags) -> DatagenConfig:
+def default_config(**flags: Any) -> DatagenConfig:
     """The DatagenConfig of a run given only `flags` ({flag: value}), every other setting at
     its flag's default; for tests and library use, so defaults stay in the flag definitions."""
     parsed = parse_flags([])[0]
