@@ -43,6 +43,7 @@ if __name__ == "__main__":
 import argparse  # noqa: E402 (after the signal mask, on purpose)
 import logging
 import sys
+from typing import Callable, NoReturn, Optional, Sequence
 
 from apache_beam.options.pipeline_options import PipelineOptions
 
@@ -60,7 +61,8 @@ LOG = logging.getLogger("datagen")
 WORKER_DIED_STATUS = 1  # as any other failure, but with one line and no traceback
 
 
-def run(argv=None, interrupted=lambda: None) -> dict:
+def run(argv: Optional[Sequence[str]] = None,
+        interrupted: Callable[[], Optional[int]] = lambda: None) -> dict:
     """Runs the job; returns the summary dict. Raises DatagenError on bad input or flags,
     Interrupted when `interrupted()` reports a signal."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -106,7 +108,7 @@ def print_help() -> None:
     parser.print_help()
 
 
-def main(argv=None) -> int:
+def main(argv: Optional[Sequence[str]] = None) -> int:
     argv = list(argv if argv is not None else sys.argv[1:])
     if "-h" in argv or "--help" in argv:
         print_help()
@@ -138,7 +140,7 @@ def main(argv=None) -> int:
     return 0
 
 
-def _leave(status):
+def _leave(status: int) -> NoReturn:
     """Ends the process without the interpreter's teardown (`local_worker_pool.leave`).
     After a run, the exit handlers still run first; after an interrupt or a dead worker
     they do not: Beam's threads waiting on killed workers would delay or garble the exit,

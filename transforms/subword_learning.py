@@ -20,10 +20,11 @@ from apache_beam.io.filesystems import FileSystems
 
 from transforms.codecs import subword_learner as learner
 from transforms.codecs.subword_vocabulary import SubwordVocabulary
+from transforms.config import DatagenConfig
 from transforms.json_result import WriteJsonResult
 from transforms.subword_refine import BuildTokenIndexes, LearnSubwordVocabs
 from transforms.vocab_learning import (LearnerInputs, Learnt, LearningStats, PassReport,
-                                       VocabLearner, VocabPass, check_sampling,
+                                       SampleFiles, VocabLearner, VocabPass, check_sampling,
                                        distinct_tokens, sample_and_count)
 
 MIN_COUNT_LOW, MIN_COUNT_HIGH = 1, 1000
@@ -100,7 +101,10 @@ class SubwordVocabSearch:
         return self.vocabs[name][self.chosen[name]]
 
 
-def build_vocab_pass(p, files, indexes, index_dir, known, result_path, config, scanned=None):
+def build_vocab_pass(p: beam.Pipeline, files: Optional[SampleFiles],
+                     indexes: Optional[Mapping[str, Dict[str, Any]]], index_dir: str,
+                     known: Mapping[str, Mapping[int, int]], result_path: str,
+                     config: DatagenConfig, scanned: Optional[beam.PCollection] = None) -> None:
     """Adds one vocab pass to pipeline `p`.
 
     The first pass (`files` given: {name: [(path, size)]}) samples and counts tokens and
@@ -120,6 +124,7 @@ def build_vocab_pass(p, files, indexes, index_dir, known, result_path, config, s
         outputs.update(indexes=index_pc, sampling=counted["stats"],
                        distinct=counted["distinct"] | "DistinctToList" >> beam.Map(list))
     else:
+        assert indexes is not None  # a later pass reads the indexes the first one wrote
         names = sorted(indexes)
         index_pc = p | "Indexes" >> beam.Create(sorted(indexes.items()), reshuffle=False)
     learnt = index_pc | "Learn" >> LearnSubwordVocabs(

@@ -15,10 +15,11 @@ result is exactly T2T's.
 
 import io
 import itertools
-from typing import Any, Dict, List
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
+from apache_beam.typehints.decorators import no_annotations
 from apache_beam.utils import shared
 
 from transforms.storage import file_io
@@ -65,12 +66,12 @@ class BuildTokenIndexes(beam.PTransform):
     same token counts in one process) and written to `index_dir/{vocab_name}.npz`.
     """
 
-    def __init__(self, index_dir, max_subtoken_length):
+    def __init__(self, index_dir: str, max_subtoken_length: Optional[int]) -> None:
         super().__init__()
         self._dir = index_dir
         self._max_len = max_subtoken_length
 
-    def expand(self, totals):
+    def expand(self, totals: beam.PCollection) -> beam.PCollection:
         return totals | "BuildIndex" >> beam.ParDo(_BuildIndexFn(
             self._dir, self._max_len, StoreSettings.from_options(totals.pipeline.options)))
 
@@ -189,9 +190,11 @@ class LearnSubwordVocabs(beam.PTransform):
     round with something to probe).
     """
 
-    def __init__(self, vocab_names, target_size, num_partitions, rounds=10, lookahead=0,
-                 known=None, num_iterations=4, reserved_tokens=learner.RESERVED_TOKENS,
-                 fit_rounds=True):
+    def __init__(self, vocab_names: Iterable[str], target_size: int, num_partitions: int,
+                 rounds: int = 10, lookahead: int = 0,
+                 known: Optional[Mapping[str, Mapping[int, int]]] = None, num_iterations: int = 4,
+                 reserved_tokens: Sequence[str] = learner.RESERVED_TOKENS,
+                 fit_rounds: bool = True) -> None:
         super().__init__()
         self._fit_rounds = fit_rounds
         self._known = {name: dict((known or {}).get(name, {})) for name in vocab_names}
@@ -202,7 +205,8 @@ class LearnSubwordVocabs(beam.PTransform):
         self._iterations = num_iterations
         self._reserved = tuple(reserved_tokens)
 
-    def expand(self, indexes):
+    @no_annotations  # Beam takes PCollection hints only: this returns a dict of them
+    def expand(self, indexes: beam.PCollection) -> Dict[str, beam.PCollection]:
         shared_indexes = {name: shared.Shared() for name in self._known}
         stores = StoreSettings.from_options(indexes.pipeline.options)
         work = (indexes

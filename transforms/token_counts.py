@@ -13,8 +13,10 @@ import collections
 import contextlib
 import functools
 import itertools
+from typing import Callable, Dict, Iterable, Iterator, List, Mapping, Tuple
 
 import apache_beam as beam
+from apache_beam.typehints.decorators import no_annotations
 
 from transforms.storage import file_io
 from transforms.cleaning.dropped_lines import kept_lines
@@ -30,7 +32,8 @@ SAMPLE_PART_BYTES = 2 << 20  # a plain file's sample is tokenized in parts of ab
 BATCH_CHARS = 1 << 20  # sampled lines counted together (one `count_tokens` call)
 
 
-def count_lines_with(tokenize):
+def count_lines_with(tokenize: Callable[[str], Iterable[str]]
+                     ) -> Callable[[Iterable[str]], "collections.Counter[str]"]:
     """A `count_tokens` for `SampleAndCountTokens` from a tokenizer of one line: a function
     (lines -> collections.Counter of their units)."""
     return functools.partial(_count_each_line, tokenize)
@@ -56,14 +59,14 @@ def _batches(lines, max_chars):
         yield batch, size
 
 
-def with_rejected_lines(kept, rejected):
+def with_rejected_lines(kept: Iterator[bytes], rejected: Iterable[bytes]) -> Iterator[bytes]:
     """A converted side's whole line sequence: the `kept` raw lines (its line file) with the
     lines of rejected units put back where they were (`rejected`: raw `position<TAB>text`
     lines, positions ascending, as `transforms.materialize` writes them)."""
     position = 0
     for raw in rejected:
-        at, _, text = raw.partition(b"\t")
-        at = int(at)
+        head, _, text = raw.partition(b"\t")
+        at = int(head)
         yield from itertools.islice(kept, at - position)
         position = at + 1
         yield text
@@ -237,7 +240,7 @@ def _file_stats(item):
     return stats
 
 
-def count_triples(item):
+def count_triples(item: Tuple[str, Mapping[str, int]]) -> Iterator[Tuple[str, str, int]]:
     """(vocab_name, {token: count}) -> its (vocab_name, token, count) triples."""
     name, counts = item
     for token, count in counts.items():
@@ -261,9 +264,10 @@ class SampleAndCountTokens(beam.PTransform):
     at full size that spared shuffling and merging a 665k-token dict once more (~2 s).
     """
 
-    def __init__(self, vocab_names, byte_budget, on_invalid_utf8="error",
-                 count_tokens=tokenizer.count_tokens, part_bytes=SAMPLE_PART_BYTES,
-                 one_file_each=False):
+    def __init__(self, vocab_names: Iterable[str], byte_budget: float,
+                 on_invalid_utf8: str = "error",
+                 count_tokens: Callable[[List[str]], Mapping[str, int]] = tokenizer.count_tokens,
+                 part_bytes: int = SAMPLE_PART_BYTES, one_file_each: bool = False) -> None:
         super().__init__()
         self._one_file_each = one_file_each
         self._part_bytes = part_bytes
@@ -272,7 +276,8 @@ class SampleAndCountTokens(beam.PTransform):
         self._count_tokens = count_tokens
         self._budget = byte_budget
 
-    def expand(self, files):
+    @no_annotations  # Beam takes PCollection hints only: this returns a dict of them
+    def expand(self, files: beam.PCollection) -> Dict[str, beam.PCollection]:
         stores = StoreSettings.from_options(files.pipeline.options)
         per_file = (files
                     | "Spread" >> beam.Reshuffle()

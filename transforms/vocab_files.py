@@ -13,13 +13,15 @@ from apache_beam.io.filesystems import FileSystems
 
 from transforms.codecs.vocabulary import VocabFiles, Vocabulary, is_single_file
 from transforms.storage import file_io
+from transforms.storage.object_stores import ObjectStores
 
 
 def _path_of(path: str, name: str) -> str:
     return FileSystems.join(path, name) if name else path
 
 
-def read_files(vocabulary: Type[Vocabulary], path: str, stores=None) -> VocabFiles:
+def read_files(vocabulary: Type[Vocabulary], path: str,
+               stores: Optional[ObjectStores] = None) -> VocabFiles:
     """The files of the vocabulary at `path`: the first of `vocabulary.file_sets` whose first
     file is there (else the last set, whose read then fails naming the file)."""
     sets = vocabulary.file_sets
@@ -29,7 +31,7 @@ def read_files(vocabulary: Type[Vocabulary], path: str, stores=None) -> VocabFil
             for name in names}
 
 
-def load(vocabulary: Type[Vocabulary], path: str, stores=None,
+def load(vocabulary: Type[Vocabulary], path: str, stores: Optional[ObjectStores] = None,
          for_encoding: bool = False) -> Vocabulary:
     """The `vocabulary` (a Vocabulary class) of the file or directory at `path`; with
     `for_encoding`, the one the encode pass uses (`Vocabulary.for_encoding`)."""
@@ -37,13 +39,15 @@ def load(vocabulary: Type[Vocabulary], path: str, stores=None,
     return vocabulary.for_encoding(files) if for_encoding else vocabulary.from_files(files)
 
 
-def exists(vocabulary: Type[Vocabulary], path: str, stores=None) -> bool:
+def exists(vocabulary: Type[Vocabulary], path: str,
+           stores: Optional[ObjectStores] = None) -> bool:
     """Whether a complete vocabulary is at `path` (to be reused): a directory's file written
     last is there."""
     return file_io.exists(_path_of(path, vocabulary.file_sets[0][-1]), stores)
 
 
-def missing(vocabulary: Type[Vocabulary], path: str, stores=None) -> Optional[str]:
+def missing(vocabulary: Type[Vocabulary], path: str,
+            stores: Optional[ObjectStores] = None) -> Optional[str]:
     """Why a given vocabulary at `path` cannot be there (a message), or None."""
     if any(all(file_io.exists(_path_of(path, name), stores) for name in names)
            for names in vocabulary.file_sets):
@@ -51,7 +55,8 @@ def missing(vocabulary: Type[Vocabulary], path: str, stores=None) -> Optional[st
     return vocabulary.missing_reason
 
 
-def write(vocabulary: Type[Vocabulary], path: str, files: VocabFiles, stores=None) -> None:
+def write(vocabulary: Type[Vocabulary], path: str, files: VocabFiles,
+          stores: Optional[ObjectStores] = None) -> None:
     """Writes `files` (`Vocabulary.to_files`, or a learner's) to `path`. A directory is
     emptied first (never a new vocab.json beside an old merges.txt) and its files written in
     `file_sets[0]` order, the last one last, so `exists` never sees half a vocabulary."""

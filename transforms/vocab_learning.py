@@ -148,7 +148,8 @@ def sample_items(p: beam.Pipeline, files: SampleFiles,
 
 
 def sample_and_count(p: beam.Pipeline, files: SampleFiles, config: DatagenConfig,
-                     count_tokens: Callable, scanned: Optional[beam.PCollection] = None):
+                     count_tokens: Callable, scanned: Optional[beam.PCollection] = None
+                     ) -> Dict[str, beam.PCollection]:
     """`SampleAndCountTokens` of every file of `files` (its dict of PCollections)."""
     on_invalid = config.read.on_invalid_utf8
     if scanned is not None and on_invalid == "error":
@@ -244,12 +245,12 @@ class WordLearner(CountedLearner):
     (`Top.PerKey`, ties broken by the word) after `<unk>`, `<s>`, `</s>`."""
 
     @staticmethod
-    def tokenizer():
+    def tokenizer() -> Callable[[str], List[str]]:
         from transforms.codecs.word_vocab import tokenize
         return tokenize
 
     @staticmethod
-    def vocabs_from_counts(totals, vocab):
+    def vocabs_from_counts(totals: beam.PCollection, vocab: VocabConfig) -> beam.PCollection:
         from transforms.codecs.word_vocab import SPECIALS
         size = vocab.vocab_size
         return (totals
@@ -261,7 +262,7 @@ class WordLearner(CountedLearner):
                 | "WordVocab" >> beam.Map(_word_vocab_files, vocab_size=size))
 
     @staticmethod
-    def empty_files(vocab):
+    def empty_files(vocab: VocabConfig) -> VocabFiles:
         return _word_vocab_files((None, []), vocab.vocab_size)[1]
 
 
@@ -270,18 +271,18 @@ class ByteBpeLearner(CountedLearner):
     one worker (`transforms.codecs.byte_bpe_learner.learn_byte_bpe`)."""
 
     @staticmethod
-    def tokenizer():
+    def tokenizer() -> Callable[[str], List[str]]:
         from transforms.codecs.byte_bpe import pretokenize
         return pretokenize
 
     @staticmethod
-    def vocabs_from_counts(totals, vocab):
+    def vocabs_from_counts(totals: beam.PCollection, vocab: VocabConfig) -> beam.PCollection:
         return totals | "LearnMerges" >> beam.Map(
             _learn_bpe, vocab_size=vocab.vocab_size, min_frequency=vocab.bpe_min_frequency,
             eos_token=vocab.bpe_eos_token)
 
     @staticmethod
-    def empty_files(vocab):
+    def empty_files(vocab: VocabConfig) -> VocabFiles:
         return _learn_bpe((None, []), vocab.vocab_size, vocab.bpe_min_frequency,
                           vocab.bpe_eos_token)[1]
 

@@ -12,7 +12,7 @@ drop under its reason. With cleaning off nothing here runs and no pass is added.
 """
 
 import dataclasses
-from typing import Any, Callable, Dict, List, Optional, Tuple, cast
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from pipeline.driver.prepare import Prepared
 from pipeline.output.layout import OutputLayout
@@ -23,7 +23,7 @@ from transforms.cleaning.errors import CleaningConfigError
 from transforms.encode_pairs import plan_chunks
 from transforms.json_result import WriteJsonResult
 from transforms.config import DatagenConfig
-from transforms.elements import Chunk, DatasetSpec, FileFacts
+from transforms.elements import Chunk
 from transforms.storage import file_io
 from transforms.storage.object_stores import ObjectStores
 
@@ -73,9 +73,9 @@ class CleaningStep:
         """(label, build(pipeline)) of the cleaning pass."""
         chunks: List[Chunk] = []
         datasets: Dict[str, DatasetLines] = {}
-        for p in _every(prepared):  # (Prepared holds plain dicts: the elements' types here)
-            ds = cast(DatasetSpec, p.ds)
-            facts = cast(FileFacts, p.source_facts), cast(FileFacts, p.target_facts)
+        for p in _every(prepared):
+            ds = p.ds
+            facts = p.source_facts, p.target_facts
             chunks += [with_chunk_facts(c, *facts)
                        for c in plan_chunks(ds, p.source_lines, p.target_lines, *facts)]
             datasets["%s/%d" % (ds["split"], ds["index"])] = (

@@ -11,12 +11,14 @@ their split; the number is part of each pair's shuffle key.
 import dataclasses
 import logging
 import os
-from typing import Callable, List, Optional
+from typing import Callable, List, Optional, Sequence, cast
 
 from pipeline.output.own_outputs import exclude_own
 from pipeline.runtime.runners import DatagenError
 from transforms.config import DatagenConfig
+from transforms.elements import DatasetSpec
 from transforms.storage import file_io
+from transforms.storage.object_stores import ObjectStores
 from transforms.formats.corpus_formats import FormatError, detect_format, split_archive_path
 
 LOG = logging.getLogger("datagen")
@@ -31,22 +33,27 @@ class Dataset:
     target: Optional[str] = None  # None for TSV and TMX (both sides in one file)
 
     @property
-    def read_in_place(self):
+    def read_in_place(self) -> bool:
         """Line-aligned plain/compressed files are chunked and read where they are."""
         return self.format == "lines" and "!" not in self.source and "!" not in (self.target or "")
 
+    def spec(self) -> DatasetSpec:
+        """The dataset as the element the transforms take (`DatasetSpec`: its fields)."""
+        return cast(DatasetSpec, dataclasses.asdict(self))
 
-def literal_patterns(patterns, flag=None, output_dir=None):
+
+def literal_patterns(patterns: Optional[str], flag: Optional[str] = None,
+                     output_dir: Optional[str] = None) -> List[str]:
     """Pattern lists taken as file names, without asking any file system (for --dry_run)."""
     return [p.strip() for p in (patterns or "").split(",") if p.strip()]
 
 
-def is_local_file(path):
+def is_local_file(path: str) -> bool:
     """Whether `path` names an existing local file as it is (no glob, no list)."""
     return "://" not in path and os.path.isfile(path)
 
 
-def split_patterns(patterns):
+def split_patterns(patterns: Optional[str]) -> List[str]:
     """The comma-separated parts of a flag's value; a value (or a part) that names an
     existing local file is taken as that file's name, commas and `[` `]` `*` `?` included."""
     whole = (patterns or "").strip()
@@ -55,7 +62,9 @@ def split_patterns(patterns):
     return [p.strip() for p in whole.split(",") if p.strip()]
 
 
-def expand_listing(patterns, flag=None, output_dir=None, stores=None):
+def expand_listing(patterns: Optional[str], flag: Optional[str] = None,
+                   output_dir: Optional[str] = None,
+                   stores: Optional[ObjectStores] = None) -> List[str]:
     """Globs each pattern; `archive!member` names are taken literally (the archive must exist).
     `stores`: the job's ObjectStores (one listing per pattern on an object store).
 
@@ -107,12 +116,12 @@ def expand_listing(patterns, flag=None, output_dir=None, stores=None):
     return _once(out, flag)
 
 
-def _names(paths, most=3):
+def _names(paths: Sequence[str], most: int = 3) -> str:
     shown = ", ".join(os.path.basename(p.rstrip("/")) for p in paths[:most])
     return shown + (" and %d more" % (len(paths) - most) if len(paths) > most else "")
 
 
-def _once(paths, flag):
+def _once(paths: List[str], flag: Optional[str]) -> List[str]:
     """`paths` without repeats (the same file reached by two patterns, or through a link):
     each file is read once, and the job says which were listed again."""
     seen, kept, repeated = set(), [], []
@@ -129,11 +138,12 @@ def _once(paths, flag):
     return kept
 
 
-def _name(path):
+def _name(path: str) -> str:
     return os.path.basename(split_archive_path(path)[1] or path)
 
 
-def plan_datasets(config: DatagenConfig, split: str, expand=expand_listing) -> List[Dataset]:
+def plan_datasets(config: DatagenConfig, split: str,
+                  expand: Callable[..., List[str]] = expand_listing) -> List[Dataset]:
     """The datasets of `split` ('train' or 'dev') from the job's input flags
     (`config.inputs`), in a fixed order.
 

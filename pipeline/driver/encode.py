@@ -9,15 +9,21 @@ and the length report (`pipeline.output.length_report`). Everything lands under 
 `pipeline.output.commit` moves it into place once the books balance.
 """
 
-import dataclasses
 import json
+from typing import Callable, Dict, List, Sequence, Tuple
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 from pipeline.runtime import console
-from pipeline.driver.prepare import every_dataset
+from pipeline.driver.datasets import Dataset
+from pipeline.driver.passes import PassRunner
+from pipeline.driver.prepare import Prepared, every_dataset
+from pipeline.output.layout import OutputLayout
+from transforms.config import DatagenConfig
 from transforms.storage import file_io
+from transforms.elements import (Chunk, FileFacts, JsonValue, RejectsReport, ShardReport,
+                                 TokenCounts)
 from transforms.encode_pairs import EncodePairs, plan_chunks
 from transforms.json_result import WriteJsonResult
 from transforms.length_stats import LengthReportFn
@@ -33,8 +39,10 @@ def _read_rejects_file(path):
         yield record["split"], record
 
 
-def build_encode_pass(p, chunks, vocab_paths, seed, problem, num_shards, work_dirs, result_path,
-                      config, earlier_rejects=()):
+def build_encode_pass(p: beam.Pipeline, chunks: List[Chunk], vocab_paths: Tuple[str, str],
+                      seed: int, problem: str, num_shards: Dict[str, int],
+                      work_dirs: Dict[str, str], result_path: str, config: DatagenConfig,
+                      earlier_rejects: Sequence[str] = ()) -> None:
     """Encodes `chunks`, writes shuffled shards, and all rejects (with those of `prepare`).
 
     `work_dirs`: where shard fragments, shards and rejects files are written
@@ -67,14 +75,17 @@ class EncodeStep:
     """Runs the encode pass (`run_pass`: the PassRunner) of the prepared datasets with the
     run's `config` (DatagenConfig), `seed` and `problem`, into `layout`'s work directory."""
 
-    def __init__(self, layout, config, seed, problem, run_pass):
+    def __init__(self, layout: OutputLayout, config: DatagenConfig, seed: int, problem: str,
+                 run_pass: PassRunner) -> None:
         self._layout = layout
         self._config = config
         self._seed = seed
         self._problem = problem
         self._run_pass = run_pass
 
-    def build(self, chunks, vocab_paths, num_shards, earlier_rejects):
+    def build(self, chunks: List[Chunk], vocab_paths: Tuple[str, str],
+              num_shards: Dict[str, int], earlier_rejects: Sequence[str]
+              ) -> Tuple[str, Callable[[beam.Pipeline], None]]:
         """(label, build(pipeline)) of the encode pass."""
         work = self._layout.work
         label = "encode %d chunks into %s" % (len(chunks), ", ".join(
@@ -84,16 +95,23 @@ class EncodeStep:
             {name: work(name) for name in WORK_DIRS}, work("encode.json"), self._config,
             earlier_rejects)
 
-    def run(self, prepared, vocab_paths, num_shards):
+    def run(self, prepared: Dict[str, List[Prepared]], vocab_paths: Tuple[str, str],
+            num_shards: Dict[str, int]
+            ) -> Tuple[List[ShardReport], List[RejectsReport], Dict[str, TokenCounts],
+                       Dict[str, Dict[str, JsonValue]]]:
         """Encodes `prepared` ({split: [Prepared]}); returns (shards, rejects, tokens,
         lengths) as the pass reported them (`lengths`: {split: length_stats.length_report})."""
         # with cleaning: each chunk skips its dataset's dropped lines, and every chunk also
         # measures them for the lengths before cleaning
         cleaned = any(p.dropped for split in prepared for p in prepared[split])
-        chunks = [dict(c, dropped=p.dropped, lengths_before=True) if cleaned else c
-                  for split in sorted(prepared) for p in prepared[split]
-                  for c in plan_chunks(p.ds, p.source_lines, p.target_lines,
-                                       p.source_facts, p.target_facts)]
+        chunks: List[Chunk] = []
+        for split in sorted(prepared):
+            for p in prepared[split]:
+                for c in plan_chunks(p.ds, p.source_lines, p.target_lines, p.source_facts,
+                                     p.target_facts):
+                    if cleaned:
+                        c["dropped"], c["lengths_before"] = p.dropped, True
+                    chunks.append(c)
         # the prepare step's rejects (materializing) and the cleaning step's
         earlier = [path for split in sorted(prepared) for p in prepared[split]
                    for path in (p.rejects_path, p.cleaning_rejects) if path]
@@ -106,7 +124,7 @@ class EncodeStep:
         return (result.get("shards", []), result.get("rejects", []),
                 dict(result.get("tokens", [])), dict(result.get("lengths", [])))
 
-    def progress(self, chunks):
+    def progress(self, chunks: List[Chunk]) -> Callable[[float], str]:
         """progress(seconds): the pairs of the chunks whose shard fragments are written so
         far (a chunk writes its fragments when it is done), out of every pair; on any
         runner, as it asks the work directory's file system."""
@@ -118,18 +136,20 @@ class EncodeStep:
         def progress(seconds):
             done = {fragment_chunk(FileSystems.split(m.path)[1])
                     for m in FileSystems.match([pattern])[0].metadata_list}
-            return console.progress_line("encoded", sum(lines.get(c, 0) for c in done), total,
-                                         seconds)
+            written = sum(lines.get(c, 0) for c in done if c is not None)  # not another file
+            return console.progress_line("encoded", written, total, seconds)
         return progress
 
-    def dry_run(self, datasets, vocab_paths, num_shards):
+    def dry_run(self, datasets: Dict[str, List[Dataset]], vocab_paths: Tuple[str, str],
+                num_shards: Dict[str, int]) -> None:
         """--dry_run: the encode pass of `datasets` with placeholder chunks (no file facts)
         and, when some dataset is materialized, a placeholder rejects file of the prepare
         step."""
-        no_facts = {"lines": 0, "checkpoints": [(0, 0)]}
+        no_facts: FileFacts = {"bytes": 0, "lines": 0, "checkpoints": [(0, 0)],
+                               "first_invalid_utf8_line": None}
         every = every_dataset(datasets)
         chunks = [c for ds in every for c in plan_chunks(
-            dataclasses.asdict(ds), ds.source, ds.target or ds.source, no_facts, no_facts)]
+            ds.spec(), ds.source, ds.target or ds.source, no_facts, no_facts)]
         earlier = ([self._layout.work("materialized", "x.rejects.jsonl")]
                    if not all(ds.read_in_place for ds in every) else [])
         self._run_pass(*self.build(chunks, vocab_paths, num_shards, earlier))

@@ -15,12 +15,14 @@ T2T would.
 """
 
 import os
+from typing import Any, Dict, List, Mapping, Optional
 
 from apache_beam.io.filesystems import FileSystems
 
 from pipeline.driver.datasets import is_local_file, split_patterns
 
 from transforms.storage import file_io
+from transforms.storage.object_stores import ObjectStores
 
 # Flags that change no byte of the output: where it goes, how the job runs or how it is
 # parallelized (the vocab search and the encode chunks give the same result for any value,
@@ -49,6 +51,9 @@ CLEANING_OFF = {"dedup": "none", "drop_dev_overlap": False}
 
 def _cleaning_off_left_out(flags):
     return {k: v for k, v in flags.items() if k not in CLEANING_OFF or v != CLEANING_OFF[k]}
+
+FileStamps = Dict[str, Dict[str, float]]  # {path: {"size": bytes, "mtime": seconds}}
+Fingerprint = Dict[str, Any]  # {"flags": {flag: value}, "inputs": {flag: FileStamps}} (JSON)
 
 
 def _files_of(pattern, stores=None):
@@ -88,7 +93,9 @@ def _inputs(flag_values, flags, listed=None, stores=None):
     return inputs
 
 
-def output_fingerprint(flag_values, listed=None, stores=None):
+def output_fingerprint(flag_values: Mapping[str, Any],
+                       listed: Optional[Dict[str, FileStamps]] = None,
+                       stores: Optional[ObjectStores] = None) -> Fingerprint:
     """What determines the whole output: output-affecting flags and every input file
     (`listed`: as `_inputs`)."""
     return {"flags": _cleaning_off_left_out(
@@ -97,14 +104,16 @@ def output_fingerprint(flag_values, listed=None, stores=None):
             "inputs": _inputs(flag_values, INPUT_FLAGS, listed, stores)}
 
 
-def vocab_fingerprint(flag_values, listed=None, stores=None):
+def vocab_fingerprint(flag_values: Mapping[str, Any],
+                      listed: Optional[Dict[str, FileStamps]] = None,
+                      stores: Optional[ObjectStores] = None) -> Fingerprint:
     """What determines a vocabulary: the vocab flags and the train (and given vocab) files
     (`listed`: as `_inputs`)."""
     return {"flags": _cleaning_off_left_out({k: flag_values.get(k) for k in VOCAB_FLAGS}),
             "inputs": _inputs(flag_values, VOCAB_INPUT_FLAGS, listed, stores)}
 
 
-def differences(old, new):
+def differences(old: Fingerprint, new: Fingerprint) -> List[str]:
     """Human-readable list of what differs between two fingerprints (empty: the same)."""
     changes = []
     old_flags, new_flags = old.get("flags", {}), new.get("flags", {})
@@ -124,18 +133,19 @@ def differences(old, new):
     return changes
 
 
-def sidecar_path(vocab_path):
+def sidecar_path(vocab_path: str) -> str:
     """Where a vocab file's (or byte_bpe vocab directory's) fingerprint is kept: a hidden
     `.{vocab name}.fingerprint.json` beside it, so a `vocab.*` glob sees only vocabularies."""
     head, name = vocab_path.rstrip("/").rsplit("/", 1)
     return "%s/.%s.fingerprint.json" % (head, name)
 
 
-def read_sidecar(vocab_path, stores=None):
+def read_sidecar(vocab_path: str, stores: Optional[ObjectStores] = None) -> Optional[Fingerprint]:
     """The recorded vocab fingerprint, or None when the file was not written by this job."""
     path = sidecar_path(vocab_path)
     return file_io.read_json(path, stores) if file_io.exists(path, stores) else None
 
 
-def write_sidecar(vocab_path, fingerprint, stores=None):
+def write_sidecar(vocab_path: str, fingerprint: Fingerprint,
+                  stores: Optional[ObjectStores] = None) -> None:
     file_io.write_json(sidecar_path(vocab_path), fingerprint, stores)

@@ -14,9 +14,10 @@ import functools
 import logging
 import time
 import uuid
-from typing import Dict, List, Optional, Tuple
+from typing import Any, Callable, Collection, Dict, List, Optional, Tuple
 
 from apache_beam.io.filesystems import FileSystems
+from apache_beam.options.pipeline_options import PipelineOptions
 
 from pipeline.driver import fingerprint, preflight, reruns
 from pipeline.driver.cleaning import CleaningStep, load_cleaning
@@ -24,9 +25,10 @@ from pipeline.driver.datasets import Dataset, expand_listing, literal_patterns, 
 from pipeline.driver.encode import EncodeStep
 from pipeline.driver.job_record import JobRecord
 from pipeline.driver.passes import PassRunner
-from pipeline.driver.prepare import PrepareStep, rides_along
-from pipeline.driver.vocabularies import VocabStep, encoder_vocab_paths
+from pipeline.driver.prepare import Prepared, PrepareStep, rides_along
+from pipeline.driver.vocabularies import VocabPlan, VocabStep, encoder_vocab_paths
 from pipeline.output import books, commit
+from pipeline.output.books import SplitReport
 from pipeline.output.layout import OutputLayout
 from pipeline.output.lock import OutputLock
 from pipeline.runtime import staging
@@ -37,6 +39,7 @@ from pipeline.runtime.storage_errors import storage_error, storage_message
 from transforms.cleaning.config import CleaningConfig
 from transforms.config import DatagenConfig
 from transforms.encode_pairs import BEFORE_CLEANING
+from transforms.elements import RejectsReport, ShardReport, TokenCounts
 from transforms.length_stats import summary_lengths
 from transforms.storage import file_io
 
@@ -48,7 +51,8 @@ class DatagenJob:
     `options` (the PipelineOptions of every pass); `interrupted()`: the signal number that
     stopped the run, or None (`InterruptWatcher.received`)."""
 
-    def __init__(self, config: DatagenConfig, options, interrupted=lambda: None):
+    def __init__(self, config: DatagenConfig, options: PipelineOptions,
+                 interrupted: Callable[[], Optional[int]] = lambda: None) -> None:
         self.options = options
         # The driver's own file work (listing, fingerprint, lock, commit) runs before any
         # Pipeline hands these options to FileSystems: without them s3:// has no endpoint
@@ -76,7 +80,7 @@ class DatagenJob:
         self.cleaned: Optional[dict] = None  # the summary's `cleaning`, when cleaning ran
 
     # -- plan ------------------------------------------------------------------------------
-    def plan(self, **expand) -> Dict[str, List[Dataset]]:
+    def plan(self, **expand: Callable[..., List[str]]) -> Dict[str, List[Dataset]]:
         """{split: [Dataset]} of the flags (`expand`: how patterns are listed; by default
         with the job's store clients)."""
         expand = expand or {"expand": functools.partial(expand_listing, stores=self.stores)}
@@ -86,7 +90,7 @@ class DatagenJob:
             datasets["dev"] = plan_datasets(self.config, "dev", **expand)
         return datasets
 
-    def num_shards(self, splits) -> Dict[str, int]:
+    def num_shards(self, splits: Collection[str]) -> Dict[str, int]:
         shards = {"train": self.config.job.num_train_shards}
         if "dev" in splits:
             shards["dev"] = self.config.job.num_dev_shards
@@ -103,7 +107,8 @@ class DatagenJob:
         self.record.write_running()
         self._writing = True
 
-    def prepare_and_vocab(self, datasets, plan) -> Tuple[dict, dict]:
+    def prepare_and_vocab(self, datasets: Dict[str, List[Dataset]], plan: VocabPlan
+                          ) -> Tuple[Dict[str, List[Prepared]], Dict[str, Any]]:
         """Runs the prepare step and the vocab step; returns (prepared, vocab report).
 
         Reused vocabularies are checked first. When the prepare stage rides along the first
@@ -150,7 +155,9 @@ class DatagenJob:
         assert self.run_pass.lock is not None, "the lock is taken before any pass runs"
         return self.run_pass.lock
 
-    def finish(self, prepared, num_shards, shards, rejects, tokens) -> dict:
+    def finish(self, prepared: Dict[str, List[Prepared]], num_shards: Dict[str, int],
+               shards: List[ShardReport], rejects: List[RejectsReport],
+               tokens: Dict[str, TokenCounts]) -> Dict[str, SplitReport]:
         """Checks the books of every dataset, then moves outputs into place; marker last."""
         self._lock.check()  # a run that lost its lock must not replace the new
         report = {split: books.split_report(  # holder's files
@@ -264,7 +271,7 @@ class DatagenJob:
         """The job, once this run holds the output directory's lock."""
         layout = self.layout
         flag_values = self.config.flags()
-        listed: Dict[str, list] = {}  # patterns listed once for both fingerprints
+        listed: Dict[str, fingerprint.FileStamps] = {}  # patterns listed once for both fingerprints
         self.record.fingerprint = fingerprint.output_fingerprint(flag_values, listed,
                                                                  self.stores)
         self.vocab.fingerprint = fingerprint.vocab_fingerprint(flag_values, listed, self.stores)

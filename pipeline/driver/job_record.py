@@ -10,6 +10,9 @@ import logging
 import time
 from typing import Any, Callable, Dict, Optional
 
+from apache_beam.options.pipeline_options import PipelineOptions
+
+from pipeline.driver.passes import PassRunner
 from pipeline.output import commit
 from pipeline.output.layout import OutputLayout
 from pipeline.runtime.storage_errors import storage_error
@@ -26,7 +29,8 @@ def now() -> str:
 class JobRecord:
     """The facts of one run (`config`, Beam's `options`, its `layout` and PassRunner)."""
 
-    def __init__(self, config: DatagenConfig, options, layout: OutputLayout, run_pass):
+    def __init__(self, config: DatagenConfig, options: PipelineOptions, layout: OutputLayout,
+                 run_pass: PassRunner) -> None:
         self._config = config
         self._options = options
         self._layout = layout
@@ -40,14 +44,14 @@ class JobRecord:
         """The run starts now (its summary's `started_at` and `seconds`)."""
         self.started, self.t0 = now(), time.time()
 
-    def timed(self, stage: str, fn: Callable, *args) -> Any:
+    def timed(self, stage: str, fn: Callable[..., Any], *args: Any) -> Any:
         """`fn(*args)`, its seconds recorded as `stage`'s."""
         start = time.time()
         value = fn(*args)
         self.stages[stage] = {"seconds": round(time.time() - start, 3)}
         return value
 
-    def summary(self, status: str, **facts) -> dict:
+    def summary(self, status: str, **facts: Any) -> dict:
         """The summary of the run so far with `status` and `facts` added."""
         job = self._config.job
         summary = {

@@ -8,13 +8,12 @@ which do not know the job's flags and log "Discarding unparseable args" for each
 
 import argparse
 import dataclasses
-import difflib
 import logging
-from typing import List, NoReturn, Tuple
+from typing import Any, Dict, List, Sequence, Tuple
 
-from apache_beam.options.pipeline_options import PipelineOptions
-
+from pipeline.runtime import flags
 from pipeline.runtime.console import LOG_LEVELS
+from pipeline.runtime.flags import FlagParser
 from pipeline.output.names import check_name
 from pipeline.runtime.runners import DatagenError
 from transforms.config import (CleanConfig, DatagenConfig, InputConfig, JobConfig, ReadConfig,
@@ -146,55 +145,14 @@ class DatagenOptions:
                  "the workers. The output is the same either way.")
 
 
-class FlagParser(argparse.ArgumentParser):
-    """A plain argparse parser (no abbreviations) that keeps the actions added to it
-    (`actions`, for the "did you mean" of an unknown flag and for --help's checks) and
-    raises DatagenError (exit 2, one line) for a bad value (`--vocab_size abc`) instead of
-    printing the usage and exiting the process.
-
-    Beam's option classes add their flags to it through `_add_argparse_args(parser)`, the
-    hook Beam documents for defining options, which hands them an argparse parser: they
-    call `add_argument` and, for template options, `add_value_provider_argument`, a plain
-    flag here (its name and its value's type are all a check needs). A flag added through
-    an argument group is parsed but not suggested."""
-
-    def __init__(self, **kwargs) -> None:
-        self.actions = []  # before super().__init__, which adds -h
-        super().__init__(allow_abbrev=False, **kwargs)
-
-    def add_argument(self, *args, **kwargs) -> argparse.Action:
-        action = super().add_argument(*args, **kwargs)
-        self.actions.append(action)
-        return action
-
-    def add_value_provider_argument(self, *args, **kwargs) -> argparse.Action:
-        return self.add_argument(*args, **kwargs)
-
-    def error(self, message: str) -> NoReturn:
-        raise DatagenError(message)
-
-
-def job_flag_parser(**kwargs) -> FlagParser:
+def job_flag_parser(**kwargs: Any) -> FlagParser:
     """A parser of the job's own flags (DatagenOptions); `kwargs` go to ArgumentParser."""
     parser = FlagParser(**kwargs)
     DatagenOptions._add_argparse_args(parser)
     return parser
 
 
-def _every_option_parser() -> FlagParser:
-    """A parser of every flag the command takes: DatagenOptions' and Beam's pipeline
-    options (each PipelineOptions subclass once, as `PipelineOptions.get_all_options`
-    collects them)."""
-    parser = job_flag_parser()
-    classes = {}
-    for cls in PipelineOptions.__subclasses__():
-        classes.setdefault(str(cls), cls)
-    for cls in classes.values():
-        cls._add_argparse_args(parser)
-    return parser
-
-
-def parse_flags(argv: "list[str]") -> "tuple[argparse.Namespace, list[str]]":
+def parse_flags(argv: Sequence[str]) -> "tuple[argparse.Namespace, list[str]]":
     """(the job's flags: an argparse Namespace, Beam's arguments: a list) of a command line.
 
     Every job flag is taken out; what is left, in its order, is for `PipelineOptions`."""
@@ -202,26 +160,10 @@ def parse_flags(argv: "list[str]") -> "tuple[argparse.Namespace, list[str]]":
 
 
 def check_known_flags(argv: "list[str]") -> None:
-    """Raises DatagenError for a flag that is neither the job's nor a Beam pipeline option.
-
-    Beam only warns about such flags and drops them, so a typo (`--vocab_sise 100`) would run
-    the whole job with the default; a scheduled job must fail at once instead.
-    """
-    parser = _every_option_parser()
-    _, unknown = parser.parse_known_args(argv)
-    flags = [a for a in unknown if a.startswith("-")]
-    if flags:
-        known = [s for action in parser.actions for s in action.option_strings]
-        names = []
-        for flag in flags:
-            close = difflib.get_close_matches(flag.split("=", 1)[0], known, n=1)
-            names.append(flag + (" (did you mean %s?)" % close[0] if close else ""))
-        raise DatagenError("unknown flag%s %s: neither a flag of this job (see --help) nor a "
-                           "Beam pipeline option" % ("s" if len(flags) > 1 else "",
-                                                     ", ".join(names)))
-    if unknown:
-        raise DatagenError("unexpected argument%s %s: every value goes after its --flag" % (
-            "s" if len(unknown) > 1 else "", " ".join(repr(a) for a in unknown)))
+    """Raises DatagenError for a flag that is neither the job's nor a Beam pipeline option
+    (`pipeline.runtime.flags.check_known_flags`)."""
+    flags.check_known_flags(argv, flags.with_beam_options(job_flag_parser()),
+                            "a flag of this job (see --help)")
 
 
 def _defaults():
@@ -229,7 +171,7 @@ def _defaults():
     return vars(parse_flags([])[0])
 
 
-def datagen_flag_values(flags):
+def datagen_flag_values(flags: argparse.Namespace) -> Dict[str, Any]:
     """{flag: value} of DatagenOptions' own flags (for the summary and the fingerprint)."""
     return dict(vars(flags))
 
@@ -313,7 +255,7 @@ def _vocab_config(flags) -> VocabConfig:
     return _fields(VocabConfig, flags, bisection_rounds="bisection_rounds_per_pass")
 
 
-def datagen_config(flags) -> DatagenConfig:
+def datagen_config(flags: argparse.Namespace) -> DatagenConfig:
     """The DatagenConfig (`transforms.config`) of parsed flags (`parse_flags`): built
     once per run, handed down to every step, pass and transform."""
     return DatagenConfig(
@@ -323,7 +265,7 @@ def datagen_config(flags) -> DatagenConfig:
         flag_values=tuple(datagen_flag_values(flags).items()))
 
 
-def parse_config(argv) -> Tuple[DatagenConfig, List[str]]:
+def parse_config(argv: Sequence[str]) -> Tuple[DatagenConfig, List[str]]:
     """(the DatagenConfig of a command line's job flags, checked by `validate_flags`, Beam's
     arguments) : the one place flags are parsed for a run."""
     flags, beam_args = parse_flags(argv)
@@ -331,7 +273,7 @@ def parse_config(argv) -> Tuple[DatagenConfig, List[str]]:
     return datagen_config(flags), beam_args
 
 
-def default_config(**flags) -> DatagenConfig:
+def default_config(**flags: Any) -> DatagenConfig:
     """The DatagenConfig of a run given only `flags` ({flag: value}), every other setting at
     its flag's default; for tests and library use, so defaults stay in the flag definitions."""
     parsed = parse_flags([])[0]

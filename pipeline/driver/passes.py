@@ -11,10 +11,12 @@ import re
 import sys
 import threading
 import time
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import apache_beam as beam
-from apache_beam.options.pipeline_options import StandardOptions
+from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 
+from pipeline.output.lock import OutputLock
 from pipeline.runtime import console, local_worker_pool
 from pipeline.runtime.interrupts import Interrupted, kill_worker_processes
 from pipeline.runtime.job_server import JobServer, needs_job_server
@@ -34,7 +36,7 @@ class WorkerDied(RuntimeError):
     The pass's own thread is left blocked in Beam: the program must exit without waiting
     for threads (`python -m pipeline.datagen` does)."""
 
-    def __init__(self, number, dead):
+    def __init__(self, number: int, dead: List[str]) -> None:
         super().__init__("pass %d failed: %s while it ran%s" % (
             number, "; ".join(dead),
             " (out of memory?)" if any("SIGKILL" in d for d in dead) else ""))
@@ -48,12 +50,12 @@ class PassFailed(RuntimeError):
 
     MAX_CHARS = 300
 
-    def __init__(self, number, label, runner, error):
+    def __init__(self, number: int, label: str, runner: str, error: BaseException) -> None:
         super().__init__("pass %d (%s) failed on %s: %s" % (number, label, runner,
                                                               self.summary(error)))
 
     @classmethod
-    def summary(cls, error):
+    def summary(cls, error: BaseException) -> str:
         """The error's first line and its root cause: the last line that names an
         exception (Python's last traceback line, Java's last `Caused by:`)."""
         lines = [line.strip() for line in str(error).splitlines() if line.strip()]
@@ -81,7 +83,9 @@ class PassRunner:
     `close()` ends them. `log_level`: the job's --log_level, for those processes' logging.
     """
 
-    def __init__(self, options, dry_run, interrupted, log_level=None):
+    def __init__(self, options: PipelineOptions, dry_run: bool,
+                 interrupted: Callable[[], Optional[int]], log_level: Optional[str] = None
+                 ) -> None:
         self.options = options
         # The job's store clients (for its own reads and writes on gs:// and s3://).
         self.stores = ObjectStores(StoreSettings.from_options(options))
@@ -89,14 +93,14 @@ class PassRunner:
         self.interrupted = interrupted
         self.log_level = log_level
         self.count = 0
-        self.counters = {}  # the job's Beam counters summed over its passes (job_metrics)
-        self.lock = None
-        self._expected = None  # (passes in all, whether that number is exact)
-        self._workers = None
-        self._internals_ok = None  # whether local_worker_pool may run DirectRunner's passes
-        self.job_server = None  # pipeline.runtime.job_server.JobServer, once a pass started one
-        self.job_server_seconds = None  # how long starting it took
-        self._submitted = None  # when the running pass's job was submitted
+        self.counters: Dict[str, int] = {}  # the job's Beam counters summed over its passes
+        self.lock: Optional[OutputLock] = None
+        self._expected: Optional[Tuple[int, bool]] = None  # (passes in all, whether exact)
+        self._workers: Optional[local_worker_pool.LocalWorkerPool] = None
+        self._internals_ok: Optional[bool] = None  # may local_worker_pool run Direct passes
+        self.job_server: Optional[JobServer] = None  # once a pass started one
+        self.job_server_seconds: Optional[float] = None  # how long starting it took
+        self._submitted: Optional[float] = None  # when the running pass's job was submitted
 
     def _submit_options(self, options):
         """`options` of a pass, pointed at the job's one job server when its runner would
@@ -106,6 +110,7 @@ class PassRunner:
             return options
         if self.job_server is None:
             self.job_server = JobServer(self.options).start()
+            assert self.job_server.seconds is not None  # set by start()
             self.job_server_seconds = round(self.job_server.seconds, 3)
         return self.job_server.pass_options(options)
 
@@ -129,7 +134,7 @@ class PassRunner:
                 worker_count(self.options), self.options, self.log_level).start()
         return local_worker_pool.direct_runner(options, self._workers)
 
-    def abort_for_lost_lock(self):
+    def abort_for_lost_lock(self) -> None:
         """Called by the lock's heartbeat when another run took the lease: the pass in
         progress must stop writing at once (its worker processes are killed; an in-process
         pass is left behind, writing only into this run's own work directory)."""
@@ -173,7 +178,7 @@ class PassRunner:
             self.counters[name] = self.counters.get(name, 0) + value
         return outcome["state"]
 
-    def close(self):
+    def close(self) -> None:
         """Ends the worker processes the passes shared and stops the job server they
         submitted to, if any."""
         if self._workers is not None:
@@ -184,7 +189,7 @@ class PassRunner:
             LOG.info("job server stopped")
             self.job_server = None
 
-    def expect(self, more, exact=True):
+    def expect(self, more: int, exact: bool = True) -> None:
         """The job expects `more` passes after those run so far (`exact`: False while a
         search decides how many); the log numbers passes "3 of 5" or "3 of ~5"."""
         self._expected = (self.count + more, exact)
@@ -197,7 +202,8 @@ class PassRunner:
             total, exact = number, False
         return " of %s%d" % ("" if exact else "~", total)
 
-    def __call__(self, label, build, progress=None):
+    def __call__(self, label: str, build: Callable[[beam.Pipeline], Any],
+                 progress: Optional[Callable[[float], str]] = None) -> float:
         """Runs pass `label` built by `build(pipeline)`; `progress(seconds)`, if given, says
         where a running pass stands (a line logged every PROGRESS_SECONDS)."""
         if self.lock is not None:

@@ -2,15 +2,17 @@
 directory can be written. Each failure is one line naming the flag (exit 2), where a pass
 would otherwise fail later with a worker's traceback."""
 
-from typing import List, Tuple
+from typing import List, Optional, Tuple
 
 from apache_beam.io.filesystems import FileSystems
 
 from pipeline.driver.datasets import split_patterns
 from pipeline.driver.fingerprint import INPUT_FLAGS
+from pipeline.output.layout import OutputLayout
 from pipeline.runtime.runners import DatagenError, one_line
 from transforms.config import DatagenConfig
 from transforms.storage import file_io
+from transforms.storage.object_stores import ObjectStores
 
 def named_paths(config: DatagenConfig) -> List[Tuple[str, str]]:
     """(flag, path) of every path the flags name (input patterns, vocabularies, output)."""
@@ -31,7 +33,7 @@ def check_file_systems(config: DatagenConfig) -> None:
             raise DatagenError("%s %s" % (flag, problem))
 
 
-def check_output_writable(layout, stores=None):
+def check_output_writable(layout: OutputLayout, stores: Optional[ObjectStores] = None) -> None:
     """Writes and deletes a 0-byte file in the work directory, so an --output_dir under a
     regular file, in /proc or without permission stops the job with one line before any
     pass runs (a pass would fail with a worker's traceback). `stores`: the job's

@@ -15,15 +15,22 @@ the sampler takes the file sizes from the same scan.
 import dataclasses
 import functools
 import logging
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 import apache_beam as beam
+from apache_beam.typehints.decorators import no_annotations
 
+from pipeline.driver.datasets import Dataset
+from pipeline.driver.passes import PassRunner
+from pipeline.output.layout import OutputLayout
 from pipeline.runtime.runners import DatagenError
+from transforms.config import ReadConfig
+from transforms.elements import DatasetSpec, FileFacts
 from transforms.storage import file_io
 from transforms.file_scan import ScanTextFiles
 from transforms.json_result import WriteJsonResult
 from transforms.materialize import MaterializeDatasets
+from transforms.storage.object_stores import ObjectStores
 
 LOG = logging.getLogger("datagen")
 
@@ -31,11 +38,11 @@ LOG = logging.getLogger("datagen")
 @dataclasses.dataclass
 class Prepared:
     """A dataset with the line-aligned files the rest of the job reads."""
-    ds: dict
+    ds: DatasetSpec
     source_lines: str
     target_lines: str
-    source_facts: dict
-    target_facts: dict
+    source_facts: FileFacts
+    target_facts: FileFacts
     units: int                      # pairs (or units) read from the original input
     rejects_path: Optional[str] = None  # rejects found while materializing
     # what the cleaning step (pipeline.driver.cleaning) dropped, when it dropped anything:
@@ -51,7 +58,8 @@ class PrepareInputs(beam.PTransform):
     of the scanned files, so a vocab pass in the same pipeline can size its samples.
     """
 
-    def __init__(self, paths, structured, work_dir, read, result_path):
+    def __init__(self, paths: List[str], structured: List[DatasetSpec], work_dir: str,
+                 read: ReadConfig, result_path: str) -> None:
         super().__init__()
         self._paths = paths
         self._structured = structured
@@ -59,7 +67,8 @@ class PrepareInputs(beam.PTransform):
         self._read = read  # transforms.config.ReadConfig
         self._result_path = result_path
 
-    def expand(self, pbegin):
+    @no_annotations  # Beam takes PCollection hints only: this one may return None
+    def expand(self, pbegin: beam.pvalue.PBegin) -> Optional[beam.PCollection]:
         outputs = {}
         scanned = None
         if self._paths:
@@ -87,12 +96,12 @@ class RidingPrepare:
     label: str
 
 
-def every_dataset(datasets):
+def every_dataset(datasets: Mapping[str, List[Dataset]]) -> List[Dataset]:
     """{split: [Dataset]} as one list, splits in order."""
     return [ds for split in sorted(datasets) for ds in datasets[split]]
 
 
-def rides_along(datasets, to_learn) -> bool:
+def rides_along(datasets: Mapping[str, List[Dataset]], to_learn: Mapping[str, object]) -> bool:
     """Whether the prepare step runs inside the first vocab pass: every dataset is read in
     place (nothing to materialize first) and some vocabulary is learnt."""
     return bool(to_learn) and all(ds.read_in_place for ds in every_dataset(datasets))
@@ -102,39 +111,43 @@ class PrepareStep:
     """Builds the prepare stage and reads its facts back (`layout`: the OutputLayout,
     `read`: the run's ReadConfig)."""
 
-    def __init__(self, layout, read, stores=None):
+    def __init__(self, layout: OutputLayout, read: ReadConfig,
+                 stores: Optional[ObjectStores] = None) -> None:
         self._layout = layout
         self._read = read
         self._stores = stores  # the job's ObjectStores
 
-    def transform(self, datasets):
+    def transform(self, datasets: Mapping[str, List[Dataset]]) -> Tuple[PrepareInputs, str]:
         """(the prepare stage of `datasets` as a transform to apply to a pipeline, its label)."""
         every = every_dataset(datasets)
-        structured = [dataclasses.asdict(ds) for ds in every if not ds.read_in_place]
-        paths = sorted({p for ds in every if ds.read_in_place for p in (ds.source, ds.target)})
+        structured = [ds.spec() for ds in every if not ds.read_in_place]
+        paths = sorted({p for ds in every if ds.read_in_place for p in (ds.source, ds.target)
+                        if p is not None})  # (a dataset read in place has both files)
         label = ", ".join(part for part in (
             "scan %d files" % len(paths) if paths else "",
             "convert %d datasets" % len(structured) if structured else "") if part)
         return PrepareInputs(paths, structured, self._layout.work("materialized"), self._read,
                              self._layout.work("prepare.json")), label
 
-    def riding(self, datasets) -> "RidingPrepare":
+    def riding(self, datasets: Mapping[str, List[Dataset]]) -> "RidingPrepare":
         """The prepare stage riding along the first vocab pass (`pipeline.driver.vocab_passes`
         adds it; the job reads its facts back once that pass is done: `read_back`)."""
         transform, label = self.transform(datasets)
         return RidingPrepare(functools.partial(_apply_prepare, transform=transform), label)
 
-    def build(self, datasets):
+    def build(self, datasets: Mapping[str, List[Dataset]]
+              ) -> Tuple[str, Callable[[beam.Pipeline], Any]]:
         """(label, build(pipeline)) of the prepare pass on its own."""
         transform, label = self.transform(datasets)
         return "prepare: " + label, lambda p: p | "Prepare" >> transform
 
-    def run(self, run_pass, datasets):
+    def run(self, run_pass: PassRunner, datasets: Mapping[str, List[Dataset]]
+            ) -> Dict[str, List[Prepared]]:
         """Runs the prepare pass; returns {split: [Prepared]} or raises DatagenError."""
         run_pass(*self.build(datasets))
         return self.read_back(datasets)
 
-    def read_back(self, datasets):
+    def read_back(self, datasets: Mapping[str, List[Dataset]]) -> Dict[str, List[Prepared]]:
         """The prepare stage's facts as {split: [Prepared]}; raises DatagenError on bad input."""
         read = self._read
         result = file_io.read_work_json(self._layout.work("prepare.json"), self._stores)
@@ -145,6 +158,7 @@ class PrepareStep:
         prepared: Dict[str, List[Prepared]] = {split: [] for split in datasets}
         for ds in every_dataset(datasets):
             if ds.read_in_place:
+                assert ds.target is not None  # a dataset read in place has both files
                 sf, tf_ = facts[ds.source], facts[ds.target]
                 unreadable = [fact["error"] for fact in (sf, tf_) if "error" in fact]
                 if unreadable:
@@ -161,7 +175,7 @@ class PrepareStep:
                 if sf["lines"] != tf_["lines"] and read.on_misaligned == "error":
                     problems.append("%s: line counts differ: %s has %d lines, %s has %d lines" % (
                         ds.split, ds.source, sf["lines"], ds.target, tf_["lines"]))
-                prepared[ds.split].append(Prepared(dataclasses.asdict(ds), ds.source, ds.target,
+                prepared[ds.split].append(Prepared(ds.spec(), ds.source, ds.target,
                                                    sf, tf_, max(sf["lines"], tf_["lines"])))
             else:
                 m = materialized[(ds.split, ds.index)]
@@ -172,7 +186,7 @@ class PrepareStep:
                     for warning in m["facts"][side].get("warnings", []):
                         LOG.warning("%s", warning)
                 prepared[ds.split].append(Prepared(
-                    dataclasses.asdict(ds), m["source_path"], m["target_path"],
+                    ds.spec(), m["source_path"], m["target_path"],
                     m["facts"]["source"], m["facts"]["target"], m["units"], m["rejects_path"]))
         if problems:
             raise DatagenError("bad input, nothing written: " + "; ".join(problems))

@@ -11,12 +11,13 @@ from pipeline.output.complete_check import missing_outputs, read_summary
 from pipeline.output.layout import OutputLayout
 from pipeline.runtime.runners import DatagenError
 from transforms.storage import file_io
+from transforms.storage.object_stores import ObjectStores
 
 LOG = logging.getLogger("datagen")
 
 
-def marked_complete(layout: OutputLayout, overwrite: bool,
-                    stores=None) -> Optional[Tuple[Optional[dict], Optional[List[str]]]]:
+def marked_complete(layout: OutputLayout, overwrite: bool, stores: Optional[ObjectStores] = None
+                    ) -> Optional[Tuple[Optional[dict], Optional[List[str]]]]:
     """(its summary or None when unreadable, the names of files it lists that are gone)
     of a complete output here, or None when there is no marker (or `overwrite`)."""
     if overwrite or not file_io.exists(layout.complete_path, stores):

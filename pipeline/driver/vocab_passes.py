@@ -12,6 +12,7 @@ A dry run builds the learner's passes with the same builders and only translates
 import logging
 from typing import Optional
 
+from pipeline.driver.passes import PassRunner
 from pipeline.driver.prepare import RidingPrepare
 from pipeline.runtime import console
 from pipeline.runtime.runners import DatagenError
@@ -24,7 +25,7 @@ LOG = logging.getLogger("datagen")
 class VocabPassDriver:
     """Runs vocab passes with `run_pass` (the job's PassRunner)."""
 
-    def __init__(self, run_pass):
+    def __init__(self, run_pass: PassRunner) -> None:
         self._run_pass = run_pass
 
     def run(self, vocab_pass: VocabPass, riding: Optional[RidingPrepare] = None) -> float:

@@ -15,12 +15,14 @@ and written by `transforms.vocab_files`; this module never compares kind names.
 """
 
 import logging
-from typing import Any, Dict, List, NamedTuple, Optional, Tuple
+from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Tuple
 
 from apache_beam.io.filesystems import FileSystems
 
 from pipeline.driver import fingerprint
-from pipeline.driver.prepare import RidingPrepare
+from pipeline.driver.datasets import Dataset
+from pipeline.driver.passes import PassRunner
+from pipeline.driver.prepare import Prepared, RidingPrepare
 from pipeline.driver.vocab_passes import VocabPassDriver
 from pipeline.output.layout import OutputLayout, lang_of
 from pipeline.output.names import check_name
@@ -38,10 +40,13 @@ class VocabChoice(NamedTuple):
     """What the vocab step does with each vocabulary of the plan (`VocabStep.choose`)."""
     reused: Dict[str, dict]          # {name: report} of those reused from the output
     given: Dict[str, str]            # {name: path} of those the flags name
-    to_learn: Dict[str, list]        # {name: [train datasets]} of those learnt
+    to_learn: Dict[str, List[Dataset]]  # {name: [train datasets]} of those learnt
 
 
-def encoder_vocab_paths(plan) -> Tuple[str, str]:
+VocabPlan = Dict[str, Tuple[str, List[Dataset]]]  # {name: (path in the output, [train datasets])}
+
+
+def encoder_vocab_paths(plan: VocabPlan) -> Tuple[str, str]:
     """(source vocab path, target vocab path); the same file twice for a shared vocab."""
     if "shared" in plan:
         return plan["shared"][0], plan["shared"][0]
@@ -57,16 +62,17 @@ class VocabStep:
     written.
     """
 
-    def __init__(self, config: DatagenConfig, layout: OutputLayout, run_pass):
+    def __init__(self, config: DatagenConfig, layout: OutputLayout, run_pass: PassRunner
+                 ) -> None:
         self._config = config
         self._layout = layout
         self._run_pass = run_pass
         self.passes = VocabPassDriver(run_pass)
         self.kind = vocab_kind(config.vocab.vocab_type)
-        self.fingerprint = None
+        self.fingerprint: Optional[fingerprint.Fingerprint] = None
 
     # -- which vocabularies ----------------------------------------------------------------
-    def plan(self, datasets) -> Dict[str, tuple]:
+    def plan(self, datasets: Mapping[str, List[Dataset]]) -> VocabPlan:
         """{vocab name: (vocab path in the output, [train datasets])}."""
         read, vocab = self._config.read, self._config.vocab
         kind = self.kind
@@ -90,7 +96,7 @@ class VocabStep:
         return {"source": (self._layout.vocab_path(kind, src_lang), train),
                 "target": (self._layout.vocab_path(kind, tgt_lang), train)}
 
-    def given(self, plan) -> Dict[str, str]:
+    def given(self, plan: VocabPlan) -> Dict[str, str]:
         """{name: path} of vocabularies the user supplied (--bpe_vocab, --word_vocab)."""
         files = self.kind.given_files(self._config.vocab)  # at most 2 (`validate_flags`)
         if len(files) == 2:
@@ -134,13 +140,14 @@ class VocabStep:
         if recorded is None:
             LOG.info("%s has no %s: reused as given", path, fingerprint.sidecar_path(path))
             return
+        assert self.fingerprint is not None  # set by the job before anything is chosen
         changes = fingerprint.differences(recorded, self.fingerprint)
         if changes:
             raise DatagenError("%s was made from other vocab inputs/flags: %s; pass "
                                "--overwrite to relearn it" % (path, "; ".join(changes)))
 
     # -- choosing, writing, learning -------------------------------------------------------
-    def choose(self, plan) -> VocabChoice:
+    def choose(self, plan: VocabPlan) -> VocabChoice:
         """Which vocabularies are reused, given or learnt. Reused ones are checked and loaded
         here, before any pass runs."""
         kind = self.kind
@@ -166,10 +173,11 @@ class VocabStep:
         """Writes a vocabulary (`transforms.vocab_files.write`). Its fingerprint sidecar goes
         first, so a vocab file this job wrote never lacks one (a sidecar without its vocab
         file is rewritten with the next vocab)."""
+        assert self.fingerprint is not None  # set by the job before anything is written
         fingerprint.write_sidecar(path, self.fingerprint, self._run_pass.stores)
         vocab_files.write(self.kind.vocabulary, path, files, self._run_pass.stores)
 
-    def write_given(self, plan, given: Dict[str, str]) -> Dict[str, dict]:
+    def write_given(self, plan: VocabPlan, given: Dict[str, str]) -> Dict[str, dict]:
         """Copies the given vocabularies into the output; returns their report."""
         report = {}
         for name in sorted(given):
@@ -182,7 +190,9 @@ class VocabStep:
         return report
 
     @staticmethod
-    def sample_files(to_learn, prepared) -> Dict[str, List[tuple]]:
+    def sample_files(to_learn: Mapping[str, List[Dataset]],
+                     prepared: Optional[Mapping[str, List[Prepared]]]
+                     ) -> Dict[str, List[tuple]]:
         """{name: [(path, size[, rejected_path[, dropped_path]])]}: each vocabulary samples its side of every train dataset,
         the line files the prepare step made, sized by its scan (`prepared`); with
         `prepared` None the datasets' own files, sized by a scan in the same pass (None)."""
@@ -213,14 +223,15 @@ class VocabStep:
                                        else (ds.target, None))
         return files
 
-    def learner(self, to_learn, prepared) -> VocabLearner:
+    def learner(self, to_learn: Mapping[str, List[Dataset]],
+                prepared: Optional[Mapping[str, List[Prepared]]]) -> VocabLearner:
         """The run's kind's learner of `to_learn` ({name: [train datasets]}), sampling the
         files `sample_files` says (`prepared` None: the prepare stage rides along its first
         pass and sizes them)."""
         return self.kind.learner(LearnerInputs(
             self._layout.work_dir, self.sample_files(to_learn, prepared), self._config))
 
-    def learn(self, plan, learner: VocabLearner) -> Dict[str, Any]:
+    def learn(self, plan: VocabPlan, learner: VocabLearner) -> Dict[str, Any]:
         """Runs the learner's passes not run yet (`passes`), writes the vocabularies;
         returns their report."""
         learnt = self.passes.run_rest(learner)
@@ -245,7 +256,7 @@ class VocabStep:
         report["passes"] = stats.passes
         return report
 
-    def dry_run(self, plan, riding: Optional[RidingPrepare] = None) -> None:
+    def dry_run(self, plan: VocabPlan, riding: Optional[RidingPrepare] = None) -> None:
         """--dry_run: builds the kind's vocab passes (`VocabLearner.dry_run_passes`: the
         builders a real run uses) over every vocabulary of `plan`, with placeholder file
         sizes unless `riding` (the prepare stage along the first pass) sizes them."""

@@ -37,11 +37,16 @@ import signal
 import sys
 import threading
 import traceback
-from typing import TYPE_CHECKING, Iterator, NoReturn, Optional
+from typing import TYPE_CHECKING, Any, Iterator, Literal, NoReturn, Optional
 
 from pipeline.runtime.interrupts import SIGNALS, process_alive
 
 if TYPE_CHECKING:  # Beam is imported where it is used: see start_early
+    from multiprocessing.connection import Connection
+    from multiprocessing.process import BaseProcess
+    from multiprocessing.util import Finalize
+
+    import grpc
     from apache_beam.options.pipeline_options import PipelineOptions
 
 START_TIMEOUT_SECONDS = 120
@@ -78,7 +83,7 @@ def internals_missing() -> Optional[str]:
     for module_name, path, parameters in REQUIRED_INTERNALS:
         name = "%s.%s" % (module_name, path)
         try:
-            target = importlib.import_module(module_name)
+            target: Any = importlib.import_module(module_name)  # then its attributes
             for part in path.split("."):
                 target = getattr(target, part)
             accepted = inspect.signature(target).parameters if parameters else {}
@@ -135,9 +140,9 @@ def leave(status: int, exit_handlers: bool) -> NoReturn:
     import atexit
     import os
     run_handlers = getattr(atexit, "_run_exitfuncs", None)
-    if exit_handlers and run_handlers is None:
-        raise SystemExit(status)
     if exit_handlers:
+        if run_handlers is None:
+            raise SystemExit(status)
         run_handlers()
     for stream in (sys.stdout, sys.stderr):
         try:
@@ -227,10 +232,10 @@ class LocalWorkerPool:
         self.num_workers = num_workers
         self._options = options
         self._log_level = log_level
-        self._backends = []
-        self._server = None
-        self._at_exit = None
-        self.address = None
+        self._backends: "list[_Backend]" = []
+        self._server: "Optional[grpc.Server]" = None
+        self._at_exit: "Optional[Finalize[None]]" = None
+        self.address: Optional[str] = None
 
     @property
     def processes(self) -> "list[multiprocessing.process.BaseProcess]":
@@ -275,13 +280,14 @@ class LocalWorkerPool:
         not say why."""
         gone = []
         for process in self.processes:
-            status = process.exitcode
-            if status == 255 and _running(process.pid):
+            status, pid = process.exitcode, process.pid
+            if status is None or pid is None:
+                continue  # running, or not started yet
+            if status == 255 and _running(pid):
                 continue  # the fork server, which reports its children's ends, is gone
-            if status is not None:
-                gone.append("worker process %d %s" % (process.pid, (
-                    "killed by %s" % signal.Signals(-status).name if status < 0
-                    else "exited with status %d" % status)))
+            gone.append("worker process %d %s" % (pid, (
+                "killed by %s" % signal.Signals(-status).name if status < 0
+                else "exited with status %d" % status)))
         return gone
 
     def ready(self) -> None:
@@ -305,7 +311,7 @@ class LocalWorkerPool:
     def __enter__(self) -> "LocalWorkerPool":
         return self.start()
 
-    def __exit__(self, *exc) -> bool:
+    def __exit__(self, *exc: object) -> Literal[False]:
         self.close()
         return False
 
@@ -324,10 +330,10 @@ def _running(pid: int) -> bool:
 class _Backend:
     """One worker process and, once it has sent its address, a stub of its service."""
 
-    def __init__(self):
-        self.process = None
-        self._pipe = None  # the driver's end of the process's pipe
-        self._error = None
+    def __init__(self) -> None:
+        self.process: "Optional[BaseProcess]" = None
+        self._pipe: "Optional[Connection]" = None  # the driver's end of the process's pipe
+        self._error: Optional[str] = None
         self._started = threading.Event()
         self._closed = False
         self._start_lock = threading.Lock()  # starting the process vs closing
@@ -385,16 +391,18 @@ class _Backend:
         """The first message the process sends: its pool service's address."""
         line = ""
         if self._started.wait(START_TIMEOUT_SECONDS) and self._error is None:
-            try:
-                if self._pipe.poll(START_TIMEOUT_SECONDS):
+            try:  # no pipe: the pool closed before this process started
+                if self._pipe is not None and self._pipe.poll(START_TIMEOUT_SECONDS):
                     line = self._pipe.recv()
             except (EOFError, OSError):
                 pass
         if not line.startswith("localhost:"):
-            pid = self.process.pid if self.process is not None else None
-            if pid is not None:
-                self.process.join(1)  # its exit status, when it is ending
-            status = self.process.exitcode if pid is not None else None
+            process = self.process
+            pid = process.pid if process is not None else None
+            status = None
+            if process is not None and pid is not None:
+                process.join(1)  # its exit status, when it is ending
+                status = process.exitcode
             raise RuntimeError("worker process %s did not start (%s)" % (
                 pid, self._error or "exit status %s" % status))
         return line

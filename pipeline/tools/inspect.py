@@ -43,7 +43,7 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from pipeline.output.layout import COMPLETE_NAME, SUMMARY_NAME
-from pipeline.driver.options import check_known_flags
+from pipeline.runtime import flags
 from pipeline.runtime.runners import DatagenError, one_line
 from transforms import vocab_files
 from transforms.codecs.vocabulary import Vocabulary
@@ -85,7 +85,8 @@ def _parser() -> argparse.ArgumentParser:
 def file_system_options(argv: List[str]) -> PipelineOptions:
     """Beam's pipeline options of `argv` (the file system flags), handed to FileSystems in
     this process; DatagenError for any other unknown flag."""
-    check_known_flags(argv)
+    flags.check_known_flags(argv, flags.with_beam_options(flags.FlagParser()),
+                            "a flag of %s (see --help)" % PROG)
     options = PipelineOptions(argv)
     FileSystems.set_options(options)
     return options

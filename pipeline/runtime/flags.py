@@ -1,0 +1,72 @@
+"""Command-line flags checked with public APIs only: a job's or tool's own flags and Beam's
+pipeline options in one parser, and an unknown flag as one line with the closest known one.
+
+Beam only warns about a flag it does not know and drops it, so a typo (`--vocab_sise 100`)
+would run a whole job with the default; a scheduled job must fail at once instead. Used by
+the job's options (`pipeline.driver.options`) and by the consumer tools (`pipeline.tools`).
+"""
+
+import argparse
+import difflib
+from typing import Any, Dict, List, NoReturn, Type
+
+from apache_beam.options.pipeline_options import PipelineOptions
+
+from pipeline.runtime.runners import DatagenError
+
+
+class FlagParser(argparse.ArgumentParser):
+    """A plain argparse parser (no abbreviations) that keeps the actions added to it
+    (`actions`, for the "did you mean" of an unknown flag and for --help's checks) and
+    raises DatagenError (exit 2, one line) for a bad value (`--vocab_size abc`) instead of
+    printing the usage and exiting the process.
+
+    Beam's option classes add their flags to it through `_add_argparse_args(parser)`, the
+    hook Beam documents for defining options, which hands them an argparse parser: they
+    call `add_argument` and, for template options, `add_value_provider_argument`, a plain
+    flag here (its name and its value's type are all a check needs). A flag added through
+    an argument group is parsed but not suggested."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        self.actions: List[argparse.Action] = []  # before super().__init__, which adds -h
+        super().__init__(allow_abbrev=False, **kwargs)
+
+    def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
+        action = super().add_argument(*args, **kwargs)
+        self.actions.append(action)
+        return action
+
+    def add_value_provider_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
+        return self.add_argument(*args, **kwargs)
+
+    def error(self, message: str) -> NoReturn:
+        raise DatagenError(message)
+
+
+def with_beam_options(parser: FlagParser) -> FlagParser:
+    """`parser` with every Beam pipeline option added (each PipelineOptions subclass once, as
+    `PipelineOptions.get_all_options` collects them)."""
+    classes: Dict[str, Type[PipelineOptions]] = {}
+    for cls in PipelineOptions.__subclasses__():
+        classes.setdefault(str(cls), cls)
+    for cls in classes.values():
+        cls._add_argparse_args(parser)
+    return parser
+
+
+def check_known_flags(argv: List[str], parser: FlagParser, own: str) -> None:
+    """Raises DatagenError for an argument of `argv` that `parser` does not take: "unknown
+    flag --x (did you mean --y?): neither {own} nor a Beam pipeline option"."""
+    _, unknown = parser.parse_known_args(argv)
+    flags = [a for a in unknown if a.startswith("-")]
+    if flags:
+        known = [s for action in parser.actions for s in action.option_strings]
+        names = []
+        for flag in flags:
+            close = difflib.get_close_matches(flag.split("=", 1)[0], known, n=1)
+            names.append(flag + (" (did you mean %s?)" % close[0] if close else ""))
+        raise DatagenError("unknown flag%s %s: neither %s nor a Beam pipeline option" % (
+            "s" if len(flags) > 1 else "", ", ".join(names), own))
+    if unknown:
+        raise DatagenError("unexpected argument%s %s: every value goes after its --flag" % (
+            "s" if len(unknown) > 1 else "", " ".join(repr(a) for a in unknown)))

@@ -1,0 +1,164 @@
+"""The package rules of docs/design.md, checked on the code: which package may import which, no
+import cycle, Beam's internals in at most one module, no module over 500 lines.
+
+Every import counts, function-local ones too (a lazy import is still a dependency). The rules
+are read from the imports' text (`ast`), so nothing of the project is run.
+"""
+
+import ast
+import pathlib
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+PACKAGES = ("pipeline", "transforms")
+MAX_LINES = 500
+
+# package prefix -> prefixes of the project it must not import
+FORBIDDEN = {
+    "transforms.codecs": ("pipeline", "transforms.formats", "transforms.storage",
+                          "transforms."),  # codecs import codecs only (checked below)
+    "transforms.formats": ("pipeline", "transforms.storage"),
+    "transforms.storage": ("pipeline",),
+    "transforms": ("pipeline",),
+    "pipeline.runtime": ("pipeline.output", "pipeline.driver", "pipeline.tools",
+                         "pipeline.datagen"),
+    "pipeline.output": ("pipeline.driver", "pipeline.tools", "pipeline.datagen"),
+    "pipeline.driver": ("pipeline.tools", "pipeline.datagen"),
+    "pipeline.tools": ("pipeline.driver", "pipeline.datagen"),
+}
+PURE = ("transforms.codecs", "transforms.formats")  # no Beam, no TensorFlow
+# Beam's internals: its runner's and SDK harness's insides, not its user API.
+BEAM_INTERNALS = ("apache_beam.runners.portability.fn_api_runner",
+                  "apache_beam.runners.portability.portable_runner",
+                  "apache_beam.runners.worker", "apache_beam.portability.api")
+
+
+def _modules():
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            parts = path.relative_to(ROOT).with_suffix("").parts
+            name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+            yield name, path
+
+
+def _imports(name, path):
+    """Every module `path` imports (absolute dotted names), function-local ones too."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(a.name, None, node.lineno) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                here = name.split(".")
+                base = ".".join(here[:len(here) - node.level + (path.name == "__init__.py")]
+                                + ([base] if base else []))
+            for alias in node.names:
+                found.append((base, alias.name, node.lineno))
+    return found
+
+
+def _graph():
+    names = dict(_modules())
+    graph = {}
+    for name, path in names.items():
+        targets = set()
+        for base, attr, _ in _imports(name, path):
+            if attr and "%s.%s" % (base, attr) in names:
+                targets.add("%s.%s" % (base, attr))
+            elif base in names:
+                targets.add(base)
+        graph[name] = targets - {name}
+    return graph
+
+
+def _package_of(name):
+    """The longest FORBIDDEN key that `name` lies in."""
+    keys = [k for k in FORBIDDEN if name == k or name.startswith(k + ".")]
+    return max(keys, key=len) if keys else None
+
+
+def test_no_import_runs_against_the_package_rules():
+    broken = []
+    for name, path in _modules():
+        package = _package_of(name)
+        for base, attr, line in _imports(name, path):
+            full = base + ("." + attr if attr else "")
+            if package is None:
+                continue
+            if package == "transforms.codecs":
+                bad = full.startswith(("pipeline", "transforms.")) and not full.startswith(
+                    "transforms.codecs")
+            else:
+                bad = any(full == f or full.startswith(f + ".") or base == f
+                          for f in FORBIDDEN[package])
+            if package in PURE and base.split(".")[0] in ("apache_beam", "tensorflow"):
+                bad = True
+            if bad:
+                broken.append("%s:%d imports %s" % (path.relative_to(ROOT), line, full))
+    assert not broken, "\n".join(broken)
+
+
+def test_no_import_cycle():
+    graph = _graph()
+    index, low, stack, on_stack, cycles = {}, {}, [], set(), []
+
+    def visit(node):  # Tarjan's strongly connected components
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for succ in graph[node]:
+            if succ not in index:
+                visit(succ)
+                low[node] = min(low[node], low[succ])
+            elif succ in on_stack:
+                low[node] = min(low[node], index[succ])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    # a package's __init__ importing its own modules is not a cycle of design
+    cycles = [c for c in cycles if not all(m.startswith(c[0]) for m in c)]
+    assert not cycles, cycles
+
+
+def test_beam_internals_and_private_apis_in_at_most_one_module():
+    users = {}
+    for name, path in _modules():
+        text = path.read_text(encoding="utf-8")
+        for base, attr, line in _imports(name, path):
+            private = base.startswith("apache_beam") and (
+                base.startswith(BEAM_INTERNALS) or (attr or "").startswith("_"))
+            if private:
+                users.setdefault(name, []).append("%d: %s %s" % (line, base, attr or ""))
+        for needle in ("atexit._run_exitfuncs", "._actions", "_BeamArgumentParser"):
+            if needle in text:
+                users.setdefault(name, []).append(needle)
+    assert len(users) <= 1, users
+
+
+def test_no_module_over_500_lines():
+    long = []
+    for folder in PACKAGES + ("benchmarks", "examples"):  # tests: test_layout.py
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            lines = len(path.read_text(encoding="utf-8").splitlines())
+            if lines > MAX_LINES:
+                long.append("%s: %d lines" % (path.relative_to(ROOT), lines))
+    assert not long, long
+
+
+def test_every_package_says_what_it_holds_and_may_import():
+    for name, path in _modules():
+        if path.name == "__init__.py":
+            doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8")))
+            assert doc and "import" in doc.lower(), "%s: no docstring naming what it may import" % name
