@@ -6,7 +6,7 @@ to two decimals, takes 0 when the label is not the side's language (and 1 for an
 and passes the pair when every side's value is above its threshold (default 0). It runs only
 with py3langid < 0.4 (0.4 removed `from_pickled_model` and ships another model), so the
 project depends on the same 0.3 line: the labels are then the same by construction, which
-`tests/test_cleaning_parity.py` checks against OpusFilter itself.
+`tests/transforms/cleaning/test_opusfilter_parity.py` checks against OpusFilter itself.
 
 `LanguageIDFilter` is OpusFilter's older name; only its default `id_method: langid` is
 offered (cld2, fasttext and lingua need models or packages this job does not ship). The model
