@@ -17,6 +17,8 @@ FORBIDDEN = {
     "transforms.codecs": ("pipeline", "transforms.formats", "transforms.storage",
                           "transforms."),  # codecs import codecs only (checked below)
     "transforms.formats": ("pipeline", "transforms.storage"),
+    "transforms.cleaning": ("pipeline", "transforms.storage", "transforms.formats",
+                            "transforms.codecs"),
     "transforms.storage": ("pipeline",),
     "transforms": ("pipeline",),
     "pipeline.runtime": ("pipeline.output", "pipeline.driver", "pipeline.tools",
@@ -25,7 +27,7 @@ FORBIDDEN = {
     "pipeline.driver": ("pipeline.tools", "pipeline.datagen"),
     "pipeline.tools": ("pipeline.driver", "pipeline.datagen"),
 }
-PURE = ("transforms.codecs", "transforms.formats")  # no Beam, no TensorFlow
+PURE = ("transforms.codecs", "transforms.formats", "transforms.cleaning")  # no Beam, no TF
 # Beam's internals: its runner's and SDK harness's insides, not its user API.
 BEAM_INTERNALS = ("apache_beam.runners.portability.fn_api_runner",
                   "apache_beam.runners.portability.portable_runner",

@@ -1,7 +1,9 @@
-"""Corpus cleaning with OpusFilter's semantics: pure Python, no Beam, no TensorFlow.
+"""Corpus cleaning with OpusFilter's semantics: pure Python, no Apache Beam, no TensorFlow.
 
 `filters` (and `html_tags`, `langid`) score a pair of lines as OpusFilter 3.3.1's filters of
 the same names do, `dedup` normalizes a pair into its de-duplication key as OpusFilter's
-`remove_duplicates` does, and `config` reads the `--filters` YAML file and checks every filter
-name and parameter before the job starts. The Beam stage is `transforms.clean_pairs`.
+`remove_duplicates` does, `dropped_lines` is the bitmap of dropped line numbers, and `config`
+reads the `--filters` YAML file and checks every filter name and parameter before the job
+starts. The Beam stage is `transforms.clean_pairs`. Imports only transforms.cleaning (and
+regex, PyYAML, py3langid, threadpoolctl).
 """
