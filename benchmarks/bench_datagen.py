@@ -3,20 +3,9 @@
 
 Runs, one after the other and each in its own fresh subprocess:
 
-  T2T (reference, tensor2tensor 1.15.7, translate_enzh_wmt8k procedure)
-    vocab_en      generator_utils.get_or_generate_vocab(...) for the source file, i.e.
-                  generate_lines_for_vocab(tmp_dir, [[path, [name]]], file_byte_budget) ->
-                  SubwordTextEncoder.build_from_generator(lines, vocab_size,
-                  max_subtoken_length=...) -> store_to_file (get_or_generate_vocab_inner)
-    vocab_zh      the same for the target file
-    encode_write  translate.compile_data (read both files, strip, drop pairs with an empty
-                  side) -> text2text_txt_iterator -> text2text_generate_encoded (two vocabs,
-                  EOS=1) -> generator_utils.generate_files into
-                  {problem}-unshuffled-train-0000i-of-0000N (round-robin)
-    shuffle       generator_utils.shuffle_dataset(paths): per-shard in-memory shuffle,
-                  writes {problem}-train-0000i-of-0000N and removes the unshuffled files
-    (these are the steps of TranslateEnzhWmt32k.generate_encoded_samples +
-    Text2TextProblem.generate_data for the TRAIN split)
+  T2T (reference, tensor2tensor 1.15.7, translate_enzh_wmt8k procedure): the stages
+    vocab_en, vocab_zh, encode_write and shuffle of `t2t_reproduction.py` (its docstring
+    names the T2T functions each runs)
 
   ours
     python -m pipeline.datagen ... (one subprocess; stage times come from the

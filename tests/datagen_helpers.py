@@ -106,3 +106,16 @@ def assert_no_output(out, problem="p"):
     for split in ("train", "dev"):
         assert not shard_files(out, problem, split)
     assert not os.path.exists(os.path.join(out, problem + ".DATAGEN_COMPLETE"))
+
+
+def small_corpus(directory, lines=400):
+    """[source, target]: the first `lines` pairs of the bundled mlqe-pe train files, copied
+    into `directory` (a pathlib.Path) as train.en and train.zh."""
+    files = []
+    for lang in ("en", "zh"):
+        with open(os.path.join(DATA_DIR, "enzh-mlqe-pe", "train." + lang), encoding="utf-8") as f:
+            head = [next(f) for _ in range(lines)]
+        path = directory / ("train." + lang)
+        path.write_text("".join(head), encoding="utf-8")
+        files.append(str(path))
+    return files

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from datagen_helpers import (DATA_DIR, DIRECT_MP2, FNAPI, output_bytes, read_examples,
+from datagen_helpers import (DIRECT_MP2, FNAPI, output_bytes, read_examples, small_corpus,
                              run_datagen, shard_files)
 from pipeline import datagen
 from repo_paths import REPO_ROOT as REPO
@@ -26,14 +26,7 @@ FLAGS = ["--problem", "p", "--vocab_size", 300, "--num_train_shards", 3, "--seed
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
     d = tmp_path_factory.mktemp("corpus")
-    files = []
-    for lang in ("en", "zh"):
-        with open(os.path.join(DATA_DIR, "enzh-mlqe-pe", "train." + lang), encoding="utf-8") as f:
-            lines = [next(f) for _ in range(400)]
-        path = d / ("train." + lang)
-        path.write_text("".join(lines), encoding="utf-8")
-        files.append(str(path))
-    return files
+    return small_corpus(d)
 
 
 @pytest.fixture(scope="module")

@@ -220,16 +220,9 @@ JOB_FLAGS = ["--problem", "p", "--vocab_size", "300", "--num_train_shards", "3",
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
-    from datagen_helpers import DATA_DIR
+    from datagen_helpers import small_corpus
     d = tmp_path_factory.mktemp("corpus")
-    files = []
-    for lang in ("en", "zh"):
-        with open(os.path.join(DATA_DIR, "enzh-mlqe-pe", "train." + lang), encoding="utf-8") as f:
-            lines = [next(f) for _ in range(400)]
-        path = d / ("train." + lang)
-        path.write_text("".join(lines), encoding="utf-8")
-        files.append(str(path))
-    return files
+    return small_corpus(d)
 
 
 def _job(out, corpus, *extra):
