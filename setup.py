@@ -36,6 +36,10 @@ REQUIRED = [
     "PyYAML>=5.4",
     "py3langid>=0.3,<0.4",
     "threadpoolctl>=3",
+    # --vocab_type sentencepiece: SentencePiece's own trainer and processor
+    # (transforms/codecs/sentencepiece_model.py); its generated sentencepiece_model_pb2 is
+    # never imported (it needs protobuf >= 7).
+    "sentencepiece>=0.2,<0.3",
     "tensorflow-cpu>=2.16; platform_machine == 'x86_64'",
     "tensorflow>=2.16; platform_machine != 'x86_64'",
 ]

@@ -1,0 +1,69 @@
+"""A minimal reader of protobuf's wire format: the fields of one serialized message.
+
+The SentencePiece model's own message classes (`sentencepiece_model_pb2`) are generated for
+protobuf >= 7 and fail to import beside apache-beam's and TensorFlow's protobuf 6 (a
+VersionError). The few facts the job reads from a model -- the trainer options recorded in
+its `trainer_spec`, its normalizer's -- are plain scalar fields, so reading the wire format
+(varint, 64-bit, length-delimited, 32-bit) is enough; no descriptor, no generated code.
+"""
+
+import struct
+
+VARINT, FIXED64, LENGTH_DELIMITED, FIXED32 = 0, 1, 2, 5
+
+
+def _varint(data, pos):
+    """(value, position after it) of the varint at `pos`."""
+    value = shift = 0
+    while True:
+        if pos >= len(data):
+            raise ValueError("truncated varint")
+        byte = data[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return value, pos
+        shift += 7
+
+
+def iter_fields(data):
+    """(field number, wire type, value) of each field of a serialized message, in order: an
+    int for a varint, bytes for the other three wire types (8 or 4 raw bytes, or the payload
+    of a length-delimited field)."""
+    pos = 0
+    data = memoryview(data)
+    while pos < len(data):
+        key, pos = _varint(data, pos)
+        number, wire_type = key >> 3, key & 7
+        if wire_type == VARINT:
+            value, pos = _varint(data, pos)
+        elif wire_type in (FIXED64, FIXED32):
+            width = 8 if wire_type == FIXED64 else 4
+            value, pos = bytes(data[pos:pos + width]), pos + width
+        elif wire_type == LENGTH_DELIMITED:
+            length, pos = _varint(data, pos)
+            value, pos = bytes(data[pos:pos + length]), pos + length
+        else:
+            raise ValueError("unsupported wire type %d (field %d)" % (wire_type, number))
+        if pos > len(data):
+            raise ValueError("truncated field %d" % number)
+        yield number, wire_type, value
+
+
+def as_int32(value):
+    """A varint read as a signed 32-bit int (protobuf writes -1 as ten bytes of 64 bits)."""
+    value &= (1 << 64) - 1
+    return value - (1 << 64) if value >> 63 else value
+
+
+def as_float(value):
+    """A 32-bit field's bytes read as a float (protobuf's little-endian IEEE 754)."""
+    return struct.unpack("<f", value)[0]
+
+
+def first_field(data, number):
+    """The value of the first field `number` of a serialized message, or None."""
+    for n, _, value in iter_fields(data):
+        if n == number:
+            return value
+    return None
