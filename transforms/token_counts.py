@@ -13,7 +13,7 @@ import collections
 import contextlib
 import functools
 import itertools
-from typing import Callable, Dict, Iterable, Iterator, List, Mapping, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
 
 import apache_beam as beam
 from apache_beam.typehints.decorators import no_annotations
@@ -82,7 +82,33 @@ def _can_split(item, part_bytes):
             and file_size >= 2 * part_bytes and not file_io.is_compressed(path))
 
 
-class _PlanSampleFn(beam.DoFn):
+@contextlib.contextmanager
+def sampled_lines(element: Tuple[tuple, Any], byte_budget: float, on_invalid: str,
+                  stores: Optional[ObjectStores]) -> Iterator[Iterator[str]]:
+    """The sampled (decoded, stripped) lines of one `PlanSampleFn` output element, (item,
+    part): the part's lines, or the whole file's (part None), a converted side's rejected
+    lines put back in place, a cleaned file's dropped lines left out (`_SampleFileFn` says
+    how); an iterator, valid inside the `with`, which closes the files. A file that cannot
+    be read raises `InputError` while it is iterated."""
+    (_, path, file_size, *rejected), part = element
+    dropped = rejected[1] if len(rejected) > 1 else None
+    with contextlib.ExitStack() as files:
+        f = files.enter_context(file_io.open_text_source(
+            path, stores, part[0] if part is not None else 0))
+        if part is not None:
+            yield sample_part_lines(iter_raw_lines(f), file_size, byte_budget, part, path,
+                                    on_invalid)
+            return
+        raw_lines = iter_raw_lines(f)
+        if dropped:
+            raw_lines = kept_lines(raw_lines, file_io.read_bytes(dropped, stores))
+        elif rejected and rejected[0]:
+            rejected_f = files.enter_context(file_io.open_text_source(rejected[0], stores))
+            raw_lines = with_rejected_lines(raw_lines, iter_raw_lines(rejected_f))
+        yield sample_lines_for_vocab(raw_lines, file_size, byte_budget, path, on_invalid)
+
+
+class PlanSampleFn(beam.DoFn):
     """(vocab_name, path, file_size[, rejected_path]) -> (item, part) for each part of the
     file's sample (`text_lines.plan_sample_parts`), or (item, None) when it is read whole.
 
@@ -120,7 +146,7 @@ class _PlanSampleFn(beam.DoFn):
 
 class _SampleFileFn(beam.DoFn):
     """(item, part) -> ((vocab_name, path), (token counts, lines, chars, error)) of the
-    sampled lines of one part of a file (`_PlanSampleFn`), or of the whole file (part None);
+    sampled lines of one part of a file (`PlanSampleFn`), or of the whole file (part None);
     `item` is (vocab_name, path, file_size[, rejected_path[, dropped_path]]): `rejected_path`
     (a converted dataset's `.rejected` lines) puts the lines of rejected units back into the
     sample, `file_size` counting them too; `dropped_path` (the cleaning stage's bitmap,
@@ -144,29 +170,13 @@ class _SampleFileFn(beam.DoFn):
         self._counters = JobCounters()
 
     def process(self, element):
-        (vocab_name, path, file_size, *rejected), part = element
-        dropped = rejected[1] if len(rejected) > 1 else None
+        (vocab_name, path, *_), _ = element
         counts: collections.Counter = collections.Counter()
         lines = chars = 0
         error = None
         try:
-            with contextlib.ExitStack() as files:
-                f = files.enter_context(file_io.open_text_source(
-                    path, self._stores, part[0] if part is not None else 0))
-                if part is not None:
-                    sampled = sample_part_lines(iter_raw_lines(f), file_size, self._budget,
-                                                part, path, self._on_invalid)
-                else:
-                    raw_lines = iter_raw_lines(f)
-                    if dropped:
-                        raw_lines = kept_lines(raw_lines, file_io.read_bytes(dropped,
-                                                                             self._stores))
-                    elif rejected and rejected[0]:
-                        rejected_f = files.enter_context(file_io.open_text_source(
-                            rejected[0], self._stores))
-                        raw_lines = with_rejected_lines(raw_lines, iter_raw_lines(rejected_f))
-                    sampled = sample_lines_for_vocab(raw_lines, file_size, self._budget, path,
-                                                     self._on_invalid)
+            with sampled_lines(element, self._budget, self._on_invalid,
+                               self._stores) as sampled:
                 for batch, size in _batches(sampled, BATCH_CHARS):
                     counts.update(self._count_tokens(batch))
                     lines += len(batch)
@@ -250,7 +260,7 @@ def count_triples(item: Tuple[str, Mapping[str, int]]) -> Iterator[Tuple[str, st
 class SampleAndCountTokens(beam.PTransform):
     """(vocab_name, path, file_size[, rejected_path]) -> token counts and sampling statistics.
 
-    A plain file's sample is counted in parts of about `part_bytes` (`_PlanSampleFn`), other
+    A plain file's sample is counted in parts of about `part_bytes` (`PlanSampleFn`), other
     files whole, each part on one worker into one {token: count} dict; `CombinePerKey`s add
     the dicts of a file's parts, then of the files that feed a vocabulary: a few large
     elements instead of one per distinct token. `count_tokens` counts the units of a batch of
@@ -281,8 +291,8 @@ class SampleAndCountTokens(beam.PTransform):
         stores = StoreSettings.from_options(files.pipeline.options)
         per_file = (files
                     | "Spread" >> beam.Reshuffle()
-                    | "Plan" >> beam.ParDo(_PlanSampleFn(self._budget, self._on_invalid,
-                                                         self._part_bytes, stores))
+                    | "Plan" >> beam.ParDo(PlanSampleFn(self._budget, self._on_invalid,
+                                                        self._part_bytes, stores))
                     | "SpreadParts" >> beam.Reshuffle()
                     | "SampleAndTokenize" >> beam.ParDo(
                         _SampleFileFn(self._budget, self._on_invalid, self._count_tokens,
