@@ -54,6 +54,17 @@ def _sha256(path):
         return hashlib.sha256(f.read()).hexdigest()
 
 
+def _same_pieces(ours, theirs):
+    """Whether two model files hold the same pieces with the same scores (their recorded
+    trainer_spec may differ: another SentencePiece version records other defaults)."""
+    import sentencepiece
+    if not (ours and theirs and os.path.exists(ours) and os.path.exists(theirs)):
+        return None
+    a, b = (sentencepiece.SentencePieceProcessor(model_file=p) for p in (ours, theirs))
+    return ([(a.id_to_piece(i), a.get_score(i)) for i in range(a.get_piece_size())]
+            == [(b.id_to_piece(i), b.get_score(i)) for i in range(b.get_piece_size())])
+
+
 def _measured(cmd, log_prefix, args, what):
     print("[%s] %s" % (what, " ".join(shlex.quote(c) for c in cmd)), flush=True)
     run = _public(run_measured(cmd, log_prefix, cwd=REPO_ROOT, env=_child_env(),
@@ -88,10 +99,10 @@ def run_ours(args, work_dir, meta):
            "--num_train_shards", str(args.num_shards)] + shlex.split(args.runner_args)
     run = _measured(cmd, os.path.join(work_dir, "ours", "datagen"), args, "ours")
     models = {}
-    for _, lang in SIDES:
-        found = [n for n in os.listdir(out_dir) if n.endswith(".model.%s" % lang)
-                 or (n.endswith(".%s" % lang) and ".model" in n)]
-        models[lang] = os.path.join(out_dir, found[0]) if found else None
+    for _, lang in SIDES:  # vocab.{problem}.{size}.spm.{lang}/sentencepiece.model
+        path = os.path.join(out_dir, "vocab.%s.%d.spm.%s" % (args.problem, args.vocab_size,
+                                                             lang), "sentencepiece.model")
+        models[lang] = path if os.path.exists(path) else None
     run["models"] = {lang: path and {"path": path, "sha256": _sha256(path)}
                      for lang, path in models.items()}
     summary = os.path.join(out_dir, "%s.datagen_summary.json" % args.problem)
@@ -182,8 +193,13 @@ def main(argv=None):
         for _, lang in SIDES:
             ours = (result["ours"]["models"].get(lang) or {}).get("sha256")
             theirs = result["recipe"]["steps"]["train_" + lang].get("model_sha256")
-            print("model %s: %s (recipe's spm_train: %s)" % (
-                lang, "identical" if ours == theirs else "differs", result["recipe"]["version"]))
+            pieces = _same_pieces((result["ours"]["models"].get(lang) or {}).get("path"),
+                                  os.path.join(work_dir, "recipe", "spm.%s.model" % lang))
+            result.setdefault("models", {})[lang] = {"bytes_identical": ours == theirs,
+                                                     "pieces_and_scores_identical": pieces}
+            print("model %s: bytes %s, pieces and scores %s (recipe's spm_train: %s)" % (
+                lang, "missing" if not (ours and theirs) else
+                "identical" if ours == theirs else "differ", pieces, result["recipe"]["version"]))
     if args.json_out:
         with open(args.json_out, "w") as f:
             json.dump(result, f, indent=1, default=str)
