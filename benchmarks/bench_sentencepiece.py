@@ -34,9 +34,9 @@ import subprocess
 import sys
 import tempfile
 
-from bench_datagen import (DEFAULT_DATA_DIR, DEFAULT_RUNNER_ARGS, REPO_ROOT, SOURCE_NAME,
-                           TARGET_NAME, _child_env, _prepare_input, _public, _tail,
-                           run_measured)
+from bench_datagen import DEFAULT_DATA_DIR, SOURCE_NAME, TARGET_NAME
+from bench_runs import (DEFAULT_RUNNER_ARGS, REPO_ROOT, child_env, prepare_input, public, tail,
+                        run_measured)
 
 SIDES = (("source", "en"), ("target", "zh"))
 SAMPLE_SCRIPT = """
@@ -67,12 +67,12 @@ def _same_pieces(ours, theirs):
 
 def _measured(cmd, log_prefix, args, what):
     print("[%s] %s" % (what, " ".join(shlex.quote(c) for c in cmd)), flush=True)
-    run = _public(run_measured(cmd, log_prefix, cwd=REPO_ROOT, env=_child_env(),
+    run = public(run_measured(cmd, log_prefix, cwd=REPO_ROOT, env=child_env(),
                                interval=args.sample_interval,
                                pss_interval=args.sample_interval * 5))
     run.pop("_samples", None)
     status = "ok" if run["returncode"] == 0 else "FAILED (%s)\n%s" % (
-        run["returncode"], _tail(run["stderr_path"]))
+        run["returncode"], tail(run["stderr_path"]))
     print("[%s] %.1fs, peak %.0f MB: %s" % (what, run["wall_seconds"], run["peak_mb"], status),
           flush=True)
     return run
@@ -178,7 +178,7 @@ def main(argv=None):
     args = parse_args(argv)
     work_dir = args.work_dir or tempfile.mkdtemp(prefix="bench_spm_")
     os.makedirs(work_dir, exist_ok=True)
-    meta = _prepare_input(args, os.path.join(work_dir, "input"))
+    meta = prepare_input(args, os.path.join(work_dir, "input"))
     result = {"settings": {k: v for k, v in vars(args).items()}, "input": meta}
     if args.only in ("both", "ours"):
         result["ours"] = run_ours(args, work_dir, meta)
