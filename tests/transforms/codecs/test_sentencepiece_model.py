@@ -10,14 +10,14 @@ import struct
 import pytest
 import sentencepiece
 
+from repo_paths import DATA_DIR
 from transforms.codecs import protobuf_wire as wire
 from transforms.codecs import sentencepiece_model as sm
 
-DATA = os.path.join(os.path.dirname(__file__), "data")
 
 
 def _lines(path, limit=None):
-    with open(os.path.join(DATA, path), encoding="utf-8") as f:
+    with open(os.path.join(DATA_DIR, path), encoding="utf-8") as f:
         lines = [line.strip() for line in f]
     return lines[:limit]
 

@@ -10,15 +10,15 @@ import apache_beam as beam
 import pytest
 
 from beam_unit import test_pipeline
+from repo_paths import DATA_DIR
 from transforms.codecs import sentencepiece_model as sm
 from transforms.formats.text_lines import iter_raw_lines, sample_lines_for_vocab
 from transforms.sentencepiece_train import TrainSentencePiece
 
-DATA = os.path.join(os.path.dirname(__file__), "data")
 
 
 def _copy(tmp_path, name):
-    return str(shutil.copy(os.path.join(DATA, name), tmp_path / os.path.basename(name)))
+    return str(shutil.copy(os.path.join(DATA_DIR, name), tmp_path / os.path.basename(name)))
 
 
 def _sample(path, budget):
