@@ -16,6 +16,8 @@ larger than the sample allows) become the vocabulary's `error`, for the driver t
 one line, rather than a worker traceback.
 """
 
+from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
+
 import apache_beam as beam
 
 from transforms.codecs import sentencepiece_model
@@ -24,23 +26,30 @@ from transforms.job_metrics import JobCounters
 from transforms.storage.object_stores import ObjectStores, StoreSettings
 from transforms.token_counts import SAMPLE_PART_BYTES, PlanSampleFn, sampled_lines
 
+# One part of a file's sample: (path, start byte of the part, its sampled lines, error or None)
+SampledPart = Tuple[str, int, List[str], Optional[str]]
+# A vocabulary's training result (`TrainSentencePiece`'s output element)
+TrainResult = Dict[str, Any]
+
 
 class _SampleLinesFn(beam.DoFn):
     """(item, part) -> (vocab_name, (path, part start, [sampled lines], error)): the sampled
     lines of one part of a file, or of the whole file (part None)."""
 
-    def __init__(self, byte_budget, on_invalid_utf8, store_settings):
+    def __init__(self, byte_budget: float, on_invalid_utf8: str,
+                 store_settings: StoreSettings) -> None:
         self._budget = byte_budget
         self._on_invalid = on_invalid_utf8
         self._store_settings = store_settings
 
-    def setup(self):
+    def setup(self) -> None:
         self._stores = ObjectStores(self._store_settings)
         self._counters = JobCounters()
 
-    def process(self, element):
+    def process(self, element: Tuple[tuple, Any]) -> Iterator[Tuple[str, SampledPart]]:
         (vocab_name, path, *_), part = element
-        lines, error = [], None
+        lines: List[str] = []
+        error = None
         try:
             with sampled_lines(element, self._budget, self._on_invalid,
                                self._stores) as sampled:
@@ -51,9 +60,9 @@ class _SampleLinesFn(beam.DoFn):
         yield vocab_name, (path, part[0] if part is not None else 0, lines, error)
 
 
-def _file_stats(vocab_name, parts):
+def _file_stats(vocab_name: str, parts: Sequence[SampledPart]) -> List[Dict[str, Any]]:
     """Per-file sampling statistics, as `SampleAndCountTokens` reports them (plus bytes)."""
-    stats = {}
+    stats: Dict[str, Dict[str, Any]] = {}
     for path, _, lines, error in parts:
         s = stats.setdefault(path, {"vocab": vocab_name, "path": path, "sampled_lines": 0,
                                     "sampled_chars": 0, "sampled_bytes": 0})
@@ -69,18 +78,20 @@ class _TrainFn(beam.DoFn):
     """(vocab_name, parts) -> {"vocab", "model" (bytes or None), "files", "error"}: the
     vocabulary's sample in order, trained on this worker."""
 
-    def __init__(self, file_order, options):
+    def __init__(self, file_order: Mapping[str, List[str]],
+                 options: Mapping[str, Mapping[str, Any]]) -> None:
         self._order = file_order
         self._options = options
 
-    def process(self, element):
-        name, parts = element
-        parts = [p for p in parts if p is not None]  # None: the name's placeholder
+    def process(self, element: Tuple[str, Iterable[Optional[SampledPart]]]
+                ) -> Iterator[TrainResult]:
+        name, grouped = element
+        parts = [p for p in grouped if p is not None]  # None: the name's placeholder
         order = {path: i for i, path in enumerate(self._order.get(name, []))}
         parts.sort(key=lambda p: (order.get(p[0], len(order)), p[0], p[1]))
         files = _file_stats(name, parts)
-        result = {"vocab": name, "model": None, "files": files, "error": None,
-                  "options": self._options[name]}
+        result: TrainResult = {"vocab": name, "model": None, "files": files, "error": None,
+                               "options": dict(self._options[name])}
         errors = sorted({f["error"] for f in files if "error" in f})
         if errors:
             result["error"] = "; ".join(errors)
@@ -108,8 +119,9 @@ class TrainSentencePiece(beam.PTransform):
     name in it gets a result, sampled or not.
     """
 
-    def __init__(self, file_order, options, byte_budget, on_invalid_utf8="error",
-                 part_bytes=SAMPLE_PART_BYTES):
+    def __init__(self, file_order: Mapping[str, Sequence[str]],
+                 options: Mapping[str, Mapping[str, Any]], byte_budget: float,
+                 on_invalid_utf8: str = "error", part_bytes: int = SAMPLE_PART_BYTES) -> None:
         super().__init__()
         self._order = {name: list(paths) for name, paths in file_order.items()}
         self._options = dict(options)
@@ -117,7 +129,7 @@ class TrainSentencePiece(beam.PTransform):
         self._on_invalid = on_invalid_utf8
         self._part_bytes = part_bytes
 
-    def expand(self, files):
+    def expand(self, files: beam.PCollection) -> beam.PCollection[TrainResult]:
         stores = StoreSettings.from_options(files.pipeline.options)
         parts = (files
                  | "Spread" >> beam.Reshuffle()

@@ -8,11 +8,14 @@ its `trainer_spec`, its normalizer's -- are plain scalar fields, so reading the 
 """
 
 import struct
+from typing import Iterator, Optional, Tuple, Union
+
+FieldValue = Union[int, bytes]  # a varint's int, or the raw bytes of the other wire types
 
 VARINT, FIXED64, LENGTH_DELIMITED, FIXED32 = 0, 1, 2, 5
 
 
-def _varint(data, pos):
+def _varint(data: memoryview, pos: int) -> Tuple[int, int]:
     """(value, position after it) of the varint at `pos`."""
     value = shift = 0
     while True:
@@ -26,42 +29,43 @@ def _varint(data, pos):
         shift += 7
 
 
-def iter_fields(data):
+def iter_fields(data: bytes) -> Iterator[Tuple[int, int, FieldValue]]:
     """(field number, wire type, value) of each field of a serialized message, in order: an
     int for a varint, bytes for the other three wire types (8 or 4 raw bytes, or the payload
     of a length-delimited field)."""
     pos = 0
-    data = memoryview(data)
-    while pos < len(data):
-        key, pos = _varint(data, pos)
+    view = memoryview(data)
+    while pos < len(view):
+        key, pos = _varint(view, pos)
         number, wire_type = key >> 3, key & 7
+        value: FieldValue
         if wire_type == VARINT:
-            value, pos = _varint(data, pos)
+            value, pos = _varint(view, pos)
         elif wire_type in (FIXED64, FIXED32):
             width = 8 if wire_type == FIXED64 else 4
-            value, pos = bytes(data[pos:pos + width]), pos + width
+            value, pos = bytes(view[pos:pos + width]), pos + width
         elif wire_type == LENGTH_DELIMITED:
-            length, pos = _varint(data, pos)
-            value, pos = bytes(data[pos:pos + length]), pos + length
+            length, pos = _varint(view, pos)
+            value, pos = bytes(view[pos:pos + length]), pos + length
         else:
             raise ValueError("unsupported wire type %d (field %d)" % (wire_type, number))
-        if pos > len(data):
+        if pos > len(view):
             raise ValueError("truncated field %d" % number)
         yield number, wire_type, value
 
 
-def as_int32(value):
+def as_int32(value: int) -> int:
     """A varint read as a signed 32-bit int (protobuf writes -1 as ten bytes of 64 bits)."""
     value &= (1 << 64) - 1
     return value - (1 << 64) if value >> 63 else value
 
 
-def as_float(value):
+def as_float(value: bytes) -> float:
     """A 32-bit field's bytes read as a float (protobuf's little-endian IEEE 754)."""
     return struct.unpack("<f", value)[0]
 
 
-def first_field(data, number):
+def first_field(data: bytes, number: int) -> Optional[FieldValue]:
     """The value of the first field `number` of a serialized message, or None."""
     for n, _, value in iter_fields(data):
         if n == number:

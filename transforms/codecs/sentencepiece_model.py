@@ -24,6 +24,7 @@ job needs around them:
 
 import io
 import struct
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from transforms.codecs import protobuf_wire as wire
 
@@ -76,13 +77,13 @@ OPTION_NAMES = frozenset(name for name, _ in (*_TRAINER_SPEC.values(),
                                                *_NORMALIZER_SPEC.values()))
 
 
-def parse_option_list(text):
+def parse_option_list(text: Optional[str]) -> Dict[str, str]:
     """{name: value} of `key=value,key=value,...` (--spm_trainer_options), values as strings.
 
     A comma-separated item without "=" continues the previous value, so a list option reads
     as SentencePiece's own flag does: `user_defined_symbols=<a>,<b>,split_digits=true`.
     Raises ValueError for an unknown or job-owned option (before anything runs)."""
-    options = {}
+    options: Dict[str, str] = {}
     name = None
     for item in (text or "").split(","):
         if "=" in item:
@@ -100,19 +101,21 @@ def parse_option_list(text):
     return options
 
 
-def trainer_options(model_type, vocab_size, character_coverage, special_ids=DEFAULT_SPECIAL_IDS,
-                    extra=None):
+def trainer_options(model_type: str, vocab_size: int, character_coverage: float,
+                    special_ids: str = DEFAULT_SPECIAL_IDS,
+                    extra: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
     """The options `train` passes to SentencePiece's trainer, as {name: value}: the flags'
     values, `SPECIAL_IDS[special_ids]`, `num_threads=NUM_THREADS`, then `extra` (parsed
     --spm_trainer_options), which may override any of them."""
-    options = {"model_type": model_type, "vocab_size": vocab_size,
+    options: Dict[str, Any] = {"model_type": model_type, "vocab_size": vocab_size,
                "character_coverage": character_coverage, "num_threads": NUM_THREADS}
     options.update(SPECIAL_IDS[special_ids])
     options.update(extra or {})
     return options
 
 
-def _option_text(value):
+def option_text(value: Any) -> str:
+    """An option value as the trainer reads it (bools lower-case, lists comma-separated)."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (list, tuple)):
@@ -120,18 +123,18 @@ def _option_text(value):
     return str(value)
 
 
-def train(sentences, options):
+def train(sentences: Iterable[str], options: Mapping[str, Any]) -> bytes:
     """The serialized model SentencePiece's trainer learns from `sentences` (an iterable of
     str, one sentence each) with `options` ({name: value}); nothing is written to disk."""
     import sentencepiece
     out = io.BytesIO()
-    sentencepiece.SentencePieceTrainer.train(
-        sentence_iterator=iter(sentences), model_writer=out, minloglevel=2,
-        **{name: _option_text(value) for name, value in options.items()})
+    arguments: Dict[str, Any] = {name: option_text(value) for name, value in options.items()}
+    arguments.update(sentence_iterator=iter(sentences), model_writer=out, minloglevel=2)
+    sentencepiece.SentencePieceTrainer.train(**arguments)
     return out.getvalue()
 
 
-def _float32_text(value):
+def _float32_text(value: float) -> str:
     """The shortest decimal that reads back as the same float32 (what the option was)."""
     for digits in range(1, 10):
         text = "%.*g" % (digits, value)
@@ -140,12 +143,13 @@ def _float32_text(value):
     return repr(value)
 
 
-def _read_spec(data, table):
-    spec = {}
-    for number, _, value in wire.iter_fields(data):
+def _read_spec(data: bytes, table: Mapping[int, Tuple[str, str]]) -> Dict[str, Any]:
+    spec: Dict[str, Any] = {}
+    for number, _, field in wire.iter_fields(data):
         if number not in table:
             continue
         name, kind = table[number]
+        value: Any = field
         if kind == "strings":
             spec.setdefault(name, []).append(value.decode("utf-8"))
         elif kind == "string":
@@ -163,21 +167,22 @@ def _read_spec(data, table):
     return spec
 
 
-def recorded_options(model):
+def recorded_options(model: bytes) -> Dict[str, Any]:
     """The options recorded in a serialized model: every field its `trainer_spec` holds and
     the normalizer's options, as {name: value} (`train`'s form; the empty `input` and
     `model_prefix` of a model trained from sentences in memory are left out)."""
     trainer = wire.first_field(model, 2)
     normalizer = wire.first_field(model, 3)
-    options = _read_spec(trainer or b"", _TRAINER_SPEC)
-    options.update(_read_spec(normalizer or b"", _NORMALIZER_SPEC))
+    options = _read_spec(trainer if isinstance(trainer, bytes) else b"", _TRAINER_SPEC)
+    options.update(_read_spec(normalizer if isinstance(normalizer, bytes) else b"",
+                              _NORMALIZER_SPEC))
     for name in ("input", "model_prefix"):
         if not options.get(name):
             options.pop(name, None)
     return options
 
 
-def _score_text(score):
+def _score_text(score: float) -> str:
     """A score as C++'s `std::ostream << float` prints it (6 significant digits, %g)."""
     return "%g" % score
 
@@ -185,44 +190,44 @@ def _score_text(score):
 class SpmModel:
     """A SentencePiece model loaded from its serialized bytes: ids, pieces, its `.vocab`."""
 
-    def __init__(self, model_bytes):
+    def __init__(self, model_bytes: bytes):
         import sentencepiece
         self.model_bytes = bytes(model_bytes)
         self.processor = sentencepiece.SentencePieceProcessor(model_proto=self.model_bytes)
 
     @property
-    def vocab_size(self):
+    def vocab_size(self) -> int:
         return self.processor.get_piece_size()
 
-    def special_ids(self):
+    def special_ids(self) -> Dict[str, int]:
         """{"unk_id", "bos_id", "eos_id", "pad_id"}: -1 where the model has none."""
         p = self.processor
         return {"unk_id": p.unk_id(), "bos_id": p.bos_id(), "eos_id": p.eos_id(),
                 "pad_id": p.pad_id()}
 
-    def eos_id(self):
+    def eos_id(self) -> int:
         """The id that ends every example; ValueError when the model has no EOS."""
         eos = self.processor.eos_id()
         if eos < 0:
             raise ValueError("the SentencePiece model has no EOS piece (eos_id=-1)")
         return eos
 
-    def encode(self, text):
+    def encode(self, text: str) -> List[int]:
         """The ids of one line (SentencePieceProcessor.encode), without EOS."""
         return self.processor.encode(text)
 
-    def encode_many(self, texts):
+    def encode_many(self, texts: Iterable[str]) -> List[List[int]]:
         """The ids of each of `texts`, in a list (one call into the processor)."""
         return self.processor.encode(list(texts))
 
-    def decode(self, ids):
+    def decode(self, ids: Sequence[int]) -> str:
         """Text of ids; the special pieces (pad, EOS, ...) decode to nothing."""
         return self.processor.decode(list(ids))
 
-    def recorded_options(self):
+    def recorded_options(self) -> Dict[str, Any]:
         return recorded_options(self.model_bytes)
 
-    def vocab_text(self):
+    def vocab_text(self) -> str:
         """The `.vocab` file spm_train writes beside the model: `piece<TAB>score` per id (the
         piece only when the model was trained with vocabulary_output_piece_score=false)."""
         p = self.processor

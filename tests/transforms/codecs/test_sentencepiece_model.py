@@ -101,7 +101,7 @@ def test_model_parity_with_the_options_the_model_records(side, model_type):
     out = []
     sentencepiece.SentencePieceTrainer.train(
         sentence_iterator=iter(lines), model_writer=type("W", (), {"write": out.append})(),
-        minloglevel=2, **{k: sm._option_text(v) for k, v in recorded.items()})
+        minloglevel=2, **{k: sm.option_text(v) for k, v in recorded.items()})
     assert out[0] == model
 
 
@@ -111,7 +111,7 @@ def test_vocab_text_is_what_spm_train_writes(tmp_path):
     prefix = str(tmp_path / "m")
     sentencepiece.SentencePieceTrainer.train(
         sentence_iterator=iter(lines), model_prefix=prefix, minloglevel=2,
-        **{k: sm._option_text(v) for k, v in options.items()})
+        **{k: sm.option_text(v) for k, v in options.items()})
     with open(prefix + ".model", "rb") as f:
         model = sm.SpmModel(f.read())
     with open(prefix + ".vocab", encoding="utf-8") as f:
@@ -128,7 +128,7 @@ def test_unigram_vocab_text_and_determinism(tmp_path):
     prefix = str(tmp_path / "m")
     sentencepiece.SentencePieceTrainer.train(
         sentence_iterator=iter(lines), model_prefix=prefix, minloglevel=2,
-        **{k: sm._option_text(v) for k, v in options.items()})
+        **{k: sm.option_text(v) for k, v in options.items()})
     with open(prefix + ".vocab", encoding="utf-8") as f:
         assert sm.SpmModel(model).vocab_text() == f.read()
 
