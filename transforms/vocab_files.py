@@ -27,8 +27,11 @@ def read_files(vocabulary: Type[Vocabulary], path: str,
     sets = vocabulary.file_sets
     names = next((names for names in sets[:-1]
                   if file_io.exists(_path_of(path, names[0]), stores)), sets[-1])
-    return {name: file_io.read_bytes(_path_of(path, name), stores).decode("utf-8")
-            for name in names}
+    files = {}
+    for name in names:
+        data = file_io.read_bytes(_path_of(path, name), stores)
+        files[name] = data if name in vocabulary.binary_files else data.decode("utf-8")
+    return files
 
 
 def load(vocabulary: Type[Vocabulary], path: str, stores: Optional[ObjectStores] = None,
@@ -65,5 +68,7 @@ def write(vocabulary: Type[Vocabulary], path: str, files: VocabFiles,
         file_io.delete_tree(path, stores)
         FileSystems.mkdirs(path)
     for name in names:
-        file_io.write_bytes_atomically(_path_of(path, name), files[name].encode("utf-8"),
-                                       stores)
+        data = files[name]
+        file_io.write_bytes_atomically(
+            _path_of(path, name), data if isinstance(data, bytes) else data.encode("utf-8"),
+            stores)

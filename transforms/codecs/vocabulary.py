@@ -15,14 +15,16 @@ Adding a kind: a subclass here (its own module under `transforms/codecs/`), a le
 """
 
 import abc
-from typing import ClassVar, Dict, List, Mapping, Optional, Sequence, Tuple, Type
+from typing import (ClassVar, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple, Type,
+                    Union)
 
 from transforms.codecs.varints import encode_varints
 
 SINGLE_FILE = ""  # the one name of a one-file vocabulary: the vocabulary's path itself
 
-VocabFiles = Dict[str, str]
-"""A vocabulary's files as {name inside its directory (or SINGLE_FILE): text}."""
+VocabFiles = Dict[str, Union[str, bytes]]
+"""A vocabulary's files as {name inside its directory (or SINGLE_FILE): text}; bytes for the
+names in the class's `binary_files` (a SentencePiece model)."""
 
 EncodedLine = Tuple[bytes, int, int]
 """One encoded line: (its ids as concatenated varints, how many ids, out-of-vocabulary
@@ -35,6 +37,8 @@ class Vocabulary(abc.ABC):
     file_sets: ClassVar[Tuple[Tuple[str, ...], ...]] = ((SINGLE_FILE,),)
     # why a path holds no vocabulary of this kind (none of `file_sets` there)
     missing_reason: ClassVar[str] = "no such file"
+    # files read and written as bytes, not UTF-8 text
+    binary_files: ClassVar[FrozenSet[str]] = frozenset()
 
     @classmethod
     @abc.abstractmethod
