@@ -15,7 +15,8 @@ if ! .venv/bin/python -c "
 import importlib.metadata, importlib.util, sys
 importlib.metadata.version('t2t-beam-datagen')
 sys.exit(any(importlib.util.find_spec(m) is None for m in
-             ('apache_beam', 'tensorflow', 'google_crc32c', 'numba', 'pydivsufsort', 'regex')))
+             ('apache_beam', 'tensorflow', 'google_crc32c', 'numba', 'pydivsufsort', 'regex',
+              'sentencepiece')))
 " >/dev/null 2>&1; then
   .venv/bin/pip install --quiet -e .
 fi

@@ -46,6 +46,11 @@ class VocabConfig:
     shared_vocab: bool               # one vocabulary of both sides
     bpe_vocab: Optional[str]         # a given byte-level BPE (a directory)
     word_vocab: Optional[str]        # given word vocabularies: FILE or SOURCE_FILE,TARGET_FILE
+    spm_model: Optional[str]         # given SentencePiece models: FILE or SOURCE_FILE,TARGET_FILE
+    spm_model_type: str              # unigram | bpe
+    spm_character_coverage: float
+    spm_special_ids: str             # t5 | sentencepiece
+    spm_trainer_options: str         # key=value,... (any further trainer option)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -18,6 +18,9 @@ So the three kinds:
 - `word`: tensorflow/nmt word vocabulary (one word per line, `<unk>`, `<s>`, `</s>` first);
   examples carry the plain word ids, because tensorflow/nmt's input pipeline (and
   `pipeline.tools.reader` in mode "nmt") adds `<s>`/`</s>` itself.
+- `sentencepiece`: a SentencePiece model (unigram or bpe) learnt by SentencePiece's own
+  trainer, or given (--spm_model); a directory with `sentencepiece.model` and `.vocab`;
+  examples end in the model's EOS id.
 
 Adding a kind (no module compares kind names; `--vocab_type`'s choices follow `_KINDS`):
 
@@ -41,11 +44,13 @@ from typing import Callable, List, Optional, Tuple, Type
 
 from transforms.codecs.byte_bpe import ENDOFTEXT
 from transforms.codecs.byte_bpe_vocabulary import ByteBpeVocabulary
+from transforms.codecs.sentencepiece_vocabulary import SentencePieceVocabulary
 from transforms.codecs.subword_vocabulary import SubwordVocabulary
 from transforms.codecs.vocabulary import Vocabulary
 from transforms.codecs.word_vocabulary import WordVocabulary
 from transforms.config import VocabConfig
 from transforms.storage import file_io
+from transforms.sentencepiece_learning import SentencePieceLearner
 from transforms.subword_learning import SubwordLearner
 from transforms.vocab_learning import ByteBpeLearner, VocabLearner, WordLearner
 
@@ -98,6 +103,24 @@ def _word_problem(vocab: VocabConfig) -> Optional[str]:
     return None
 
 
+def _spm_given(vocab: VocabConfig) -> List[str]:
+    return [file_io.absolute(m) for m in (vocab.spm_model or "").split(",") if m]
+
+
+def _spm_problem(vocab: VocabConfig) -> Optional[str]:
+    from transforms.codecs import sentencepiece_model
+    if vocab.spm_model is not None and not 1 <= len(_spm_given(vocab)) <= 2:
+        return "--spm_model takes FILE or SOURCE_FILE,TARGET_FILE, not %r" % vocab.spm_model
+    if not 0 < vocab.spm_character_coverage <= 1:
+        return ("--spm_character_coverage must be in (0, 1], not %s"
+                % vocab.spm_character_coverage)
+    try:
+        sentencepiece_model.parse_option_list(vocab.spm_trainer_options)
+    except ValueError as e:
+        return "--spm_trainer_options: %s" % e
+    return None
+
+
 _KINDS = (
     VocabKind("subword", SubwordVocabulary, SubwordLearner, "subwords"),
     VocabKind("byte_bpe", ByteBpeVocabulary, ByteBpeLearner, "bpe", given_flag="--bpe_vocab",
@@ -107,6 +130,11 @@ _KINDS = (
     VocabKind("word", WordVocabulary, WordLearner, "words", given_flag="--word_vocab",
               given_files=_word_given, own_flags=("word_vocab",), counts_oov=True,
               flag_problem=_word_problem),
+    VocabKind("sentencepiece", SentencePieceVocabulary, SentencePieceLearner, "spm",
+              given_flag="--spm_model", given_files=_spm_given,
+              own_flags=("spm_model", "spm_model_type", "spm_character_coverage",
+                         "spm_special_ids", "spm_trainer_options"),
+              flag_problem=_spm_problem),
 )
 KIND_NAMES = tuple(kind.name for kind in _KINDS)  # --vocab_type's choices
 DEFAULT_KIND = "subword"

@@ -72,12 +72,15 @@ class VocabPass:
 @dataclasses.dataclass
 class LearningStats:
     """What the learning passes found: per-file sampling statistics (sorted by vocabulary and
-    path), distinct tokens sampled per vocabulary, the passes (for the summary) and, for a
-    bisection, the min_count chosen per vocabulary."""
+    path), distinct tokens sampled per vocabulary (for the kinds that count tokens), the
+    passes (for the summary), for a bisection the min_count chosen per vocabulary, and any
+    further facts a learner reports per vocabulary ({name: {key: value}}: SentencePiece's
+    sample bytes and trainer options)."""
     sampling: List[dict] = dataclasses.field(default_factory=list)
     distinct_tokens: Dict[str, int] = dataclasses.field(default_factory=dict)
     passes: List[dict] = dataclasses.field(default_factory=list)
     chosen_min_count: Dict[str, int] = dataclasses.field(default_factory=dict)
+    vocab_facts: Dict[str, dict] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass(frozen=True)

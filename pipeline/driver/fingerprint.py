@@ -33,13 +33,15 @@ OPERATIONAL_FLAGS = frozenset((
     "lock_stale_seconds", "in_process_below_mb", "log_level"))
 # Flags naming existing vocabularies, and every flag naming input files: compared through the
 # files they name, not their spelling.
-GIVEN_VOCAB_FLAGS = ("word_vocab", "bpe_vocab")
+GIVEN_VOCAB_FLAGS = ("word_vocab", "bpe_vocab", "spm_model")
 INPUT_FLAGS = ("train_source", "train_target", "train_tsv", "train_tmx", "dev_source",
                "dev_target", "dev_tsv", "dev_tmx", "filters") + GIVEN_VOCAB_FLAGS
 # Flags that determine a vocabulary (with the train inputs and the given vocab files). Not
 # --max_line_chars: the pairs it rejects are still sampled (README, "Vocabulary sample").
 VOCAB_FLAGS = ("vocab_type", "vocab_size", "shared_vocab", "file_byte_budget",
-               "max_subtoken_length", "bpe_min_frequency", "bpe_eos_token", "on_invalid_utf8",
+               "max_subtoken_length", "bpe_min_frequency", "bpe_eos_token", "spm_model_type",
+               "spm_character_coverage", "spm_special_ids", "spm_trainer_options",
+               "on_invalid_utf8",
                "on_misaligned", "source_lang", "target_lang",
                "source_column", "target_column", "train_format", "dedup", "drop_dev_overlap")
 VOCAB_INPUT_FLAGS = ("train_source", "train_target", "train_tsv", "train_tmx",

@@ -16,6 +16,8 @@ from pipeline.runtime.console import LOG_LEVELS
 from pipeline.runtime.flags import FlagParser
 from pipeline.output.names import check_name
 from pipeline.runtime.runners import DatagenError
+from transforms.codecs.sentencepiece_model import (DEFAULT_SPECIAL_IDS, MODEL_TYPES,
+                                                   SPECIAL_IDS)
 from transforms.config import (CleanConfig, DatagenConfig, InputConfig, JobConfig, ReadConfig,
                                VocabConfig)
 from transforms.vocab_kinds import DEFAULT_KIND, ENDOFTEXT, KIND_NAMES, every_kind, vocab_kind
@@ -80,7 +82,8 @@ class DatagenOptions:
         add("--target_lang", default=None, help="Target language suffix (default: the files' extension).")
         add("--vocab_type", default=DEFAULT_KIND, choices=KIND_NAMES,
             help="subword: T2T SubwordTextEncoder; byte_bpe: GPT-2 style byte-level BPE; "
-                 "word: tensorflow/nmt word vocabulary.")
+                 "word: tensorflow/nmt word vocabulary; sentencepiece: a SentencePiece model "
+                 "(SentencePiece's own trainer).")
         add("--vocab_size", type=int, default=8192,
             help="Target vocabulary size (subword: approximate, as T2T; byte_bpe: exact, "
                  "bytes + merges + special tokens; word: exact, specials included).")
@@ -94,6 +97,19 @@ class DatagenOptions:
         add("--word_vocab", default=None,
             help="Existing word vocabulary: FILE for both sides, or SOURCE_FILE,TARGET_FILE. "
                  "Missing or misplaced <unk>, <s>, </s> are moved to the front.")
+        add("--spm_model", default=None,
+            help="Existing SentencePiece model: FILE (.model) for both sides, or "
+                 "SOURCE_FILE,TARGET_FILE. Nothing is learnt.")
+        add("--spm_model_type", default="unigram", choices=MODEL_TYPES,
+            help="SentencePiece model learnt (its trainer's --model_type).")
+        add("--spm_character_coverage", type=float, default=0.9995,
+            help="Characters the SentencePiece model covers (its trainer's default).")
+        add("--spm_special_ids", default=DEFAULT_SPECIAL_IDS, choices=tuple(SPECIAL_IDS),
+            help="Ids of the specials of a learnt SentencePiece model: t5 (pad=0, eos=1, "
+                 "unk=2, no bos; T2T's and seqio's) or sentencepiece (unk=0, bos=1, eos=2).")
+        add("--spm_trainer_options", default="",
+            help="Further SentencePiece trainer options, key=value,... (e.g. "
+                 "split_digits=true,byte_fallback=true); recorded in the summary.")
         add("--shared_vocab", action="store_true", default=False,
             help="Learn one vocabulary from both sides (vocab.{problem}.{size}.subwords).")
         add("--file_byte_budget", type=float, default=1e8,
@@ -221,7 +237,8 @@ def validate_flags(f: argparse.Namespace) -> None:
     problem = chosen.flag_problem(_vocab_config(f))
     if problem:
         raise DatagenError(problem)
-    given = "--word_vocab" if f.word_vocab else "--bpe_vocab" if f.bpe_vocab else None
+    given = ("--word_vocab" if f.word_vocab else "--bpe_vocab" if f.bpe_vocab
+             else "--spm_model" if f.spm_model else None)
     if given and f.vocab_size != defaults["vocab_size"]:
         LOG.warning("--vocab_size %d with %s: the given vocabulary is used as it is, whatever "
                     "its size; --vocab_size only names the copy in --output_dir "

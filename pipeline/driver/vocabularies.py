@@ -128,9 +128,8 @@ class VocabStep:
         eos_token = self._config.vocab.bpe_eos_token
         try:
             vocabulary.eos_ids(eos_token)
-        except ValueError:
-            raise DatagenError("--bpe_eos_token %r is not in the vocabulary %s" % (
-                eos_token, path)) from None
+        except ValueError as e:
+            raise DatagenError("%s: %s" % (path, one_line(e))) from None
 
     def check_reused(self, path: str) -> None:
         """Raises DatagenError when an existing vocab file was made from other vocab inputs
@@ -248,9 +247,12 @@ class VocabStep:
                 "reused": False,
                 "sampled_lines": sum(s["sampled_lines"] for s in sampling),
                 "sampled_chars": sum(s["sampled_chars"] for s in sampling),
-                "distinct_tokens": stats.distinct_tokens.get(name, 0), "files": sampling}
+                "files": sampling}
+            if name in stats.distinct_tokens:  # a kind that counts tokens
+                report[name]["distinct_tokens"] = stats.distinct_tokens[name]
             if name in stats.chosen_min_count:  # learnt by bisection (subword)
                 report[name]["min_count"] = stats.chosen_min_count[name]
+            report[name].update(stats.vocab_facts.get(name, {}))
             LOG.info("vocab %s: %d entries -> %s", name, report[name]["size"],
                      FileSystems.split(path)[1])
         report["passes"] = stats.passes

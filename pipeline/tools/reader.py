@@ -277,7 +277,7 @@ def _records_dataset(tf: Any, files: List[Tuple[str, bool]]) -> Any:
 
 
 # The mode each vocabulary kind's records are written for (README, "Outputs").
-_MODE_OF_KIND = {"word": "nmt", "subword": "t2t", "byte_bpe": "t2t"}
+_MODE_OF_KIND = {"word": "nmt", "subword": "t2t", "byte_bpe": "t2t", "sentencepiece": "t2t"}
 
 
 def _check_mode(files: Iterable[str], mode: str) -> None:

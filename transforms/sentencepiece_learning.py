@@ -1,0 +1,102 @@
+"""SentencePieceLearner: SentencePiece models learnt in one Beam pass (a `VocabLearner`).
+
+The pass samples every file as the subword kind does (`--file_byte_budget`, T2T's stride) and
+hands each vocabulary's sampled lines, in order, to SentencePiece's own trainer on one worker
+(`transforms.sentencepiece_train.TrainSentencePiece`). The trainer options are the flags'
+(`trainer_options`: model type, size, character coverage, special ids, --spm_trainer_options)
+with the thread count fixed (`sentencepiece_model.NUM_THREADS`), so the same sample gives the
+same model bytes on any machine. The model comes back to the driver in the pass's JSON result
+(base64: a few MB at most) with the sample's figures; the summary records those, and the
+options as the model itself records them (`sentencepiece_model.recorded_options`).
+"""
+
+import base64
+from typing import Any, Dict, List, Mapping, Optional
+
+import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
+
+from transforms.codecs import sentencepiece_model
+from transforms.codecs.sentencepiece_vocabulary import SentencePieceVocabulary
+from transforms.config import VocabConfig
+from transforms.json_result import WriteJsonResult
+from transforms.sentencepiece_train import TrainSentencePiece
+from transforms.vocab_learning import (LearnerInputs, Learnt, LearningStats, PassReport,
+                                       SamplingFailed, VocabLearner, VocabPass,
+                                       check_sampling, sample_items)
+
+
+def trainer_options(vocab: VocabConfig) -> Dict[str, Any]:
+    """The trainer options of the run's flags (`sentencepiece_model.trainer_options`)."""
+    return sentencepiece_model.trainer_options(
+        vocab.spm_model_type, vocab.vocab_size, vocab.spm_character_coverage,
+        vocab.spm_special_ids, sentencepiece_model.parse_option_list(vocab.spm_trainer_options))
+
+
+def _for_json(result):
+    """A `TrainSentencePiece` result with its model as base64 text (JSON has no bytes)."""
+    out = dict(result)
+    if out["model"] is not None:
+        out["model"] = base64.b64encode(out["model"]).decode("ascii")
+    return out
+
+
+class SentencePieceLearner(VocabLearner):
+    """One pass: sample, train each vocabulary on one worker."""
+
+    passes_needed = 1
+
+    def __init__(self, inputs: LearnerInputs):
+        super().__init__(inputs)
+        self._ran = False
+        self._learnt = None
+
+    def _pass(self) -> VocabPass:
+        inputs = self.inputs
+        files, config = inputs.files, inputs.config
+        result_path = FileSystems.join(inputs.work_dir, "vocab_pass_001.json")
+        options = trainer_options(config.vocab)
+        order = {name: [entry[0] for entry in entries] for name, entries in files.items()}
+
+        def build(p, scanned):
+            on_invalid = config.read.on_invalid_utf8
+            if scanned is not None and on_invalid == "error":
+                on_invalid = "replace"  # the scan in the same pass reports it (vocab_learning)
+            trained = (sample_items(p, files, scanned)
+                       | "SampleAndTrain" >> TrainSentencePiece(
+                           order, {name: options for name in files},
+                           config.vocab.file_byte_budget, on_invalid))
+            _ = {"models": trained | "ForJson" >> beam.Map(_for_json)} | (
+                "Result" >> WriteJsonResult(result_path))
+
+        return VocabPass("sentencepiece vocab %s" % ", ".join(sorted(files)),
+                         ("sample, train",), build, result_path, self._read)
+
+    def _read(self, result: Mapping[str, Any], seconds: float) -> PassReport:
+        models = {r["vocab"]: r for r in result.get("models", [])}
+        sampling = check_sampling([s for r in models.values() for s in r["files"]])
+        errors = sorted(r["error"] for r in models.values() if r["error"])
+        if errors:
+            raise SamplingFailed("nothing written: " + "; ".join(errors))
+        vocabs, facts = {}, {}
+        for name, r in sorted(models.items()):
+            model = base64.b64decode(r["model"])
+            vocabs[name] = SentencePieceVocabulary.files_of(model)
+            mine = [s for s in sampling if s["vocab"] == name]
+            facts[name] = {"sampled_bytes": sum(s["sampled_bytes"] for s in mine),
+                           "trainer_options": sentencepiece_model.recorded_options(model)}
+        self._learnt = Learnt(vocabs, LearningStats(
+            sampling=sampling, distinct_tokens={}, vocab_facts=facts))
+        return PassReport()
+
+    def next_pass(self) -> Optional[VocabPass]:
+        if self._ran:
+            return None
+        self._ran = True
+        return self._pass()
+
+    def learnt(self) -> Learnt:
+        return self._learnt
+
+    def dry_run_passes(self) -> List[VocabPass]:
+        return [self._pass()]
