@@ -124,3 +124,19 @@ def test_inspect_decodes_records_back_to_text(tmp_path, capsys):
         english = {line.strip() for line in f}
     records = shown["records"]
     assert len(records) == 3 and all(r["source"] in english for r in records)
+
+
+def test_reader_reads_the_records_in_t2t_mode(tmp_path):
+    from pipeline.tools import reader
+    out = tmp_path / "out"
+    run_datagen(out, EN, ZH, *SPM, "--vocab_size", 8000, "--spm_model_type", "bpe")
+    pattern = os.path.join(out, "p-train-*")
+    seen = []
+    for batch in reader.make_dataset(pattern, 4096, mode="t2t", shuffle=False).as_numpy_iterator():
+        for inputs, targets in zip(batch["inputs"], batch["targets"]):
+            # pad=0 after EOS=1 (the t5 special ids): T2T's padding and EOS
+            seen.append((tuple(int(i) for i in inputs if i), tuple(int(t) for t in targets if t)))
+    assert all(i[-1] == 1 and t[-1] == 1 for i, t in seen)
+    assert sorted(seen) == sorted(spm_parity.written_records(out, "p").elements())
+    with pytest.raises(ValueError, match="written for mode='t2t'"):
+        reader.make_dataset(pattern, 4096, mode="nmt")
