@@ -49,7 +49,7 @@ class SentencePieceLearner(VocabLearner):
     def __init__(self, inputs: LearnerInputs):
         super().__init__(inputs)
         self._ran = False
-        self._learnt = None
+        self._learnt: Optional[Learnt] = None
 
     def _pass(self) -> VocabPass:
         inputs = self.inputs
@@ -96,6 +96,7 @@ class SentencePieceLearner(VocabLearner):
         return self._pass()
 
     def learnt(self) -> Learnt:
+        assert self._learnt is not None, "learnt() before its pass was read"
         return self._learnt
 
     def dry_run_passes(self) -> List[VocabPass]:

@@ -24,7 +24,7 @@ TEXT = "Hello world, the vocabulary kinds"
 
 
 def test_registry_names_each_kinds_parts():
-    assert KIND_NAMES == ("subword", "byte_bpe", "word")
+    assert KIND_NAMES == ("subword", "byte_bpe", "word", "sentencepiece")
     for kind in every_kind():
         assert issubclass(kind.vocabulary, Vocabulary)
         assert issubclass(kind.learner, VocabLearner)

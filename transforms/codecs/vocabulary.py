@@ -15,16 +15,20 @@ Adding a kind: a subclass here (its own module under `transforms/codecs/`), a le
 """
 
 import abc
-from typing import (ClassVar, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple, Type,
-                    Union)
+from typing import (Any, ClassVar, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple,
+                    Type)
 
 from transforms.codecs.varints import encode_varints
 
 SINGLE_FILE = ""  # the one name of a one-file vocabulary: the vocabulary's path itself
 
-VocabFiles = Dict[str, Union[str, bytes]]
-"""A vocabulary's files as {name inside its directory (or SINGLE_FILE): text}; bytes for the
-names in the class's `binary_files` (a SentencePiece model)."""
+FileContent = Any
+"""One file's contents: its text (`str`), or `bytes` for the names in a class's
+`binary_files` (a SentencePiece model). `Any`, so a text kind's `from_files` may take
+`Mapping[str, str]`."""
+
+VocabFiles = Dict[str, FileContent]
+"""A vocabulary's files as {name inside its directory (or SINGLE_FILE): contents}."""
 
 EncodedLine = Tuple[bytes, int, int]
 """One encoded line: (its ids as concatenated varints, how many ids, out-of-vocabulary
@@ -42,12 +46,12 @@ class Vocabulary(abc.ABC):
 
     @classmethod
     @abc.abstractmethod
-    def from_files(cls, files: Mapping[str, str]) -> "Vocabulary":
+    def from_files(cls, files: Mapping[str, FileContent]) -> "Vocabulary":
         """The vocabulary of its files' contents (one of `file_sets`); ValueError when they
         are not a vocabulary of this kind."""
 
     @classmethod
-    def for_encoding(cls, files: Mapping[str, str]) -> "Vocabulary":
+    def for_encoding(cls, files: Mapping[str, FileContent]) -> "Vocabulary":
         """The vocabulary the encode pass uses (`from_files`' unless a kind has one that
         encodes many lines faster: see `encode_varints_many`)."""
         return cls.from_files(files)

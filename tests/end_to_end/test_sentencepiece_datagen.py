@@ -10,12 +10,12 @@ import sentencepiece
 import spm_parity
 from datagen_helpers import DIRECT_MP2, one_line_error, run_datagen
 from pipeline.tools import inspect as inspect_tool
+from repo_paths import SAMPLE_DATA
 from transforms.codecs.sentencepiece_vocabulary import MODEL_FILE, VOCAB_FILE
 
 pytestmark = pytest.mark.slow
 
-SAMPLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "sample_data",
-                      "enzh-mlqe-pe")
+SAMPLE = os.path.join(SAMPLE_DATA, "enzh-mlqe-pe")
 EN, ZH = os.path.join(SAMPLE, "train.en"), os.path.join(SAMPLE, "train.zh")
 SPM = ["--problem", "p", "--vocab_type", "sentencepiece"]
 

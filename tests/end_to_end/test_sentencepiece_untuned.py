@@ -1,5 +1,5 @@
 """The SentencePiece kind's parity on a corpus it was not developed on: the enzh-aichallenger
-subtitles (tests/data/README.md). Same checks as tests/test_sentencepiece_datagen.py: models
+subtitles (tests/data/README.md). Same checks as tests/end_to_end/test_sentencepiece_datagen.py: models
 byte-identical to SentencePiece's trainer on the job's sample with the options the models
 record, ids equal to `SentencePieceProcessor.encode(line)` + EOS."""
 
@@ -8,7 +8,8 @@ import os
 import pytest
 
 import spm_parity
-from datagen_helpers import DATA_DIR, run_datagen
+from datagen_helpers import run_datagen
+from repo_paths import DATA_DIR
 
 pytestmark = pytest.mark.slow
 
