@@ -9,7 +9,7 @@ An entry only names the parts of a kind and the few facts the flags and the summ
 - file suffix, the flag naming a given vocabulary, the flags only it takes, whether the
   summary reports an out-of-vocabulary rate.
 
-So the three kinds:
+So the four kinds:
 
 - `subword`: Tensor2Tensor's SubwordTextEncoder (one file); examples end in EOS = 1.
 - `byte_bpe`: GPT-2 style byte-level BPE (a directory with Hugging Face's `vocab.json` and
@@ -25,7 +25,8 @@ So the three kinds:
 Adding a kind (no module compares kind names; `--vocab_type`'s choices follow `_KINDS`):
 
 1. a `Vocabulary` subclass in `transforms/codecs/<kind>_vocabulary.py`: `from_files` /
-   `to_files` (contents by file name; `file_sets` if it is a directory, `missing_reason`),
+   `to_files` (contents by file name; `file_sets` if it is a directory, `missing_reason`,
+   `binary_files` for contents kept as bytes),
    `vocab_size`, `encode`, `decode`, `eos_ids`; optionally `for_encoding`,
    `encode_with_oov`, `encode_varints_many` (the encode pass's batch), `load_note`;
 2. a learner: a `CountedLearner` subclass (`tokenizer`, `vocabs_from_counts`: Beam stages
