@@ -20,6 +20,7 @@ from typing import Any, Dict, List, Mapping, Optional
 from apache_beam.io.filesystems import FileSystems
 
 from pipeline.driver.datasets import is_local_file, split_patterns
+from pipeline.driver.options import flag_defaults
 
 from transforms.storage import file_io
 from transforms.storage.object_stores import ObjectStores
@@ -51,8 +52,17 @@ VOCAB_INPUT_FLAGS = ("train_source", "train_target", "train_tsv", "train_tmx",
 CLEANING_OFF = {"dedup": "none", "drop_dev_overlap": False}
 
 
-def _cleaning_off_left_out(flags):
-    return {k: v for k, v in flags.items() if k not in CLEANING_OFF or v != CLEANING_OFF[k]}
+# SentencePiece's own flags at their defaults are left out too, for the same reason (outputs
+# and vocabularies made before the kind existed); changed, they are recorded.
+SENTENCEPIECE_FLAGS = ("spm_model_type", "spm_character_coverage", "spm_special_ids",
+                       "spm_trainer_options")
+
+
+def _left_out_when_off(flags):
+    defaults = flag_defaults()
+    return {k: v for k, v in flags.items()
+            if (k not in CLEANING_OFF or v != CLEANING_OFF[k])
+            and (k not in SENTENCEPIECE_FLAGS or v != defaults[k])}
 
 FileStamps = Dict[str, Dict[str, float]]  # {path: {"size": bytes, "mtime": seconds}}
 Fingerprint = Dict[str, Any]  # {"flags": {flag: value}, "inputs": {flag: FileStamps}} (JSON)
@@ -100,7 +110,7 @@ def output_fingerprint(flag_values: Mapping[str, Any],
                        stores: Optional[ObjectStores] = None) -> Fingerprint:
     """What determines the whole output: output-affecting flags and every input file
     (`listed`: as `_inputs`)."""
-    return {"flags": _cleaning_off_left_out(
+    return {"flags": _left_out_when_off(
                 {k: v for k, v in sorted(flag_values.items())
                  if k not in OPERATIONAL_FLAGS and k not in INPUT_FLAGS}),
             "inputs": _inputs(flag_values, INPUT_FLAGS, listed, stores)}
@@ -111,7 +121,7 @@ def vocab_fingerprint(flag_values: Mapping[str, Any],
                       stores: Optional[ObjectStores] = None) -> Fingerprint:
     """What determines a vocabulary: the vocab flags and the train (and given vocab) files
     (`listed`: as `_inputs`)."""
-    return {"flags": _cleaning_off_left_out({k: flag_values.get(k) for k in VOCAB_FLAGS}),
+    return {"flags": _left_out_when_off({k: flag_values.get(k) for k in VOCAB_FLAGS}),
             "inputs": _inputs(flag_values, VOCAB_INPUT_FLAGS, listed, stores)}
 
 

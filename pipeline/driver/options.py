@@ -187,6 +187,11 @@ def _defaults():
     return vars(parse_flags([])[0])
 
 
+def flag_defaults() -> Dict[str, Any]:
+    """{flag: default} of the job's own flags (a copy: callers may keep it)."""
+    return dict(_defaults())
+
+
 def datagen_flag_values(flags: argparse.Namespace) -> Dict[str, Any]:
     """{flag: value} of DatagenOptions' own flags (for the summary and the fingerprint)."""
     return dict(vars(flags))
