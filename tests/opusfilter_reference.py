@@ -19,55 +19,25 @@ right-stripped lines and decides equal right-stripped pairs alike. Dropped = all
 OpenBLAS runs on one thread, as the job's LangidFilter does (`transforms/cleaning/langid.py`).
 """
 
-import fcntl
 import json
 import os
-import shutil
 import subprocess
-import sys
 import time
 
-import pytest
 import yaml
 
+from cached_venvs import cache_dir, installed_venv
+
 OPUSFILTER_VERSION = "3.3.1"
-OPUSFILTER_VENV = os.environ.get("T2T_OPUSFILTER_VENV") or os.path.join(
-    os.path.expanduser("~"), ".cache", "t2t-datagen-opusfilter",
-    "opusfilter-%s-py%d.%d" % (OPUSFILTER_VERSION, *sys.version_info[:2]))
-INSTALLED = os.path.join(OPUSFILTER_VENV, ".installed")
-
-
-def _no_opusfilter(reason):
-    if os.environ.get("CI") == "true":
-        pytest.fail("OpusFilter is needed under CI=true: " + reason)
-    pytest.skip(reason)
+OPUSFILTER_VENV = cache_dir("opusfilter", "opusfilter", OPUSFILTER_VERSION)
 
 
 def install_opusfilter():
-    """bin/opusfilter of the cached virtualenv, created (under a file lock) on first use."""
-    opusfilter = os.path.join(OPUSFILTER_VENV, "bin", "opusfilter")
-    os.makedirs(os.path.dirname(OPUSFILTER_VENV), exist_ok=True)
-    with open(OPUSFILTER_VENV + ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # another test run on this machine may be installing
-        if os.path.exists(INSTALLED):
-            return opusfilter
-        shutil.rmtree(OPUSFILTER_VENV, ignore_errors=True)  # a half-made one
-        start = time.time()
-        try:
-            subprocess.run([sys.executable, "-m", "venv", OPUSFILTER_VENV], check=True,
-                           capture_output=True, text=True, timeout=300)
-            subprocess.run([os.path.join(OPUSFILTER_VENV, "bin", "pip"), "install", "--quiet",
-                            "opusfilter==" + OPUSFILTER_VERSION, "py3langid<0.4"], check=True,
-                           capture_output=True, text=True, timeout=900)
-        except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as e:
-            shutil.rmtree(OPUSFILTER_VENV, ignore_errors=True)
-            tail = " ".join(((e.stderr or "") if isinstance(e.stderr, str) else "").split()[-40:])
-            _no_opusfilter("could not install opusfilter==%s from the package index: %s"
-                           % (OPUSFILTER_VERSION, tail or e))
-        with open(INSTALLED, "w") as f:
-            f.write("opusfilter==%s installed in %.0f s\n" % (OPUSFILTER_VERSION,
-                                                            time.time() - start))
-        return opusfilter
+    """bin/opusfilter of the cached virtualenv (OpusFilter 3.3.1 runs only with py3langid
+    < 0.4), created on first use."""
+    venv = installed_venv(OPUSFILTER_VENV, ["opusfilter==" + OPUSFILTER_VERSION,
+                                            "py3langid<0.4"], "OpusFilter")
+    return os.path.join(venv, "bin", "opusfilter")
 
 
 def opusfilter_python():

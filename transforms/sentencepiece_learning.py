@@ -11,7 +11,7 @@ options as the model itself records them (`sentencepiece_model.recorded_options`
 """
 
 import base64
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Any, Dict, Mapping
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
@@ -21,8 +21,8 @@ from transforms.codecs.sentencepiece_vocabulary import SentencePieceVocabulary
 from transforms.config import VocabConfig
 from transforms.json_result import WriteJsonResult
 from transforms.sentencepiece_train import TrainSentencePiece
-from transforms.vocab_learning import (LearnerInputs, Learnt, LearningStats, PassReport,
-                                       SamplingFailed, VocabLearner, VocabPass,
+from transforms.vocab_learning import (Learnt, LearningStats, PassReport,
+                                       OnePassLearner, SamplingFailed, VocabPass,
                                        check_sampling, sample_items)
 
 
@@ -41,15 +41,8 @@ def _for_json(result):
     return out
 
 
-class SentencePieceLearner(VocabLearner):
+class SentencePieceLearner(OnePassLearner):
     """One pass: sample, train each vocabulary on one worker."""
-
-    passes_needed = 1
-
-    def __init__(self, inputs: LearnerInputs):
-        super().__init__(inputs)
-        self._ran = False
-        self._learnt: Optional[Learnt] = None
 
     def _pass(self) -> VocabPass:
         inputs = self.inputs
@@ -88,16 +81,3 @@ class SentencePieceLearner(VocabLearner):
         self._learnt = Learnt(vocabs, LearningStats(
             sampling=sampling, distinct_tokens={}, vocab_facts=facts))
         return PassReport()
-
-    def next_pass(self) -> Optional[VocabPass]:
-        if self._ran:
-            return None
-        self._ran = True
-        return self._pass()
-
-    def learnt(self) -> Learnt:
-        assert self._learnt is not None, "learnt() before its pass was read"
-        return self._learnt
-
-    def dry_run_passes(self) -> List[VocabPass]:
-        return [self._pass()]

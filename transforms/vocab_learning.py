@@ -122,6 +122,34 @@ class VocabLearner(abc.ABC):
         inputs for those that depend on earlier results; they are only translated."""
 
 
+class OnePassLearner(VocabLearner):
+    """A learner of one pass (`_pass`), whose result `_read` turns into `_learnt`."""
+
+    passes_needed = 1
+
+    def __init__(self, inputs: LearnerInputs):
+        super().__init__(inputs)
+        self._ran = False
+        self._learnt: Optional[Learnt] = None
+
+    @abc.abstractmethod
+    def _pass(self) -> VocabPass:
+        """The one pass, for a real run and a dry run alike."""
+
+    def next_pass(self) -> Optional[VocabPass]:
+        if self._ran:
+            return None
+        self._ran = True
+        return self._pass()
+
+    def learnt(self) -> Learnt:
+        assert self._learnt is not None, "learnt() before its pass was read"
+        return self._learnt
+
+    def dry_run_passes(self) -> List[VocabPass]:
+        return [self._pass()]
+
+
 # -- shared stages -------------------------------------------------------------------------
 
 def check_sampling(sampling: List[dict]) -> List[dict]:
@@ -176,15 +204,8 @@ def distinct_tokens(files: SampleFiles, result: Mapping[str, Any]) -> Dict[str, 
 
 # -- word and byte-level BPE vocabularies: one pass over the same sampled counts ------------
 
-class CountedLearner(VocabLearner):
+class CountedLearner(OnePassLearner):
     """One pass: sample and count with `tokenizer()`, then `vocabs_from_counts`."""
-
-    passes_needed = 1
-
-    def __init__(self, inputs: LearnerInputs):
-        super().__init__(inputs)
-        self._ran = False
-        self._learnt: Optional[Learnt] = None
 
     @staticmethod
     @abc.abstractmethod
@@ -228,19 +249,6 @@ class CountedLearner(VocabLearner):
             sampling=check_sampling(result["sampling"]),
             distinct_tokens=distinct_tokens(files, result)))
         return PassReport()
-
-    def next_pass(self) -> Optional[VocabPass]:
-        if self._ran:
-            return None
-        self._ran = True
-        return self._pass()
-
-    def learnt(self) -> Learnt:
-        assert self._learnt is not None, "learnt() before its pass was read"
-        return self._learnt
-
-    def dry_run_passes(self) -> List[VocabPass]:
-        return [self._pass()]
 
 
 class WordLearner(CountedLearner):

@@ -22,16 +22,15 @@ timeout, so the timed-out day is then run again as an operator would rerun it (a
 `dags test` of the same logical date clears and reruns its task), with the normal timeout.
 """
 
-import fcntl
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
 
 import pytest
 
+from cached_venvs import cache_dir, installed_venv
 from datagen_helpers import output_bytes
 from repo_paths import REPO_ROOT as ROOT
 
@@ -42,43 +41,13 @@ SAMPLE = os.path.join(ROOT, "sample_data", "enzh-mlqe-pe")
 PROBLEM = "translate_enzh_wmt8k"
 
 AIRFLOW_VERSION = "3.3.2"
-AIRFLOW_VENV = os.environ.get("T2T_AIRFLOW_VENV") or os.path.join(
-    os.path.expanduser("~"), ".cache", "t2t-datagen-airflow",
-    "airflow-%s-py%d.%d" % (AIRFLOW_VERSION, *sys.version_info[:2]))
-INSTALLED = os.path.join(AIRFLOW_VENV, ".installed")
-
-
-def _no_airflow(reason):
-    if os.environ.get("CI") == "true":
-        pytest.fail("Airflow is needed under CI=true: " + reason)
-    pytest.skip(reason)
+AIRFLOW_VENV = cache_dir("airflow", "airflow", AIRFLOW_VERSION)
 
 
 def _install_airflow():
-    """bin/airflow of the cached virtualenv, created (under a file lock) on first use."""
-    airflow = os.path.join(AIRFLOW_VENV, "bin", "airflow")
-    os.makedirs(os.path.dirname(AIRFLOW_VENV), exist_ok=True)
-    with open(AIRFLOW_VENV + ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # another test run on this machine may be installing
-        if os.path.exists(INSTALLED):
-            return airflow
-        shutil.rmtree(AIRFLOW_VENV, ignore_errors=True)  # a half-made one
-        start = time.time()
-        try:
-            subprocess.run([sys.executable, "-m", "venv", AIRFLOW_VENV], check=True,
-                           capture_output=True, text=True, timeout=300)
-            subprocess.run([os.path.join(AIRFLOW_VENV, "bin", "pip"), "install", "--quiet",
-                            "apache-airflow==" + AIRFLOW_VERSION], check=True,
-                           capture_output=True, text=True, timeout=900)
-        except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as e:
-            shutil.rmtree(AIRFLOW_VENV, ignore_errors=True)
-            tail = " ".join(((e.stderr or "") if isinstance(e.stderr, str) else "").split()[-40:])
-            _no_airflow("could not install apache-airflow==%s from the package index: %s"
-                        % (AIRFLOW_VERSION, tail or e))
-        with open(INSTALLED, "w") as f:
-            f.write("apache-airflow==%s installed in %.0f s\n" % (AIRFLOW_VERSION,
-                                                                time.time() - start))
-        return airflow
+    """bin/airflow of the cached virtualenv, created on first use."""
+    venv = installed_venv(AIRFLOW_VENV, ["apache-airflow==" + AIRFLOW_VERSION], "Airflow")
+    return os.path.join(venv, "bin", "airflow")
 
 
 class Airflow:
