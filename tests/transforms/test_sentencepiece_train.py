@@ -8,6 +8,7 @@ import tempfile
 
 import apache_beam as beam
 import pytest
+from apache_beam.testing.util import assert_that, equal_to
 
 from beam_unit import test_pipeline
 from repo_paths import DATA_DIR
@@ -52,6 +53,26 @@ def _run(files, options, budget=1e8, part_bytes=30000):
 def _retrained(lines, model):
     """SentencePiece's trainer on `lines` with only the options `model` records."""
     return sm.train(lines, sm.recorded_options(model))
+
+
+def _summary(result):
+    """(vocab, error, sampled lines, the model's vocab size) of one result."""
+    [stats] = result["files"]
+    return (result["vocab"], result["error"], stats["sampled_lines"],
+            sm.recorded_options(result["model"])["vocab_size"])
+
+
+def test_one_result_per_vocabulary_with_its_sample(tmp_path):
+    """The stage's output as a PCollection: one result per vocabulary, its file's whole sample
+    (a file under the budget) and a model of the requested size."""
+    en = tmp_path / "small.en"
+    with open(os.path.join(DATA_DIR, "enzh-mlqe-pe", "train.en"), encoding="utf-8") as f:
+        en.write_text("".join(next(f) for _ in range(300)), encoding="utf-8")
+    options = {"source": sm.trainer_options("unigram", 300, 1.0)}
+    with test_pipeline() as p:
+        results = (p | beam.Create([("source", str(en), os.path.getsize(en))])
+                   | TrainSentencePiece({"source": [str(en)]}, options, 1e8))
+        assert_that(results | beam.Map(_summary), equal_to([("source", None, 300, 300)]))
 
 
 @pytest.mark.slow
