@@ -17,12 +17,10 @@ import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 
 from pipeline.output.lock import OutputLock
-from pipeline.runtime import console, local_worker_pool
+from pipeline.runtime import console
 from pipeline.runtime.interrupts import Interrupted, kill_worker_processes
-from pipeline.runtime.job_server import JobServer, needs_job_server
-from pipeline.runtime.runners import (REMOTE_RUNNERS, runner_for_pass, runner_name,
-                                      uses_local_worker_pool, uses_worker_processes,
-                                      worker_count)
+from pipeline.runtime.pass_engine import PassEngine
+from pipeline.runtime.runners import REMOTE_RUNNERS, runner_name
 from transforms.job_metrics import counter_values
 from transforms.storage.object_stores import ObjectStores, StoreSettings
 
@@ -77,10 +75,9 @@ class PassRunner:
     (`InterruptWatcher.received`). `lock`: the OutputLock once the job holds it; a run that
     lost it stops before its next pass.
 
-    DirectRunner's passes run on the runner `pipeline.runtime.local_worker_pool` builds, or
-    on Beam's stock DirectRunner (one warning) if Beam's internals are not what it expects.
-    Under multi_processing they share worker processes, started with the first pass;
-    `close()` ends them. `log_level`: the job's --log_level, for those processes' logging.
+    Where the passes run (their runner, the job server and worker processes they share) is
+    `engine`'s (`pipeline.runtime.pass_engine`); `close()` ends what they share.
+    `log_level`: the job's --log_level, for the worker processes' logging.
     """
 
     def __init__(self, options: PipelineOptions, dry_run: bool,
@@ -96,49 +93,14 @@ class PassRunner:
         self.counters: Dict[str, int] = {}  # the job's Beam counters summed over its passes
         self.lock: Optional[OutputLock] = None
         self._expected: Optional[Tuple[int, bool]] = None  # (passes in all, whether exact)
-        self._workers: Optional[local_worker_pool.LocalWorkerPool] = None
-        self._internals_ok: Optional[bool] = None  # may local_worker_pool run Direct passes
-        self.job_server: Optional[JobServer] = None  # once a pass started one
-        self.job_server_seconds: Optional[float] = None  # how long starting it took
+        self.engine = PassEngine(options, log_level)  # where the passes run
         self._submitted: Optional[float] = None  # when the running pass's job was submitted
-
-    def _submit_options(self, options):
-        """`options` of a pass, pointed at the job's one job server when its runner would
-        start one per pass (FlinkRunner, SparkRunner: `pipeline.runtime.job_server`), started with
-        the first pass."""
-        if not needs_job_server(self.options):
-            return options
-        if self.job_server is None:
-            self.job_server = JobServer(self.options).start()
-            assert self.job_server.seconds is not None  # set by start()
-            self.job_server_seconds = round(self.job_server.seconds, 3)
-        return self.job_server.pass_options(options)
-
-    def _runner_for_pass(self):
-        """(runner, options) of the next pass: DirectRunner's passes on the FnApiRunner and
-        (multi_processing) the job's worker pool, started on first use, unless Beam's
-        internals differ: then, after one warning, on Beam's stock DirectRunner."""
-        runner, options = runner_for_pass(self.options)
-        if runner_name(self.options) != "direct":
-            return runner, options
-        if self._internals_ok is None:
-            missing = local_worker_pool.internals_missing()
-            if missing:
-                LOG.warning("Beam's internals are not what the job's local runner expects "
-                            "(%s): the passes run on Beam's stock DirectRunner", missing)
-            self._internals_ok = not missing
-        if not self._internals_ok:
-            return None, options
-        if self._workers is None and uses_local_worker_pool(self.options):
-            self._workers = local_worker_pool.LocalWorkerPool(
-                worker_count(self.options), self.options, self.log_level).start()
-        return local_worker_pool.direct_runner(options, self._workers)
 
     def abort_for_lost_lock(self) -> None:
         """Called by the lock's heartbeat when another run took the lease: the pass in
         progress must stop writing at once (its worker processes are killed; an in-process
         pass is left behind, writing only into this run's own work directory)."""
-        if self._workers is not None or uses_worker_processes(self.options):
+        if self.engine.runs_worker_processes():
             console.quiet_libraries()
             kill_worker_processes()
 
@@ -165,8 +127,8 @@ class PassRunner:
             if self.lock is not None:
                 self.lock.check()  # raises once another run took the lease
             # a dead worker either blocks the pass or is why it failed
-            dead = (self._workers.dead() if self._workers is not None
-                    and (thread.is_alive() or "error" in outcome) else [])
+            dead = (self.engine.dead_workers()
+                    if thread.is_alive() or "error" in outcome else [])
             if dead:
                 kill_worker_processes()  # the pass cannot finish: no worker writes on
                 raise WorkerDied(number, dead)
@@ -178,16 +140,14 @@ class PassRunner:
             self.counters[name] = self.counters.get(name, 0) + value
         return outcome["state"]
 
+    @property
+    def job_server_seconds(self) -> Optional[float]:
+        """How long starting the job's job server took, once a pass started one."""
+        return self.engine.job_server_seconds
+
     def close(self) -> None:
-        """Ends the worker processes the passes shared and stops the job server they
-        submitted to, if any."""
-        if self._workers is not None:
-            self._workers.close()
-            self._workers = None
-        if self.job_server is not None:
-            self.job_server.stop()
-            LOG.info("job server stopped")
-            self.job_server = None
+        """Ends what the passes shared (worker processes, the job server)."""
+        self.engine.close()
 
     def expect(self, more: int, exact: bool = True) -> None:
         """The job expects `more` passes after those run so far (`exact`: False while a
@@ -212,8 +172,7 @@ class PassRunner:
         number = self.count
         LOG.info("pass %d%s: %s", number, self._of(number), label)
         start = time.time()
-        runner, options = self._runner_for_pass()
-        options = self._submit_options(options)
+        runner, options = self.engine.runner_and_options()
         pipeline = beam.Pipeline(runner=runner, options=options)
         build(pipeline)
         if self.dry_run and runner_name(self.options) != "dataflow":

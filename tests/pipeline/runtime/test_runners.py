@@ -50,7 +50,7 @@ def test_direct_runner_two_processes_matches_fnapi(tmp_path, baseline, corpus, m
 def test_direct_runner_passes_run_on_the_fn_api_runner_with_its_options():
     from apache_beam.options.pipeline_options import PipelineOptions
     from apache_beam.runners.portability.fn_api_runner import fn_runner
-    from pipeline.driver.passes import PassRunner
+    from pipeline.runtime.pass_engine import PassEngine
     from pipeline.runtime.local_worker_pool import direct_runner
     given = PipelineOptions(DIRECT_MP2[:6])
     runner, options = direct_runner(given)
@@ -60,11 +60,11 @@ def test_direct_runner_passes_run_on_the_fn_api_runner_with_its_options():
     assert options["beam:option:direct_running_mode:v1"] == "multi_processing"
 
     def pass_runner(args):
-        run_pass = PassRunner(PipelineOptions(args), False, lambda: None)
+        engine = PassEngine(PipelineOptions(args))
         try:
-            return run_pass._runner_for_pass()[0]
+            return engine.runner_and_options()[0]
         finally:
-            run_pass.close()
+            engine.close()
 
     assert isinstance(pass_runner([]), fn_runner.FnApiRunner)  # DirectRunner by default
     for other in (FNAPI, ["--runner", "PrismRunner"], ["--runner", "DataflowRunner"]):

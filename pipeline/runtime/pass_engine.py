@@ -1,0 +1,84 @@
+"""PassEngine: where the job's passes run, the same for every pass of one job.
+
+A job is several Beam pipelines (passes). What they share lives here, started with the first
+pass that needs it and stopped once by `close()`: the job server a FlinkRunner or SparkRunner
+pass submits to (`pipeline.runtime.job_server`), and DirectRunner's worker processes
+(`pipeline.runtime.local_worker_pool`, or Beam's stock DirectRunner, after one warning, when
+Beam's internals are not what that module expects). Running a pass, numbering it and
+watching it is `pipeline.driver.passes.PassRunner`'s job; this object only says on what.
+"""
+
+import logging
+from typing import Any, List, Optional, Tuple
+
+from apache_beam.options.pipeline_options import PipelineOptions
+
+from pipeline.runtime import local_worker_pool
+from pipeline.runtime.job_server import JobServer, needs_job_server
+from pipeline.runtime.runners import (runner_for_pass, runner_name, uses_local_worker_pool,
+                                      uses_worker_processes, worker_count)
+
+LOG = logging.getLogger("datagen")
+
+
+class PassEngine:
+    """The runner and options of each pass of a job given `options` (its PipelineOptions);
+    `log_level`: the job's --log_level, for its worker processes' logging."""
+
+    def __init__(self, options: PipelineOptions, log_level: Optional[str] = None) -> None:
+        self.options = options
+        self.log_level = log_level
+        self.job_server: Optional[JobServer] = None  # once a pass started one
+        self.job_server_seconds: Optional[float] = None  # how long starting it took
+        self._workers: Optional[local_worker_pool.LocalWorkerPool] = None
+        self._internals_ok: Optional[bool] = None  # may local_worker_pool run Direct passes
+
+    def runner_and_options(self) -> Tuple[Any, PipelineOptions]:
+        """(runner, options) of the next pass: DirectRunner's passes on the FnApiRunner and
+        (multi_processing) the job's worker pool, started on first use, unless Beam's
+        internals differ (then None: Beam's stock DirectRunner); a FlinkRunner or SparkRunner
+        pass pointed at the job's one job server, started with the first pass."""
+        runner, options = self._direct_runner()
+        if needs_job_server(self.options):
+            if self.job_server is None:
+                self.job_server = JobServer(self.options).start()
+                assert self.job_server.seconds is not None  # set by start()
+                self.job_server_seconds = round(self.job_server.seconds, 3)
+            options = self.job_server.pass_options(options)
+        return runner, options
+
+    def _direct_runner(self) -> Tuple[Any, PipelineOptions]:
+        runner, options = runner_for_pass(self.options)
+        if runner_name(self.options) != "direct":
+            return runner, options
+        if self._internals_ok is None:
+            missing = local_worker_pool.internals_missing()
+            if missing:
+                LOG.warning("Beam's internals are not what the job's local runner expects "
+                            "(%s): the passes run on Beam's stock DirectRunner", missing)
+            self._internals_ok = not missing
+        if not self._internals_ok:
+            return None, options
+        if self._workers is None and uses_local_worker_pool(self.options):
+            self._workers = local_worker_pool.LocalWorkerPool(
+                worker_count(self.options), self.options, self.log_level).start()
+        return local_worker_pool.direct_runner(options, self._workers)
+
+    def runs_worker_processes(self) -> bool:
+        """Whether passes run in worker processes (the job's pool or Beam's own)."""
+        return self._workers is not None or uses_worker_processes(self.options)
+
+    def dead_workers(self) -> List[str]:
+        """The job's worker processes that ended (empty without a pool of the job's)."""
+        return self._workers.dead() if self._workers is not None else []
+
+    def close(self) -> None:
+        """Ends the worker processes the passes shared and stops the job server they
+        submitted to, if any."""
+        if self._workers is not None:
+            self._workers.close()
+            self._workers = None
+        if self.job_server is not None:
+            self.job_server.stop()
+            LOG.info("job server stopped")
+            self.job_server = None
