@@ -26,7 +26,6 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 from transforms.cleaning.config import CleaningConfig
-from transforms.cleaning.dedup import DedupOptions
 from transforms.cleaning.dropped_lines import mark, new_bitmap
 from transforms.elements import Chunk, DatasetSpec, FileFacts
 from transforms.formats.rejects import REJECT_TEXT_CHARS, reject_line, reject_record
@@ -103,10 +102,7 @@ class _Scorer(beam.DoFn):
         self._filters = self._cleaning.build_filters()
         for f in self._filters:
             f.setup()
-        dedup = self._cleaning.dedup
-        if dedup is None and self._cleaning.drop_dev_overlap:
-            dedup = DedupOptions()
-        self._dedup = dedup
+        self._dedup = self._cleaning.key_options
         self._counters = JobCounters()
 
     def _reason(self, source: str, target: str) -> Optional[str]:
@@ -304,7 +300,7 @@ class CleanPairs(beam.PTransform):
                            KEYED, main="drops"))
         drops = (scored.drops, batches.drops) | "FilterDrops" >> beam.Flatten()
         keyed = (scored[KEYED], batches[KEYED]) | "AllKeyed" >> beam.Flatten()
-        if self._cleaning.dedup is not None or self._cleaning.drop_dev_overlap:
+        if self._cleaning.key_options is not None:
             dedup_on = self._cleaning.dedup is not None
             overlap = self._cleaning.drop_dev_overlap
             duplicates = (keyed

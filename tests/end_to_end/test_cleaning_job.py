@@ -179,3 +179,27 @@ def test_a_vocabulary_learnt_without_cleaning_is_not_reused(tmp_path):
         run(*cleaning)
     assert not run(*cleaning, "--overwrite")["vocab"]["source"]["reused"]
     assert run(*cleaning)["vocab"]["source"]["reused"]
+
+
+def test_drop_dev_overlap_alone_drops_the_train_pairs_found_in_dev(tmp_path):
+    """--drop_dev_overlap without --filters or --dedup still runs the cleaning pass: every
+    train pair that also occurs in dev is dropped as dev_overlap, nothing else."""
+    src, tgt = TRAIN[0] + ".en", TRAIN[0] + ".zh"
+    with open(src, encoding="utf-8") as f, open(tgt, encoding="utf-8") as g:
+        pairs = list(zip(f, g))[:40]
+    dev_src, dev_tgt = tmp_path / "dev.en", tmp_path / "dev.zh"
+    dev_src.write_text("".join(s for s, _ in pairs[10:15]), encoding="utf-8")
+    dev_tgt.write_text("".join(t for _, t in pairs[10:15]), encoding="utf-8")
+    in_dev = {pair for pair in pairs[10:15]}
+    expected = sorted(n for n, pair in enumerate(pairs, 1) if pair in in_dev)
+    train_src, train_tgt = tmp_path / "train.en", tmp_path / "train.zh"
+    train_src.write_text("".join(s for s, _ in pairs), encoding="utf-8")
+    train_tgt.write_text("".join(t for _, t in pairs), encoding="utf-8")
+    out = tmp_path / "out"
+    summary = run_datagen(out, str(train_src), str(train_tgt), "--dev_source", str(dev_src),
+                          "--dev_target", str(dev_tgt), "--drop_dev_overlap", "--problem", "p",
+                          "--vocab_size", "300")
+    dropped = _rejects(out, "train")
+    assert [r["ordinal"] for r in dropped] == expected
+    assert {r["reason"] for r in dropped} == {"dev_overlap"}
+    assert_books_balance(summary)

@@ -59,7 +59,15 @@ class CleaningConfig:
 
     @property
     def active(self) -> bool:
-        return bool(self.filters or self.dedup)
+        return bool(self.filters or self.key_options)
+
+    @property
+    def key_options(self) -> Optional[DedupOptions]:
+        """How pairs are compared when they are grouped by key (--dedup, or
+        --drop_dev_overlap alone: then pairs as they are), or None: no grouping."""
+        if self.dedup is None and self.drop_dev_overlap:
+            return DedupOptions()
+        return self.dedup
 
     def build_filters(self) -> List[PairFilter]:
         """The filter objects, in the file's order (their models not loaded yet)."""
