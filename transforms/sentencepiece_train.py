@@ -2,7 +2,7 @@
 
 The sample is the one the subword kind takes (T2T's `generate_lines_for_vocab`: a stride
 between sampled lines, a budget of characters per file, so `--file_byte_budget` means the same
-thing), planned and read in parts on any worker (`token_counts.PlanSampleFn`,
+thing), planned and read in parts on any worker (`token_counts.PlanSampleParts`,
 `token_counts.sampled_lines`). What reaches the trainer is the sampled lines themselves, not
 token counts: SentencePiece learns from sentences. The parts of one vocabulary are grouped on
 one worker, put back in sample order (the vocabulary's files in the order given, each file's
@@ -24,7 +24,7 @@ from transforms.codecs import sentencepiece_model
 from transforms.formats.text_lines import InputError
 from transforms.job_metrics import JobCounters
 from transforms.storage.object_stores import ObjectStores, StoreSettings
-from transforms.token_counts import SAMPLE_PART_BYTES, PlanSampleFn, sampled_lines
+from transforms.token_counts import SAMPLE_PART_BYTES, PlanSampleParts, sampled_lines
 
 # One part of a file's sample: (path, start byte of the part, its sampled lines, error or None)
 SampledPart = Tuple[str, int, List[str], Optional[str]]
@@ -132,10 +132,8 @@ class TrainSentencePiece(beam.PTransform):
     def expand(self, files: beam.PCollection) -> beam.PCollection[TrainResult]:
         stores = StoreSettings.from_options(files.pipeline.options)
         parts = (files
-                 | "Spread" >> beam.Reshuffle()
-                 | "Plan" >> beam.ParDo(PlanSampleFn(self._budget, self._on_invalid,
-                                                     self._part_bytes, stores))
-                 | "SpreadParts" >> beam.Reshuffle()
+                 | "PlanSample" >> PlanSampleParts(self._budget, self._on_invalid,
+                                                   self._part_bytes)
                  | "SampleLines" >> beam.ParDo(_SampleLinesFn(self._budget, self._on_invalid,
                                                               stores)))
         every_name = files.pipeline | "EveryVocab" >> beam.Create(

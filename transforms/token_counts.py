@@ -144,6 +144,26 @@ class PlanSampleFn(beam.DoFn):
             yield item, part
 
 
+class PlanSampleParts(beam.PTransform):
+    """(vocab_name, path, file_size[, ...]) -> (item, part) of every file's sample
+    (`PlanSampleFn`): the files spread over the workers to be planned, then their parts, to
+    be read (`sampled_lines`) by whatever follows."""
+
+    def __init__(self, byte_budget: float, on_invalid_utf8: str, part_bytes: int) -> None:
+        super().__init__()
+        self._budget = byte_budget
+        self._on_invalid = on_invalid_utf8
+        self._part_bytes = part_bytes
+
+    def expand(self, files: beam.PCollection) -> beam.PCollection:
+        stores = StoreSettings.from_options(files.pipeline.options)
+        return (files
+                | "Spread" >> beam.Reshuffle()
+                | "Plan" >> beam.ParDo(PlanSampleFn(self._budget, self._on_invalid,
+                                                    self._part_bytes, stores))
+                | "SpreadParts" >> beam.Reshuffle())
+
+
 class _SampleFileFn(beam.DoFn):
     """(item, part) -> ((vocab_name, path), (token counts, lines, chars, error)) of the
     sampled lines of one part of a file (`PlanSampleFn`), or of the whole file (part None);
@@ -290,10 +310,8 @@ class SampleAndCountTokens(beam.PTransform):
     def expand(self, files: beam.PCollection) -> Dict[str, beam.PCollection]:
         stores = StoreSettings.from_options(files.pipeline.options)
         per_file = (files
-                    | "Spread" >> beam.Reshuffle()
-                    | "Plan" >> beam.ParDo(PlanSampleFn(self._budget, self._on_invalid,
-                                                        self._part_bytes, stores))
-                    | "SpreadParts" >> beam.Reshuffle()
+                    | "PlanSample" >> PlanSampleParts(self._budget, self._on_invalid,
+                                                      self._part_bytes)
                     | "SampleAndTokenize" >> beam.ParDo(
                         _SampleFileFn(self._budget, self._on_invalid, self._count_tokens,
                                       stores))
