@@ -28,8 +28,9 @@ import sys
 import tempfile
 
 import bench_datagen
+import bench_runs
 
-REPO = bench_datagen.REPO_ROOT
+REPO = bench_runs.REPO_ROOT
 SAMPLE = os.path.join(REPO, "sample_data", "enzh-mlqe-pe")
 MODES = ("auto", "off")
 RUNNER = ["--runner", "DirectRunner", "--direct_running_mode", "multi_processing",
@@ -63,9 +64,9 @@ def run_once(args: argparse.Namespace, inputs: "list[tuple[str, str]]", work_dir
     out_dir = os.path.join(work_dir, "out-" + mode)
     shutil.rmtree(out_dir, ignore_errors=True)
     log = os.path.join(work_dir, "logs", "%s-%d" % (mode, number))
-    run = bench_datagen.run_measured(job_command(args, inputs, out_dir, mode), log, cwd=REPO,
-                                     env=bench_datagen._child_env(),
-                                     interval=args.sample_interval, pss_interval=0)
+    run = bench_runs.run_measured(job_command(args, inputs, out_dir, mode), log, cwd=REPO,
+                                  env=bench_runs.child_env(),
+                                  interval=args.sample_interval, pss_interval=0)
     record = {"mode": mode, "run": number, "wall_s": round(run["wall_seconds"], 2),
               "peak_mb": round(run["peak_mb"], 1), "ok": run["returncode"] == 0}
     if record["ok"]:
@@ -75,7 +76,7 @@ def run_once(args: argparse.Namespace, inputs: "list[tuple[str, str]]", work_dir
                             in summary.get("stages", {}).items()}
         record["output"] = output_digest(out_dir)
     else:
-        record["error"] = bench_datagen._tail(run["stderr_path"], 10)
+        record["error"] = bench_runs.tail(run["stderr_path"], 10)
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print("%-4s run %d: %6.2f s wall, peak %7.1f MB, load %.1f, %s" % (
         mode, number, record["wall_s"], record["peak_mb"], load,
@@ -115,7 +116,7 @@ def main(argv: "list[str] | None" = None) -> int:
     else:
         args.source = os.path.join(args.data_dir, bench_datagen.SOURCE_NAME)
         args.target = os.path.join(args.data_dir, bench_datagen.TARGET_NAME)
-        files = bench_datagen._prepare_input(args, os.path.join(work_dir, "input"))["files"]
+        files = bench_runs.prepare_input(args, os.path.join(work_dir, "input"))["files"]
         inputs = [("--train_source", files["source"]["path"]),
                   ("--train_target", files["target"]["path"])]
     records = []
