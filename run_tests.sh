@@ -26,4 +26,16 @@ if [ -z "${SKIP_CHROMIUM:-}" ] && ! command -v chromium >/dev/null 2>&1 \
       -y -qq --no-install-recommends chromium' >/dev/null 2>&1 \
     || echo "run_tests.sh: could not install chromium; the HTML render test will be skipped" >&2
 fi
+# Prism, Beam's Go portable runner (tests/end_to_end/test_prism_runner.py), built for the
+# installed Beam release once per machine into a cache outside the repository (about 6 minutes
+# and the Go module proxy; tests/clusters.py finds it through PRISM_BINARY). Without Go, or when
+# the build fails, its tests skip with the reason, and fail under CI=true.
+BEAM_VERSION="$(.venv/bin/python -c 'import apache_beam; print(apache_beam.__version__)')"
+export PRISM_BINARY="${PRISM_BINARY:-${T2T_DATAGEN_CLUSTERS:-$HOME/.cache/t2t-datagen-clusters}/prism/v$BEAM_VERSION/prism}"
+if [ ! -x "$PRISM_BINARY" ] && command -v go >/dev/null 2>&1; then
+  echo "run_tests.sh: building Prism v$BEAM_VERSION into $(dirname "$PRISM_BINARY") (once)" >&2
+  timeout 1500 env GOBIN="$(dirname "$PRISM_BINARY")" \
+      go install "github.com/apache/beam/sdks/v2/go/cmd/prism@v$BEAM_VERSION" >/dev/null 2>&1 \
+    || echo "run_tests.sh: could not build Prism; its tests skip (fail under CI=true)" >&2
+fi
 exec .venv/bin/python -m pytest tests -n "${TEST_WORKERS:-2}" --dist loadfile "$@"

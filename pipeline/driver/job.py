@@ -33,6 +33,7 @@ from pipeline.output.layout import OutputLayout
 from pipeline.output.lock import OutputLock
 from pipeline.runtime import staging
 from pipeline.runtime.interrupts import Interrupted
+from pipeline.runtime.job_server import check_prism_location
 from pipeline.runtime.runners import (DatagenError, check_workers_can_import_project,
                                       is_dry_run, run_small_input_in_process)
 from pipeline.runtime.storage_errors import storage_error, storage_message
@@ -59,6 +60,7 @@ class DatagenJob:
         # or credentials, gs:// no project.
         FileSystems.set_options(options)
         check_workers_can_import_project(options)
+        check_prism_location(options)
         self.config = config  # what the passes read; built once, never changed
         job = config.job
         self.run_id = uuid.uuid4().hex

@@ -1,4 +1,4 @@
-"""One Beam job server per job for FlinkRunner and SparkRunner.
+"""One Beam job server per job for FlinkRunner, SparkRunner and PrismRunner.
 
 The job is several Beam pipelines (passes). Given `--runner FlinkRunner` (or SparkRunner)
 without `--job_endpoint`, Beam's Python runner starts a job server JVM for every pipeline it
@@ -14,6 +14,13 @@ in a session of its own, so a Ctrl-C to the job's process group does not reach i
 
 The JVM is started under a small shell that waits on a pipe from this process: when the
 driver dies without stopping it (`kill -9`), the pipe closes and the shell stops the JVM.
+
+PrismRunner's job server is Prism itself (Beam's Go runner, one binary): Beam's PrismRunner
+would start it from inside `pipeline.run()`, installing a SIGINT handler, which Python allows
+on the main thread only, while the job runs each pass from a watcher thread
+(`pipeline.driver.passes`). So it is started here, on the main thread, from the command Beam's
+`PrismJobServer` builds for `--prism_location` (a local binary: Beam would otherwise download
+one from GitHub; `PRISM_BUILD` says how to build it), and every pass submits to it.
 
 Not used with `--job_endpoint` (a job server the user runs), `--flink_submit_uber_jar` /
 `--spark_submit_uber_jar` (no job server JVM) or a dry run (nothing is submitted).
@@ -31,7 +38,8 @@ import time
 from typing import Any, List, Optional, Tuple
 
 from apache_beam.options.pipeline_options import (FlinkRunnerOptions, JobServerOptions,
-                                                   PortableOptions, SparkRunnerOptions)
+                                                   PortableOptions, PrismRunnerOptions,
+                                                   SparkRunnerOptions)
 
 from pipeline.runtime.interrupts import SPARED_GROUPS
 from pipeline.runtime.runners import DatagenError, is_dry_run, one_line, runner_name
@@ -39,6 +47,8 @@ from pipeline.runtime.runners import DatagenError, is_dry_run, one_line, runner_
 LOG = logging.getLogger("datagen")
 START_SECONDS = 120  # a job server's JVM answers in a few seconds; a cold disk takes longer
 STOP_SECONDS = 10
+# How a user gets a Prism binary on a machine that cannot download Beam's release (README).
+PRISM_BUILD = "go install github.com/apache/beam/sdks/v2/go/cmd/prism@v2.77.0"
 
 # Runs the job server's command ("$@") and stops it when its standard input (a pipe from the
 # driver) closes: at the driver's death, whatever the signal. The shell ends with the job
@@ -83,7 +93,7 @@ def needs_job_server(options: Any) -> bool:
         return not options.view_as(FlinkRunnerOptions).flink_submit_uber_jar
     if name == "spark":
         return not options.view_as(SparkRunnerOptions).spark_submit_uber_jar
-    return False
+    return name == "prism"
 
 
 def check_flink_cluster(options: Any) -> None:
@@ -122,6 +132,9 @@ def check_flink_cluster(options: Any) -> None:
 
 def _beam_job_server(options: Any) -> Any:
     """Beam's own description of the job server its runner would start for `options`."""
+    if runner_name(options) == "prism":
+        from apache_beam.runners.portability.prism_runner import PrismJobServer
+        return PrismJobServer(options)
     if runner_name(options) == "flink":
         from apache_beam.runners.portability.flink_runner import FlinkJarJobServer, FlinkRunner
         options.view_as(FlinkRunnerOptions).flink_master = FlinkRunner.add_http_scheme(
@@ -137,6 +150,8 @@ def job_server_command(options: Any, artifacts_dir: str) -> Tuple[List[str], str
     options = copy.deepcopy(options)
     options.view_as(JobServerOptions).artifacts_dir = artifacts_dir
     name = runner_name(options)
+    if name == "prism":
+        return _prism_command(options)
     flag = "--%s_job_server_jar" % name
     try:
         server = _beam_job_server(options)
@@ -145,6 +160,35 @@ def job_server_command(options: Any, artifacts_dir: str) -> Tuple[List[str], str
         raise DatagenError(
             "cannot get Beam's %s job server jar (%s): fetch it ahead of time (README, "
             "Runners) and pass %s PATH" % (name.capitalize(), one_line(e)[:300], flag)) from e
+
+
+def check_prism_location(options: Any) -> None:
+    """DatagenError unless a PrismRunner job that starts its own Prism has a binary to start
+    (checked before the job takes its output's lock)."""
+    if runner_name(options) != "prism" or not needs_job_server(options):
+        return
+    location = options.view_as(PrismRunnerOptions).prism_location
+    if not location:
+        raise DatagenError("--runner PrismRunner needs --prism_location PATH, a Prism binary: "
+                           "build one with `GOBIN=DIR %s` (README, Runners)" % PRISM_BUILD)
+    if "://" not in location and not os.access(location, os.X_OK):
+        raise DatagenError("--prism_location %s: no executable Prism binary there (build one "
+                           "with `GOBIN=DIR %s`)" % (location, PRISM_BUILD))
+
+
+def _prism_command(options: Any) -> Tuple[List[str], str]:
+    """(command, endpoint) of Prism for `options`: the binary `--prism_location` names (a
+    local file; Beam's own resolution takes care of a URL or a zip), started as Beam's
+    PrismRunner would start it. DatagenError without one: Beam's fallback, a download from
+    GitHub, is not something a scheduled job should depend on."""
+    check_prism_location(options)
+    location = options.view_as(PrismRunnerOptions).prism_location
+    try:
+        from apache_beam.runners.portability.prism_runner import PrismJobServer
+        command, endpoint = PrismJobServer(options).subprocess_cmd_and_endpoint()
+    except Exception as e:  # a URL that cannot be fetched, a zip without the binary
+        raise DatagenError("--prism_location %s: %s" % (location, one_line(e)[:300])) from e
+    return [str(c) for c in command], endpoint
 
 
 class JobServer:
