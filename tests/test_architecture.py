@@ -134,7 +134,7 @@ def test_no_import_cycle():
     assert not cycles, cycles
 
 
-def test_beam_internals_and_private_apis_in_at_most_one_module():
+def test_beam_internals_and_private_apis_in_at_most_one_module_and_the_dask_patch():
     users = {}
     for name, path in _modules():
         text = path.read_text(encoding="utf-8")
@@ -146,7 +146,13 @@ def test_beam_internals_and_private_apis_in_at_most_one_module():
         for needle in ("atexit._run_exitfuncs", "._actions", "_BeamArgumentParser"):
             if needle in text:
                 users.setdefault(name, []).append(needle)
-    assert len(users) <= 1, users
+    # The runner machinery that patches Beam (local_worker_pool: DirectRunner's worker pool)
+    # and its DaskRunner patch (dask_runner: Beam's Dask translation, fixed where it is
+    # wrong for the job; nothing else of Beam's insides).
+    local = {n: u for n, u in users.items() if n != "pipeline.runtime.dask_runner"}
+    assert len(local) <= 1, local
+    dask_patch = users.get("pipeline.runtime.dask_runner", [])
+    assert all(" apache_beam.runners.dask" in use for use in dask_patch), dask_patch
 
 
 def test_no_module_over_500_lines():

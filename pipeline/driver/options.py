@@ -178,7 +178,7 @@ def parse_flags(argv: Sequence[str]) -> "tuple[argparse.Namespace, list[str]]":
 def check_known_flags(argv: "list[str]") -> None:
     """Raises DatagenError for a flag that is neither the job's nor a Beam pipeline option
     (`pipeline.runtime.flags.check_known_flags`)."""
-    flags.check_known_flags(argv, flags.with_beam_options(job_flag_parser()),
+    flags.check_known_flags(argv, flags.with_beam_options(job_flag_parser(), argv),
                             "a flag of this job (see --help)")
 
 

@@ -95,6 +95,7 @@ class PassRunner:
         self._expected: Optional[Tuple[int, bool]] = None  # (passes in all, whether exact)
         self.engine = PassEngine(options, log_level)  # where the passes run
         self._submitted: Optional[float] = None  # when the running pass's job was submitted
+        self._running: Any = None  # the running pass's PipelineResult, once run() returned
 
     def abort_for_lost_lock(self) -> None:
         """Called by the lock's heartbeat when another run took the lease: the pass in
@@ -114,6 +115,7 @@ class PassRunner:
         def run():
             try:
                 result = pipeline.run()  # a remote runner returns once the job is submitted
+                self._running = result
                 self._submitted = time.time()
                 outcome["state"] = result.wait_until_finish()
                 outcome["counters"] = counter_values(result)
@@ -139,6 +141,17 @@ class PassRunner:
         for name, value in outcome["counters"].items():
             self.counters[name] = self.counters.get(name, 0) + value
         return outcome["state"]
+
+    def _cancel_running(self) -> None:
+        """A pass stopped by an interrupt or a failure: on a runner whose computation goes on
+        without the driver (a Dask cluster), cancel it, so that nothing of it writes on."""
+        running = self._running
+        if running is None or not self.engine.cancels_on_stop():
+            return
+        try:
+            running.cancel()
+        except Exception as e:  # the pass is failing already; say so and go on stopping
+            LOG.warning("could not cancel the pass on %s: %s", runner_name(self.options), e)
 
     @property
     def job_server_seconds(self) -> Optional[float]:
@@ -197,6 +210,7 @@ class PassRunner:
         try:
             state = self._run_watched(pipeline, number)
         except BaseException:
+            self._cancel_running()
             signum = self.interrupted()
             if signum is not None:
                 # Beam may have wrapped Interrupted into its own error; workers still
@@ -211,6 +225,7 @@ class PassRunner:
             raise
         finally:
             stop.set()
+            self._running = None
         if state not in (None, beam.runners.runner.PipelineState.DONE):
             raise RuntimeError("pass %d (%s) ended in state %s" % (number, label, state))
         seconds = time.time() - start

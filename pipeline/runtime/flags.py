@@ -8,11 +8,11 @@ the job's options (`pipeline.driver.options`) and by the consumer tools (`pipeli
 
 import argparse
 import difflib
-from typing import Any, Dict, List, NoReturn, Type
+from typing import Any, Dict, List, NoReturn, Optional, Type
 
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from pipeline.runtime.runners import DatagenError
+from pipeline.runtime.runners import DatagenError, register_runner_options
 
 
 class FlagParser(argparse.ArgumentParser):
@@ -43,9 +43,12 @@ class FlagParser(argparse.ArgumentParser):
         raise DatagenError(message)
 
 
-def with_beam_options(parser: FlagParser) -> FlagParser:
+def with_beam_options(parser: FlagParser, argv: Optional[List[str]] = None) -> FlagParser:
     """`parser` with every Beam pipeline option added (each PipelineOptions subclass once, as
-    `PipelineOptions.get_all_options` collects them)."""
+    `PipelineOptions.get_all_options` collects them), those of the runner `argv` names
+    included (`pipeline.runtime.runners.register_runner_options`)."""
+    if argv is not None:
+        register_runner_options(argv)
     classes: Dict[str, Type[PipelineOptions]] = {}
     for cls in PipelineOptions.__subclasses__():
         classes.setdefault(str(cls), cls)

@@ -68,6 +68,11 @@ class PassEngine:
         """Whether passes run in worker processes (the job's pool or Beam's own)."""
         return self._workers is not None or uses_worker_processes(self.options)
 
+    def cancels_on_stop(self) -> bool:
+        """Whether a pass stopped by the driver (interrupt, failure) must be cancelled on the
+        runner: a Dask cluster computes on without the driver."""
+        return runner_name(self.options) == "dask"
+
     def dead_workers(self) -> List[str]:
         """The job's worker processes that ended (empty without a pool of the job's)."""
         return self._workers.dead() if self._workers is not None else []

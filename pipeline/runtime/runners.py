@@ -14,6 +14,8 @@ uses Beam's public options only.
 
 import argparse
 import copy
+import importlib
+from typing import Any, List, Optional
 
 from apache_beam.options.pipeline_options import (DirectOptions, PipelineOptions,
                                                    PortableOptions, SetupOptions,
@@ -70,12 +72,62 @@ def one_line(text: object, limit: int = MAX_ERROR_CHARS) -> str:
     return line
 
 
+# Runners the job resolves by short name itself: Beam resolves no short name `DaskRunner`,
+# and the job runs Beam's DaskRunner patched (`pipeline.runtime.dask_runner`).
+JOB_RUNNERS = {"dask": "pipeline.runtime.dask_runner.DatagenDaskRunner"}
+
+
+def _short(runner: str) -> str:
+    name = runner.rsplit(".", 1)[-1].lower()
+    return name[:-len("runner")] if name.endswith("runner") else name
+
+
+def runner_class_path(runner: str) -> Optional[str]:
+    """`module.Class` of a `--runner` value: the job's own (JOB_RUNNERS), Beam's by its
+    short name, or the value itself when it is a dotted path; None when unknown."""
+    if _short(runner) in JOB_RUNNERS and "." not in runner:
+        return JOB_RUNNERS[_short(runner)]
+    from apache_beam.runners.runner import _RUNNER_MAP
+    path = _RUNNER_MAP.get(runner.lower(), _RUNNER_MAP.get(runner.lower() + "runner"))
+    return path or (runner if "." in runner else None)
+
+
+def register_runner_options(argv: List[str]) -> None:
+    """Imports the module of the runner `argv` names (`--runner X`), so that the options it
+    declares on import are known to the flag check (Beam's DaskOptions, `--dask_*`, are
+    declared only in its runner's module); DatagenError when that module cannot be
+    imported (Dask not installed)."""
+    runner = None
+    for i, arg in enumerate(argv):
+        if arg == "--runner" and i + 1 < len(argv):
+            runner = argv[i + 1]
+        elif arg.startswith("--runner="):
+            runner = arg.split("=", 1)[1]
+    path = runner_class_path(runner) if runner else None
+    if not path:
+        return
+    module = path.rsplit(".", 1)[0]
+    try:
+        importlib.import_module(module)
+    except ImportError as e:
+        raise DatagenError("--runner %s: cannot import %s (%s)" % (
+            runner, module, one_line(e))) from None
+
+
+def job_runner(options: PipelineOptions) -> Any:
+    """An instance of the job's own runner for `options`' --runner, or None for Beam's."""
+    runner = options.view_as(StandardOptions).runner
+    if isinstance(runner, str) and "." not in runner and _short(runner) in JOB_RUNNERS:
+        module, name = JOB_RUNNERS[_short(runner)].rsplit(".", 1)
+        return getattr(importlib.import_module(module), name)()
+    return None
+
+
 def runner_name(options: PipelineOptions) -> str:
     runner = options.view_as(StandardOptions).runner or "DirectRunner"
     if not isinstance(runner, str):
         runner = type(runner).__name__
-    name = runner.rsplit(".", 1)[-1].lower()
-    return name[:-len("runner")] if name.endswith("runner") else name
+    return _short(runner)
 
 
 def project_shipped(options: PipelineOptions) -> bool:
@@ -158,10 +210,11 @@ def worker_count(options: PipelineOptions) -> int:
 
 def runner_for_pass(options: PipelineOptions) -> "tuple[None, PipelineOptions]":
     """(runner, options) a pass's pipeline gets on a runner other than DirectRunner (whose
-    passes `pipeline.runtime.local_worker_pool.direct_runner` builds): runner None lets Beam
-    choose by `--runner`; FlinkRunner's options get `--execution_mode_for_batch`."""
+    passes `pipeline.runtime.local_worker_pool.direct_runner` builds): the job's own runner
+    (JOB_RUNNERS: DaskRunner), else None, which lets Beam choose by `--runner`;
+    FlinkRunner's options get `--execution_mode_for_batch`."""
     if runner_name(options) == "flink" and not options.view_as(
             FlinkJavaOptions).execution_mode_for_batch:
         options = copy.deepcopy(options)
         options.view_as(FlinkJavaOptions).execution_mode_for_batch = FLINK_BATCH_MODE
-    return None, options
+    return job_runner(options), options

@@ -1,0 +1,234 @@
+"""Beam's DaskRunner, patched for what this job's pipelines use: `--runner DaskRunner`.
+
+Beam's runner (`apache_beam.runners.dask.dask_runner.DaskRunner`, Beam 2.77) translates a
+pipeline into dask bags and computes them on a dask.distributed cluster. Five of its
+translations go wrong on this job's passes, each shown against Beam alone by
+tests/pipeline/runtime/test_dask_runner.py (which also asserts that the stock runner still
+has the defect, so that a Beam upgrade fixing one says its patch can go):
+
+1. `Impulse` has no translation: its consumers get no bag, and the pass crashes.
+2. Tagged outputs are not split: every consumer of a multi-output ParDo gets every output.
+3. Only the last leaf bag is computed: the other branches (other writes) never run.
+4. Output from `finish_bundle` is dropped (collected before `finish_bundle` runs).
+5. A side input is computed inside each task that reads it: the whole upstream is rerun for
+   every consuming partition (or the set-up DoFn fails to serialize).
+
+`DatagenDaskRunner` keeps Beam's runner (its options, overrides, GroupByKey and Flatten
+translations, its result) and replaces exactly these: Impulse becomes a one-element bag;
+a ParDo's bundle function keeps each output's tag, collects after `finish_bundle`, and
+builds its side inputs from values computed once, as graph dependencies; a consumer takes
+its own tag's outputs; every leaf is computed. Beam's `Create` gives one partition per
+element (its default of 128 elements a partition ran a pass's work items on one worker),
+and `Reshuffle` spreads its input over as many partitions as the cluster has threads.
+
+DoFns run in Dask's worker processes through Beam's in-process invoker, not the Fn API:
+only the global window, no state or timers, no Beam metrics (the summary says so), which
+is all the job uses. Workers must import this project: run them from the same environment,
+or `pip install` the project on them (README, Runners).
+"""
+
+import dataclasses
+import time
+import typing as t
+
+import apache_beam as beam
+from apache_beam import pvalue
+from apache_beam.pipeline import AppliedPTransform, PipelineVisitor
+from apache_beam.runners.dask import transform_evaluator as stock
+from apache_beam.runners.dask.dask_runner import DaskOptions, DaskRunner, DaskRunnerResult
+from apache_beam.runners.dask.overrides import _Create, _Reshuffle, dask_overrides
+from apache_beam.runners.runner import PipelineState
+from apache_beam.transforms.sideinputs import SideInputMap
+from apache_beam.utils.windowed_value import WindowedValue
+
+MAIN = None  # the tag of a ParDo's main output
+CANCEL_SECONDS = 300  # the longest a cancelled pass's running tasks are waited for
+METRICS_NOTE = "Beam's DaskRunner collects no Beam metrics"
+
+
+class _Receiver(stock.Receiver):
+    """Collects one tag's outputs of a bundle as (tag, WindowedValue)."""
+
+    def __init__(self, tag: t.Optional[str], values: list) -> None:
+        self.tag = tag
+        self.values = values
+
+    def receive(self, windowed_value: WindowedValue) -> None:
+        self.values.append((self.tag, windowed_value))
+
+
+class _Receivers(dict):
+    """A receiver per output tag, made on first use, all into one list."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.values: list = []
+
+    def __missing__(self, tag):
+        receiver = self[tag] = _Receiver(tag, self.values)
+        return receiver
+
+
+def _side_input_maps(side_inputs, materialized):
+    """SideInputMaps over side inputs' values computed once, before the task (fix 5)."""
+    return [SideInputMap(view_type, view_options,
+                         [stock.get_windowed_value(v, window_fn) for v in values])
+            for (view_type, view_options, window_fn), values in zip(side_inputs, materialized)]
+
+
+def _run_bundle(items, transform, window_fn, args, kwargs, side_inputs, *materialized):
+    """A ParDo on one partition (a bundle): (tag, value) of every output, finish_bundle's
+    included (fixes 2, 4). Receivers are made here, per bundle: a receiver list handed in
+    with the task would be shared by the tasks of one worker thread pool."""
+    receivers = _Receivers()
+    invoker = stock.DoFnInvoker.create_invoker(
+        stock.DoFnSignature(transform.fn),
+        stock._OutputHandler(
+            window_fn=window_fn, main_receivers=receivers[MAIN],
+            tagged_receivers=receivers, per_element_output_counter=None,
+            output_batch_converter=None, process_yields_batches=False,
+            process_batch_yields_elements=False),
+        context=stock.DoFnContext(transform.label, state=None),
+        side_inputs=_side_input_maps(side_inputs, materialized),
+        input_args=args, input_kwargs=kwargs, user_state_context=None,
+        bundle_finalizer_param=beam.DoFn.BundleFinalizerParam())
+    invoker.invoke_setup()
+    invoker.invoke_start_bundle()
+    for item in items:
+        invoker.invoke_process(stock.get_windowed_value(item, window_fn))
+    invoker.invoke_finish_bundle()
+    invoker.invoke_teardown()
+    return [(tag, value.value) for tag, value in receivers.values]
+
+
+def _is_pardo(transform) -> bool:
+    """A ParDo the translation runs. Not a subclass: Beam's runner translates its
+    GroupAlsoByWindow ParDo (after GroupByKey, which already groups) as the identity."""
+    return type(transform) is beam.ParDo
+
+
+def _of_tag(outputs, tag):
+    return [value for output_tag, value in outputs if output_tag == tag]
+
+
+def _concat(*partitions):
+    return [value for partition in partitions for value in partition]
+
+
+@dataclasses.dataclass
+class _Translator(PipelineVisitor):
+    """Builds a dask bag per applied transform (as Beam's visitor does) with the fixes."""
+
+    bag_kwargs: dict
+    threads: int
+    bags: dict = dataclasses.field(default_factory=dict)
+    consumed: set = dataclasses.field(default_factory=set)
+
+    def _input(self, pcoll):
+        self.consumed.add(pcoll.producer)
+        bag = self.bags.get(pcoll.producer)
+        if _is_pardo(pcoll.producer.transform):
+            bag = bag.map_partitions(_of_tag, pcoll.tag)  # fix 2
+        return bag
+
+    def visit_transform(self, node: AppliedPTransform) -> None:
+        import dask
+        import dask.bag as db
+        transform = node.transform
+        inputs = [self._input(p) for p in node.inputs if not isinstance(p, pvalue.PBegin)]
+        if isinstance(transform, beam.Impulse):  # fix 1
+            bag = db.from_sequence([b""], npartitions=1)
+        elif isinstance(transform, _Create):
+            values = list(transform.values)
+            count = self.bag_kwargs.get("npartitions") or max(1, len(values))
+            bag = db.from_sequence(values, npartitions=count) if values else \
+                db.from_sequence([], npartitions=1)
+        elif isinstance(transform, _Reshuffle):
+            bag = inputs[0].repartition(npartitions=max(inputs[0].npartitions, self.threads))
+        elif _is_pardo(transform):
+            main = next(iter(node.main_inputs.values()))
+            window_fn = main.windowing.windowfn if hasattr(main, "windowing") else None
+            args, kwargs = transform.raw_side_inputs
+            side_inputs, materialized = [], []
+            for side in node.side_inputs:  # fix 5: each computed once, a graph dependency
+                self.consumed.add(side.pvalue.producer)
+                side_bag = self._input(side.pvalue)
+                side_inputs.append((type(side), side._view_options(), side._window_mapping_fn))
+                materialized.append(dask.delayed(_concat)(*side_bag.to_delayed()))
+            bag = inputs[0].map_partitions(_run_bundle, transform, window_fn, list(args),
+                                           kwargs, side_inputs, *materialized)
+        else:  # Beam's own translation (GroupByKey, Flatten) or its identity
+            op = stock.TRANSLATIONS.get(type(transform), stock.NoOp)(
+                node, bag_kwargs=self.bag_kwargs)
+            bag = op.apply(input_bag=inputs if isinstance(op, stock.Flatten) else
+                           (inputs[0] if inputs else None))
+        if bag is not None:
+            self.bags[node] = bag
+
+    def leaves(self) -> list:
+        """Every bag no other transform reads (fix 3): each branch's last step."""
+        return [bag for node, bag in self.bags.items() if node not in self.consumed]
+
+
+def _running_of(keys, dask_worker=None) -> list:
+    """On a worker: the tasks of `keys` whose code still runs there."""
+    return [key for key, task in dask_worker.state.tasks.items()
+            if key in keys and task.state in ("executing", "long-running", "cancelled",
+                                              "resumed")]
+
+
+class DatagenDaskResult(DaskRunnerResult):
+    """Beam's result, which closes the pass's client once the pass has ended."""
+
+    def wait_until_finish(self, duration=None) -> str:
+        try:
+            return super().wait_until_finish(duration)
+        finally:
+            if self._state in (PipelineState.DONE, PipelineState.FAILED):
+                self.client.close()
+
+    keys: frozenset = frozenset()  # the pass's task keys
+
+    def cancel(self) -> str:
+        """Cancels the pass's tasks and returns once none of them runs on a worker any more
+        (a cancelled task's thread runs to its end: Dask cannot stop it), so nothing of the
+        pass writes after the driver has stopped; then closes the client."""
+        self._state = PipelineState.CANCELLING
+        try:
+            self.client.cancel(self.futures, force=True)
+            deadline = time.time() + CANCEL_SECONDS
+            while time.time() < deadline and any(
+                    self.client.run(_running_of, self.keys).values()):
+                time.sleep(0.2)
+        finally:
+            self.client.close()
+        self._state = PipelineState.CANCELLED
+        return self._state
+
+    def metrics(self):
+        raise NotImplementedError(METRICS_NOTE)
+
+
+class DatagenDaskRunner(DaskRunner):
+    """Beam's DaskRunner with the job's five fixes (module docstring)."""
+
+    def run_pipeline(self, pipeline, options):
+        import dask
+        import dask.distributed as ddist
+        dask_options = options.view_as(DaskOptions).get_all_options(
+            drop_default=True, current_only=True)
+        bag_kwargs = DaskOptions._extract_bag_kwargs(dask_options)
+        client = ddist.Client(**dask_options)
+        try:
+            threads = sum(client.nthreads().values()) or 1
+            pipeline.replace_all(dask_overrides())
+            translator = _Translator(bag_kwargs, threads)
+            pipeline.visit(translator)
+            leaves = dask.optimize(*translator.leaves())
+            futures = client.compute(leaves)
+        except BaseException:
+            client.close()
+            raise
+        result = DatagenDaskResult(client, futures)
+        result.keys = frozenset(key for leaf in leaves for key in leaf.__dask_graph__())
+        return result
