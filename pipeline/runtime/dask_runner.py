@@ -22,28 +22,35 @@ element (its default of 128 elements a partition ran a pass's work items on one 
 and `Reshuffle` spreads its input over as many partitions as the cluster has threads.
 
 DoFns run in Dask's worker processes through Beam's in-process invoker, not the Fn API:
-only the global window, no state or timers, no Beam metrics (the summary says so), which
-is all the job uses. Workers must import this project: run them from the same environment,
+only the global window, no state or timers, which is all the job uses. Beam's runner reports
+no metrics; here each bundle's counters go to the scheduler as an event of its task, and the
+pass's result sums the last event of every task (`DatagenDaskResult.metrics`). Workers must import this project: run them from the same environment,
 or `pip install` the project on them (README, Runners).
 """
 
 import dataclasses
 import time
 import typing as t
+import uuid
 
 import apache_beam as beam
 from apache_beam import pvalue
+from apache_beam.metrics.execution import MetricKey, MetricsContainer
+from apache_beam.metrics.metric import MetricResult, MetricResults
+from apache_beam.metrics.metricbase import MetricName
 from apache_beam.pipeline import AppliedPTransform, PipelineVisitor
 from apache_beam.runners.dask import transform_evaluator as stock
 from apache_beam.runners.dask.dask_runner import DaskOptions, DaskRunner, DaskRunnerResult
 from apache_beam.runners.dask.overrides import _Create, _Reshuffle, dask_overrides
 from apache_beam.runners.runner import PipelineState
+from apache_beam.runners.worker import statesampler
+from apache_beam.utils import counters as beam_counters
 from apache_beam.transforms.sideinputs import SideInputMap
 from apache_beam.utils.windowed_value import WindowedValue
 
 MAIN = None  # the tag of a ParDo's main output
 CANCEL_SECONDS = 300  # the longest a cancelled pass's running tasks are waited for
-METRICS_NOTE = "Beam's DaskRunner collects no Beam metrics"
+METRICS_TOPIC = "beam-datagen-counters"  # the scheduler's event topic of bundles' counters
 
 
 class _Receiver(stock.Receiver):
@@ -76,7 +83,8 @@ def _side_input_maps(side_inputs, materialized):
             for (view_type, view_options, window_fn), values in zip(side_inputs, materialized)]
 
 
-def _run_bundle(items, transform, window_fn, args, kwargs, side_inputs, *materialized):
+def _run_bundle(items, pass_id, transform, window_fn, args, kwargs, side_inputs,
+                *materialized):
     """A ParDo on one partition (a bundle): (tag, value) of every output, finish_bundle's
     included (fixes 2, 4). Receivers are made here, per bundle: a receiver list handed in
     with the task would be shared by the tasks of one worker thread pool."""
@@ -92,13 +100,37 @@ def _run_bundle(items, transform, window_fn, args, kwargs, side_inputs, *materia
         side_inputs=_side_input_maps(side_inputs, materialized),
         input_args=args, input_kwargs=kwargs, user_state_context=None,
         bundle_finalizer_param=beam.DoFn.BundleFinalizerParam())
-    invoker.invoke_setup()
-    invoker.invoke_start_bundle()
-    for item in items:
-        invoker.invoke_process(stock.get_windowed_value(item, window_fn))
-    invoker.invoke_finish_bundle()
-    invoker.invoke_teardown()
+    # The bundle's counters go to a container of its own, through a state sampler of its
+    # own (a sampler keeps the first container it is given per step).
+    outer = statesampler.get_current_tracker()
+    sampler = statesampler.StateSampler("", beam_counters.CounterFactory())
+    statesampler.set_current_tracker(sampler)
+    metrics = MetricsContainer(transform.label)
+    try:
+        with sampler.scoped_state(transform.label, "process", metrics_container=metrics):
+            invoker.invoke_setup()
+            invoker.invoke_start_bundle()
+            for item in items:
+                invoker.invoke_process(stock.get_windowed_value(item, window_fn))
+            invoker.invoke_finish_bundle()
+            invoker.invoke_teardown()
+    finally:
+        statesampler.set_current_tracker(outer)
+    _report_counters(pass_id, transform.label, metrics)
     return [(tag, value.value) for tag, value in receivers.values]
+
+
+def _report_counters(pass_id, step, metrics) -> None:
+    """Sends the bundle's Beam counters to the scheduler as an event of the task (Beam's
+    runner collects none): the driver sums the last event of each task, so a task rerun
+    after a lost worker counts once, as committed metrics do."""
+    counters = [(key.metric.namespace, key.metric.name, value)
+                for key, value in metrics.get_cumulative().counters.items() if value]
+    if counters:
+        from distributed import get_worker
+        worker = get_worker()
+        worker.log_event(METRICS_TOPIC, {"pass": pass_id, "task": str(worker.get_current_task()),
+                                         "step": step, "counters": counters})
 
 
 def _is_pardo(transform) -> bool:
@@ -121,6 +153,7 @@ class _Translator(PipelineVisitor):
 
     bag_kwargs: dict
     threads: int
+    pass_id: str
     bags: dict = dataclasses.field(default_factory=dict)
     consumed: set = dataclasses.field(default_factory=set)
 
@@ -155,8 +188,8 @@ class _Translator(PipelineVisitor):
                 side_bag = self._input(side.pvalue)
                 side_inputs.append((type(side), side._view_options(), side._window_mapping_fn))
                 materialized.append(dask.delayed(_concat)(*side_bag.to_delayed()))
-            bag = inputs[0].map_partitions(_run_bundle, transform, window_fn, list(args),
-                                           kwargs, side_inputs, *materialized)
+            bag = inputs[0].map_partitions(_run_bundle, self.pass_id, transform, window_fn,
+                                           list(args), kwargs, side_inputs, *materialized)
         else:  # Beam's own translation (GroupByKey, Flatten) or its identity
             op = stock.TRANSLATIONS.get(type(transform), stock.NoOp)(
                 node, bag_kwargs=self.bag_kwargs)
@@ -173,21 +206,56 @@ class _Translator(PipelineVisitor):
 def _running_of(keys, dask_worker=None) -> list:
     """On a worker: the tasks of `keys` whose code still runs there."""
     return [key for key, task in dask_worker.state.tasks.items()
-            if key in keys and task.state in ("executing", "long-running", "cancelled",
+            if str(key) in keys and task.state in ("executing", "long-running", "cancelled",
                                               "resumed")]
 
 
+class _CounterResults(MetricResults):
+    """Beam's MetricResults over the counters of one pass on Dask (committed = attempted:
+    each task counted once)."""
+
+    def __init__(self, counters: dict) -> None:
+        self._results = [MetricResult(MetricKey(step, MetricName(namespace, name)), value, value)
+                         for (step, namespace, name), value in sorted(counters.items())]
+
+    def query(self, filter=None) -> dict:
+        return {"counters": [r for r in self._results if self.matches(filter, r.key)],
+                "distributions": [], "gauges": []}
+
+
 class DatagenDaskResult(DaskRunnerResult):
-    """Beam's result, which closes the pass's client once the pass has ended."""
+    """Beam's result, which also collects the pass's counters when it ends, closes the
+    pass's client, and cancels the pass so that none of its tasks runs on."""
+
+    keys: frozenset = frozenset()  # the pass's task keys
+    pass_id = ""  # what the pass's counter events carry
+    counters: t.Optional[dict] = None  # {(step, namespace, name): value}, once finished
 
     def wait_until_finish(self, duration=None) -> str:
         try:
-            return super().wait_until_finish(duration)
+            state = super().wait_until_finish(duration)
+            self.counters = self._collect_counters()
+            return state
         finally:
             if self._state in (PipelineState.DONE, PipelineState.FAILED):
                 self.client.close()
 
-    keys: frozenset = frozenset()  # the pass's task keys
+    def _collect_counters(self) -> dict:
+        last = {}  # the last event of each bundle (a task runs one bundle of each step)
+        for _, event in self.client.get_events(METRICS_TOPIC):
+            if event["pass"] == self.pass_id:
+                last[event["task"], event["step"]] = event
+        counters: dict = {}
+        for event in last.values():
+            for namespace, name, value in event["counters"]:
+                key = (event["step"], namespace, name)
+                counters[key] = counters.get(key, 0) + value
+        return counters
+
+    def metrics(self) -> _CounterResults:
+        if self.counters is None:
+            raise RuntimeError("the pass has not finished")
+        return _CounterResults(self.counters)
 
     def cancel(self) -> str:
         """Cancels the pass's tasks and returns once none of them runs on a worker any more
@@ -205,9 +273,6 @@ class DatagenDaskResult(DaskRunnerResult):
         self._state = PipelineState.CANCELLED
         return self._state
 
-    def metrics(self):
-        raise NotImplementedError(METRICS_NOTE)
-
 
 class DatagenDaskRunner(DaskRunner):
     """Beam's DaskRunner with the job's five fixes (module docstring)."""
@@ -222,7 +287,7 @@ class DatagenDaskRunner(DaskRunner):
         try:
             threads = sum(client.nthreads().values()) or 1
             pipeline.replace_all(dask_overrides())
-            translator = _Translator(bag_kwargs, threads)
+            translator = _Translator(bag_kwargs, threads, uuid.uuid4().hex)
             pipeline.visit(translator)
             leaves = dask.optimize(*translator.leaves())
             futures = client.compute(leaves)
@@ -230,5 +295,6 @@ class DatagenDaskRunner(DaskRunner):
             client.close()
             raise
         result = DatagenDaskResult(client, futures)
-        result.keys = frozenset(key for leaf in leaves for key in leaf.__dask_graph__())
+        result.pass_id = translator.pass_id
+        result.keys = frozenset(str(key) for leaf in leaves for key in leaf.__dask_graph__())
         return result

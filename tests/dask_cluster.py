@@ -1,0 +1,159 @@
+"""A real dask.distributed cluster on this machine for the tests that run Beam or the job on
+it, and the small Beam pieces those tests run there.
+
+`DaskCluster`: `dask scheduler` and N `dask worker` processes (each under its nanny, one
+thread, so a killed worker process is restarted and its tasks rescheduled), on 127.0.0.1 at
+free ports, each in a session of its own and stopped by process group id. Workers import the
+project and these helpers as a cluster's workers would: from the same environment, with the
+repository and tests/ on PYTHONPATH.
+
+`WriteEach`, `EmitInFinishBundle`, `MarkRun`: DoFns that leave their outputs as files in a
+directory (the driver reads them back with `written`), since a pass on Dask returns nothing
+to the driver; defined here, not in a test module, so that workers can import them.
+"""
+
+import ast
+import os
+import sys
+import uuid
+
+import apache_beam as beam
+from apache_beam.transforms.window import GlobalWindow
+from apache_beam.utils.windowed_value import WindowedValue
+
+from clusters import Processes, free_port, wait_for
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TESTS = os.path.join(REPO, "tests")
+
+
+class DaskCluster:
+    """A scheduler and `workers` nanny-managed worker processes of one thread each."""
+
+    def __init__(self, work_dir, workers=2):
+        self.port = free_port()
+        self.workers = workers
+        self.procs = Processes(str(work_dir))
+
+    @property
+    def address(self):
+        return "tcp://127.0.0.1:%d" % self.port
+
+    def start(self, seconds=120):
+        bin_dir = os.path.dirname(sys.executable)
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join([REPO, TESTS]))
+        env["PATH"] = bin_dir + os.pathsep + env.get("PATH", "")
+        scheduler = self.procs.start("scheduler", [
+            sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
+            "--port", str(self.port), "--no-dashboard"], env=env, cwd=REPO)
+        for i in range(self.workers):
+            self.procs.start("worker-%d" % i, [
+                sys.executable, "-m", "distributed.cli.dask_worker", self.address,
+                "--nworkers", "1", "--nthreads", "1", "--host", "127.0.0.1",
+                "--no-dashboard", "--name", "worker-%d" % i], env=env, cwd=REPO)
+        wait_for(lambda: len(self.worker_pids()) == self.workers, "%d Dask workers"
+                 % self.workers, self.procs.procs, seconds)
+        return self
+
+    def client(self):
+        from distributed import Client
+        return Client(self.address, timeout=60)
+
+    def worker_pids(self):
+        """{worker name: pid of its worker process} as the scheduler knows them."""
+        with self.client() as client:
+            info = client.scheduler_info(n_workers=-1)["workers"]
+            if not info:
+                return {}
+            pids = client.run(os.getpid)
+            return {info[address]["name"]: pid for address, pid in pids.items()}
+
+    def executed(self):
+        """{worker name: tasks it has executed since it started}."""
+        with self.client() as client:
+            names = {a: w["name"] for a, w in
+                     client.scheduler_info(n_workers=-1)["workers"].items()}
+            counts = client.run(lambda dask_worker: dask_worker.state.executed_count)
+            return {names[a]: n for a, n in counts.items()}
+
+    def stop(self):
+        self.procs.stop()
+
+
+def close_clients():
+    """Closes every Dask client of this process (Beam's stock runner leaves its own open,
+    and it would try to reconnect to a stopped scheduler)."""
+    import gc
+    from distributed import Client
+    for obj in gc.get_objects():
+        if isinstance(obj, Client) and obj.status not in ("closed", "closing"):
+            obj.close()
+
+
+def runner_options(cluster, *extra):
+    from apache_beam.options.pipeline_options import PipelineOptions
+    return PipelineOptions(["--dask_client_address", cluster.address] + list(extra))
+
+
+class WriteEach(beam.DoFn):
+    """Writes each element's repr into a file of its own in `directory`."""
+
+    def __init__(self, directory):
+        self.directory = directory
+
+    def process(self, element):
+        os.makedirs(self.directory, exist_ok=True)
+        with open(os.path.join(self.directory, uuid.uuid4().hex), "w") as f:
+            f.write(repr(element))
+
+
+class EmitInFinishBundle(beam.DoFn):
+    """Outputs the bundle's elements only in finish_bundle, as buffering sinks do."""
+
+    def start_bundle(self):
+        self.buffer = []
+
+    def process(self, element):
+        self.buffer.append(element)
+
+    def finish_bundle(self):
+        for element in self.buffer:
+            yield WindowedValue(element, 0, [GlobalWindow()])
+
+
+class SplitEvenOdd(beam.DoFn):
+    def process(self, element):
+        if element % 2:
+            yield beam.pvalue.TaggedOutput("odd", element)
+        else:
+            yield element
+
+
+class MarkRun(beam.DoFn):
+    """Passes elements through and leaves a file in `directory` each time it runs a bundle."""
+
+    def __init__(self, directory):
+        self.directory = directory
+
+    def start_bundle(self):
+        os.makedirs(self.directory, exist_ok=True)
+        open(os.path.join(self.directory, uuid.uuid4().hex), "w").close()
+
+    def process(self, element):
+        yield element
+
+
+def written(directory):
+    """The elements `WriteEach` wrote into `directory`, sorted."""
+    if not os.path.isdir(directory):
+        return []
+    values = []
+    for name in os.listdir(directory):
+        with open(os.path.join(directory, name)) as f:
+            values.append(ast.literal_eval(f.read()))
+    return sorted(values)
+
+
+def runs(directory):
+    """How many bundles `MarkRun` ran into `directory`."""
+    return len(os.listdir(directory)) if os.path.isdir(directory) else 0
