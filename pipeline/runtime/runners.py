@@ -87,8 +87,8 @@ def runner_class_path(runner: str) -> Optional[str]:
     short name, or the value itself when it is a dotted path; None when unknown."""
     if _short(runner) in JOB_RUNNERS and "." not in runner:
         return JOB_RUNNERS[_short(runner)]
-    from apache_beam.runners.runner import _RUNNER_MAP
-    path = _RUNNER_MAP.get(runner.lower(), _RUNNER_MAP.get(runner.lower() + "runner"))
+    known = {path.rsplit(".", 1)[-1].lower(): path for path in StandardOptions.ALL_KNOWN_RUNNERS}
+    path = known.get(runner.lower(), known.get(runner.lower() + "runner"))
     return path or (runner if "." in runner else None)
 
 

@@ -3,7 +3,7 @@ BIN`: Prism is started once per job on the driver's main thread (pipeline.runtim
 every pass is submitted to it, and it is stopped at the end, on failure and on Ctrl-C. With
 the LOOPBACK environment (the SDK worker in the driver) and with EXTERNAL (Beam's stock worker
 pool), the output is byte-identical to DirectRunner's. The binary is built by run_tests.sh
-(`tests/clusters.py:prism_binary`); without it these tests skip, and fail under CI=true.
+(`tests/prism_binary.py`); without it these tests skip, and fail under CI=true.
 """
 
 import os
@@ -13,6 +13,7 @@ import signal
 import pytest
 
 import clusters
+from prism_binary import prism_binary
 from cluster_jobs import COMMON, INPUTS, Job, baseline, books, work_leftovers
 from datagen_helpers import output_bytes
 from pipeline import datagen
@@ -23,7 +24,7 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def prism():
     try:
-        return clusters.prism_binary()
+        return prism_binary()
     except clusters.Unavailable as e:
         clusters.unavailable(str(e))
 
