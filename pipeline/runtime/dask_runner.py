@@ -69,10 +69,10 @@ class _Receivers(dict):
 
     def __init__(self) -> None:
         super().__init__()
-        self.values: list = []
+        self.outputs: list = []
 
     def __missing__(self, tag):
-        receiver = self[tag] = _Receiver(tag, self.values)
+        receiver = self[tag] = _Receiver(tag, self.outputs)
         return receiver
 
 
@@ -117,7 +117,7 @@ def _run_bundle(items, pass_id, transform, window_fn, args, kwargs, side_inputs,
     finally:
         statesampler.set_current_tracker(outer)
     _report_counters(pass_id, transform.label, metrics)
-    return [(tag, value.value) for tag, value in receivers.values]
+    return [(tag, value.value) for tag, value in receivers.outputs]
 
 
 def _report_counters(pass_id, step, metrics) -> None:
@@ -159,7 +159,7 @@ class _Translator(PipelineVisitor):
 
     def _input(self, pcoll):
         self.consumed.add(pcoll.producer)
-        bag = self.bags.get(pcoll.producer)
+        bag = self.bags[pcoll.producer]
         if _is_pardo(pcoll.producer.transform):
             bag = bag.map_partitions(_of_tag, pcoll.tag)  # fix 2
         return bag
