@@ -52,11 +52,14 @@ class _Summing:
         self.checksum = google_crc32c.Checksum()
         self.size = 0
 
-    def read(self, n: int = -1) -> bytes:
-        data = self._stream.read(n)
+    def read(self, size: int = -1, /) -> bytes:
+        data = self._stream.read(size)
         self.checksum.update(data)
         self.size += len(data)
         return data
+
+    def close(self) -> None:  # the stream it reads is closed by its opener
+        pass
 
 
 def _read_whole(path: str, stores: Optional[ObjectStores]) -> Tuple[Optional[int], str, int]:
@@ -64,7 +67,8 @@ def _read_whole(path: str, stores: Optional[ObjectStores]) -> Tuple[Optional[int
     with file_io.open_for_read(path, stores) as f:
         summing = _Summing(f)
         try:
-            records: Optional[int] = sum(1 for _ in read_records(summing))
+            count: int = sum(1 for _ in read_records(summing))
+            records: Optional[int] = count
         except CorruptRecordError:
             records = None
         while summing.read(_CHUNK):  # the rest, after a framing error
