@@ -290,7 +290,7 @@ class GcsStore:
             raise self._failed(e) from None
 
     def probe(self, prefix: str) -> None:
-        """One small listing under `prefix` with a 10 s timeout and retries for 20 s at
+        """One small listing under `prefix` with a 10 s timeout and retries for 15 s at
         most (google-cloud-storage's default retries for 120 s): OSError within about
         30 s when the store cannot be reached."""
         from google.api_core.exceptions import GoogleAPIError
@@ -298,7 +298,7 @@ class GcsStore:
         _, bucket, key = split_path(prefix)
         try:
             list(self._client.list_blobs(bucket, prefix=key, max_results=1, timeout=10,
-                                         retry=DEFAULT_RETRY.with_timeout(20)))
+                                         retry=DEFAULT_RETRY.with_timeout(15)))
         except (GoogleAPIError, OSError) as e:
             raise OSError(str(e)) from None
         except Exception as e:  # requests' and urllib3's connection errors
