@@ -78,31 +78,32 @@ def _read_whole(path: str, stores: Optional[ObjectStores]) -> Tuple[Optional[int
 
 def shard_mismatches(output_dir: str, summary: Dict[str, Any],
                      stores: Optional[ObjectStores] = None, full: bool = False,
-                     listed: Optional[Dict[str, int]] = None) -> List[str]:
-    """One line per shard of `summary` that is not in `output_dir` as recorded: missing, or
+                     listed: Optional[Dict[str, int]] = None) -> List[Tuple[str, str]]:
+    """(shard name, one line naming its path and what is wrong) per shard of `summary` that is not in `output_dir` as recorded: missing, or
     another size (one listing; `listed`: that listing when the caller has it), or with
     `full` another crc32c or record count (each shard read once)."""
     if listed is None:
         listed = listed_sizes(output_dir, stores)
-    problems = []
+    problems: List[Tuple[str, str]] = []
     for shard in shards_of(summary):
         name = shard["name"]
         path = FileSystems.join(output_dir, name)
         if name not in listed:
-            problems.append("%s: shard missing (the summary lists it)" % path)
+            problems.append((name, "%s: shard missing (the summary lists it)" % path))
         elif "bytes" not in shard:  # written before sizes were recorded: names only
             continue
         elif listed[name] != shard["bytes"]:
-            problems.append("%s: %d bytes, the summary records %d (cut short or changed "
-                            "since the run)" % (path, listed[name], shard["bytes"]))
+            problems.append((name, "%s: %d bytes, the summary records %d (cut short or "
+                                   "changed since the run)" % (path, listed[name],
+                                                               shard["bytes"])))
         elif full:
             records, crc, _ = _read_whole(path, stores)
             if crc != shard["crc32c"]:
-                problems.append("%s: crc32c %s, the summary records %s (changed since the "
-                                "run)" % (path, crc, shard["crc32c"]))
+                problems.append((name, "%s: crc32c %s, the summary records %s (changed "
+                                       "since the run)" % (path, crc, shard["crc32c"])))
             elif records is not None and records != shard["records"]:
-                problems.append("%s: %d records, the summary records %d" % (
-                    path, records, shard["records"]))
+                problems.append((name, "%s: %d records, the summary records %d" % (
+                    path, records, shard["records"])))
     return problems
 
 
@@ -112,9 +113,8 @@ def missing_outputs(layout: OutputLayout, summary: Dict[str, Any],
     or, for shards, not at their recorded size. `stores`: the job's ObjectStores; the
     output directory is listed once."""
     listed = listed_sizes(layout.output_dir, stores)
-    missing = [problem.split(": ", 1)[0].rsplit("/", 1)[-1]
-               for problem in shard_mismatches(layout.output_dir, summary, stores,
-                                               listed=listed)]
+    missing = [name for name, _ in shard_mismatches(layout.output_dir, summary, stores,
+                                                    listed=listed)]
     names: List[str] = []
     for split in (summary.get("splits") or {}).values():
         if split.get("rejects_file"):

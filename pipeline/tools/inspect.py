@@ -224,7 +224,7 @@ def check_shards(output_dir: str, summary: Dict[str, Any], stores: Optional[Obje
     problems = shard_mismatches(output_dir, summary, stores, full)
     if problems:
         more = " (and %d more shards)" % (len(problems) - 1) if len(problems) > 1 else ""
-        raise DatagenError("incomplete output: %s%s" % (problems[0], more))
+        raise DatagenError("incomplete output: %s%s" % (problems[0][1], more))
 
 
 def inspect(output_dir: str, problem: Optional[str] = None, split: str = "train",
