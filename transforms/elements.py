@@ -141,6 +141,8 @@ class ShardReport(TypedDict):
     shard: int
     name: str
     records: int
+    bytes: int  # the file's size
+    crc32c: str  # the whole file's crc32c (google_crc32c's hexdigest, 8 hex digits)
     by_dataset: List[DatasetCount]
 
 

@@ -14,6 +14,10 @@ shard and rejects names with the same bytes, each attempt under a temporary name
 reported twice is merged once, so a retry never
 leaves a duplicate or a half-written file that a later stage reads.
 
+Each shard's report carries its record count, byte size and the crc32c of the whole file,
+summed as the bytes stream to the store (no second read): the summary records them, and
+readers, `inspect` and reruns compare the files with them (`pipeline.output.complete_check`).
+
 Records are already framed (`transforms.formats.tfrecord_framing`: length, data and their masked
 CRC32Cs, what TensorFlow's TFRecord reader expects) in the fragments; the merge copies bytes.
 """
@@ -21,6 +25,7 @@ CRC32Cs, what TensorFlow's TFRecord reader expects) in the fragments; the merge 
 from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
 
 import apache_beam as beam
+import google_crc32c
 from apache_beam.io.filesystems import FileSystems
 
 from transforms.elements import (FragmentReport, RejectRecord, RejectsReport, ShardKey,
@@ -73,7 +78,13 @@ class _WriteShardFn(beam.DoFn):
         # Streamed (memory stays bounded); an empty shard is a 0-byte object, which Beam's
         # S3 writer cannot make, the store's own client can.
         merged = merge_fragments([frag["path"] for frag in fragments], self._stores)
-        written, size = file_io.write_chunks(path, (framed for _, framed in merged),
+        checksum = google_crc32c.Checksum()  # of the whole file, as it streams past
+
+        def summed(chunks: Iterable[bytes]) -> Iterator[bytes]:
+            for chunk in chunks:
+                checksum.update(chunk)
+                yield chunk
+        written, size = file_io.write_chunks(path, summed(framed for _, framed in merged),
                                              self._stores)
         self._counters.inc(split + ".records_written", written)
         self._counters.inc(split + ".bytes_written", size)
@@ -81,6 +92,7 @@ class _WriteShardFn(beam.DoFn):
             raise ValueError("%s: merged %d records, its fragments list %d"
                              % (name, written, sum(by_dataset.values())))
         yield {"split": split, "shard": shard, "name": name, "records": written,
+               "bytes": size, "crc32c": checksum.hexdigest().decode("ascii"),
                "by_dataset": sorted(by_dataset.items())}
 
 

@@ -1,7 +1,8 @@
 """A rerun over an output directory that already holds a complete output: nothing to do when
 it is this run's (same inputs and flags, every file there), an error when it was made from
 other inputs or flags (a scheduled rerun must not pass yesterday's output off as today's),
-redone when files it lists are gone. `--overwrite` skips all of this."""
+redone when files it lists are gone or a shard is not at its recorded size
+(`complete_check`). `--overwrite` skips all of this."""
 
 import logging
 from typing import List, Optional, Tuple
@@ -53,6 +54,7 @@ def describe_missing(layout: OutputLayout, summary: Optional[dict],
     """Why a marked-complete output is redone, for the log."""
     if summary is None or missing is None:
         return "its summary %s cannot be read" % layout.summary_path
-    return "%s %s missing" % (", ".join(missing[:3]) + (" and %d more" % (len(missing) - 3)
-                                                  if len(missing) > 3 else ""),
-                      "is" if len(missing) == 1 else "are")
+    names = ", ".join(missing[:3]) + (" and %d more" % (len(missing) - 3)
+                                      if len(missing) > 3 else "")
+    return "%s %s missing or not as the summary records" % (
+        names, "is" if len(missing) == 1 else "are")

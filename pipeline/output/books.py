@@ -93,7 +93,8 @@ def split_report(split: str, prepared: Sequence[PreparedDataset], num_shards: in
         "pairs_rejected": n_rejected, "rejected_by_reason": dict(sorted(totals.items())),
         "rejects_file": rejects_file if n_rejected else None,
         "datasets": datasets,
-        "shards": [{"name": s["name"], "records": s["records"]} for s in split_shards],
+        "shards": [{"name": s["name"], "records": s["records"], "bytes": s["bytes"],
+                    "crc32c": s["crc32c"]} for s in split_shards],
         "tokens": {"source": tokens[0], "target": tokens[2]}}
     if with_oov:
         report["oov_rate"] = {"source": round(tokens[1] / tokens[0], 6) if tokens[0] else 0.0,

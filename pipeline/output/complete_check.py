@@ -1,38 +1,132 @@
-"""Whether an output marked complete still is: every file its summary names is there.
+"""Whether an output marked complete still is: every file its summary names is there, and
+every shard is the file the run wrote.
 
 A rerun over `{problem}.DATAGEN_COMPLETE` of the same inputs and flags does nothing; but a
-shard deleted by hand (or lost in a copy) since would leave a marker over missing pairs, and
-the rerun would say "nothing to do". The summary lists every shard and rejects file and
-every vocab file the run wrote; a rerun checks that they exist (names only: no sizes are
-recorded) and redoes the output when one is missing or the summary cannot be read.
+shard deleted by hand, or cut short at a record boundary by a partial copy or sync, would
+leave a marker over missing pairs, and readers and the rerun would take it as whole. The
+summary lists every shard with its record count, byte size and the crc32c of the whole file
+(summed as the shard was written: `transforms.shuffled_shards`), and the rejects file and
+vocab files the run wrote.
+
+- `shard_mismatches` compares the shards with that record: by default one listing of the
+  output directory (each shard there, at its recorded size); with `full=True` each shard is
+  also read once, its crc32c and record count compared. `inspect`, the reader's
+  `complete_output_files` and reruns use it. A summary written before sizes were recorded
+  gets the names checked only, as before.
+- `missing_outputs` (reruns): the files gone or not as recorded; the rerun redoes the output.
 """
 
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, IO, Iterator, List, Optional, Tuple
+
+import google_crc32c
+from apache_beam.io.filesystems import FileSystems
 
 from pipeline.output.layout import OutputLayout
+from transforms.formats.tfrecord_framing import CorruptRecordError, read_records
 from transforms.storage import file_io
 from transforms.storage.object_stores import ObjectStores
+
+_CHUNK = 1 << 20
+
+
+def shards_of(summary: Dict[str, Any]) -> Iterator[Dict[str, Any]]:
+    """Every shard entry of the summary ({name, records[, bytes, crc32c]}), split by split."""
+    for _, split in sorted((summary.get("splits") or {}).items()):
+        yield from split.get("shards") or []
+
+
+def listed_sizes(output_dir: str, stores: Optional[ObjectStores] = None) -> Dict[str, int]:
+    """{base name: size} of the files directly in `output_dir`, from one listing (on an
+    object store through `stores`' client when given, else Beam's FileSystems)."""
+    prefix = output_dir.rstrip("/") + "/"
+    found = file_io.match_files(FileSystems.join(output_dir, "*"), stores)
+    return {path[len(prefix):]: size for path, size, _ in found
+            if path.startswith(prefix) and "/" not in path[len(prefix):]}
+
+
+class _Summing:
+    """A read-only stream that sums the crc32c and size of every byte read through it."""
+
+    def __init__(self, stream: IO[bytes]) -> None:
+        self._stream = stream
+        self.checksum = google_crc32c.Checksum()
+        self.size = 0
+
+    def read(self, size: int = -1, /) -> bytes:
+        data = self._stream.read(size)
+        self.checksum.update(data)
+        self.size += len(data)
+        return data
+
+    def close(self) -> None:  # the stream it reads is closed by its opener
+        pass
+
+
+def _read_whole(path: str, stores: Optional[ObjectStores]) -> Tuple[Optional[int], str, int]:
+    """(records, or None when the file is not whole TFRecords; crc32c; size) in one read."""
+    with file_io.open_for_read(path, stores) as f:
+        summing = _Summing(f)
+        try:
+            count: int = sum(1 for _ in read_records(summing))
+            records: Optional[int] = count
+        except CorruptRecordError:
+            records = None
+        while summing.read(_CHUNK):  # the rest, after a framing error
+            pass
+    return records, summing.checksum.hexdigest().decode("ascii"), summing.size
+
+
+def shard_mismatches(output_dir: str, summary: Dict[str, Any],
+                     stores: Optional[ObjectStores] = None, full: bool = False,
+                     listed: Optional[Dict[str, int]] = None) -> List[Tuple[str, str]]:
+    """(shard name, one line naming its path and what is wrong) per shard of `summary` that is not in `output_dir` as recorded: missing, or
+    another size (one listing; `listed`: that listing when the caller has it), or with
+    `full` another crc32c or record count (each shard read once)."""
+    if listed is None:
+        listed = listed_sizes(output_dir, stores)
+    problems: List[Tuple[str, str]] = []
+    for shard in shards_of(summary):
+        name = shard["name"]
+        path = FileSystems.join(output_dir, name)
+        if name not in listed:
+            problems.append((name, "%s: shard missing (the summary lists it)" % path))
+        elif "bytes" not in shard:  # written before sizes were recorded: names only
+            continue
+        elif listed[name] != shard["bytes"]:
+            problems.append((name, "%s: %d bytes, the summary records %d (cut short or "
+                                   "changed since the run)" % (path, listed[name],
+                                                               shard["bytes"])))
+        elif full:
+            records, crc, _ = _read_whole(path, stores)
+            if crc != shard["crc32c"]:
+                problems.append((name, "%s: crc32c %s, the summary records %s (changed "
+                                       "since the run)" % (path, crc, shard["crc32c"])))
+            elif records is not None and records != shard["records"]:
+                problems.append((name, "%s: %d records, the summary records %d" % (
+                    path, records, shard["records"])))
+    return problems
 
 
 def missing_outputs(layout: OutputLayout, summary: Dict[str, Any],
                     stores: Optional[ObjectStores] = None) -> List[str]:
-    """Names (relative to the output directory) of the files `summary` lists that are gone.
-    `stores`: the job's ObjectStores; on an object store the output prefix is listed once
-    instead of one request per file."""
+    """Names (relative to the output directory) of the files `summary` lists that are gone,
+    or, for shards, not at their recorded size. `stores`: the job's ObjectStores; the
+    output directory is listed once."""
+    listed = listed_sizes(layout.output_dir, stores)
+    missing = [name for name, _ in shard_mismatches(layout.output_dir, summary, stores,
+                                                    listed=listed)]
     names: List[str] = []
     for split in (summary.get("splits") or {}).values():
-        names.extend(shard["name"] for shard in split.get("shards") or [])
         if split.get("rejects_file"):
             names.append(split["rejects_file"])
     for vocab in (summary.get("vocab") or {}).values():
         # local only: an object store has no byte_bpe "directory" to ask about
         if isinstance(vocab, dict) and vocab.get("path") and file_io.is_local(vocab["path"]):
             names.append(vocab["path"])
-    listed = file_io.list_prefix(layout.output_dir, stores)  # None: not an object store
-    missing = []
+    everything = file_io.list_prefix(layout.output_dir, stores)  # None: not an object store
     for name in names:
         path = name if name.startswith(layout.output_dir) or "://" in name else layout.path(name)
-        if not (path in listed if listed is not None else file_io.exists(path)):
+        if not (path in everything if everything is not None else file_io.exists(path)):
             missing.append(name.rsplit("/", 1)[-1])
     return missing
 

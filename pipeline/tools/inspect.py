@@ -2,7 +2,7 @@
 to text, and the summary's key figures.
 
     python -m pipeline.tools.inspect OUTPUT_DIR [--problem P] [--split train|dev]
-                               [--num_records N] [--seed S] [--json]
+                               [--num_records N] [--seed S] [--json] [--verify_checksums]
 
 Why it exists: a model trained on the shards sees only ids; the quickest check that a run
 paired and encoded the right text is to decode some records with the directory's own
@@ -24,7 +24,12 @@ files alone:
   reservoir sampling over every shard of the split with `random.Random(seed)`: the same
   seed gives the same records, and only N records are held in memory.
 
-Problems (no complete output, an unknown split, a missing vocab file or shard, a corrupt
+- the output is checked against its summary first: every shard there at its recorded size
+  (one listing), and with `--verify_checksums` each shard's crc32c and record count (every
+  shard read once); an object store is asked first with short timeouts, so an unreachable
+  one is one line within about 30 s, not Beam's minutes of retries.
+
+Problems (no complete output, a shard missing or not as recorded, a store out of reach, an unknown split, a missing vocab file or shard, a corrupt
 record, several problems and no `--problem`) are one line on stderr and exit status 2, as
 `pipeline.datagen` reports bad input.
 """
@@ -42,12 +47,14 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
+from pipeline.output.complete_check import shard_mismatches
 from pipeline.output.layout import COMPLETE_NAME, SUMMARY_NAME
 from pipeline.runtime import flags
 from pipeline.runtime.runners import DatagenError, one_line
 from transforms import vocab_files
 from transforms.codecs.vocabulary import Vocabulary
 from transforms.storage import file_io
+from transforms.storage.object_stores import ObjectStores, StoreSettings
 from transforms.formats.example_proto import Int64FeaturesWriter
 from transforms.formats.tfrecord_framing import CorruptRecordError, read_records
 from transforms.vocab_kinds import VocabKind, vocab_kind
@@ -76,6 +83,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=None, help="pick the records at random "
                    "with this seed (default: the first N in shard order)")
     p.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    p.add_argument("--verify_checksums", action="store_true", help="also read every shard "
+                   "once and compare its crc32c and record count with the summary (by "
+                   "default only names and sizes, from one listing)")
     p.epilog = ("Beam's file system options are accepted too, as the job takes them "
                 "(--s3_endpoint_url, --s3_access_key_id, --s3_secret_access_key, "
                 "--s3_region_name, ... for s3://; gs:// uses the environment's credentials).")
@@ -198,11 +208,35 @@ def _decode(side: str, ids: Sequence[int], vocab: SideVocab, where: str) -> str:
         raise DatagenError("%s: %s: %s" % (where, side, one_line(e))) from None
 
 
+def check_store(output_dir: str, stores: ObjectStores) -> None:
+    """DatagenError (one line) within about 30 s when `output_dir` is on an object store
+    that cannot be reached (Beam's file systems would retry it for minutes)."""
+    try:
+        file_io.check_reachable(output_dir, stores)
+    except OSError as e:
+        raise DatagenError("cannot reach %s: %s" % (output_dir, one_line(e))) from None
+
+
+def check_shards(output_dir: str, summary: Dict[str, Any], stores: Optional[ObjectStores],
+                 full: bool) -> None:
+    """DatagenError naming the first shard that is not as the summary records it (missing,
+    another size; with `full` another crc32c or record count), and how many more."""
+    problems = shard_mismatches(output_dir, summary, stores, full)
+    if problems:
+        more = " (and %d more shards)" % (len(problems) - 1) if len(problems) > 1 else ""
+        raise DatagenError("incomplete output: %s%s" % (problems[0][1], more))
+
+
 def inspect(output_dir: str, problem: Optional[str] = None, split: str = "train",
-            num_records: int = 5, seed: Optional[int] = None) -> Report:
-    """The report of an output directory as a dict (what `--json` prints)."""
+            num_records: int = 5, seed: Optional[int] = None,
+            stores: Optional[ObjectStores] = None, verify_checksums: bool = False) -> Report:
+    """The report of an output directory as a dict (what `--json` prints). `stores`: the
+    object store clients of the file system options (the store is asked first, briefly);
+    `verify_checksums`: read every shard to compare its crc32c and record count."""
     if num_records < 0:
         raise DatagenError("--num_records must be 0 or more, got %d" % num_records)
+    if stores is not None:
+        check_store(output_dir, stores)
     problem = find_problem(output_dir, problem)
     summary_path = FileSystems.join(output_dir, SUMMARY_NAME % problem)
     try:
@@ -213,6 +247,7 @@ def inspect(output_dir: str, problem: Optional[str] = None, split: str = "train"
     if split not in splits:
         raise DatagenError("unknown split %r: problem %s in %s has %s" % (
             split, problem, output_dir, ", ".join(sorted(splits))))
+    check_shards(output_dir, summary, stores, verify_checksums)
     kind, vocabs = load_vocabs(output_dir, summary)
     parse = Int64FeaturesWriter().parse
     shards = [s["name"] for s in sorted(splits[split]["shards"], key=lambda s: s["name"])]
@@ -277,9 +312,10 @@ def main(argv: Optional[List[str]] = None) -> Union[int, str, None]:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         args, beam_args = _parser().parse_known_args(argv)
-        file_system_options(beam_args)
+        options = file_system_options(beam_args)
         report = inspect(args.output_dir, args.problem, args.split, args.num_records,
-                         args.seed)
+                         args.seed, ObjectStores(StoreSettings.from_options(options)),
+                         args.verify_checksums)
     except DatagenError as e:
         print("%s: error: %s" % (PROG, one_line(e)), file=sys.stderr)
         return 2

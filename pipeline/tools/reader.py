@@ -223,23 +223,49 @@ def file_system_options(flags: Iterable[str]) -> None:
     FileSystems.set_options(PipelineOptions(list(flags)))
 
 
+class StoreUnreachableError(OSError):
+    """The object store of an output directory did not answer (one line: the store's
+    error), raised within about 30 s instead of Beam's minutes of retries."""
+
+
 def complete_output_files(output_dir: str, split: str = "train",
-                          problem: Optional[str] = None) -> List[str]:
+                          problem: Optional[str] = None, verify_checksums: bool = False,
+                          flags: Optional[Sequence[str]] = None) -> List[str]:
     """The shard paths of `split` in a complete datagen output directory, in name order, as
-    its summary lists them; IncompleteOutputError when the output is not complete. The one
-    line a trainer needs: `make_dataset(complete_output_files(DIR), ...)`."""
+    its summary lists them; IncompleteOutputError when the output is not complete: no
+    marker, or a shard of any split missing or not at the size the summary records (one
+    listing), or with `verify_checksums` (each shard read once) not of its recorded crc32c
+    and record count. The one line a trainer needs: `make_dataset(complete_output_files(DIR),
+    ...)`. `flags`: Beam's file system flags (as `file_system_options` takes them), given
+    here so that an object store is asked first with short timeouts (gs:// is asked always:
+    its settings come from the environment); StoreUnreachableError when it does not answer."""
     from apache_beam.io.filesystems import FileSystems
+    from apache_beam.options.pipeline_options import PipelineOptions
     from pipeline.tools import inspect
     from pipeline.output.layout import SUMMARY_NAME
     from pipeline.runtime.runners import DatagenError
     from transforms.storage import file_io
+    from transforms.storage.object_stores import ObjectStores, StoreSettings
+    stores = None
+    if flags is not None:
+        file_system_options(flags)
+    if flags is not None or output_dir.startswith("gs://"):
+        stores = ObjectStores(StoreSettings.from_options(PipelineOptions(list(flags or ()))))
+        try:
+            inspect.check_store(output_dir, stores)
+        except DatagenError as e:
+            raise StoreUnreachableError(str(e)) from None
     try:
         problem = inspect.find_problem(output_dir, problem)
     except DatagenError as e:
         raise IncompleteOutputError(str(e)) from None
-    summary = file_io.read_json(FileSystems.join(output_dir, SUMMARY_NAME % problem))
+    summary = file_io.read_json(FileSystems.join(output_dir, SUMMARY_NAME % problem), stores)
     if split not in summary["splits"]:
         raise ValueError("%s: problem %s has no split %r" % (output_dir, problem, split))
+    try:
+        inspect.check_shards(output_dir, summary, stores, verify_checksums)
+    except DatagenError as e:
+        raise IncompleteOutputError(str(e)) from None
     return [FileSystems.join(output_dir, s["name"])
             for s in sorted(summary["splits"][split]["shards"], key=lambda s: s["name"])]
 

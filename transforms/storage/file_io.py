@@ -170,6 +170,15 @@ def list_prefix(directory: str, stores: Optional[ObjectStores] = None) -> Option
     return {path for path, _, _ in store.list(directory.rstrip("/") + "/")}
 
 
+def check_reachable(directory: str, stores: ObjectStores) -> None:
+    """Raises OSError (one line naming the store's answer) within about 30 s when
+    `directory` is on an object store that cannot be reached; the tools (`inspect`, the
+    reader) ask first, since Beam's file systems retry such a store for minutes."""
+    store = _store(directory, stores)
+    if store is not None:
+        store.probe(directory.rstrip("/") + "/")
+
+
 def match_files(pattern: str, stores: Optional[ObjectStores] = None
                 ) -> List[Tuple[str, int, float]]:
     """[(path, size, modification time)] of the files a glob pattern matches, as Beam's

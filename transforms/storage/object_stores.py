@@ -75,12 +75,18 @@ class S3Store:
 
     def __init__(self, settings: StoreSettings):
         import boto3  # apache-beam[aws]
-        s = settings
-        self._client = boto3.session.Session().client(
+        self._settings = settings
+        self._boto3 = boto3
+        self._client = self._new_client()
+
+    def _new_client(self, config: Any = None) -> Any:
+        s = self._settings
+        return self._boto3.session.Session().client(
             "s3", endpoint_url=s.s3_endpoint_url, aws_access_key_id=s.s3_access_key_id,
             aws_secret_access_key=s.s3_secret_access_key,
             aws_session_token=s.s3_session_token, region_name=s.s3_region_name,
-            api_version=s.s3_api_version, use_ssl=not s.s3_disable_ssl, verify=s.s3_verify)
+            api_version=s.s3_api_version, use_ssl=not s.s3_disable_ssl, verify=s.s3_verify,
+            config=config)
 
     def _call(self, method: str, **kwargs: Any) -> Any:
         from botocore.exceptions import BotoCoreError, ClientError
@@ -156,6 +162,19 @@ class S3Store:
             if not page.get("IsTruncated"):
                 return listed
             token = page["NextContinuationToken"]
+
+    def probe(self, prefix: str) -> None:
+        """One small listing under `prefix` with short timeouts and few retries (a client
+        of its own): OSError within about 30 s when the store cannot be reached."""
+        from botocore.config import Config
+        from botocore.exceptions import BotoCoreError, ClientError
+        _, bucket, key = split_path(prefix)
+        client = self._new_client(Config(connect_timeout=5, read_timeout=10,
+                                   retries={"mode": "standard", "max_attempts": 2}))
+        try:
+            client.list_objects_v2(Bucket=bucket, Prefix=key, MaxKeys=1)
+        except (BotoCoreError, ClientError) as e:
+            raise OSError(str(e)) from None
 
     def copy(self, source: str, destination: str) -> None:
         """A server-side copy (objects up to 5 GB: shards are far smaller)."""
@@ -269,6 +288,21 @@ class GcsStore:
                     for b in self._client.list_blobs(bucket, prefix=key)]
         except GoogleAPIError as e:
             raise self._failed(e) from None
+
+    def probe(self, prefix: str) -> None:
+        """One small listing under `prefix` with a 10 s timeout and retries for 15 s at
+        most (google-cloud-storage's default retries for 120 s): OSError within about
+        30 s when the store cannot be reached."""
+        from google.api_core.exceptions import GoogleAPIError
+        from google.cloud.storage.retry import DEFAULT_RETRY
+        _, bucket, key = split_path(prefix)
+        try:
+            list(self._client.list_blobs(bucket, prefix=key, max_results=1, timeout=10,
+                                         retry=DEFAULT_RETRY.with_timeout(15)))
+        except (GoogleAPIError, OSError) as e:
+            raise OSError(str(e)) from None
+        except Exception as e:  # requests' and urllib3's connection errors
+            raise OSError("%s: %s" % (type(e).__name__, e)) from None
 
     def copy(self, source: str, destination: str) -> None:
         """A server-side rewrite (however large, in as many calls as GCS asks for)."""

@@ -166,8 +166,12 @@ def test_errors_are_one_line_and_exit_2(outputs, capsys, tmp_path):
     cut = tmp_path / "cut"
     shutil.copytree(outputs["wd"], cut)
     shard = cut / "wd-train-00001-of-00002"
-    shard.write_bytes(shard.read_bytes()[:-3])
-    assert "wd-train-00001-of-00002: truncated" in _one_line_error(
+    whole = shard.read_bytes()
+    shard.write_bytes(whole[:-3])
+    assert "wd-train-00001-of-00002: %d bytes, the summary records %d" % (
+        len(whole) - 3, len(whole)) in _one_line_error(capsys, cut, "--num_records", 100)
+    shard.write_bytes(whole[:-1] + bytes([whole[-1] ^ 1]))  # same size: the framing finds it
+    assert "wd-train-00001-of-00002: record checksum mismatch" in _one_line_error(
         capsys, cut, "--num_records", 100)
 
 
