@@ -8,6 +8,10 @@ Runners (`--runners`, comma-separated):
 - `portable`: PortableRunner against Beam's Python job service with Beam's stock worker pool
   (EXTERNAL): the Job API submission and the external workers Flink and Spark use, without
   a JVM;
+- `dask`: `--runner DaskRunner` (the job's patch of Beam's DaskRunner) on a dask.distributed
+  cluster of a scheduler and 2 single-threaded workers under nannies, started as the tests
+  start it (`tests/dask_cluster.py`);
+- `prism` (with `--prism PATH`): `--runner PrismRunner --prism_location PATH`;
 - `flink`, `spark`: a local Flink 1.20 session cluster (2 TaskManagers) or Spark 3.5
   standalone cluster and Beam's worker pool, started as the tests start them
   (`tests/clusters.py`), with Beam's job server jar (one per job). Skipped with the reason
@@ -15,10 +19,15 @@ Runners (`--runners`, comma-separated):
 
 Input: the bundled sample (`sample_data/enzh-mlqe-pe`, 7,000 + 1,000 pairs) by default, or the
 first `--lines N` pairs of the bench corpus (`--data_dir`, `train.{en,zh}.xz`). Every runner's
-files are checked byte-identical to the first runner's.
+files are checked byte-identical to the first runner's. Per runner it prints the wall time,
+each pass's seconds and its overhead against the first runner's same pass, and peak memory:
+the largest single process and the sum over the job's process tree plus, for Dask, the
+cluster's processes (the sum of each tree's peak, sampled with psutil every 0.2 s).
 
   .venv/bin/python benchmarks/bench_runners.py --runners direct,direct_mp,portable,flink,spark
   .venv/bin/python benchmarks/bench_runners.py --lines 100000 --runners direct_mp,flink
+  .venv/bin/python benchmarks/bench_runners.py --lines 100000 --runners direct_mp,dask,prism \
+      --prism ~/go/bin/prism
 """
 
 import argparse
@@ -35,6 +44,8 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [os.path.join(REPO, "tests"), REPO]
 
 import clusters  # noqa: E402  (tests/clusters.py)
+from dask_cluster import DaskCluster  # noqa: E402
+from process_memory import TreeSampler  # noqa: E402  (benchmarks/process_memory.py)
 from datagen_helpers import output_bytes  # noqa: E402
 
 SAMPLE = os.path.join(REPO, "sample_data", "enzh-mlqe-pe")
@@ -63,17 +74,27 @@ def inputs(args, work):
     return ["--train_source", paths[0], "--train_target", paths[1]]
 
 
-def run_job(argv, out):
-    """Runs the job as a command; returns (wall seconds, its stderr lines, summary)."""
+def run_job(argv, out, other_pids=()):
+    """Runs the job as a command; returns (wall seconds, its stderr lines, summary, peak MB
+    of the largest process, peak MB summed over its tree and the trees of `other_pids`)."""
     start = time.time()
-    done = subprocess.run([sys.executable, "-m", "pipeline.datagen"] + argv
-                          + ["--output_dir", out, "--overwrite"], cwd=REPO,
-                          env=dict(os.environ, PYTHONPATH=REPO), capture_output=True, text=True)
+    proc = subprocess.Popen([sys.executable, "-m", "pipeline.datagen"] + argv
+                            + ["--output_dir", out, "--overwrite"], cwd=REPO,
+                            env=dict(os.environ, PYTHONPATH=REPO), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    samplers = [TreeSampler(pid, 0.2, 0) for pid in [proc.pid] + list(other_pids)]
+    for sampler in samplers:
+        sampler.start()
+    _, stderr = proc.communicate()
     wall = time.time() - start
-    if done.returncode != 0:
-        raise RuntimeError("job failed (%d): %s" % (done.returncode, done.stderr[-2000:]))
+    for sampler in samplers:
+        sampler.stop()
+    if proc.returncode != 0:
+        raise RuntimeError("job failed (%d): %s" % (proc.returncode, stderr[-2000:]))
+    largest = max(s.peak_single_bytes for s in samplers) / 2.0 ** 20
+    total = sum(s.peak_bytes for s in samplers) / 2.0 ** 20
     with open(os.path.join(out, "p.datagen_summary.json")) as f:
-        return wall, done.stderr.splitlines(), json.load(f)
+        return wall, stderr.splitlines(), json.load(f), largest, total
 
 
 class PythonJobService:
@@ -103,19 +124,30 @@ class PythonJobService:
         self.procs.stop()
 
 
-def runner_setup(name, work):
-    """(runner flags, stop function, seconds to start the services) of runner `name`."""
+def runner_setup(name, work, args):
+    """(runner flags, stop function, seconds to start the services, pids of the services'
+    processes) of runner `name`."""
     start = time.time()
+    if name == "dask":
+        cluster = DaskCluster(work, workers=2).start()
+        return (["--runner", "DaskRunner", "--dask_client_address", cluster.address],
+                cluster.stop, time.time() - start, [p.pid for p in cluster.procs.procs])
+    if name == "prism":
+        if not args.prism:
+            raise clusters.Unavailable("no --prism PATH given")
+        return (["--runner", "PrismRunner", "--prism_location", args.prism], lambda: None,
+                0.0, [])
     if name == "direct":
         return (["--runner", "DirectRunner", "--direct_running_mode", "multi_processing",
-                 "--direct_num_workers", "2"], lambda: None, 0.0)
+                 "--direct_num_workers", "2"], lambda: None, 0.0, [])
     if name == "direct_mp":
         return (["--runner", "DirectRunner", "--direct_running_mode", "multi_processing",
-                 "--direct_num_workers", "2", "--in_process_below_mb", "0"], lambda: None, 0.0)
+                 "--direct_num_workers", "2", "--in_process_below_mb", "0"], lambda: None, 0.0,
+                [])
     if name == "portable":
         service = PythonJobService(work)
         flags = service.start()
-        return flags, service.stop, time.time() - start
+        return flags, service.stop, time.time() - start, []
     if name == "flink":
         jar = clusters.job_server_jar(clusters.FLINK_JOB_SERVER)
         cluster = clusters.FlinkCluster(work)
@@ -140,7 +172,7 @@ def runner_setup(name, work):
         pool.stop()
         cluster.stop()
     return (flags + ["--environment_type", "EXTERNAL", "--environment_config", pool.address],
-            stop, time.time() - start)
+            stop, time.time() - start, [])
 
 
 def passes(lines):
@@ -149,7 +181,7 @@ def passes(lines):
     labels, done = {}, {}
     for line in lines:
         m = PASS_START.match(line)
-        if m:
+        if m and int(m.group(2)) not in labels:  # not "pass 1: running, 41 s so far"
             labels[int(m.group(2))] = m.group(3).split(":")[0].split(" into ")[0]
         m = PASS_DONE.search(line)
         if m:
@@ -158,14 +190,20 @@ def passes(lines):
     return [(n, labels.get(n, "?")) + done[n] for n in sorted(done)]
 
 
-def _pass_text(number, label, seconds, submitted):
-    return "pass %d (%s) %.2f s%s" % (number, label, seconds, "" if submitted is None
-                                       else ", submitted after %.2f s" % submitted)
+def _pass_text(number, label, seconds, submitted, first=None):
+    """A pass's seconds; `first`: {pass number: seconds} of the first runner, for its
+    overhead against it."""
+    extra = ""
+    if first and number in first:
+        extra = " (%+.2f s)" % (seconds - first[number])
+    return "pass %d (%s) %.2f s%s%s" % (number, label, seconds, extra, "" if submitted is None
+                                         else ", submitted after %.2f s" % submitted)
 
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--runners", default="direct,direct_mp,portable,flink,spark")
+    p.add_argument("--runners", default="direct,direct_mp,portable,flink,spark,dask")
+    p.add_argument("--prism", default=None, help="a Prism binary: runs `prism` too")
     p.add_argument("--lines", type=int, default=0, help="first N pairs of the bench corpus "
                    "instead of the sample")
     p.add_argument("--data_dir", default=DEFAULT_DATA_DIR)
@@ -175,11 +213,14 @@ def main(argv=None):
     work = tempfile.mkdtemp(prefix="bench-runners-")
     job_inputs = inputs(args, work)
     flags = ["--problem", "p"]
-    reference, rows = None, []
-    for name in args.runners.split(","):
+    reference, rows, first = None, [], None
+    names = args.runners.split(",")
+    if args.prism and "prism" not in names:
+        names.append("prism")
+    for name in names:
         runner_work = tempfile.mkdtemp(prefix=name + "-", dir=work)
         try:
-            runner, stop, setup = runner_setup(name, runner_work)
+            runner, stop, setup, pids = runner_setup(name, runner_work, args)
         except clusters.Unavailable as e:
             print("%-10s skipped: %s" % (name, e), flush=True)
             rows.append({"runner": name, "skipped": str(e)})
@@ -187,7 +228,8 @@ def main(argv=None):
         try:
             for i in range(args.repeat):
                 out = os.path.join(runner_work, "out")
-                wall, lines, summary = run_job(job_inputs + flags + runner, out)
+                wall, lines, summary, largest, total = run_job(job_inputs + flags + runner, out,
+                                                               pids)
                 files = output_bytes(out)
                 if reference is None:
                     reference = files
@@ -196,13 +238,17 @@ def main(argv=None):
                 row = {"runner": name, "wall": round(wall, 2), "setup": round(setup, 1),
                        "job": summary["seconds"], "passes": passes(lines),
                        "job_server_start": job_server[0] if job_server else None,
-                       "stages": summary["stages"], "byte_identical": same}
+                       "stages": summary["stages"], "byte_identical": same,
+                       "peak_largest_mb": round(largest, 1), "peak_sum_mb": round(total, 1)}
                 rows.append(row)
-                print("%-10s wall %6.2f s  job %6.2f s  %s%s  bytes %s" % (
+                if first is None:
+                    first = {n: seconds for n, _, seconds, _ in row["passes"]}
+                print("%-10s wall %6.2f s  job %6.2f s  %s%s  peak %.0f MB largest, %.0f MB "
+                      "sum  bytes %s" % (
                     name, wall, summary["seconds"], "  ".join(
-                        _pass_text(*x) for x in row["passes"]),
+                        _pass_text(*x, first=first) for x in row["passes"]),
                     "  job server start %.1f s" % job_server[0] if job_server else "",
-                    "identical" if same else "DIFFERENT"), flush=True)
+                    largest, total, "identical" if same else "DIFFERENT"), flush=True)
         finally:
             stop()
     if args.json_out:

@@ -48,6 +48,8 @@ from apache_beam.utils import counters as beam_counters
 from apache_beam.transforms.sideinputs import SideInputMap
 from apache_beam.utils.windowed_value import WindowedValue
 
+from pipeline.runtime.runners import DatagenError
+
 MAIN = None  # the tag of a ParDo's main output
 CANCEL_SECONDS = 300  # the longest a cancelled pass's running tasks are waited for
 METRICS_TOPIC = "beam-datagen-counters"  # the scheduler's event topic of bundles' counters
@@ -203,6 +205,12 @@ class _Translator(PipelineVisitor):
         return [bag for node, bag in self.bags.items() if node not in self.consumed]
 
 
+def _imports_project() -> bool:
+    """On a worker: whether it can import this project's packages."""
+    import importlib.util
+    return all(importlib.util.find_spec(name) is not None for name in ("pipeline", "transforms"))
+
+
 def _running_of(keys, dask_worker=None) -> list:
     """On a worker: the tasks of `keys` whose code still runs there."""
     return [key for key, task in dask_worker.state.tasks.items()
@@ -285,6 +293,12 @@ class DatagenDaskRunner(DaskRunner):
         bag_kwargs = DaskOptions._extract_bag_kwargs(dask_options)
         client = ddist.Client(**dask_options)
         try:
+            missing = sorted(a for a, ok in client.run(_imports_project).items() if not ok)
+            if missing:
+                raise DatagenError(
+                    "Dask workers %s cannot import this project (pipeline, transforms): start "
+                    "them from the job's environment, or pip install the project on them "
+                    "(README, Runners)" % ", ".join(missing))
             threads = sum(client.nthreads().values()) or 1
             pipeline.replace_all(dask_overrides())
             translator = _Translator(bag_kwargs, threads, uuid.uuid4().hex)
