@@ -175,3 +175,16 @@ def process_alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def process_start(pid: int) -> Optional[str]:
+    """When a process of this host started, as the kernel counts it (Linux: field 22 of
+    `/proc/PID/stat`, clock ticks since boot), so that a pid reused by another process is told
+    apart; None where that cannot be read (no /proc, or no such process)."""
+    try:
+        with open("/proc/%d/stat" % pid, "rb") as f:
+            stat = f.read().decode("ascii", "replace")
+    except OSError:
+        return None
+    fields = stat.rsplit(")", 1)[-1].split()  # the name, in parentheses, may hold spaces
+    return fields[19] if len(fields) > 19 else None
