@@ -112,14 +112,19 @@ def _stores(server):
         server.beam_flags(server.endpoint))))
 
 
-@pytest.mark.parametrize("where", ["local", "s3"])
-def test_a_live_process_on_this_host_is_never_stale(tmp_path, request, where):
+@pytest.mark.parametrize("where", ["local", "s3", "gcs"])
+def test_a_live_process_on_this_host_is_never_stale(tmp_path, request, monkeypatch, where):
     """A lease of this host whose holder process is alive (here a `sleep`), with a heartbeat
-    far older than its terms, is refused, on a local disk and on S3; once that process is
+    far older than its terms, is refused, on a local disk, S3 and GCS; once that process is
     gone it is taken at once."""
     if where == "s3":
         server = request.getfixturevalue("s3")
         out, stores = "s3://%s/live/out" % BUCKET, _stores(server)
+    elif where == "gcs":
+        for name, value in request.getfixturevalue("gcs").env.items():
+            monkeypatch.setenv(name, value)
+        from transforms.storage.object_stores import ObjectStores, StoreSettings
+        out, stores = "gs://%s/live/out" % BUCKET, ObjectStores(StoreSettings())
     else:
         out, stores = str(tmp_path / "out"), None
         os.makedirs(out)
