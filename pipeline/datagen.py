@@ -34,7 +34,8 @@ import signal
 if __name__ == "__main__":
     # Before any import starts a thread: every thread must block these for the driver to
     # hear them while its worker processes ignore them (see pipeline.runtime.interrupts).
-    signal.pthread_sigmask(signal.SIG_BLOCK, (signal.SIGINT, signal.SIGTERM))
+    signal.pthread_sigmask(  # pipeline.runtime.interrupts.SIGNALS
+        signal.SIG_BLOCK, (signal.SIGINT, signal.SIGTERM, signal.SIGHUP))
     # The worker processes' fork server imports Beam beside the driver's own imports.
     import sys
     from pipeline.runtime import local_worker_pool

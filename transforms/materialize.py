@@ -32,6 +32,7 @@ from transforms.config import ReadConfig
 from transforms.elements import (DatasetSpec, FileFacts, MaterializedDataset, Pair, Reject,
                                  Unit)
 from transforms.formats import corpus_formats as formats
+from transforms.job_metrics import JobCounters
 from transforms.storage import file_io
 from transforms.storage.object_stores import ObjectStores, StoreSettings
 from transforms.formats.rejects import pair_reject_reason, reject_line, reject_record
@@ -164,6 +165,7 @@ class _MaterializeFn(beam.DoFn):
 
     def setup(self) -> None:
         self._stores = ObjectStores(self._store_settings)
+        self._counters = JobCounters()
 
     def _units(self, ds: DatasetSpec, streams: Sequence[ByteStream]) -> Iterator[Unit]:
         r = self._read
@@ -252,6 +254,11 @@ class _MaterializeFn(beam.DoFn):
                 stream.close()
         rejects_path = base + ".rejects.jsonl"  # often empty: a 0-byte object on a store
         file_io.write_chunks(rejects_path, rejects, self._stores)
+        # The encode pass counts the units it reads back; the ones rejected here are read
+        # and rejected too, in the counters as in the books (`pipeline.output.books`).
+        self._counters.inc(ds["split"] + ".pairs_read", sum(by_reason.values()))
+        for reason, n in by_reason.items():
+            self._counters.inc("%s.rejected.%s" % (ds["split"], reason), n)
         yield {"split": ds["split"], "index": ds["index"], "units": units,
                "source_path": base + ".src", "target_path": base + ".tgt", "facts": facts,
                "rejected_by_reason": by_reason, "rejects_path": rejects_path}

@@ -27,7 +27,7 @@ from pipeline.driver.job_record import JobRecord
 from pipeline.driver.passes import PassRunner
 from pipeline.driver.prepare import Prepared, PrepareStep, rides_along
 from pipeline.driver.vocabularies import VocabPlan, VocabStep, encoder_vocab_paths
-from pipeline.output import books, commit
+from pipeline.output import books, commit, own_outputs
 from pipeline.output.books import SplitReport
 from pipeline.output.layout import OutputLayout
 from pipeline.output.lock import OutputLock
@@ -289,7 +289,9 @@ class DatagenJob:
                         reruns.describe_missing(layout, summary, missing))
         # Leftovers of a killed run must not be read back, nor look like output.
         file_io.delete_tree(layout.problem_work_dir, self.stores)
-        for stray in file_io.remove_temporaries(layout.output_dir, self.stores):
+        for stray in file_io.remove_temporaries(  # only this problem's: another problem's
+                layout.output_dir, self.stores,       # run may be writing its own now
+                owned=lambda name: own_outputs.is_problem_file(name, layout.problem)):
             LOG.info("removed %s (a temporary file a killed run left)", stray)
         preflight.check_output_writable(layout, self.stores)
         self.choose_direct_mode()

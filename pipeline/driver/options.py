@@ -147,8 +147,10 @@ class DatagenOptions:
                  "each worker its share of the chunks up front, so small chunks keep the "
                  "workers equally busy to the end.")
         add("--lock_stale_seconds", type=float, default=120.0,
-            help="A run holds {output_dir}/{problem}.datagen.lock and refreshes its heartbeat; "
-                 "a lock whose heartbeat is older than this (a killed run) is taken over.")
+            help="A run holds {output_dir}/{problem}.datagen.lock, refreshes its heartbeat and "
+                 "records this value in it: another host takes the lock over once the "
+                 "heartbeat is older than the holder's value (a killed run); on this host a "
+                 "live holder is never taken over, a dead one at once.")
         add("--log_level", default=None, choices=LOG_LEVELS,
             help="Beam's and TensorFlow's own logging at this level (and the job's debug lines "
                  "with debug); by default only their errors show, beside the job's progress.")

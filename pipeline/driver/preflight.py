@@ -2,6 +2,7 @@
 directory can be written. Each failure is one line naming the flag (exit 2), where a pass
 would otherwise fail later with a worker's traceback."""
 
+import os
 from typing import List, Optional, Tuple
 
 from apache_beam.io.filesystems import FileSystems
@@ -33,6 +34,20 @@ def check_file_systems(config: DatagenConfig) -> None:
             raise DatagenError("%s %s" % (flag, problem))
 
 
+def make_local_dirs(path: str, attempts: int = 5) -> None:
+    """`os.makedirs`, again when a parent it made was removed before its child was: another
+    problem's run sharing --output_dir removes the shared `.datagen-work` once it is empty
+    (`commit.remove_work_dir`). Once this run's directory is made the parent is not empty,
+    and it stays until this run removes its own."""
+    for attempt in range(attempts):
+        try:
+            os.makedirs(path, exist_ok=True)
+            return
+        except FileNotFoundError:
+            if attempt == attempts - 1:
+                raise
+
+
 def check_output_writable(layout: OutputLayout, stores: Optional[ObjectStores] = None) -> None:
     """Writes and deletes a 0-byte file in the work directory, so an --output_dir under a
     regular file, in /proc or without permission stops the job with one line before any
@@ -40,6 +55,8 @@ def check_output_writable(layout: OutputLayout, stores: Optional[ObjectStores] =
     `ObjectStores` (a 0-byte object on S3 needs the store's own client)."""
     probe = FileSystems.join(layout.work_dir, "write-test")
     try:
+        if file_io.is_local(probe):
+            make_local_dirs(layout.work_dir)
         file_io.write_bytes_atomically(probe, b"", stores)
         file_io.delete_files([probe], stores)
     except OSError as e:  # BeamIOError is an OSError, and so is every store client error

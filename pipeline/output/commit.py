@@ -9,6 +9,7 @@ moves, so this works on object stores too (where a "directory" is only a name pr
 """
 
 import logging
+import os
 from typing import Any, Dict, Iterable, Optional
 
 from apache_beam.io.filesystems import FileSystems
@@ -71,11 +72,15 @@ def mark_complete(layout: OutputLayout, summary: Dict[str, Any],
 
 def remove_work_dir(layout: OutputLayout, stores: Optional[ObjectStores] = None) -> None:
     """Deletes this problem's work directories (this run's and any a killed run left), and
-    the shared parent once no other problem's run is using it."""
+    the shared parent if it is then empty. Another problem's run sharing --output_dir may be
+    working in that parent right now: on a local disk it goes by `os.rmdir`, which removes
+    only an empty directory, at once (a listing would not do: Beam's local file system lists
+    no directories, so a parent holding only another run's directory looks empty)."""
     file_io.delete_tree(layout.problem_work_dir, stores)
     parent = layout.path(WORK_NAME)
     if not file_io.is_local(parent):  # an object store has no directories to remove
         return
-    if FileSystems.exists(parent) and not FileSystems.match(
-            [FileSystems.join(parent, "*")])[0].metadata_list:
-        FileSystems.delete([parent])
+    try:
+        os.rmdir(parent)
+    except OSError:  # not empty (another problem's run), or gone already
+        pass

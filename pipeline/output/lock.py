@@ -1,11 +1,16 @@
 """OutputLock: one run at a time per problem and output directory, on disks and object stores.
 
 Two runs on one output directory would delete each other's work and markers. The lock is a
-lease object `{problem}.datagen.lock` in the output directory holding its owner (host, pid,
-start time, a random run id) and a heartbeat time that a background thread renews. A second
-run finds a fresh lease and stops at once (exit 2, naming the holder); a lease whose heartbeat
-is older than `--lock_stale_seconds`, or whose holder is a dead process on this host (a
-`kill -9`), is taken over with a warning.
+lease object `{problem}.datagen.lock` in the output directory holding its owner (host, pid and
+the process's start time, start time, a random run id), a heartbeat time that a background
+thread renews, and the holder's terms: its heartbeat interval and its staleness (its
+`--lock_stale_seconds`). A second run finds a fresh lease and stops at once (exit 2, naming
+the holder). A lease is taken over, with a warning, only when its holder is a dead process
+on this host (a `kill -9`), or when its heartbeat is older than the staleness the holder
+recorded: a taker's own, shorter `--lock_stale_seconds` cannot shorten it. On this host a
+holder whose process is alive is never stale, whatever its heartbeat (a stopped or very
+busy run), on every file system. A lease of an older version, without terms, is judged by
+the taker's `--lock_stale_seconds`, as it was then.
 
 Every change of the lease is a compare-and-swap on the version the run last saw, so two runs
 can never both hold it, whatever the timing (`Lease` below, one per kind of file system):
@@ -41,12 +46,13 @@ from typing import Any, Callable, Dict, Iterator, Literal, Optional, Protocol, T
 
 from apache_beam.io.filesystems import FileSystems
 
-from pipeline.runtime.interrupts import process_alive
+from pipeline.runtime.interrupts import process_alive, process_start
 from pipeline.runtime.runners import DatagenError, one_line
 from transforms.storage import file_io
 from transforms.storage.object_stores import ObjectStores, PreconditionFailed, Store
 
-Lease = Dict[str, Any]  # the lease object's JSON: run_id, host, pid, started_at, heartbeat_*
+Lease = Dict[str, Any]  # the lease object's JSON: run_id, host, pid, pid_start, started_at,
+# heartbeat_at, heartbeat_iso and the holder's terms, heartbeat_seconds and stale_seconds
 
 
 class LeaseFile(Protocol):
@@ -66,6 +72,21 @@ LOCK_NAME = "%s.datagen.lock"  # % problem: problems sharing a directory lock se
 SETTLE_SECONDS = 0.5
 TAKE_ATTEMPTS = 5  # a lease changing under us again and again: give up with one line
 
+
+
+def recorded_stale_seconds(lease: Lease) -> Optional[float]:
+    """The staleness a lease's holder recorded (its --lock_stale_seconds), or None for a
+    lease without terms (an older version's) or with unreadable ones."""
+    value = lease.get("stale_seconds")
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
+        return float(value)
+    return None
+
+
+def terms_of(lease: Lease) -> str:
+    """The holder's terms, for messages."""
+    terms = recorded_stale_seconds(lease)
+    return "" if terms is None else ", stale after %g s without a heartbeat" % terms
 
 
 def describe(lease: Lease) -> str:
@@ -233,7 +254,7 @@ class OutputLock:
         self.stale_seconds = stale_seconds
         self.interval = max(0.2, min(30.0, stale_seconds / 4.0))
         self.lease: Lease = {"run_id": run_id or uuid.uuid4().hex, "host": socket.gethostname(),
-                      "pid": os.getpid(),
+                      "pid": os.getpid(), "pid_start": process_start(os.getpid()),
                       "started_at": datetime.datetime.now(datetime.timezone.utc).isoformat(
                           timespec="seconds")}
         self.lost_to: Optional[Lease] = None
@@ -263,18 +284,45 @@ class OutputLock:
                                "run is using %s" % (self.path, self.path.rsplit("/", 1)[0]))
         return lease, version
 
+    def _holder_alive_here(self, lease: Lease) -> Optional[bool]:
+        """For a lease of this host: whether its holder's process is alive (the same process:
+        its recorded start time matches, where the lease and this system know one); None for
+        another host's lease, or a pid now another process's (judged by heartbeat then)."""
+        pid = lease.get("pid")
+        if lease.get("host") != self.lease["host"] or not isinstance(pid, int) or pid <= 0:
+            return None
+        if pid == os.getpid():
+            return True
+        if not process_alive(pid):
+            return False
+        recorded, now = lease.get("pid_start"), process_start(pid)
+        if recorded is not None and now is not None and recorded != now:
+            return None  # the pid was reused: the heartbeat tells
+        return True
+
     def _is_stale(self, lease: Lease) -> Optional[str]:
         """Why a lease can be taken over, or None while its holder may still be running."""
-        age = time.time() - float(lease.get("heartbeat_at", 0))
-        if age > self.stale_seconds:
-            return "no heartbeat for %.0f s (--lock_stale_seconds %g)" % (age, self.stale_seconds)
-        if lease.get("host") == self.lease["host"] and isinstance(lease.get("pid"), int) \
-                and lease["pid"] != os.getpid() and not process_alive(lease["pid"]):
+        alive = self._holder_alive_here(lease)
+        if alive is False:
             return "its process %d on this host is gone" % lease["pid"]
+        if alive:  # never stale, on every file system: its heartbeat may only be late
+            return None
+        age = time.time() - float(lease.get("heartbeat_at", 0))
+        terms = recorded_stale_seconds(lease)
+        if terms is None:  # an older version's lease: the taker's flag, as then
+            if age > self.stale_seconds:
+                return "no heartbeat for %.0f s (--lock_stale_seconds %g; the lease records " \
+                       "no terms)" % (age, self.stale_seconds)
+            return None
+        if age > terms:
+            return "no heartbeat for %.0f s (its holder's --lock_stale_seconds %g)" % (
+                age, terms)
         return None
 
     def _lease_bytes(self) -> bytes:
         now = time.time()
+        self.lease["heartbeat_seconds"] = self.interval
+        self.lease["stale_seconds"] = self.stale_seconds
         self.lease["heartbeat_at"] = now
         self.lease["heartbeat_iso"] = datetime.datetime.fromtimestamp(
             now, datetime.timezone.utc).isoformat(timespec="seconds")
@@ -302,9 +350,10 @@ class OutputLock:
                     break
                 stale = self._is_stale(lease)
                 if not stale:
-                    raise DatagenError("%s is in use by %s; wait for it to finish, or remove "
+                    raise DatagenError("%s is in use by %s%s; wait for it to finish, or remove "
                                        "%s if that run is dead" % (
-                                           self.path, describe(lease), self.path))
+                                           self.path, describe(lease), terms_of(lease),
+                                           self.path))
                 LOG.warning("taking over the lock %s of %s: %s", self.path, describe(lease),
                             stale)
                 try:

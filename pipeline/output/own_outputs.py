@@ -32,6 +32,18 @@ _OWN_NAMES = re.compile(
     r"|\..+\.tmp-[0-9a-f]{32}\Z")                                  # file_io.temporary_name
 
 
+def is_problem_file(name: str, problem: str) -> bool:
+    """Whether the base name `name` is one of `problem`'s own files directly in the output
+    directory, other than its lock: vocab files and their sidecars, shards, summary, marker,
+    length report. Another problem's run sharing the directory may be writing any other
+    name at this moment, and another run of `problem` may be taking the lock."""
+    vocab = r"vocab\.%s\.\d+\.(subwords|words|bpe)(\.[^/]+)?" % re.escape(problem)
+    others = r"%s\.(datagen_summary\.json|DATAGEN_COMPLETE|lengths\.html)" % re.escape(problem)
+    if re.match(r"(%s|\.%s\.fingerprint\.json|%s)\Z" % (vocab, vocab, others), name):
+        return True
+    return any(is_shard_name(name, problem, split) for split in ("train", "dev"))
+
+
 def is_shard_name(name: str, problem: str, split: str) -> bool:
     """Whether the base name `name` is a shard of `problem`'s `split` as the job names them."""
     match = _SHARD.match(name)

@@ -1,12 +1,14 @@
-"""Ctrl-C and SIGTERM: one line "interrupted", exit 130/143, no worker left, no traceback.
+"""Ctrl-C, SIGTERM and SIGHUP: one line "interrupted", exit 130/143/129, no worker left, no
+traceback.
 
-A terminal's Ctrl-C sends SIGINT to the whole foreground process group, and schedulers
-(Airflow, systemd) send SIGTERM; the worker processes (DirectRunner multi_processing: the
-job's own, `pipeline.runtime.local_worker_pool`, or Beam's) are in that group too, so each would print its
+A terminal's Ctrl-C sends SIGINT to the whole foreground process group, schedulers
+(Airflow, systemd) send SIGTERM, and a closed terminal or ssh session sends SIGHUP; the
+worker processes (DirectRunner multi_processing: the job's own,
+`pipeline.runtime.local_worker_pool`, or Beam's) are in that group too, so each would print its
 own KeyboardInterrupt traceback while the driver is still cleaning up. A child keeps ignored
 signals ignored across exec (POSIX; also through Beam's `/bin/sh -c`, which resets a blocked
-signal mask), and Python leaves an ignored SIGINT ignored. So while the job runs, SIGINT and
-SIGTERM are set to SIG_IGN, and the workers started meanwhile never react to them; the
+signal mask), and Python leaves an ignored SIGINT ignored. So while the job runs, these
+(`SIGNALS`) are set to SIG_IGN, and the workers started meanwhile never react to them; the
 driver kills them (every descendant) when it stops.
 
 The driver still hears them: they are also *blocked* in its threads, and a blocked signal is
@@ -25,7 +27,8 @@ import threading
 from types import FrameType
 from typing import Any, Callable, Dict, List, Literal, Optional, Set, Union
 
-SIGNALS = (signal.SIGINT, signal.SIGTERM)
+# SIGHUP: a closed terminal or ssh session, a stop as much as SIGTERM is.
+SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 WAKE = signal.SIGUSR1
 # How long the watcher waits for a signal before it looks whether the run is over: the end
 # of every run waits for it that long at most.
@@ -175,3 +178,16 @@ def process_alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def process_start(pid: int) -> Optional[str]:
+    """When a process of this host started, as the kernel counts it (Linux: field 22 of
+    `/proc/PID/stat`, clock ticks since boot), so that a pid reused by another process is told
+    apart; None where that cannot be read (no /proc, or no such process)."""
+    try:
+        with open("/proc/%d/stat" % pid, "rb") as f:
+            stat = f.read().decode("ascii", "replace")
+    except OSError:
+        return None
+    fields = stat.rsplit(")", 1)[-1].split()  # the name, in parentheses, may hold spaces
+    return fields[19] if len(fields) > 19 else None

@@ -41,7 +41,7 @@ from apache_beam.options.pipeline_options import (FlinkRunnerOptions, JobServerO
                                                    PortableOptions, PrismRunnerOptions,
                                                    SparkRunnerOptions)
 
-from pipeline.runtime.interrupts import SPARED_GROUPS
+from pipeline.runtime.interrupts import SIGNALS, SPARED_GROUPS
 from pipeline.runtime.runners import DatagenError, is_dry_run, one_line, runner_name
 
 LOG = logging.getLogger("datagen")
@@ -74,12 +74,12 @@ exit $status
 
 
 def _unblock_signals() -> None:
-    """In the job server's process, before it runs: SIGINT and SIGTERM neither blocked nor
+    """In the job server's process, before it runs: the job's SIGNALS neither blocked nor
     ignored. While the job runs its driver blocks them in every thread and ignores them
     (`pipeline.runtime.interrupts`), and a child inherits both the mask and an ignored signal: the
     job server would not end on SIGTERM (a JVM started with SIGTERM ignored keeps ignoring
     it), only on the SIGKILL after STOP_SECONDS."""
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    for sig in SIGNALS:
         signal.signal(sig, signal.SIG_DFL)
     signal.pthread_sigmask(signal.SIG_SETMASK, [])
 

@@ -230,11 +230,24 @@ def is_temporary_name(name: str) -> bool:
     return bool(_TMP_NAME.search(name))
 
 
-def remove_temporaries(directory: str, stores: Optional[ObjectStores] = None) -> List[str]:
-    """Deletes the temporary files a killed run left directly in `directory`; returns their
-    paths (`stores`: as `match_files`)."""
+def temporary_of(name: str) -> Optional[str]:
+    """The name a temporary name (`temporary_name`'s, or an older `NAME.tmp-<hex>`) stands
+    for, or None for any other name."""
+    if not is_temporary_name(name):
+        return None
+    base = _TMP_NAME.sub("", name)
+    return base[1:] if base.startswith(".") else base
+
+
+def remove_temporaries(directory: str, stores: Optional[ObjectStores] = None,
+                       owned: Callable[[str], bool] = lambda name: True) -> List[str]:
+    """Deletes the temporary files a killed run left directly in `directory` whose final
+    name `owned` accepts (another job sharing the directory may be writing the others right
+    now); returns their paths (`stores`: as `match_files`)."""
     listed = match_files(FileSystems.join(directory, "*"), stores)
-    stray = [path for path, _, _ in listed if is_temporary_name(FileSystems.split(path)[1])]
+    stray = [path for path, _, _ in listed
+             if owned(temporary_of(FileSystems.split(path)[1]) or "")
+             and is_temporary_name(FileSystems.split(path)[1])]
     delete_files(stray, stores)
     return stray
 
