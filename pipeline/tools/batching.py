@@ -18,7 +18,7 @@ Shuffling is the reader's (a global shuffle in Grain, a buffer for Parquet): it 
 reproduce tf.data's random stream, only its semantics.
 """
 
-from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, TypeVar
 
 import numpy as np
 
@@ -26,6 +26,8 @@ from pipeline.tools.reader import NMT_KEYS, t2t_batching_scheme
 
 Pair = Tuple[np.ndarray, np.ndarray]  # (inputs, targets) as int32 arrays
 Batch = Dict[str, np.ndarray]
+Row = Tuple[np.ndarray, np.ndarray, np.ndarray]  # nmt: source, target_input, target_output
+T = TypeVar("T")
 
 
 def pad(rows: Sequence[np.ndarray], value: int) -> np.ndarray:
@@ -36,11 +38,10 @@ def pad(rows: Sequence[np.ndarray], value: int) -> np.ndarray:
     return out
 
 
-def _group_by_window(items: Iterable[Tuple[int, int, object]]
-                     ) -> Iterator[List[object]]:
+def _group_by_window(items: Iterable[Tuple[int, int, T]]) -> Iterator[List[T]]:
     """tf.data's `group_by_window` for (key, window size, item): a key's window is yielded
     when it holds its size; at the end the rest, in key order."""
-    windows: Dict[int, List[object]] = {}
+    windows: Dict[int, List[T]] = {}
     for key, size, item in items:
         window = windows.setdefault(key, [])
         window.append(item)
@@ -59,7 +60,7 @@ def nmt_batches(pairs: Iterable[Pair], batch_size: int, src_max_len: Optional[in
     sos = np.array([sos_id], np.int32)
     eos = np.array([eos_id], np.int32)
 
-    def rows() -> Iterator[Tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    def rows() -> Iterator[Row]:
         for src, tgt in pairs:
             if not len(src) or not len(tgt):
                 continue
@@ -69,7 +70,7 @@ def nmt_batches(pairs: Iterable[Pair], batch_size: int, src_max_len: Optional[in
                 tgt = tgt[:tgt_max_len]
             yield src, np.concatenate((sos, tgt)), np.concatenate((tgt, eos))
 
-    def batch(window: Sequence[Tuple[np.ndarray, np.ndarray, np.ndarray]]) -> Batch:
+    def batch(window: Sequence[Row]) -> Batch:
         src, tgt_in, tgt_out = zip(*window)
         return dict(zip(NMT_KEYS, (pad(src, eos_id), pad(tgt_in, eos_id), pad(tgt_out, eos_id),
                                    np.array([len(s) for s in src], np.int32),
@@ -80,16 +81,16 @@ def nmt_batches(pairs: Iterable[Pair], batch_size: int, src_max_len: Optional[in
         keyed = ((min(num_buckets, max(len(r[0]) // width, len(r[1]) // width)), batch_size, r)
                  for r in rows())
         for window in _group_by_window(keyed):
-            yield batch(window)  # type: ignore[arg-type]
-        return
-    window: List[Tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-    for row in rows():
-        window.append(row)
-        if len(window) == batch_size:
             yield batch(window)
-            window = []
-    if window:
-        yield batch(window)
+        return
+    pending: List[Row] = []
+    for row in rows():
+        pending.append(row)
+        if len(pending) == batch_size:
+            yield batch(pending)
+            pending = []
+    if pending:
+        yield batch(pending)
 
 
 def t2t_batches(pairs: Iterable[Pair], batch_size: int, max_length: Optional[int] = None,
@@ -109,7 +110,7 @@ def t2t_batches(pairs: Iterable[Pair], batch_size: int, max_length: Optional[int
                 yield bucket, sizes[bucket], (inputs, targets)
 
     for window in _group_by_window(keyed()):
-        inputs, targets = zip(*window)  # type: ignore[misc]
+        inputs, targets = zip(*window)
         yield {"inputs": pad(inputs, 0), "targets": pad(targets, 0)}
 
 
