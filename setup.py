@@ -40,6 +40,12 @@ REQUIRED = [
     # (transforms/codecs/sentencepiece_model.py); its generated sentencepiece_model_pb2 is
     # never imported (it needs protobuf >= 7).
     "sentencepiece>=0.2,<0.3",
+    # --output_format array_record / parquet (transforms/record_formats.py): ArrayRecord's
+    # writer and pyarrow's Parquet writer, so a plain install writes every format.
+    "array-record>=0.8",
+    "pyarrow>=17",
+    # The ArrayRecord reader without TensorFlow (pipeline/tools/batches.py): Grain.
+    "grain>=0.2",
     "tensorflow-cpu>=2.16; platform_machine == 'x86_64'",
     "tensorflow>=2.16; platform_machine != 'x86_64'",
 ]
@@ -58,5 +64,8 @@ setuptools.setup(
         # Submitting to Dataflow: the GCP I/O and runner, and `build` for --setup_file sdists.
         "dataflow": ["apache-beam[gcp]>=2.77,<3", "build"],
         "test": ["pytest>=8", "hypothesis>=6.100", "mypy>=1.10"],
+        # Loading Parquet outputs with Hugging Face datasets (pipeline/tools/batches.py's
+        # dataset_batches takes a loaded dataset; the module itself does not import it).
+        "hf": ["datasets>=3"],
     },
 )
