@@ -227,3 +227,17 @@ def test_the_readers_import_no_tensorflow():
                           text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize("example, fmt", [("read_array_record_grain.py", "array_record"),
+                                          ("read_parquet_torch.py", "parquet")])
+def test_the_examples_iterate_every_pair(outputs, example, fmt, tmp_path):
+    with open(os.path.join(outputs[fmt], "p.datagen_summary.json")) as f:
+        written = json.load(f)["splits"]["train"]["pairs_written"]
+    env = dict(os.environ, PYTHONPATH=ROOT, HF_DATASETS_CACHE=str(tmp_path / "hf"))
+    done = subprocess.run([sys.executable, os.path.join(ROOT, "examples", example),
+                           outputs[fmt]], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert ("%d records" % written if fmt == "array_record" else "%d rows" % written) \
+        in done.stdout
