@@ -37,7 +37,6 @@ FORMATS = ("tfrecord", "array_record", "parquet")
 _READ = r'''
 import glob, json, sys, time
 fmt, files = sys.argv[1], sorted(sys.argv[2:])
-start = time.perf_counter()
 n = 0
 if fmt == "tfrecord":
     import tensorflow as tf
@@ -46,6 +45,7 @@ if fmt == "tfrecord":
         lambda r: {k: tf.cast(tf.sparse.to_dense(v), tf.int32)
                    for k, v in tf.io.parse_single_example(r, spec).items()},
         num_parallel_calls=tf.data.AUTOTUNE)
+    start = time.perf_counter()
     for _ in ds.as_numpy_iterator():
         n += 1
 elif fmt == "array_record":
@@ -54,15 +54,18 @@ elif fmt == "array_record":
     from transforms.formats.example_proto import Int64FeaturesWriter
     ex = Int64FeaturesWriter()
     ds = grain.MapDataset.source(grain.sources.ArrayRecordDataSource(files)).shuffle(seed=0)
+    start = time.perf_counter()
     for record in ds.map(ex.parse):
         np.asarray(record["inputs"], np.int32), np.asarray(record["targets"], np.int32)
         n += 1
 elif fmt == "parquet":
     from pipeline.tools.batches import parquet_pairs
+    start = time.perf_counter()
     for _ in parquet_pairs(files):
         n += 1
 else:  # datasets
     import datasets
+    start = time.perf_counter()  # the load (Arrow conversion into the cache) counted
     ds = datasets.load_dataset("parquet", data_files=files,
                                split="train").with_format("numpy")
     for _ in ds:
