@@ -44,6 +44,12 @@ REQUIRED = [
     # apache-beam[dask] asks for; a cluster's workers get them with the project.
     "dask>=2024.4.2",
     "distributed>=2024.4.2",
+    # --output_format array_record / parquet (transforms/record_formats.py): ArrayRecord's
+    # writer and pyarrow's Parquet writer, so a plain install writes every format.
+    "array-record>=0.8",
+    "pyarrow>=17",
+    # The ArrayRecord reader without TensorFlow (pipeline/tools/batches.py): Grain.
+    "grain>=0.2",
     "tensorflow-cpu>=2.16; platform_machine == 'x86_64'",
     "tensorflow>=2.16; platform_machine != 'x86_64'",
 ]
@@ -62,5 +68,8 @@ setuptools.setup(
         # Submitting to Dataflow: the GCP I/O and runner, and `build` for --setup_file sdists.
         "dataflow": ["apache-beam[gcp]>=2.77,<3", "build"],
         "test": ["pytest>=8", "hypothesis>=6.100", "mypy>=1.10"],
+        # Loading Parquet outputs with Hugging Face datasets (pipeline/tools/batches.py's
+        # dataset_batches takes a loaded dataset; the module itself does not import it).
+        "hf": ["datasets>=3"],
     },
 )

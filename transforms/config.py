@@ -76,6 +76,7 @@ class JobConfig:
     seed: int
     num_train_shards: int
     num_dev_shards: int
+    output_format: str               # a name of transforms.record_formats.FORMATS
     allow_empty: bool
     overwrite: bool
     lock_stale_seconds: float

@@ -20,10 +20,8 @@ from typing import Iterable, Iterator, Optional, Tuple
 from transforms.elements import EntryKey, FragmentEntry
 from transforms.storage import file_io
 from transforms.storage.object_stores import ObjectStores
-from transforms.formats.tfrecord_framing import frame_record
 
 _HEADER = struct.Struct("<QIII")
-FRAMING_BYTES = 16  # TFRecord: length u64, its masked CRC u32, data, data's masked CRC u32
 
 
 def fragment_name(split: str, shard: int, dataset_index: int, first_line: int) -> str:
@@ -50,14 +48,14 @@ def write_fragment(path: str, entries: Iterable[FragmentEntry],
     on an object store in one PUT of the final bytes (`stores`: the worker's ObjectStores;
     a rename there would be a copy and a delete). Either way a retried bundle and the attempt
     it replaces, writing the same fragment at once, leave one whole file."""
-    data = b"".join(_HEADER.pack(key, dataset_index, number, len(record)) + frame_record(record)
+    data = b"".join(_HEADER.pack(key, dataset_index, number, len(record)) + bytes(record)
                     for key, dataset_index, number, record in sorted(entries))
     file_io.write_bytes_atomically(path, data, stores)
 
 
 def read_fragment(path: str, stores: Optional[ObjectStores] = None
                   ) -> Iterator[Tuple[EntryKey, bytes]]:
-    """Yields ((key, dataset index, line number), framed record bytes) in file order."""
+    """Yields ((key, dataset index, line number), record bytes) in file order."""
     with file_io.open_for_read(path, stores) as f:
         while True:
             header = f.read(_HEADER.size)
@@ -66,14 +64,14 @@ def read_fragment(path: str, stores: Optional[ObjectStores] = None
             if len(header) != _HEADER.size:
                 raise ValueError("%s: fragment ends inside an entry header" % path)
             key, dataset_index, number, length = _HEADER.unpack(header)
-            framed = f.read(length + FRAMING_BYTES)
-            if len(framed) != length + FRAMING_BYTES:
+            record = f.read(length)
+            if len(record) != length:
                 raise ValueError("%s: fragment ends inside a record" % path)
-            yield (key, dataset_index, number), framed
+            yield (key, dataset_index, number), record
 
 
 def merge_fragments(paths: Iterable[str], stores: Optional[ObjectStores] = None
                     ) -> Iterator[Tuple[EntryKey, bytes]]:
-    """((key, dataset index, line number), framed record) of all fragments, in key order."""
+    """((key, dataset index, line number), record) of all fragments, in key order."""
     return heapq.merge(*(read_fragment(p, stores) for p in sorted(paths)),
                        key=lambda entry: entry[0])

@@ -1,4 +1,5 @@
-"""WriteShuffledShards: the deterministic global shuffle and the sharded TFRecord write.
+"""WriteShuffledShards: the deterministic global shuffle and the sharded write, in the run's
+record format (`transforms.record_formats`).
 
 Every record has a 64-bit key derived from the seed and its position (see
 `encode_pairs.shuffle_key`); a shard is a contiguous range of the key space and its records are
@@ -18,8 +19,8 @@ Each shard's report carries its record count, byte size and the crc32c of the wh
 summed as the bytes stream to the store (no second read): the summary records them, and
 readers, `inspect` and reruns compare the files with them (`pipeline.output.complete_check`).
 
-Records are already framed (`transforms.formats.tfrecord_framing`: length, data and their masked
-CRC32Cs, what TensorFlow's TFRecord reader expects) in the fragments; the merge copies bytes.
+The fragments hold serialized Examples; the merge streams them, in order, to the format's
+`write_shard` (for TFRecord: each framed with its length and masked CRC32Cs, today's bytes).
 """
 
 from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
@@ -35,21 +36,24 @@ from transforms.storage import file_io
 from transforms.job_metrics import JobCounters
 from transforms.storage.object_stores import ObjectStores, StoreSettings
 from transforms.formats.rejects import reject_line
+from transforms.record_formats import DEFAULT_FORMAT, ShardNames, record_format
 from transforms.shard_fragments import merge_fragments
 
 
-def shard_file_name(problem: str, split: str, shard: int, num_shards: int) -> str:
-    """T2T's name: `{problem}-{split}-00000-of-00010`."""
-    return "%s-%s-%05d-of-%05d" % (problem, split, shard, num_shards)
+def shard_file_name(problem: str, split: str, shard: int, num_shards: int,
+                    output_format: str = DEFAULT_FORMAT) -> str:
+    """T2T's name, `{problem}-{split}-00000-of-00010`, and the format's suffix."""
+    return ShardNames(problem, record_format(output_format)).name(split, shard, num_shards)
 
 
 class _WriteShardFn(beam.DoFn):
-    """Merges a shard's fragments into its TFRecord file. An empty shard is a 0-byte object,
-    which Beam's S3 writer cannot make: that one goes through the store's own client."""
+    """Merges a shard's fragments into its file in the run's format. An empty shard is a
+    0-byte object, which Beam's S3 writer cannot make: that one goes through the store's own
+    client."""
 
     def __init__(self, problem: str, num_shards: Dict[str, int], tmp_dir: str,
-                 store_settings: StoreSettings) -> None:
-        self._problem = problem
+                 store_settings: StoreSettings, output_format: str = DEFAULT_FORMAT) -> None:
+        self._names = ShardNames(problem, record_format(output_format))
         self._num_shards = num_shards
         self._tmp_dir = tmp_dir
         self._store_settings = store_settings
@@ -69,7 +73,7 @@ class _WriteShardFn(beam.DoFn):
         # merged in twice.
         reported: Iterable[FragmentReport] = grouped["fragments"]
         fragments = list({frag["path"]: frag for frag in reported}.values())
-        name = shard_file_name(self._problem, split, shard, self._num_shards[split])
+        name = self._names.name(split, shard, self._num_shards[split])
         path = FileSystems.join(self._tmp_dir, name)
         by_dataset: Dict[int, int] = {}
         for frag in fragments:
@@ -79,13 +83,8 @@ class _WriteShardFn(beam.DoFn):
         # S3 writer cannot make, the store's own client can.
         merged = merge_fragments([frag["path"] for frag in fragments], self._stores)
         checksum = google_crc32c.Checksum()  # of the whole file, as it streams past
-
-        def summed(chunks: Iterable[bytes]) -> Iterator[bytes]:
-            for chunk in chunks:
-                checksum.update(chunk)
-                yield chunk
-        written, size = file_io.write_chunks(path, summed(framed for _, framed in merged),
-                                             self._stores)
+        written, size = self._names.format.write_shard(
+            path, (record for _, record in merged), self._stores, checksum)
         self._counters.inc(split + ".records_written", written)
         self._counters.inc(split + ".bytes_written", size)
         if written != sum(by_dataset.values()):
@@ -124,9 +123,11 @@ class WriteShuffledShards(beam.PTransform):
     Every shard of every split is written, empty ones included.
     """
 
-    def __init__(self, problem: str, num_shards: Mapping[str, int], tmp_dir: str) -> None:
+    def __init__(self, problem: str, num_shards: Mapping[str, int], tmp_dir: str,
+                 output_format: str = DEFAULT_FORMAT) -> None:
         super().__init__()
         self._problem = problem
+        self._format = output_format
         self._num_shards = dict(num_shards)
         self._tmp_dir = tmp_dir
 
@@ -139,7 +140,8 @@ class WriteShuffledShards(beam.PTransform):
         return ({"fragments": fragments, "expected": expected}
                 | "GroupByShard" >> beam.CoGroupByKey()
                 | "WriteShard" >> beam.ParDo(_WriteShardFn(self._problem, self._num_shards,
-                                                           self._tmp_dir, settings)))
+                                                           self._tmp_dir, settings,
+                                                           self._format)))
 
 
 class WriteRejects(beam.PTransform):

@@ -52,8 +52,8 @@ def build_encode_pass(p: beam.Pipeline, chunks: List[Chunk], vocab_paths: Tuple[
     encoded = (p | "Chunks" >> beam.Create(chunks, reshuffle=False)
                | "Encode" >> EncodePairs(vocab_paths[0], vocab_paths[1], seed, num_shards,
                                          work_dirs["fragments"], config))
-    shards = encoded.records | "Write" >> WriteShuffledShards(problem, num_shards,
-                                                              work_dirs["shards"])
+    shards = encoded.records | "Write" >> WriteShuffledShards(
+        problem, num_shards, work_dirs["shards"], config.job.output_format)
     token_stats = (encoded.stats
                    | "SumTokenStats" >> beam.CombinePerKey(
                        lambda rows: [sum(column) for column in zip(*rows)])

@@ -49,7 +49,8 @@ VOCAB_INPUT_FLAGS = ("train_source", "train_target", "train_tsv", "train_tmx",
                      "filters") + GIVEN_VOCAB_FLAGS
 # Cleaning flags at their "off" values are left out, so an output or vocabulary made before
 # cleaning existed keeps its fingerprint (a rerun is still a no-op, a vocabulary reused).
-CLEANING_OFF = {"dedup": "none", "drop_dev_overlap": False}
+# The default --output_format is left out likewise (outputs made before formats existed).
+CLEANING_OFF = {"dedup": "none", "drop_dev_overlap": False, "output_format": "tfrecord"}
 
 
 # SentencePiece's own flags at their defaults are left out too, for the same reason (outputs

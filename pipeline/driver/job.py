@@ -65,7 +65,7 @@ class DatagenJob:
         job = config.job
         self.run_id = uuid.uuid4().hex
         self.layout = OutputLayout(file_io.absolute(job.output_dir), job.problem,
-                                   config.vocab.vocab_size, self.run_id)
+                                   config.vocab.vocab_size, self.run_id, job.output_format)
         self.run_pass = PassRunner(options, is_dry_run(options), interrupted, job.log_level)
         # One client per object store for the driver's own lease, marker and summary writes.
         self.stores = self.run_pass.stores

@@ -21,6 +21,7 @@ from transforms.codecs.sentencepiece_model import (DEFAULT_SPECIAL_IDS, MODEL_TY
 from transforms.config import (CleanConfig, DatagenConfig, InputConfig, JobConfig, ReadConfig,
                                VocabConfig)
 from transforms.vocab_kinds import DEFAULT_KIND, ENDOFTEXT, KIND_NAMES, every_kind, vocab_kind
+from transforms.record_formats import DEFAULT_FORMAT, FORMATS
 
 LOG = logging.getLogger("datagen")
 
@@ -117,9 +118,13 @@ class DatagenOptions:
         add("--max_subtoken_length", type=_optional_length, default=200,
             help="Longest subtoken counted while learning; 'none' for no limit.")
         add("--num_train_shards", type=int, default=10,
-            help="TFRecord files of the train split ({problem}-train-00000-of-000NN).")
+            help="Shard files of the train split ({problem}-train-00000-of-000NN).")
         add("--num_dev_shards", type=int, default=1,
-            help="TFRecord files of the dev split.")
+            help="Shard files of the dev split.")
+        add("--output_format", default=DEFAULT_FORMAT, choices=sorted(FORMATS),
+            help="Record format of the shards: tfrecord (tf.train.Example records, T2T's), "
+                 "array_record (the same records, for Grain; names end .array_record) or "
+                 "parquet (inputs/targets list<int32> columns; names end .parquet).")
         add("--seed", type=int, default=0, help="Seed of the deterministic global shuffle.")
         add("--allow_empty", action="store_true", default=False,
             help="Write empty shards (and mark the output complete) when a split has no pair "

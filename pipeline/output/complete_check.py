@@ -23,6 +23,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from pipeline.output.layout import OutputLayout
 from transforms.formats.tfrecord_framing import CorruptRecordError, read_records
+from transforms.record_formats import format_of
 from transforms.storage import file_io
 from transforms.storage.object_stores import ObjectStores
 
@@ -63,12 +64,24 @@ class _Summing:
 
 
 def _read_whole(path: str, stores: Optional[ObjectStores]) -> Tuple[Optional[int], str, int]:
-    """(records, or None when the file is not whole TFRecords; crc32c; size) in one read."""
+    """(records, or None when the file cannot be read as its format; crc32c; size): one read
+    for TFRecord shards, two for the other formats (the bytes, then their library's reader)."""
+    fmt = format_of(path)
+    if fmt.name != "tfrecord":
+        with file_io.open_for_read(path, stores) as f:
+            summing = _Summing(f)
+            while summing.read(_CHUNK):
+                pass
+        try:
+            records: Optional[int] = sum(1 for _ in fmt.read_shard(path, stores))
+        except Exception:  # not readable as its format: the crc32c says what changed
+            records = None
+        return records, summing.checksum.hexdigest().decode("ascii"), summing.size
     with file_io.open_for_read(path, stores) as f:
         summing = _Summing(f)
         try:
             count: int = sum(1 for _ in read_records(summing))
-            records: Optional[int] = count
+            records = count
         except CorruptRecordError:
             records = None
         while summing.read(_CHUNK):  # the rest, after a framing error

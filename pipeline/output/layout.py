@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Optional
 from apache_beam.io.filesystems import FileSystems
 
 from transforms.formats.checked_decompress import strip_compression_suffix
+from transforms.record_formats import DEFAULT_FORMAT, ShardNames, record_format
 
 if TYPE_CHECKING:
     from transforms.vocab_kinds import VocabKind
@@ -34,14 +35,16 @@ def lang_of(path: str) -> str:
 class OutputLayout:
     """`run_id`: the run's own id (its lock's); its work files live under
     `.datagen-work/{problem}/{run_id}/`, so a run that lost its lock and is still finishing a
-    pass can never write into the work files of the run that took the lock over."""
+    pass can never write into the work files of the run that took the lock over.
+    `output_format`: the shards' record format (`--output_format`), which `shards` names."""
 
     def __init__(self, output_dir: str, problem: str, vocab_size: int,
-                 run_id: str = "run") -> None:
+                 run_id: str = "run", output_format: str = DEFAULT_FORMAT) -> None:
         self.output_dir = output_dir
         self.problem = problem
         self.vocab_size = vocab_size
         self.run_id = run_id
+        self.shards = ShardNames(problem, record_format(output_format))
 
     def path(self, *names: str) -> str:
         return FileSystems.join(self.output_dir, *names)
@@ -51,9 +54,6 @@ class OutputLayout:
         a directory, and `.words`) come from their VocabKind (`transforms.vocab_kinds`)."""
         name = "vocab.%s.%d.%s" % (self.problem, self.vocab_size, kind.file_suffix)
         return self.path(name + ("." + lang if lang else ""))
-
-    def shard_pattern(self, split: str) -> str:
-        return self.path("%s-%s-*" % (self.problem, split))
 
     @property
     def summary_path(self) -> str:

@@ -6,7 +6,7 @@ files the first run wrote (`vocab.p.8192.subwords.en`): read as a corpus, they w
 the vocabulary and the pairs. Patterns are therefore expanded with every file this job (of
 any problem) writes under --output_dir left out, and the job says which (`exclude_own`).
 The names are those of `pipeline.output.layout` and T2T's: vocab files and their sidecars, shards
-`{problem}-{split}-NNNNN-of-NNNNN`, the summary, marker, lock, length report, rejects, the
+`{problem}-{split}-NNNNN-of-NNNNN` in any record format (`transforms.record_formats`), the summary, marker, lock, length report, rejects, the
 work directory and the temporary names of atomic writes.
 
 The other way round, a run replaces only shards named as T2T names them: a user's
@@ -18,16 +18,17 @@ import re
 from typing import TYPE_CHECKING, Iterable, List, Optional, Tuple
 
 from pipeline.output.layout import WORK_NAME, OutputLayout
+from transforms.record_formats import (DEFAULT_FORMAT, SHARD_NAME_PATTERN, ShardNames,
+                                      record_format)
 
 if TYPE_CHECKING:
     from transforms.storage.object_stores import ObjectStores
 
-_SHARD = re.compile(r"(?P<problem>.+)-(?P<split>train|dev)-\d{5}-of-\d{5}\Z")
 _OWN_NAMES = re.compile(
     r"(vocab\..+\.\d+\.(subwords|words|bpe)(\.[^/]+)?"          # vocab files (and bpe dirs)
     r"|\.vocab\..+\.fingerprint\.json"                           # their sidecars
     r"|.+\.(datagen_summary\.json|DATAGEN_COMPLETE|datagen\.lock|lengths\.html)"
-    r"|.+-(train|dev)-\d{5}-of-\d{5}"                            # shards
+    r"|" + SHARD_NAME_PATTERN +                                   # shards
     r")(\.tmp-[0-9a-f]{32})?\Z"
     r"|\..+\.tmp-[0-9a-f]{32}\Z")                                  # file_io.temporary_name
 
@@ -45,9 +46,9 @@ def is_problem_file(name: str, problem: str) -> bool:
 
 
 def is_shard_name(name: str, problem: str, split: str) -> bool:
-    """Whether the base name `name` is a shard of `problem`'s `split` as the job names them."""
-    match = _SHARD.match(name)
-    return bool(match and match.group("problem") == problem and match.group("split") == split)
+    """Whether the base name `name` is a shard of `problem`'s `split` as the job names them
+    (in any record format)."""
+    return ShardNames(problem, record_format(DEFAULT_FORMAT)).is_shard(name, split)
 
 
 def _under(path: str, directory: str) -> bool:
@@ -88,7 +89,7 @@ def old_shards(layout: OutputLayout, split: str, stores: "Optional[ObjectStores]
     from transforms.storage import file_io
     shards: List[str] = []
     others: List[str] = []
-    for path, _, _ in file_io.match_files(layout.shard_pattern(split), stores):
+    for path, _, _ in file_io.match_files(layout.path(layout.shards.glob(split)), stores):
         name = path.rstrip("/").rsplit("/", 1)[-1]
         (shards if is_shard_name(name, layout.problem, split) else others).append(path)
     return shards, others

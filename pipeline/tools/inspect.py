@@ -43,7 +43,6 @@ import sys
 from typing import (Any, Dict, Iterable, Iterator, List, NoReturn, Optional, Sequence, Tuple,
                     TypeVar, Union)
 
-from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
@@ -56,7 +55,8 @@ from transforms.codecs.vocabulary import Vocabulary
 from transforms.storage import file_io
 from transforms.storage.object_stores import ObjectStores, StoreSettings
 from transforms.formats.example_proto import Int64FeaturesWriter
-from transforms.formats.tfrecord_framing import CorruptRecordError, read_records
+from transforms.formats.tfrecord_framing import CorruptRecordError
+from transforms.record_formats import format_of
 from transforms.vocab_kinds import VocabKind, vocab_kind
 
 PROG = "python -m pipeline.tools.inspect"
@@ -173,12 +173,11 @@ def split_records(output_dir: str, shard_names: Iterable[str]
         path = FileSystems.join(output_dir, name)
         if not file_io.exists(path):
             raise DatagenError("%s: shard missing (the summary lists it)" % path)
-        with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
-            try:
-                for i, data in enumerate(read_records(f)):
-                    yield name, i, data
-            except CorruptRecordError as e:
-                raise DatagenError("%s: %s" % (path, e)) from None
+        try:  # the shard's format from its name (`transforms.record_formats`)
+            for i, data in enumerate(format_of(name).read_shard(path)):
+                yield name, i, data
+        except (CorruptRecordError, ValueError, OSError, RuntimeError) as e:
+            raise DatagenError("%s: %s" % (path, one_line(e))) from None
 
 
 def pick(records: Iterable[T], n: int, seed: Optional[int]) -> List[Tuple[int, T]]:

@@ -122,7 +122,6 @@ Example training loop (t2t mode)::
         optimizer.apply_gradients(zip(grads, model.trainable_variables))
 """
 
-import re
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple, Union
 
 NMT_KEYS = ("source", "target_input", "target_output", "source_sequence_length",
@@ -170,9 +169,6 @@ def t2t_batching_scheme(batch_size: int, max_length: Optional[int] = None,
     return {"boundaries": boundaries, "batch_sizes": batch_sizes, "max_length": max_length}
 
 
-SHARD_NAME = re.compile(r"^(?P<problem>.+)-(?P<split>[^-/]+)-(?P<shard>\d{5})-of-(?P<n>\d{5})$")
-
-
 class IncompleteOutputError(ValueError):
     """Shards of a datagen output that is not complete (no completion marker: a run still
     going, failed, or killed while committing), or not all of a split's shards."""
@@ -190,19 +186,21 @@ def _glob(pattern: str) -> Tuple[List[str], bool]:
         return sorted(m.path for m in FileSystems.match([pattern])[0].metadata_list), False
 
 
-def _check_complete(files: Iterable[str]) -> None:
+def check_complete(files: Iterable[str]) -> None:
     """Raises IncompleteOutputError when datagen shards among `files` (named
-    `{problem}-{split}-NNNNN-of-NNNNN`) come from an output without its completion marker,
-    or when a split's shards are not all there. Other files are taken as they are."""
+    `{problem}-{split}-NNNNN-of-NNNNN`, and a format's suffix) come from an output without
+    its completion marker, or when a split's shards are not all there. Other files are taken
+    as they are. (Also used by the readers without TensorFlow, `pipeline.tools.batches`.)"""
     from apache_beam.io.filesystems import FileSystems
     from pipeline.output.layout import COMPLETE_NAME
+    from transforms.record_formats import parse_shard_name
     groups: Dict[Tuple[str, str, str, int], Set[int]] = {}
     for path in files:
         head, name = FileSystems.split(path)
-        m = SHARD_NAME.match(name)
-        if m:
-            groups.setdefault((head, m["problem"], m["split"], int(m["n"])), set()).add(
-                int(m["shard"]))
+        parsed = parse_shard_name(name)
+        if parsed:
+            problem, split, shard, n, _ = parsed
+            groups.setdefault((head, problem, split, n), set()).add(shard)
     for (head, problem, split, n), shards in sorted(groups.items()):
         marker = FileSystems.join(head, COMPLETE_NAME % problem)
         if not FileSystems.exists(marker):
@@ -282,7 +280,7 @@ def _record_files(file_pattern: Union[str, Sequence[str]], require_complete: boo
             raise ValueError("no files match %r" % (pattern,))
         files.extend((path, by_tf) for path in matched)
     if require_complete:
-        _check_complete([path for path, _ in files])
+        check_complete([path for path, _ in files])
     return files
 
 
@@ -290,6 +288,12 @@ def _records_dataset(tf: Any, files: List[Tuple[str, bool]]) -> Any:
     """The serialized records of `files` in order: TFRecordDataset where TensorFlow reads
     the files, else a generator reading them through Beam's FileSystems with the project's
     TFRecord reader (checksums checked)."""
+    from transforms.record_formats import TFRecordFormat, format_of
+    others = sorted({format_of(path).name for path, _ in files} - {TFRecordFormat.name})
+    if others:
+        raise ValueError("make_dataset reads TFRecord shards; these are %s: read them with "
+                         "pipeline.tools.batches (Grain for array_record, pyarrow for parquet)"
+                         % ", ".join(others))
     if all(by_tf for _, by_tf in files):
         return tf.data.TFRecordDataset([path for path, _ in files])
 

@@ -5,7 +5,6 @@ Each chunk leaves, per shard, one fragment of its records sorted by shuffle key 
 empty side are rejected with a reason; every pair is either in a fragment or rejected.
 """
 
-import io
 import os
 
 import apache_beam as beam
@@ -19,7 +18,6 @@ from transforms import encode_pairs
 from transforms.encode_pairs import EncodePairs, shard_of, shuffle_key
 from transforms.formats.example_proto import Int64FeaturesWriter
 from transforms.shard_fragments import read_fragment
-from transforms.formats.tfrecord_framing import read_records
 
 @pytest.mark.parametrize("block_pairs,line_cache", [(4096, 1 << 17), (1, 1), (2, 2)])
 def test_chunks_become_sorted_fragments_and_rejects(tmp_path, monkeypatch, block_pairs,
@@ -63,8 +61,7 @@ def test_chunks_become_sorted_fragments_and_rejects(tmp_path, monkeypatch, block
     for name in sorted(os.listdir(fragment_dir)):
         shard = int(name.split("-")[1])
         entries = []
-        for (key, _, number), framed in read_fragment(str(fragment_dir / name)):
-            (record,) = read_records(io.BytesIO(framed))
+        for (key, _, number), record in read_fragment(str(fragment_dir / name)):
             entries.append((key, number, examples.parse(record)))
         assert entries == sorted(entries)  # a fragment is in shuffle-key order
         got.setdefault(shard, []).extend(entries)

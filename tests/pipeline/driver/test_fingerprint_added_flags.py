@@ -30,3 +30,17 @@ def test_spm_flags_changed_are_recorded_and_differ():
         assert make(changed)["flags"]["spm_model_type"] == "bpe"
         assert "--spm_model_type None -> bpe" in fingerprint.differences(
             make(dict(flags, vocab_type="sentencepiece")), make(changed))
+
+
+def test_output_format_at_its_default_is_left_out_and_another_is_a_difference():
+    """Outputs made before --output_format existed keep their fingerprint (a rerun is still
+    a no-op); another format is a change that needs --overwrite."""
+    flags = flag_defaults()
+    assert flags["output_format"] == "tfrecord"
+    default = fingerprint.output_fingerprint(flags)
+    assert "output_format" not in default["flags"]
+    parquet = fingerprint.output_fingerprint(dict(flags, output_format="parquet"))
+    assert parquet["flags"]["output_format"] == "parquet"
+    assert fingerprint.differences(default, parquet) == ["--output_format None -> parquet"]
+    assert "output_format" not in fingerprint.vocab_fingerprint(
+        dict(flags, output_format="parquet"))["flags"]

@@ -1,0 +1,164 @@
+"""Training batches without TensorFlow: ArrayRecord through Grain, Parquet through pyarrow
+(or Hugging Face `datasets`), with `make_dataset`'s `t2t` and `nmt` semantics.
+
+Importing this module imports neither TensorFlow nor Beam's TensorFlow parts (a test checks
+`'tensorflow' not in sys.modules` in a fresh interpreter). Batches are dicts of numpy int32
+arrays, keyed as `make_dataset`'s (`pipeline.tools.batching` does the batching); a PyTorch
+`DataLoader` takes them through an `IterableDataset` (examples/read_parquet_torch.py).
+
+    from pipeline.tools.batches import grain_batches, parquet_batches
+    for batch in grain_batches("out", batch_size=4096, mode="t2t", seed=42):
+        ...  # batch["inputs"], batch["targets"]: int32 [rows, longest], 0-padded
+
+`source`: an output directory (its complete shards of `split`, as its summary lists them),
+or a glob or list of globs of shard files (each glob's files sorted), checked complete as
+`make_dataset` checks them. Object-store shards are copied to a local temporary directory
+first (Grain and pyarrow's file readers want local files here).
+
+Order: with `shuffle=False`, the records in shard-name order, so the batches equal
+`make_dataset(..., shuffle=False)`'s on the TFRecord output of the same run. With
+`shuffle=True`: Grain shuffles globally (`MapDataset.shuffle`, random access: the point of
+ArrayRecord), Parquet through a buffer of `shuffle_buffer_size` pairs; each epoch reshuffled
+from `seed`.
+"""
+
+import contextlib
+import random
+from typing import Any, Iterator, List, Optional, Sequence, Union
+
+import numpy as np
+
+from pipeline.tools import batching
+from pipeline.tools.batching import Batch, Pair
+from transforms.formats.example_proto import Int64FeaturesWriter
+from transforms.record_formats import FEATURES, ArrayRecordFormat, ParquetFormat, format_of
+
+Source = Union[str, Sequence[str]]
+
+
+def shard_files(source: Source, split: str = "train", require_complete: bool = True
+                ) -> List[str]:
+    """The shard paths of `source` (see the module docstring), in reading order."""
+    from apache_beam.io.filesystems import FileSystems
+
+    from pipeline.tools import reader
+    if isinstance(source, str) and not any(c in source for c in "*?[") and FileSystems.match(
+            [FileSystems.join(source, "*.datagen_summary.json")])[0].metadata_list:
+        return reader.complete_output_files(source, split)  # an output directory
+    patterns = [source] if isinstance(source, str) else list(source)
+    files: List[str] = []
+    for pattern in patterns:
+        matched = sorted(m.path for m in FileSystems.match([pattern])[0].metadata_list)
+        if not matched:
+            raise ValueError("no files match %r" % (pattern,))
+        files.extend(matched)
+    if require_complete:
+        reader.check_complete(files)
+    return files
+
+
+def _check_format(files: Sequence[str], wanted: str) -> None:
+    found = sorted({format_of(path).name for path in files} - {wanted})
+    if found:
+        raise ValueError("these shards are %s, not %s: %s" % (
+            ", ".join(found), wanted, ", ".join(p for p in files if format_of(p).name != wanted)))
+
+
+def _batches(pairs: Iterator[Pair], batch_size: int, mode: str, options: Any
+             ) -> Iterator[Batch]:
+    if mode == "nmt":
+        return batching.nmt_batches(pairs, batch_size, **options)
+    if mode == "t2t":
+        return batching.t2t_batches(pairs, batch_size, **options)
+    raise ValueError("mode must be 'nmt' or 't2t', got %r" % (mode,))
+
+
+def _parse(examples: Int64FeaturesWriter, record: bytes) -> Pair:
+    features = examples.parse(record)
+    inputs, targets = (np.asarray(features.get(name, ()), np.int32) for name in FEATURES)
+    return inputs, targets
+
+
+@contextlib.contextmanager
+def _local(files: Sequence[str]) -> Iterator[List[str]]:
+    from transforms.record_formats import local_copy
+    with contextlib.ExitStack() as stack:
+        yield [stack.enter_context(local_copy(path)) for path in files]
+
+
+def grain_batches(source: Source, batch_size: int, mode: str = "nmt", split: str = "train",
+                  shuffle: bool = True, seed: int = 0, num_epochs: int = 1,
+                  num_shards: int = 1, shard_index: int = 0, skip_count: Optional[int] = None,
+                  require_complete: bool = True, **options: Any) -> Iterator[Batch]:
+    """Batches of ArrayRecord shards read with `grain.sources.ArrayRecordDataSource`.
+    `options`: the mode's, as `make_dataset` takes them (nmt: src_max_len, tgt_max_len,
+    num_buckets, sos_id, eos_id; t2t: max_length, min_length, min_length_bucket,
+    length_bucket_step, drop_long_sequences)."""
+    import grain
+
+    files = shard_files(source, split, require_complete)
+    _check_format(files, ArrayRecordFormat.name)
+    examples = Int64FeaturesWriter()
+    with _local(files) as local:
+        records = grain.MapDataset.source(grain.sources.ArrayRecordDataSource(local))
+        records = records[shard_index::num_shards]
+        if skip_count:
+            records = records[skip_count:]
+        for epoch in range(num_epochs):
+            epoch_records = records.shuffle(seed + epoch) if shuffle else records
+            pairs = epoch_records.map(lambda record: _parse(examples, record))
+            yield from _batches(iter(pairs), batch_size, mode, options)
+
+
+def parquet_pairs(files: Sequence[str]) -> Iterator[Pair]:
+    """(inputs, targets) of Parquet shards in order, one row group in memory at a time."""
+    import pyarrow.parquet as pq
+    with _local(files) as local:
+        for path in local:
+            for group in pq.ParquetFile(path).iter_batches(columns=list(FEATURES)):
+                columns = [group.column(name) for name in FEATURES]
+                offsets = [np.asarray(c.offsets) for c in columns]
+                values = [np.asarray(c.values, np.int32) for c in columns]
+                for i in range(len(group)):
+                    yield (values[0][offsets[0][i]:offsets[0][i + 1]],
+                           values[1][offsets[1][i]:offsets[1][i + 1]])
+
+
+def _buffer_shuffled(pairs: Iterator[Pair], size: int, rng: random.Random) -> Iterator[Pair]:
+    """tf.data's shuffle buffer: fill `size`, then yield a random one and refill."""
+    buffer: List[Pair] = []
+    for pair in pairs:
+        if len(buffer) < size:
+            buffer.append(pair)
+            continue
+        i = rng.randrange(size)
+        yield buffer[i]
+        buffer[i] = pair
+    rng.shuffle(buffer)
+    yield from buffer
+
+
+def parquet_batches(source: Source, batch_size: int, mode: str = "nmt", split: str = "train",
+                    shuffle: bool = True, seed: int = 0, num_epochs: int = 1,
+                    shuffle_buffer_size: int = 100_000, num_shards: int = 1,
+                    shard_index: int = 0, skip_count: Optional[int] = None,
+                    require_complete: bool = True, **options: Any) -> Iterator[Batch]:
+    """Batches of Parquet shards streamed with pyarrow (`options` as `grain_batches`)."""
+    files = shard_files(source, split, require_complete)
+    _check_format(files, ParquetFormat.name)
+    for epoch in range(num_epochs):
+        pairs = batching.select(parquet_pairs(files), num_shards, shard_index, skip_count)
+        if shuffle:
+            pairs = _buffer_shuffled(pairs, shuffle_buffer_size, random.Random(seed + epoch))
+        yield from _batches(pairs, batch_size, mode, options)
+
+
+def dataset_batches(dataset: Any, batch_size: int, mode: str = "nmt", **options: Any
+                    ) -> Iterator[Batch]:
+    """Batches of a Hugging Face `datasets.Dataset` of our Parquet shards
+    (`load_dataset("parquet", data_files=...)`), in its order (shuffle it with
+    `dataset.shuffle(seed=...)` first)."""
+    rows = dataset.with_format("numpy")
+    pairs = ((np.asarray(row["inputs"], np.int32), np.asarray(row["targets"], np.int32))
+             for row in rows)
+    return _batches(pairs, batch_size, mode, options)

@@ -1,0 +1,260 @@
+"""Record formats of the shards: one adapter per `--output_format`, and the one object that
+names shards.
+
+Modelled on TFDS's `FileFormat` and its file adapters: the job makes format-neutral records
+(each the serialized `tf.train.Example` of one pair, `transforms.formats.example_proto`),
+puts them in shard order, and hands them to the run's `RecordFormat`, which writes them as a
+shard file, reads a shard back as the same records, and gives its names (`ShardNames`). No
+other module knows a container: the shard writer, the commit, the own-outputs check, the
+reader and `inspect` all go through this module.
+
+- `tfrecord` (the default): TFRecord framing around each record, today's bytes exactly.
+- `array_record`: the same Example bytes, one ArrayRecord record each, in chunks of 16
+  records compressed with zstd (`ARRAY_RECORD_OPTIONS`: see there why).
+- `parquet`: one row per pair, the Example's int64 lists as `list<int32>` columns named as
+  the features (`inputs`, `targets`), zstd, row groups of `PARQUET_ROW_GROUP_ROWS` rows.
+
+Adding a format: one `RecordFormat` subclass here, added to `FORMATS`; its name is then a
+value of `--output_format` (docs/design.md, "Record formats").
+"""
+
+import abc
+import contextlib
+import os
+import re
+import shutil
+import tempfile
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple
+
+from transforms.formats.example_proto import Int64FeaturesWriter
+from transforms.formats.tfrecord_framing import frame_record, read_records
+from transforms.storage import file_io
+from transforms.storage.object_stores import ObjectStores
+
+FEATURES = ("inputs", "targets")  # the features of every record, in this order
+PARQUET_ROW_GROUP_ROWS = 8192     # ~2 MB of ids per group: one group in memory per read step
+# A random read (Grain's global shuffle) decompresses the record's whole chunk. TFDS writes
+# one record per chunk (`group_size:1`), right for large records; ours are ~110 bytes, where a
+# chunk's own overhead dominates: on 20,000 bench pairs group_size:1 made 3.5 MB (more than the
+# 2.2 MB of records), 16 with zstd 1.9 MB, and single random reads were 2-5x faster with 16
+# (fewer, denser chunks); 32 and more got slower again.
+ARRAY_RECORD_OPTIONS = "group_size:16,zstd:3"
+_COPY_BYTES = 1 << 22
+
+
+class RecordFormat(abc.ABC):
+    """A shard container: `name` is the `--output_format` value, `suffix` ends its shard
+    names (after T2T's `{problem}-{split}-NNNNN-of-NNNNN`)."""
+
+    name: str = ""
+    suffix: str = ""
+
+    @abc.abstractmethod
+    def write_shard(self, path: str, records: Iterable[bytes],
+                    stores: Optional[ObjectStores] = None,
+                    checksum: Optional[Any] = None) -> Tuple[int, int]:
+        """Writes `records` (serialized Examples, in order) as the whole shard `path`, whole
+        or not there (as `file_io.write_chunks`); returns (records, bytes written).
+        `checksum` (a google_crc32c.Checksum), if given, is updated with every byte of the
+        file as it streams to `path`: the shard's crc32c without a second read."""
+
+    @abc.abstractmethod
+    def read_shard(self, path: str, stores: Optional[ObjectStores] = None) -> Iterator[bytes]:
+        """The shard's records (serialized Examples) in file order."""
+
+
+def _summed(chunks: Iterable[bytes], checksum: Optional[Any]) -> Iterator[bytes]:
+    """`chunks`, each added to `checksum` (if any) as it passes."""
+    for chunk in chunks:
+        if checksum is not None:
+            checksum.update(chunk)
+        yield chunk
+
+
+class TFRecordFormat(RecordFormat):
+    name, suffix = "tfrecord", ""
+
+    def write_shard(self, path: str, records: Iterable[bytes],
+                    stores: Optional[ObjectStores] = None,
+                    checksum: Optional[Any] = None) -> Tuple[int, int]:
+        return file_io.write_chunks(path, _summed((frame_record(r) for r in records), checksum),
+                                    stores)
+
+    def read_shard(self, path: str, stores: Optional[ObjectStores] = None) -> Iterator[bytes]:
+        with file_io.open_for_read(path, stores) as f:
+            yield from read_records(f)
+
+
+class _LocalFileFormat(RecordFormat):
+    """A format whose library writes and reads local files: a shard is built in a local
+    temporary file, then copied to `path` with `file_io.write_chunks` (so object stores, the
+    atomic write and a retried bundle behave as for TFRecord); read from a local copy."""
+
+    @abc.abstractmethod
+    def _write_local(self, local_path: str, records: Iterable[bytes]) -> int:
+        """Writes the file; returns the number of records."""
+
+    @abc.abstractmethod
+    def _read_local(self, local_path: str) -> Iterator[bytes]:
+        """The records of a local file."""
+
+    def write_shard(self, path: str, records: Iterable[bytes],
+                    stores: Optional[ObjectStores] = None,
+                    checksum: Optional[Any] = None) -> Tuple[int, int]:
+        with tempfile.TemporaryDirectory(prefix="datagen-shard-") as tmp:
+            local = os.path.join(tmp, "shard" + self.suffix)
+            count = self._write_local(local, records)
+            with open(local, "rb") as f:
+                _, size = file_io.write_chunks(
+                    path, _summed(iter(lambda: f.read(_COPY_BYTES), b""), checksum), stores)
+        return count, size
+
+    def read_shard(self, path: str, stores: Optional[ObjectStores] = None) -> Iterator[bytes]:
+        with local_copy(path, stores) as local:
+            yield from self._read_local(local)
+
+
+@contextlib.contextmanager
+def local_copy(path: str, stores: Optional[ObjectStores] = None) -> Iterator[str]:
+    """A local path holding `path`'s bytes: `path` itself on this machine's disk, else a
+    temporary copy, deleted afterwards."""
+    if file_io.is_local(path):
+        yield path
+        return
+    with tempfile.TemporaryDirectory(prefix="datagen-read-") as tmp:
+        local = os.path.join(tmp, path.rstrip("/").rsplit("/", 1)[-1])
+        with file_io.open_for_read(path, stores) as src, open(local, "wb") as dst:
+            shutil.copyfileobj(src, dst, _COPY_BYTES)
+        yield local
+
+
+class ArrayRecordFormat(_LocalFileFormat):
+    name, suffix = "array_record", ".array_record"
+
+    def _write_local(self, local_path: str, records: Iterable[bytes]) -> int:
+        from array_record.python.array_record_module import ArrayRecordWriter
+        writer = ArrayRecordWriter(local_path, ARRAY_RECORD_OPTIONS)
+        count = 0
+        try:
+            for record in records:
+                writer.write(bytes(record))
+                count += 1
+        finally:
+            writer.close()
+        return count
+
+    def _read_local(self, local_path: str) -> Iterator[bytes]:
+        from array_record.python.array_record_module import ArrayRecordReader
+        reader = ArrayRecordReader(local_path)
+        try:
+            for start in range(0, reader.num_records(), 1024):
+                yield from reader.read(list(range(start, min(start + 1024,
+                                                             reader.num_records()))))
+        finally:
+            reader.close()
+
+
+class ParquetFormat(_LocalFileFormat):
+    name, suffix = "parquet", ".parquet"
+
+    @staticmethod
+    def schema() -> "object":
+        import pyarrow as pa
+        return pa.schema([(name, pa.list_(pa.int32())) for name in FEATURES])
+
+    def _write_local(self, local_path: str, records: Iterable[bytes]) -> int:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+        examples = Int64FeaturesWriter()
+        schema = self.schema()
+        count = 0
+        with pq.ParquetWriter(local_path, schema, compression="zstd") as writer:
+            columns: Dict[str, List[List[int]]] = {name: [] for name in FEATURES}
+
+            def flush() -> None:
+                writer.write_table(pa.table(columns, schema=schema),
+                                   row_group_size=PARQUET_ROW_GROUP_ROWS)
+                for values in columns.values():
+                    values.clear()
+
+            for record in records:
+                features = examples.parse(bytes(record))
+                for name in FEATURES:
+                    columns[name].append(features.get(name, []))
+                count += 1
+                if count % PARQUET_ROW_GROUP_ROWS == 0:
+                    flush()
+            if count % PARQUET_ROW_GROUP_ROWS or not count:
+                flush()
+        return count
+
+    def _read_local(self, local_path: str) -> Iterator[bytes]:
+        import pyarrow.parquet as pq
+        examples = Int64FeaturesWriter()
+        for batch in pq.ParquetFile(local_path).iter_batches(columns=list(FEATURES)):
+            columns = [batch.column(name).to_pylist() for name in FEATURES]
+            for row in zip(*columns):
+                yield examples.serialize(dict(zip(FEATURES, row)))
+
+
+FORMATS: Dict[str, RecordFormat] = {f.name: f for f in (
+    TFRecordFormat(), ArrayRecordFormat(), ParquetFormat())}
+DEFAULT_FORMAT = "tfrecord"
+
+
+def record_format(name: str) -> RecordFormat:
+    """The adapter of `--output_format name` (KeyError names the known ones)."""
+    try:
+        return FORMATS[name]
+    except KeyError:
+        raise KeyError("unknown output format %r (known: %s)"
+                       % (name, ", ".join(sorted(FORMATS)))) from None
+
+
+_SUFFIXES = "|".join(re.escape(f.suffix) for f in FORMATS.values() if f.suffix)
+SHARD_NAME = re.compile(r"(?P<problem>.+)-(?P<split>[^-/]+)-(?P<shard>\d{5})-of-(?P<n>\d{5})"
+                        r"(?P<suffix>%s)?\Z" % _SUFFIXES)
+# What `_OWN_NAMES` (pipeline.output.own_outputs) matches as a shard: any format's.
+SHARD_NAME_PATTERN = r".+-(train|dev)-\d{5}-of-\d{5}(%s)?" % _SUFFIXES
+
+
+def parse_shard_name(name: str) -> Optional[Tuple[str, str, int, int, RecordFormat]]:
+    """(problem, split, shard, shards, its RecordFormat) of a shard's base name in any
+    format, or None for another name."""
+    m = SHARD_NAME.match(name)
+    if not m:
+        return None
+    fmt = next(f for f in FORMATS.values() if f.suffix == (m["suffix"] or ""))
+    return m["problem"], m["split"], int(m["shard"]), int(m["n"]), fmt
+
+
+def format_of(path: str) -> RecordFormat:
+    """The format of a shard path (from its suffix; a name that is no datagen shard's is
+    read as TFRecord, as before formats existed)."""
+    parsed = parse_shard_name(path.rstrip("/").rsplit("/", 1)[-1])
+    return parsed[4] if parsed else FORMATS[DEFAULT_FORMAT]
+
+
+class ShardNames:
+    """The shard names of one problem in one format: the only place a shard is named."""
+
+    def __init__(self, problem: str, fmt: RecordFormat) -> None:
+        self.problem = problem
+        self.format = fmt
+
+    def name(self, split: str, shard: int, num_shards: int) -> str:
+        """T2T's `{problem}-{split}-00000-of-00010`, then the format's suffix."""
+        return "%s-%s-%05d-of-%05d%s" % (self.problem, split, shard, num_shards,
+                                         self.format.suffix)
+
+    def glob(self, split: str) -> str:
+        """A glob of the split's shards in every format (a reader's `{problem}-train*`)."""
+        return "%s-%s-*" % (self.problem, split)
+
+    def is_shard(self, name: str, split: str) -> bool:
+        """Whether base name `name` is a shard of this problem's `split`, in any format (a run
+        replaces them all: switching formats leaves no shards of the old one)."""
+        parsed = parse_shard_name(name)
+        return bool(parsed and parsed[0] == self.problem and parsed[1] == split
+                    and split in ("train", "dev"))
+
