@@ -20,12 +20,15 @@ from typing import TYPE_CHECKING, Iterable, List, Optional, Tuple
 from pipeline.output.layout import WORK_NAME, OutputLayout
 from transforms.record_formats import (DEFAULT_FORMAT, SHARD_NAME_PATTERN, ShardNames,
                                       record_format)
+from transforms.vocab_kinds import every_kind
 
 if TYPE_CHECKING:
     from transforms.storage.object_stores import ObjectStores
 
+# vocab.{problem}.{size}.{suffix}[.{lang}] of every vocabulary kind (files, or directories)
+_VOCAB_SUFFIXES = "(%s)" % "|".join(re.escape(kind.file_suffix) for kind in every_kind())
 _OWN_NAMES = re.compile(
-    r"(vocab\..+\.\d+\.(subwords|words|bpe)(\.[^/]+)?"          # vocab files (and bpe dirs)
+    r"(vocab\..+\.\d+\." + _VOCAB_SUFFIXES + r"(\.[^/]+)?"      # vocab files (and dirs)
     r"|\.vocab\..+\.fingerprint\.json"                           # their sidecars
     r"|.+\.(datagen_summary\.json|DATAGEN_COMPLETE|datagen\.lock|lengths\.html)"
     r"|" + SHARD_NAME_PATTERN +                                   # shards
@@ -38,7 +41,7 @@ def is_problem_file(name: str, problem: str) -> bool:
     directory, other than its lock: vocab files and their sidecars, shards, summary, marker,
     length report. Another problem's run sharing the directory may be writing any other
     name at this moment, and another run of `problem` may be taking the lock."""
-    vocab = r"vocab\.%s\.\d+\.(subwords|words|bpe)(\.[^/]+)?" % re.escape(problem)
+    vocab = r"vocab\.%s\.\d+\.%s(\.[^/]+)?" % (re.escape(problem), _VOCAB_SUFFIXES)
     others = r"%s\.(datagen_summary\.json|DATAGEN_COMPLETE|lengths\.html)" % re.escape(problem)
     if re.match(r"(%s|\.%s\.fingerprint\.json|%s)\Z" % (vocab, vocab, others), name):
         return True

@@ -87,7 +87,10 @@ def test_own_outputs_are_recognized():
            "/d/out/.vocab.p.8192.subwords.en.fingerprint.json", "/d/out/p-train-00001-of-00010",
            "/d/out/p.datagen_summary.json", "/d/out/rejects/p-train.jsonl",
            "/d/out/.datagen-work/p/x.en", "/d/out/p.DATAGEN_COMPLETE",
-           "/d/out/p.datagen_summary.json.tmp-" + "0" * 32]
+           "/d/out/p.datagen_summary.json.tmp-" + "0" * 32,
+           # every kind's vocabulary, SentencePiece's directories included (named by the
+           # kinds' declared suffixes, not a list kept here)
+           "/d/out/vocab.p.8000.spm.en/sentencepiece.model", "/d/out/vocab.p.5000.words.zh"]
     theirs = ["/d/out/train.en", "/d/out/sub/vocab.p.8192.subwords.en", "/d/outer/p.lengths.html",
               "/d/out/p-train-notes.txt"]
     assert exclude_own(own + theirs, out) == (theirs, own)
