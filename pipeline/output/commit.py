@@ -77,5 +77,5 @@ def remove_work_dir(layout: OutputLayout, stores: Optional[ObjectStores] = None)
     if not file_io.is_local(parent):  # an object store has no directories to remove
         return
     if FileSystems.exists(parent) and not FileSystems.match(
-            [FileSystems.join(parent, "*")])[0].metadata_list:
-        FileSystems.delete([parent])
+            [FileSystems.join(file_io.glob_literal(parent), "*")])[0].metadata_list:
+        file_io.delete_files([parent])

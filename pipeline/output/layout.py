@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Optional
 from apache_beam.io.filesystems import FileSystems
 
 from transforms.formats.checked_decompress import strip_compression_suffix
+from transforms.storage import file_io
 
 if TYPE_CHECKING:
     from transforms.vocab_kinds import VocabKind
@@ -53,7 +54,9 @@ class OutputLayout:
         return self.path(name + ("." + lang if lang else ""))
 
     def shard_pattern(self, split: str) -> str:
-        return self.path("%s-%s-*" % (self.problem, split))
+        """A glob of the split's shards; --output_dir's own name is literal in it."""
+        return FileSystems.join(file_io.glob_literal(self.output_dir),
+                                "%s-%s-*" % (self.problem, split))
 
     @property
     def summary_path(self) -> str:
