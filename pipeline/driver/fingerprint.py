@@ -21,6 +21,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from pipeline.driver.datasets import is_local_file, split_patterns
 from pipeline.driver.options import flag_defaults
+from pipeline.output.own_outputs import exclude_own
 from pipeline.runtime.runners import DatagenError
 
 from transforms.storage import file_io
@@ -153,8 +154,11 @@ def changed_inputs(recorded: Fingerprint, flag_values: Mapping[str, Any],
     changed or deleted. The job reads its inputs more than once (pass 1 samples them, the
     encode pass reads them again): a change in between would mix two versions."""
     now = _inputs(flag_values, INPUT_FLAGS, None, stores)
+    own_dir = file_io.absolute(flag_values.get("output_dir") or "")
     for flag, files in sorted(recorded.get("inputs", {}).items()):
         for path, stamp in sorted(files.items()):
+            if own_dir and exclude_own([path], own_dir)[1]:
+                continue  # the job's own output, matched by an input pattern: never read
             current = now.get(flag, {}).get(path)
             if current is None:
                 return "--%s %s was deleted while the job ran" % (flag, path)
