@@ -60,6 +60,10 @@ setuptools.setup(
     description="Tensor2Tensor-compatible translation datagen (subword vocab, encoded, "
                 "sharded, shuffled TFRecords) on Apache Beam",
     packages=setuptools.find_packages(include=["pipeline", "pipeline.*", "transforms", "transforms.*"]),
+    # The packages sit at the top of the checkout, said plainly: `pip install -e .` then adds
+    # the checkout to sys.path (setuptools' simple editable install) instead of printing its
+    # "Editable installation ... be careful with folders" warning block.
+    package_dir={"": "."},
     # The tokenizer's stored table of alphanumeric code-point ranges.
     package_data={"transforms.codecs": ["alnum_ranges.json"]},
     python_requires=">=3.10",

@@ -11,6 +11,7 @@ their split; the number is part of each pair's shuffle key.
 import dataclasses
 import logging
 import os
+import stat
 from typing import Callable, List, Optional, Sequence, cast
 
 from pipeline.output.own_outputs import exclude_own
@@ -109,11 +110,48 @@ def expand_listing(patterns: Optional[str], flag: Optional[str] = None,
             if "://" not in outer and os.path.isdir(outer):
                 raise DatagenError("%s is a directory, not an archive (for %s)" % (outer, pattern))
             out.append("%s!%s" % (outer, member))
+    for path in out:
+        _check_utf8_name(path, flag)
+        _check_regular(split_archive_path(path)[0], flag)
     if left_out:
         LOG.warning("--%s: %d file%s of this job's own output in --output_dir left out (a "
                     "job never reads its outputs): %s", flag, len(left_out),
                     "" if len(left_out) == 1 else "s", _names(left_out))
     return _once(out, flag)
+
+
+def _check_utf8_name(path: str, flag: Optional[str]) -> None:
+    """Raises DatagenError for a file name that is not valid UTF-8 (Python keeps its bytes as
+    surrogates): names travel through Beam's string coder, the summary and the rejects file,
+    which take UTF-8 only."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        shown = os.fsencode(path).decode("utf-8", "backslashreplace")
+        raise DatagenError("--%s %s: the file name is not valid UTF-8; rename the file (e.g. "
+                           "convmv -f latin1 -t utf-8)" % (flag, shown)) from None
+
+
+_NOT_REGULAR = ((stat.S_ISFIFO, "a pipe or FIFO"), (stat.S_ISCHR, "a character device"),
+                (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def _check_regular(path: str, flag: Optional[str]) -> None:
+    """Raises DatagenError for a local input that is not a regular file: the job reads each
+    input more than once (the scan, the vocabulary sample, the encode pass), and a pipe
+    (`<(...)`, /dev/fd/N), a FIFO or a device gives its bytes once, blocks, or gives others
+    on the next read. Checked before anything is opened or written."""
+    if not file_io.is_local(path):
+        return
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return  # gone since the listing: the scan reports it
+    for test, kind in _NOT_REGULAR:
+        if test(mode):
+            raise DatagenError("--%s %s is not a regular file (%s): the job reads each input "
+                               "more than once; copy it to a file and name that" % (
+                                   flag, path, kind))
 
 
 def _names(paths: Sequence[str], most: int = 3) -> str:

@@ -131,7 +131,7 @@ class EncodeStep:
         lines = {(c["ds"]["split"], c["ds"]["index"], c["first_line"]): c["num_lines"]
                  for c in chunks if not c.get("unmatched")}
         total = sum(lines.values())
-        pattern = FileSystems.join(self._layout.work("fragments"), "*.frag")
+        pattern = FileSystems.join(file_io.glob_literal(self._layout.work("fragments")), "*.frag")
 
         def progress(seconds):
             done = {fragment_chunk(FileSystems.split(m.path)[1])

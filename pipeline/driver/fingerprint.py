@@ -21,6 +21,8 @@ from apache_beam.io.filesystems import FileSystems
 
 from pipeline.driver.datasets import is_local_file, split_patterns
 from pipeline.driver.options import flag_defaults
+from pipeline.output.own_outputs import exclude_own
+from pipeline.runtime.runners import DatagenError
 
 from transforms.storage import file_io
 from transforms.storage.object_stores import ObjectStores
@@ -146,6 +148,28 @@ def differences(old: Fingerprint, new: Fingerprint) -> List[str]:
     return changes
 
 
+def changed_inputs(recorded: Fingerprint, flag_values: Mapping[str, Any],
+                   stores: Optional[ObjectStores] = None) -> Optional[str]:
+    """None when every input file recorded at the start (`recorded`: the run's
+    output_fingerprint) has the same size and mtime now; else one line naming the first one
+    changed or deleted. The job reads its inputs more than once (pass 1 samples them, the
+    encode pass reads them again): a change in between would mix two versions."""
+    now = _inputs(flag_values, INPUT_FLAGS, None, stores)
+    own_dir = file_io.absolute(flag_values.get("output_dir") or "")
+    for flag, files in sorted(recorded.get("inputs", {}).items()):
+        for path, stamp in sorted(files.items()):
+            if own_dir and exclude_own([path], own_dir)[1]:
+                continue  # the job's own output, matched by an input pattern: never read
+            current = now.get(flag, {}).get(path)
+            if current is None:
+                return "--%s %s was deleted while the job ran" % (flag, path)
+            if current != stamp:
+                return ("--%s %s changed while the job ran (size %s -> %s bytes, modified "
+                        "since it started): the output would mix two versions of it" % (
+                            flag, path, stamp.get("size"), current.get("size")))
+    return None
+
+
 def sidecar_path(vocab_path: str) -> str:
     """Where a vocab file's (or byte_bpe vocab directory's) fingerprint is kept: a hidden
     `.{vocab name}.fingerprint.json` beside it, so a `vocab.*` glob sees only vocabularies."""
@@ -154,9 +178,24 @@ def sidecar_path(vocab_path: str) -> str:
 
 
 def read_sidecar(vocab_path: str, stores: Optional[ObjectStores] = None) -> Optional[Fingerprint]:
-    """The recorded vocab fingerprint, or None when the file was not written by this job."""
+    """The recorded vocab fingerprint, or None when the file was not written by this job.
+    One that is not a fingerprint (cut short, edited, another file's bytes) raises
+    DatagenError naming it: nothing can say what the vocabulary was made from."""
     path = sidecar_path(vocab_path)
-    return file_io.read_json(path, stores) if file_io.exists(path, stores) else None
+    if not file_io.exists(path, stores):
+        return None
+    try:
+        recorded = file_io.read_json(path, stores)
+    except ValueError as e:  # not UTF-8, not JSON
+        recorded, problem = None, " ".join(str(e).split())
+    else:
+        problem = "not a fingerprint"
+    if (isinstance(recorded, dict) and isinstance(recorded.get("flags", {}), dict)
+            and isinstance(recorded.get("inputs", {}), dict)
+            and all(isinstance(v, dict) for v in recorded.get("inputs", {}).values())):
+        return recorded
+    raise DatagenError("%s is corrupt (%s): cannot tell what %s was made from; pass "
+                       "--overwrite to relearn it" % (path, problem, vocab_path))
 
 
 def write_sidecar(vocab_path: str, fingerprint: Fingerprint,

@@ -269,6 +269,17 @@ class DatagenJob:
             LOG.info("input is %.1f MB (< --in_process_below_mb %g): passes run in this "
                      "process, not in worker processes", input_bytes / 1e6, below_mb)
 
+    def _changed_inputs(self) -> Optional[str]:
+        """One line naming an input file changed or deleted since the run started, or None
+        (also when the inputs cannot be listed now: the error at hand says more)."""
+        recorded = self.record.fingerprint
+        if recorded is None:
+            return None
+        try:
+            return fingerprint.changed_inputs(recorded, self.config.flags(), self.stores)
+        except Exception:  # a store gone unreachable: not a change
+            return None
+
     def _run_locked(self, datasets, plan) -> dict:
         """The job, once this run holds the output directory's lock."""
         layout = self.layout
@@ -307,12 +318,21 @@ class DatagenJob:
                 self.run_pass.expect(1)
                 *encoded, lengths = self.record.timed("encode", self.encode.run, prepared,
                                                       encoder_vocab_paths(plan), num_shards)
+                changed = self._changed_inputs()
+                if changed:  # before the commit: the output would mix two versions
+                    raise DatagenError(changed)
                 split_report = self.record.timed("finish", self.finish, prepared, num_shards,
                                                  *encoded)
             except Exception as e:
+                # A file changed, cut short or deleted mid-run is the cause of whatever the
+                # pass that read it raised (a worker's traceback, misaligned lines).
+                changed = self._changed_inputs()
+                error = DatagenError(changed) if changed else e
                 if self._writing and not self._lock.lost:
-                    self.record.record_failure(e)
-                raise
+                    self.record.record_failure(error)
+                if error is e:
+                    raise
+                raise error from None
         finally:
             # A run that lost its lock deletes nothing: the directory is another run's now.
             if not self._lock.lost:

@@ -40,7 +40,7 @@ def listed_sizes(output_dir: str, stores: Optional[ObjectStores] = None) -> Dict
     """{base name: size} of the files directly in `output_dir`, from one listing (on an
     object store through `stores`' client when given, else Beam's FileSystems)."""
     prefix = output_dir.rstrip("/") + "/"
-    found = file_io.match_files(FileSystems.join(output_dir, "*"), stores)
+    found = file_io.match_files(FileSystems.join(file_io.glob_literal(output_dir), "*"), stores)
     return {path[len(prefix):]: size for path, size, _ in found
             if path.startswith(prefix) and "/" not in path[len(prefix):]}
 

@@ -227,7 +227,7 @@ class SettledLease:
     def delete(self, version: str) -> None:
         now = self.read()
         if now is not None and now[1] == version:
-            FileSystems.delete([self.path])
+            file_io.delete_files([self.path])
 
 
 def lease_for(path: str, stores: Optional[ObjectStores] = None) -> LeaseFile:

@@ -17,6 +17,8 @@ import os
 import re
 from typing import TYPE_CHECKING, Iterable, List, Optional, Tuple
 
+from apache_beam.io.filesystems import FileSystems
+
 from pipeline.output.layout import WORK_NAME, OutputLayout
 from transforms.record_formats import (DEFAULT_FORMAT, SHARD_NAME_PATTERN, ShardNames,
                                       record_format)
@@ -92,7 +94,8 @@ def old_shards(layout: OutputLayout, split: str, stores: "Optional[ObjectStores]
     from transforms.storage import file_io
     shards: List[str] = []
     others: List[str] = []
-    for path, _, _ in file_io.match_files(layout.path(layout.shards.glob(split)), stores):
+    pattern = FileSystems.join(file_io.glob_literal(layout.output_dir), layout.shards.glob(split))
+    for path, _, _ in file_io.match_files(pattern, stores):
         name = path.rstrip("/").rsplit("/", 1)[-1]
         (shards if is_shard_name(name, layout.problem, split) else others).append(path)
     return shards, others

@@ -110,7 +110,8 @@ def find_problem(output_dir: str, problem: Optional[str]) -> str:
     """The problem to inspect: `problem`, checked to be complete, or the only complete one."""
     if problem is None:
         suffix = COMPLETE_NAME % ""
-        found = FileSystems.match([FileSystems.join(output_dir, COMPLETE_NAME % "*")])
+        found = FileSystems.match([FileSystems.join(file_io.glob_literal(output_dir),
+                                                   COMPLETE_NAME % "*")])
         names = sorted(_basename(m.path)[:-len(suffix)] for m in found[0].metadata_list)
         if len(names) > 1:
             raise DatagenError("%s holds %d problems (%s): pass --problem" % (
@@ -129,7 +130,8 @@ def find_problem(output_dir: str, problem: Optional[str]) -> str:
 
 def _unfinished(output_dir: str, problem: str) -> str:
     """What a summary without a marker says (a run still going, failed or interrupted)."""
-    found = FileSystems.match([FileSystems.join(output_dir, SUMMARY_NAME % problem)])
+    found = FileSystems.match([FileSystems.join(file_io.glob_literal(output_dir),
+                                               SUMMARY_NAME % problem)])
     states = []
     for m in found[0].metadata_list:
         try:

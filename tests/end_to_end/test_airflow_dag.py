@@ -112,6 +112,41 @@ def direct_output(tmp_path_factory):
     return output_bytes(out)
 
 
+# Flags that make the job slower without changing its output: 2 worker processes, one
+# bisection round per pass (so the timeout hits it while its passes run).
+SLOW_FLAGS = RUNNER_FLAGS + ["--in_process_below_mb", "0", "--bisection_rounds_per_pass", "1"]
+
+
+@pytest.fixture(scope="module")
+def timeout_seconds(tmp_path_factory):
+    """An execution_timeout that fires after the slowed job has taken its output lock (from
+    then on a SIGTERM leaves an "interrupted" summary) and before it ends, on this machine as
+    loaded as it is now: the job is run directly once and timed to both events (a fixed 5 s
+    fired before the lock on a busy machine, so no summary was written). Twice the time to
+    the lock, plus the task's own start-up; the job must still have time to go then, else
+    the measurement says why no timeout fits."""
+    out = tmp_path_factory.mktemp("timed") / "out"
+    lock = out / ("%s.datagen.lock" % PROBLEM)
+    start = time.monotonic()
+    job = subprocess.Popen([sys.executable, "-m", "pipeline.datagen"] + _flags(out)[:-len(
+        RUNNER_FLAGS)] + SLOW_FLAGS, cwd=ROOT, stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL)
+    to_lock = None
+    while job.poll() is None:
+        if to_lock is None and lock.exists():
+            to_lock = time.monotonic() - start
+        time.sleep(0.05)
+    total = time.monotonic() - start
+    assert job.returncode == 0 and to_lock is not None, (job.returncode, to_lock)
+    timeout = int(2 * to_lock) + 3
+    assert timeout < total * 2 / 3, (
+        "the slowed job takes %.1f s and holds its lock after %.1f s: no timeout of %d s "
+        "falls safely in between" % (total, to_lock, timeout))
+    print("\nslowed job: lock after %.1f s, done after %.1f s; execution_timeout %d s"
+          % (to_lock, total, timeout))
+    return timeout
+
+
 def _processes_with_env(entry):
     """Pids of processes whose environment holds `entry` ("NAME=value"). Every process the
     task started inherits the Airflow CLI's environment, also the job's worker processes and
@@ -136,17 +171,16 @@ def _left_running(entry, seconds=10.0):
 
 
 def test_timed_out_day_is_stopped_retried_then_rerun_to_a_direct_runs_bytes_then_a_noop(
-        airflow, direct_output, tmp_path):
+        airflow, direct_output, timeout_seconds, tmp_path):
     prefix = tmp_path / "t2t"
     day = prefix / "2026-11-20"
     conf = {"python": sys.executable, "output_dir": str(prefix)}
 
-    # 1. A 5 s execution_timeout and one retry, 2 s later. The job is made slower (not
-    # different: these flags do not change its output) so that the timeout hits it while
-    # its passes run: 2 worker processes and one bisection round per pass.
-    slow = dict(conf, extra_args=RUNNER_FLAGS + ["--in_process_below_mb", "0",
-                                                 "--bisection_rounds_per_pass", "1"])
-    timed_out = airflow.dags_test("2026-11-20", slow, T2T_DATAGEN_TIMEOUT_SECONDS="5",
+    # 1. An execution_timeout measured to fall inside the slowed job's passes
+    # (`timeout_seconds`) and one retry, 2 s later.
+    slow = dict(conf, extra_args=SLOW_FLAGS)
+    timed_out = airflow.dags_test("2026-11-20", slow,
+                                  T2T_DATAGEN_TIMEOUT_SECONDS=str(timeout_seconds),
                                   T2T_DATAGEN_RETRIES="1", T2T_DATAGEN_RETRY_DELAY_SECONDS="2")
     log = timed_out.output
     assert timed_out.returncode != 0, log[-3000:]

@@ -7,7 +7,8 @@ are opened with ``tarfile`` mode ``r:*`` when the stream is seekable, else in st
 ``r|*``, scanning members in order until the member is found (a link cannot be followed in
 streaming mode). Zip archives need random access: a non-seekable stream is first read whole
 into memory (the archive's full compressed size). Member names match with or without a
-leading ``./`` or ``/``; the first member of that name is used. ``open_archive_member`` owns
+leading ``./`` or ``/``; when the archive holds the name more than once, the last copy is
+used, as ``tar -x`` and ``unzip`` leave it (so a tar archive is always read to its end). ``open_archive_member`` owns
 the stream it is given: closing the member file closes it (and the archive), and so does any
 error while opening the member. A missing member, a directory, a corrupt or unreadable
 archive raise ``FormatError`` naming the archive and member; so do decompression errors while
@@ -17,7 +18,9 @@ the member is read.
 from __future__ import annotations
 
 import io
+import shutil
 import tarfile
+import tempfile
 import zipfile
 import zlib
 from typing import IO, Any, List, Optional, Tuple
@@ -146,7 +149,8 @@ def _open_zip_member(stream, archive_path, member, wanted):
     data = stream if _is_seekable(stream) else io.BytesIO(stream.read())  # whole zip in memory
     archive = zipfile.ZipFile(data)
     infos = archive.infolist()
-    info = next((i for i in infos if _member_key(i.filename) == wanted), None)
+    # the last entry of the name, as unzip and zipfile's own name lookup take it
+    info = next((i for i in reversed(infos) if _member_key(i.filename) == wanted), None)
     if info is None:
         raise _not_found(archive_path, member, [i.filename for i in infos], len(infos))
     if info.is_dir():
@@ -154,24 +158,42 @@ def _open_zip_member(stream, archive_path, member, wanted):
     return io.BufferedReader(_MemberReader(archive.open(info), [archive, stream], archive_path, member))
 
 
+_SPOOL_BYTES = 32 << 20  # a copy of a member read from a stream stays in memory up to this
+
+
 def _open_tar_member(stream, archive_path, member, wanted):
+    """The last member named `wanted`, as `tar -x` leaves it: the whole archive is scanned.
+    From a stream (no seeking back), each copy of the name is kept aside as it passes (in
+    memory, on disk when large) until a later copy replaces it."""
     streaming = not _is_seekable(stream)
     archive = tarfile.open(fileobj=stream, mode="r|*" if streaming else "r:*")
     names: List[str] = []
     count = 0
+    last: Optional[tarfile.TarInfo] = None
+    kept: Optional[IO[bytes]] = None
     for info in archive:
         count += 1
         if len(names) < 5:
             names.append(info.name)
         if _member_key(info.name) != wanted:
             continue
-        if info.isdir():
-            raise FormatError(archive_path, "member %s" % member, "is a directory, not a file")
-        if streaming and not info.isfile():
-            raise FormatError(archive_path, "member %s" % member,
-                              "is a link or special file; cannot follow it in a non-seekable stream")
-        member_file = archive.extractfile(info)
-        if member_file is None:
-            raise FormatError(archive_path, "member %s" % member, "is not a regular file")
-        return io.BufferedReader(_MemberReader(member_file, [archive, stream], archive_path, member))
-    raise _not_found(archive_path, member, names, count)
+        last = info
+        if streaming and info.isfile():
+            if kept is not None:
+                kept.close()
+            kept = tempfile.SpooledTemporaryFile(max_size=_SPOOL_BYTES)
+            source = archive.extractfile(info)
+            assert source is not None  # a regular member
+            shutil.copyfileobj(source, kept)
+            kept.seek(0)
+    if last is None:
+        raise _not_found(archive_path, member, names, count)
+    if last.isdir():
+        raise FormatError(archive_path, "member %s" % member, "is a directory, not a file")
+    if streaming and not last.isfile():
+        raise FormatError(archive_path, "member %s" % member,
+                          "is a link or special file; cannot follow it in a non-seekable stream")
+    member_file = kept if streaming else archive.extractfile(last)
+    if member_file is None:
+        raise FormatError(archive_path, "member %s" % member, "is not a regular file")
+    return io.BufferedReader(_MemberReader(member_file, [archive, stream], archive_path, member))

@@ -5,6 +5,7 @@ import io
 import json
 import os
 import re
+import shutil
 import uuid
 from typing import IO, Any, Callable, Dict, Iterable, Iterator, List, Optional, Set, Tuple
 
@@ -16,6 +17,25 @@ from transforms.formats.text_lines import InputError
 from transforms.storage.object_stores import ObjectStores, Store
 
 _READ_BUFFER = 1 << 20
+_GLOB_CHARACTERS = re.compile(r"([\[*?])")
+
+
+def glob_literal(path: str) -> str:
+    """`path` as a glob pattern that matches only itself: each `[`, `*`, `?` in brackets,
+    which Beam's patterns (local, gs://, s3://) and `glob` read as that character. For the
+    directories the user names (--output_dir): a listing of `out[1]/*` must not list `out1`."""
+    return _GLOB_CHARACTERS.sub(r"[\1]", path)
+
+
+def _delete_local(paths: Iterable[str]) -> None:
+    """Deletes local files and directory trees by their own names (Beam's local delete takes
+    each name for a glob). A name that is already gone is fine."""
+    for path in paths:
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(path)
 
 
 class CompressedStreamError(InputError):
@@ -244,7 +264,7 @@ def remove_temporaries(directory: str, stores: Optional[ObjectStores] = None,
     """Deletes the temporary files a killed run left directly in `directory` whose final
     name `owned` accepts (another job sharing the directory may be writing the others right
     now); returns their paths (`stores`: as `match_files`)."""
-    listed = match_files(FileSystems.join(directory, "*"), stores)
+    listed = match_files(FileSystems.join(glob_literal(directory), "*"), stores)
     stray = [path for path, _, _ in listed
              if owned(temporary_of(FileSystems.split(path)[1]) or "")
              and is_temporary_name(FileSystems.split(path)[1])]
@@ -301,7 +321,7 @@ def create_atomically(path: str) -> Iterator[IO[bytes]]:
             yield f
     except BaseException:
         with contextlib.suppress(Exception):  # the write's own error matters more
-            FileSystems.delete([tmp])
+            delete_files([tmp])
         raise
     FileSystems.rename([tmp], [path])
 
@@ -390,6 +410,8 @@ def delete_files(paths: Iterable[str], stores: Optional[ObjectStores] = None) ->
     store = _store(listed[0], stores) if listed else None
     if store is not None:
         store.delete_many(listed)
+    elif listed and all(is_local(p) for p in listed):
+        _delete_local(listed)
     elif listed:
         FileSystems.delete(listed)
 
@@ -421,9 +443,12 @@ def delete_tree(path: str, stores: Optional[ObjectStores] = None) -> None:
         if doomed:
             store.delete_many(doomed)
         return
+    if is_local(path):
+        _delete_local([path])
+        return
     if FileSystems.exists(path):
         FileSystems.delete([path])
         return
-    listed = FileSystems.match([FileSystems.join(path, "**")])[0].metadata_list
+    listed = FileSystems.match([FileSystems.join(glob_literal(path), "**")])[0].metadata_list
     if listed:
         FileSystems.delete([m.path for m in listed])

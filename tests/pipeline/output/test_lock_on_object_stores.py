@@ -23,11 +23,11 @@ pytestmark = pytest.mark.slow
 
 
 # -- the lock on an object store --------------------------------------------------------------
-def _lease_watcher(client, key, seconds):
-    """Reads the lease every ~10 ms for `seconds`; returns the run ids seen (None: missing)."""
+def _lease_watcher(client, key, stop):
+    """Reads the lease every ~10 ms until `stop` is set; returns the run ids seen (None:
+    missing)."""
     seen = []
-    deadline = time.time() + seconds
-    while time.time() < deadline:
+    while not stop.is_set():
         try:
             seen.append(json.loads(client.get_object(Bucket=BUCKET, Key=key)["Body"].read())
                         ["run_id"])
@@ -37,6 +37,18 @@ def _lease_watcher(client, key, seconds):
     return seen
 
 
+def _wait_for_renewals(lock, renewals, bound=600.0):
+    """Returns once `lock`'s heartbeat has renewed the lease `renewals` times (its version
+    changed), however long a busy machine makes that take; `bound` turns a hang into a
+    failure."""
+    seen = {lock.version}
+    deadline = time.monotonic() + bound
+    while len(seen) <= renewals:
+        assert time.monotonic() < deadline, "renewed %d times" % (len(seen) - 1)
+        time.sleep(0.01)
+        seen.add(lock.version)
+
+
 def _stores(endpoint, server):
     from apache_beam.options.pipeline_options import PipelineOptions
     from transforms.storage.object_stores import ObjectStores, StoreSettings
@@ -44,29 +56,37 @@ def _stores(endpoint, server):
 
 
 def test_s3_lease_is_exclusive_across_many_heartbeats_and_never_missing(s3, slow_s3):
-    """Through a 30 ms delay per request: the holder renews every 0.5 s for 6 s; the lease
-    is there at every read and always the holder's, and every other run is refused."""
+    """Through a 30 ms delay per request: the holder renews every 2 s (--lock_stale_seconds
+    8, room for a heartbeat late by seconds on a busy machine); until it has renewed 5 times
+    and 10 other runs have tried, the lease is there at every read and always the holder's,
+    and every other run is refused. The test waits for these events, however long they take
+    (a 10-minute bound only turns a hang into a failure)."""
     out = "s3://%s/locked/out" % BUCKET
-    holder = OutputLock(out, "p", 2.0, _stores(slow_s3.endpoint, s3))
+    holder = OutputLock(out, "p", 8.0, _stores(slow_s3.endpoint, s3))
     holder.acquire()
     versions = {holder.version}
     try:
         seen = []
+        stop = threading.Event()
         watcher = threading.Thread(target=lambda: seen.extend(
-            _lease_watcher(s3.client(), "locked/out/p.datagen.lock", 6.0)))
+            _lease_watcher(s3.client(), "locked/out/p.datagen.lock", stop)))
         watcher.start()
         refused = 0
-        while watcher.is_alive():
-            other = OutputLock(out, "p", 2.0, _stores(slow_s3.endpoint, s3))
-            with pytest.raises(DatagenError, match="is in use by run %s" % holder.run_id):
-                other.acquire()
-            refused += 1
-            versions.add(holder.version)
-            time.sleep(0.2)
-        watcher.join()
+        deadline = time.monotonic() + 600
+        try:
+            while refused < 10 or len(versions) < 6:
+                assert time.monotonic() < deadline, (refused, len(versions))
+                other = OutputLock(out, "p", 8.0, _stores(slow_s3.endpoint, s3))
+                with pytest.raises(DatagenError, match="is in use by run %s" % holder.run_id):
+                    other.acquire()
+                refused += 1
+                versions.add(holder.version)
+                time.sleep(0.2)
+        finally:
+            stop.set()
+            watcher.join()
     finally:
         holder.release()
-    assert refused >= 10 and len(versions) >= 8  # renewed all along
     assert seen and set(seen) == {holder.run_id}
     assert "Contents" not in s3.client().list_objects_v2(Bucket=BUCKET, Prefix="locked/")
 
@@ -135,13 +155,12 @@ def test_gcs_lease_is_exclusive_with_generation_preconditions(gcs, monkeypatch):
         monkeypatch.setenv(name, value)
     from transforms.storage.object_stores import ObjectStores, StoreSettings
     out = "gs://%s/locked/out" % BUCKET
-    holder = OutputLock(out, "p", 2.0, ObjectStores(StoreSettings()))
+    holder = OutputLock(out, "p", 8.0, ObjectStores(StoreSettings()))  # heartbeat 2 s
     holder.acquire()
     try:
-        first = holder.version
-        time.sleep(1.2)  # two heartbeats
-        assert holder.version != first and not holder.lost
-        other = OutputLock(out, "p", 2.0, ObjectStores(StoreSettings()))
+        _wait_for_renewals(holder, 2)
+        assert not holder.lost
+        other = OutputLock(out, "p", 8.0, ObjectStores(StoreSettings()))
         with pytest.raises(DatagenError, match="is in use by run %s" % holder.run_id):
             other.acquire()
     finally:
@@ -158,13 +177,12 @@ def test_settled_lease_of_other_file_systems_takes_renews_and_releases(tmp_path,
                         lambda path, stores=None: lock_module.SettledLease(path))
     out = str(tmp_path / "out")
     os.makedirs(out)
-    holder = OutputLock(out, "p", 0.8, None)  # heartbeat every 0.2 s
+    holder = OutputLock(out, "p", 4.0, None)  # heartbeat every 1 s
     holder.acquire()
     try:
-        first = holder.version
-        time.sleep(0.5)
-        assert holder.version != first and not holder.lost  # renewed
-        other = OutputLock(out, "p", 0.8, None)
+        _wait_for_renewals(holder, 2)
+        assert not holder.lost  # renewed
+        other = OutputLock(out, "p", 4.0, None)
         with pytest.raises(DatagenError, match="is in use by run %s" % holder.run_id):
             other.acquire()
     finally:
