@@ -67,7 +67,9 @@ def test_direct_runner_passes_run_on_the_fn_api_runner_with_its_options():
             engine.close()
 
     assert isinstance(pass_runner([]), fn_runner.FnApiRunner)  # DirectRunner by default
-    for other in (FNAPI, ["--runner", "PrismRunner"], ["--runner", "DataflowRunner"]):
+    # (PrismRunner without --job_endpoint: the job's own Prism, tests/end_to_end/test_prism_runner.py)
+    for other in (FNAPI, ["--runner", "PrismRunner", "--job_endpoint", "localhost:1"],
+                  ["--runner", "DataflowRunner"]):
         assert pass_runner(other) is None
 
 
