@@ -13,6 +13,7 @@ to the driver; defined here, not in a test module, so that workers can import th
 """
 
 import ast
+import contextlib
 import os
 import sys
 import uuid
@@ -96,6 +97,18 @@ def close_clients():
     for obj in gc.get_objects():
         if isinstance(obj, Client) and obj.status not in ("closed", "closing"):
             obj.close()
+
+
+@contextlib.contextmanager
+def running_cluster(work_dir):
+    """A started DaskCluster for a test module; on the way out, this process's clients are
+    closed and the cluster's processes stopped."""
+    cluster = DaskCluster(work_dir)
+    try:
+        yield cluster.start()
+    finally:
+        close_clients()
+        cluster.stop()
 
 
 def runner_options(cluster, *extra):

@@ -18,7 +18,7 @@ import time
 import pytest
 
 from cluster_jobs import COMMON, INPUTS, Job, baseline, books, work_leftovers
-from dask_cluster import DaskCluster
+from dask_cluster import running_cluster
 from datagen_helpers import output_bytes
 
 pytestmark = pytest.mark.slow
@@ -30,11 +30,8 @@ MANY_CHUNKS = ["--encode_chunk_lines", "50"]
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    cluster = DaskCluster(tmp_path_factory.mktemp("dask"))
-    try:
-        yield cluster.start()
-    finally:
-        cluster.stop()
+    with running_cluster(tmp_path_factory.mktemp("dask")) as cluster:
+        yield cluster
 
 
 def _flags(cluster):

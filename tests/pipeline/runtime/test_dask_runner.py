@@ -12,8 +12,8 @@ import apache_beam as beam
 import pytest
 from apache_beam.runners.dask.dask_runner import DaskRunner
 
-from dask_cluster import (DaskCluster, close_clients, EmitInFinishBundle, MarkRun, SplitEvenOdd, WriteEach,
-                          runner_options, runs, written)
+from dask_cluster import (EmitInFinishBundle, MarkRun, SplitEvenOdd, WriteEach, close_clients,
+                          runner_options, running_cluster, runs, written)
 from pipeline.runtime.dask_runner import DatagenDaskRunner
 
 pytestmark = pytest.mark.slow
@@ -21,12 +21,8 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    cluster = DaskCluster(tmp_path_factory.mktemp("dask"))
-    try:
-        yield cluster.start()
-    finally:
-        close_clients()
-        cluster.stop()
+    with running_cluster(tmp_path_factory.mktemp("dask")) as cluster:
+        yield cluster
 
 
 def _run(runner, cluster, build, *extra):
