@@ -169,3 +169,35 @@ def test_every_package_says_what_it_holds_and_may_import():
         if path.name == "__init__.py":
             doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8")))
             assert doc and "import" in doc.lower(), "%s: no docstring naming what it may import" % name
+
+
+# Where a vocabulary kind's name may be written: its two declarations (transforms.codecs.kinds,
+# and its plugin in pipeline.driver.kinds). Elsewhere the same words mean something else.
+KIND_DECLARATIONS = ("transforms/codecs/kinds.py", "pipeline/driver/kinds/")
+SAME_WORD_OTHER_MEANING = {
+    ("transforms/cleaning/filters.py", "word"),             # a length unit of OpusFilter's
+    ("transforms/codecs/sentencepiece_model.py", "word"),   # a SentencePiece model type
+    ("transforms/codecs/sentencepiece_model.py", "sentencepiece"),  # a special-ids layout
+}
+
+
+def _kind_names():
+    from transforms.codecs.kinds import KIND_NAMES
+    return KIND_NAMES
+
+
+def test_no_module_outside_the_kind_declarations_names_a_kind():
+    """Lists of kinds, modes, suffixes and flags derive from the declarations; a module that
+    compares `vocab_type` with a name would miss the next kind (as own_outputs once did)."""
+    names = set(_kind_names())
+    found = []
+    for folder in PACKAGES:
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            relative = path.relative_to(ROOT).as_posix()
+            if relative.startswith(KIND_DECLARATIONS):
+                continue
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if (isinstance(node, ast.Constant) and node.value in names
+                        and (relative, node.value) not in SAME_WORD_OTHER_MEANING):
+                    found.append("%s:%d names kind %r" % (relative, node.lineno, node.value))
+    assert not found, found

@@ -17,6 +17,8 @@ the driver.
 import dataclasses
 from typing import Any, Dict, Optional, Tuple
 
+from transforms.codecs.vocabulary import VocabularyLoader
+
 
 @dataclasses.dataclass(frozen=True)
 class ReadConfig:
@@ -33,7 +35,9 @@ class ReadConfig:
 
 @dataclasses.dataclass(frozen=True)
 class VocabConfig:
-    """What the vocabulary is and how it is learnt."""
+    """What the vocabulary is and how it is learnt. The kind's own flags are its part,
+    `kind_settings` (`pipeline.driver.kinds`); `loader` loads its vocabularies with the
+    options they are built with (byte_bpe's EOS token)."""
     vocab_type: str
     vocab_size: int
     file_byte_budget: float
@@ -41,16 +45,10 @@ class VocabConfig:
     vocab_partitions: int
     bisection_lookahead: int
     bisection_rounds: int            # --bisection_rounds_per_pass
-    bpe_min_frequency: int
-    bpe_eos_token: str
     shared_vocab: bool               # one vocabulary of both sides
-    bpe_vocab: Optional[str]         # a given byte-level BPE (a directory)
-    word_vocab: Optional[str]        # given word vocabularies: FILE or SOURCE_FILE,TARGET_FILE
-    spm_model: Optional[str]         # given SentencePiece models: FILE or SOURCE_FILE,TARGET_FILE
-    spm_model_type: str              # unigram | bpe
-    spm_character_coverage: float
-    spm_special_ids: str             # t5 | sentencepiece
-    spm_trainer_options: str         # key=value,... (any further trainer option)
+    given: Tuple[str, ...]           # absolute paths of given vocabularies (none: learnt)
+    loader: VocabularyLoader
+    kind_settings: Any               # a frozen dataclass of the kind's own flags, or None
 
 
 @dataclasses.dataclass(frozen=True)

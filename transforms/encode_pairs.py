@@ -20,7 +20,6 @@ from apache_beam.pvalue import DoOutputsTuple, TaggedOutput
 from apache_beam.typehints.decorators import no_annotations
 from apache_beam.io.filesystems import FileSystems
 
-from transforms import vocab_files
 from transforms.storage import file_io
 from transforms.cleaning.dropped_lines import is_dropped
 from transforms.codecs.varints import encode_varints
@@ -34,7 +33,7 @@ from transforms.job_metrics import JobCounters
 from transforms.storage.object_stores import ObjectStores, StoreSettings
 from transforms.shard_fragments import fragment_name, write_fragment
 from transforms.formats.text_lines import decode_line, iter_raw_lines
-from transforms.vocab_kinds import vocab_kind
+from transforms.vocab_files import VocabularyFiles
 
 REJECTS = "rejects"
 BEFORE_CLEANING = " before cleaning"  # the length figures' key of a split's pairs before it
@@ -87,22 +86,20 @@ class _EncodeChunkFn(beam.DoFn):
         self._num_shards = num_shards  # {split: number of shards}
         self._on_invalid = config.read.on_invalid_utf8
         self._max_chars = config.read.max_line_chars
-        self._vocabulary = vocab_kind(config.vocab.vocab_type).vocabulary  # a Vocabulary class
-        self._eos_token = config.vocab.bpe_eos_token
+        self._loader = config.vocab.loader  # the kind's Vocabulary class and its options
 
     def setup(self) -> None:
         # Fragments go to an object store through one reused client (see write_fragment).
         self._stores = ObjectStores(self._store_settings)
         self._counters = JobCounters()
         self._examples = PairExampleWriter("inputs", "targets")  # without TensorFlow
-        self._source = vocab_files.load(self._vocabulary, self._paths[0], self._stores,
-                                        for_encoding=True)
+        vocabularies = VocabularyFiles(self._loader, self._stores)
+        self._source = vocabularies.load(self._paths[0], for_encoding=True)
         self._target = (self._source if self._paths[1] == self._paths[0]
-                        else vocab_files.load(self._vocabulary, self._paths[1], self._stores,
-                                              for_encoding=True))
+                        else vocabularies.load(self._paths[1], for_encoding=True))
         # per side: the EOS ids as varints, and how many
         self._eos = tuple((encode_varints(ids), len(ids)) for ids in (
-            self._source.eos_ids(self._eos_token), self._target.eos_ids(self._eos_token)))
+            self._source.eos_ids(), self._target.eos_ids()))
         # per side: line -> (Example entry, id count with EOS, id count without EOS, OOV
         # words, characters): the counts kept so a cached line costs no len() calls
         self._line_entries: Tuple[LineEntries, LineEntries] = ({}, {})

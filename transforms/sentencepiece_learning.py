@@ -11,7 +11,8 @@ options as the model itself records them (`sentencepiece_model.recorded_options`
 """
 
 import base64
-from typing import Any, Dict, Mapping
+import dataclasses
+from typing import Any, Dict, Mapping, Optional
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
@@ -26,11 +27,23 @@ from transforms.vocab_learning import (Learnt, LearningStats, PassReport,
                                        check_sampling, sample_items)
 
 
+@dataclasses.dataclass(frozen=True)
+class SentencePieceSettings:
+    """The sentencepiece kind's part of the config (`VocabConfig.kind_settings`): its own
+    flags."""
+    spm_model: Optional[str]         # given models: FILE or SOURCE_FILE,TARGET_FILE
+    spm_model_type: str              # unigram | bpe
+    spm_character_coverage: float
+    spm_special_ids: str             # t5 | sentencepiece
+    spm_trainer_options: str         # key=value,... (any further trainer option)
+
+
 def trainer_options(vocab: VocabConfig) -> Dict[str, Any]:
     """The trainer options of the run's flags (`sentencepiece_model.trainer_options`)."""
+    spm: SentencePieceSettings = vocab.kind_settings
     return sentencepiece_model.trainer_options(
-        vocab.spm_model_type, vocab.vocab_size, vocab.spm_character_coverage,
-        vocab.spm_special_ids, sentencepiece_model.parse_option_list(vocab.spm_trainer_options))
+        spm.spm_model_type, vocab.vocab_size, spm.spm_character_coverage,
+        spm.spm_special_ids, sentencepiece_model.parse_option_list(spm.spm_trainer_options))
 
 
 def _for_json(result):

@@ -251,6 +251,20 @@ class CountedLearner(OnePassLearner):
         return PassReport()
 
 
+@dataclasses.dataclass(frozen=True)
+class WordSettings:
+    """The word kind's part of the config (`VocabConfig.kind_settings`): its own flags."""
+    word_vocab: Optional[str]        # given word vocabularies: FILE or SOURCE_FILE,TARGET_FILE
+
+
+@dataclasses.dataclass(frozen=True)
+class ByteBpeSettings:
+    """The byte_bpe kind's part of the config (`VocabConfig.kind_settings`): its own flags."""
+    bpe_vocab: Optional[str]         # a given byte-level BPE (a directory)
+    bpe_min_frequency: int           # learning merges no pair seen fewer times
+    bpe_eos_token: str               # the token whose id ends every example
+
+
 class WordLearner(CountedLearner):
     """tensorflow/nmt word vocabularies: the `vocab_size - 3` most frequent words
     (`Top.PerKey`, ties broken by the word) after `<unk>`, `<s>`, `</s>`."""
@@ -288,14 +302,16 @@ class ByteBpeLearner(CountedLearner):
 
     @staticmethod
     def vocabs_from_counts(totals: beam.PCollection, vocab: VocabConfig) -> beam.PCollection:
+        bpe: ByteBpeSettings = vocab.kind_settings
         return totals | "LearnMerges" >> beam.Map(
-            _learn_bpe, vocab_size=vocab.vocab_size, min_frequency=vocab.bpe_min_frequency,
-            eos_token=vocab.bpe_eos_token)
+            _learn_bpe, vocab_size=vocab.vocab_size, min_frequency=bpe.bpe_min_frequency,
+            eos_token=bpe.bpe_eos_token)
 
     @staticmethod
     def empty_files(vocab: VocabConfig) -> VocabFiles:
-        return _learn_bpe((None, []), vocab.vocab_size, vocab.bpe_min_frequency,
-                          vocab.bpe_eos_token)[1]
+        bpe: ByteBpeSettings = vocab.kind_settings
+        return _learn_bpe((None, []), vocab.vocab_size, bpe.bpe_min_frequency,
+                          bpe.bpe_eos_token)[1]
 
 
 def _descending(word):
@@ -321,4 +337,4 @@ def _learn_bpe(name_items, vocab_size, min_frequency, eos_token):
     name, items = name_items
     bpe = learn_byte_bpe(dict(items), vocab_size, special_tokens=(eos_token,),
                          min_frequency=min_frequency)
-    return [name, ByteBpeVocabulary(bpe).to_files()]
+    return [name, ByteBpeVocabulary(bpe, eos_token).to_files()]

@@ -20,6 +20,7 @@ from typing import Any, Dict, List, Mapping, Optional
 from apache_beam.io.filesystems import FileSystems
 
 from pipeline.driver.datasets import is_local_file, split_patterns
+from pipeline.driver.kinds import every_plugin
 from pipeline.driver.options import flag_defaults
 from pipeline.output.own_outputs import exclude_own
 from pipeline.runtime.runners import DatagenError
@@ -34,19 +35,22 @@ OPERATIONAL_FLAGS = frozenset((
     "output_dir", "problem", "overwrite", "allow_empty", "vocab_partitions",
     "bisection_rounds_per_pass", "bisection_lookahead", "encode_chunk_lines",
     "lock_stale_seconds", "in_process_below_mb", "log_level"))
-# Flags naming existing vocabularies, and every flag naming input files: compared through the
-# files they name, not their spelling.
-GIVEN_VOCAB_FLAGS = ("word_vocab", "bpe_vocab", "spm_model")
+# Flags naming existing vocabularies (each kind's `given_flag`), and every flag naming input
+# files: compared through the files they name, not their spelling.
+_KINDS = every_plugin()
+GIVEN_VOCAB_FLAGS = tuple(kind.given_flag for kind in _KINDS if kind.given_flag)
 INPUT_FLAGS = ("train_source", "train_target", "train_tsv", "train_tmx", "dev_source",
                "dev_target", "dev_tsv", "dev_tmx", "filters") + GIVEN_VOCAB_FLAGS
-# Flags that determine a vocabulary (with the train inputs and the given vocab files). Not
-# --max_line_chars: the pairs it rejects are still sampled (README, "Vocabulary sample").
-VOCAB_FLAGS = ("vocab_type", "vocab_size", "shared_vocab", "file_byte_budget",
-               "max_subtoken_length", "bpe_min_frequency", "bpe_eos_token", "spm_model_type",
-               "spm_character_coverage", "spm_special_ids", "spm_trainer_options",
-               "on_invalid_utf8",
-               "on_misaligned", "source_lang", "target_lang",
-               "source_column", "target_column", "train_format", "dedup", "drop_dev_overlap")
+# Flags that determine a vocabulary (with the train inputs and the given vocab files): the
+# general ones and every kind's own. Not --max_line_chars: the pairs it rejects are still
+# sampled (README, "Vocabulary sample").
+_KIND_FLAGS = tuple(flag for kind in _KINDS for flag in kind.own_flags()
+                    if flag not in GIVEN_VOCAB_FLAGS)
+VOCAB_FLAGS = (("vocab_type", "vocab_size", "shared_vocab", "file_byte_budget",
+                "max_subtoken_length") + _KIND_FLAGS
+               + ("on_invalid_utf8", "on_misaligned", "source_lang", "target_lang",
+                  "source_column", "target_column", "train_format", "dedup",
+                  "drop_dev_overlap"))
 VOCAB_INPUT_FLAGS = ("train_source", "train_target", "train_tsv", "train_tmx",
                      "filters") + GIVEN_VOCAB_FLAGS
 # Cleaning flags at their "off" values are left out, so an output or vocabulary made before
@@ -55,17 +59,17 @@ VOCAB_INPUT_FLAGS = ("train_source", "train_target", "train_tsv", "train_tmx",
 CLEANING_OFF = {"dedup": "none", "drop_dev_overlap": False, "output_format": "tfrecord"}
 
 
-# SentencePiece's own flags at their defaults are left out too, for the same reason (outputs
-# and vocabularies made before the kind existed); changed, they are recorded.
-SENTENCEPIECE_FLAGS = ("spm_model_type", "spm_character_coverage", "spm_special_ids",
-                       "spm_trainer_options")
+# The own flags of a kind added after fingerprints existed (`fingerprint_defaults` False)
+# are left out at their defaults too, for the same reason; changed, they are recorded.
+DEFAULTS_LEFT_OUT = tuple(flag for kind in _KINDS if not kind.fingerprint_defaults
+                          for flag in kind.own_flags() if flag not in GIVEN_VOCAB_FLAGS)
 
 
 def _left_out_when_off(flags):
     defaults = flag_defaults()
     return {k: v for k, v in flags.items()
             if (k not in CLEANING_OFF or v != CLEANING_OFF[k])
-            and (k not in SENTENCEPIECE_FLAGS or v != defaults[k])}
+            and (k not in DEFAULTS_LEFT_OUT or v != defaults[k])}
 
 FileStamps = Dict[str, Dict[str, float]]  # {path: {"size": bytes, "mtime": seconds}}
 Fingerprint = Dict[str, Any]  # {"flags": {flag: value}, "inputs": {flag: FileStamps}} (JSON)

@@ -164,7 +164,7 @@ class DatagenJob:
         self._lock.check()  # a run that lost its lock must not replace the new
         report = {split: books.split_report(  # holder's files
             split, items, num_shards[split], shards, rejects, tokens.get(split, [0, 0, 0, 0]),
-            self.layout.rejects_path(split), self.vocab.kind.counts_oov)
+            self.layout.rejects_path(split), self.vocab.kind.codec.counts_oov)
             for split, items in sorted(prepared.items())}
         if not self.config.job.allow_empty:
             books.check_written(prepared, report)

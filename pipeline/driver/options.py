@@ -16,11 +16,10 @@ from pipeline.runtime.console import LOG_LEVELS
 from pipeline.runtime.flags import FlagParser
 from pipeline.output.names import check_name
 from pipeline.runtime.runners import DatagenError
-from transforms.codecs.sentencepiece_model import (DEFAULT_SPECIAL_IDS, MODEL_TYPES,
-                                                   SPECIAL_IDS)
 from transforms.config import (CleanConfig, DatagenConfig, InputConfig, JobConfig, ReadConfig,
                                VocabConfig)
-from transforms.vocab_kinds import DEFAULT_KIND, ENDOFTEXT, KIND_NAMES, every_kind, vocab_kind
+from pipeline.driver.kinds import every_plugin, kind_plugin
+from transforms.codecs.kinds import DEFAULT_KIND, KIND_NAMES
 from transforms.record_formats import DEFAULT_FORMAT, FORMATS
 
 LOG = logging.getLogger("datagen")
@@ -82,35 +81,13 @@ class DatagenOptions:
         add("--source_lang", default=None, help="Source language suffix (default: the files' extension).")
         add("--target_lang", default=None, help="Target language suffix (default: the files' extension).")
         add("--vocab_type", default=DEFAULT_KIND, choices=KIND_NAMES,
-            help="subword: T2T SubwordTextEncoder; byte_bpe: GPT-2 style byte-level BPE; "
-                 "word: tensorflow/nmt word vocabulary; sentencepiece: a SentencePiece model "
-                 "(SentencePiece's own trainer).")
+            help="; ".join("%s: %s" % (kind.name, kind.description)
+                           for kind in every_plugin()) + ".")
         add("--vocab_size", type=int, default=8192,
             help="Target vocabulary size (subword: approximate, as T2T; byte_bpe: exact, "
                  "bytes + merges + special tokens; word: exact, specials included).")
-        add("--bpe_vocab", default=None,
-            help="Existing byte-level BPE for both sides (e.g. GPT-2's): a directory with "
-                 "vocab.json + merges.txt, or encoder.json + vocab.bpe. Nothing is learnt.")
-        add("--bpe_eos_token", default=ENDOFTEXT,
-            help="Token whose id ends every byte_bpe example.")
-        add("--bpe_min_frequency", type=int, default=2,
-            help="BPE learning stops before merging a pair seen fewer times than this.")
-        add("--word_vocab", default=None,
-            help="Existing word vocabulary: FILE for both sides, or SOURCE_FILE,TARGET_FILE. "
-                 "Missing or misplaced <unk>, <s>, </s> are moved to the front.")
-        add("--spm_model", default=None,
-            help="Existing SentencePiece model: FILE (.model) for both sides, or "
-                 "SOURCE_FILE,TARGET_FILE. Nothing is learnt.")
-        add("--spm_model_type", default="unigram", choices=MODEL_TYPES,
-            help="SentencePiece model learnt (its trainer's --model_type).")
-        add("--spm_character_coverage", type=float, default=0.9995,
-            help="Characters the SentencePiece model covers (its trainer's default).")
-        add("--spm_special_ids", default=DEFAULT_SPECIAL_IDS, choices=tuple(SPECIAL_IDS),
-            help="Ids of the specials of a learnt SentencePiece model: t5 (pad=0, eos=1, "
-                 "unk=2, no bos; T2T's and seqio's) or sentencepiece (unk=0, bos=1, eos=2).")
-        add("--spm_trainer_options", default="",
-            help="Further SentencePiece trainer options, key=value,... (e.g. "
-                 "split_digits=true,byte_fallback=true); recorded in the summary.")
+        for kind in every_plugin():  # each kind's own flags
+            kind.add_flags(add)
         add("--shared_vocab", action="store_true", default=False,
             help="Learn one vocabulary from both sides (vocab.{problem}.{size}.subwords).")
         add("--file_byte_budget", type=float, default=1e8,
@@ -232,29 +209,22 @@ def validate_flags(f: argparse.Namespace) -> None:
         raise DatagenError("--max_line_chars must be 0 (no limit) or positive, not %d"
                            % f.max_line_chars)
     defaults = _defaults()
-    chosen = vocab_kind(f.vocab_type)
+    chosen = kind_plugin(f.vocab_type)
     # Flags of another kind would be silently ignored, so they are refused.
-    for kind in every_kind():
-        for flag in kind.own_flags:
+    for kind in every_plugin():
+        for flag in kind.own_flags():
             if getattr(f, flag) != defaults[flag] and kind is not chosen:
                 raise DatagenError("--%s applies to --vocab_type %s only, not %s" % (
                     flag, kind.name, f.vocab_type))
-    if f.bpe_min_frequency < 1:
-        raise DatagenError("--bpe_min_frequency must be at least 1")
-    if f.bpe_eos_token == "":
-        raise DatagenError("--bpe_eos_token must not be empty")
-    if f.word_vocab is not None and not 1 <= len([w for w in f.word_vocab.split(",") if w]) <= 2:
-        raise DatagenError("--word_vocab takes FILE or SOURCE_FILE,TARGET_FILE, not %r"
-                           % f.word_vocab)
-    problem = chosen.flag_problem(_vocab_config(f))
+    settings = chosen.settings(f)
+    problem = chosen.problem(settings, f.vocab_size)
     if problem:
         raise DatagenError(problem)
-    given = ("--word_vocab" if f.word_vocab else "--bpe_vocab" if f.bpe_vocab
-             else "--spm_model" if f.spm_model else None)
-    if given and f.vocab_size != defaults["vocab_size"]:
-        LOG.warning("--vocab_size %d with %s: the given vocabulary is used as it is, whatever "
-                    "its size; --vocab_size only names the copy in --output_dir "
-                    "(vocab.%s.%d.*)", f.vocab_size, given, f.problem, f.vocab_size)
+    if chosen.given_names(settings) and f.vocab_size != defaults["vocab_size"]:
+        LOG.warning("--vocab_size %d with --%s: the given vocabulary is used as it is, "
+                    "whatever its size; --vocab_size only names the copy in --output_dir "
+                    "(vocab.%s.%d.*)", f.vocab_size, chosen.given_flag, f.problem,
+                    f.vocab_size)
     if f.num_train_shards < 1 or f.num_dev_shards < 1:
         raise DatagenError("--num_train_shards and --num_dev_shards must be at least 1")
     if (f.encode_chunk_lines < 1 or f.vocab_partitions < 1 or f.bisection_lookahead < 0
@@ -274,14 +244,18 @@ def validate_flags(f: argparse.Namespace) -> None:
                            "non-negative column numbers")
 
 
-def _fields(cls, flags, **renamed):
-    """A `cls` of the flags named as its fields (`renamed`: field -> flag)."""
-    return cls(**{field.name: getattr(flags, renamed.get(field.name, field.name))
-                  for field in dataclasses.fields(cls)})
+def _fields(cls, flags, **values):
+    """A `cls` of the flags named as its fields, but for the fields `values` gives."""
+    return cls(**{field.name: values[field.name] if field.name in values
+                  else getattr(flags, field.name) for field in dataclasses.fields(cls)})
 
 
-def _vocab_config(flags) -> VocabConfig:
-    return _fields(VocabConfig, flags, bisection_rounds="bisection_rounds_per_pass")
+def _vocab_config(flags: argparse.Namespace) -> VocabConfig:
+    kind = kind_plugin(flags.vocab_type)
+    settings = kind.settings(flags)
+    return _fields(VocabConfig, flags, bisection_rounds=flags.bisection_rounds_per_pass,
+                   given=tuple(kind.given_files(settings)),
+                   loader=kind.codec.loader(vars(flags)), kind_settings=settings)
 
 
 def datagen_config(flags: argparse.Namespace) -> DatagenConfig:

@@ -1,7 +1,7 @@
 """The vocab step: which vocabularies the run needs, and for each whether it is given, reused
 or learnt; writing them into the output directory.
 
-- given (`--word_vocab`, `--bpe_vocab`): loaded before anything runs (a bad file is a
+- given (the kind's `given_flag`, e.g. `--word_vocab`): loaded before anything runs (a bad file is a
   one-line error, not a traceback in the encode pass), then copied into the output;
 - reused: a vocab file already in the output directory whose fingerprint sidecar matches
   this run's vocab inputs and flags (one without a sidecar was put there by hand and is
@@ -9,9 +9,9 @@ or learnt; writing them into the output directory.
 - learnt: by the kind's learner (`transforms.vocab_learning`), whose passes
   `pipeline.driver.vocab_passes` runs.
 
-Everything that differs between subword, byte_bpe and word vocabularies is asked of the
-run's VocabKind (`transforms.vocab_kinds`: its Vocabulary class and learner); files are read
-and written by `transforms.vocab_files`; this module never compares kind names.
+Everything that differs between kinds is asked of the run's kind plugin
+(`pipeline.driver.kinds`: its learner, its given flag) and of the config's `vocab.loader`;
+files are read and written by one `transforms.vocab_files.VocabularyFiles`.
 """
 
 import logging
@@ -27,11 +27,11 @@ from pipeline.driver.vocab_passes import VocabPassDriver
 from pipeline.output.layout import OutputLayout, lang_of
 from pipeline.output.names import check_name
 from pipeline.runtime.runners import DatagenError, one_line
-from transforms import vocab_files
-from transforms.codecs.vocabulary import VocabFiles, Vocabulary
+from transforms.vocab_files import VocabularyFiles
+from transforms.codecs.vocabulary import VocabFiles
+from pipeline.driver.kinds import kind_plugin
 from transforms.config import DatagenConfig
 from transforms.vocab_learning import LearnerInputs, VocabLearner
-from transforms.vocab_kinds import vocab_kind
 
 LOG = logging.getLogger("datagen")
 
@@ -68,7 +68,8 @@ class VocabStep:
         self._layout = layout
         self._run_pass = run_pass
         self.passes = VocabPassDriver(run_pass)
-        self.kind = vocab_kind(config.vocab.vocab_type)
+        self.kind = kind_plugin(config.vocab.vocab_type)
+        self.files = VocabularyFiles(config.vocab.loader, run_pass.stores)
         self.fingerprint: Optional[fingerprint.Fingerprint] = None
 
     # -- which vocabularies ----------------------------------------------------------------
@@ -77,8 +78,8 @@ class VocabStep:
         read, vocab = self._config.read, self._config.vocab
         kind = self.kind
         train = datasets["train"]
-        if vocab.shared_vocab or len(kind.given_files(vocab)) == 1:
-            return {"shared": (self._layout.vocab_path(kind), train)}
+        if vocab.shared_vocab or len(vocab.given) == 1:
+            return {"shared": (self._layout.vocab_path(kind.codec), train)}
         first = train[0]
         src_lang = read.source_lang or (lang_of(first.source) if first.target else None)
         tgt_lang = read.target_lang or (lang_of(first.target) if first.target else None)
@@ -93,12 +94,12 @@ class VocabStep:
         if src_lang == tgt_lang:
             raise DatagenError("source and target language are both %r: pass --source_lang/"
                                "--target_lang, or --shared_vocab" % src_lang)
-        return {"source": (self._layout.vocab_path(kind, src_lang), train),
-                "target": (self._layout.vocab_path(kind, tgt_lang), train)}
+        return {"source": (self._layout.vocab_path(kind.codec, src_lang), train),
+                "target": (self._layout.vocab_path(kind.codec, tgt_lang), train)}
 
     def given(self, plan: VocabPlan) -> Dict[str, str]:
         """{name: path} of vocabularies the user supplied (--bpe_vocab, --word_vocab)."""
-        files = self.kind.given_files(self._config.vocab)  # at most 2 (`validate_flags`)
+        files = self._config.vocab.given  # at most 2 (`validate_flags`)
         if len(files) == 2:
             return dict(zip(sorted(plan), files))
         return {"shared": files[0]} if files else {}
@@ -106,7 +107,7 @@ class VocabStep:
     # -- checks before anything runs -------------------------------------------------------
     def _load_given(self, flag, path):
         try:
-            return vocab_files.load(self.kind.vocabulary, path, self._run_pass.stores)
+            return self.files.load(path)
         except (OSError, ValueError) as e:  # BeamIOError is an OSError, bad JSON a ValueError
             raise DatagenError("%s %s: not a readable %s vocabulary (%s)" % (
                 flag, path, self.kind.name, one_line(e))) from None
@@ -115,21 +116,12 @@ class VocabStep:
         """Loads the vocabularies the flags name (--word_vocab, --bpe_vocab) before anything
         runs, so a missing file, or a --bpe_eos_token the vocabulary lacks, is a one-line
         error (exit 2) instead of a traceback in the encode pass."""
-        flag = self.kind.given_flag
-        for path in self.kind.given_files(self._config.vocab):
-            missing = vocab_files.missing(self.kind.vocabulary, path)
+        flag = "--%s" % self.kind.given_flag
+        for path in self._config.vocab.given:
+            missing = self.files.missing(path)
             if missing:
                 raise DatagenError("%s %s: %s" % (flag, path, missing))
-            self.check_eos_token(self._load_given(flag, path), path)
-
-    def check_eos_token(self, vocabulary: Vocabulary, path: str) -> None:
-        """Raises DatagenError when a vocabulary lacks the ids that end every example (a
-        byte_bpe vocabulary without --bpe_eos_token)."""
-        eos_token = self._config.vocab.bpe_eos_token
-        try:
-            vocabulary.eos_ids(eos_token)
-        except ValueError as e:
-            raise DatagenError("%s: %s" % (path, one_line(e))) from None
+            self._load_given(flag, path)
 
     def check_reused(self, path: str) -> None:
         """Raises DatagenError when an existing vocab file was made from other vocab inputs
@@ -149,38 +141,37 @@ class VocabStep:
     def choose(self, plan: VocabPlan) -> VocabChoice:
         """Which vocabularies are reused, given or learnt. Reused ones are checked and loaded
         here, before any pass runs."""
-        kind = self.kind
-        stores = self._run_pass.stores
         reused = {}
         to_learn = {}
         given = self.given(plan)
         for name, (path, train) in sorted(plan.items()):
             if name in given:
                 continue
-            if (vocab_files.exists(kind.vocabulary, path, stores)
-                    and not self._config.job.overwrite):
+            if self.files.exists(path) and not self._config.job.overwrite:
                 self.check_reused(path)
                 LOG.info("vocab %s: reusing %s", name, path)
-                vocabulary = vocab_files.load(kind.vocabulary, path, stores)
-                self.check_eos_token(vocabulary, path)
+                try:  # e.g. a byte_bpe vocabulary without --bpe_eos_token
+                    vocabulary = self.files.load(path)
+                except ValueError as e:
+                    raise DatagenError("%s: %s" % (path, one_line(e))) from None
                 reused[name] = {"path": path, "size": vocabulary.vocab_size, "reused": True}
                 continue
             to_learn[name] = train
         return VocabChoice(reused, given, to_learn)
 
     def _write(self, path: str, files: VocabFiles) -> None:
-        """Writes a vocabulary (`transforms.vocab_files.write`). Its fingerprint sidecar goes
+        """Writes a vocabulary (`VocabularyFiles.write`). Its fingerprint sidecar goes
         first, so a vocab file this job wrote never lacks one (a sidecar without its vocab
         file is rewritten with the next vocab)."""
         assert self.fingerprint is not None  # set by the job before anything is written
         fingerprint.write_sidecar(path, self.fingerprint, self._run_pass.stores)
-        vocab_files.write(self.kind.vocabulary, path, files, self._run_pass.stores)
+        self.files.write(path, files)
 
     def write_given(self, plan: VocabPlan, given: Dict[str, str]) -> Dict[str, dict]:
         """Copies the given vocabularies into the output; returns their report."""
         report = {}
         for name in sorted(given):
-            vocabulary = vocab_files.load(self.kind.vocabulary, given[name])
+            vocabulary = VocabularyFiles(self._config.vocab.loader).load(given[name])
             if vocabulary.load_note:
                 LOG.info("vocab %s: %s %s", name, given[name], vocabulary.load_note)
             self._write(plan[name][0], vocabulary.to_files())
@@ -242,8 +233,7 @@ class VocabStep:
             sampling = [s for s in stats.sampling if s["vocab"] == name]
             report[name] = {
                 "path": path,
-                "size": vocab_files.load(self.kind.vocabulary, path,
-                                         self._run_pass.stores).vocab_size,
+                "size": self.files.load(path).vocab_size,
                 "reused": False,
                 "sampled_lines": sum(s["sampled_lines"] for s in sampling),
                 "sampled_chars": sum(s["sampled_chars"] for s in sampling),

@@ -13,7 +13,7 @@ from transforms.formats.checked_decompress import strip_compression_suffix
 from transforms.record_formats import DEFAULT_FORMAT, ShardNames, record_format
 
 if TYPE_CHECKING:
-    from transforms.vocab_kinds import VocabKind
+    from transforms.codecs.kinds import CodecKind
 
 
 SUMMARY_NAME = "%s.datagen_summary.json"  # % problem: several problems may share a data_dir
@@ -49,9 +49,9 @@ class OutputLayout:
     def path(self, *names: str) -> str:
         return FileSystems.join(self.output_dir, *names)
 
-    def vocab_path(self, kind: "VocabKind", lang: Optional[str] = None) -> str:
-        """T2T's `vocab.{problem}.{size}.subwords[.lang]`; the other kinds' suffixes (`.bpe`,
-        a directory, and `.words`) come from their VocabKind (`transforms.vocab_kinds`)."""
+    def vocab_path(self, kind: "CodecKind", lang: Optional[str] = None) -> str:
+        """`vocab.{problem}.{size}.{suffix}[.lang]`: T2T's name with `subwords`, the other
+        kinds' suffixes (`transforms.codecs.kinds`)."""
         name = "vocab.%s.%d.%s" % (self.problem, self.vocab_size, kind.file_suffix)
         return self.path(name + ("." + lang if lang else ""))
 

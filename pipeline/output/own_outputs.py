@@ -22,13 +22,13 @@ from apache_beam.io.filesystems import FileSystems
 from pipeline.output.layout import WORK_NAME, OutputLayout
 from transforms.record_formats import (DEFAULT_FORMAT, SHARD_NAME_PATTERN, ShardNames,
                                       record_format)
-from transforms.vocab_kinds import every_kind
+from transforms.codecs.kinds import CODEC_KINDS
 
 if TYPE_CHECKING:
     from transforms.storage.object_stores import ObjectStores
 
 # vocab.{problem}.{size}.{suffix}[.{lang}] of every vocabulary kind (files, or directories)
-_VOCAB_SUFFIXES = "(%s)" % "|".join(re.escape(kind.file_suffix) for kind in every_kind())
+_VOCAB_SUFFIXES = "(%s)" % "|".join(re.escape(kind.file_suffix) for kind in CODEC_KINDS)
 _OWN_NAMES = re.compile(
     r"(vocab\..+\.\d+\." + _VOCAB_SUFFIXES + r"(\.[^/]+)?"      # vocab files (and dirs)
     r"|\.vocab\..+\.fingerprint\.json"                           # their sidecars

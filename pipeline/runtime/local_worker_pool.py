@@ -76,7 +76,8 @@ REQUIRED_INTERNALS = [
 # "apitools not found ..." (the fork server is a fresh interpreter; pipeline/__init__.py).
 PRELOAD = ("pipeline", "apache_beam", SDK_WORKER, "pipeline.runtime.local_worker_pool",
            "transforms.token_counts", "transforms.subword_refine", "transforms.encode_pairs",
-           "transforms.vocab_kinds", "pipeline.runtime.worker_warmup")
+           "transforms.codecs.kinds", "transforms.vocab_learning", "transforms.subword_learning",
+           "transforms.sentencepiece_learning", "pipeline.runtime.worker_warmup")
 
 
 def internals_missing() -> Optional[str]:

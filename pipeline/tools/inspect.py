@@ -17,7 +17,7 @@ files alone:
   parsed with its protobuf-only Example schema: no Beam pipeline and no TensorFlow (~3.5 s
   to import). Files go through Beam's FileSystems, as everywhere in the project, so gs://
   works; importing it loads the `apache_beam` package (~1.5 s) but runs nothing;
-- decoding is the run's kind's `Vocabulary` (`transforms.vocab_kinds`, read by
+- decoding is the run's kind's `Vocabulary` (`transforms.codecs.kinds`, read by
   `transforms.vocab_files`): its EOS ids (stripped before decoding), its `decode`. No kind
   name is compared here;
 - without `--seed`, the first N records in shard order; with it, N records picked by
@@ -50,14 +50,14 @@ from pipeline.output.complete_check import shard_mismatches
 from pipeline.output.layout import COMPLETE_NAME, SUMMARY_NAME
 from pipeline.runtime import flags
 from pipeline.runtime.runners import DatagenError, one_line
-from transforms import vocab_files
+from transforms.vocab_files import VocabularyFiles
 from transforms.codecs.vocabulary import Vocabulary
 from transforms.storage import file_io
 from transforms.storage.object_stores import ObjectStores, StoreSettings
 from transforms.formats.example_proto import Int64FeaturesWriter
 from transforms.formats.tfrecord_framing import CorruptRecordError
 from transforms.record_formats import format_of
-from transforms.vocab_kinds import VocabKind, vocab_kind
+from transforms.codecs.kinds import CodecKind, codec_kind
 
 PROG = "python -m pipeline.tools.inspect"
 T = TypeVar("T")
@@ -143,10 +143,11 @@ def _unfinished(output_dir: str, problem: str) -> str:
 
 
 def load_vocabs(output_dir: str,
-                summary: Dict[str, Any]) -> Tuple[VocabKind, Dict[str, SideVocab]]:
+                summary: Dict[str, Any]) -> Tuple[CodecKind, Dict[str, SideVocab]]:
     """(kind, {"source"|"target": (file name, encoder, eos ids)}) of the output's vocab
     files, found by name in `output_dir`; a shared vocabulary serves both sides."""
-    kind = vocab_kind(summary["flags"]["vocab_type"])
+    kind = codec_kind(summary["flags"]["vocab_type"])
+    files = VocabularyFiles(kind.loader(summary["flags"]))  # built as the run built them
     vocab = summary["vocab"]
     sides = {"source": "shared", "target": "shared"} if "shared" in vocab else {
         "source": "source", "target": "target"}
@@ -154,12 +155,12 @@ def load_vocabs(output_dir: str,
     for side, name in sides.items():
         if name not in loaded:
             path = FileSystems.join(output_dir, _basename(vocab[name]["path"]))
-            missing = vocab_files.missing(kind.vocabulary, path)
+            missing = files.missing(path)
             if missing:
                 raise DatagenError("%s vocabulary %s: %s" % (name, path, missing))
             try:
-                encoder = vocab_files.load(kind.vocabulary, path)
-                eos = encoder.eos_ids(summary["flags"]["bpe_eos_token"])
+                encoder = files.load(path)
+                eos = encoder.eos_ids()
             except (OSError, ValueError) as e:
                 raise DatagenError("%s: not a readable %s vocabulary (%s)" % (
                     path, kind.name, one_line(e))) from None

@@ -306,10 +306,6 @@ def _records_dataset(tf: Any, files: List[Tuple[str, bool]]) -> Any:
     return tf.data.Dataset.from_generator(records, output_signature=tf.TensorSpec((), tf.string))
 
 
-# The mode each vocabulary kind's records are written for (README, "Outputs").
-_MODE_OF_KIND = {"word": "nmt", "subword": "t2t", "byte_bpe": "t2t", "sentencepiece": "t2t"}
-
-
 def _check_mode(files: Iterable[str], mode: str) -> None:
     """Raises ValueError when a summary beside the record files says they were written for
     the other mode (word records have no EOS; subword and byte_bpe records end in one): the
@@ -317,6 +313,7 @@ def _check_mode(files: Iterable[str], mode: str) -> None:
     import json
 
     from apache_beam.io.filesystems import FileSystems
+    from transforms.codecs.kinds import KIND_NAMES, codec_kind
 
     checked = set()
     for path in files:
@@ -335,7 +332,8 @@ def _check_mode(files: Iterable[str], mode: str) -> None:
                     kind = json.loads(f.read().decode("utf-8"))["flags"]["vocab_type"]
             except (OSError, ValueError, KeyError, TypeError):
                 continue  # no readable summary: nothing to check against
-            wanted = _MODE_OF_KIND.get(kind)
+            wanted = (("t2t" if codec_kind(kind).ends_in_eos else "nmt")  # README, "Outputs"
+                      if kind in KIND_NAMES else None)
             if wanted and wanted != mode:
                 raise ValueError(
                     "%s holds records of --vocab_type %s, written for mode=%r, not mode=%r "

@@ -1,5 +1,6 @@
 """The vocabulary kinds' parts: pure `Vocabulary` classes (contents in, contents out, encode,
-decode, EOS), their files on disk (`transforms.vocab_files`), the registry, and the
+decode, EOS), their files on disk (`transforms.vocab_files`), the two registries (codec
+kinds and driver plugins), and the
 learners' passes as data (labels, probe keys)."""
 
 import os
@@ -7,13 +8,14 @@ import os
 import pytest
 
 from repo_paths import DATA_DIR
-from transforms import vocab_files
+from pipeline.driver.kinds import every_plugin, kind_plugin
 from transforms.codecs.byte_bpe_vocabulary import BPE_FILES, ByteBpeVocabulary
 from transforms.codecs.subword_vocabulary import SubwordVocabulary
-from transforms.codecs.vocabulary import SINGLE_FILE, Vocabulary
+from transforms.codecs.kinds import CODEC_KINDS, KIND_NAMES, codec_kind
+from transforms.codecs.vocabulary import SINGLE_FILE, Vocabulary, VocabularyLoader
 from transforms.codecs.word_vocabulary import WordVocabulary
 from transforms.subword_learning import ProbeKey
-from transforms.vocab_kinds import KIND_NAMES, every_kind, vocab_kind
+from transforms.vocab_files import VocabularyFiles
 from transforms.vocab_learning import VocabLearner, VocabPass
 
 DATA = DATA_DIR
@@ -25,30 +27,32 @@ TEXT = "Hello world, the vocabulary kinds"
 
 def test_registry_names_each_kinds_parts():
     assert KIND_NAMES == ("subword", "byte_bpe", "word", "sentencepiece")
-    for kind in every_kind():
+    for kind, plugin in zip(CODEC_KINDS, every_plugin()):
         assert issubclass(kind.vocabulary, Vocabulary)
-        assert issubclass(kind.learner, VocabLearner)
-        assert vocab_kind(kind.name) is kind
+        assert codec_kind(kind.name) is kind
+        assert plugin.codec is kind and kind_plugin(kind.name) is plugin
+        assert issubclass(plugin.learner, VocabLearner)
     with pytest.raises(ValueError):
-        vocab_kind("nope")
+        codec_kind("nope")
 
 
 @pytest.mark.parametrize("vocabulary,path,eos", [
     (SubwordVocabulary, SUBWORDS, [1]), (ByteBpeVocabulary, GPT2, [50256]),
     (WordVocabulary, WORDS, [])])
 def test_vocabulary_round_trips_through_its_files(tmp_path, vocabulary, path, eos):
-    loaded = vocab_files.load(vocabulary, path)
-    assert vocab_files.missing(vocabulary, path) is None
+    files = VocabularyFiles(VocabularyLoader(vocabulary))
+    loaded = files.load(path)
+    assert files.missing(path) is None
     ids = loaded.encode(TEXT)
     decoded = loaded.decode(ids)
     assert decoded == TEXT if eos else len(decoded.split()) == len(TEXT.split())
-    assert loaded.eos_ids("<|endoftext|>") == eos
+    assert loaded.eos_ids() == eos
     copy = str(tmp_path / "copy")
-    assert not vocab_files.exists(vocabulary, copy)
-    assert vocab_files.missing(vocabulary, copy) == vocabulary.missing_reason
-    vocab_files.write(vocabulary, copy, loaded.to_files())
-    assert vocab_files.exists(vocabulary, copy)
-    again = vocab_files.load(vocabulary, copy, for_encoding=True)
+    assert not files.exists(copy)
+    assert files.missing(copy) == vocabulary.missing_reason
+    files.write(copy, loaded.to_files())
+    assert files.exists(copy)
+    again = files.load(copy, for_encoding=True)
     assert again.to_files() == loaded.to_files()
     assert again.vocab_size == loaded.vocab_size
     assert again.encode(TEXT) == ids
@@ -58,10 +62,14 @@ def test_vocabulary_round_trips_through_its_files(tmp_path, vocabulary, path, eo
 
 
 def test_byte_bpe_is_written_as_hugging_face_files_and_lacks_an_unknown_eos(tmp_path):
-    bpe = vocab_files.load(ByteBpeVocabulary, GPT2)  # read from GPT-2's names
+    kind = codec_kind("byte_bpe")
+    bpe = VocabularyFiles(kind.loader({})).load(GPT2)  # read from GPT-2's names
     assert sorted(bpe.to_files()) == sorted(BPE_FILES)
+    # the EOS token is an option the vocabulary is built with: --bpe_eos_token's value
+    eos = VocabularyFiles(kind.loader({"bpe_eos_token": "!"})).load(GPT2)
+    assert eos.eos_ids() == [0] and eos.encode("!") == [0]
     with pytest.raises(ValueError, match="no '<eos>' token"):
-        bpe.eos_ids("<eos>")
+        VocabularyFiles(kind.loader({"bpe_eos_token": "<eos>"})).load(GPT2)
 
 
 def test_word_vocabulary_notes_its_moved_specials():

@@ -3,12 +3,14 @@
 A directory with Hugging Face's `vocab.json` and `merges.txt` (what is written), or OpenAI's
 `encoder.json` and `vocab.bpe` (read too: the same two formats under GPT-2's names).
 Examples end in the id of the EOS token, `<|endoftext|>` unless --bpe_eos_token says
-otherwise; a corpus line holding that token's text is encoded as plain text.
+otherwise (the `eos_token` option, given when the vocabulary is built: one lacking the token
+is not a vocabulary this run can use); a corpus line holding that token's text is encoded as
+plain text.
 """
 
-from typing import List, Mapping, Sequence
+from typing import Any, List, Mapping, Sequence
 
-from transforms.codecs.byte_bpe import ByteBPE
+from transforms.codecs.byte_bpe import ENDOFTEXT, ByteBPE
 from transforms.codecs.varints import encode_varints
 from transforms.codecs.vocabulary import EncodedLine, VocabFiles, Vocabulary
 
@@ -22,13 +24,19 @@ class ByteBpeVocabulary(Vocabulary):
     file_sets = (BPE_FILES, GPT2_BPE_FILES)
     missing_reason = "no vocab.json + merges.txt (or GPT-2's encoder.json + vocab.bpe) there"
 
-    def __init__(self, bpe: ByteBPE):
+    def __init__(self, bpe: ByteBPE, eos_token: str = ENDOFTEXT):
         self.bpe = bpe
+        eos = bpe.token_to_id(eos_token)
+        if eos is None:
+            raise ValueError("the BPE vocabulary has no %r token (see --bpe_eos_token)"
+                             % eos_token)
+        self._eos_ids = [eos]
 
     @classmethod
-    def from_files(cls, files: Mapping[str, str]) -> "ByteBpeVocabulary":
+    def from_files(cls, files: Mapping[str, str], **options: Any) -> "ByteBpeVocabulary":
+        """`options`: `eos_token` (default `<|endoftext|>`), the token ending examples."""
         names = BPE_FILES if BPE_FILES[0] in files else GPT2_BPE_FILES
-        return cls(ByteBPE.from_texts(*(files[name] for name in names)))
+        return cls(ByteBPE.from_texts(*(files[name] for name in names)), **options)
 
     def to_files(self) -> VocabFiles:
         return dict(zip(BPE_FILES, (self.bpe.vocab_json_text(), self.bpe.merges_text())))
@@ -47,8 +55,5 @@ class ByteBpeVocabulary(Vocabulary):
     def decode(self, ids: Sequence[int]) -> str:
         return self.bpe.decode(ids)
 
-    def eos_ids(self, eos_token: str) -> List[int]:
-        eos = self.bpe.token_to_id(eos_token)
-        if eos is None:
-            raise ValueError("the BPE vocabulary has no %r token (see --bpe_eos_token)" % eos_token)
-        return [eos]
+    def eos_ids(self) -> List[int]:
+        return list(self._eos_ids)

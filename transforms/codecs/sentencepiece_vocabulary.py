@@ -12,7 +12,7 @@ Ids are the model's own: `SentencePieceProcessor.encode(line)`, then the model's
 ends every example (`sentencepiece_model` says which ids the specials get and why).
 """
 
-from typing import List, Mapping, Optional, Sequence
+from typing import Any, List, Mapping, Sequence
 
 from transforms.codecs.sentencepiece_model import SpmModel
 from transforms.codecs.varints import encode_varints
@@ -39,7 +39,8 @@ class SentencePieceVocabulary(Vocabulary):
         return SentencePieceVocabulary.from_files({MODEL_FILE: model_bytes}).to_files()
 
     @classmethod
-    def from_files(cls, files: Mapping[str, bytes]) -> "SentencePieceVocabulary":
+    def from_files(cls, files: Mapping[str, bytes], **options: Any
+                   ) -> "SentencePieceVocabulary":
         data = files[MODEL_FILE] if MODEL_FILE in files else files[SINGLE_FILE]
         try:
             return cls(SpmModel(data))
@@ -68,7 +69,7 @@ class SentencePieceVocabulary(Vocabulary):
                              % (self.vocab_size - 1))
         return self.model.decode(ids)
 
-    def eos_ids(self, eos_token: Optional[str] = None) -> List[int]:
+    def eos_ids(self) -> List[int]:
         return [self.model.eos_id()]
 
     def special_ids(self):

@@ -6,7 +6,7 @@ EOS_ID (1). Encoding is `subword.SubwordEncoder`'s; the encode pass's copy
 many lines in one compiled call (numba: imported only where a run encodes).
 """
 
-from typing import List, Mapping, Optional, Sequence
+from typing import Any, List, Mapping, Sequence
 
 from transforms.codecs.subword import EOS_ID, SubwordEncoder, vocab_file_text
 from transforms.codecs.varints import count_varints
@@ -25,11 +25,11 @@ class SubwordVocabulary(Vocabulary):
         return {SINGLE_FILE: vocab_file_text(subtokens)}
 
     @classmethod
-    def from_files(cls, files: Mapping[str, str]) -> "SubwordVocabulary":
+    def from_files(cls, files: Mapping[str, str], **options: Any) -> "SubwordVocabulary":
         return cls(SubwordEncoder.from_text(files[SINGLE_FILE]))
 
     @classmethod
-    def for_encoding(cls, files: Mapping[str, str]) -> "SubwordVocabulary":
+    def for_encoding(cls, files: Mapping[str, str], **options: Any) -> "SubwordVocabulary":
         from transforms.codecs.subword_batch import BatchSubwordEncoder
         return cls(BatchSubwordEncoder.from_text(files[SINGLE_FILE]))
 
@@ -46,7 +46,7 @@ class SubwordVocabulary(Vocabulary):
     def decode(self, ids: Sequence[int]) -> str:
         return self.encoder.decode(ids)
 
-    def eos_ids(self, eos_token: Optional[str] = None) -> List[int]:
+    def eos_ids(self) -> List[int]:
         return [EOS_ID]
 
     def encode_varints_many(self, texts: Sequence[str]) -> List[EncodedLine]:

@@ -10,11 +10,14 @@ A vocabulary lies on disk as one file (`file_sets == ((SINGLE_FILE,),)`: the pat
 or as a directory holding one of `file_sets` (names inside it; the first set is the one
 written, its last file last, so a half-written directory never looks complete).
 
-Adding a kind: a subclass here (its own module under `transforms/codecs/`), a learner
-(`transforms.vocab_learning`) and an entry in `transforms.vocab_kinds`.
+A kind whose vocabulary is built with settings of its own (byte_bpe's EOS token) takes them
+as keyword options of `from_files`, so the EOS is known once the vocabulary is; a
+`VocabularyLoader` carries a class and those options to wherever files are loaded (the
+driver, the encode pass's workers, `inspect`). Adding a kind: `transforms.codecs.kinds`.
 """
 
 import abc
+import dataclasses
 from typing import (Any, ClassVar, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple,
                     Type)
 
@@ -46,15 +49,16 @@ class Vocabulary(abc.ABC):
 
     @classmethod
     @abc.abstractmethod
-    def from_files(cls, files: Mapping[str, FileContent]) -> "Vocabulary":
-        """The vocabulary of its files' contents (one of `file_sets`); ValueError when they
-        are not a vocabulary of this kind."""
+    def from_files(cls, files: Mapping[str, FileContent], **options: Any) -> "Vocabulary":
+        """The vocabulary of its files' contents (one of `file_sets`), built with the kind's
+        `options` (none, for most kinds); ValueError when they are not a vocabulary of this
+        kind, or lack what the options name."""
 
     @classmethod
-    def for_encoding(cls, files: Mapping[str, FileContent]) -> "Vocabulary":
+    def for_encoding(cls, files: Mapping[str, FileContent], **options: Any) -> "Vocabulary":
         """The vocabulary the encode pass uses (`from_files`' unless a kind has one that
         encodes many lines faster: see `encode_varints_many`)."""
-        return cls.from_files(files)
+        return cls.from_files(files, **options)
 
     @abc.abstractmethod
     def to_files(self) -> VocabFiles:
@@ -79,10 +83,8 @@ class Vocabulary(abc.ABC):
         """Text of `ids` (without EOS); ValueError on an id outside the vocabulary."""
 
     @abc.abstractmethod
-    def eos_ids(self, eos_token: str) -> List[int]:
-        """The ids appended to every example. `eos_token` (--bpe_eos_token) names the token
-        for a kind whose EOS is an ordinary token of its vocabulary; ValueError when the
-        vocabulary lacks it."""
+    def eos_ids(self) -> List[int]:
+        """The ids appended to every example (none for a kind whose reader adds its own)."""
 
     def encode_with_oov(self, text: str) -> Tuple[List[int], int]:
         """(`encode`'s ids, number of out-of-vocabulary words: 0 unless a kind has them)."""
@@ -97,6 +99,20 @@ class Vocabulary(abc.ABC):
             ids, oov = encode(text)
             out.append((encode_varints(ids), len(ids), oov))
         return out
+
+
+@dataclasses.dataclass(frozen=True)
+class VocabularyLoader:
+    """A Vocabulary class and the options its vocabularies are built with: what loading a
+    vocabulary's files needs, as one picklable value (the class pickles by reference)."""
+    vocabulary: Type[Vocabulary]
+    options: Tuple[Tuple[str, Any], ...] = ()
+
+    def from_files(self, files: Mapping[str, FileContent]) -> Vocabulary:
+        return self.vocabulary.from_files(files, **dict(self.options))
+
+    def for_encoding(self, files: Mapping[str, FileContent]) -> Vocabulary:
+        return self.vocabulary.for_encoding(files, **dict(self.options))
 
 
 def is_single_file(vocabulary: Type[Vocabulary]) -> bool:

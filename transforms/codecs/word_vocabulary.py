@@ -6,7 +6,7 @@ tensorflow/nmt's input pipeline (and `pipeline.tools.reader` in mode "nmt") adds
 itself. Out-of-vocabulary words are counted for the summary.
 """
 
-from typing import List, Mapping, Optional, Sequence, Tuple
+from typing import Any, List, Mapping, Optional, Sequence, Tuple
 
 from transforms.codecs.varints import encode_varints
 from transforms.codecs.vocabulary import SINGLE_FILE, EncodedLine, VocabFiles, Vocabulary
@@ -20,7 +20,7 @@ class WordVocabulary(Vocabulary):
         self.words = words
 
     @classmethod
-    def from_files(cls, files: Mapping[str, str]) -> "WordVocabulary":
+    def from_files(cls, files: Mapping[str, str], **options: Any) -> "WordVocabulary":
         return cls(WordVocab.from_text(files[SINGLE_FILE]))
 
     def to_files(self) -> VocabFiles:
@@ -48,5 +48,5 @@ class WordVocabulary(Vocabulary):
     def decode(self, ids: Sequence[int]) -> str:
         return self.words.decode(ids)
 
-    def eos_ids(self, eos_token: Optional[str] = None) -> List[int]:
+    def eos_ids(self) -> List[int]:
         return []  # tensorflow/nmt's reader adds </s> itself

@@ -7,11 +7,13 @@ import pytest
 import sentencepiece
 
 from repo_paths import DATA_DIR
-from transforms import vocab_files
+from transforms.codecs.vocabulary import VocabularyLoader
+from transforms.vocab_files import VocabularyFiles
 from transforms.codecs.sentencepiece_vocabulary import (MODEL_FILE, VOCAB_FILE,
                                                         SentencePieceVocabulary)
 
 TEXT = "Hello world, the vocabulary kinds"
+SPM_FILES = VocabularyFiles(VocabularyLoader(SentencePieceVocabulary))
 
 
 @pytest.fixture(scope="module")
@@ -26,25 +28,25 @@ def team_model(tmp_path_factory):
 
 def test_a_given_model_file_round_trips_through_a_vocab_directory(tmp_path, team_model):
     given = team_model + ".model"
-    assert vocab_files.missing(SentencePieceVocabulary, given) is None
-    loaded = vocab_files.load(SentencePieceVocabulary, given)
+    assert SPM_FILES.missing(given) is None
+    loaded = SPM_FILES.load(given)
     processor = sentencepiece.SentencePieceProcessor(model_file=given)
     ids = loaded.encode(TEXT)
     assert ids == processor.encode(TEXT) and loaded.decode(ids) == TEXT
     assert loaded.eos_ids() == [2]  # SentencePiece's own default layout: unk 0, bos 1, eos 2
     assert loaded.vocab_size == 500
     copy = str(tmp_path / "vocab.p.500.spm")
-    assert vocab_files.missing(SentencePieceVocabulary, copy) == (
+    assert SPM_FILES.missing(copy) == (
         SentencePieceVocabulary.missing_reason)
-    vocab_files.write(SentencePieceVocabulary, copy, loaded.to_files())
-    assert vocab_files.exists(SentencePieceVocabulary, copy)
+    SPM_FILES.write(copy, loaded.to_files())
+    assert SPM_FILES.exists(copy)
     assert sorted(os.listdir(copy)) == [MODEL_FILE, VOCAB_FILE]
     with open(given, "rb") as f, open(os.path.join(copy, MODEL_FILE), "rb") as g:
         assert f.read() == g.read()
     with open(team_model + ".vocab", encoding="utf-8") as f, \
             open(os.path.join(copy, VOCAB_FILE), encoding="utf-8") as g:
         assert f.read() == g.read()  # spm_train's own .vocab
-    again = vocab_files.load(SentencePieceVocabulary, copy, for_encoding=True)
+    again = SPM_FILES.load(copy, for_encoding=True)
     (data, count, oov), = again.encode_varints_many([TEXT])
     assert count == len(ids) and oov == 0 and isinstance(data, bytes)
 
@@ -53,7 +55,7 @@ def test_not_a_model_and_ids_outside(tmp_path, team_model):
     bad = tmp_path / "bad.model"
     bad.write_bytes(b"not a model")
     with pytest.raises(ValueError, match="not a SentencePiece model"):
-        vocab_files.load(SentencePieceVocabulary, str(bad))
-    loaded = vocab_files.load(SentencePieceVocabulary, team_model + ".model")
+        SPM_FILES.load(str(bad))
+    loaded = SPM_FILES.load(team_model + ".model")
     with pytest.raises(ValueError, match="outside"):
         loaded.decode([500])

@@ -1,0 +1,94 @@
+"""The vocabulary kinds as the driver knows them: one `KindPlugin` per kind, in the module
+named after it (`pipeline.driver.kinds.<name>`, its `PLUGIN`).
+
+A kind's pure facts (its Vocabulary class, file suffix, EOS) are its `CodecKind`
+(`transforms.codecs.kinds`, the list of kinds); its plugin adds what the driver needs: its
+learner, its flags (`add_flags`), its part of the config (`settings`, a frozen dataclass whose
+fields are exactly its flags), what it refuses (`problem`) and the vocabularies its flags
+name (`given_files`). The options, the fingerprint and the vocab step derive their lists from
+these, so adding a kind touches its Vocabulary module, `CODEC_KINDS`, its learner and its
+plugin (CONTRIBUTING.md).
+
+May import what pipeline.driver may (pipeline.output, pipeline.runtime, transforms); the rest of
+pipeline.driver imports it, never the other way round.
+"""
+
+import argparse
+import dataclasses
+import importlib
+from typing import Any, Callable, List, Optional, Tuple, Type
+
+from transforms.codecs.kinds import CODEC_KINDS, CodecKind, codec_kind
+from transforms.storage import file_io
+from transforms.vocab_learning import VocabLearner
+
+AddFlag = Callable[..., Any]  # argparse's add_argument
+
+
+class KindPlugin:
+    """The driver's part of one vocabulary kind. Subclasses set the class attributes and
+    override `add_flags` and `problem` as their flags need."""
+
+    codec: CodecKind
+    learner: Type[VocabLearner]
+    description: str = ""                # what --vocab_type NAME means, for --help
+    settings_type: Optional[type] = None  # frozen dataclass of its own flags, or None
+    given_flag: Optional[str] = None      # its flag naming existing vocabularies
+    given_most: int = 2                   # FILE, or SOURCE_FILE,TARGET_FILE
+    # own flags at their defaults are recorded in fingerprints (a kind added after
+    # fingerprints existed leaves them out, so older outputs keep theirs)
+    fingerprint_defaults: bool = True
+
+    @property
+    def name(self) -> str:
+        return self.codec.name
+
+    def add_flags(self, add: AddFlag) -> None:
+        """Adds the kind's own flags (one per field of `settings_type`)."""
+
+    def own_flags(self) -> Tuple[str, ...]:
+        """The flags that mean something for this kind only: the fields of its settings."""
+        if self.settings_type is None:
+            return ()
+        return tuple(field.name for field in dataclasses.fields(self.settings_type))
+
+    def settings(self, flags: argparse.Namespace) -> Any:
+        """The kind's part of the config: its own flags' values (None without flags)."""
+        if self.settings_type is None:
+            return None
+        return self.settings_type(**{name: getattr(flags, name) for name in self.own_flags()})
+
+    def given_names(self, settings: Any) -> List[str]:
+        """The existing vocabularies the settings name, as given (empty: learnt)."""
+        value = getattr(settings, self.given_flag) if self.given_flag else None
+        if not value:
+            return []
+        if self.given_most == 1:
+            return [value]
+        return [name for name in value.split(",") if name]
+
+    def given_files(self, settings: Any) -> List[str]:
+        """Absolute paths of the existing vocabularies the settings name (one shared, or
+        source and target); empty when the vocabulary is learnt."""
+        return [file_io.absolute(name) for name in self.given_names(settings)]
+
+    def problem(self, settings: Any, vocab_size: int) -> Optional[str]:
+        """What makes the settings impossible for this kind (a message), or None."""
+        if self.given_flag and getattr(settings, self.given_flag) is not None:
+            if not 1 <= len(self.given_names(settings)) <= self.given_most:
+                return "--%s takes FILE or SOURCE_FILE,TARGET_FILE, not %r" % (
+                    self.given_flag, getattr(settings, self.given_flag))
+        return None
+
+
+def kind_plugin(name: str) -> KindPlugin:
+    """The plugin of the kind named `name` (a --vocab_type value)."""
+    codec = codec_kind(name)
+    plugin = importlib.import_module("%s.%s" % (__name__, codec.name)).PLUGIN
+    assert plugin.codec is codec, "%s.PLUGIN is not the plugin of %s" % (__name__, name)
+    return plugin
+
+
+def every_plugin() -> Tuple[KindPlugin, ...]:
+    """Every kind's plugin, in `CODEC_KINDS`' order."""
+    return tuple(kind_plugin(kind.name) for kind in CODEC_KINDS)

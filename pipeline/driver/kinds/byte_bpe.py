@@ -1,0 +1,40 @@
+"""The byte_bpe kind's driver plugin: GPT-2 style byte-level BPE, learnt from sampled
+pre-token counts (`transforms.vocab_learning.ByteBpeLearner`) or given (--bpe_vocab)."""
+
+from typing import Any, Optional
+
+from pipeline.driver.kinds import AddFlag, KindPlugin
+from transforms.codecs.byte_bpe import ENDOFTEXT
+from transforms.codecs.kinds import codec_kind
+from transforms.vocab_learning import ByteBpeLearner, ByteBpeSettings
+
+
+class ByteBpePlugin(KindPlugin):
+    codec = codec_kind("byte_bpe")
+    learner = ByteBpeLearner
+    description = "GPT-2 style byte-level BPE"
+    settings_type = ByteBpeSettings
+    given_flag = "bpe_vocab"
+    given_most = 1  # a directory, for both sides
+
+    def add_flags(self, add: AddFlag) -> None:
+        add("--bpe_vocab", default=None,
+            help="Existing byte-level BPE for both sides (e.g. GPT-2's): a directory with "
+                 "vocab.json + merges.txt, or encoder.json + vocab.bpe. Nothing is learnt.")
+        add("--bpe_eos_token", default=ENDOFTEXT,
+            help="Token whose id ends every byte_bpe example.")
+        add("--bpe_min_frequency", type=int, default=2,
+            help="BPE learning stops before merging a pair seen fewer times than this.")
+
+    def problem(self, settings: Any, vocab_size: int) -> Optional[str]:
+        if settings.bpe_min_frequency < 1:
+            return "--bpe_min_frequency must be at least 1"
+        if settings.bpe_eos_token == "":
+            return "--bpe_eos_token must not be empty"
+        if vocab_size < 257 and not settings.bpe_vocab:
+            return ("--vocab_size for byte_bpe counts the 256 byte symbols and "
+                    "%s: at least 257" % settings.bpe_eos_token)
+        return super().problem(settings, vocab_size)
+
+
+PLUGIN = ByteBpePlugin()
