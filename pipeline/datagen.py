@@ -13,7 +13,8 @@ archives) into T2T subword vocabularies and sharded, globally shuffled TFRecord 
    dataset is read in place and a vocabulary is learnt, this scan rides along in the first
    vocab pass (one pipeline fewer: a pipeline's fixed cost is much of a small job's time);
 3. vocab (`pipeline.driver.vocabularies`, `pipeline.driver.vocab_passes`): each vocabulary
-   given, reused or learnt, as its VocabKind says (its Vocabulary class, its learner's passes);
+   given, reused or learnt, as its kind says (`pipeline.driver.kinds`: its learner's passes;
+   `transforms.codecs.kinds`: its Vocabulary class);
 4. encode (`pipeline.driver.encode`): encode every pair in parallel, shuffle deterministically and
    write the shards under the work directory;
 5. commit (`pipeline.output.books`, `pipeline.output.commit`): check that pairs read = written + rejected
@@ -46,13 +47,11 @@ import logging
 import sys
 from typing import Callable, NoReturn, Optional, Sequence
 
-from apache_beam.options.pipeline_options import PipelineOptions
-
 from pipeline.driver.job import DatagenJob
-from pipeline.driver.options import check_known_flags, job_flag_parser, parse_config, parse_flags
+from pipeline.driver.options import job_flag_parser, parse_command_line
 from pipeline.driver.passes import PassFailed, WorkerDied
 from pipeline.output.summary import format_summary
-from pipeline.runtime import console, local_worker_pool
+from pipeline.runtime import console, flags, local_worker_pool
 from pipeline.runtime.interrupts import InterruptWatcher, Interrupted
 from pipeline.runtime.runners import DatagenError, one_line
 
@@ -62,14 +61,21 @@ LOG = logging.getLogger("datagen")
 WORKER_DIED_STATUS = 1  # as any other failure, but with one line and no traceback
 
 
+def refuse_unknown_flags(argv: Sequence[str]) -> None:
+    """Raises DatagenError for a flag that is neither the job's nor a Beam pipeline option
+    (the options of the runner --runner names included)."""
+    flags.refuse_unknown_flags(list(argv), job_flag_parser(), "a flag of this job (see --help)")
+
+
 def run(argv: Optional[Sequence[str]] = None,
         interrupted: Callable[[], Optional[int]] = lambda: None) -> dict:
     """Runs the job; returns the summary dict. Raises DatagenError on bad input or flags,
     Interrupted when `interrupted()` reports a signal."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    check_known_flags(argv)
-    config, beam_args = parse_config(argv)  # the flags, parsed once
-    return DatagenJob(config, PipelineOptions(beam_args), interrupted).run()
+    refuse_unknown_flags(argv)
+    command = parse_command_line(argv)  # the flags, parsed once
+    with console.library_logging(command.config.job.log_level):
+        return DatagenJob(command, interrupted).run()
 
 
 class _HelpFormatter(argparse.HelpFormatter):
@@ -120,8 +126,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 2
     console.install()
     try:
-        log_level = parse_flags(argv)[0].log_level
-        with console.library_logging(log_level), InterruptWatcher() as watcher:
+        with InterruptWatcher() as watcher:
             summary = run(argv, lambda: watcher.received)
     except DatagenError as e:
         LOG.error("%s", one_line(e))

@@ -1,8 +1,8 @@
 """DatagenConfig: the settings the passes and transforms read, typed and frozen.
 
-`pipeline.driver.options.datagen_config` builds it once from the parsed flags and the driver hands
-it (or its `read` part) down to the transforms, instead of dicts re-defaulted wherever they
-were read. So a setting has one name and one default, the flag's (these classes have no
+`pipeline.driver.options.parse_command_line` builds it once from the checked flags
+(`DatagenConfig.from_flags`) and the driver hands each step and transform the parts it reads,
+instead of dicts re-defaulted wherever they were read. So a setting has one name and one default, the flag's (these classes have no
 defaults on purpose), and a misspelt setting is an AttributeError at once rather than a
 silent `.get` default. Nothing below `pipeline.driver.options` sees the argparse Namespace:
 the job's own settings (`JobConfig`) and its input patterns (`InputConfig`) are here too, and
@@ -10,12 +10,13 @@ the job's own settings (`JobConfig`) and its input patterns (`InputConfig`) are 
 fingerprint.
 
 It lives in `transforms` and not in `pipeline` because DoFns carry it to the workers: every
-field is a plain value, so it pickles on any runner, and unpickling it imports nothing of
-the driver.
+field is a plain value (a kind's settings are a frozen dataclass of its learner's module, its
+`loader` a Vocabulary class and options), so it pickles on any runner, and unpickling it
+imports nothing of the driver.
 """
 
 import dataclasses
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, Mapping, Optional, Tuple
 
 from transforms.codecs.vocabulary import VocabularyLoader
 
@@ -99,6 +100,21 @@ class DatagenConfig:
     job: JobConfig
     clean: CleanConfig
     flag_values: Tuple[Tuple[str, Any], ...]  # (flag, value) of every flag, in their order
+
+    @classmethod
+    def from_flags(cls, flags: Mapping[str, Any], **derived: Any) -> "DatagenConfig":
+        """The config of the job's flag values ({flag: value}, in the flags' order; checked
+        by `pipeline.driver.options`): each field takes the flag of its name, but for the
+        fields `derived` names (values made from flags: absolute paths, the kind's part)."""
+        values = dict(flags, bisection_rounds=flags["bisection_rounds_per_pass"], **derived)
+
+        def part(part_class):
+            return part_class(**{field.name: values[field.name]
+                                 for field in dataclasses.fields(part_class)})
+
+        return cls(read=part(ReadConfig), vocab=part(VocabConfig), inputs=part(InputConfig),
+                   job=part(JobConfig), clean=part(CleanConfig),
+                   flag_values=tuple(flags.items()))
 
     def flags(self) -> Dict[str, Any]:
         """{flag: value} of the job's own flags (for the summary and the fingerprint)."""

@@ -22,18 +22,17 @@ from transforms.cleaning.config import CleaningConfig, parse_cleaning_config
 from transforms.cleaning.errors import CleaningConfigError
 from transforms.encode_pairs import plan_chunks
 from transforms.json_result import WriteJsonResult
-from transforms.config import DatagenConfig
+from transforms.config import CleanConfig, InputConfig
 from transforms.elements import Chunk
 from transforms.storage import file_io
 from transforms.storage.object_stores import ObjectStores
 
 
-def load_cleaning(config: DatagenConfig,
+def load_cleaning(clean: CleanConfig, inputs: InputConfig,
                   stores: Optional[ObjectStores] = None) -> CleaningConfig:
-    """The run's CleaningConfig from `config` (a DatagenConfig): --filters read through the
-    file systems, --dedup, --drop_dev_overlap; DatagenError (one line, exit 2) when it
-    cannot run."""
-    clean, inputs = config.clean, config.inputs
+    """The run's CleaningConfig from its cleaning flags (`clean`) and its `inputs`: --filters
+    read through the file systems, --dedup, --drop_dev_overlap; DatagenError (one line,
+    exit 2) when it cannot run."""
     text = None
     if clean.filters:
         try:
@@ -57,12 +56,17 @@ class CleaningStep:
     """Builds and runs the cleaning pass of the prepared datasets (`layout`: the run's
     OutputLayout, `cleaning`: its CleaningConfig, `on_invalid`: --on_invalid_utf8)."""
 
-    def __init__(self, layout: OutputLayout, cleaning: CleaningConfig, on_invalid: str,
-                 stores: Optional[ObjectStores] = None) -> None:
+    def __init__(self, layout: OutputLayout, clean: CleanConfig, inputs: InputConfig,
+                 on_invalid: str, stores: Optional[ObjectStores] = None) -> None:
         self._layout = layout
-        self.config = cleaning
+        self._flags = (clean, inputs)
+        self.config = CleaningConfig()  # none until `load`
         self._on_invalid = on_invalid
         self._stores = stores
+
+    def load(self) -> None:
+        """Reads and checks the cleaning flags and the --filters file (`load_cleaning`)."""
+        self.config = load_cleaning(*self._flags, self._stores)
 
     @property
     def active(self) -> bool:

@@ -22,6 +22,7 @@ from pipeline.driver.prepare import Prepared, every_dataset
 from pipeline.output.layout import OutputLayout
 from transforms.config import DatagenConfig
 from transforms.storage import file_io
+from transforms.storage.object_stores import ObjectStores
 from transforms.elements import (Chunk, FileFacts, JsonValue, RejectsReport, ShardReport,
                                  TokenCounts)
 from transforms.encode_pairs import EncodePairs, plan_chunks
@@ -75,13 +76,14 @@ class EncodeStep:
     """Runs the encode pass (`run_pass`: the PassRunner) of the prepared datasets with the
     run's `config` (DatagenConfig), `seed` and `problem`, into `layout`'s work directory."""
 
-    def __init__(self, layout: OutputLayout, config: DatagenConfig, seed: int, problem: str,
-                 run_pass: PassRunner) -> None:
+    def __init__(self, layout: OutputLayout, config: DatagenConfig, run_pass: PassRunner,
+                 stores: ObjectStores) -> None:
         self._layout = layout
         self._config = config
-        self._seed = seed
-        self._problem = problem
+        self._seed = config.job.seed
+        self._problem = config.job.problem
         self._run_pass = run_pass
+        self._stores = stores
 
     def build(self, chunks: List[Chunk], vocab_paths: Tuple[str, str],
               num_shards: Dict[str, int], earlier_rejects: Sequence[str]
@@ -119,8 +121,7 @@ class EncodeStep:
             FileSystems.mkdirs(self._layout.work(name))  # (a no-op on object stores)
         self._run_pass(*self.build(chunks, vocab_paths, num_shards, earlier),
                        progress=self.progress(chunks))
-        result = file_io.read_work_json(self._layout.work("encode.json"),
-                                        self._run_pass.stores)
+        result = file_io.read_work_json(self._layout.work("encode.json"), self._stores)
         return (result.get("shards", []), result.get("rejects", []),
                 dict(result.get("tokens", [])), dict(result.get("lengths", [])))
 

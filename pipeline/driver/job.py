@@ -20,10 +20,11 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from pipeline.driver import fingerprint, preflight, reruns
-from pipeline.driver.cleaning import CleaningStep, load_cleaning
+from pipeline.driver.cleaning import CleaningStep
 from pipeline.driver.datasets import Dataset, expand_listing, literal_patterns, plan_datasets
 from pipeline.driver.encode import EncodeStep
 from pipeline.driver.job_record import JobRecord
+from pipeline.driver.options import Command
 from pipeline.driver.passes import PassRunner
 from pipeline.driver.prepare import Prepared, PrepareStep, rides_along
 from pipeline.driver.vocabularies import VocabPlan, VocabStep, encoder_vocab_paths
@@ -35,49 +36,47 @@ from pipeline.runtime import staging
 from pipeline.runtime.interrupts import Interrupted
 from pipeline.runtime.job_server import check_prism_location
 from pipeline.runtime.runners import (DatagenError, check_workers_can_import_project,
-                                      is_dry_run, run_small_input_in_process)
+                                      run_small_input_in_process)
 from pipeline.runtime.storage_errors import storage_error, storage_message
-from transforms.cleaning.config import CleaningConfig
-from transforms.config import DatagenConfig
 from transforms.encode_pairs import BEFORE_CLEANING
 from transforms.elements import RejectsReport, ShardReport, TokenCounts
 from transforms.length_stats import summary_lengths
 from transforms.storage import file_io
+from transforms.storage.object_stores import ObjectStores, StoreSettings
 
 LOG = logging.getLogger("datagen")
 
 
 class DatagenJob:
-    """One run of the job with `config` (`pipeline.driver.options.parse_config`) and Beam's
-    `options` (the PipelineOptions of every pass); `interrupted()`: the signal number that
-    stopped the run, or None (`InterruptWatcher.received`)."""
+    """One run of a parsed command line (`pipeline.driver.options.parse_command_line`: the
+    config, the kind's plugin and Beam's arguments, which become the PipelineOptions of
+    every pass); `interrupted()`: the signal number that stopped the run, or None
+    (`InterruptWatcher.received`).
 
-    def __init__(self, config: DatagenConfig, options: PipelineOptions,
+    The constructor only builds the steps, each given the parts of the config it reads and
+    the job's store clients; what can fail is done by `run`."""
+
+    def __init__(self, command: Command,
                  interrupted: Callable[[], Optional[int]] = lambda: None) -> None:
-        self.options = options
+        self.options = options = PipelineOptions(command.beam_args)
         # The driver's own file work (listing, fingerprint, lock, commit) runs before any
         # Pipeline hands these options to FileSystems: without them s3:// has no endpoint
         # or credentials, gs:// no project.
         FileSystems.set_options(options)
-        check_workers_can_import_project(options)
-        check_prism_location(options)
-        self.config = config  # what the passes read; built once, never changed
+        self.config = config = command.config  # what the passes read; never changed
         job = config.job
         self.run_id = uuid.uuid4().hex
-        self.layout = OutputLayout(file_io.absolute(job.output_dir), job.problem,
-                                   config.vocab.vocab_size, self.run_id, job.output_format)
-        self.run_pass = PassRunner(options, is_dry_run(options), interrupted, job.log_level)
+        self.layout = OutputLayout(job.output_dir, job.problem, config.vocab.vocab_size,
+                                   self.run_id, job.output_format)
         # One client per object store for the driver's own lease, marker and summary writes.
-        self.stores = self.run_pass.stores
+        self.stores = ObjectStores(StoreSettings.from_options(options))
+        self.run_pass = PassRunner(options, interrupted, job.log_level)
         self.prepare = PrepareStep(self.layout, config.read, self.stores)
-        self.vocab = VocabStep(config, self.layout, self.run_pass)
-        self.encode = EncodeStep(self.layout, config, job.seed, job.problem, self.run_pass)
-        # the --filters file is read and checked now: a bad one stops the job before it starts
-        # (a dry run, which reads no input, builds no cleaning pass)
-        self.cleaning = CleaningStep(
-            self.layout, CleaningConfig() if self.run_pass.dry_run
-            else load_cleaning(config, self.stores), config.read.on_invalid_utf8, self.stores)
-        self.record = JobRecord(config, options, self.layout, self.run_pass)
+        self.vocab = VocabStep(config, command.kind, self.layout, self.run_pass, self.stores)
+        self.encode = EncodeStep(self.layout, config, self.run_pass, self.stores)
+        self.cleaning = CleaningStep(self.layout, config.clean, config.inputs,
+                                     config.read.on_invalid_utf8, self.stores)
+        self.record = JobRecord(config, options, self.layout, self.run_pass, self.stores)
         self._writing = False  # whether this run has started writing into --output_dir
         self.cleaned: Optional[dict] = None  # the summary's `cleaning`, when cleaning ran
 
@@ -196,6 +195,8 @@ class DatagenJob:
                 "runner": self.options.get_all_options().get("runner")}
 
     def run(self) -> dict:
+        check_workers_can_import_project(self.options)
+        check_prism_location(self.options)
         # A Dataflow dry run needs no network; a --setup_file sdist is built once per job.
         staging.offline_dry_run(self.options)
         try:
@@ -210,8 +211,10 @@ class DatagenJob:
 
     def _run(self) -> dict:
         job = self.config.job
-        if self.run_pass.dry_run:
+        if self.run_pass.dry_run:  # reads no input: no cleaning pass is built
             return self.dry_run()
+        # the --filters file is read and checked first: a bad one stops the job at once
+        self.cleaning.load()
         preflight.check_file_systems(self.config)
         self.vocab.check_given()
         # Inputs are listed and checked before the lock is written: bad input must leave
@@ -340,8 +343,9 @@ class DatagenJob:
         cleaned: Dict[str, dict] = {} if self.cleaned is None else {"cleaning": self.cleaned}
         summary = self.record.summary(
             "complete", vocab=vocab, splits=split_report,
-            lengths=summary_lengths(lengths, list(prepared) + [
+            lengths=dict(summary_lengths(lengths, list(prepared) + [
                 name for name in lengths if name.endswith(BEFORE_CLEANING)]),
+                ids_end_in_eos=self.vocab.kind.codec.ends_in_eos),
             metrics=dict(sorted(self.run_pass.counters.items())), **cleaned)
         self._lock.check()
         try:

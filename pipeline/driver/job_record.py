@@ -18,6 +18,7 @@ from pipeline.output.layout import OutputLayout
 from pipeline.runtime.storage_errors import storage_error
 from transforms.config import DatagenConfig
 from transforms.storage import file_io
+from transforms.storage.object_stores import ObjectStores
 
 LOG = logging.getLogger("datagen")
 
@@ -27,14 +28,16 @@ def now() -> str:
 
 
 class JobRecord:
-    """The facts of one run (`config`, Beam's `options`, its `layout` and PassRunner)."""
+    """The facts of one run (`config`, Beam's `options`, its `layout` and PassRunner);
+    summaries are written through `stores`, the job's store clients."""
 
     def __init__(self, config: DatagenConfig, options: PipelineOptions, layout: OutputLayout,
-                 run_pass: PassRunner) -> None:
+                 run_pass: PassRunner, stores: ObjectStores) -> None:
         self._config = config
         self._options = options
         self._layout = layout
         self._run_pass = run_pass
+        self._stores = stores
         self.stages: Dict[str, dict] = {}
         self.fingerprint: Optional[dict] = None  # pipeline.driver.fingerprint.output_fingerprint
         self.started: Optional[str] = None
@@ -69,13 +72,12 @@ class JobRecord:
 
     def write_running(self) -> None:
         """The "running" summary: this run writes into --output_dir from now on."""
-        file_io.write_json(self._layout.summary_path, self.summary("running"),
-                           self._run_pass.stores)
+        file_io.write_json(self._layout.summary_path, self.summary("running"), self._stores)
 
     def record_failure(self, error: BaseException, status: str = "failed") -> None:
         """A failed or interrupted run leaves a summary saying so (unless a complete output
         is still there: then the summary describes that output)."""
-        stores = self._run_pass.stores
+        stores = self._stores
         if file_io.exists(self._layout.complete_path, stores):
             return
         if storage_error(error):

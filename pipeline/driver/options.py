@@ -7,20 +7,19 @@ which do not know the job's flags and log "Discarding unparseable args" for each
 """
 
 import argparse
-import dataclasses
 import logging
-from typing import Any, Dict, List, Sequence, Tuple
+from typing import Any, Dict, List, NamedTuple, Sequence, Tuple
 
 from pipeline.runtime import flags
 from pipeline.runtime.console import LOG_LEVELS
 from pipeline.runtime.flags import FlagParser
 from pipeline.output.names import check_name
 from pipeline.runtime.runners import DatagenError
-from transforms.config import (CleanConfig, DatagenConfig, InputConfig, JobConfig, ReadConfig,
-                               VocabConfig)
-from pipeline.driver.kinds import every_plugin, kind_plugin
+from transforms.config import DatagenConfig
+from pipeline.driver.kinds import KindPart, KindPlugin, every_plugin, kind_part
 from transforms.codecs.kinds import DEFAULT_KIND, KIND_NAMES
 from transforms.record_formats import DEFAULT_FORMAT, FORMATS
+from transforms.storage import file_io
 
 LOG = logging.getLogger("datagen")
 
@@ -159,13 +158,6 @@ def parse_flags(argv: Sequence[str]) -> "tuple[argparse.Namespace, list[str]]":
     return job_flag_parser().parse_known_args(list(argv))
 
 
-def check_known_flags(argv: "list[str]") -> None:
-    """Raises DatagenError for a flag that is neither the job's nor a Beam pipeline option
-    (`pipeline.runtime.flags.check_known_flags`)."""
-    flags.check_known_flags(argv, flags.with_beam_options(job_flag_parser(), argv),
-                            "a flag of this job (see --help)")
-
-
 def _defaults():
     """{flag: default} of DatagenOptions' own flags."""
     return vars(parse_flags([])[0])
@@ -176,13 +168,9 @@ def flag_defaults() -> Dict[str, Any]:
     return dict(_defaults())
 
 
-def datagen_flag_values(flags: argparse.Namespace) -> Dict[str, Any]:
-    """{flag: value} of DatagenOptions' own flags (for the summary and the fingerprint)."""
-    return dict(vars(flags))
-
-
-def validate_flags(f: argparse.Namespace) -> None:
-    """Refuses impossible flag combinations before any work is done (DatagenError, exit 2)."""
+def _check_general_flags(f: argparse.Namespace) -> None:
+    """Refuses impossible values of the flags every kind shares (DatagenError, exit 2); the
+    names are checked by `pipeline.output.names`, a kind's own flags by its plugin."""
     if not f.output_dir:
         raise DatagenError("--output_dir is required")
     if not (f.train_source or f.train_target or f.train_tsv or f.train_tmx):
@@ -194,9 +182,6 @@ def validate_flags(f: argparse.Namespace) -> None:
     if (f.train_tmx or f.dev_tmx) and not (f.source_lang and f.target_lang):
         raise DatagenError("TMX input needs --source_lang and --target_lang (xml:lang of "
                            "the sides)")
-    check_name(f.problem, "--problem")
-    check_name(f.source_lang, "--source_lang")
-    check_name(f.target_lang, "--target_lang")
     if f.vocab_size < 1:
         raise DatagenError("--vocab_size must be positive")
     if not f.file_byte_budget > 0:  # also NaN: 0 divides by zero, < 0 samples nothing
@@ -208,23 +193,6 @@ def validate_flags(f: argparse.Namespace) -> None:
     if f.max_line_chars < 0:
         raise DatagenError("--max_line_chars must be 0 (no limit) or positive, not %d"
                            % f.max_line_chars)
-    defaults = _defaults()
-    chosen = kind_plugin(f.vocab_type)
-    # Flags of another kind would be silently ignored, so they are refused.
-    for kind in every_plugin():
-        for flag in kind.own_flags():
-            if getattr(f, flag) != defaults[flag] and kind is not chosen:
-                raise DatagenError("--%s applies to --vocab_type %s only, not %s" % (
-                    flag, kind.name, f.vocab_type))
-    settings = chosen.settings(f)
-    problem = chosen.problem(settings, f.vocab_size)
-    if problem:
-        raise DatagenError(problem)
-    if chosen.given_names(settings) and f.vocab_size != defaults["vocab_size"]:
-        LOG.warning("--vocab_size %d with --%s: the given vocabulary is used as it is, "
-                    "whatever its size; --vocab_size only names the copy in --output_dir "
-                    "(vocab.%s.%d.*)", f.vocab_size, chosen.given_flag, f.problem,
-                    f.vocab_size)
     if f.num_train_shards < 1 or f.num_dev_shards < 1:
         raise DatagenError("--num_train_shards and --num_dev_shards must be at least 1")
     if (f.encode_chunk_lines < 1 or f.vocab_partitions < 1 or f.bisection_lookahead < 0
@@ -244,44 +212,48 @@ def validate_flags(f: argparse.Namespace) -> None:
                            "non-negative column numbers")
 
 
-def _fields(cls, flags, **values):
-    """A `cls` of the flags named as its fields, but for the fields `values` gives."""
-    return cls(**{field.name: values[field.name] if field.name in values
-                  else getattr(flags, field.name) for field in dataclasses.fields(cls)})
+class Command(NamedTuple):
+    """A command line of the job, parsed once: what every step reads from it."""
+    config: DatagenConfig            # the job's flags, checked, typed and frozen
+    kind: KindPlugin                 # the driver's part of the --vocab_type chosen
+    beam_args: List[str]             # the rest, in order: Beam's PipelineOptions
 
 
-def _vocab_config(flags: argparse.Namespace) -> VocabConfig:
-    kind = kind_plugin(flags.vocab_type)
-    settings = kind.settings(flags)
-    return _fields(VocabConfig, flags, bisection_rounds=flags.bisection_rounds_per_pass,
-                   given=tuple(kind.given_files(settings)),
-                   loader=kind.codec.loader(vars(flags)), kind_settings=settings)
+def parse_command_line(argv: Sequence[str]) -> Command:
+    """The one place a run's command line is parsed and checked (DatagenError: one line,
+    exit 2); flags no one defines are refused before (`refuse_unknown_flags`).
 
-
-def datagen_config(flags: argparse.Namespace) -> DatagenConfig:
-    """The DatagenConfig (`transforms.config`) of parsed flags (`parse_flags`): built
-    once per run, handed down to every step, pass and transform."""
-    return DatagenConfig(
-        read=_fields(ReadConfig, flags), vocab=_vocab_config(flags),
-        inputs=_fields(InputConfig, flags), job=_fields(JobConfig, flags),
-        clean=_fields(CleanConfig, flags),
-        flag_values=tuple(datagen_flag_values(flags).items()))
-
-
-def parse_config(argv: Sequence[str]) -> Tuple[DatagenConfig, List[str]]:
-    """(the DatagenConfig of a command line's job flags, checked by `validate_flags`, Beam's
-    arguments) : the one place flags are parsed for a run."""
+    In order: the general flags; the names that become file names; the kind's own flags
+    (its plugin); the paths made absolute (a relative path means the same thing to every
+    pass, worker and rerun)."""
     flags, beam_args = parse_flags(argv)
-    validate_flags(flags)
-    return datagen_config(flags), beam_args
+    _check_general_flags(flags)
+    defaults = _defaults()
+    for flag in ("problem", "source_lang", "target_lang"):
+        check_name(getattr(flags, flag), "--" + flag)
+    part = kind_part(flags, defaults)
+    output_dir = file_io.absolute(flags.output_dir)
+    given = tuple(file_io.absolute(name) for name in part.given)
+    config = DatagenConfig.from_flags(vars(flags), output_dir=output_dir, given=given,
+                                      loader=part.loader, kind_settings=part.settings)
+    return Command(config, part.kind, beam_args)
+
+
+def refuse_unknown_flags(argv: Sequence[str]) -> None:
+    """Raises DatagenError for a flag that is neither the job's nor a Beam pipeline option
+    (`pipeline.runtime.flags.refuse_unknown_flags`)."""
+    flags.refuse_unknown_flags(list(argv), job_flag_parser(), "a flag of this job (see --help)")
 
 
 def default_config(**flags: Any) -> DatagenConfig:
     """The DatagenConfig of a run given only `flags` ({flag: value}), every other setting at
-    its flag's default; for tests and library use, so defaults stay in the flag definitions."""
+    its flag's default, unchecked; for tests and library use, so defaults stay in the flag
+    definitions."""
     parsed = parse_flags([])[0]
     for name, value in flags.items():
         if not hasattr(parsed, name):
             raise TypeError("no flag --%s" % name)
         setattr(parsed, name, value)
-    return datagen_config(parsed)
+    part = kind_part(parsed, _defaults())
+    return DatagenConfig.from_flags(vars(parsed), given=tuple(part.given), loader=part.loader,
+                                    kind_settings=part.settings)

@@ -20,9 +20,8 @@ from pipeline.output.lock import OutputLock
 from pipeline.runtime import console
 from pipeline.runtime.interrupts import Interrupted, kill_worker_processes
 from pipeline.runtime.pass_engine import PassEngine
-from pipeline.runtime.runners import REMOTE_RUNNERS, runner_name
+from pipeline.runtime.runners import REMOTE_RUNNERS, is_dry_run, runner_name
 from transforms.job_metrics import counter_values
-from transforms.storage.object_stores import ObjectStores, StoreSettings
 
 LOG = logging.getLogger("datagen")
 PROGRESS_SECONDS = 30  # a long pass logs where it stands this often
@@ -80,13 +79,9 @@ class PassRunner:
     `log_level`: the job's --log_level, for the worker processes' logging.
     """
 
-    def __init__(self, options: PipelineOptions, dry_run: bool,
-                 interrupted: Callable[[], Optional[int]], log_level: Optional[str] = None
-                 ) -> None:
+    def __init__(self, options: PipelineOptions, interrupted: Callable[[], Optional[int]],
+                 log_level: Optional[str] = None) -> None:
         self.options = options
-        # The job's store clients (for its own reads and writes on gs:// and s3://).
-        self.stores = ObjectStores(StoreSettings.from_options(options))
-        self.dry_run = dry_run
         self.interrupted = interrupted
         self.log_level = log_level
         self.count = 0
@@ -96,6 +91,11 @@ class PassRunner:
         self.engine = PassEngine(options, log_level)  # where the passes run
         self._submitted: Optional[float] = None  # when the running pass's job was submitted
         self._running: Any = None  # the running pass's PipelineResult, once run() returned
+
+    @property
+    def dry_run(self) -> bool:
+        """--dry_run: passes are only translated."""
+        return is_dry_run(self.options)
 
     def abort_for_lost_lock(self) -> None:
         """Called by the lock's heartbeat when another run took the lease: the pass in

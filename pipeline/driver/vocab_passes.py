@@ -17,6 +17,7 @@ from pipeline.driver.prepare import RidingPrepare
 from pipeline.runtime import console
 from pipeline.runtime.runners import DatagenError
 from transforms.storage import file_io
+from transforms.storage.object_stores import ObjectStores
 from transforms.vocab_learning import Learnt, SamplingFailed, VocabLearner, VocabPass
 
 LOG = logging.getLogger("datagen")
@@ -25,8 +26,9 @@ LOG = logging.getLogger("datagen")
 class VocabPassDriver:
     """Runs vocab passes with `run_pass` (the job's PassRunner)."""
 
-    def __init__(self, run_pass: PassRunner) -> None:
+    def __init__(self, run_pass: PassRunner, stores: ObjectStores) -> None:
         self._run_pass = run_pass
+        self._stores = stores
 
     def run(self, vocab_pass: VocabPass, riding: Optional[RidingPrepare] = None) -> float:
         """Runs `vocab_pass` (with `riding`'s stage in the same pipeline); its seconds."""
@@ -36,7 +38,7 @@ class VocabPassDriver:
 
     def read(self, vocab_pass: VocabPass, seconds: float) -> None:
         """Reads a pass's result back into its learner; DatagenError on bad input."""
-        result = file_io.read_work_json(vocab_pass.result_path, self._run_pass.stores)
+        result = file_io.read_work_json(vocab_pass.result_path, self._stores)
         try:
             report = vocab_pass.read(result, seconds)
         except SamplingFailed as e:

@@ -27,9 +27,10 @@ from pipeline.driver.vocab_passes import VocabPassDriver
 from pipeline.output.layout import OutputLayout, lang_of
 from pipeline.output.names import check_name
 from pipeline.runtime.runners import DatagenError, one_line
+from transforms.storage.object_stores import ObjectStores
 from transforms.vocab_files import VocabularyFiles
 from transforms.codecs.vocabulary import VocabFiles
-from pipeline.driver.kinds import kind_plugin
+from pipeline.driver.kinds import KindPlugin
 from transforms.config import DatagenConfig
 from transforms.vocab_learning import LearnerInputs, VocabLearner
 
@@ -62,14 +63,14 @@ class VocabStep:
     written.
     """
 
-    def __init__(self, config: DatagenConfig, layout: OutputLayout, run_pass: PassRunner
-                 ) -> None:
+    def __init__(self, config: DatagenConfig, kind: KindPlugin, layout: OutputLayout,
+                 run_pass: PassRunner, stores: ObjectStores) -> None:
         self._config = config
+        self.kind = kind
         self._layout = layout
-        self._run_pass = run_pass
-        self.passes = VocabPassDriver(run_pass)
-        self.kind = kind_plugin(config.vocab.vocab_type)
-        self.files = VocabularyFiles(config.vocab.loader, run_pass.stores)
+        self._stores = stores
+        self.passes = VocabPassDriver(run_pass, stores)
+        self.files = VocabularyFiles(config.vocab.loader, stores)
         self.fingerprint: Optional[fingerprint.Fingerprint] = None
 
     # -- which vocabularies ----------------------------------------------------------------
@@ -99,7 +100,7 @@ class VocabStep:
 
     def given(self, plan: VocabPlan) -> Dict[str, str]:
         """{name: path} of vocabularies the user supplied (--bpe_vocab, --word_vocab)."""
-        files = self._config.vocab.given  # at most 2 (`validate_flags`)
+        files = self._config.vocab.given  # at most 2 (`kinds.kind_part`)
         if len(files) == 2:
             return dict(zip(sorted(plan), files))
         return {"shared": files[0]} if files else {}
@@ -127,7 +128,7 @@ class VocabStep:
         """Raises DatagenError when an existing vocab file was made from other vocab inputs
         or flags (e.g. left by a crashed run on another corpus); one without a fingerprint
         sidecar was put there by hand and is reused as T2T does."""
-        recorded = fingerprint.read_sidecar(path, self._run_pass.stores)
+        recorded = fingerprint.read_sidecar(path, self._stores)
         if recorded is None:
             LOG.info("%s has no %s: reused as given", path, fingerprint.sidecar_path(path))
             return
@@ -164,7 +165,7 @@ class VocabStep:
         first, so a vocab file this job wrote never lacks one (a sidecar without its vocab
         file is rewritten with the next vocab)."""
         assert self.fingerprint is not None  # set by the job before anything is written
-        fingerprint.write_sidecar(path, self.fingerprint, self._run_pass.stores)
+        fingerprint.write_sidecar(path, self.fingerprint, self._stores)
         self.files.write(path, files)
 
     def write_given(self, plan: VocabPlan, given: Dict[str, str]) -> Dict[str, dict]:

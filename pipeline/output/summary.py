@@ -3,7 +3,6 @@
 from typing import Any, Dict, Optional
 
 from pipeline.output.layout import LENGTHS_REPORT_NAME
-from transforms.codecs.kinds import codec_kind
 
 # Datasets listed per split (the rest are counted in one line; every dataset's figures are in
 # the summary JSON): the table goes to stdout, which schedulers' pipes must not fill.
@@ -14,14 +13,6 @@ def _within(path: str, output_dir: Optional[str]) -> str:
     """`path` relative to the output directory when it is in it (the table stays narrow)."""
     prefix = output_dir.rstrip("/") + "/" if output_dir else None
     return path[len(prefix):] if prefix and path.startswith(prefix) else path
-
-
-def _ends_in_eos(summary: Dict[str, Any]) -> bool:
-    """Whether the records of the summary's vocabulary kind end in EOS ids."""
-    try:
-        return codec_kind(summary.get("flags", {}).get("vocab_type")).ends_in_eos
-    except ValueError:  # a summary without a known kind
-        return True
 
 
 def format_summary(summary: Dict[str, Any]) -> str:
@@ -74,7 +65,8 @@ def format_summary(summary: Dict[str, Any]) -> str:
         width = max([14] + [len(split) + 8 for split in lengths])  # "... targets"
         lines.append("%-*s %6s %6s %6s %6s %9s  %s" % (
             width, "lengths", "p50", "p90", "p99", "max", "chars/id",
-            "(ids with EOS)" if _ends_in_eos(summary) else "(ids, no EOS)"))
+            "(ids with EOS)" if summary["lengths"].get("ids_end_in_eos", True)
+            else "(ids, no EOS)"))
         for split, figures in sorted(lengths.items()):
             for side in ("inputs", "targets"):
                 f = figures.get(side, {})

@@ -57,9 +57,12 @@ def with_beam_options(parser: FlagParser, argv: Optional[List[str]] = None) -> F
     return parser
 
 
-def check_known_flags(argv: List[str], parser: FlagParser, own: str) -> None:
-    """Raises DatagenError for an argument of `argv` that `parser` does not take: "unknown
-    flag --x (did you mean --y?): neither {own} nor a Beam pipeline option"."""
+def refuse_unknown_flags(argv: List[str], parser: FlagParser, own: str) -> None:
+    """Raises DatagenError for an argument of `argv` that neither `parser` (a job's or
+    tool's own flags) nor Beam's pipeline options (those of the runner `argv` names
+    included: `with_beam_options`) take: "unknown flag --x (did you mean --y?): neither
+    {own} nor a Beam pipeline option"."""
+    parser = with_beam_options(parser, argv)
     _, unknown = parser.parse_known_args(argv)
     flags = [a for a in unknown if a.startswith("-")]
     if flags:

@@ -227,12 +227,12 @@ def test_word_summary_table_says_no_eos():
                "splits": {"train": {"pairs_read": 1, "pairs_written": 1, "pairs_rejected": 0,
                                     "shards": [], "rejected_by_reason": {}, "datasets": {
                                         "a": {"warnings": ["a: starts with a BOM"]}}}},
-               "lengths": {"splits": {"train": {"inputs": {
+               "lengths": {"ids_end_in_eos": False, "splits": {"train": {"inputs": {
                    "p50": 1, "p90": 1, "p99": 1, "max": 1, "chars_per_token": 1.0}}}}}
     table = format_summary(summary)
     assert "(ids, no EOS)" in table and "(ids with EOS)" not in table
     assert "input warnings: 1" in table
-    summary["flags"]["vocab_type"] = "subword"
+    summary["lengths"]["ids_end_in_eos"] = True  # what the job records for a subword run
     assert "(ids with EOS)" in format_summary(summary)
 
 

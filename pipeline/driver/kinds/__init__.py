@@ -16,11 +16,15 @@ pipeline.driver imports it, never the other way round.
 import argparse
 import dataclasses
 import importlib
-from typing import Any, Callable, List, Optional, Tuple, Type
+import logging
+from typing import Any, Callable, List, Mapping, NamedTuple, Optional, Tuple, Type
 
-from transforms.codecs.kinds import CODEC_KINDS, CodecKind, codec_kind
-from transforms.storage import file_io
+from pipeline.runtime.runners import DatagenError
+from transforms.codecs.kinds import CODEC_KINDS, CodecKind
+from transforms.codecs.vocabulary import VocabularyLoader
 from transforms.vocab_learning import VocabLearner
+
+LOG = logging.getLogger("datagen")
 
 AddFlag = Callable[..., Any]  # argparse's add_argument
 
@@ -67,26 +71,54 @@ class KindPlugin:
             return [value]
         return [name for name in value.split(",") if name]
 
-    def given_files(self, settings: Any) -> List[str]:
-        """Absolute paths of the existing vocabularies the settings name (one shared, or
-        source and target); empty when the vocabulary is learnt."""
-        return [file_io.absolute(name) for name in self.given_names(settings)]
-
     def problem(self, settings: Any, vocab_size: int) -> Optional[str]:
-        """What makes the settings impossible for this kind (a message), or None."""
-        if self.given_flag and getattr(settings, self.given_flag) is not None:
-            if not 1 <= len(self.given_names(settings)) <= self.given_most:
-                return "--%s takes FILE or SOURCE_FILE,TARGET_FILE, not %r" % (
-                    self.given_flag, getattr(settings, self.given_flag))
+        """What else makes the settings impossible for this kind (a message), or None."""
         return None
+
+
+class KindPart(NamedTuple):
+    """The run's kind and its part of the config (`kind_part`)."""
+    kind: KindPlugin
+    settings: Any                    # its own flags (`KindPlugin.settings`), or None
+    given: List[str]                 # the existing vocabularies its flags name, as given
+    loader: VocabularyLoader         # its vocabularies' class and build options
 
 
 def kind_plugin(name: str) -> KindPlugin:
     """The plugin of the kind named `name` (a --vocab_type value)."""
-    codec = codec_kind(name)
+    codec = next((kind for kind in CODEC_KINDS if kind.name == name), None)
+    if codec is None:
+        raise ValueError("unknown vocab type %r" % name)
     plugin = importlib.import_module("%s.%s" % (__name__, codec.name)).PLUGIN
     assert plugin.codec is codec, "%s.PLUGIN is not the plugin of %s" % (__name__, name)
     return plugin
+
+
+def kind_part(flags: argparse.Namespace, defaults: Mapping[str, Any]) -> KindPart:
+    """The --vocab_type chosen and its part of the flags, checked: another kind's flag set
+    (it would be silently ignored), a given vocabulary named wrongly, or the kind's own
+    `problem`, is a DatagenError. `defaults`: {flag: default}."""
+    kind = kind_plugin(flags.vocab_type)
+    for other in every_plugin():
+        for flag in other.own_flags():
+            if other is not kind and getattr(flags, flag) != defaults[flag]:
+                raise DatagenError("--%s applies to --vocab_type %s only, not %s" % (
+                    flag, other.name, flags.vocab_type))
+    settings = kind.settings(flags)
+    given = kind.given_names(settings)
+    named = getattr(settings, kind.given_flag) if kind.given_flag else None
+    if named is not None and not 1 <= len(given) <= kind.given_most:
+        raise DatagenError("--%s takes FILE or SOURCE_FILE,TARGET_FILE, not %r"
+                           % (kind.given_flag, named))
+    if given and flags.vocab_size != defaults["vocab_size"]:
+        LOG.warning("--vocab_size %d with --%s: the given vocabulary is used as it is, "
+                    "whatever its size; --vocab_size only names the copy in --output_dir "
+                    "(vocab.%s.%d.*)", flags.vocab_size, kind.given_flag, flags.problem,
+                    flags.vocab_size)
+    problem = kind.problem(settings, flags.vocab_size)
+    if problem:
+        raise DatagenError(problem)
+    return KindPart(kind, settings, given, kind.codec.loader(vars(flags)))
 
 
 def every_plugin() -> Tuple[KindPlugin, ...]:

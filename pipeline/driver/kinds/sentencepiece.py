@@ -34,9 +34,6 @@ class SentencePiecePlugin(KindPlugin):
                  "split_digits=true,byte_fallback=true); recorded in the summary.")
 
     def problem(self, settings: Any, vocab_size: int) -> Optional[str]:
-        given = super().problem(settings, vocab_size)
-        if given:
-            return given
         if not 0 < settings.spm_character_coverage <= 1:
             return ("--spm_character_coverage must be in (0, 1], not %s"
                     % settings.spm_character_coverage)

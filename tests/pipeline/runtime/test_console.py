@@ -14,7 +14,7 @@ from pipeline.runtime import console
 from pipeline import datagen
 from pipeline.driver.encode import EncodeStep
 from pipeline.output.layout import OutputLayout
-from pipeline.driver.options import DatagenOptions, job_flag_parser, parse_flags
+from pipeline.driver.options import DatagenOptions, default_config, job_flag_parser, parse_flags
 from pipeline.driver.passes import PassRunner
 from repo_paths import REPO_ROOT as ROOT
 from transforms.shard_fragments import fragment_chunk, fragment_name
@@ -119,7 +119,7 @@ def test_progress_line_gives_rate_and_time_left():
 
 
 def test_passes_are_numbered_out_of_the_expected_count(caplog):
-    runner = PassRunner(PipelineOptions(["--runner", "FnApiRunner"]), True, lambda: None)
+    runner = PassRunner(PipelineOptions(["--runner", "FnApiRunner", "--dry_run", "True"]), lambda: None)
     runner.expect(3, exact=False)
     with caplog.at_level("INFO", logger="datagen"):
         for _ in range(4):
@@ -134,7 +134,7 @@ def test_passes_are_numbered_out_of_the_expected_count(caplog):
 
 def test_encode_progress_counts_the_pairs_of_chunks_with_fragments(tmp_path):
     layout = OutputLayout(str(tmp_path), "p", 8192)
-    step = EncodeStep(layout, None, 0, "p", None)
+    step = EncodeStep(layout, default_config(problem="p"), None, None)
     chunks = [{"ds": {"split": "train", "index": 0}, "first_line": 0, "num_lines": 500},
               {"ds": {"split": "train", "index": 0}, "first_line": 500, "num_lines": 300},
               {"ds": {"split": "dev", "index": 1}, "first_line": 0, "num_lines": 200},

@@ -144,7 +144,7 @@ def test_a_worker_killed_during_a_pass_fails_the_pass_and_says_which():
     """An out-of-memory kill of a worker in the middle of a bundle: Beam's runner would wait
     for it forever; the pass fails within seconds, naming the process and the signal."""
     from pipeline.driver.passes import PassRunner, WorkerDied
-    run_pass = PassRunner(PipelineOptions(MP2), False, lambda: None)
+    run_pass = PassRunner(PipelineOptions(MP2), lambda: None)
     start = time.time()
     try:
         with pytest.raises(WorkerDied, match=r"pass 1 failed: worker process \d+ killed by "
