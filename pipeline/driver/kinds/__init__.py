@@ -1,13 +1,15 @@
 """The vocabulary kinds as the driver knows them: one `KindPlugin` per kind, in the module
 named after it (`pipeline.driver.kinds.<name>`, its `PLUGIN`).
 
-A kind's pure facts (its Vocabulary class, file suffix, EOS) are its `CodecKind`
-(`transforms.codecs.kinds`, the list of kinds); its plugin adds what the driver needs: its
-learner, its flags (`add_flags`), its part of the config (`settings`, a frozen dataclass whose
-fields are exactly its flags), what it refuses (`problem`) and the vocabularies its flags
-name (`given_files`). The options, the fingerprint and the vocab step derive their lists from
-these, so adding a kind touches its Vocabulary module, `CODEC_KINDS`, its learner and its
-plugin (CONTRIBUTING.md).
+A kind's pure facts (its Vocabulary class, file suffix, whether records end in EOS, the flags
+its vocabularies are built with) are its `CodecKind` (`transforms.codecs.kinds`, the one list
+of kinds); its plugin adds what the driver needs: its learner, its flags (`add_flags`), its
+part of the config (`settings`: a frozen dataclass whose fields are exactly its own flags),
+what it refuses (`problem`) and the flag naming given vocabularies (`given_flag`).
+`kind_part` checks a command line's kind flags once; the options, the fingerprint and the
+vocab step derive their lists from the plugins. Adding a kind touches its Vocabulary module,
+`CODEC_KINDS` and its plugin (with its learner, or a learner module of its own):
+docs/design.md walks through one.
 
 May import what pipeline.driver may (pipeline.output, pipeline.runtime, transforms); the rest of
 pipeline.driver imports it, never the other way round.
