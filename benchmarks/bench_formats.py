@@ -127,15 +127,17 @@ def main():
         rows.append({"format": fmt, "job_seconds": round(run["wall_seconds"], 1),
                      "output_mb": round(sum(os.path.getsize(p) for p in shards) / 2 ** 20, 1),
                      "train_records": records, "read_records_per_s": throughput,
-                     "peak_mb": round(run["peak_mb"])})
+                     "peak_largest_mb": round(run["max_single_process_rss_mb"]),
+                     "peak_tree_mb": round(run["tree_peak_rss_mb"])})
     base = rows[0]["job_seconds"]
-    print("%-13s %9s %7s %10s %10s %9s  %s" % ("format", "job s", "x tfr", "output MB",
-                                              "records", "peak MB", "read records/s"))
+    print("%-13s %9s %7s %10s %10s %12s %12s  %s" % (
+        "format", "job s", "x tfr", "output MB", "records", "largest MB", "tree MB",
+        "read records/s"))
     for row in rows:
         row["job_vs_tfrecord"] = round(row["job_seconds"] / base, 3)
-        print("%-13s %9.1f %7.3f %10.1f %10d %9d  %s" % (
+        print("%-13s %9.1f %7.3f %10.1f %10d %12d %12d  %s" % (
             row["format"], row["job_seconds"], row["job_vs_tfrecord"], row["output_mb"],
-            row["train_records"], row["peak_mb"],
+            row["train_records"], row["peak_largest_mb"], row["peak_tree_mb"],
             ", ".join("%s %d" % kv for kv in row["read_records_per_s"].items())))
     if args.json:
         with open(args.json, "w") as f:
