@@ -20,6 +20,8 @@ FORBIDDEN = {
     "transforms.cleaning": ("pipeline", "transforms.storage", "transforms.formats",
                             "transforms.codecs"),
     "transforms.storage": ("pipeline",),
+    "transforms.chunk_reading": ("pipeline", "transforms.storage"),
+    "transforms.pair_encoding": ("pipeline", "transforms.storage"),
     "transforms": ("pipeline",),
     "pipeline.runtime": ("pipeline.output", "pipeline.driver", "pipeline.tools",
                          "pipeline.datagen"),
@@ -27,7 +29,9 @@ FORBIDDEN = {
     "pipeline.driver": ("pipeline.tools", "pipeline.datagen"),
     "pipeline.tools": ("pipeline.driver", "pipeline.datagen"),
 }
-PURE = ("transforms.codecs", "transforms.formats", "transforms.cleaning")  # no Beam, no TF
+# no Beam, no TF: the pure packages, and the encode pass's pure parts
+PURE = ("transforms.codecs", "transforms.formats", "transforms.cleaning",
+        "transforms.chunk_reading", "transforms.pair_encoding")
 # Beam's internals: its runner's and SDK harness's insides, not its user API.
 BEAM_INTERNALS = ("apache_beam.runners.portability.fn_api_runner",
                   "apache_beam.runners.portability.portable_runner",

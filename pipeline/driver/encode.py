@@ -29,6 +29,7 @@ from transforms.json_result import WriteJsonResult
 from transforms.length_stats import LengthReportFn
 from transforms.shard_fragments import fragment_chunk
 from transforms.shuffled_shards import WriteRejects, WriteShuffledShards
+from transforms.vocab_kinds import vocab_kind
 
 WORK_DIRS = ("fragments", "shards", "rejects")
 
@@ -50,7 +51,8 @@ def build_encode_pass(p: beam.Pipeline, chunks: List[Chunk], vocab_paths: Tuple[
     the driver once the books balance.
     """
     encoded = (p | "Chunks" >> beam.Create(chunks, reshuffle=False)
-               | "Encode" >> EncodePairs(vocab_paths[0], vocab_paths[1], seed, num_shards,
+               | "Encode" >> EncodePairs(vocab_kind(config.vocab.vocab_type).vocabulary,
+                                         vocab_paths[0], vocab_paths[1], seed, num_shards,
                                          work_dirs["fragments"], config))
     shards = encoded.records | "Write" >> WriteShuffledShards(
         problem, num_shards, work_dirs["shards"], config.job.output_format)
