@@ -173,3 +173,19 @@ def test_every_package_says_what_it_holds_and_may_import():
         if path.name == "__init__.py":
             doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8")))
             assert doc and "import" in doc.lower(), "%s: no docstring naming what it may import" % name
+
+
+def test_the_encode_pass_stands_on_the_vocabulary_interface_only():
+    """`transforms.encode_pairs` (and what it imports) needs a `Vocabulary`, not the learning
+    stack nor a kind: its caller hands it the kind's Vocabulary class."""
+    graph = _graph()
+    reached, todo = set(), ["transforms.encode_pairs"]
+    while todo:
+        for target in graph[todo.pop()] - reached:
+            reached.add(target)
+            todo.append(target)
+    learning = sorted(m for m in reached
+                      if m in ("transforms.vocab_kinds", "transforms.token_counts")
+                      or m.endswith(("_learning", "_vocabulary", "_refine", "_train")))
+    assert "transforms.codecs.vocabulary" in reached
+    assert not learning, learning
