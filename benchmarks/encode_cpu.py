@@ -15,6 +15,7 @@ SHA-256 of the fragments written, which must not change between versions.
 
 import argparse
 import hashlib
+import inspect
 import os
 import sys
 import tempfile
@@ -31,6 +32,18 @@ def _config(vocab_type):
     except ImportError:  # a checkout from before the typed config took a settings dict
         return {"vocab_type": vocab_type}
     return default_config(vocab_type=vocab_type)
+
+
+def _vocabulary(vocab_type):
+    """The DoFn's first argument where it takes one: the kind's VocabularyLoader (now) or
+    Vocabulary class (a checkout between); else [] (older: it found the kind itself)."""
+    parameters = inspect.signature(_EncodeChunkFn).parameters
+    if "loader" in parameters:
+        return [_config(vocab_type).vocab.loader]
+    if "vocabulary" not in parameters:
+        return []
+    from transforms.vocab_kinds import vocab_kind  # a checkout from before transforms.codecs.kinds
+    return [vocab_kind(vocab_type).vocabulary]
 
 
 def _line_count(path):
@@ -56,8 +69,8 @@ def main(argv=None):
     best = None
     for _ in range(args.repeat):
         with tempfile.TemporaryDirectory() as fragments:
-            fn = _EncodeChunkFn(args.source_vocab, args.target_vocab, 1,
-                                {"train": args.num_shards}, fragments,
+            fn = _EncodeChunkFn(*_vocabulary(args.vocab_type), args.source_vocab,
+                                args.target_vocab, 1, {"train": args.num_shards}, fragments,
                                 _config(args.vocab_type))
             fn.setup()  # a new DoFn each run: its line cache starts empty
             start = time.process_time()

@@ -37,6 +37,8 @@ if __name__ == "__main__":
     # hear them while its worker processes ignore them (see pipeline.runtime.interrupts).
     signal.pthread_sigmask(  # pipeline.runtime.interrupts.SIGNALS
         signal.SIG_BLOCK, (signal.SIGINT, signal.SIGTERM, signal.SIGHUP))
+    from pipeline.runtime import console
+    console.set_up()  # before Beam's import, and before the fork server inherits the environment
     # The worker processes' fork server imports Beam beside the driver's own imports.
     import sys
     from pipeline.runtime import local_worker_pool

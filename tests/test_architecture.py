@@ -20,6 +20,8 @@ FORBIDDEN = {
     "transforms.cleaning": ("pipeline", "transforms.storage", "transforms.formats",
                             "transforms.codecs"),
     "transforms.storage": ("pipeline",),
+    "transforms.chunk_reading": ("pipeline", "transforms.storage"),
+    "transforms.pair_encoding": ("pipeline", "transforms.storage"),
     "transforms": ("pipeline",),
     "pipeline.runtime": ("pipeline.output", "pipeline.driver", "pipeline.tools",
                          "pipeline.datagen"),
@@ -27,7 +29,9 @@ FORBIDDEN = {
     "pipeline.driver": ("pipeline.tools", "pipeline.datagen"),
     "pipeline.tools": ("pipeline.driver", "pipeline.datagen"),
 }
-PURE = ("transforms.codecs", "transforms.formats", "transforms.cleaning")  # no Beam, no TF
+# no Beam, no TF: the pure packages, and the encode pass's pure parts
+PURE = ("transforms.codecs", "transforms.formats", "transforms.cleaning",
+        "transforms.chunk_reading", "transforms.pair_encoding")
 # Beam's internals: its runner's and SDK harness's insides, not its user API.
 BEAM_INTERNALS = ("apache_beam.runners.portability.fn_api_runner",
                   "apache_beam.runners.portability.portable_runner",
@@ -201,3 +205,19 @@ def test_no_module_outside_the_kind_declarations_names_a_kind():
                         and (relative, node.value) not in SAME_WORD_OTHER_MEANING):
                     found.append("%s:%d names kind %r" % (relative, node.lineno, node.value))
     assert not found, found
+
+
+def test_the_encode_pass_stands_on_the_vocabulary_interface_only():
+    """`transforms.encode_pairs` (and what it imports) needs a `Vocabulary`, not the learning
+    stack nor a kind: its caller hands it the kind's Vocabulary class."""
+    graph = _graph()
+    reached, todo = set(), ["transforms.encode_pairs"]
+    while todo:
+        for target in graph[todo.pop()] - reached:
+            reached.add(target)
+            todo.append(target)
+    learning = sorted(m for m in reached
+                      if m in ("transforms.codecs.kinds", "transforms.token_counts")
+                      or m.endswith(("_learning", "_vocabulary", "_refine", "_train")))
+    assert "transforms.codecs.vocabulary" in reached
+    assert not learning, learning

@@ -5,8 +5,8 @@ Pure Python (no Beam, no TensorFlow), so the formats and codecs can use these ty
 
 Two kinds, chosen by what each element must stay at run time:
 
-- `NamedTuple`s (`Pair`, `Reject`, `ChunkLengths`) where the element is a tuple today and
-  never reaches a JSON file as an object: a NamedTuple *is* a tuple (unpacking, indexing,
+- `NamedTuple`s (`Pair`, `Reject`, `ChunkLengths`, `SampleFile`, ...) where the element is
+  a tuple and never reaches a JSON file as an object: a NamedTuple *is* a tuple (unpacking, indexing,
   `zip(*rows)` and pickling by value work as before), and it costs no more to build than
   the tuple it names.
 - `TypedDict`s where the element is a dict that ends up in a JSON file (facts, reports,
@@ -173,6 +173,38 @@ class RejectsReport(TypedDict):
     name: str
     rejected: int
     by_dataset_reason: List[Tuple[str, int]]   # ("{dataset index}\t{reason}", pairs)
+
+
+# -- vocabulary samples (driver -> SampleAndCountTokens, TrainSentencePiece) ------------------
+
+class SampleFile(NamedTuple):
+    """One file a vocabulary samples (`transforms.token_counts`), T2T's byte budget spread
+    over `size` bytes: a converted side's `rejected_lines` (`transforms.materialize`) are put
+    back in place, a cleaned file's `dropped` lines (`transforms.clean_pairs`' bitmap) left
+    out."""
+    vocab: str                      # the vocabulary's name: source, target or shared
+    path: str
+    size: Optional[int]             # bytes; None until a scan in the same pass says
+    rejected_lines: Optional[str] = None
+    dropped: Optional[str] = None
+
+
+SampleRange = Tuple[int, int, int]  # (start byte, end byte, line number before start)
+
+
+class SampleTask(NamedTuple):
+    """A file's sample, or one part of it (`text_lines.plan_sample_parts`), to be read on
+    any worker."""
+    file: SampleFile
+    part: Optional[SampleRange]     # None: the whole file
+
+
+class FileSample(NamedTuple):
+    """What the sampled lines of a file (or part) hold: also the sum of a file's parts."""
+    counts: Dict[str, int]          # {token: count}
+    lines: int
+    chars: int
+    error: Optional[str]            # why the file could not be read to the end, or None
 
 
 # -- counts (EncodePairs -> the driver's sums and LengthReportFn) ------------------------------

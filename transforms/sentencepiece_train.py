@@ -16,25 +16,35 @@ larger than the sample allows) become the vocabulary's `error`, for the driver t
 one line, rather than a worker traceback.
 """
 
-from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
+from typing import (Any, Dict, Iterable, Iterator, List, Mapping, NamedTuple, Optional, Sequence,
+                    Tuple)
 
 import apache_beam as beam
 
 from transforms.codecs import sentencepiece_model
+from transforms.elements import SampleTask
 from transforms.formats.text_lines import InputError
 from transforms.job_metrics import JobCounters
 from transforms.storage.object_stores import ObjectStores, StoreSettings
 from transforms.token_counts import SAMPLE_PART_BYTES, PlanSampleParts, sampled_lines
 
-# One part of a file's sample: (path, start byte of the part, its sampled lines, error or None)
-SampledPart = Tuple[str, int, List[str], Optional[str]]
+
+
+class SampledPart(NamedTuple):
+    """The sampled lines of one part of a file (or of the whole file, from byte 0)."""
+    path: str
+    start: int                # the part's start byte: its place in the file's sample
+    lines: List[str]
+    error: Optional[str]      # why the file could not be read to the end, or None
+
+
 # A vocabulary's training result (`TrainSentencePiece`'s output element)
 TrainResult = Dict[str, Any]
 
 
 class _SampleLinesFn(beam.DoFn):
-    """(item, part) -> (vocab_name, (path, part start, [sampled lines], error)): the sampled
-    lines of one part of a file, or of the whole file (part None)."""
+    """A `SampleTask` -> (vocab_name, `SampledPart`): the sampled lines of one part of a
+    file, or of the whole file (part None)."""
 
     def __init__(self, byte_budget: float, on_invalid_utf8: str,
                  store_settings: StoreSettings) -> None:
@@ -46,8 +56,8 @@ class _SampleLinesFn(beam.DoFn):
         self._stores = ObjectStores(self._store_settings)
         self._counters = JobCounters()
 
-    def process(self, element: Tuple[tuple, Any]) -> Iterator[Tuple[str, SampledPart]]:
-        (vocab_name, path, *_), part = element
+    def process(self, element: SampleTask) -> Iterator[Tuple[str, SampledPart]]:
+        vocab_name, path, part = element.file.vocab, element.file.path, element.part
         lines: List[str] = []
         error = None
         try:
@@ -57,7 +67,7 @@ class _SampleLinesFn(beam.DoFn):
         except InputError as e:
             error = str(e)
         self._counters.inc("vocab.%s.sampled_lines" % vocab_name, len(lines))
-        yield vocab_name, (path, part[0] if part is not None else 0, lines, error)
+        yield vocab_name, SampledPart(path, part[0] if part is not None else 0, lines, error)
 
 
 def _file_stats(vocab_name: str, parts: Sequence[SampledPart]) -> List[Dict[str, Any]]:
@@ -88,20 +98,20 @@ class _TrainFn(beam.DoFn):
         name, grouped = element
         parts = [p for p in grouped if p is not None]  # None: the name's placeholder
         order = {path: i for i, path in enumerate(self._order.get(name, []))}
-        parts.sort(key=lambda p: (order.get(p[0], len(order)), p[0], p[1]))
+        parts.sort(key=lambda p: (order.get(p.path, len(order)), p.path, p.start))
         files = _file_stats(name, parts)
         result: TrainResult = {"vocab": name, "model": None, "files": files, "error": None,
                                "options": dict(self._options[name])}
         errors = sorted({f["error"] for f in files if "error" in f})
         if errors:
             result["error"] = "; ".join(errors)
-        elif not any(p[2] for p in parts):
+        elif not any(p.lines for p in parts):
             result["error"] = ("vocab %s: nothing was sampled; SentencePiece cannot learn "
                                "from no text" % name)
         else:
             try:
                 result["model"] = sentencepiece_model.train(
-                    (line for p in parts for line in p[2]), self._options[name])
+                    (line for p in parts for line in p.lines), self._options[name])
             except RuntimeError as e:  # the trainer's refusal, e.g. a too large vocab_size
                 result["error"] = "vocab %s: SentencePiece's trainer: %s" % (
                     name, str(e).strip().splitlines()[-1] if str(e).strip() else e)
@@ -109,7 +119,7 @@ class _TrainFn(beam.DoFn):
 
 
 class TrainSentencePiece(beam.PTransform):
-    """(vocab_name, path, file_size[, rejected_path]) -> one result dict per vocabulary:
+    """`SampleFile`s -> one result dict per vocabulary:
     {"vocab", "model": serialized model bytes (None on error), "files": per-file sampling
     statistics, "error", "options"}.
 

@@ -2,7 +2,7 @@
 record format (`transforms.record_formats`).
 
 Every record has a 64-bit key derived from the seed and its position (see
-`encode_pairs.shuffle_key`); a shard is a contiguous range of the key space and its records are
+`pair_encoding.shuffle_key`); a shard is a contiguous range of the key space and its records are
 written sorted by key. The encode pass leaves each shard's records in sorted fragment files
 (`transforms.shard_fragments`); here the fragments of a shard are grouped by name and merged
 into the shard file. Neither the keys nor the merge depend on bundles, workers or the runner,

@@ -15,10 +15,12 @@ result is exactly T2T's.
 
 import io
 import itertools
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence
+from typing import (Any, Dict, Iterable, Iterator, List, Literal, Mapping, Optional, Sequence,
+                    Tuple, TypeAlias, TypedDict, Union)
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
+from apache_beam.pvalue import TaggedOutput
 from apache_beam.typehints.decorators import no_annotations
 from apache_beam.utils import shared
 
@@ -31,6 +33,24 @@ LEARNT = "learnt"
 PROBES = "probes"
 
 
+class IndexInfo(TypedDict):
+    """A vocabulary's token index as `BuildTokenIndexes` wrote it."""
+    path: str                   # the index file
+    alphabet: List[str]         # the characters of its tokens, sorted
+    distinct_tokens: int
+
+
+Probe = Tuple[str, int]         # (vocab_name, min_count)
+Learnt = Tuple[Probe, int]      # a probe's vocabulary size after its last iteration
+WorkItem = Tuple[str, IndexInfo, int]  # (vocab_name, info, share)
+# What `_RefineProbesFn` yields: (round, {probe: vocab list}) and, tagged, the learnt sizes,
+# the sizes per iteration and the round's probes.
+LearntOut: TypeAlias = TaggedOutput[Literal["learnt"], Learnt]
+SizesOut: TypeAlias = TaggedOutput[Literal["sizes"], Tuple[int, int, Dict[Probe, int]]]
+ProbesOut: TypeAlias = TaggedOutput[Literal["probes"], Tuple[int, Dict[str, List[int]]]]
+RefineOut = Union[Tuple[int, Dict[Probe, List[str]]], LearntOut, SizesOut, ProbesOut]
+
+
 def _load_index(path, stores=None):
     from transforms.codecs.subword_index import TokenIndex
     return TokenIndex.load(file_io.read_bytes(path, stores))
@@ -39,15 +59,16 @@ def _load_index(path, stores=None):
 class _BuildIndexFn(beam.DoFn):
     """(vocab_name, {token: count}) -> (vocab_name, {path, alphabet, distinct_tokens})."""
 
-    def __init__(self, index_dir, max_subtoken_length, store_settings):
+    def __init__(self, index_dir: str, max_subtoken_length: Optional[int],
+                 store_settings: StoreSettings) -> None:
         self._dir = index_dir
         self._max_len = max_subtoken_length
         self._store_settings = store_settings
 
-    def setup(self):
+    def setup(self) -> None:
         self._stores = ObjectStores(self._store_settings)
 
-    def process(self, item):
+    def process(self, item: Tuple[str, Dict[str, int]]) -> Iterator[Tuple[str, IndexInfo]]:
         from transforms.codecs.subword_index import TokenIndex
         name, counts = item
         index = TokenIndex.build(counts.items(), self._max_len)
@@ -56,7 +77,9 @@ class _BuildIndexFn(beam.DoFn):
         index.save(saved)
         file_io.write_bytes_atomically(path, saved.getvalue(), self._stores)
         alphabet = learner.build_alphabet(counts)
-        yield name, {"path": path, "alphabet": sorted(alphabet), "distinct_tokens": len(counts)}
+        info: IndexInfo = {"path": path, "alphabet": sorted(alphabet),
+                           "distinct_tokens": len(counts)}
+        yield name, info
 
 
 class BuildTokenIndexes(beam.PTransform):
@@ -104,7 +127,7 @@ class _RefineProbesFn(beam.DoFn):
         self._plan = plan
         self._indexes: Dict[str, Any] = {}  # path -> loaded TokenIndex, per worker (`setup`)
 
-    def setup(self):
+    def setup(self) -> None:
         self._indexes = {}
         self._stores = ObjectStores(self._store_settings)
 
@@ -116,7 +139,9 @@ class _RefineProbesFn(beam.DoFn):
                 lambda: _load_index(path, self._stores), tag=path)
         return self._indexes[path]
 
-    def process(self, item, *learnt_before):
+    # `learnt_before`: one List[Learnt] per earlier round. Typed Any: Beam reads a `*args`
+    # hint as the type of the whole tuple of side inputs, not of each one.
+    def process(self, item: WorkItem, *learnt_before: Any) -> Iterator[RefineOut]:
         name, info, share = item
         planned = self._plan(name, itertools.chain.from_iterable(learnt_before))
         if planned and share == 0:
@@ -127,7 +152,7 @@ class _RefineProbesFn(beam.DoFn):
         wanted = planned[first::self._shares]
         if not wanted:
             return
-        sizes = []
+        sizes: List[Tuple[int, Dict[Probe, int]]] = []
         vocabs = learner.refine_indexed(
             self._index(name, info["path"]), info["alphabet"], wanted, self._iterations,
             self._reserved, on_iteration=lambda it, v: sizes.append(

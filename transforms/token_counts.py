@@ -20,6 +20,7 @@ from apache_beam.typehints.decorators import no_annotations
 
 from transforms.storage import file_io
 from transforms.cleaning.dropped_lines import kept_lines
+from transforms.elements import FileSample, SampleFile, SampleTask
 from transforms.job_metrics import JobCounters
 from transforms.storage.object_stores import ObjectStores, StoreSettings
 from transforms.codecs import tokenizer
@@ -30,6 +31,8 @@ SAMPLE_PART_BYTES = 2 << 20  # a plain file's sample is tokenized in parts of ab
 # (2 MB: 13 parts for the 100k bench pair balance 2 workers better than 7 of 4 MB, 1.2-1.6 s
 # against 1.4-1.8 s)
 BATCH_CHARS = 1 << 20  # sampled lines counted together (one `count_tokens` call)
+Counts = Dict[str, int]  # {token: count}
+FileKey = Tuple[str, str]  # (vocab_name, path): a plain tuple, as a GroupByKey key
 
 
 def count_lines_with(tokenize: Callable[[str], Iterable[str]]
@@ -73,25 +76,25 @@ def with_rejected_lines(kept: Iterator[bytes], rejected: Iterable[bytes]) -> Ite
     yield from kept
 
 
-def _can_split(item, part_bytes):
+def _can_split(item: SampleFile, part_bytes: int) -> bool:
     """Whether a file's sample can be read in parts: a plain, seekable file of at least two
     parts (a converted side with `.rejected` lines is one sequence of two files; a cleaned
     file's kept lines are known only by reading it from the start)."""
-    _, path, file_size, *rejected = item
-    return (not any(rejected) and file_size is not None
-            and file_size >= 2 * part_bytes and not file_io.is_compressed(path))
+    return (not item.rejected_lines and not item.dropped and item.size is not None
+            and item.size >= 2 * part_bytes and not file_io.is_compressed(item.path))
 
 
 @contextlib.contextmanager
-def sampled_lines(element: Tuple[tuple, Any], byte_budget: float, on_invalid: str,
+def sampled_lines(element: SampleTask, byte_budget: float, on_invalid: str,
                   stores: Optional[ObjectStores]) -> Iterator[Iterator[str]]:
-    """The sampled (decoded, stripped) lines of one `PlanSampleFn` output element, (item,
-    part): the part's lines, or the whole file's (part None), a converted side's rejected
-    lines put back in place, a cleaned file's dropped lines left out (`_SampleFileFn` says
-    how); an iterator, valid inside the `with`, which closes the files. A file that cannot
-    be read raises `InputError` while it is iterated."""
-    (_, path, file_size, *rejected), part = element
-    dropped = rejected[1] if len(rejected) > 1 else None
+    """The sampled (decoded, stripped) lines of one `PlanSampleFn` output element: the
+    part's lines, or the whole file's (part None), a converted side's rejected lines put
+    back in place, a cleaned file's dropped lines left out (`_SampleFileFn` says how); an
+    iterator, valid inside the `with`, which closes the files. A file that cannot be read
+    raises `InputError` while it is iterated."""
+    file, part = element
+    path, file_size, rejected, dropped = file.path, file.size, file.rejected_lines, file.dropped
+    assert file_size is not None, "a sample file is sized before it is read (sample_items)"
     with contextlib.ExitStack() as files:
         f = files.enter_context(file_io.open_text_source(
             path, stores, part[0] if part is not None else 0))
@@ -102,51 +105,52 @@ def sampled_lines(element: Tuple[tuple, Any], byte_budget: float, on_invalid: st
         raw_lines = iter_raw_lines(f)
         if dropped:
             raw_lines = kept_lines(raw_lines, file_io.read_bytes(dropped, stores))
-        elif rejected and rejected[0]:
-            rejected_f = files.enter_context(file_io.open_text_source(rejected[0], stores))
+        elif rejected:
+            rejected_f = files.enter_context(file_io.open_text_source(rejected, stores))
             raw_lines = with_rejected_lines(raw_lines, iter_raw_lines(rejected_f))
         yield sample_lines_for_vocab(raw_lines, file_size, byte_budget, path, on_invalid)
 
 
 class PlanSampleFn(beam.DoFn):
-    """(vocab_name, path, file_size[, rejected_path]) -> (item, part) for each part of the
-    file's sample (`text_lines.plan_sample_parts`), or (item, None) when it is read whole.
+    """A `SampleFile` -> a `SampleTask` for each part of the file's sample
+    (`text_lines.plan_sample_parts`), or one with part None when it is read whole.
 
     Planning is one sequential read of the file on one worker, decoding only the sampled
     lines (their lengths spend T2T's budget); the parts, where the time goes (tokenizing and
     counting), are then spread over every worker.
     """
 
-    def __init__(self, byte_budget, on_invalid_utf8, part_bytes, store_settings):
+    def __init__(self, byte_budget: float, on_invalid_utf8: str, part_bytes: int,
+                 store_settings: StoreSettings) -> None:
         self._budget = byte_budget
         self._on_invalid = on_invalid_utf8
         self._part_bytes = part_bytes
         self._store_settings = store_settings
 
-    def setup(self):
+    def setup(self) -> None:
         self._stores = ObjectStores(self._store_settings)
 
-    def process(self, item):
+    def process(self, item: SampleFile) -> Iterator[SampleTask]:
         if not _can_split(item, self._part_bytes):
-            yield item, None
+            yield SampleTask(item, None)
             return
-        _, path, file_size, *_ = item
+        assert item.size is not None  # _can_split
         try:
-            with file_io.open_text_source(path, self._stores) as f:
-                parts = plan_sample_parts(iter_raw_lines(f), file_size, self._budget,
-                                          self._part_bytes, path, self._on_invalid)
+            with file_io.open_text_source(item.path, self._stores) as f:
+                parts = plan_sample_parts(iter_raw_lines(f), item.size, self._budget,
+                                          self._part_bytes, item.path, self._on_invalid)
         except InputError:
-            yield item, None  # read whole, where the error is reported like any other
+            yield SampleTask(item, None)  # read whole, where the error is reported like any other
             return
         if not parts:
-            yield item, None
+            yield SampleTask(item, None)
         for part in parts:
-            yield item, part
+            yield SampleTask(item, part)
 
 
 class PlanSampleParts(beam.PTransform):
-    """(vocab_name, path, file_size[, ...]) -> (item, part) of every file's sample
-    (`PlanSampleFn`): the files spread over the workers to be planned, then their parts, to
+    """`SampleFile`s -> the `SampleTask`s of every file's sample (`PlanSampleFn`): the files
+    spread over the workers to be planned, then their parts, to
     be read (`sampled_lines`) by whatever follows."""
 
     def __init__(self, byte_budget: float, on_invalid_utf8: str, part_bytes: int) -> None:
@@ -165,32 +169,32 @@ class PlanSampleParts(beam.PTransform):
 
 
 class _SampleFileFn(beam.DoFn):
-    """(item, part) -> ((vocab_name, path), (token counts, lines, chars, error)) of the
-    sampled lines of one part of a file (`PlanSampleFn`), or of the whole file (part None);
-    `item` is (vocab_name, path, file_size[, rejected_path[, dropped_path]]): `rejected_path`
-    (a converted dataset's `.rejected` lines) puts the lines of rejected units back into the
-    sample, `file_size` counting them too; `dropped_path` (the cleaning stage's bitmap,
-    `transforms.clean_pairs`) leaves the dropped lines out, as if the file held only the
-    kept ones (`file_size` is then theirs).
+    """A `SampleTask` -> ((vocab_name, path), `FileSample`) of the sampled lines of one part
+    of a file (`PlanSampleFn`), or of the whole file (part None). The `SampleFile`'s
+    `rejected_lines` (a converted dataset's `.rejected` lines) puts the lines of rejected
+    units back into the sample, its `size` counting them too; `dropped` (the cleaning stage's
+    bitmap, `transforms.clean_pairs`) leaves the dropped lines out, as if the file held only
+    the kept ones (`size` is then theirs).
 
     A file that cannot be read (a truncated `.gz`, invalid UTF-8 with `on_invalid_utf8`
     "error") ends its sample with an `error` for the file's statistics, which the driver
     reports, rather than failing the pipeline with a worker's traceback.
     """
 
-    def __init__(self, byte_budget, on_invalid_utf8="error",
-                 count_tokens=tokenizer.count_tokens, store_settings=StoreSettings()):
+    def __init__(self, byte_budget: float, on_invalid_utf8: str = "error",
+                 count_tokens: Callable[[List[str]], Mapping[str, int]] = tokenizer.count_tokens,
+                 store_settings: StoreSettings = StoreSettings()) -> None:
         self._budget = byte_budget
         self._on_invalid = on_invalid_utf8
         self._count_tokens = count_tokens
         self._store_settings = store_settings
 
-    def setup(self):
+    def setup(self) -> None:
         self._stores = ObjectStores(self._store_settings)
         self._counters = JobCounters()
 
-    def process(self, element):
-        (vocab_name, path, *_), _ = element
+    def process(self, element: SampleTask) -> Iterator[Tuple[FileKey, FileSample]]:
+        vocab_name, path = element.file.vocab, element.file.path
         counts: collections.Counter = collections.Counter()
         lines = chars = 0
         error = None
@@ -205,22 +209,22 @@ class _SampleFileFn(beam.DoFn):
             error = str(e)
         self._counters.inc("vocab.%s.sampled_lines" % vocab_name, lines)
         self._counters.inc("vocab.%s.sampled_chars" % vocab_name, chars)
-        yield (vocab_name, path), (dict(counts), lines, chars, error)
+        yield (vocab_name, path), FileSample(dict(counts), lines, chars, error)
 
 
 class _SumCountsFn(beam.CombineFn):
     """Adds {token: count} dicts: the per-file counts of one vocabulary."""
 
-    def create_accumulator(self):
+    def create_accumulator(self) -> Counts:
         return {}
 
-    def add_input(self, acc, counts):
+    def add_input(self, acc: Counts, counts: Mapping[str, int]) -> Counts:
         get = acc.get
         for token, count in counts.items():
             acc[token] = get(token, 0) + count
         return acc
 
-    def merge_accumulators(self, accs):
+    def merge_accumulators(self, accs: Iterable[Counts]) -> Counts:
         accs = list(accs)
         out = max(accs, key=len)
         for acc in accs:
@@ -228,45 +232,47 @@ class _SumCountsFn(beam.CombineFn):
                 self.add_input(out, acc)
         return out
 
-    def extract_output(self, acc):
+    def extract_output(self, acc: Counts) -> Counts:
         return acc
 
 
 class _SumSampleFn(beam.CombineFn):
-    """Adds the (counts, lines, chars, error) of one file's parts. Parts only exist when
-    planning read every sampled line without an error, so an error comes from a file read
-    whole (one part): the first one is kept."""
+    """Adds the `FileSample`s of one file's parts. Parts only exist when planning read every
+    sampled line without an error, so an error comes from a file read whole (one part): the
+    first one is kept."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._counts = _SumCountsFn()
 
-    def create_accumulator(self):
-        return {}, 0, 0, None
+    def create_accumulator(self) -> FileSample:
+        return FileSample({}, 0, 0, None)
 
-    def add_input(self, acc, part):
-        counts, lines, chars, error = acc
+    def add_input(self, acc: FileSample, part: FileSample) -> FileSample:
+        counts = acc.counts
         if counts:
-            self._counts.add_input(counts, part[0])
+            self._counts.add_input(counts, part.counts)
         else:
-            counts = dict(part[0])  # a copy: an input element is not to be changed
-        return counts, lines + part[1], chars + part[2], error or part[3]
+            counts = dict(part.counts)  # a copy: an input element is not to be changed
+        return FileSample(counts, acc.lines + part.lines, acc.chars + part.chars,
+                          acc.error or part.error)
 
-    def merge_accumulators(self, accs):
+    def merge_accumulators(self, accs: Iterable[FileSample]) -> FileSample:
         accs = list(accs)
-        return (self._counts.merge_accumulators([a[0] for a in accs]),
-                sum(a[1] for a in accs), sum(a[2] for a in accs),
-                next((a[3] for a in accs if a[3]), None))
+        return FileSample(self._counts.merge_accumulators([a.counts for a in accs]),
+                          sum(a.lines for a in accs), sum(a.chars for a in accs),
+                          next((a.error for a in accs if a.error), None))
 
-    def extract_output(self, acc):
+    def extract_output(self, acc: FileSample) -> FileSample:
         return acc
 
 
-def _file_stats(item):
-    (vocab_name, path), (counts, lines, chars, error) = item
-    stats = {"vocab": vocab_name, "path": path, "sampled_lines": lines,
-             "sampled_chars": chars, "distinct_tokens_in_file": len(counts)}
-    if error:
-        stats["error"] = error
+def _file_stats(item: Tuple[FileKey, FileSample]) -> Dict[str, Any]:
+    (vocab_name, path), sample = item
+    stats: Dict[str, Any] = {"vocab": vocab_name, "path": path, "sampled_lines": sample.lines,
+                             "sampled_chars": sample.chars,
+                             "distinct_tokens_in_file": len(sample.counts)}
+    if sample.error:
+        stats["error"] = sample.error
     return stats
 
 
@@ -278,7 +284,7 @@ def count_triples(item: Tuple[str, Mapping[str, int]]) -> Iterator[Tuple[str, st
 
 
 class SampleAndCountTokens(beam.PTransform):
-    """(vocab_name, path, file_size[, rejected_path]) -> token counts and sampling statistics.
+    """`SampleFile`s -> token counts and sampling statistics.
 
     A plain file's sample is counted in parts of about `part_bytes` (`PlanSampleFn`), other
     files whole, each part on one worker into one {token: count} dict; `CombinePerKey`s add
@@ -316,7 +322,7 @@ class SampleAndCountTokens(beam.PTransform):
                         _SampleFileFn(self._budget, self._on_invalid, self._count_tokens,
                                       stores))
                     | "SumParts" >> beam.CombinePerKey(_SumSampleFn()))
-        by_vocab = per_file | "ByVocab" >> beam.MapTuple(lambda key, acc: (key[0], acc[0]))
+        by_vocab = per_file | "ByVocab" >> beam.MapTuple(lambda key, acc: (key[0], acc.counts))
         if self._one_file_each:
             totals = by_vocab  # a file's sum is its vocabulary's: no second shuffle of it
         else:

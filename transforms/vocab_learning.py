@@ -30,12 +30,14 @@ from transforms.codecs.byte_bpe_vocabulary import ByteBpeVocabulary
 from transforms.codecs.vocabulary import VocabFiles
 from transforms.codecs.word_vocabulary import WordVocabulary
 from transforms.config import DatagenConfig, VocabConfig
+from transforms.elements import SampleFile
 from transforms.json_result import WriteJsonResult
 from transforms.token_counts import SampleAndCountTokens, count_lines_with, count_triples
 
 SampleFiles = Dict[str, List[Tuple]]
-"""{vocab name: [(path, size in bytes or None[, rejected lines path])]}: the files each
-vocabulary samples; a size None is taken from the prepare stage's scan in the same pass."""
+"""{vocab name: [(path, size in bytes or None[, rejected lines path[, dropped lines path]])]}:
+the files each vocabulary samples (`SampleFile`'s fields after the name); a size None is taken
+from the prepare stage's scan in the same pass."""
 
 
 class SamplingFailed(ValueError):
@@ -161,18 +163,21 @@ def check_sampling(sampling: List[dict]) -> List[dict]:
     return sorted(sampling, key=lambda s: (s["vocab"], s["path"]))
 
 
-def _with_size(item, facts):
-    name, path, size, *rest = item
+def _with_size(item: SampleFile, facts: Mapping[str, Any]) -> SampleFile:
     # A file the scan could not read has no size; the driver reports its error after the pass.
-    return (name, path, facts[path].get("bytes", 0) if size is None else size, *rest)
+    if item.size is not None:
+        return item
+    return item._replace(size=facts[item.path].get("bytes", 0))
 
 
 def sample_items(p: beam.Pipeline, files: SampleFiles,
                  scanned: Optional[beam.PCollection] = None) -> beam.PCollection:
-    """(vocab_name, path, size[, rejected_path]) of every file to sample as a PCollection; a
-    size None is taken from `scanned` ((path, facts) of a scan in the same pipeline)."""
+    """The `SampleFile` of every file to sample as a PCollection (`files`' entries are its
+    fields after the vocabulary's name); a size None is taken from `scanned` ((path, facts)
+    of a scan in the same pipeline)."""
     items = p | "Files" >> beam.Create(  # spread by the sampler (no reshuffle here)
-        [(name, *entry) for name in sorted(files) for entry in files[name]], reshuffle=False)
+        [SampleFile(name, *entry) for name in sorted(files) for entry in files[name]],
+        reshuffle=False)
     if scanned is not None:
         items = items | "FileSizes" >> beam.Map(_with_size, facts=beam.pvalue.AsDict(scanned))
     return items

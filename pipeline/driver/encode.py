@@ -51,7 +51,8 @@ def build_encode_pass(p: beam.Pipeline, chunks: List[Chunk], vocab_paths: Tuple[
     the driver once the books balance.
     """
     encoded = (p | "Chunks" >> beam.Create(chunks, reshuffle=False)
-               | "Encode" >> EncodePairs(vocab_paths[0], vocab_paths[1], seed, num_shards,
+               | "Encode" >> EncodePairs(config.vocab.loader,
+                                         vocab_paths[0], vocab_paths[1], seed, num_shards,
                                          work_dirs["fragments"], config))
     shards = encoded.records | "Write" >> WriteShuffledShards(
         problem, num_shards, work_dirs["shards"], config.job.output_format)

@@ -6,6 +6,11 @@ logging (worker start-up, its own option warnings) and TensorFlow's start-up lin
 back below ERROR; `--log_level warning|info|debug` (`-v`: info) brings them back at that level
 for debugging. The settings are undone when the run ends (`library_logging`), so a caller that
 runs the job in its own process keeps its logging as it was.
+
+Two settings must be in place before Beam is imported, and are made by the entry points only
+(`set_up`: `python -m pipeline.datagen` and `python -m pipeline.tools.inspect` before their
+first import of Beam; the worker processes' fork server through
+`pipeline.runtime.worker_start`); importing the project changes no logging and no environment.
 """
 
 import contextlib
@@ -23,6 +28,31 @@ LIBRARY_LOGGERS = ("apache_beam", "tensorflow", "absl")
 # --log_level is given.
 WORKER_ERROR_LOGGERS = ("apache_beam.runners.common", "apache_beam.runners.worker")
 MAX_LINE = 120  # characters of one progress line, timestamp included
+APITOOLS_WARNING = "apitools not found"
+
+
+class _NoApitoolsWarning(logging.Filter):
+    """Drops the one WARNING line importing `apache_beam` logs on the root logger wherever
+    `apache-beam[gcp]` is not installed ("apitools not found, and bigquery client libraries
+    are not available ...", from its BigQuery client modules): the job reads no BigQuery, so
+    the line is noise on every run, in the driver and in every worker."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith(APITOOLS_WARNING)
+
+
+def set_up() -> None:
+    """The console of a process of the job, set before it imports Beam (once; a second call
+    changes nothing): Beam's "apitools not found" line dropped (`_NoApitoolsWarning`), and
+    gRPC's C core (Beam's channels to its workers) quiet below ERROR. gRPC prints its INFO
+    lines to stderr when GRPC_VERBOSITY is unset (grpc >= 1.66 leaves absl's default), such
+    as "Got goaway" when a worker channel closes at the end of a pass; the variable is read
+    when grpc is imported, here and in the worker processes, which inherit it, so it is set
+    before either. An explicit GRPC_VERBOSITY is kept."""
+    root = logging.getLogger()
+    if not any(isinstance(f, _NoApitoolsWarning) for f in root.filters):
+        root.addFilter(_NoApitoolsWarning())
+    os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
 
 
 class _Formatter(logging.Formatter):

@@ -139,27 +139,26 @@ def _children(pid: int) -> List[int]:
     return children
 
 
-# Process groups of this process's children that kill_worker_processes leaves alone: the
-# job server (pipeline.runtime.job_server), which the job stops itself, by SIGTERM, once interrupted.
-SPARED_GROUPS: Set[int] = set()
-
-
-def _group(pid: int) -> Optional[int]:
+def _session(pid: int) -> Optional[int]:
     try:
-        return os.getpgid(pid)
+        return os.getsid(pid)
     except OSError:
         return None
 
 
 def kill_worker_processes() -> None:
     """SIGKILLs every descendant of this process (Beam's worker processes and their shells):
-    they ignore the blocked SIGINT/SIGTERM, and Beam would otherwise wait for them. Process
-    groups in SPARED_GROUPS (and what they started) are left alone."""
+    they ignore the blocked SIGINT/SIGTERM, and Beam would otherwise wait for them. A child
+    in a session of its own, and what it started, is left alone: the job started it so
+    (`start_new_session`: the job server, `pipeline.runtime.job_server`) to stop it itself,
+    by SIGTERM, once interrupted; Beam starts its workers in the job's session."""
     seen = []
+    own = _session(0)
     todo = _children(os.getpid())
     while todo:
         pid = todo.pop()
-        if SPARED_GROUPS and _group(pid) in SPARED_GROUPS:
+        session = _session(pid)
+        if session is not None and session != own:
             continue
         seen.append(pid)
         todo.extend(_children(pid))

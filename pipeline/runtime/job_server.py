@@ -41,7 +41,7 @@ from apache_beam.options.pipeline_options import (FlinkRunnerOptions, JobServerO
                                                    PortableOptions, PrismRunnerOptions,
                                                    SparkRunnerOptions)
 
-from pipeline.runtime.interrupts import SIGNALS, SPARED_GROUPS
+from pipeline.runtime.interrupts import SIGNALS
 from pipeline.runtime.runners import DatagenError, is_dry_run, one_line, runner_name
 
 LOG = logging.getLogger("datagen")
@@ -218,8 +218,8 @@ class JobServer:
                     ["sh", "-c", _WATCHDOG, "sh"] + [str(c) for c in command],
                     stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT,
                     start_new_session=True, preexec_fn=_unblock_signals)
-            # an interrupt kills the job's workers, not this: stop() ends it by SIGTERM
-            SPARED_GROUPS.add(proc.pid)
+            # an interrupt kills the job's workers, not this (a session of its own:
+            # interrupts.kill_worker_processes): stop() ends it by SIGTERM
             self._wait_until_ready(proc, endpoint)
         except BaseException:
             self.stop()
@@ -270,7 +270,6 @@ class JobServer:
         proc, self._proc = self._proc, None
         if proc is not None:
             _stop_group(proc)
-            SPARED_GROUPS.discard(proc.pid)
         if self._dir:
             shutil.rmtree(self._dir, ignore_errors=True)
             self._dir = None

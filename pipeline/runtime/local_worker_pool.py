@@ -72,11 +72,12 @@ REQUIRED_INTERNALS = [
 ]
 # What every worker process needs before its first bundle, imported once by the fork server:
 # Beam's harness, the project's transforms, numba's compiled loops loaded (worker_warmup).
-# `pipeline` first: its filter must be on the root logger before Beam's import logs
-# "apitools not found ..." (the fork server is a fresh interpreter; pipeline/__init__.py).
-PRELOAD = ("pipeline", "apache_beam", SDK_WORKER, "pipeline.runtime.local_worker_pool",
-           "transforms.token_counts", "transforms.subword_refine", "transforms.encode_pairs",
-           "transforms.codecs.kinds", "transforms.vocab_learning", "transforms.subword_learning",
+# `worker_start` first: the console set-up, before Beam's import logs "apitools not found ..."
+# (the fork server is a fresh interpreter).
+PRELOAD = ("pipeline.runtime.worker_start", "apache_beam", SDK_WORKER,
+           "pipeline.runtime.local_worker_pool", "transforms.token_counts",
+           "transforms.subword_refine", "transforms.encode_pairs", "transforms.codecs.kinds",
+           "transforms.vocab_learning", "transforms.subword_learning",
            "transforms.sentencepiece_learning", "pipeline.runtime.worker_warmup")
 
 

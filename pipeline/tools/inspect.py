@@ -40,8 +40,13 @@ import json
 import os
 import random
 import sys
+
 from typing import (Any, Dict, Iterable, Iterator, List, NoReturn, Optional, Sequence, Tuple,
                     TypeVar, Union)
+
+if __name__ == "__main__":  # the console set-up, before Beam's import logs "apitools ..."
+    from pipeline.runtime import console
+    console.set_up()
 
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions

@@ -9,7 +9,7 @@ import pytest
 
 from datagen_helpers import DATA_DIR, read_examples, run_datagen, shard_files
 from transforms.codecs.word_vocab import WordVocab
-from transforms.encode_pairs import shuffle_key
+from transforms.pair_encoding import shuffle_key
 
 # Every test runs the whole job: the full suite only.
 pytestmark = pytest.mark.slow

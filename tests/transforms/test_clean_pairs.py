@@ -98,7 +98,9 @@ def test_encoder_skips_the_dropped_lines(tmp_path):
     from beam_unit import chunked_pair, test_pipeline
     from pipeline.driver.options import default_config
     from transforms.cleaning.dropped_lines import mark, new_bitmap
-    from transforms.encode_pairs import EncodePairs
+    from transforms.codecs.subword_vocabulary import SubwordVocabulary
+    from transforms.codecs.vocabulary import VocabularyLoader
+from transforms.encode_pairs import EncodePairs
     vocab, chunks = chunked_pair(tmp_path, ["hello", "", "world", "hello world"],
                                  ["你好", "世界", "世界", "你好世界"], split_at=2)
     bitmap = new_bitmap(4)
@@ -109,7 +111,8 @@ def test_encoder_skips_the_dropped_lines(tmp_path):
     os.makedirs(tmp_path / "fragments")
     with test_pipeline() as p:
         out = (p | beam.Create(chunks)
-               | EncodePairs(vocab, vocab, 7, {"train": 1}, str(tmp_path / "fragments"),
+               | EncodePairs(VocabularyLoader(SubwordVocabulary), vocab, vocab, 7, {"train": 1},
+                             str(tmp_path / "fragments"),
                              default_config()))
         assert_that(out.rejects | beam.MapTuple(lambda split, r: (r["where"], r["reason"])),
                     equal_to([("line 2", "empty_source")]), label="rejects")

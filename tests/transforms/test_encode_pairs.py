@@ -14,8 +14,11 @@ from apache_beam.testing.util import assert_that, equal_to
 from beam_unit import TINY_SUBTOKENS, chunked_pair, test_pipeline
 from pipeline.driver.options import default_config
 from transforms.codecs.subword import SubwordEncoder
-from transforms import encode_pairs
-from transforms.encode_pairs import EncodePairs, shard_of, shuffle_key
+from transforms import chunk_reading, pair_encoding
+from transforms.codecs.subword_vocabulary import SubwordVocabulary
+from transforms.codecs.vocabulary import VocabularyLoader
+from transforms.encode_pairs import EncodePairs
+from transforms.pair_encoding import shard_of, shuffle_key
 from transforms.formats.example_proto import Int64FeaturesWriter
 from transforms.shard_fragments import read_fragment
 
@@ -24,8 +27,8 @@ def test_chunks_become_sorted_fragments_and_rejects(tmp_path, monkeypatch, block
                                                     line_cache):
     """Also with blocks of one or two pairs (a reject between and inside blocks) and a line
     cache that is emptied all the time; lines 1 and 3 (and targets 1 and 6) are equal."""
-    monkeypatch.setattr(encode_pairs, "BLOCK_PAIRS", block_pairs)
-    monkeypatch.setattr(encode_pairs, "LINE_CACHE_SIZE", line_cache)
+    monkeypatch.setattr(chunk_reading, "BLOCK_PAIRS", block_pairs)
+    monkeypatch.setattr(pair_encoding, "LINE_CACHE_SIZE", line_cache)
     source = ["hello world", "", "hello world", "world hello", "  ", "hello world!"]
     target = ["你好世界", "世界", "你好", "", "  ", "你好世界"]
     vocab, chunks = chunked_pair(tmp_path, source, target)  # two chunks of three lines
@@ -35,7 +38,8 @@ def test_chunks_become_sorted_fragments_and_rejects(tmp_path, monkeypatch, block
     os.makedirs(fragment_dir)
     with test_pipeline() as p:
         out = (p | beam.Create(chunks)
-               | EncodePairs(vocab, vocab, 7, {"train": 2}, str(fragment_dir),
+               | EncodePairs(VocabularyLoader(SubwordVocabulary), vocab, vocab, 7, {"train": 2},
+                             str(fragment_dir),
                              default_config()))
         assert_that(out.rejects | beam.MapTuple(lambda split, r: (split, r["where"], r["reason"])),
                     equal_to([("train", "line 2", "empty_source"),

@@ -15,6 +15,8 @@ from length_figures import expected_report as _expected_report
 from pipeline.output.length_report import render_length_report
 from pipeline.driver.options import default_config
 from transforms.codecs.subword import SubwordEncoder
+from transforms.codecs.subword_vocabulary import SubwordVocabulary
+from transforms.codecs.vocabulary import VocabularyLoader
 from transforms.encode_pairs import EncodePairs
 from transforms.length_stats import (CANDIDATE_MAX_LENGTHS, LengthReportFn, chunk_lengths,
                                      length_report, percentile, summary_lengths)
@@ -98,7 +100,8 @@ def test_encode_pairs_counts_written_pairs_only(tmp_path):
     os.makedirs(tmp_path / "fragments")
     with test_pipeline() as p:
         out = (p | beam.Create(chunks)
-               | EncodePairs(vocab, vocab, 7, {"train": 2}, str(tmp_path / "fragments"),
+               | EncodePairs(VocabularyLoader(SubwordVocabulary), vocab, vocab, 7, {"train": 2},
+                             str(tmp_path / "fragments"),
                              default_config()))
         assert_that(out.lengths | beam.CombinePerKey(LengthReportFn()),
                     equal_to([("train", expected)]))

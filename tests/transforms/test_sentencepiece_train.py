@@ -13,6 +13,7 @@ from apache_beam.testing.util import assert_that, equal_to
 from beam_unit import test_pipeline
 from repo_paths import DATA_DIR
 from transforms.codecs import sentencepiece_model as sm
+from transforms.elements import SampleFile
 from transforms.formats.text_lines import iter_raw_lines, sample_lines_for_vocab
 from transforms.sentencepiece_train import TrainSentencePiece
 
@@ -35,7 +36,7 @@ def _keep(result, directory):
 
 def _run(files, options, budget=1e8, part_bytes=30000):
     """{vocab name: result} of the stage over `files` ({name: [path, ...]})."""
-    items = [(name, path, os.path.getsize(path)) for name in sorted(files)
+    items = [SampleFile(name, path, os.path.getsize(path)) for name in sorted(files)
              for path in files[name]]
     directory = tempfile.mkdtemp()
     with test_pipeline() as p:
@@ -70,7 +71,7 @@ def test_one_result_per_vocabulary_with_its_sample(tmp_path):
         en.write_text("".join(next(f) for _ in range(300)), encoding="utf-8")
     options = {"source": sm.trainer_options("unigram", 300, 1.0)}
     with test_pipeline() as p:
-        results = (p | beam.Create([("source", str(en), os.path.getsize(en))])
+        results = (p | beam.Create([SampleFile("source", str(en), os.path.getsize(en))])
                    | TrainSentencePiece({"source": [str(en)]}, options, 1e8))
         assert_that(results | beam.Map(_summary), equal_to([("source", None, 300, 300)]))
 

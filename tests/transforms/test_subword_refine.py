@@ -16,6 +16,7 @@ from apache_beam.testing.util import assert_that, equal_to
 
 import repo_paths
 from transforms.codecs import subword_learner as learner
+from transforms.elements import SampleFile
 from transforms.codecs import tokenizer
 from transforms.subword_refine import BuildTokenIndexes, LearnSubwordVocabs
 from transforms.token_counts import SampleAndCountTokens
@@ -82,7 +83,7 @@ def test_sample_count_index_and_learn_in_one_pipeline(corpus, tmp_path):
     files, counts = corpus
     expected = [(name, [], learner.learn_vocab(counts[name], TARGET, 200))
                 for name in ("source", "target")]
-    items = [(name, path, os.path.getsize(path)) for name, path in files.items()]
+    items = [SampleFile(name, path, os.path.getsize(path)) for name, path in files.items()]
     with TestPipeline() as p:
         counted = (p | beam.Create(items)
                    | SampleAndCountTokens(["source", "target", "unused"], 1e8))

@@ -20,6 +20,7 @@ from beam_unit import test_pipeline, write
 from pipeline.driver.options import default_config
 from repo_paths import DATA_DIR
 from transforms.codecs import subword_learner as learner
+from transforms.elements import SampleFile
 from transforms.codecs import tokenizer
 from transforms.file_scan import ScanTextFiles
 from transforms.json_result import WriteJsonResult
@@ -71,8 +72,8 @@ def test_sample_and_count_sums_files_per_vocab_and_reports_every_vocab(tmp_path)
     a = write(tmp_path / "a.en", "the cat\r\n  the dog  \n")
     b = write(tmp_path / "b.en", "a cat, the end\n")
     c = write(tmp_path / "c.zh", "你好，世界\n")
-    items = [("src", a, os.path.getsize(a)), ("src", b, os.path.getsize(b)),
-             ("tgt", c, os.path.getsize(c))]
+    items = [SampleFile("src", a, os.path.getsize(a)), SampleFile("src", b, os.path.getsize(b)),
+             SampleFile("tgt", c, os.path.getsize(c))]
     expected_src = collections.Counter()
     for line in ("the cat", "the dog", "a cat, the end"):
         expected_src.update(tokenizer.encode(line))
@@ -94,7 +95,7 @@ def test_sample_and_count_sums_files_per_vocab_and_reports_every_vocab(tmp_path)
 def test_sample_and_count_with_one_file_each_skips_no_token(tmp_path):
     a = write(tmp_path / "a.en", "the cat\r\n  the dog  \n")
     c = write(tmp_path / "c.zh", "你好，世界\n")
-    items = [("src", a, os.path.getsize(a)), ("tgt", c, os.path.getsize(c))]
+    items = [SampleFile("src", a, os.path.getsize(a)), SampleFile("tgt", c, os.path.getsize(c))]
     with test_pipeline() as p:
         files = p | beam.Create(items)
         general = files | "General" >> SampleAndCountTokens(["src", "tgt"], 1e8)
@@ -114,7 +115,7 @@ def test_sample_follows_t2t_stride_and_budget_with_a_custom_tokenizer(tmp_path):
     # once a line is due and the budget is spent (the last line may overshoot it).
     path = write(tmp_path / "f.txt", "aa a\nbb b\ncc c\ndd d\nee e\nff f\n")
     with test_pipeline() as p:
-        out = (p | beam.Create([("v", path, 30)])
+        out = (p | beam.Create([SampleFile("v", path, 30)])
                | SampleAndCountTokens(["v"], 10, count_tokens=count_lines_with(_words)))
         assert_that(out["totals"] | beam.MapTuple(lambda n, c: (n, sorted(c.items()))),
                     equal_to([("v", [("b", 1), ("bb", 1), ("d", 1), ("dd", 1), ("f", 1),
@@ -133,7 +134,7 @@ def test_sample_puts_a_converted_sides_rejected_lines_back_in_place(tmp_path):
     kept = write(tmp_path / "side", "bb b\ndd d\nff f\n")
     rejected = write(tmp_path / "side.rejected", "0\taa a\n2\tcc c\n4\tee e\n")
     with test_pipeline() as p:
-        out = (p | beam.Create([("v", kept, 30, rejected)])
+        out = (p | beam.Create([SampleFile("v", kept, 30, rejected)])
                | SampleAndCountTokens(["v"], 10, count_tokens=count_lines_with(_words)))
         # as the 30-byte file of the stride test: every other line from the second
         assert_that(out["totals"] | beam.MapTuple(lambda n, c: (n, sorted(c.items()))),
@@ -194,7 +195,7 @@ def test_sample_in_parts_counts_as_the_whole_file(tmp_path):
         counts = collections.Counter(t for line in sample for t in tokenizer.encode(line))
         assert 100 < len(sample) < 7000 or budget == 1e8
         with test_pipeline() as p:
-            out = (p | beam.Create([("v", plain, len(data))])
+            out = (p | beam.Create([SampleFile("v", plain, len(data))])
                    | SampleAndCountTokens(["v"], budget, part_bytes=2048))
             assert_that(out["totals"] | beam.MapTuple(lambda n, c: (n, sorted(c.items()))),
                         equal_to([("v", sorted(counts.items()))]), label="Totals")
@@ -206,7 +207,7 @@ def test_sample_in_parts_counts_as_the_whole_file(tmp_path):
     # whole; and with parts asked for, where planning meets the line and the file is read whole
     for part_bytes in (1 << 30, 2048):
         with test_pipeline() as p:
-            out = (p | beam.Create([("v", bad, os.path.getsize(bad))])
+            out = (p | beam.Create([SampleFile("v", bad, os.path.getsize(bad))])
                    | SampleAndCountTokens(["v"], 1e8, part_bytes=part_bytes))
             assert_that(out["stats"] | beam.Map(lambda s: s.get("error")), equal_to([error]))
 

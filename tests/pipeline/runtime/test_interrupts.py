@@ -1,0 +1,40 @@
+"""`kill_worker_processes` on real processes: every descendant of the job is killed, except a
+child started in a session of its own (the job server), which the job stops itself.
+
+It runs in a fresh Python process of its own, so it kills nothing of the test run's.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+from repo_paths import REPO_ROOT
+
+_SCRIPT = r'''
+import json, subprocess, sys, time
+from pipeline.runtime.interrupts import kill_worker_processes, process_alive
+
+sleep = [sys.executable, "-c", "import time; time.sleep(120)"]
+worker = subprocess.Popen(sleep)
+# a shell and its child, as Beam's workers run: both in the job's session
+shell = subprocess.Popen(["sh", "-c", " ".join(sleep[:2]) + " 'import time; time.sleep(120)'"])
+server = subprocess.Popen(sleep, start_new_session=True)
+time.sleep(1)  # the shell has started its child
+kill_worker_processes()
+for p in (worker, shell):
+    p.wait(timeout=60)  # killed: wait() returns
+alive = process_alive(server.pid) and server.poll() is None
+server.kill()
+server.wait()
+print(json.dumps({"worker": worker.returncode, "shell": shell.returncode, "server": alive}))
+'''
+
+
+def test_children_are_killed_but_not_one_in_a_session_of_its_own():
+    env = dict(os.environ, PYTHONPATH=REPO_ROOT)
+    done = subprocess.run([sys.executable, "-c", _SCRIPT], env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(done.stdout.splitlines()[-1])
+    assert result == {"worker": -9, "shell": -9, "server": True}

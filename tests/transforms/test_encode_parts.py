@@ -1,0 +1,113 @@
+"""The encode pass's pure parts, without Beam: `chunk_reading` (a chunk's raw lines -> blocks
+of pairs or rejects, in line order) and `pair_encoding` (blocks -> records by shard and
+their counts), on real lines and the tiny real subword vocabulary.
+"""
+
+import pytest
+
+from beam_unit import TINY_SUBTOKENS
+from transforms import chunk_reading
+from transforms.chunk_reading import (ChunkSpan, LineReject, PairBlock, read_chunk,
+                                      read_unmatched)
+from transforms.cleaning.dropped_lines import mark, new_bitmap
+from transforms.codecs.subword import vocab_file_text
+from transforms.codecs.subword_vocabulary import SubwordVocabulary
+from transforms.codecs.vocabulary import SINGLE_FILE
+from transforms.formats.example_proto import Int64FeaturesWriter, PairExampleWriter
+from transforms.formats.text_lines import InputError
+from transforms.pair_encoding import PairEncoder, PairTally, shard_of, shuffle_keys
+
+SOURCE = [b"hello world", b"", b"  hello  ", b"w\xffrld", b"world hello", b"hello"]
+TARGET = [b"\xe4\xbd\xa0\xe5\xa5\xbd", b"x", b"world\r", b"hello", b"  ", b"world"]
+SPAN = ChunkSpan("s.en", "s.zh", 10, 6)  # lines 11..16 of both files
+
+
+def _read(on_invalid="reject", dropped=None, measure=False, span=SPAN, source=SOURCE):
+    return list(read_chunk(iter(source), iter(TARGET), span, on_invalid, 0, dropped, measure))
+
+
+def test_lines_become_blocks_and_rejects_in_line_order(monkeypatch):
+    monkeypatch.setattr(chunk_reading, "BLOCK_PAIRS", 2)
+    assert _read() == [
+        LineReject(12, "empty_source", "", "x"),
+        PairBlock([(11, "hello world", "你好"), (13, "hello", "world")], False),
+        LineReject(14, "invalid_utf8", "w\ufffdrld", "hello"),
+        LineReject(15, "empty_target", "world hello", ""),
+        PairBlock([(16, "hello", "world")], False)]
+
+
+def test_invalid_utf8_fails_naming_the_file_and_line_or_is_replaced():
+    with pytest.raises(InputError, match="s.en.*14"):
+        _read("error")
+    blocks = [item for item in _read("replace") if isinstance(item, PairBlock)]
+    assert (14, "w\ufffdrld", "hello") in blocks[0].pairs
+
+
+def test_dropped_lines_are_skipped_or_only_measured():
+    dropped = new_bitmap(20)
+    for number in (11, 12, 16):  # 12 would be rejected: not measured either
+        mark(dropped, number)
+    skipped = _read(dropped=bytes(dropped))
+    assert [i for i in skipped if isinstance(i, PairBlock)] == [
+        PairBlock([(13, "hello", "world")], False)]
+    measured = _read(dropped=bytes(dropped), measure=True)
+    assert measured[-1] == PairBlock([(11, "hello world", "你好"), (16, "hello", "world")], True)
+    assert measured[:-1] == skipped
+
+
+def test_a_file_shorter_than_its_chunk_is_an_error():
+    with pytest.raises(ValueError, match="line 14 is missing"):
+        _read(source=SOURCE[:3])
+
+
+def test_unmatched_lines_are_rejects_of_their_side():
+    lines = iter([b"skip me", b" tail one ", b"tail two"])
+    assert list(read_unmatched(lines, "s.en", "source", 40, 1)) == [
+        LineReject(41, "unmatched_source_line", "tail one", ""),
+        LineReject(42, "unmatched_source_line", "tail two", "")]
+
+
+def _encoder():
+    vocab = SubwordVocabulary.for_encoding({SINGLE_FILE: vocab_file_text(TINY_SUBTOKENS)})
+    return vocab, PairEncoder(vocab, vocab, ([1], [1]), PairExampleWriter("inputs", "targets"))
+
+
+def test_pairs_become_records_by_shard_with_their_counts():
+    vocab, encoder = _encoder()
+    pairs = [(1, "hello world", "你好世界"), (2, "hello", "world!"), (3, "hello world", "你好")]
+    by_shard, tally = {}, PairTally()
+    encoder.encode(pairs, shuffle_keys(7, "train", 0), 0, 3, by_shard, tally)
+    key_of = shuffle_keys(7, "train", 0)
+    examples = Int64FeaturesWriter()
+    expected = {}
+    for number, source, target in pairs:
+        key = key_of(number)
+        record = examples.serialize({"inputs": vocab.encode(source) + [1],
+                                     "targets": vocab.encode(target) + [1]})
+        expected.setdefault(shard_of(key, 3), []).append((key, 0, number, record))
+    assert by_shard == expected
+    ids = [[len(vocab.encode(p[side])) for p in pairs] for side in (1, 2)]
+    assert tally.lengths == [(s + 1, t + 1) for s, t in zip(*ids)]
+    assert tally.ids == [sum(ids[0]), sum(ids[1])]
+    assert tally.chars == [sum(len(p[1]) for p in pairs), sum(len(p[2]) for p in pairs)]
+    assert tally.token_counts() == [sum(ids[0]), 0, sum(ids[1]), 0]
+
+
+def test_the_line_cache_changes_no_record(monkeypatch):
+    """Lines met again come from the cache; emptied all the time, the records are the same."""
+    from transforms import pair_encoding
+    pairs = [(n, ["hello", "world hello", "hello"][n % 3], ["你好", "世界"][n % 2])
+             for n in range(1, 30)]
+    results = []
+    for size in (1 << 17, 1):
+        monkeypatch.setattr(pair_encoding, "LINE_CACHE_SIZE", size)
+        _, encoder = _encoder()
+        by_shard, tally = {}, PairTally()
+        for start in range(0, len(pairs), 4):
+            encoder.encode(pairs[start:start + 4], shuffle_keys(1, "dev", 2), 2, 2, by_shard,
+                           tally)
+        results.append((by_shard, tally.lengths, tally.ids, tally.chars))
+    assert results[0] == results[1]
+    measured = PairTally()
+    _encoder()[1].measure([p for p in pairs], measured)
+    assert (measured.lengths, measured.ids, measured.chars) == results[0][1:]
