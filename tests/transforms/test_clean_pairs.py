@@ -100,7 +100,7 @@ def test_encoder_skips_the_dropped_lines(tmp_path):
     from transforms.cleaning.dropped_lines import mark, new_bitmap
     from transforms.codecs.subword_vocabulary import SubwordVocabulary
     from transforms.codecs.vocabulary import VocabularyLoader
-from transforms.encode_pairs import EncodePairs
+    from transforms.encode_pairs import EncodePairs
     vocab, chunks = chunked_pair(tmp_path, ["hello", "", "world", "hello world"],
                                  ["你好", "世界", "世界", "你好世界"], split_at=2)
     bitmap = new_bitmap(4)
