@@ -97,10 +97,12 @@ def _same_model(ours, theirs):
             "options": options[0] == options[1]}
 
 
-def _measured(cmd, log_prefix, args, what):
+def _measured(cmd, log_prefix, args, what, code_dir=REPO_ROOT):
     shown = ["<script>" if "\n" in c else shlex.quote(c) for c in cmd]
     print("[%s] %s" % (what, " ".join(shown)), flush=True)
-    run = public(run_measured(cmd, log_prefix, cwd=REPO_ROOT, env=child_env(),
+    env = child_env()
+    env["PYTHONPATH"] = os.pathsep.join([code_dir] + env["PYTHONPATH"].split(os.pathsep)[1:])
+    run = public(run_measured(cmd, log_prefix, cwd=code_dir, env=env,
                                interval=args.sample_interval,
                                pss_interval=args.sample_interval * 5))
     run.pop("_samples", None)
@@ -132,7 +134,8 @@ def run_ours(args, work_dir, meta):
            "--spm_character_coverage", str(args.character_coverage),
            "--file_byte_budget", repr(args.file_byte_budget),
            "--num_train_shards", str(args.num_shards)] + shlex.split(args.runner_args)
-    run = _measured(cmd, os.path.join(work_dir, "ours", "datagen"), args, "ours")
+    run = _measured(cmd, os.path.join(work_dir, "ours", "datagen"), args, "ours",
+                    code_dir=args.code_dir)
     models = {}
     for _, lang in SIDES:  # vocab.{problem}.{size}.spm.{lang}/sentencepiece.model
         path = os.path.join(out_dir, "vocab.%s.%d.spm.%s" % (args.problem, args.vocab_size,
@@ -194,6 +197,8 @@ def parse_args(argv):
     p.add_argument("--num_shards", type=int, default=10)
     p.add_argument("--runner_args", default=DEFAULT_RUNNER_ARGS)
     p.add_argument("--only", choices=("both", "ours", "recipe"), default="both")
+    p.add_argument("--code_dir", default=REPO_ROOT,
+                   help="the checkout whose job runs as ours (e.g. an older commit's worktree)")
     p.add_argument("--repeat", type=int, default=1,
                    help="run the sides this many times, alternating (ours first)")
     p.add_argument("--work_dir", default=None, help="kept; default: a temp dir, removed")
