@@ -7,18 +7,20 @@
   recipe  what a team does by hand, one step after the other, each a measured subprocess:
             sample  the same byte-budget sample (T2T's `generate_lines_for_vocab`, our
                     `text_lines.sample_lines_for_vocab`) written to one file per side;
-            train   `spm_train --input=<sample> ...` per side, the same options the job
-                    records (model type, size, coverage, special ids, num_threads=16);
-            encode  `spm_encode --output_format=id --extra_options=eos` of each whole side
-                    into a text file of ids (no shards, no shuffle, no TFRecords).
-          `spm_train`/`spm_encode` are the command-line tools of Debian's `sentencepiece`
-          package (`apt-get install sentencepiece`; the pip wheel ships none); their version
-          is printed and recorded.
+            train   a script calling the wheel's `SentencePieceTrainer.train(input=<sample>,
+                    model_prefix=...)` per side: the trainer the job runs (same version),
+                    with the options the job records (model type, size, coverage, special
+                    ids, num_threads=16);
+            encode  `spm_encode --output_format=id --extra_options=eos` done with the wheel's
+                    `SentencePieceProcessor` from a script: each whole side read in batches,
+                    `encode(batch, out_type=int)` (the processor's threads), EOS appended, ids
+                    written one line each to a text file (no shards, no shuffle, no TFRecords).
 
-Prints wall time and peak memory (RSS of the process tree, `benchmarks/process_memory.py`)
-of each side and step, and whether the models of the two sides are byte-identical (they are
-not when the CLI's SentencePiece version differs from the wheel's: the trainer_spec it
-records differs; the sha256s are printed).
+Prints wall time and peak memory (RSS summed over the process tree and of the largest single
+process, `benchmarks/process_memory.py`) of each side and step, and whether the two sides'
+models are the same: pieces and scores, and every recorded option except the `input` and
+`model_prefix` the recipe's trainer writes into its model (the job trains from sentences in
+memory, so it records none; they are the only bytes that differ).
 
   .venv/bin/python benchmarks/bench_sentencepiece.py --lines 20000      # quick
   .venv/bin/python benchmarks/bench_sentencepiece.py --work_dir /tmp/bench_spm --json_out /tmp/bench_spm.json
@@ -47,6 +49,26 @@ with open(path, 'rb') as f, open(out, 'w', encoding='utf-8') as o:
     for line in sample_lines_for_vocab(iter_raw_lines(f), os.path.getsize(path), budget, path):
         o.write(line + '\\n')
 """
+TRAIN_SCRIPT = """
+import json, sys
+import sentencepiece as spm
+sample, prefix, options = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+spm.SentencePieceTrainer.train(input=sample, model_prefix=prefix, minloglevel=1, **options)
+"""
+ENCODE_SCRIPT = """
+import itertools, sys
+import sentencepiece as spm
+model, path, out = sys.argv[1], sys.argv[2], sys.argv[3]
+sp = spm.SentencePieceProcessor(model_file=model)
+eos = [sp.eos_id()]
+with open(path, encoding='utf-8', errors='replace') as f, open(out, 'w') as o:
+    while True:
+        batch = [line.rstrip('\\n') for line in itertools.islice(f, 20000)]
+        if not batch:
+            break
+        o.writelines(' '.join(map(str, ids + eos)) + '\\n'
+                     for ids in sp.encode(batch, out_type=int))
+"""
 
 
 def _sha256(path):
@@ -54,34 +76,49 @@ def _sha256(path):
         return hashlib.sha256(f.read()).hexdigest()
 
 
-def _same_pieces(ours, theirs):
-    """Whether two model files hold the same pieces with the same scores (their recorded
-    trainer_spec may differ: another SentencePiece version records other defaults)."""
+def _same_model(ours, theirs):
+    """{"pieces_and_scores": bool, "options": bool} of two model files: the same pieces with
+    the same scores, and the same recorded options but for the recipe's `input` and
+    `model_prefix` (None when a model is missing)."""
     import sentencepiece
+    sys.path.insert(0, REPO_ROOT)
+    from transforms.codecs.sentencepiece_model import recorded_options
     if not (ours and theirs and os.path.exists(ours) and os.path.exists(theirs)):
         return None
     a, b = (sentencepiece.SentencePieceProcessor(model_file=p) for p in (ours, theirs))
-    return ([(a.id_to_piece(i), a.get_score(i)) for i in range(a.get_piece_size())]
-            == [(b.id_to_piece(i), b.get_score(i)) for i in range(b.get_piece_size())])
+    options = []
+    for path in (ours, theirs):
+        with open(path, "rb") as f:
+            recorded = recorded_options(f.read())
+        options.append({k: v for k, v in recorded.items() if k not in ("input", "model_prefix")})
+    return {"pieces_and_scores":
+            [(a.id_to_piece(i), a.get_score(i)) for i in range(a.get_piece_size())]
+            == [(b.id_to_piece(i), b.get_score(i)) for i in range(b.get_piece_size())],
+            "options": options[0] == options[1]}
 
 
-def _measured(cmd, log_prefix, args, what):
-    print("[%s] %s" % (what, " ".join(shlex.quote(c) for c in cmd)), flush=True)
-    run = public(run_measured(cmd, log_prefix, cwd=REPO_ROOT, env=child_env(),
+def _measured(cmd, log_prefix, args, what, code_dir=REPO_ROOT):
+    shown = ["<script>" if "\n" in c else shlex.quote(c) for c in cmd]
+    print("[%s] %s" % (what, " ".join(shown)), flush=True)
+    env = child_env()
+    env["PYTHONPATH"] = os.pathsep.join([code_dir] + env["PYTHONPATH"].split(os.pathsep)[1:])
+    run = public(run_measured(cmd, log_prefix, cwd=code_dir, env=env,
                                interval=args.sample_interval,
                                pss_interval=args.sample_interval * 5))
     run.pop("_samples", None)
     status = "ok" if run["returncode"] == 0 else "FAILED (%s)\n%s" % (
         run["returncode"], tail(run["stderr_path"]))
-    print("[%s] %.1fs, peak %.0f MB: %s" % (what, run["wall_seconds"], run["peak_mb"], status),
-          flush=True)
+    print("[%s] %.1fs, peak %.0f MB (largest process %.0f MB): %s" % (
+        what, run["wall_seconds"], run["peak_mb"], run["max_single_process_rss_mb"], status),
+        flush=True)
     return run
 
 
 def _spm_options(args):
-    return ["--model_type=%s" % args.model_type, "--vocab_size=%d" % args.vocab_size,
-            "--character_coverage=%s" % args.character_coverage, "--num_threads=16",
-            "--pad_id=0", "--eos_id=1", "--unk_id=2", "--bos_id=-1"]
+    """The trainer options the job passes (and records) for these flags."""
+    return {"model_type": args.model_type, "vocab_size": args.vocab_size,
+            "character_coverage": args.character_coverage, "num_threads": 16,
+            "pad_id": 0, "eos_id": 1, "unk_id": 2, "bos_id": -1}
 
 
 def run_ours(args, work_dir, meta):
@@ -97,7 +134,8 @@ def run_ours(args, work_dir, meta):
            "--spm_character_coverage", str(args.character_coverage),
            "--file_byte_budget", repr(args.file_byte_budget),
            "--num_train_shards", str(args.num_shards)] + shlex.split(args.runner_args)
-    run = _measured(cmd, os.path.join(work_dir, "ours", "datagen"), args, "ours")
+    run = _measured(cmd, os.path.join(work_dir, "ours", "datagen"), args, "ours",
+                    code_dir=args.code_dir)
     models = {}
     for _, lang in SIDES:  # vocab.{problem}.{size}.spm.{lang}/sentencepiece.model
         path = os.path.join(out_dir, "vocab.%s.%d.spm.%s" % (args.problem, args.vocab_size,
@@ -116,10 +154,11 @@ def run_recipe(args, work_dir, meta):
     rdir = os.path.join(work_dir, "recipe")
     shutil.rmtree(rdir, ignore_errors=True)
     os.makedirs(rdir)
-    version = subprocess.run([args.spm_train, "--version"], capture_output=True,
-                             text=True).stdout.strip()
+    version = subprocess.run([args.python, "-c", "import sentencepiece; "
+                              "print(sentencepiece.__version__)"],
+                             capture_output=True, text=True).stdout.strip()
     steps = {}
-    for side, lang in SIDES:
+    for side, lang in SIDES:  # one side after the other, as a user's script runs them
         src = meta["files"][side]["path"]
         sample = os.path.join(rdir, "sample.%s" % lang)
         prefix = os.path.join(rdir, "spm.%s" % lang)
@@ -127,21 +166,19 @@ def run_recipe(args, work_dir, meta):
             [args.python, "-c", SAMPLE_SCRIPT, src, repr(args.file_byte_budget), sample],
             os.path.join(rdir, "sample_" + lang), args, "recipe sample " + lang)
         steps["train_" + lang] = _measured(
-            [args.spm_train, "--input=" + sample, "--model_prefix=" + prefix,
-             "--minloglevel=1"] + _spm_options(args),
-            os.path.join(rdir, "train_" + lang), args, "recipe spm_train " + lang)
+            [args.python, "-c", TRAIN_SCRIPT, sample, prefix, json.dumps(_spm_options(args))],
+            os.path.join(rdir, "train_" + lang), args, "recipe train " + lang)
         if os.path.exists(prefix + ".model"):
             steps["train_" + lang]["model_sha256"] = _sha256(prefix + ".model")
-    for side, lang in SIDES:
         steps["encode_" + lang] = _measured(
-            [args.spm_encode, "--model=%s.model" % os.path.join(rdir, "spm." + lang),
-             "--output_format=id", "--extra_options=eos",
-             "--input=" + meta["files"][side]["path"],
-             "--output=" + os.path.join(rdir, "ids." + lang)],
-            os.path.join(rdir, "encode_" + lang), args, "recipe spm_encode " + lang)
-    return {"version": version, "steps": steps,
+            [args.python, "-c", ENCODE_SCRIPT, prefix + ".model", src,
+             os.path.join(rdir, "ids." + lang)],
+            os.path.join(rdir, "encode_" + lang), args, "recipe encode " + lang)
+    return {"sentencepiece": version, "steps": steps,
             "wall_seconds": sum(s["wall_seconds"] for s in steps.values()),
             "peak_mb": max(s["peak_mb"] for s in steps.values()),
+            "max_single_process_rss_mb": max(s["max_single_process_rss_mb"]
+                                             for s in steps.values()),
             "ok": all(s["returncode"] == 0 for s in steps.values())}
 
 
@@ -160,8 +197,10 @@ def parse_args(argv):
     p.add_argument("--num_shards", type=int, default=10)
     p.add_argument("--runner_args", default=DEFAULT_RUNNER_ARGS)
     p.add_argument("--only", choices=("both", "ours", "recipe"), default="both")
-    p.add_argument("--spm_train", default=shutil.which("spm_train") or "spm_train")
-    p.add_argument("--spm_encode", default=shutil.which("spm_encode") or "spm_encode")
+    p.add_argument("--code_dir", default=REPO_ROOT,
+                   help="the checkout whose job runs as ours (e.g. an older commit's worktree)")
+    p.add_argument("--repeat", type=int, default=1,
+                   help="run the sides this many times, alternating (ours first)")
     p.add_argument("--work_dir", default=None, help="kept; default: a temp dir, removed")
     p.add_argument("--json_out", default=None)
     p.add_argument("--python", default=os.path.join(REPO_ROOT, ".venv", "bin", "python"))
@@ -174,40 +213,60 @@ def parse_args(argv):
     return args
 
 
+def _compare(result, work_dir):
+    """Whether each side's model of ours is the recipe's (pieces, scores, options)."""
+    for _, lang in SIDES:
+        ours = (result["ours"]["models"].get(lang) or {}).get("path")
+        same = _same_model(ours, os.path.join(work_dir, "recipe", "spm.%s.model" % lang))
+        result.setdefault("models", {})[lang] = same
+        print("model %s: %s (sentencepiece %s on both sides)" % (
+            lang, "missing" if same is None else
+            "pieces, scores, options identical" if all(same.values()) else "DIFFER %s" % same,
+            result["recipe"]["sentencepiece"]))
+
+
 def main(argv=None):
     args = parse_args(argv)
     work_dir = args.work_dir or tempfile.mkdtemp(prefix="bench_spm_")
     os.makedirs(work_dir, exist_ok=True)
     meta = prepare_input(args, os.path.join(work_dir, "input"))
-    result = {"settings": {k: v for k, v in vars(args).items()}, "input": meta}
-    if args.only in ("both", "ours"):
-        result["ours"] = run_ours(args, work_dir, meta)
-    if args.only in ("both", "recipe"):
-        result["recipe"] = run_recipe(args, work_dir, meta)
-    print("\n| side | wall s | peak MB |\n|---|---|---|")
-    for name in ("ours", "recipe"):
-        if name in result:
-            print("| %s | %.1f | %.0f |" % (name, result[name]["wall_seconds"],
-                                            result[name]["peak_mb"]))
-    if "ours" in result and "recipe" in result:
-        for _, lang in SIDES:
-            ours = (result["ours"]["models"].get(lang) or {}).get("sha256")
-            theirs = result["recipe"]["steps"]["train_" + lang].get("model_sha256")
-            pieces = _same_pieces((result["ours"]["models"].get(lang) or {}).get("path"),
-                                  os.path.join(work_dir, "recipe", "spm.%s.model" % lang))
-            result.setdefault("models", {})[lang] = {"bytes_identical": ours == theirs,
-                                                     "pieces_and_scores_identical": pieces}
-            print("model %s: bytes %s, pieces and scores %s (recipe's spm_train: %s)" % (
-                lang, "missing" if not (ours and theirs) else
-                "identical" if ours == theirs else "differ", pieces, result["recipe"]["version"]))
+    result = {"settings": {k: v for k, v in vars(args).items()}, "input": meta, "runs": []}
+    for _ in range(args.repeat):
+        run = {}
+        uptime = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+        print("[load] %s" % uptime, flush=True)
+        run["uptime_before"] = uptime
+        if args.only in ("both", "ours"):
+            run["ours"] = run_ours(args, work_dir, meta)
+        if args.only in ("both", "recipe"):
+            run["recipe"] = run_recipe(args, work_dir, meta)
+        if "ours" in run and "recipe" in run:
+            _compare(run, work_dir)
+        run["uptime_after"] = subprocess.run(["uptime"], capture_output=True,
+                                             text=True).stdout.strip()
+        result["runs"].append(run)
+    print("\n| run | side | wall s | peak MB (tree) | largest process MB |\n|---|---|---|---|---|")
+    for i, run in enumerate(result["runs"]):
+        for name in ("ours", "recipe"):
+            if name in run:
+                print("| %d | %s | %.1f | %.0f | %.0f |" % (
+                    i + 1, name, run[name]["wall_seconds"], run[name]["peak_mb"],
+                    run[name]["max_single_process_rss_mb"]))
+        if "ours" in run and "recipe" in run:
+            print("| %d | ours/recipe | %.2f | %.2f | |" % (
+                i + 1, run["ours"]["wall_seconds"] / run["recipe"]["wall_seconds"],
+                run["ours"]["peak_mb"] / run["recipe"]["peak_mb"]))
+    print("load: %s" % " / ".join(r["uptime_before"] for r in result["runs"]))
     if args.json_out:
         with open(args.json_out, "w") as f:
             json.dump(result, f, indent=1, default=str)
     if not args.work_dir:
         shutil.rmtree(work_dir)
-    ok = all(result[n].get("ok", result[n].get("returncode") == 0)
-             for n in ("ours", "recipe") if n in result)
-    return 0 if ok else 1
+    ok = all(run[n].get("ok", run[n].get("returncode") == 0)
+             for run in result["runs"] for n in ("ours", "recipe") if n in run)
+    same = all(all(m.values()) for run in result["runs"]
+               for m in run.get("models", {}).values() if m is not None)
+    return 0 if ok and same else 1
 
 
 if __name__ == "__main__":

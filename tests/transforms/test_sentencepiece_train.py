@@ -34,14 +34,14 @@ def _keep(result, directory):
         pickle.dump(result, f)
 
 
-def _run(files, options, budget=1e8, part_bytes=30000):
+def _run(files, options, budget=1e8):
     """{vocab name: result} of the stage over `files` ({name: [path, ...]})."""
     items = [SampleFile(name, path, os.path.getsize(path)) for name in sorted(files)
              for path in files[name]]
     directory = tempfile.mkdtemp()
     with test_pipeline() as p:
         _ = (p | beam.Create(items)
-             | TrainSentencePiece(files, options, budget, part_bytes=part_bytes)
+             | TrainSentencePiece(files, options, budget)
              | beam.Map(_keep, directory))
     results = {}
     for name in sorted(os.listdir(directory)):
@@ -96,11 +96,11 @@ def test_per_side_models_are_the_trainers_own(tmp_path, model_type):
 
 
 @pytest.mark.slow
-def test_shared_model_reads_source_then_target_in_parts(tmp_path):
+def test_shared_model_reads_source_then_target(tmp_path):
     de = _copy(tmp_path, "ende-opennmt/train.de")
     en = _copy(tmp_path, "ende-opennmt/train.en")
     options = {"shared": sm.trainer_options("bpe", 3000, 1.0)}
-    # parts of ~30 KB: a dozen per file, read on any worker, put back in order
+    # the files in the order given, not sorted
     r = _run({"shared": [en, de]}, options)["shared"]
     assert r["error"] is None
     lines = _sample(en, 1e8) + _sample(de, 1e8)
@@ -114,7 +114,6 @@ def test_sample_larger_than_the_budget(tmp_path):
     budget = 40000  # characters; the file holds about 110k
     options = {"target": sm.trainer_options("unigram", 2500, 0.9995)}
     first = _run({"target": [zh]}, options, budget)["target"]
-    second = _run({"target": [zh]}, options, budget, part_bytes=1 << 20)["target"]
     lines = _sample(zh, budget)
     [stats] = first["files"]
     stride = int(os.path.getsize(zh) / budget / 2)  # T2T's: lines skipped between samples
@@ -123,7 +122,7 @@ def test_sample_larger_than_the_budget(tmp_path):
     assert stride == 4 and stats["sampled_lines"] == len(lines) == 600
     assert stats["sampled_chars"] == sum(map(len, lines))
     assert stats["sampled_bytes"] == sum(len(x.encode("utf-8")) for x in lines)
-    assert first["model"] == second["model"] == _retrained(lines, first["model"])
+    assert first["model"] == _retrained(lines, first["model"])
 
 
 def test_errors_are_reported_not_raised(tmp_path):
@@ -140,3 +139,18 @@ def test_errors_are_reported_not_raised(tmp_path):
     assert "nothing was sampled" in results["unused"]["error"]
     assert "Vocabulary size too high" in results["few"]["error"]
     assert "UTF-8" in results["bad"]["error"] and results["bad"]["model"] is None
+    [bad_stats] = results["bad"]["files"]
+    assert bad_stats["sampled_lines"] == 1 and "UTF-8" in bad_stats["error"]
+
+
+def test_a_read_error_in_the_first_file_stops_a_shared_sample(tmp_path):
+    """The trainer stops at the error: the shared vocabulary's second file is not read."""
+    bad = tmp_path / "bad.en"
+    bad.write_bytes(b"ok\n\xff\xfe\n")
+    good = tmp_path / "good.de"
+    good.write_text("ein paar Worte\n" * 50, encoding="utf-8")
+    options = {"shared": sm.trainer_options("bpe", 50, 1.0)}
+    r = _run({"shared": [str(bad), str(good)]}, options)["shared"]
+    assert "UTF-8" in r["error"] and str(bad) in r["error"] and r["model"] is None
+    assert [(s["path"], s["sampled_lines"]) for s in r["files"]] == sorted(
+        [(str(bad), 1), (str(good), 0)])
