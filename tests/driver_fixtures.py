@@ -1,0 +1,110 @@
+"""Builders of pipeline/driver's objects for the unit tests in tests/pipeline/driver/: the one
+place that knows how the steps are constructed (their arguments move as the config is split
+per step), so the tests themselves speak only of command lines, files and outcomes.
+
+Every builder takes a DatagenConfig made from a command line (`config`), as a run does.
+No builder runs a Beam pipeline: a PassRunner here is a dry run's (a pass is built and
+translated, never run).
+"""
+
+import os
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from apache_beam.options.pipeline_options import PipelineOptions
+
+from pipeline.driver.cleaning import CleaningStep, load_cleaning
+from pipeline.driver.encode import EncodeStep
+from pipeline.driver.job import DatagenJob
+from pipeline.driver.job_record import JobRecord
+from pipeline.driver.options import check_known_flags, parse_config
+from pipeline.driver.passes import PassRunner
+from pipeline.driver.prepare import PrepareStep
+from pipeline.driver.vocab_passes import VocabPassDriver
+from pipeline.driver.vocabularies import VocabStep
+from pipeline.output.layout import OutputLayout
+from transforms.config import DatagenConfig
+from transforms.storage import file_io
+
+DIRECT = ("--runner", "DirectRunner")
+
+
+def command_line(argv: Sequence[str]) -> Tuple[DatagenConfig, List[str]]:
+    """(config, Beam's arguments) of a command line, checked as `python -m pipeline.datagen`
+    checks it before any work: unknown flags first, then the job's own flags. Raises
+    DatagenError (the command's exit 2) for a bad one."""
+    argv = list(argv)
+    check_known_flags(argv)
+    return parse_config(argv)
+
+
+def write(path, text: str = "") -> str:
+    """A file of `text` (UTF-8) at `path`, its directory made; its path as a str."""
+    path = str(path)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+    return path
+
+
+def corpus(tmp_path, lines: int = 3, name: str = "train") -> Tuple[str, str]:
+    """(source, target): a line-aligned pair of files `{name}.en`, `{name}.de`."""
+    return (write(tmp_path / "in" / (name + ".en"),
+                  "".join("hello %d\n" % i for i in range(lines))),
+            write(tmp_path / "in" / (name + ".de"),
+                  "".join("hallo %d\n" % i for i in range(lines))))
+
+
+def config(tmp_path, *flags: str, train: Optional[Tuple[str, str]] = None) -> DatagenConfig:
+    """The config of a run over `train` (default: a 3-line corpus under tmp_path) into
+    `tmp_path/out`, with `flags` added (a later flag wins over the defaults given here)."""
+    source, target = train or corpus(tmp_path)
+    argv = ["--output_dir", str(tmp_path / "out"), "--train_source", source,
+            "--train_target", target] + list(flags)
+    return parse_config(argv)[0]
+
+
+def layout(config: DatagenConfig, run_id: str = "run1") -> OutputLayout:
+    """The run's OutputLayout, as DatagenJob makes it."""
+    job = config.job
+    return OutputLayout(file_io.absolute(job.output_dir), job.problem, config.vocab.vocab_size,
+                        run_id, job.output_format)
+
+
+def pass_runner(dry_run: bool = True, *beam_args: str) -> PassRunner:
+    """A PassRunner on DirectRunner; a dry run's by default (passes built and translated)."""
+    return PassRunner(PipelineOptions(list(beam_args or DIRECT)), dry_run, lambda: None)
+
+
+def prepare_step(config: DatagenConfig, layout: OutputLayout) -> PrepareStep:
+    return PrepareStep(layout, config.read)
+
+
+def cleaning_step(config: DatagenConfig, layout: OutputLayout) -> CleaningStep:
+    return CleaningStep(layout, load_cleaning(config), config.read.on_invalid_utf8)
+
+
+def encode_step(config: DatagenConfig, layout: OutputLayout, run_pass: PassRunner
+                ) -> EncodeStep:
+    return EncodeStep(layout, config, config.job.seed, config.job.problem, run_pass)
+
+
+def vocab_step(config: DatagenConfig, layout: OutputLayout, run_pass: PassRunner) -> VocabStep:
+    return VocabStep(config, layout, run_pass)
+
+
+def vocab_pass_driver(run_pass: PassRunner) -> VocabPassDriver:
+    return VocabPassDriver(run_pass)
+
+
+def job_record(config: DatagenConfig, layout: OutputLayout, run_pass: PassRunner,
+               beam_args: Sequence[str] = DIRECT) -> JobRecord:
+    return JobRecord(config, PipelineOptions(list(beam_args)), layout, run_pass)
+
+
+def datagen_job(config: DatagenConfig, beam_args: Sequence[str] = DIRECT) -> DatagenJob:
+    return DatagenJob(config, PipelineOptions(list(beam_args)))
+
+
+def flag_dict(config: DatagenConfig) -> Dict[str, object]:
+    """{flag: value} of the run's flags (what the fingerprint and the summary record)."""
+    return config.flags()
