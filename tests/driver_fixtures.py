@@ -55,12 +55,14 @@ def corpus(tmp_path, lines: int = 3, name: str = "train") -> Tuple[str, str]:
 
 
 def config(tmp_path, *flags: str, train: Optional[Tuple[str, str]] = None) -> DatagenConfig:
-    """The config of a run over `train` (default: a 3-line corpus under tmp_path) into
-    `tmp_path/out`, with `flags` added (a later flag wins over the defaults given here)."""
-    source, target = train or corpus(tmp_path)
-    argv = ["--output_dir", str(tmp_path / "out"), "--train_source", source,
-            "--train_target", target] + list(flags)
-    return parse_config(argv)[0]
+    """The config of a run into `tmp_path/out` over `train` (by default, unless `flags`
+    name train data, a 3-line corpus under tmp_path), with `flags` added (a later flag wins
+    over the defaults given here)."""
+    argv = ["--output_dir", str(tmp_path / "out")]
+    if train or not {"--train_source", "--train_tsv", "--train_tmx"} & set(flags):
+        source, target = train or corpus(tmp_path)
+        argv += ["--train_source", source, "--train_target", target]
+    return parse_config(argv + list(flags))[0]
 
 
 def layout(config: DatagenConfig, run_id: str = "run1") -> OutputLayout:
