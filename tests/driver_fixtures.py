@@ -18,7 +18,7 @@ from pipeline.driver.job import DatagenJob
 from pipeline.driver.job_record import JobRecord
 from pipeline.driver.options import check_known_flags, parse_config
 from pipeline.driver.passes import PassRunner
-from pipeline.driver.prepare import PrepareStep
+from pipeline.driver.prepare import Prepared, PrepareStep
 from pipeline.driver.vocab_passes import VocabPassDriver
 from pipeline.driver.vocabularies import VocabStep
 from pipeline.output.layout import OutputLayout
@@ -110,3 +110,21 @@ def datagen_job(config: DatagenConfig, beam_args: Sequence[str] = DIRECT) -> Dat
 def flag_dict(config: DatagenConfig) -> Dict[str, object]:
     """{flag: value} of the run's flags (what the fingerprint and the summary record)."""
     return config.flags()
+
+
+def facts(lines: int, size: int, every: int = 0) -> Dict[str, object]:
+    """A file's facts as the prepare step's scan reports them (`every`: a seek point every
+    this many lines, at a made-up offset, 0: only the start)."""
+    points = [(n, n * 10) for n in range(0, lines, every)] if every else [(0, 0)]
+    return {"bytes": size, "lines": lines, "checkpoints": points,
+            "first_invalid_utf8_line": None}
+
+
+def prepared(split: str, index: int, source: str, target: str, lines: int, every: int = 0,
+             **more: object) -> Prepared:
+    """A dataset as the prepare step hands it on: line files `source`, `target` of `lines`
+    lines each (10 bytes a line)."""
+    ds = {"split": split, "index": index, "name": os.path.basename(source), "format": "lines",
+          "source": source, "target": target}
+    return Prepared(ds, source, target, facts(lines, lines * 10, every),
+                    facts(lines, lines * 10, every), lines, **more)  # type: ignore[arg-type]
