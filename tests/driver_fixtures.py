@@ -8,9 +8,11 @@ translated, never run).
 """
 
 import os
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
+from apache_beam.pipeline import PipelineVisitor
 
 from pipeline.driver.cleaning import CleaningStep, load_cleaning
 from pipeline.driver.encode import EncodeStep
@@ -72,9 +74,45 @@ def layout(config: DatagenConfig, run_id: str = "run1") -> OutputLayout:
                         run_id, job.output_format)
 
 
-def pass_runner(dry_run: bool = True, *beam_args: str) -> PassRunner:
+def pass_runner(dry_run: bool = True, *beam_args: str) -> "RecordingPasses":
     """A PassRunner on DirectRunner; a dry run's by default (passes built and translated)."""
-    return PassRunner(PipelineOptions(list(beam_args or DIRECT)), dry_run, lambda: None)
+    return RecordingPasses(PipelineOptions(list(beam_args or DIRECT)), dry_run, lambda: None)
+
+
+class RecordingPasses(PassRunner):
+    """A PassRunner that keeps each pass's label and built pipeline (`passes`), so a test can
+    see what a step built: `applied(pipeline)`."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.passes: List[Tuple[str, beam.Pipeline]] = []
+
+    def __call__(self, label: str, build: Callable[[beam.Pipeline], Any],
+                 progress: Optional[Callable[[float], str]] = None) -> float:
+        def recorded(p: beam.Pipeline) -> Any:
+            self.passes.append((label, p))
+            return build(p)
+        return super().__call__(label, recorded, progress)
+
+
+def applied(pipeline: beam.Pipeline) -> Dict[str, Any]:
+    """{full label: PTransform} of every transform applied in `pipeline`."""
+    found: Dict[str, Any] = {}
+
+    class Visitor(PipelineVisitor):
+        def visit_transform(self, node: Any) -> None:
+            found[node.full_label] = node.transform
+
+        def enter_composite_transform(self, node: Any) -> None:
+            found[node.full_label] = node.transform
+
+    pipeline.visit(Visitor())
+    return found
+
+
+def created(pipeline: beam.Pipeline, label: str) -> List[Any]:
+    """The elements the `beam.Create` labelled `label` starts the pipeline with."""
+    return list(applied(pipeline)[label].values)
 
 
 def prepare_step(config: DatagenConfig, layout: OutputLayout) -> PrepareStep:
