@@ -94,15 +94,28 @@ def test_a_run_attaches_each_datasets_drops_and_sums_them_by_reason(tmp_path):
     report = {"split": "train", "index": 1, "dropped": 3, "dropped_bytes": [30, 31],
               "reasons": [["LengthFilter", 2], ["duplicate source", 1]],
               "bitmap": "b.dropped", "rejects": "b.rejects.jsonl"}
-    write(out.work("cleaning.json"), json.dumps({"cleaned": [report]}))
+    dev_report = {"split": "dev", "index": 0, "dropped": 1, "dropped_bytes": [5, 5],
+                  "reasons": [["LengthFilter", 1]], "bitmap": "d.dropped",
+                  "rejects": "d.rejects.jsonl"}
+    first = dict(report, index=0, reasons=[["LengthFilter", 4]], bitmap="a.dropped")
+    write(out.work("cleaning.json"), json.dumps({"cleaned": [report, dev_report, first]}))
     run_pass = pass_runner()  # a dry run's: the real cleaning pass is built, not run
     cleaned, summary = step.run(run_pass, ready)
     assert run_pass.count == 1
-    assert [p.dropped for p in cleaned["train"]] == [None, "b.dropped"]
+    assert [p.dropped for p in cleaned["train"]] == ["a.dropped", "b.dropped"]
     assert cleaned["train"][1].dropped_bytes == (30, 31)
     assert cleaned["train"][1].cleaning_rejects == "b.rejects.jsonl"
-    assert cleaned["dev"] == ready["dev"]
+    assert [p.dropped for p in cleaned["dev"]] == ["d.dropped"]
     assert summary == {
         "filters": [{"LengthFilter": {"unit": "word", "min_length": 1, "max_length": 5}}],
         "dedup": "source", "dedup_options": {}, "drop_dev_overlap": False,
-        "dropped": {"train": {"LengthFilter": 2, "duplicate source": 1}}}
+        "dropped": {"dev": {"LengthFilter": 1},
+                    "train": {"LengthFilter": 6, "duplicate source": 1}}}
+
+
+def test_datasets_without_drops_are_handed_on_as_they_were(tmp_path):
+    out, step = step_of(tmp_path)
+    ready = {"train": [prepared("train", 0, "a.en", "a.de", 5)]}
+    write(out.work("cleaning.json"), json.dumps({"cleaned": []}))
+    cleaned, summary = step.run(pass_runner(), ready)
+    assert cleaned == ready and summary["dropped"] == {}

@@ -39,6 +39,13 @@ def test_a_writable_output_dir_is_left_with_only_the_work_directory(tmp_path):
     assert os.listdir(out_layout.work_dir) == []  # the probe is gone
 
 
+def test_the_probe_is_written_not_only_the_directory_made(tmp_path):
+    out_layout = layout(config(tmp_path))
+    os.makedirs(os.path.join(out_layout.work_dir, "write-test", "in the way"))
+    with pytest.raises(DatagenError, match="cannot write there"):
+        preflight.check_output_writable(out_layout)
+
+
 def test_an_output_dir_under_a_regular_file_is_one_line(tmp_path):
     blocker = write(tmp_path / "file", "x")
     out_layout = layout(config(tmp_path, "--output_dir", os.path.join(blocker, "out")))
