@@ -18,14 +18,17 @@ from pipeline.driver.cleaning import CleaningStep, load_cleaning
 from pipeline.driver.encode import EncodeStep
 from pipeline.driver.job import DatagenJob
 from pipeline.driver.job_record import JobRecord
-from pipeline.driver.options import check_known_flags, parse_config
+from pipeline.driver.kinds import kind_plugin
+from pipeline.driver.options import Command, parse_command_line, refuse_unknown_flags
 from pipeline.driver.passes import PassRunner
 from pipeline.driver.prepare import Prepared, PrepareStep
 from pipeline.driver.vocab_passes import VocabPassDriver
 from pipeline.driver.vocabularies import VocabStep
 from pipeline.output.layout import OutputLayout
+from transforms.cleaning.config import CleaningConfig
 from transforms.config import DatagenConfig
 from transforms.storage import file_io
+from transforms.storage.object_stores import ObjectStores, StoreSettings
 
 DIRECT = ("--runner", "DirectRunner")
 
@@ -35,8 +38,9 @@ def command_line(argv: Sequence[str]) -> Tuple[DatagenConfig, List[str]]:
     checks it before any work: unknown flags first, then the job's own flags. Raises
     DatagenError (the command's exit 2) for a bad one."""
     argv = list(argv)
-    check_known_flags(argv)
-    return parse_config(argv)
+    refuse_unknown_flags(argv)
+    command = parse_command_line(argv)
+    return command.config, command.beam_args
 
 
 def write(path, text: str = "") -> str:
@@ -64,7 +68,7 @@ def config(tmp_path, *flags: str, train: Optional[Tuple[str, str]] = None) -> Da
     if train or not {"--train_source", "--train_tsv", "--train_tmx"} & set(flags):
         source, target = train or corpus(tmp_path)
         argv += ["--train_source", source, "--train_target", target]
-    return parse_config(argv + list(flags))[0]
+    return parse_command_line(argv + list(flags)).config
 
 
 def layout(config: DatagenConfig, run_id: str = "run1") -> OutputLayout:
@@ -74,9 +78,15 @@ def layout(config: DatagenConfig, run_id: str = "run1") -> OutputLayout:
                         run_id, job.output_format)
 
 
-def pass_runner(dry_run: bool = True, *beam_args: str) -> "RecordingPasses":
-    """A PassRunner on DirectRunner; a dry run's by default (passes built and translated)."""
-    return RecordingPasses(PipelineOptions(list(beam_args or DIRECT)), dry_run, lambda: None)
+def stores() -> ObjectStores:
+    """The job's object-store clients (made on first use; none for local paths)."""
+    return ObjectStores(StoreSettings.from_options(PipelineOptions(list(DIRECT))))
+
+
+def pass_runner() -> "RecordingPasses":
+    """A dry run's PassRunner on DirectRunner: passes are built and translated, not run."""
+    return RecordingPasses(PipelineOptions(list(DIRECT) + ["--dry_run", "true"]),
+                           lambda: None)
 
 
 class RecordingPasses(PassRunner):
@@ -116,33 +126,42 @@ def created(pipeline: beam.Pipeline, label: str) -> List[Any]:
 
 
 def prepare_step(config: DatagenConfig, layout: OutputLayout) -> PrepareStep:
-    return PrepareStep(layout, config.read)
+    return PrepareStep(layout, config.read, stores())
+
+
+def cleaning_config(config: DatagenConfig) -> CleaningConfig:
+    """The run's cleaning, its --filters file read and checked (DatagenError: one line)."""
+    return load_cleaning(config.clean, config.inputs)
 
 
 def cleaning_step(config: DatagenConfig, layout: OutputLayout) -> CleaningStep:
-    return CleaningStep(layout, load_cleaning(config), config.read.on_invalid_utf8)
+    """The cleaning step, its --filters file loaded (as the job does first in `run`)."""
+    step = CleaningStep(layout, config.clean, config.inputs, config.read.on_invalid_utf8,
+                        stores())
+    step.load()
+    return step
 
 
 def encode_step(config: DatagenConfig, layout: OutputLayout, run_pass: PassRunner
                 ) -> EncodeStep:
-    return EncodeStep(layout, config, config.job.seed, config.job.problem, run_pass)
+    return EncodeStep(layout, config, run_pass, stores())
 
 
 def vocab_step(config: DatagenConfig, layout: OutputLayout, run_pass: PassRunner) -> VocabStep:
-    return VocabStep(config, layout, run_pass)
+    return VocabStep(config, kind_plugin(config.vocab.vocab_type), layout, run_pass, stores())
 
 
 def vocab_pass_driver(run_pass: PassRunner) -> VocabPassDriver:
-    return VocabPassDriver(run_pass)
+    return VocabPassDriver(run_pass, stores())
 
 
 def job_record(config: DatagenConfig, layout: OutputLayout, run_pass: PassRunner,
                beam_args: Sequence[str] = DIRECT) -> JobRecord:
-    return JobRecord(config, PipelineOptions(list(beam_args)), layout, run_pass)
+    return JobRecord(config, PipelineOptions(list(beam_args)), layout, run_pass, stores())
 
 
 def datagen_job(config: DatagenConfig, beam_args: Sequence[str] = DIRECT) -> DatagenJob:
-    return DatagenJob(config, PipelineOptions(list(beam_args)))
+    return DatagenJob(Command(config, kind_plugin(config.vocab.vocab_type), list(beam_args)))
 
 
 def flag_dict(config: DatagenConfig) -> Dict[str, object]:

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from driver_fixtures import cleaning_step, config, corpus, layout, pass_runner, prepared, write
-from pipeline.driver.cleaning import load_cleaning
+from driver_fixtures import (cleaning_config, cleaning_step, config, corpus, layout, pass_runner,
+                             prepared, write)
 from pipeline.runtime.runners import DatagenError
 
 LENGTH = "filters:\n  - LengthFilter: {unit: word, min_length: 1, max_length: 5}\n"
@@ -16,18 +16,18 @@ LENGTH = "filters:\n  - LengthFilter: {unit: word, min_length: 1, max_length: 5}
 
 def error_of(cfg):
     with pytest.raises(DatagenError) as raised:
-        load_cleaning(cfg)
+        cleaning_config(cfg)
     assert "\n" not in str(raised.value)
     return str(raised.value)
 
 
 def test_no_cleaning_flags_mean_no_cleaning(tmp_path):
-    assert not load_cleaning(config(tmp_path)).active
+    assert not cleaning_config(config(tmp_path)).active
 
 
 def test_a_filters_file_and_dedup_are_loaded(tmp_path):
     filters = write(tmp_path / "f.yaml", LENGTH)
-    cleaning = load_cleaning(config(tmp_path, "--filters", filters, "--dedup", "source"))
+    cleaning = cleaning_config(config(tmp_path, "--filters", filters, "--dedup", "source"))
     assert cleaning.active
     assert cleaning.filters == (("LengthFilter", {"unit": "word", "min_length": 1,
                                                   "max_length": 5}),)
@@ -65,7 +65,7 @@ def test_drop_dev_overlap_needs_dev_data(tmp_path):
     assert error_of(config(tmp_path, "--drop_dev_overlap")) == (
         "--drop_dev_overlap needs dev data (--dev_source/--dev_target, --dev_tsv or --dev_tmx)")
     dev = corpus(tmp_path, name="dev")
-    assert load_cleaning(config(tmp_path, "--drop_dev_overlap", "--dev_source", dev[0],
+    assert cleaning_config(config(tmp_path, "--drop_dev_overlap", "--dev_source", dev[0],
                                 "--dev_target", dev[1])).drop_dev_overlap
 
 

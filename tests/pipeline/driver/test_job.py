@@ -35,8 +35,9 @@ def test_the_plan_has_a_dev_split_only_when_dev_data_is_given(tmp_path):
 
 def test_a_bad_filters_file_stops_the_job_before_it_starts(tmp_path):
     filters = write(tmp_path / "f.yaml", "filters:\n  - NoSuchFilter: {}\n")
-    assert error_of(lambda: datagen_job(config(tmp_path, "--filters", filters))).startswith(
-        "--filters %s: unknown filter NoSuchFilter" % filters)
+    job = datagen_job(config(tmp_path, "--filters", filters))
+    assert error_of(job.run).startswith("--filters %s: unknown filter NoSuchFilter" % filters)
+    assert not os.path.exists(tmp_path / "out")
 
 
 @pytest.mark.parametrize("flags, expected", [

@@ -69,6 +69,13 @@ def test_max_subtoken_length_none_or_zero_means_no_limit(value, expected):
     assert parsed("--max_subtoken_length", value).vocab.max_subtoken_length == expected
 
 
+def test_paths_are_made_absolute(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    config = command_line(["--output_dir", "out", "--train_source", "a.en",
+                           "--train_target", "a.de"])[0]
+    assert config.job.output_dir == str(tmp_path / "out")
+
+
 def test_v_is_log_level_info():
     assert parsed("-v").job.log_level == "info"
     assert parsed("--log_level", "debug").job.log_level == "debug"
@@ -234,6 +241,14 @@ def test_a_flag_of_one_kind_is_refused_for_every_other_kind(flag, value, kind):
                 flag, kind, other)
 
 
+def test_the_table_above_names_every_kinds_own_flags():
+    from pipeline.driver.kinds import every_plugin
+    assert sorted((flag, plugin.name) for plugin in every_plugin()
+                  for flag in plugin.own_flags()) == sorted(
+        (flag, kind) for flag, _, kind in KIND_FLAGS)
+    assert tuple(plugin.name for plugin in every_plugin()) == KINDS
+
+
 def test_a_kind_flag_given_at_its_default_is_not_refused():
     config = parsed("--bpe_min_frequency", "2", "--spm_model_type", "unigram")
     assert config.vocab.vocab_type == "subword"
@@ -241,19 +256,28 @@ def test_a_kind_flag_given_at_its_default_is_not_refused():
 
 # -- given vocabularies ----------------------------------------------------------------------
 
-@pytest.mark.parametrize("kind, flag, field", [("word", "--word_vocab", "word_vocab"),
-                                               ("sentencepiece", "--spm_model", "spm_model")])
-def test_a_given_vocabulary_is_one_file_or_source_and_target(kind, flag, field):
-    for value in ("v.src", "v.src,v.tgt"):
-        config = parsed("--vocab_type", kind, flag, value)
-        assert getattr(config.vocab, field) == value
+@pytest.mark.parametrize("kind, flag", [("word", "--word_vocab"),
+                                        ("sentencepiece", "--spm_model")])
+def test_a_given_vocabulary_is_one_file_or_source_and_target(kind, flag, tmp_path,
+                                                             monkeypatch):
+    monkeypatch.chdir(tmp_path)  # relative names are made absolute
+    assert parsed("--vocab_type", kind, flag, "v.src").vocab.given == (
+        str(tmp_path / "v.src"),)
+    assert parsed("--vocab_type", kind, flag, "v.src,/v/v.tgt").vocab.given == (
+        str(tmp_path / "v.src"), "/v/v.tgt")
+    assert parsed("--vocab_type", kind).vocab.given == ()  # learnt
+
+
+def test_a_given_bpe_is_one_directory():
+    assert parsed("--vocab_type", "byte_bpe", "--bpe_vocab", "/g/gpt2").vocab.given == (
+        "/g/gpt2",)
 
 
 def test_a_given_vocabulary_lifts_the_kinds_size_minimum():
-    assert parsed("--vocab_type", "word", "--word_vocab", "v", "--vocab_size", "2"
+    assert parsed("--vocab_type", "word", "--word_vocab", "/v", "--vocab_size", "2"
                   ).vocab.vocab_size == 2
-    assert parsed("--vocab_type", "byte_bpe", "--bpe_vocab", "gpt2", "--vocab_size", "100"
-                  ).vocab.bpe_vocab == "gpt2"
+    assert parsed("--vocab_type", "byte_bpe", "--bpe_vocab", "/gpt2", "--vocab_size", "100"
+                  ).vocab.given == ("/gpt2",)
 
 
 @pytest.mark.parametrize("kind, flag", [("word", "--word_vocab"), ("byte_bpe", "--bpe_vocab"),
