@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from driver_fixtures import (config, corpus, layout, pass_runner, prepared, vocab_pass_driver,
+from driver_fixtures import (config, layout, pass_runner, prepared, vocab_pass_driver,
                              vocab_step, write)
 from pipeline.driver import fingerprint
 from pipeline.driver.datasets import plan_datasets
