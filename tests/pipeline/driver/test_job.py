@@ -6,6 +6,7 @@ import json
 import os
 
 import pytest
+from apache_beam.options.pipeline_options import DirectOptions
 
 from driver_fixtures import config, corpus, datagen_job, layout, write
 from pipeline.driver import fingerprint
@@ -109,3 +110,28 @@ def test_a_dry_run_translates_every_pass_and_writes_nothing(tmp_path):
     assert summary == {"status": "dry_run", "passes": 2, "problem": "translate_enzh_wmt8k",
                        "runner": "DirectRunner"}
     assert not os.path.exists(tmp_path / "out")
+
+
+def sized(path, size):
+    """A (sparse) file of `size` bytes."""
+    with open(write(path), "wb") as f:
+        f.truncate(size)
+    return str(path)
+
+
+@pytest.mark.parametrize("flags, mode", [
+    ((), "in_memory"),                                   # 48 bytes of input
+    (("--in_process_below_mb", "0"), "multi_processing"),  # 0: always the workers
+    (("--dev_source", "{tmp}/big.en", "--dev_target", "{tmp}/big.de"), "multi_processing"),
+    (("--vocab_type", "word", "--word_vocab", "{tmp}/big.words"), "in_memory"),  # not input
+])
+def test_small_inputs_run_in_process_given_vocabularies_not_counted(tmp_path, flags, mode):
+    sized(tmp_path / "big.en", 9 * 10 ** 6)
+    sized(tmp_path / "big.de", 9 * 10 ** 6)
+    sized(tmp_path / "big.words", 20 * 10 ** 6)  # over 16 MB alone
+    cfg = config(tmp_path, *[f.format(tmp=tmp_path) for f in flags])
+    job = datagen_job(cfg, ("--runner", "DirectRunner", "--direct_running_mode",
+                            "multi_processing"))
+    job.record.fingerprint = fingerprint.output_fingerprint(cfg.flags())  # as run() does
+    job.choose_direct_mode()
+    assert job.options.view_as(DirectOptions).direct_running_mode == mode
