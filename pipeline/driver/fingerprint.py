@@ -86,6 +86,8 @@ def _files_of(pattern, stores=None):
     files = {}
     for query in (pattern, FileSystems.join(pattern, "*")):
         for path, size, mtime in file_io.match_files(query, stores):
+            if file_io.is_local(path) and os.path.isdir(path):
+                continue  # Beam matches a local directory itself: its files are what count
             files[path] = {"size": size, "mtime": round(mtime or 0, 3)}
         if files:
             break

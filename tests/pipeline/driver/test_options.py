@@ -1,0 +1,316 @@
+"""pipeline/driver/options: a command line becomes a DatagenConfig (defaults from the flag
+definitions, Beam's arguments passed on in order) or one DatagenError line, which
+`python -m pipeline.datagen` prints and exits 2 on, before any work is done."""
+
+import dataclasses
+import logging
+
+import pytest
+
+from driver_fixtures import command_line
+from pipeline.driver.options import default_config, flag_defaults
+from pipeline.runtime.runners import DatagenError
+
+BASE = ["--output_dir", "/tmp/out", "--train_source", "a.en", "--train_target", "a.de"]
+
+
+def parsed(*flags):
+    return command_line(BASE + list(flags))[0]
+
+
+def error_of(argv):
+    with pytest.raises(DatagenError) as raised:
+        command_line(argv)
+    message = str(raised.value)
+    assert "\n" not in message
+    return message
+
+
+# -- defaults and values -------------------------------------------------------------------
+
+def test_defaults_come_from_the_flag_definitions():
+    config, beam_args = command_line(BASE)
+    assert beam_args == []
+    assert (config.vocab.vocab_type, config.vocab.vocab_size, config.vocab.shared_vocab) == (
+        "subword", 8192, False)
+    assert config.vocab.max_subtoken_length == 200
+    assert config.vocab.file_byte_budget == 1e8
+    assert config.vocab.bisection_rounds == 10  # from --bisection_rounds_per_pass
+    assert (config.job.problem, config.job.seed, config.job.output_format) == (
+        "translate_enzh_wmt8k", 0, "tfrecord")
+    assert (config.job.num_train_shards, config.job.num_dev_shards) == (10, 1)
+    assert (config.job.overwrite, config.job.allow_empty, config.job.log_level) == (
+        False, False, None)
+    assert (config.read.on_invalid_utf8, config.read.on_misaligned) == ("error", "error")
+    assert (config.inputs.train_format, config.inputs.dev_source) == ("auto", None)
+    assert (config.clean.filters, config.clean.dedup, config.clean.drop_dev_overlap) == (
+        None, "none", False)
+
+
+def test_every_flag_value_is_kept_in_order_for_the_summary_and_fingerprint():
+    config = parsed("--vocab_size", "500", "--seed", "7")
+    flags = config.flags()
+    assert flags == dict(flag_defaults(), output_dir="/tmp/out", train_source="a.en",
+                         train_target="a.de", vocab_size=500, seed=7)
+    assert list(flags)[:2] == ["train_source", "train_target"]  # the definitions' order
+    with pytest.raises(dataclasses.FrozenInstanceError):  # parsed once, never changed
+        config.job.seed = 1  # type: ignore[misc]
+
+
+def test_beam_arguments_are_passed_on_in_their_order():
+    _, beam_args = command_line(["--runner", "DirectRunner"] + BASE
+                                + ["--direct_num_workers", "2", "--seed", "3"])
+    assert beam_args == ["--runner", "DirectRunner", "--direct_num_workers", "2"]
+
+
+@pytest.mark.parametrize("value, expected", [("none", None), ("None", None), ("0", None),
+                                             ("50", 50)])
+def test_max_subtoken_length_none_or_zero_means_no_limit(value, expected):
+    assert parsed("--max_subtoken_length", value).vocab.max_subtoken_length == expected
+
+
+def test_paths_are_made_absolute(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    config = command_line(["--output_dir", "out", "--train_source", "a.en",
+                           "--train_target", "a.de"])[0]
+    assert config.job.output_dir == str(tmp_path / "out")
+
+
+def test_v_is_log_level_info():
+    assert parsed("-v").job.log_level == "info"
+    assert parsed("--log_level", "debug").job.log_level == "debug"
+
+
+def test_default_config_sets_named_flags_and_refuses_unknown_ones():
+    config = default_config(vocab_size=300, vocab_type="word")
+    assert (config.vocab.vocab_size, config.vocab.vocab_type) == (300, "word")
+    assert config.job.num_train_shards == 10
+    with pytest.raises(TypeError, match="no flag --vocab_sise"):
+        default_config(vocab_sise=3)
+
+
+# -- unknown flags and bad values ----------------------------------------------------------
+
+def test_a_misspelt_flag_is_refused_with_the_closest_known_one():
+    assert error_of(BASE + ["--vocab_sise", "100"]) == (
+        "unknown flag --vocab_sise (did you mean --vocab_size?): neither a flag of this job "
+        "(see --help) nor a Beam pipeline option")
+
+
+def test_a_misspelt_beam_option_is_suggested_too():
+    message = error_of(BASE + ["--direct_num_worker=2"])
+    assert message.startswith("unknown flag --direct_num_worker=2 (did you mean "
+                              "--direct_num_workers?)")
+
+
+def test_two_unknown_flags_are_named_together():
+    message = error_of(BASE + ["--vocab_sise", "1", "--shard_count", "2"])
+    assert message.startswith("unknown flags --vocab_sise (did you mean --vocab_size?), "
+                              "--shard_count")
+
+
+def test_a_value_without_its_flag_is_refused():
+    assert error_of(BASE + ["stray"]) == (
+        "unexpected argument 'stray': every value goes after its --flag")
+
+
+@pytest.mark.parametrize("flags, expected", [
+    (["--vocab_size", "abc"], "argument --vocab_size: invalid int value: 'abc'"),
+    (["--vocab_type", "bytes"], "argument --vocab_type: invalid choice: 'bytes'"),
+    (["--output_format", "csv"], "argument --output_format: invalid choice: 'csv'"),
+    (["--on_misaligned", "skip"], "argument --on_misaligned: invalid choice: 'skip'"),
+])
+def test_a_bad_value_is_one_line_naming_the_flag(flags, expected):
+    assert error_of(BASE + flags).startswith(expected)
+
+
+def test_abbreviated_flags_are_not_taken():
+    assert "unknown flag --vocab_s " in error_of(BASE + ["--vocab_s", "100"]) + " "
+
+
+# -- every validation error ----------------------------------------------------------------
+
+TSV = ["--output_dir", "/tmp/out", "--train_tsv", "a.tsv"]
+TMX = ["--output_dir", "/tmp/out", "--train_tmx", "a.tmx"]
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["--train_source", "a", "--train_target", "b"], "--output_dir is required"),
+    (["--output_dir", "/tmp/out"],
+     "no training data: pass --train_source/--train_target, --train_tsv or --train_tmx"),
+    (["--output_dir", "/tmp/out", "--train_source", "a"],
+     "--train_source and --train_target go together"),
+    (BASE + ["--dev_target", "d.de"], "--dev_source and --dev_target go together"),
+    (TMX + ["--source_lang", "en"],
+     "TMX input needs --source_lang and --target_lang (xml:lang of the sides)"),
+    (BASE + ["--vocab_size", "0"], "--vocab_size must be positive"),
+    (BASE + ["--file_byte_budget", "0"],
+     "--file_byte_budget must be a positive number of characters, not 0.0"),
+    (BASE + ["--file_byte_budget", "nan"],
+     "--file_byte_budget must be a positive number of characters, not nan"),
+    (BASE + ["--max_subtoken_length", "-1"],
+     "--max_subtoken_length must be positive, or 'none' (or 0) for no limit, not -1"),
+    (BASE + ["--max_line_chars", "-1"],
+     "--max_line_chars must be 0 (no limit) or positive, not -1"),
+    (BASE + ["--vocab_type", "byte_bpe", "--bpe_min_frequency", "0"],
+     "--bpe_min_frequency must be at least 1"),
+    (BASE + ["--vocab_type", "byte_bpe", "--bpe_eos_token", ""],
+     "--bpe_eos_token must not be empty"),
+    (BASE + ["--vocab_type", "byte_bpe", "--vocab_size", "256"],
+     "--vocab_size for byte_bpe counts the 256 byte symbols and <|endoftext|>: at least 257"),
+    (BASE + ["--vocab_type", "word", "--vocab_size", "2"],
+     "--vocab_size for a word vocabulary counts <unk>, <s>, </s>: at least 3"),
+    (BASE + ["--vocab_type", "word", "--word_vocab", "a,b,c"],
+     "--word_vocab takes FILE or SOURCE_FILE,TARGET_FILE, not 'a,b,c'"),
+    (BASE + ["--vocab_type", "word", "--word_vocab", ","],
+     "--word_vocab takes FILE or SOURCE_FILE,TARGET_FILE, not ','"),
+    (BASE + ["--vocab_type", "sentencepiece", "--spm_model", "a,b,c"],
+     "--spm_model takes FILE or SOURCE_FILE,TARGET_FILE, not 'a,b,c'"),
+    (BASE + ["--vocab_type", "sentencepiece", "--spm_character_coverage", "0"],
+     "--spm_character_coverage must be in (0, 1], not 0.0"),
+    (BASE + ["--vocab_type", "sentencepiece", "--spm_character_coverage", "1.5"],
+     "--spm_character_coverage must be in (0, 1], not 1.5"),
+    (BASE + ["--num_train_shards", "0"],
+     "--num_train_shards and --num_dev_shards must be at least 1"),
+    (BASE + ["--num_dev_shards", "0"],
+     "--num_train_shards and --num_dev_shards must be at least 1"),
+    (BASE + ["--encode_chunk_lines", "0"],
+     "--encode_chunk_lines, --vocab_partitions and --bisection_rounds_per_pass must be at "
+     "least 1, --bisection_lookahead at least 0"),
+    (BASE + ["--vocab_partitions", "0"], "--encode_chunk_lines, --vocab_partitions"),
+    (BASE + ["--bisection_rounds_per_pass", "0"], "--encode_chunk_lines, --vocab_partitions"),
+    (BASE + ["--bisection_lookahead", "-1"], "--encode_chunk_lines, --vocab_partitions"),
+    (BASE + ["--in_process_below_mb", "-1"], "--in_process_below_mb must be 0 or more, not -1.0"),
+    (BASE + ["--lock_stale_seconds", "0"],
+     "--lock_stale_seconds must be a positive number of seconds, not 0.0"),
+    (TSV + ["--source_column", "1"],
+     "--source_column and --target_column must be different non-negative column numbers"),
+    (TSV + ["--target_column", "-1"],
+     "--source_column and --target_column must be different non-negative column numbers"),
+])
+def test_each_impossible_setting_is_one_line(argv, expected):
+    assert error_of(argv).startswith(expected)
+
+
+def test_spm_trainer_options_are_checked_when_parsed():
+    message = error_of(BASE + ["--vocab_type", "sentencepiece",
+                               "--spm_trainer_options", "no_equals_sign"])
+    assert message.startswith("--spm_trainer_options: ")
+
+
+def test_column_flags_matter_only_with_tsv_input():
+    assert parsed("--source_column", "1").read.source_column == 1
+
+
+@pytest.mark.parametrize("flag, value", [("--problem", "../escape"), ("--problem", ""),
+                                         ("--source_lang", "en/x"), ("--target_lang", ".de")])
+def test_names_that_become_file_names_are_checked(flag, value):
+    assert error_of(BASE + [flag, value]).startswith(
+        "%s %r cannot be part of a file name" % (flag, value))
+
+
+def test_tmx_with_both_languages_and_tsv_with_distinct_columns_are_accepted():
+    config = command_line(TMX + ["--source_lang", "en", "--target_lang", "de"])[0]
+    assert (config.inputs.train_tmx, config.read.source_lang) == ("a.tmx", "en")
+    config = command_line(TSV + ["--source_column", "2", "--target_column", "0"])[0]
+    assert (config.read.source_column, config.read.target_column) == (2, 0)
+
+
+# -- flags of one vocabulary kind ------------------------------------------------------------
+
+# (flag, a value other than its default, the --vocab_type it belongs to)
+KIND_FLAGS = [
+    ("bpe_vocab", "gpt2/", "byte_bpe"), ("bpe_eos_token", "</s>", "byte_bpe"),
+    ("bpe_min_frequency", "5", "byte_bpe"), ("word_vocab", "v.txt", "word"),
+    ("spm_model", "m.model", "sentencepiece"), ("spm_model_type", "bpe", "sentencepiece"),
+    ("spm_character_coverage", "1.0", "sentencepiece"),
+    ("spm_special_ids", "sentencepiece", "sentencepiece"),
+    ("spm_trainer_options", "split_digits=true", "sentencepiece"),
+]
+KINDS = ("subword", "byte_bpe", "word", "sentencepiece")
+
+
+@pytest.mark.parametrize("flag, value, kind", KIND_FLAGS)
+def test_a_flag_of_one_kind_is_refused_for_every_other_kind(flag, value, kind):
+    for other in KINDS:
+        argv = BASE + ["--vocab_type", other, "--" + flag, value]
+        if other == kind:
+            assert command_line(argv)[0].vocab.vocab_type == kind
+        else:
+            assert error_of(argv) == "--%s applies to --vocab_type %s only, not %s" % (
+                flag, kind, other)
+
+
+def test_the_table_above_names_every_kinds_own_flags():
+    from pipeline.driver.kinds import every_plugin
+    assert sorted((flag, plugin.name) for plugin in every_plugin()
+                  for flag in plugin.own_flags()) == sorted(
+        (flag, kind) for flag, _, kind in KIND_FLAGS)
+    assert tuple(plugin.name for plugin in every_plugin()) == KINDS
+
+
+def test_a_kind_flag_given_at_its_default_is_not_refused():
+    config = parsed("--bpe_min_frequency", "2", "--spm_model_type", "unigram")
+    assert config.vocab.vocab_type == "subword"
+
+
+# -- given vocabularies ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("kind, flag", [("word", "--word_vocab"),
+                                        ("sentencepiece", "--spm_model")])
+def test_a_given_vocabulary_is_one_file_or_source_and_target(kind, flag, tmp_path,
+                                                             monkeypatch):
+    monkeypatch.chdir(tmp_path)  # relative names are made absolute
+    assert parsed("--vocab_type", kind, flag, "v.src").vocab.given == (
+        str(tmp_path / "v.src"),)
+    assert parsed("--vocab_type", kind, flag, "v.src,/v/v.tgt").vocab.given == (
+        str(tmp_path / "v.src"), "/v/v.tgt")
+    assert parsed("--vocab_type", kind).vocab.given == ()  # learnt
+
+
+def test_a_given_bpe_is_one_directory():
+    assert parsed("--vocab_type", "byte_bpe", "--bpe_vocab", "/g/gpt2").vocab.given == (
+        "/g/gpt2",)
+
+
+def test_a_given_vocabulary_lifts_the_kinds_size_minimum():
+    assert parsed("--vocab_type", "word", "--word_vocab", "/v", "--vocab_size", "2"
+                  ).vocab.vocab_size == 2
+    assert parsed("--vocab_type", "byte_bpe", "--bpe_vocab", "/gpt2", "--vocab_size", "100"
+                  ).vocab.given == ("/gpt2",)
+
+
+@pytest.mark.parametrize("kind, flag", [("word", "--word_vocab"), ("byte_bpe", "--bpe_vocab"),
+                                        ("sentencepiece", "--spm_model")])
+def test_vocab_size_with_a_given_vocabulary_is_a_warning(kind, flag, caplog):
+    with caplog.at_level(logging.WARNING, logger="datagen"):
+        parsed("--vocab_type", kind, flag, "given", "--vocab_size", "3000")
+    assert [r.getMessage() for r in caplog.records] == [
+        "--vocab_size 3000 with %s: the given vocabulary is used as it is, whatever its "
+        "size; --vocab_size only names the copy in --output_dir (vocab.translate_enzh_wmt8k."
+        "3000.*)" % flag]
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="datagen"):
+        parsed("--vocab_type", kind, flag, "given")
+    assert caplog.records == []
+
+
+# -- the command's exit status -------------------------------------------------------------
+
+@pytest.fixture
+def job_logger():
+    """The job's logger as it was: `main` installs its stderr handler on it."""
+    log = logging.getLogger("datagen")
+    saved = log.handlers[:], log.propagate, log.level
+    yield log
+    log.handlers[:], log.propagate, log.level = saved[0], saved[1], saved[2]
+
+
+def test_the_command_exits_2_with_the_line_and_no_traceback(job_logger, capsys):
+    from pipeline.datagen import main
+    assert main(BASE + ["--vocab_sise", "100"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown flag --vocab_sise (did you mean --vocab_size?)" in err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert main(BASE + ["--vocab_size", "0"]) == 2
+    assert "--vocab_size must be positive" in capsys.readouterr().err
