@@ -70,7 +70,7 @@ def test_nothing_dropped_writes_nothing(tmp_path):
 
 def test_decide_group_order_and_precedence():
     def occ(split, index, number, reason=None):
-        return ({"train": 0, "dev": 1}[split], split, index, number, reason, "s", "t", 2, 2)
+        return ({"train": 0, "dev": 1}[split], split, index, number, reason, "s", "t", 2, 2, 0)
     group = [occ("train", 1, 5, "LengthFilter"), occ("train", 0, 9), occ("dev", 0, 3),
              occ("dev", 0, 2)]
     got = sorted(decide_group(group, True, False))
