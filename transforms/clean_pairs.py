@@ -31,6 +31,8 @@ the dropped lines per side (the sampler sizes a cleaned file's sample from what 
 
 from typing import IO, Any, Dict, Iterable, Iterator, List, Optional, Tuple
 
+import struct
+
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
@@ -53,9 +55,9 @@ DEV_OVERLAP = "dev_overlap"
 SPLIT_ORDER = {"train": 0, "dev": 1}  # the order splits are read in
 # (number, source, target, source newline, target newline, source bytes, target bytes)
 ReadPair = Tuple[int, str, str, str, str, int, int]
-# (split order, split, dataset index, number, filter reason or LATER, source text, target
-# text, source bytes, target bytes, first line of its chunk): a pair in its dedup group
-Occurrence = Tuple[Any, ...]
+# (split, dataset index, number, filter reason or LATER or None, first line of its chunk,
+# source bytes, target bytes): a pair in its dedup group, packed by `Occurrences`
+Occurrence = Tuple[str, int, int, Optional[str], int, int, int]
 # (number, reason, first occurrence [split, dataset index, line] or None, source text,
 # target text, source bytes, target bytes)
 Drop = Tuple[Any, ...]
@@ -67,6 +69,35 @@ ChunkKey = Tuple[str, int, int]
 
 def chunk_key(chunk: Chunk) -> ChunkKey:
     return chunk["ds"]["split"], chunk["ds"]["index"], chunk["first_line"]
+
+
+class Occurrences:
+    """Packs an Occurrence into 39 bytes for the dedup shuffle, and back.
+
+    Every pair of the corpus goes through that `GroupByKey`, which the local runner holds in
+    the driver as Python objects until the pass ends: a tuple of ten fields cost ~330 bytes a
+    pair there (~250 MB at the bench corpus' 760k pairs), the packed bytes ~70. Big-endian,
+    split (in SPLIT_ORDER), dataset index and line number first: the bytes sort in input
+    order. `splits`: every split name of the job; `reasons`: the filters' reasons."""
+
+    LAYOUT = struct.Struct(">BIQHQQQ")
+
+    def __init__(self, splits: Iterable[str], reasons: Iterable[str]) -> None:
+        self.splits = sorted(set(splits), key=lambda split: (SPLIT_ORDER.get(split, 2), split))
+        self.reasons: List[Optional[str]] = [None, LATER] + list(dict.fromkeys(reasons))
+        self._split_codes = {split: code for code, split in enumerate(self.splits)}
+        self._reason_codes = {reason: code for code, reason in enumerate(self.reasons)}
+
+    def pack(self, split: str, index: int, number: int, reason: Optional[str],
+             chunk_first: int, src_bytes: int, tgt_bytes: int) -> bytes:
+        return self.LAYOUT.pack(self._split_codes[split], index, number,
+                                self._reason_codes[reason], chunk_first, src_bytes, tgt_bytes)
+
+    def unpack(self, packed: bytes) -> Occurrence:
+        split, index, number, reason, chunk_first, src_bytes, tgt_bytes = \
+            self.LAYOUT.unpack(packed)
+        return (self.splits[split], index, number, self.reasons[reason], chunk_first,
+                src_bytes, tgt_bytes)
 
 
 def dropped_paths(work_dir: str, split: str, index: int) -> Tuple[str, str]:
@@ -110,10 +141,11 @@ class _Scorer(beam.DoFn):
     line's with its newline."""
 
     def __init__(self, cleaning: CleaningConfig, on_invalid: str,
-                 store_settings: StoreSettings) -> None:
+                 store_settings: StoreSettings, occurrences: Occurrences) -> None:
         self._cleaning = cleaning  # transforms.cleaning.config.CleaningConfig
         self._on_invalid = on_invalid
         self._store_settings = store_settings
+        self._occurrences = occurrences
 
     def setup(self) -> None:
         self._stores = ObjectStores(self._store_settings)
@@ -182,7 +214,7 @@ class _Scorer(beam.DoFn):
                pairs: Iterable[ReadPair]) -> Iterator[Any]:
         """Drops and keyed pairs of `pairs`, read from the chunk at line `chunk_first`."""
         where = (ds["split"], ds["index"])
-        order = SPLIT_ORDER.get(ds["split"], 2)
+        pack = self._occurrences.pack
         scored = 0
         later: List[ReadPair] = []  # without dedup: the pairs for the costly filters
         for pair in pairs:
@@ -192,9 +224,9 @@ class _Scorer(beam.DoFn):
             if self._dedup is not None:
                 # no texts through the shuffle: the writer reads the dropped ones again
                 key = self._dedup.key((source + end_s, target + end_t))
-                yield beam.pvalue.TaggedOutput(KEYED, (key, (
-                    order, ds["split"], ds["index"], number, reason, None, None, src_bytes,
-                    tgt_bytes, chunk_first)))
+                yield beam.pvalue.TaggedOutput(KEYED, (key, pack(
+                    ds["split"], ds["index"], number, reason, chunk_first, src_bytes,
+                    tgt_bytes)))
             elif reason == LATER:
                 later.append(pair)
             elif reason:
@@ -263,30 +295,29 @@ class _LateScoreFn(_Scorer):
             yield from _batches(chunk, True, pairs)
 
 
-def decide_group(occurrences: Iterable[Occurrence], dedup_on: bool,
+def decide_group(packed: Iterable[bytes], codec: Occurrences, dedup_on: bool,
                  drop_dev_overlap: bool) -> Iterator[Any]:
-    """The drops among the `occurrences` of one dedup key: each is (split order, split,
-    dataset index, line number, filter reason or LATER, None, None, source bytes, target
-    bytes, chunk's first line). Yields ((split, dataset index), drop) as `_ScoreChunkFn`
-    does, the texts None (the writer reads them), and for a kept occurrence that awaits the
-    costly filters, (PENDING, ((split, dataset index, chunk's first line), line number))."""
-    occurrences = sorted(occurrences, key=lambda o: o[:4])
+    """The drops among the occurrences of one dedup key (`packed` by `codec`). Yields
+    ((split, dataset index), drop) as `_ScoreChunkFn` does, the texts None (the writer reads
+    them), and for a kept occurrence that awaits the costly filters, (PENDING, ((split,
+    dataset index, chunk's first line), line number))."""
+    occurrences = [codec.unpack(o) for o in sorted(packed)]  # in input order
     kept: Dict[str, Occurrence] = {}  # split -> its first occurrence
     for o in occurrences:
-        kept.setdefault(o[1], o)
+        kept.setdefault(o[0], o)
     dev_first = kept.get("dev") if drop_dev_overlap else None
     for o in occurrences:
-        split, index, number, reason = o[1], o[2], o[3], o[4]
+        split, index, number, reason, chunk_first, src_bytes, tgt_bytes = o
         first = None
         if dev_first is not None and split == "train":
             reason, first = DEV_OVERLAP, dev_first
         elif dedup_on and kept[split] is not o:
             reason, first = DUPLICATE, kept[split]
         if reason == LATER:
-            yield PENDING, ((split, index, o[9]), number)
+            yield PENDING, ((split, index, chunk_first), number)
         elif reason:
-            named = None if first is None else [first[1], first[2], first[3]]
-            yield (split, index), (number, reason, named) + tuple(o[5:9])
+            named = None if first is None else [first[0], first[1], first[2]]
+            yield (split, index), (number, reason, named, None, None, src_bytes, tgt_bytes)
 
 
 def _split_pending(decided: Tuple[Any, Any]) -> Iterator[Any]:
@@ -315,32 +346,31 @@ class _WriteDroppedFn(beam.DoFn):
     def setup(self) -> None:
         self._stores = ObjectStores(self._store_settings)
 
-    def _texts(self, paths: Tuple[str, str], numbers: List[int]) -> Dict[int, Tuple[str, str]]:
-        """{number: (source, target) as rejects keep them} of the sorted line `numbers`."""
-        texts: Dict[int, Tuple[str, str]] = {}
-        if not numbers:
-            return texts
-        wanted = iter(numbers)
-        next_number: Optional[int] = next(wanted)
+    def _texts(self, paths: Tuple[str, str],
+               numbers: Iterator[int]) -> Iterator[Tuple[str, str]]:
+        """(source, target) as rejects keep them of each of the ascending line `numbers`,
+        in turn, read as they are asked for (the texts are not all held at once)."""
+        next_number: Optional[int] = next(numbers, None)
+        if next_number is None:
+            return
         with file_io.open_text_source(paths[0], self._stores) as s, \
                 file_io.open_text_source(paths[1], self._stores) as t:
             for number, (raw_s, raw_t) in enumerate(zip(iter_raw_lines(s), iter_raw_lines(t)),
                                                     1):
                 if number == next_number:
-                    texts[number] = (
+                    yield (
                         decode_line(raw_s, paths[0], number, "replace").strip()[:REJECT_TEXT_CHARS],
                         decode_line(raw_t, paths[1], number, "replace").strip()[:REJECT_TEXT_CHARS])
-                    next_number = next(wanted, None)
+                    next_number = next(numbers, None)
                     if next_number is None:
-                        break
-        return texts
+                        return
 
     def process(self, item: Tuple[Tuple[str, int], Iterable[Drop]]) -> Iterator[Dict[str, Any]]:
         (split, index), unsorted = item
         ds, lines, source_lines, target_lines = self._datasets["%s/%d" % (split, index)]
         drops = sorted(unsorted, key=lambda drop: drop[0])
         texts = self._texts((source_lines, target_lines),
-                            [drop[0] for drop in drops if drop[3] is None])
+                            (drop[0] for drop in drops if drop[3] is None))
         bitmap = new_bitmap(lines)
         reasons: Dict[str, int] = {}
         dropped_bytes = [0, 0]
@@ -349,7 +379,7 @@ class _WriteDroppedFn(beam.DoFn):
         def records() -> Iterator[bytes]:
             for number, reason, first, source, target, src_bytes, tgt_bytes in drops:
                 if source is None:
-                    source, target = texts[number]
+                    source, target = next(texts)
                 mark(bitmap, number)
                 reasons[reason] = reasons.get(reason, 0) + 1
                 dropped_bytes[0] += src_bytes
@@ -386,15 +416,17 @@ class CleanPairs(beam.PTransform):
 
     def expand(self, chunks: beam.PCollection) -> beam.PCollection:
         settings = StoreSettings.from_options(chunks.pipeline.options)
+        codec = Occurrences((key.split("/")[0] for key in self._datasets),
+                            (f.reason for f in self._cleaning.build_filters()))
         scored = (chunks
                   | "Spread" >> beam.Reshuffle()
                   | "Score" >> beam.ParDo(_ScoreChunkFn(
-                      self._cleaning, self._on_invalid, settings)).with_outputs(
+                      self._cleaning, self._on_invalid, settings, codec)).with_outputs(
                           KEYED, BATCHES, main="drops"))
         batches = (scored[BATCHES]
                    | "SpreadBatches" >> beam.Reshuffle()
                    | "ScoreBatches" >> beam.ParDo(_ScoreBatchFn(
-                       self._cleaning, self._on_invalid, settings)).with_outputs(
+                       self._cleaning, self._on_invalid, settings, codec)).with_outputs(
                            KEYED, main="drops"))
         drops = (scored.drops, batches.drops) | "FilterDrops" >> beam.Flatten()
         keyed = (scored[KEYED], batches[KEYED]) | "AllKeyed" >> beam.Flatten()
@@ -404,7 +436,7 @@ class CleanPairs(beam.PTransform):
             decided = (keyed
                        | "GroupByKey" >> beam.GroupByKey()
                        | "Decide" >> beam.FlatMap(
-                           lambda kv: decide_group(kv[1], dedup_on, overlap))
+                           lambda kv: decide_group(kv[1], codec, dedup_on, overlap))
                        | "SplitPending" >> beam.FlatMap(_split_pending).with_outputs(
                            PENDING, main="drops"))
             by_chunk = chunks | "ByChunk" >> beam.FlatMap(
@@ -412,12 +444,12 @@ class CleanPairs(beam.PTransform):
             late = ({"chunk": by_chunk, "numbers": decided[PENDING]}
                     | "PendingByChunk" >> beam.CoGroupByKey()
                     | "ScoreLate" >> beam.ParDo(_LateScoreFn(
-                        self._cleaning, self._on_invalid, settings)).with_outputs(
+                        self._cleaning, self._on_invalid, settings, codec)).with_outputs(
                             BATCHES, main="drops"))
             late_batches = (late[BATCHES]
                             | "SpreadLateBatches" >> beam.Reshuffle()
                             | "ScoreLateBatches" >> beam.ParDo(_ScoreBatchFn(
-                                self._cleaning, self._on_invalid, settings)))
+                                self._cleaning, self._on_invalid, settings, codec)))
             drops = ((drops, decided.drops, late.drops, late_batches)
                      | "AllDrops" >> beam.Flatten())
         return (drops

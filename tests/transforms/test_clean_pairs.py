@@ -69,16 +69,25 @@ def test_nothing_dropped_writes_nothing(tmp_path):
 
 
 def test_decide_group_order_and_precedence():
+    from transforms.clean_pairs import LATER, Occurrences
+    codec = Occurrences(["dev", "train"], ["LengthFilter"])
+
     def occ(split, index, number, reason=None):
-        return ({"train": 0, "dev": 1}[split], split, index, number, reason, "s", "t", 2, 2, 0)
+        return codec.pack(split, index, number, reason, 7, 2, 3)
     group = [occ("train", 1, 5, "LengthFilter"), occ("train", 0, 9), occ("dev", 0, 3),
              occ("dev", 0, 2)]
-    got = sorted(decide_group(group, True, False))
-    assert got == [(("dev", 0), (3, "duplicate", ["dev", 0, 2], "s", "t", 2, 2)),
-                   (("train", 1), (5, "duplicate", ["train", 0, 9], "s", "t", 2, 2))]
-    got = sorted(decide_group(group, False, True))
+    assert codec.unpack(group[0]) == ("train", 1, 5, "LengthFilter", 7, 2, 3)
+    got = sorted(decide_group(group, codec, True, False))
+    assert got == [(("dev", 0), (3, "duplicate", ["dev", 0, 2], None, None, 2, 3)),
+                   (("train", 1), (5, "duplicate", ["train", 0, 9], None, None, 2, 3))]
+    got = sorted(decide_group(group, codec, False, True))
     assert [(w, d[:3]) for w, d in got] == [(("train", 0), (9, "dev_overlap", ["dev", 0, 2])),
                                             (("train", 1), (5, "dev_overlap", ["dev", 0, 2]))]
+    # the first occurrence awaiting the costly filters goes back to its chunk
+    group = [occ("train", 0, 4, LATER), occ("train", 0, 8, LATER)]
+    assert list(decide_group(group, codec, True, False)) == [
+        ("pending", (("train", 0, 7), 4)),
+        (("train", 0), (8, "duplicate", ["train", 0, 4], None, None, 2, 3))]
 
 
 def test_is_dropped_bits():
