@@ -40,6 +40,7 @@ import traceback
 from typing import TYPE_CHECKING, Any, Iterator, Literal, NoReturn, Optional
 
 from pipeline.runtime.interrupts import SIGNALS, process_alive
+from pipeline.runtime.memory import run_then_release
 
 if TYPE_CHECKING:  # Beam is imported where it is used: see start_early
     from multiprocessing.connection import Connection
@@ -451,39 +452,11 @@ class _HarnessThreads(_PoolService):
         try:
             harness = SdkHarness(request.control_endpoint.url, worker_id=request.worker_id,
                                  state_cache_size=self._state_cache_size)
-            threading.Thread(target=_run_then_release, args=([harness],),
+            threading.Thread(target=run_then_release, args=([harness],),
                              name="harness-" + request.worker_id, daemon=True).start()
             return beam_fn_api_pb2.StartWorkerResponse()
         except Exception:
             return beam_fn_api_pb2.StartWorkerResponse(error=traceback.format_exc())
-
-
-def _run_then_release(holder):
-    """Runs a pass's harness (`holder`: [harness], emptied so nothing keeps it); once it
-    ends, hands the memory its pass freed back to the system (`release_free_memory`), so
-    what one pass held does not stay in the process for the next."""
-    try:
-        holder.pop().run()
-    finally:
-        release_free_memory()
-
-
-def release_free_memory():
-    """Collects garbage and asks glibc's malloc to return its free pages (`malloc_trim`):
-    a worker process lives for the whole job, and without this, the memory a pass freed
-    (fragmented heap) stays its RSS through the passes after it. A no-op off glibc."""
-    import ctypes
-    import ctypes.util
-    import gc
-    gc.collect()
-    name = ctypes.util.find_library("c")
-    try:
-        libc = ctypes.CDLL(name) if name else None
-        trim = getattr(libc, "malloc_trim", None)
-    except OSError:
-        trim = None
-    if trim is not None:
-        trim(0)
 
 
 def _serve(settings, pipe):
