@@ -179,6 +179,7 @@ def main(argv=None):
     if args._stage:
         return _stage_main([args._stage])
     work_dir = args.work_dir or tempfile.mkdtemp(prefix="bench_cleaning_")
+    os.makedirs(work_dir, exist_ok=True)
     source, target = prepare_input(args, work_dir)
     rows = {}
     opus, deduped, kept = run_opusfilter(args, work_dir, source, target)
