@@ -9,7 +9,6 @@ So a worker releases after each pass's harness ends, and the driver before each 
 """
 
 import ctypes
-import ctypes.util
 import gc
 from typing import Any, List
 
@@ -18,10 +17,9 @@ def release_free_memory() -> None:
     """Collects garbage, then asks glibc's malloc to return its free pages (`malloc_trim`);
     only the collection off glibc."""
     gc.collect()
-    name = ctypes.util.find_library("c")
-    try:
-        trim = getattr(ctypes.CDLL(name), "malloc_trim", None) if name else None
-    except OSError:
+    try:  # the process's own symbols, libc's among them (find_library would run ldconfig)
+        trim = getattr(ctypes.CDLL(None), "malloc_trim", None)
+    except (OSError, TypeError):  # TypeError: Windows loads no library by None
         trim = None
     if trim is not None:
         trim(0)
