@@ -29,9 +29,8 @@ the encoder to skip exactly those lines) and the rejects records (JSON lines,
 the dropped lines per side (the sampler sizes a cleaned file's sample from what is left).
 """
 
-from typing import IO, Any, Dict, Iterable, Iterator, List, Optional, Tuple
-
 import struct
+from typing import IO, Any, Dict, Iterable, Iterator, List, Optional, Tuple
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
