@@ -158,11 +158,13 @@ class LangidFilter(PairFilter):
     def _labels_of(self, texts: List[str]) -> List[str]:
         """The labels of `texts` (non-empty), each line classified once per cache fill."""
         known = self._batch_labels
-        new = [text for text in dict.fromkeys(texts) if text not in known]
+        distinct = list(dict.fromkeys(texts))
+        new = [text for text in distinct if text not in known]
         if new:
             assert self._batch is not None, "setup() loads the model"
             if len(known) + len(new) > CACHE_LINES:
-                known.clear()
+                known.clear()  # then every line of this call is new
+                new = distinct
             known.update(zip(new, self._batch.labels(new)))
         return [known[text] for text in texts]
 

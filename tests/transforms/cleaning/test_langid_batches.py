@@ -52,3 +52,17 @@ def test_accept_many_is_accept_with_and_without_thresholds():
         assert verdicts == [f.accept(s, t) for s, t in pairs]
         kept[tuple(thresholds)] = sum(verdicts)
     assert len(pairs) > kept[(0, 0)] > kept[(0.9, 0.5)] > 0
+
+
+def test_a_full_label_cache_is_emptied_without_losing_a_line(monkeypatch):
+    """When a call's new lines would overfill the cache, it is emptied, and the call's lines
+    it knew are classified again with the new ones."""
+    from transforms.cleaning import langid
+    monkeypatch.setattr(langid, "CACHE_LINES", 10)
+    lines = _lines("train-b.en")[:30]
+    f = LangidFilter(languages=["en", "zh"])
+    f.setup()
+    expected = [f.identifier.classify(line)[0] for line in lines]
+    assert f._labels_of(lines[:6]) == expected[:6]
+    assert f._labels_of(lines[:12]) == expected[:12]  # 6 known, 6 new: over 10
+    assert f._labels_of(lines) == expected and len(f._batch_labels) <= 30
