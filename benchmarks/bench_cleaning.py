@@ -77,7 +77,9 @@ def run_opusfilter(args, work_dir, source, target):
                                               "filters": TYPICAL}}]}, f)
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
     env.pop("PYTHONPATH", None)
+    load = os.getloadavg()[0]
     run = run_measured([install_opusfilter(), config], os.path.join(opus_dir, "log"), env=env)
+    run["load_before"] = load
     assert run["returncode"] == 0, open(run["stderr_path"]).read()[-2000:]
     return run, count_lines(dedup[0]), count_lines(clean[0])
 
@@ -126,8 +128,10 @@ def run_stage(args, work_dir, source, target):
     with open(spec, "w") as f:
         json.dump({"source": source, "target": target, "work_dir": stage_dir,
                    "runner_args": args.runner_args}, f)
+    load = os.getloadavg()[0]
     run = run_measured([sys.executable, os.path.abspath(__file__), "--_stage", spec],
                        os.path.join(stage_dir, "log"), cwd=REPO_ROOT, env=child_env())
+    run["load_before"] = load
     assert run["returncode"] == 0, open(run["stderr_path"]).read()[-3000:]
     result = json.loads(open(run["stdout_path"]).read().strip().splitlines()[-1])
     return run, result["pairs"] - result["dropped"], result
@@ -145,10 +149,21 @@ def run_job(args, work_dir, source, target, cleaning):
             yaml.safe_dump({"filters": TYPICAL}, f)
         cmd += ["--filters", config, "--dedup", "pairs"]
     os.makedirs(out)
+    load = os.getloadavg()[0]
     run = run_measured(cmd, os.path.join(work_dir, name), cwd=REPO_ROOT, env=child_env())
+    run["load_before"] = load
     assert run["returncode"] == 0, open(run["stderr_path"]).read()[-3000:]
     summary = json.load(open(os.path.join(out, "translate_enzh_wmt8k.datagen_summary.json")))
     return run, summary
+
+
+def memory(run):
+    """The peaks a row reports: the sum over the process tree and the largest process (and
+    the 1-minute load average at the run's start and end, times being load-sensitive)."""
+    return {"load": [round(run["load_before"], 2), round(os.getloadavg()[0], 2)],
+            "peak_mb": run["peak_mb"], "tree_peak_rss_mb": round(run["tree_peak_rss_mb"], 1),
+            "largest_process_mb": round(run["max_single_process_rss_mb"], 1),
+            "tree_peak_pss_mb": run["tree_peak_pss_mb"] and round(run["tree_peak_pss_mb"], 1)}
 
 
 def main(argv=None):
@@ -164,24 +179,32 @@ def main(argv=None):
     if args._stage:
         return _stage_main([args._stage])
     work_dir = args.work_dir or tempfile.mkdtemp(prefix="bench_cleaning_")
+    os.makedirs(work_dir, exist_ok=True)
     source, target = prepare_input(args, work_dir)
     rows = {}
     opus, deduped, kept = run_opusfilter(args, work_dir, source, target)
-    rows["opusfilter"] = {"wall_seconds": opus["wall_seconds"], "peak_mb": opus["peak_mb"],
-                          "kept": kept, "after_dedup": deduped}
+    rows["opusfilter"] = dict(memory(opus), wall_seconds=opus["wall_seconds"], kept=kept,
+                              after_dedup=deduped)
     if args.mode == "stage":
         run, our_kept, result = run_stage(args, work_dir, source, target)
-        rows["stage"] = {"wall_seconds": run["wall_seconds"], "peak_mb": run["peak_mb"],
-                         "kept": our_kept, "reasons": result["reasons"]}
+        rows["stage"] = dict(memory(run), wall_seconds=run["wall_seconds"], kept=our_kept,
+                             reasons=result["reasons"])
     else:
         for cleaning in (True, False):
             run, summary = run_job(args, work_dir, source, target, cleaning)
             train = summary["splits"]["train"]
-            rows["job-clean" if cleaning else "job-plain"] = {
-                "wall_seconds": run["wall_seconds"], "peak_mb": run["peak_mb"],
-                "kept": train["pairs_written"], "rejected": train["rejected_by_reason"],
-                "stages": summary["stages"]}
+            rows["job-clean" if cleaning else "job-plain"] = dict(
+                memory(run), wall_seconds=run["wall_seconds"], kept=train["pairs_written"],
+                rejected=train["rejected_by_reason"], stages=summary["stages"])
     print(json.dumps(rows, indent=1, default=str))
+    for name, row in rows.items():
+        print("%-10s %7.1f s  tree %6.0f MB  largest process %6.0f MB  kept %d  load %s" % (
+            name, row["wall_seconds"], row["tree_peak_rss_mb"], row["largest_process_mb"],
+            row["kept"], "->".join(map(str, row["load"]))))
+    if "job-clean" in rows:
+        print("cleaning adds %+.0f MB over the tree, %+.0f MB to the largest process" % (
+            rows["job-clean"]["tree_peak_rss_mb"] - rows["job-plain"]["tree_peak_rss_mb"],
+            rows["job-clean"]["largest_process_mb"] - rows["job-plain"]["largest_process_mb"]))
     ours = rows.get("stage", rows.get("job-clean"))
     print("kept pairs: OpusFilter %d, ours %d: %s" % (
         rows["opusfilter"]["kept"], ours["kept"],

@@ -1,17 +1,26 @@
-"""CleanPairs: which pairs the `--filters` and `--dedup` settings drop, and why, in one pass.
+"""CleanPairs: which pairs the `--filters` and `--dedup` settings drop, and why.
 
 The chunks are the encode pass's own (`encode_pairs.plan_chunks` of the prepared datasets),
 each with its files' line and byte counts. `_ScoreChunkFn` reads a chunk as the encoder does
 and decides each pair with the configured filters (`transforms.cleaning`), in parallel on
-every worker; the filters see each line as OpusFilter sees it (right-stripped). With
-de-duplication on, every pair then goes, keyed by its 16-byte de-duplication key, through one
-`GroupByKey`, so no worker ever holds more than the pairs of one key: the first occurrence in
-input order (dataset, then line, within a split) is kept and the others are dropped as
-`duplicate` with the first one named (`duplicate_of`; a filter may drop that one too); with
-`--drop_dev_overlap` a train pair whose key occurs in dev is dropped as `dev_overlap`. A
-pair dropped for a duplicate is not also charged to a filter (OpusFilter's recipe
-de-duplicates first); otherwise the first failing filter in the file's order is the reason.
-Only positions and sizes go through that shuffle, not the texts.
+every worker; the filters see each line as OpusFilter sees it (right-stripped). A costly
+filter (language identification, `PairFilter.COSTLY`) and the filters after it run only on
+the pairs that passed the filters before it and de-duplication, as OpusFilter's recipe
+orders them (`remove_duplicates`, then `filter`), and in batches (`accept_many`): most of the
+stage's time is that filter's, and a duplicate or a pair a cheap filter drops never needs it.
+A pair's reason is the same as if every filter ran on every pair: a duplicate is `duplicate`
+(not also charged to a filter), otherwise the first failing filter in the file's order.
+
+With de-duplication on, every pair goes, keyed by its 16-byte de-duplication key, through
+one `GroupByKey`, so no worker ever holds more than the pairs of one key: the first
+occurrence in input order (dataset, then line, within a split) is kept and the others are
+dropped as `duplicate` with the first one named (`duplicate_of`; a filter may drop that one
+too); with `--drop_dev_overlap` a train pair whose key occurs in dev is dropped as
+`dev_overlap`. Only positions and sizes go through that shuffle, not the texts. The kept
+pairs that still await a costly filter go, as line numbers, back to their chunk
+(`CoGroupByKey` with the chunks), which `_LateScoreFn` reads again to run the rest of the
+filters on them. Without de-duplication `_ScoreChunkFn` runs them itself, on the chunk's
+pairs that passed the cheap filters.
 
 The drops are grouped per dataset and `_WriteDroppedFn` writes, under `work_dir`, a bitmap of
 the dropped line numbers (`transforms.cleaning.dropped_lines`: read by the vocab sample and
@@ -20,6 +29,7 @@ the encoder to skip exactly those lines) and the rejects records (JSON lines,
 the dropped lines per side (the sampler sizes a cleaned file's sample from what is left).
 """
 
+import struct
 from typing import IO, Any, Dict, Iterable, Iterator, List, Optional, Tuple
 
 import apache_beam as beam
@@ -36,20 +46,57 @@ from transforms.storage.object_stores import ObjectStores, StoreSettings
 
 KEYED = "keyed"
 BATCHES = "batches"
+PENDING = "pending"
+LATER = "(later)"  # the reason of a pair that awaits the costly filters; never written
 SCORE_BATCH_PAIRS = 10000  # the default --encode_chunk_lines: plain files' chunks stay whole
 DUPLICATE = "duplicate"
 DEV_OVERLAP = "dev_overlap"
 SPLIT_ORDER = {"train": 0, "dev": 1}  # the order splits are read in
 # (number, source, target, source newline, target newline, source bytes, target bytes)
 ReadPair = Tuple[int, str, str, str, str, int, int]
-# (split order, split, dataset index, number, filter reason, source text, target text,
-# source bytes, target bytes): a pair in its dedup group
-Occurrence = Tuple[Any, ...]
+# (split, dataset index, number, filter reason or LATER or None, first line of its chunk,
+# source bytes, target bytes): a pair in its dedup group, packed by `Occurrences`
+Occurrence = Tuple[str, int, int, Optional[str], int, int, int]
 # (number, reason, first occurrence [split, dataset index, line] or None, source text,
 # target text, source bytes, target bytes)
 Drop = Tuple[Any, ...]
 # (dataset dict, its line count, source line file, target line file)
 DatasetLines = Tuple[DatasetSpec, int, str, str]
+# (split, dataset index, first line): a chunk, as the pairs awaiting costly filters name it
+ChunkKey = Tuple[str, int, int]
+
+
+def chunk_key(chunk: Chunk) -> ChunkKey:
+    return chunk["ds"]["split"], chunk["ds"]["index"], chunk["first_line"]
+
+
+class Occurrences:
+    """Packs an Occurrence into 39 bytes for the dedup shuffle, and back.
+
+    Every pair of the corpus goes through that `GroupByKey`, which the local runner holds in
+    the driver as Python objects until the pass ends: a tuple of ten fields cost ~330 bytes a
+    pair there (~250 MB at the bench corpus' 760k pairs), the packed bytes ~70. Big-endian,
+    split (in SPLIT_ORDER), dataset index and line number first: the bytes sort in input
+    order. `splits`: every split name of the job; `reasons`: the filters' reasons."""
+
+    LAYOUT = struct.Struct(">BIQHQQQ")
+
+    def __init__(self, splits: Iterable[str], reasons: Iterable[str]) -> None:
+        self.splits = sorted(set(splits), key=lambda split: (SPLIT_ORDER.get(split, 2), split))
+        self.reasons: List[Optional[str]] = [None, LATER] + list(dict.fromkeys(reasons))
+        self._split_codes = {split: code for code, split in enumerate(self.splits)}
+        self._reason_codes = {reason: code for code, reason in enumerate(self.reasons)}
+
+    def pack(self, split: str, index: int, number: int, reason: Optional[str],
+             chunk_first: int, src_bytes: int, tgt_bytes: int) -> bytes:
+        return self.LAYOUT.pack(self._split_codes[split], index, number,
+                                self._reason_codes[reason], chunk_first, src_bytes, tgt_bytes)
+
+    def unpack(self, packed: bytes) -> Occurrence:
+        split, index, number, reason, chunk_first, src_bytes, tgt_bytes = \
+            self.LAYOUT.unpack(packed)
+        return (self.splits[split], index, number, self.reasons[reason], chunk_first,
+                src_bytes, tgt_bytes)
 
 
 def dropped_paths(work_dir: str, split: str, index: int) -> Tuple[str, str]:
@@ -79,11 +126,12 @@ def _lines(stream: IO[bytes], first_number: int, offset: int,
 
 
 class _Scorer(beam.DoFn):
-    """What the two scoring DoFns share (`_ScoreChunkFn`, `_ScoreBatchFn`).
+    """What the scoring DoFns share (`_ScoreChunkFn`, `_ScoreBatchFn`, `_LateScoreFn`).
 
     chunk -> drops ((split, dataset index), drop) decided by the filters alone, or with
-    de-duplication on, every pair keyed for the dedup group (KEYED output). A chunk of more
-    than SCORE_BATCH_PAIRS lines (a compressed file is one chunk: it cannot be split) is only
+    de-duplication on, every pair keyed for the dedup group (KEYED output), its reason LATER
+    when it passed the cheap filters and awaits the costly ones. A chunk of more than
+    SCORE_BATCH_PAIRS lines (a compressed file is one chunk: it cannot be split) is only
     read here, its pairs going out in batches (BATCHES output) that `_ScoreBatchFn` scores on
     any worker.
 
@@ -92,24 +140,56 @@ class _Scorer(beam.DoFn):
     line's with its newline."""
 
     def __init__(self, cleaning: CleaningConfig, on_invalid: str,
-                 store_settings: StoreSettings) -> None:
+                 store_settings: StoreSettings, occurrences: Occurrences) -> None:
         self._cleaning = cleaning  # transforms.cleaning.config.CleaningConfig
         self._on_invalid = on_invalid
         self._store_settings = store_settings
+        self._occurrences = occurrences
 
     def setup(self) -> None:
         self._stores = ObjectStores(self._store_settings)
-        self._filters = self._cleaning.build_filters()
-        for f in self._filters:
-            f.setup()
+        filters = self._cleaning.build_filters()
+        costly = next((i for i, f in enumerate(filters) if f.COSTLY), len(filters))
+        self._cheap, self._late = filters[:costly], filters[costly:]
+        for f in self._cheap:  # the costly ones when first used (`_late_reasons`): the
+            f.setup()          # DoFns of the dedup path that do not run them load no model
         self._dedup = self._cleaning.key_options
         self._counters = JobCounters()
 
     def _reason(self, source: str, target: str) -> Optional[str]:
-        for f in self._filters:
+        """The first cheap filter that drops the pair, else LATER (costly filters follow)
+        or None."""
+        for f in self._cheap:
             if not f.accept(source, target):
                 return f.reason
-        return None
+        return LATER if self._late else None
+
+    def _late_reasons(self, pairs: List[Tuple[str, str]]) -> List[Optional[str]]:
+        """Per (source, target), the first of the costly filters and those after them that
+        drops it, or None: each filter runs on the pairs all earlier ones passed."""
+        reasons: List[Optional[str]] = [None] * len(pairs)
+        left = list(range(len(pairs)))
+        for f in self._late:
+            if not left:
+                break
+            f.setup()
+            verdicts = f.accept_many([pairs[i] for i in left])
+            for i, ok in zip(left, verdicts):
+                if not ok:
+                    reasons[i] = f.reason
+            left = [i for i, ok in zip(left, verdicts) if ok]
+        self._counters.inc("cleaning.pairs_scored_late", len(pairs))
+        return reasons
+
+    def _score_late(self, ds: DatasetSpec, pairs: List[ReadPair]) -> Iterator[Any]:
+        """Drops ((split, dataset index), drop) among `pairs` by the costly filters and
+        those after them."""
+        where = (ds["split"], ds["index"])
+        reasons = self._late_reasons([(p[1].rstrip(), p[2].rstrip()) for p in pairs])
+        for (number, source, target, _, _, src_bytes, tgt_bytes), reason in zip(pairs, reasons):
+            if reason:
+                yield where, (number, reason, None, source.strip()[:REJECT_TEXT_CHARS],
+                              target.strip()[:REJECT_TEXT_CHARS], src_bytes, tgt_bytes)
 
     def _read(self, chunk: Chunk) -> Iterator[ReadPair]:
         """(number, source, target, source newline, target newline, source bytes, target
@@ -129,23 +209,31 @@ class _Scorer(beam.DoFn):
                     yield (number, source, target, end_s, end_t, len(raw_s) + len(end_s),
                            len(raw_t) + len(end_t))
 
-    def _score(self, ds: DatasetSpec, pairs: Iterable[ReadPair]) -> Iterator[Any]:
+    def _score(self, ds: DatasetSpec, chunk_first: int,
+               pairs: Iterable[ReadPair]) -> Iterator[Any]:
+        """Drops and keyed pairs of `pairs`, read from the chunk at line `chunk_first`."""
         where = (ds["split"], ds["index"])
-        order = SPLIT_ORDER.get(ds["split"], 2)
+        pack = self._occurrences.pack
         scored = 0
-        for number, source, target, end_s, end_t, src_bytes, tgt_bytes in pairs:
+        later: List[ReadPair] = []  # without dedup: the pairs for the costly filters
+        for pair in pairs:
+            number, source, target, end_s, end_t, src_bytes, tgt_bytes = pair
             scored += 1
             reason = self._reason(source.rstrip(), target.rstrip())
             if self._dedup is not None:
                 # no texts through the shuffle: the writer reads the dropped ones again
                 key = self._dedup.key((source + end_s, target + end_t))
-                yield beam.pvalue.TaggedOutput(KEYED, (key, (
-                    order, ds["split"], ds["index"], number, reason, None, None, src_bytes,
+                yield beam.pvalue.TaggedOutput(KEYED, (key, pack(
+                    ds["split"], ds["index"], number, reason, chunk_first, src_bytes,
                     tgt_bytes)))
+            elif reason == LATER:
+                later.append(pair)
             elif reason:
                 yield where, (number, reason, None, source.strip()[:REJECT_TEXT_CHARS],
                               target.strip()[:REJECT_TEXT_CHARS], src_bytes, tgt_bytes)
         self._counters.inc("cleaning.pairs_scored", scored)
+        if later:
+            yield from self._score_late(ds, later)
 
 
 
@@ -157,46 +245,86 @@ class _ScoreChunkFn(_Scorer):
             return
         pairs = self._read(chunk)
         if chunk["num_lines"] <= SCORE_BATCH_PAIRS:
-            yield from self._score(chunk["ds"], pairs)
+            yield from self._score(chunk["ds"], chunk["first_line"], pairs)
             return
-        batch = []
-        for pair in pairs:
-            batch.append(pair)
-            if len(batch) == SCORE_BATCH_PAIRS:
-                yield beam.pvalue.TaggedOutput(BATCHES, (chunk["ds"], batch))
-                batch = []
-        if batch:
-            yield beam.pvalue.TaggedOutput(BATCHES, (chunk["ds"], batch))
+        yield from _batches(chunk, False, pairs)
+
+
+def _batches(chunk: Chunk, late: bool, pairs: Iterable[ReadPair]) -> Iterator[Any]:
+    """BATCHES output: (dataset, chunk's first line, late, [pair]) of SCORE_BATCH_PAIRS
+    `pairs` each; `late`: for the costly filters only."""
+    batch: List[ReadPair] = []
+    for pair in pairs:
+        batch.append(pair)
+        if len(batch) == SCORE_BATCH_PAIRS:
+            yield beam.pvalue.TaggedOutput(BATCHES, (chunk["ds"], chunk["first_line"], late,
+                                                     batch))
+            batch = []
+    if batch:
+        yield beam.pvalue.TaggedOutput(BATCHES, (chunk["ds"], chunk["first_line"], late, batch))
 
 
 class _ScoreBatchFn(_Scorer):
-    """(dataset, [pair as `_ScoreChunkFn._read` gives it]) -> drops or keyed pairs."""
+    """(dataset, chunk's first line, late, [pair as `_ScoreChunkFn._read` gives it]) ->
+    drops or keyed pairs (late: drops by the costly filters)."""
 
-    def process(self, batch: Tuple[DatasetSpec, List[ReadPair]]) -> Iterator[Any]:
-        yield from self._score(*batch)
+    def process(self, batch: Tuple[DatasetSpec, int, bool, List[ReadPair]]) -> Iterator[Any]:
+        ds, chunk_first, late, pairs = batch
+        if late:
+            yield from self._score_late(ds, pairs)
+        else:
+            yield from self._score(ds, chunk_first, pairs)
 
 
-def decide_group(occurrences: Iterable[Occurrence], dedup_on: bool,
-                 drop_dev_overlap: bool) -> Iterator[Tuple[Tuple[str, int], Drop]]:
-    """The drops among the `occurrences` of one dedup key: each is (split order, split,
-    dataset index, line number, filter reason, None, None, source bytes, target bytes).
-    Yields ((split, dataset index), drop) as `_ScoreChunkFn` does, the texts None (the
-    writer reads them)."""
-    occurrences = sorted(occurrences, key=lambda o: o[:4])
+class _LateScoreFn(_Scorer):
+    """(chunk key, {"chunk": [chunk], "numbers": [line number]}) -> the drops among those
+    lines of the chunk (pairs de-duplication kept, awaiting the costly filters) by the
+    costly filters and those after them; a long chunk's pairs go out in batches."""
+
+    def process(self, item: Tuple[ChunkKey, Dict[str, List[Any]]]) -> Iterator[Any]:
+        _, joined = item
+        if not joined["numbers"] or not joined["chunk"]:
+            return
+        chunk = joined["chunk"][0]
+        wanted = set(joined["numbers"])
+        pairs = (pair for pair in self._read(chunk) if pair[0] in wanted)
+        if chunk["num_lines"] <= SCORE_BATCH_PAIRS:
+            yield from self._score_late(chunk["ds"], list(pairs))
+        else:
+            yield from _batches(chunk, True, pairs)
+
+
+def decide_group(packed: Iterable[bytes], codec: Occurrences, dedup_on: bool,
+                 drop_dev_overlap: bool) -> Iterator[Any]:
+    """The drops among the occurrences of one dedup key (`packed` by `codec`). Yields
+    ((split, dataset index), drop) as `_ScoreChunkFn` does, the texts None (the writer reads
+    them), and for a kept occurrence that awaits the costly filters, (PENDING, ((split,
+    dataset index, chunk's first line), line number))."""
+    occurrences = [codec.unpack(o) for o in sorted(packed)]  # in input order
     kept: Dict[str, Occurrence] = {}  # split -> its first occurrence
     for o in occurrences:
-        kept.setdefault(o[1], o)
+        kept.setdefault(o[0], o)
     dev_first = kept.get("dev") if drop_dev_overlap else None
     for o in occurrences:
-        split, index, number, reason = o[1], o[2], o[3], o[4]
+        split, index, number, reason, chunk_first, src_bytes, tgt_bytes = o
         first = None
         if dev_first is not None and split == "train":
             reason, first = DEV_OVERLAP, dev_first
         elif dedup_on and kept[split] is not o:
             reason, first = DUPLICATE, kept[split]
-        if reason:
-            named = None if first is None else [first[1], first[2], first[3]]
-            yield (split, index), (number, reason, named) + o[5:]
+        if reason == LATER:
+            yield PENDING, ((split, index, chunk_first), number)
+        elif reason:
+            named = None if first is None else [first[0], first[1], first[2]]
+            yield (split, index), (number, reason, named, None, None, src_bytes, tgt_bytes)
+
+
+def _split_pending(decided: Tuple[Any, Any]) -> Iterator[Any]:
+    """decide_group's items: drops to the main output, pending pairs to PENDING."""
+    if decided[0] == PENDING:
+        yield beam.pvalue.TaggedOutput(PENDING, decided[1])
+    else:
+        yield decided
 
 
 class _WriteDroppedFn(beam.DoFn):
@@ -217,32 +345,31 @@ class _WriteDroppedFn(beam.DoFn):
     def setup(self) -> None:
         self._stores = ObjectStores(self._store_settings)
 
-    def _texts(self, paths: Tuple[str, str], numbers: List[int]) -> Dict[int, Tuple[str, str]]:
-        """{number: (source, target) as rejects keep them} of the sorted line `numbers`."""
-        texts: Dict[int, Tuple[str, str]] = {}
-        if not numbers:
-            return texts
-        wanted = iter(numbers)
-        next_number: Optional[int] = next(wanted)
+    def _texts(self, paths: Tuple[str, str],
+               numbers: Iterator[int]) -> Iterator[Tuple[str, str]]:
+        """(source, target) as rejects keep them of each of the ascending line `numbers`,
+        in turn, read as they are asked for (the texts are not all held at once)."""
+        next_number: Optional[int] = next(numbers, None)
+        if next_number is None:
+            return
         with file_io.open_text_source(paths[0], self._stores) as s, \
                 file_io.open_text_source(paths[1], self._stores) as t:
             for number, (raw_s, raw_t) in enumerate(zip(iter_raw_lines(s), iter_raw_lines(t)),
                                                     1):
                 if number == next_number:
-                    texts[number] = (
+                    yield (
                         decode_line(raw_s, paths[0], number, "replace").strip()[:REJECT_TEXT_CHARS],
                         decode_line(raw_t, paths[1], number, "replace").strip()[:REJECT_TEXT_CHARS])
-                    next_number = next(wanted, None)
+                    next_number = next(numbers, None)
                     if next_number is None:
-                        break
-        return texts
+                        return
 
     def process(self, item: Tuple[Tuple[str, int], Iterable[Drop]]) -> Iterator[Dict[str, Any]]:
         (split, index), unsorted = item
         ds, lines, source_lines, target_lines = self._datasets["%s/%d" % (split, index)]
         drops = sorted(unsorted, key=lambda drop: drop[0])
         texts = self._texts((source_lines, target_lines),
-                            [drop[0] for drop in drops if drop[3] is None])
+                            (drop[0] for drop in drops if drop[3] is None))
         bitmap = new_bitmap(lines)
         reasons: Dict[str, int] = {}
         dropped_bytes = [0, 0]
@@ -251,7 +378,7 @@ class _WriteDroppedFn(beam.DoFn):
         def records() -> Iterator[bytes]:
             for number, reason, first, source, target, src_bytes, tgt_bytes in drops:
                 if source is None:
-                    source, target = texts[number]
+                    source, target = next(texts)
                 mark(bitmap, number)
                 reasons[reason] = reasons.get(reason, 0) + 1
                 dropped_bytes[0] += src_bytes
@@ -288,26 +415,42 @@ class CleanPairs(beam.PTransform):
 
     def expand(self, chunks: beam.PCollection) -> beam.PCollection:
         settings = StoreSettings.from_options(chunks.pipeline.options)
+        codec = Occurrences((key.split("/")[0] for key in self._datasets),
+                            (f.reason for f in self._cleaning.build_filters()))
         scored = (chunks
                   | "Spread" >> beam.Reshuffle()
                   | "Score" >> beam.ParDo(_ScoreChunkFn(
-                      self._cleaning, self._on_invalid, settings)).with_outputs(
+                      self._cleaning, self._on_invalid, settings, codec)).with_outputs(
                           KEYED, BATCHES, main="drops"))
         batches = (scored[BATCHES]
                    | "SpreadBatches" >> beam.Reshuffle()
                    | "ScoreBatches" >> beam.ParDo(_ScoreBatchFn(
-                       self._cleaning, self._on_invalid, settings)).with_outputs(
+                       self._cleaning, self._on_invalid, settings, codec)).with_outputs(
                            KEYED, main="drops"))
         drops = (scored.drops, batches.drops) | "FilterDrops" >> beam.Flatten()
         keyed = (scored[KEYED], batches[KEYED]) | "AllKeyed" >> beam.Flatten()
         if self._cleaning.key_options is not None:
             dedup_on = self._cleaning.dedup is not None
             overlap = self._cleaning.drop_dev_overlap
-            duplicates = (keyed
-                          | "GroupByKey" >> beam.GroupByKey()
-                          | "Decide" >> beam.FlatMap(
-                              lambda kv: decide_group(kv[1], dedup_on, overlap)))
-            drops = (drops, duplicates) | "AllDrops" >> beam.Flatten()
+            decided = (keyed
+                       | "GroupByKey" >> beam.GroupByKey()
+                       | "Decide" >> beam.FlatMap(
+                           lambda kv: decide_group(kv[1], codec, dedup_on, overlap))
+                       | "SplitPending" >> beam.FlatMap(_split_pending).with_outputs(
+                           PENDING, main="drops"))
+            by_chunk = chunks | "ByChunk" >> beam.FlatMap(
+                lambda chunk: [] if chunk.get("unmatched") else [(chunk_key(chunk), chunk)])
+            late = ({"chunk": by_chunk, "numbers": decided[PENDING]}
+                    | "PendingByChunk" >> beam.CoGroupByKey()
+                    | "ScoreLate" >> beam.ParDo(_LateScoreFn(
+                        self._cleaning, self._on_invalid, settings, codec)).with_outputs(
+                            BATCHES, main="drops"))
+            late_batches = (late[BATCHES]
+                            | "SpreadLateBatches" >> beam.Reshuffle()
+                            | "ScoreLateBatches" >> beam.ParDo(_ScoreBatchFn(
+                                self._cleaning, self._on_invalid, settings, codec)))
+            drops = ((drops, decided.drops, late.drops, late_batches)
+                     | "AllDrops" >> beam.Flatten())
         return (drops
                 | "GroupByDataset" >> beam.GroupByKey()
                 | "WriteDropped" >> beam.ParDo(_WriteDroppedFn(self._work_dir, self._datasets,

@@ -23,6 +23,8 @@ The fragments hold serialized Examples; the merge streams them, in order, to the
 `write_shard` (for TFRecord: each framed with its length and masked CRC32Cs, today's bytes).
 """
 
+import heapq
+import json
 from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
 
 import apache_beam as beam
@@ -36,6 +38,7 @@ from transforms.storage import file_io
 from transforms.job_metrics import JobCounters
 from transforms.storage.object_stores import ObjectStores, StoreSettings
 from transforms.formats.rejects import reject_line
+from transforms.formats.text_lines import iter_raw_lines
 from transforms.record_formats import DEFAULT_FORMAT, ShardNames, record_format
 from transforms.shard_fragments import merge_fragments
 
@@ -95,7 +98,33 @@ class _WriteShardFn(beam.DoFn):
                "by_dataset": sorted(by_dataset.items())}
 
 
+REJECTS_FILE = "rejects_file"  # a WriteRejects element {REJECTS_FILE: path}: a whole file
+
+
+def _position(record: RejectRecord) -> Tuple[int, int]:
+    return record["dataset_index"], record["ordinal"]
+
+
+def rejects_file_split(path: str) -> Iterator[Tuple[str, Dict[str, str]]]:
+    """(split, {REJECTS_FILE: path}) of an earlier step's rejects file (one dataset's, so
+    one split: its first record's), for WriteRejects; nothing for an empty file."""
+    with file_io.open_text_source(path) as f:
+        first = next((line for line in iter_raw_lines(f) if line), None)
+    if first is not None:
+        yield json.loads(first)["split"], {REJECTS_FILE: path}
+
+
 class _WriteRejectsFn(beam.DoFn):
+    """(split, [reject record or {REJECTS_FILE: path}]) -> the split's rejects file, sorted
+    by position, and its report.
+
+    An earlier step's rejects (the prepare step's, the cleaning pass's: 285k pairs of the
+    bench corpus) come as the name of their file, not as records: through the `GroupByKey`
+    and into this DoFn whole, they made the local runner hold every record as a dict twice
+    (~1 GB at full size). Such a file is one dataset's, written in line order, so it is
+    streamed and merged with the others (`heapq.merge`); a record out of order there is a
+    bug, and fails the pass."""
+
     def __init__(self, tmp_dir: str, store_settings: StoreSettings) -> None:
         self._tmp_dir = tmp_dir
         self._store_settings = store_settings
@@ -103,17 +132,44 @@ class _WriteRejectsFn(beam.DoFn):
     def setup(self) -> None:
         self._stores = ObjectStores(self._store_settings)
 
-    def process(self, item: Tuple[str, Iterable[RejectRecord]]) -> Iterator[RejectsReport]:
+    def _file_records(self, split: str, path: str) -> Iterator[RejectRecord]:
+        last = (-1, -1)
+        with file_io.open_text_source(path, self._stores) as f:
+            for line in iter_raw_lines(f):
+                if not line:
+                    continue
+                record = json.loads(line)
+                if record["split"] != split or _position(record) < last:
+                    raise ValueError("%s: record %s is not in order or not of split %s"
+                                     % (path, _position(record), split))
+                last = _position(record)
+                yield record
+
+    def process(self, item: Tuple[str, Iterable[Any]]) -> Iterator[RejectsReport]:
         split, grouped = item
-        rejects = sorted(grouped, key=lambda r: (r["dataset_index"], r["ordinal"]))
+        own: List[RejectRecord] = []
+        files: List[str] = []
+        for element in grouped:
+            if REJECTS_FILE in element:
+                files.append(element[REJECTS_FILE])
+            else:
+                own.append(element)
+        own.sort(key=_position)
         by_reason: Dict[str, int] = {}
         name = "%s.jsonl" % split
-        for reject in rejects:
-            key = "%d\t%s" % (reject["dataset_index"], reject["reason"])
-            by_reason[key] = by_reason.get(key, 0) + 1
-        file_io.write_chunks(FileSystems.join(self._tmp_dir, name),
-                             (reject_line(reject) for reject in rejects), self._stores)
-        yield {"split": split, "name": name, "rejected": len(rejects),
+        rejected = 0
+
+        def lines() -> Iterator[bytes]:
+            nonlocal rejected
+            for reject in heapq.merge(own, *(self._file_records(split, path)
+                                             for path in sorted(files)), key=_position):
+                key = "%d\t%s" % (reject["dataset_index"], reject["reason"])
+                by_reason[key] = by_reason.get(key, 0) + 1
+                rejected += 1
+                yield reject_line(reject)
+
+        file_io.write_chunks(FileSystems.join(self._tmp_dir, name), lines(), self._stores)
+        yield {"split": split, "name": name, "rejected": rejected,
                "by_dataset_reason": sorted(by_reason.items())}
 
 
@@ -145,7 +201,9 @@ class WriteShuffledShards(beam.PTransform):
 
 
 class WriteRejects(beam.PTransform):
-    """(split, reject dict) -> one JSON-lines file per split, sorted by position, and a report."""
+    """(split, reject dict or {REJECTS_FILE: path} of an earlier step's file of them, see
+    `rejects_file_split`) -> one JSON-lines file per split, sorted by position, and a
+    report."""
 
     def __init__(self, tmp_dir: str) -> None:
         super().__init__()

@@ -9,7 +9,6 @@ and the length report (`pipeline.output.length_report`). Everything lands under 
 `pipeline.output.commit` moves it into place once the books balance.
 """
 
-import json
 from typing import Callable, Dict, List, Sequence, Tuple
 
 import apache_beam as beam
@@ -29,15 +28,9 @@ from transforms.encode_pairs import EncodePairs, plan_chunks
 from transforms.json_result import WriteJsonResult
 from transforms.length_stats import LengthReportFn
 from transforms.shard_fragments import fragment_chunk
-from transforms.shuffled_shards import WriteRejects, WriteShuffledShards
+from transforms.shuffled_shards import WriteRejects, WriteShuffledShards, rejects_file_split
 
 WORK_DIRS = ("fragments", "shards", "rejects")
-
-
-def _read_rejects_file(path):
-    for line in file_io.read_bytes(path).decode("utf-8").splitlines():
-        record = json.loads(line)
-        yield record["split"], record
 
 
 def build_encode_pass(p: beam.Pipeline, chunks: List[Chunk], vocab_paths: Tuple[str, str],
@@ -65,8 +58,9 @@ def build_encode_pass(p: beam.Pipeline, chunks: List[Chunk], vocab_paths: Tuple[
                | "LengthsToList" >> beam.Map(list))
     rejects = encoded.rejects
     if earlier_rejects:
+        # by name: the writer streams them (`transforms.shuffled_shards._WriteRejectsFn`)
         earlier = (p | "RejectFiles" >> beam.Create(list(earlier_rejects), reshuffle=False)
-                   | "ReadRejects" >> beam.FlatMap(_read_rejects_file))
+                   | "RejectFileSplits" >> beam.FlatMap(rejects_file_split))
         rejects = (rejects, earlier) | "AllRejects" >> beam.Flatten()
     written = rejects | "Rejects" >> WriteRejects(work_dirs["rejects"])
     _ = {"shards": shards, "rejects": written, "tokens": token_stats, "lengths": lengths} | (

@@ -40,6 +40,7 @@ import traceback
 from typing import TYPE_CHECKING, Any, Iterator, Literal, NoReturn, Optional
 
 from pipeline.runtime.interrupts import SIGNALS, process_alive
+from pipeline.runtime.memory import run_then_release
 
 if TYPE_CHECKING:  # Beam is imported where it is used: see start_early
     from multiprocessing.connection import Connection
@@ -453,8 +454,8 @@ class _HarnessThreads(_PoolService):
         try:
             harness = SdkHarness(request.control_endpoint.url, worker_id=request.worker_id,
                                  state_cache_size=self._state_cache_size)
-            threading.Thread(target=harness.run, name="harness-" + request.worker_id,
-                             daemon=True).start()
+            threading.Thread(target=run_then_release, args=([harness],),
+                             name="harness-" + request.worker_id, daemon=True).start()
             return beam_fn_api_pb2.StartWorkerResponse()
         except Exception:
             return beam_fn_api_pb2.StartWorkerResponse(error=traceback.format_exc())

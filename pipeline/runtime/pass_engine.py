@@ -14,6 +14,7 @@ from typing import Any, List, Optional, Tuple
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from pipeline.runtime import local_worker_pool
+from pipeline.runtime.memory import release_free_memory
 from pipeline.runtime.job_server import JobServer, needs_job_server
 from pipeline.runtime.runners import (runner_for_pass, runner_name, uses_local_worker_pool,
                                       uses_worker_processes, worker_count)
@@ -62,6 +63,9 @@ class PassEngine:
         if self._workers is None and uses_local_worker_pool(self.options):
             self._workers = local_worker_pool.LocalWorkerPool(
                 worker_count(self.options), self.options, self.log_level).start()
+        # the local runner's buffers of the pass before (its shuffles are held here) are
+        # freed: give the pages back before this pass, as the workers do after each pass
+        release_free_memory()
         return local_worker_pool.direct_runner(options, self._workers)
 
     def runs_worker_processes(self) -> bool:

@@ -69,16 +69,25 @@ def test_nothing_dropped_writes_nothing(tmp_path):
 
 
 def test_decide_group_order_and_precedence():
+    from transforms.clean_pairs import LATER, Occurrences
+    codec = Occurrences(["dev", "train"], ["LengthFilter"])
+
     def occ(split, index, number, reason=None):
-        return ({"train": 0, "dev": 1}[split], split, index, number, reason, "s", "t", 2, 2)
+        return codec.pack(split, index, number, reason, 7, 2, 3)
     group = [occ("train", 1, 5, "LengthFilter"), occ("train", 0, 9), occ("dev", 0, 3),
              occ("dev", 0, 2)]
-    got = sorted(decide_group(group, True, False))
-    assert got == [(("dev", 0), (3, "duplicate", ["dev", 0, 2], "s", "t", 2, 2)),
-                   (("train", 1), (5, "duplicate", ["train", 0, 9], "s", "t", 2, 2))]
-    got = sorted(decide_group(group, False, True))
+    assert codec.unpack(group[0]) == ("train", 1, 5, "LengthFilter", 7, 2, 3)
+    got = sorted(decide_group(group, codec, True, False))
+    assert got == [(("dev", 0), (3, "duplicate", ["dev", 0, 2], None, None, 2, 3)),
+                   (("train", 1), (5, "duplicate", ["train", 0, 9], None, None, 2, 3))]
+    got = sorted(decide_group(group, codec, False, True))
     assert [(w, d[:3]) for w, d in got] == [(("train", 0), (9, "dev_overlap", ["dev", 0, 2])),
                                             (("train", 1), (5, "dev_overlap", ["dev", 0, 2]))]
+    # the first occurrence awaiting the costly filters goes back to its chunk
+    group = [occ("train", 0, 4, LATER), occ("train", 0, 8, LATER)]
+    assert list(decide_group(group, codec, True, False)) == [
+        ("pending", (("train", 0, 7), 4)),
+        (("train", 0), (8, "duplicate", ["train", 0, 4], None, None, 2, 3))]
 
 
 def test_is_dropped_bits():
@@ -150,3 +159,47 @@ def test_a_large_chunk_is_scored_in_batches(tmp_path, monkeypatch):
     monkeypatch.setattr(clean_pairs, "SCORE_BATCH_PAIRS", 6)
     batched, _ = run_clean_pairs(tmp_path / "w2", [("train",) + a], cleaning, chunk_lines=100)
     assert batched == whole and len(whole[("train", 0)]) == 40 - 7
+
+
+LATE_CONFIG = ("filters:\n  - LengthFilter: {unit: char, min_length: 2, max_length: 200}\n"
+               "  - LangidFilter: {languages: [en, zh]}\n"
+               "  - LengthRatioFilter: {unit: char, threshold: 3}\n")
+
+
+@pytest.mark.parametrize("dedup", ["pairs", "none"])
+def test_the_costly_filter_runs_after_dedup_with_the_reasons_of_the_file_order(
+        tmp_path, monkeypatch, dedup):
+    """LangidFilter (and the filter after it) runs only on the pairs the cheap filter and
+    dedup kept, in whole chunks and in batches of a large one: every drop has the reason it
+    has when each filter runs on every pair in the file's order, a duplicate `duplicate`."""
+    import os
+
+    from repo_paths import DATA_DIR
+    from transforms import clean_pairs
+    from transforms.cleaning.config import CleaningConfig
+    noisy = os.path.join(DATA_DIR, "noisy-enzh")
+    with open(os.path.join(noisy, "train-b.en"), encoding="utf-8") as s, \
+            open(os.path.join(noisy, "train-b.zh"), encoding="utf-8") as t:
+        real = [(a.strip(), b.strip()) for a, b in zip(s, t)][:60]
+    pairs = real + real[:20] + [("x", "一"), ("hello there", "你好")]
+    a = _pair(tmp_path, "a", pairs)
+    cleaning = parse_cleaning_config(LATE_CONFIG, "c.yaml", dedup)
+    built = CleaningConfig(cleaning.filters).build_filters()
+    expected, seen = {}, set()
+    for number, pair in enumerate(pairs, 1):
+        if dedup == "pairs" and pair in seen:
+            expected[number] = "duplicate"
+            continue
+        seen.add(pair)
+        reason = next((f.reason for f in built if not f.accept(*pair)), None)
+        if reason:
+            expected[number] = reason
+    assert {"duplicate", "LengthFilter", "LangidFilter"} <= set(expected.values()) | (
+        {"duplicate"} if dedup == "none" else set())
+    whole, _ = run_clean_pairs(tmp_path / "w1", [("train",) + a], cleaning, chunk_lines=25)
+    monkeypatch.setattr(clean_pairs, "SCORE_BATCH_PAIRS", 7)
+    batched, reports = run_clean_pairs(tmp_path / "w2", [("train",) + a], cleaning,
+                                       chunk_lines=1000)
+    for drops in (whole, batched):
+        assert {n: r["reason"] for n, r in drops[("train", 0)].items()} == expected
+    assert reports[("train", 0)]["dropped"] == len(expected)

@@ -156,3 +156,38 @@ def test_rejects_sorted_by_position_with_counts_per_dataset_and_reason(tmp_path)
     assert train[1]["source"] == "x" * 500 and train[3]["target"] == "目标"
     assert train[3]["file"] == "b.en + b.zh"
     assert sorted(os.listdir(tmp_path)) == ["dev.jsonl", "train.jsonl"]
+
+
+def test_rejects_files_of_earlier_steps_are_merged_in_position_order(tmp_path):
+    """An earlier step's rejects file (one dataset's, in line order) goes in by name and is
+    streamed into place among the records; one out of order fails the pass."""
+    from transforms.formats.rejects import reject_line
+    from transforms.shuffled_shards import rejects_file_split
+    a = {"split": "train", "name": "a.en", "index": 0, "source": "a.en", "target": "a.zh"}
+    b = dict(a, name="b.en", index=1, source="b.en", target="b.zh")
+    earlier = tmp_path / "train-1.rejects.jsonl"
+    earlier.write_bytes(b"".join(reject_line(reject_record(b, n, "line %d" % n, "duplicate",
+                                                           "s", "t")) for n in (1, 3, 8)))
+    empty = tmp_path / "train-0.rejects.jsonl"
+    empty.write_bytes(b"")
+    out = tmp_path / "out"
+    own = [reject_record(b, 5, "line 5", "empty_source", "", "t"),
+           reject_record(a, 2, "line 2", "empty_target", "s", "")]
+    with test_pipeline() as p:
+        files = (p | "Files" >> beam.Create([str(earlier), str(empty)])
+                 | beam.FlatMap(rejects_file_split))
+        reports = (((p | beam.Create([(r["split"], r) for r in own])), files) | beam.Flatten()
+                   | WriteRejects(str(out)))
+        assert_that(reports, equal_to([
+            {"split": "train", "name": "train.jsonl", "rejected": 5,
+             "by_dataset_reason": [("0\tempty_target", 1), ("1\tduplicate", 3),
+                                   ("1\tempty_source", 1)]}]))
+    with open(out / "train.jsonl", encoding="utf-8") as f:
+        assert [(r["dataset"], r["ordinal"]) for r in map(json.loads, f)] == [
+            ("a.en", 2), ("b.en", 1), ("b.en", 3), ("b.en", 5), ("b.en", 8)]
+    earlier.write_bytes(reject_line(reject_record(b, 3, "line 3", "duplicate", "s", "t"))
+                        + reject_line(reject_record(b, 1, "line 1", "duplicate", "s", "t")))
+    with pytest.raises(Exception, match="not in order"):
+        with test_pipeline() as p:
+            _ = (p | beam.Create([str(earlier)]) | beam.FlatMap(rejects_file_split)
+                 | WriteRejects(str(tmp_path / "out2")))

@@ -16,7 +16,7 @@ Written from OpusFilter's documented semantics and read source; no code copied.
 
 import difflib
 import math
-from typing import Any, Callable, Dict, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import regex
 
@@ -67,6 +67,10 @@ class PairFilter:
     in OpusFilter) replaces the class name as the reason of the pairs it drops."""
 
     PARAMS: Dict[str, Any] = {}
+    # A costly filter (a language model): the cleaning stage runs it, and every filter after
+    # it, only on the pairs that passed the filters before it and de-duplication, as
+    # OpusFilter's recipe does (`transforms.clean_pairs`).
+    COSTLY = False
     # Checks and keeps the parameters (each filter's own signature: its PARAMS).
     configure: Callable[..., None]
 
@@ -85,6 +89,10 @@ class PairFilter:
 
     def accept(self, source: str, target: str) -> bool:
         raise NotImplementedError
+
+    def accept_many(self, pairs: Sequence[Tuple[str, str]]) -> List[bool]:
+        """`accept` of each (source, target) pair; a filter with a batch form overrides it."""
+        return [self.accept(source, target) for source, target in pairs]
 
 
 class LengthFilter(PairFilter):

@@ -58,22 +58,28 @@ COMBINED = [
 ]
 
 
-def our_drops(source, target, filters):
+def our_drops(source, target, filters, batched=False):
     """{line number: reason} of the pair as the cleaning stage's DoFn decides it, without
-    de-duplication (the filters alone, lines read as the job reads them)."""
+    de-duplication (the filters alone, lines read as the job reads them): pair by pair
+    (`accept`) or, `batched`, each filter on all the pairs the ones before it passed
+    (`accept_many`, as the stage runs a costly filter)."""
     from transforms.cleaning.config import CleaningConfig
     from transforms.formats.text_lines import decode_line, iter_raw_lines
     config = CleaningConfig(tuple((name, params) for f in filters for name, params in f.items()))
     built = config.build_filters()
-    drops = {}
+    pairs = []
     with open(source, "rb") as s, open(target, "rb") as t:
         for number, (raw_s, raw_t) in enumerate(zip(iter_raw_lines(s), iter_raw_lines(t)), 1):
-            src = decode_line(raw_s, source, number).rstrip()
-            tgt = decode_line(raw_t, target, number).rstrip()
-            for f in built:
-                if not f.accept(src, tgt):
-                    drops[number] = f.reason
-                    break
+            pairs.append((decode_line(raw_s, source, number).rstrip(),
+                          decode_line(raw_t, target, number).rstrip()))
+    drops = {}
+    left = list(range(len(pairs)))
+    for f in built:
+        f.setup()
+        verdicts = (f.accept_many([pairs[i] for i in left]) if batched
+                    else [f.accept(*pairs[i]) for i in left])
+        drops.update((i + 1, f.reason) for i, ok in zip(left, verdicts) if not ok)
+        left = [i for i, ok in zip(left, verdicts) if ok]
     return drops
 
 
@@ -91,6 +97,9 @@ def test_filter_drops_the_lines_opusfilter_drops(noisy_reference, name):
     ours = our_drops(os.path.join(NOISY, "train-a.en"), os.path.join(NOISY, "train-a.zh"),
                      filters)
     assert sorted(ours) == noisy_reference[name]
+    batched = our_drops(os.path.join(NOISY, "train-a.en"), os.path.join(NOISY, "train-a.zh"),
+                        filters, batched=True)
+    assert batched == ours
     assert 0 < len(ours) < 700 or name in ("repetition_1",), "the filter drops nothing or all"
 
 
@@ -120,6 +129,8 @@ def test_langid_labels_equal_opusfilters(tmp_path):
     mine = [[label, round(float(p), 2)] for label, p in map(ours.identifier.classify, lines)]
     assert mine == theirs
     assert {label for label, _ in mine} >= {"en", "zh", "de"}
+    # the batched labels (a matrix product per batch, close calls classified one by one)
+    assert ours._batch.labels(lines) == [label for label, _ in mine]
 
 
 def _concatenated(tmp_path, names):
