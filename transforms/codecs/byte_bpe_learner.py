@@ -22,7 +22,7 @@ from transforms.codecs.byte_bpe import ENDOFTEXT, ByteBPE, bytes_to_unicode
 from transforms.codecs.byte_bpe_merges import learn_merges
 
 _BYTE_TO_CHAR = bytes_to_unicode()
-_START_SIZE = 1 << 16  # first size of the merge loop's growing arrays (a power of two)
+_START_SIZE = 1 << 62  # caps the first size of the merge loop's growing arrays (tests: tiny)
 
 
 def learn_byte_bpe(word_counts: Mapping[str, int], vocab_size: int,

@@ -282,8 +282,9 @@ def learn_merges(codes, starts, lengths, word_counts, tok_pool, tok_start, tok_l
     (int64, int32; lengths changed), word_counts (int64): one per word of 2 symbols or more.
     tok_pool (int32 bytes), tok_start, tok_len (int64): the bytes of the first len(tok_start)
     ids (specials, then the byte symbols); length -1 for a special no merge can spell. Pairs are
-    keyed (left << shift | right), so ids must be below 2**shift. start_size (a power of two):
-    the first size of the growing arrays (tests make it small to exercise their growth).
+    keyed (left << shift | right), so ids must be below 2**shift. start_size (a power of two)
+    caps the first size of the growing arrays (the pair table starts at 2**16 slots, the entries
+    at one per pair of symbols); tests make it small to exercise their growth.
     """
     n_ids = tok_start.shape[0]
     right_mask = (1 << shift) - 1
@@ -305,11 +306,12 @@ def learn_merges(codes, starts, lengths, word_counts, tok_pool, tok_start, tok_l
             token_table[_token_slot(token_table, pool, t_start, t_len, t_start[t], t_len[t])] = t
 
     # pair table; word lists (entry -> word, next entry; a free list through next)
-    keys = np.full(start_size, _EMPTY, np.int64)
-    counts = np.zeros(start_size, np.int64)
-    heads = np.full(start_size, -1, np.int32)
-    stamps = np.zeros(start_size, np.int32)
-    capacity = 0
+    size = min(1 << 16, start_size)
+    keys = np.full(size, _EMPTY, np.int64)
+    counts = np.zeros(size, np.int64)
+    heads = np.full(size, -1, np.int32)
+    stamps = np.zeros(size, np.int32)
+    capacity = 0  # entries the counting needs at most: one per pair of symbols
     for w in range(n_words):
         capacity += lengths[w] - 1
     capacity = min(capacity, 2 ** 31 - 1)
@@ -334,8 +336,8 @@ def learn_merges(codes, starts, lengths, word_counts, tok_pool, tok_start, tok_l
     for j in range(keys.shape[0]):
         if keys[j] != _EMPTY and counts[j] >= min_count:
             n_heap += 1
-    heap_counts = np.empty(max(n_heap, start_size), np.int64)
-    heap_keys = np.empty(max(n_heap, start_size), np.int64)
+    heap_counts = np.empty(max(n_heap, min(1024, start_size)), np.int64)
+    heap_keys = np.empty(max(n_heap, min(1024, start_size)), np.int64)
     n_heap = 0
     for j in range(keys.shape[0]):
         if keys[j] != _EMPTY and counts[j] >= min_count:
@@ -346,7 +348,7 @@ def learn_merges(codes, starts, lengths, word_counts, tok_pool, tok_start, tok_l
         _sift_down(heap_counts, heap_keys, n_heap, i)
 
     visited = np.zeros(n_words, np.int32)
-    created = np.empty(start_size, np.int64)
+    created = np.empty(min(1024, start_size), np.int64)
     out_left = np.empty(vocab_size, np.int32)
     out_right = np.empty(vocab_size, np.int32)
     out_new = np.empty(vocab_size, np.int32)
@@ -402,7 +404,8 @@ def learn_merges(codes, starts, lengths, word_counts, tok_pool, tok_start, tok_l
             if st[_N_FREE] < room and st[_N_ENTRIES] + room > entry_word.shape[0]:
                 if st[_N_ENTRIES] + room >= 2 ** 31:
                     raise ValueError("byte-level BPE: over 2**31 pair entries")
-                size = min(2 * (st[_N_ENTRIES] + room), 2 ** 31 - 1)
+                # by half (not double): this pool is the largest array, grown late if at all
+                size = min(max(entry_word.shape[0] * 3 // 2, st[_N_ENTRIES] + room), 2 ** 31 - 1)
                 entry_word = _grow_int32(entry_word, size)
                 entry_next = _grow_int32(entry_next, size)
             if st[_N_CREATED] + room > created.shape[0]:

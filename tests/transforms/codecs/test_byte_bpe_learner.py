@@ -225,7 +225,7 @@ def _reference_learn(word_counts, vocab_size, special_tokens, min_frequency):
     return {t: i for i, t in enumerate(id_to_token)}, merges
 
 
-@pytest.fixture(params=[2, 1 << 16], ids=["start_size_2", "start_size_65536"])
+@pytest.fixture(params=[2, 1 << 62], ids=["start_size_2", "start_size_default"])
 def start_size(request, monkeypatch):
     """The compiled loop's arrays start tiny (every growth path runs) or at the default."""
     from transforms.codecs import byte_bpe_learner
