@@ -18,7 +18,8 @@ REQUIRED = [
     # The job's local worker pool (pipeline/runtime/local_worker_pool.py) serves Beam's worker
     # pool API; Beam itself depends on grpcio, at versions it accepts.
     "grpcio>=1.33.1,<2",
-    # The subword learner's token index: suffix array (pydivsufsort) and compiled loops (numba).
+    # The subword learner's token index: suffix array (pydivsufsort) and compiled loops (numba);
+    # the byte-level BPE learner's merge loop (numba).
     "numpy>=1.24",
     "numba>=0.59",
     "pydivsufsort>=0.0.14",

@@ -25,7 +25,9 @@ transformers' pure-Python GPT2Tokenizer, tiktoken and Hugging Face tokenizers.
                  RAYON_NUM_THREADS=--hf_threads (default 1: one core, like ours)
 
    Both processes hold the same list of lines; "base MB" is the RSS right after reading them.
-   The files both write are compared (vocab.json, merges.txt).
+   The files both write are compared (vocab.json, merges.txt). --baseline DIR adds a third
+   side, "ours" from another checkout (an A/B of two versions); --train_rounds N runs the
+   sides in turn N times and keeps each side's median run (its peak: the largest).
 
 The bench files are DATA_DIR/train.en.xz and DATA_DIR/train.zh.xz (--data_dir), or --files.
 
@@ -218,13 +220,20 @@ def train_in_this_process(side, sample, out_dir, vocab_size, min_frequency):
 
 
 def run_training(side, sample, out_dir, args):
+    """One learning run in a fresh subprocess; side "baseline" is "ours" from the --baseline
+    checkout (its own bench_bpe.py and code)."""
+    root = os.path.abspath(args.baseline) if side == "baseline" else REPO_ROOT
     cmd = [
-        sys.executable, os.path.abspath(__file__), TRAIN_MODE, side, sample, out_dir,
+        sys.executable, os.path.join(root, "benchmarks", "bench_bpe.py"), TRAIN_MODE,
+        "ours" if side == "baseline" else side, sample, out_dir,
         str(args.vocab_size), str(args.min_frequency),
     ]
     env = dict(os.environ, RAYON_NUM_THREADS=str(args.hf_threads), TOKENIZERS_PARALLELISM="true")
+    if side == "baseline":
+        env["PYTHONPATH"] = root
+    load = os.getloadavg()[0]
     start = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, env=env, cwd=REPO_ROOT)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, env=env, cwd=root)
     # The peak is sampled from outside: the child's own rusage high-water mark would also
     # count the parent's RSS at fork time, which Linux carries over exec.
     sampler = TreeSampler(proc.pid, args.sample_interval, 0)
@@ -238,6 +247,7 @@ def run_training(side, sample, out_dir, args):
         raise RuntimeError("%s training failed (exit %d)" % (side, returncode))
     record = json.loads(out.decode().strip().splitlines()[-1])
     record["wall_seconds"] = time.perf_counter() - start
+    record["load_before"] = load
     record["peak_mb"] = sampler.peak_bytes / 2.0 ** 20
     record["memory_sampler"] = "psutil %s, every %g s" % (psutil.__version__, args.sample_interval)
     return record
@@ -258,16 +268,33 @@ def bench_train(files, n_lines, args, work_dir):
             f.write("".join(line + "\n" for line in lines))
         row = {"file": name, "lines": len(lines), "mb": sum(len(x.encode()) for x in lines) / 1e6}
         del lines
-        for side in ("ours", "tokenizers"):
-            out_dir = os.path.join(work_dir, "%s.%s" % (name, side))
-            os.makedirs(out_dir, exist_ok=True)
-            row[side] = run_training(side, sample, out_dir, args)
-            print("  train  %-10s %-11s %s" % (name, side, row[side]), file=sys.stderr)
-        a = os.path.join(work_dir, "%s.ours" % name)
+        sides = ("baseline", "ours", "tokenizers") if args.baseline else ("ours", "tokenizers")
+        runs = {side: [] for side in sides}
+        for _ in range(args.train_rounds):  # the sides in turn, so load drifts hit all alike
+            for side in sides:
+                out_dir = os.path.join(work_dir, "%s.%s" % (name, side))
+                os.makedirs(out_dir, exist_ok=True)
+                runs[side].append(run_training(side, sample, out_dir, args))
+                print("  train  %-10s %-11s %s" % (name, side, runs[side][-1]), file=sys.stderr)
+        for side in sides:
+            row[side] = median_record(runs[side])
         b = os.path.join(work_dir, "%s.tokenizers" % name)
-        row["identical"] = {n: files_equal(a, b, n) for n in ("vocab.json", "merges.txt")}
+        row["identical"] = {
+            "%s %s" % (side, n): files_equal(os.path.join(work_dir, "%s.%s" % (name, side)), b, n)
+            for side in sides[:-1] for n in ("vocab.json", "merges.txt")
+        }
         results.append(row)
     return results
+
+
+def median_record(records):
+    """The run with the median time (the lower middle one), its peak replaced by the largest,
+    all times kept."""
+    chosen = dict(sorted(records, key=lambda r: r["seconds"])[(len(records) - 1) // 2])
+    chosen["peak_mb"] = max(r["peak_mb"] for r in records)
+    chosen["all_seconds"] = [r["seconds"] for r in records]
+    chosen["all_loads"] = [r["load_before"] for r in records]
+    return chosen
 
 
 # --------------------------------------------------------------------------------------
@@ -304,6 +331,8 @@ def report(encode_rows, train_rows, args):
             "tokenizers s", "time ours/tok", "base MB", "ours peak MB", "tok peak MB",
             "RSS ours/tok", "files identical",
         ]
+        if args.baseline:
+            header[7:7] = ["baseline total s", "baseline peak MB"]
         rows = []
         for r in train_rows:
             o, t = r["ours"], r["tokenizers"]
@@ -314,6 +343,8 @@ def report(encode_rows, train_rows, args):
                 "%.0f" % o["base_mb"], "%.0f" % o["peak_mb"], "%.0f" % t["peak_mb"], "%.2fx" % (o["peak_mb"] / t["peak_mb"]),
                 "yes" if all(r["identical"].values()) else "no (%s)" % r["identical"],
             ])
+            if args.baseline:
+                rows[-1][7:7] = ["%.1f" % r["baseline"]["seconds"], "%.0f" % r["baseline"]["peak_mb"]]
         parts.append(
             "Learning, vocab %d, min_frequency %d, tokenizers with RAYON_NUM_THREADS=%d; peak MB\n"
             "is each process tree's peak RSS (psutil, every %g s) and includes the lines it holds\n"
@@ -344,6 +375,11 @@ def main(argv=None):
     parser.add_argument("--skip_train", action="store_true")
     parser.add_argument("--work_dir", help="keep samples and learned files here (default: a temp dir)")
     parser.add_argument("--json_out", help="write all measurements to this JSON file")
+    parser.add_argument("--baseline", metavar="DIR",
+                        help="also learn with the code of this checkout (e.g. a git worktree of "
+                             "an older commit), as a third side")
+    parser.add_argument("--train_rounds", type=int, default=1,
+                        help="learning runs per side, the sides in turn; the median run is kept")
     parser.add_argument("--sample_interval", type=float, default=0.05,
                         help="seconds between memory samples of a learning subprocess")
     args = parser.parse_args(argv)

@@ -14,14 +14,15 @@ above, so the rule does not depend on dict order, hash seeds or the order of `wo
 This is also the rule of `tokenizers`' BPE trainer.
 """
 
-import heapq
-from array import array
-from collections import defaultdict
 from collections.abc import Iterable, Mapping
 
+import numpy as np
+
 from transforms.codecs.byte_bpe import ENDOFTEXT, ByteBPE, bytes_to_unicode
+from transforms.codecs.byte_bpe_merges import learn_merges
 
 _BYTE_TO_CHAR = bytes_to_unicode()
+_START_SIZE = 1 << 62  # caps the first size of the merge loop's growing arrays (tests: tiny)
 
 
 def learn_byte_bpe(word_counts: Mapping[str, int], vocab_size: int,
@@ -37,10 +38,11 @@ def learn_byte_bpe(word_counts: Mapping[str, int], vocab_size: int,
     already a token (the same string reached by two different merges) is recorded in the merges
     but adds no vocabulary entry.
 
-    Algorithm: pair counts and a pair -> words index are built once; a max-heap of
-    (count, pair) with lazy invalidation gives the next merge; a merge visits only the words
-    holding the pair and updates the counts of the pairs next to each merged occurrence.
-    Words are arrays of symbol ids.
+    Algorithm (compiled, `byte_bpe_merges.learn_merges`): pair counts and a pair -> words
+    index are built once; a max-heap of (count, pair) with lazy invalidation gives the next
+    merge; a merge visits only the words holding the pair, merges them in place and updates the
+    counts of the pairs next to each merged occurrence. This function turns the pre-tokens
+    into one array of symbol ids and the merged ids back into strings.
     """
     specials = list(dict.fromkeys(special_tokens))
     alphabet = sorted(_BYTE_TO_CHAR.values())
@@ -57,115 +59,47 @@ def learn_byte_bpe(word_counts: Mapping[str, int], vocab_size: int,
     byte_id = [token_to_id[_BYTE_TO_CHAR[b]] for b in range(256)]
     min_count = max(int(min_frequency), 1)
 
-    # Words: byte strings sorted, so word numbers do not depend on the dict order. One-symbol
-    # words have no pairs and are dropped.
-    items = []
+    # Words: the distinct pre-tokens of 2 bytes or more, as one flat array of symbol ids. Their
+    # order changes nothing: counts are sums, and ties are broken on ids.
+    datas = []
+    counts = []
     for piece, count in word_counts.items():
         if count < 0:
             raise ValueError("negative count %r for %r" % (count, piece))
         if count:
             data = piece.encode("utf-8")
             if len(data) > 1:
-                items.append((data, count))
-    items.sort()
+                datas.append(data)
+                counts.append(count)
+    lengths = np.fromiter(map(len, datas), np.int32, len(datas))
+    starts = np.zeros(len(datas), np.int64)
+    if len(datas) > 1:
+        np.cumsum(lengths[:-1], out=starts[1:])
+    codes = np.asarray(byte_id, np.int32)[np.frombuffer(b"".join(datas), np.uint8)]
+    del datas
 
-    shift = max(vocab_size, 2).bit_length()
-    mask = (1 << shift) - 1
-    words = []  # word number -> array of symbol ids
-    counts = array("q")
-    # packed (left id << shift | right id) -> count
-    pair_counting: defaultdict[int, int] = defaultdict(int)
-    # packed pair -> word numbers holding it (may repeat/be stale)
-    holding: defaultdict[int, array[int]] = defaultdict(_int_array)
-    to_id = byte_id.__getitem__
-    for wi, (data, count) in enumerate(items):
-        word = array("i", map(to_id, data))
-        words.append(word)
-        counts.append(count)
-        for key in [(x << shift) | y for x, y in zip(word, word[1:])]:
-            pair_counting[key] += count
-            holding[key].append(wi)
-    del items
-    pair_counts = dict(pair_counting)
-    where = dict(holding)
-    del pair_counting, holding
+    # the bytes of the ids so far: a special token's, if it is written in byte symbols (a merge
+    # can reach it), else none (-1); then the 256 byte symbols
+    char_to_byte = {c: b for b, c in _BYTE_TO_CHAR.items()}
+    token_bytes = [bytes(char_to_byte[c] for c in t) if all(c in char_to_byte for c in t)
+                   else None for t in specials] + [bytes([char_to_byte[c]]) for c in alphabet]
+    tok_len = np.array([-1 if t is None else len(t) for t in token_bytes], np.int64)
+    tok_start = np.zeros(len(token_bytes), np.int64)
+    np.cumsum(np.maximum(tok_len, 0)[:-1], out=tok_start[1:])
+    tok_pool = np.frombuffer(b"".join(t or b"" for t in token_bytes), np.uint8).astype(np.int32)
 
-    heap = [(-c, key) for key, c in pair_counts.items() if c >= min_count]
-    heapq.heapify(heap)
+    lefts, rights, news = learn_merges(
+        codes, starts, lengths, np.array(counts, np.int64), tok_pool, tok_start, tok_len,
+        vocab_size, min_count, max(vocab_size, 2).bit_length(), _START_SIZE)
     merges: list[tuple[str, str]] = []
-    heappop, heappush = heapq.heappop, heapq.heappush
-    while heap and len(id_to_token) < vocab_size:
-        negative, key = heappop(heap)
-        current = pair_counts.get(key, 0)
-        if current != -negative:
-            if current >= min_count:
-                heappush(heap, (-current, key))
-            continue
-        a, b = key >> shift, key & mask
+    for a, b, new in zip(lefts.tolist(), rights.tolist(), news.tolist()):
         token = id_to_token[a] + id_to_token[b]
-        new = token_to_id.get(token)
-        if new is None:
-            new = len(id_to_token)
+        if new == len(id_to_token):
             id_to_token.append(token)
-            token_to_id[token] = new
+        elif id_to_token[new] != token:
+            raise AssertionError("merge %d: id %d is %r, not %r"
+                                 % (len(merges), new, id_to_token[new], token))
         merges.append((id_to_token[a], id_to_token[b]))
-
-        replacement = array("i", (new,))
-        b_left, new_left = b << shift, new << shift
-        delta: defaultdict[int, int] = defaultdict(int)
-        created: defaultdict[int, list[int]] = defaultdict(list)
-        for wi in dict.fromkeys(where.pop(key)):
-            word = words[wi]
-            count = counts[wi]
-            find = word.index
-            last = len(word) - 1
-            j = 0
-            try:
-                while True:
-                    j = find(a, j)
-                    if j < last and word[j + 1] == b:
-                        # word[j], word[j+1] -> new. Left neighbour x loses (x, a) and gains
-                        # (x, new); right neighbour y loses (b, y) and gains (new, y).
-                        if j:
-                            x = word[j - 1]
-                            delta[(x << shift) | a] -= count
-                            k = (x << shift) | new
-                            delta[k] += count
-                            created[k].append(wi)
-                        if j < last - 1:
-                            y = word[j + 2]
-                            delta[b_left | y] -= count
-                            k = new_left | y
-                            delta[k] += count
-                            created[k].append(wi)
-                        word[j : j + 2] = replacement
-                        last -= 1
-                    j += 1
-            except ValueError:
-                pass
-        del pair_counts[key]
-        delta.pop(key, None)
-        for k, d in delta.items():
-            if d:
-                c = pair_counts.get(k, 0) + d
-                if c > 0:
-                    pair_counts[k] = c
-                else:
-                    pair_counts.pop(k, None)
-                    where.pop(k, None)
-        for k, holders in created.items():
-            c = pair_counts.get(k, 0)
-            if c > 0:
-                if k in where:
-                    where[k].extend(holders)
-                else:
-                    where[k] = array("i", holders)
-                if c >= min_count:
-                    heappush(heap, (-c, k))
 
     encoder = {t: i for i, t in enumerate(id_to_token)}
     return ByteBPE(encoder, merges, {t: i for i, t in enumerate(specials)})
-
-
-def _int_array() -> "array[int]":
-    return array("i")

@@ -185,3 +185,89 @@ def test_tie_break_and_min_frequency():
         learn_byte_bpe({"ab": 2}, 200)
     with pytest.raises(ValueError):
         learn_byte_bpe({"ab": -1}, 300)
+
+
+# ------------------------------------------------- the compiled loop against a plain reference
+
+
+def _reference_learn(word_counts, vocab_size, special_tokens, min_frequency):
+    """BPE learning as defined, recounting every pair before each merge: the (left id, right
+    id) pair with the highest count, smallest first among equals, merged left to right in every
+    word; a token spelled again takes its earlier id. Returns (vocab, merges)."""
+    to_char = bytes_to_unicode()
+    id_to_token = list(special_tokens) + sorted(to_char.values())
+    token_to_id = {t: i for i, t in enumerate(id_to_token)}
+    words = [([token_to_id[to_char[x]] for x in w.encode("utf-8")], c)
+             for w, c in word_counts.items() if c]
+    merges = []
+    while len(id_to_token) < vocab_size:
+        pairs = collections.Counter()
+        for word, c in words:
+            for pair in zip(word, word[1:]):
+                pairs[pair] += c
+        if not pairs:
+            break
+        best = min(pairs, key=lambda p: (-pairs[p], p))
+        if pairs[best] < max(min_frequency, 1):
+            break
+        token = id_to_token[best[0]] + id_to_token[best[1]]
+        if token not in token_to_id:
+            token_to_id[token] = len(id_to_token)
+            id_to_token.append(token)
+        new = token_to_id[token]
+        merges.append((id_to_token[best[0]], id_to_token[best[1]]))
+        for word, _ in words:
+            i = 0
+            while i < len(word) - 1:
+                if (word[i], word[i + 1]) == best:
+                    word[i: i + 2] = [new]
+                i += 1
+    return {t: i for i, t in enumerate(id_to_token)}, merges
+
+
+@pytest.fixture(params=[2, 1 << 62], ids=["start_size_2", "start_size_default"])
+def start_size(request, monkeypatch):
+    """The compiled loop's arrays start tiny (every growth path runs) or at the default."""
+    from transforms.codecs import byte_bpe_learner
+
+    monkeypatch.setattr(byte_bpe_learner, "_START_SIZE", request.param)
+    return request.param
+
+
+@settings(max_examples=200, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(
+    st.dictionaries(st.text(alphabet="abcab\u00e9\u4e2d<|>", min_size=1, max_size=14),
+                    st.integers(min_value=0, max_value=6), max_size=40),
+    st.integers(min_value=0, max_value=70),
+    st.integers(min_value=1, max_value=3),
+    st.sampled_from([(ENDOFTEXT,), (), ("ab", ENDOFTEXT), ("<|", "\u4e2d")]),
+)
+def test_learner_equals_reference(start_size, word_counts, extra, min_frequency, specials):
+    """Identical vocab and merges, including merges that spell a special token or an earlier
+    token again (small alphabets make those and ties common)."""
+    vocab_size = 256 + len(specials) + extra
+    bpe = learn_byte_bpe(word_counts, vocab_size, specials, min_frequency)
+    vocab, merges = _reference_learn(word_counts, vocab_size, specials, min_frequency)
+    assert bpe.merges == merges
+    assert json.loads(bpe.vocab_json_text()) == vocab
+
+
+@pytest.mark.slow
+def test_learner_equals_reference_many_pairs(monkeypatch):
+    """Thousands of distinct pairs and long words, arrays starting tiny: the tables, lists and
+    heap grow many times, mid-merge too."""
+    from transforms.codecs import byte_bpe_learner
+
+    monkeypatch.setattr(byte_bpe_learner, "_START_SIZE", 2)
+    rng = random.Random(7)
+    alphabet = [chr(c) for c in range(0x20, 0x7f)] + ["\u00e9", "\u4e2d", "\u6587"]
+    word_counts = {}
+    for _ in range(1500):
+        word = "".join(rng.choice(alphabet[: rng.choice((4, 20, len(alphabet)))])
+                       for _ in range(rng.randint(1, 30)))
+        word_counts[word] = rng.randint(1, 9)
+    bpe = learn_byte_bpe(word_counts, 500, (ENDOFTEXT,), 2)
+    vocab, merges = _reference_learn(word_counts, 500, (ENDOFTEXT,), 2)
+    assert bpe.merges == merges
+    assert json.loads(bpe.vocab_json_text()) == vocab
