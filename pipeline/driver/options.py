@@ -42,7 +42,8 @@ class DatagenOptions:
         add = parser.add_argument
         add("--train_source", default=None, help="File pattern(s), comma-separated, of training "
             "source text: one sentence per line (plain, .gz, .bz2, .zst, .xz, ...), or SGM/IWSLT XML; "
-            "`archive.tgz!path/inside` reads a member of a .tar/.tar.gz/.tgz/.zip archive.")
+            "`archive.tgz!path/inside` reads a member of a .tar/.tar.gz/.tgz/.zip archive. The i-th "
+            "source file (sorted) pairs with the i-th target file.")
         add("--train_target", default=None, help="File pattern(s) of the aligned training target text.")
         add("--dev_source", default=None, help="File pattern(s) of dev source text (optional).")
         add("--dev_target", default=None, help="File pattern(s) of dev target text.")
@@ -76,23 +77,30 @@ class DatagenOptions:
             help="Drop train pairs that also occur in dev.")
         add("--output_dir", help="Required: where vocab, shards and the summary go (any Beam "
             "FileSystems path).")
-        add("--problem", default="translate_enzh_wmt8k", help="File-name prefix, as T2T's problem name.")
-        add("--source_lang", default=None, help="Source language suffix (default: the files' extension).")
-        add("--target_lang", default=None, help="Target language suffix (default: the files' extension).")
+        add("--problem", default="translate_enzh_wmt8k", help="File-name prefix, as T2T's problem "
+            "name: letters, digits and _ - . @ +, not starting with . or -.")
+        add("--source_lang", default=None, help="Source language: the vocab file's suffix, and "
+            "for TMX the xml:lang of the source side; required for TSV/TMX-only runs (default: "
+            "the source files' extension).")
+        add("--target_lang", default=None, help="Target language: as --source_lang, for the "
+            "target side (default: the target files' extension).")
         add("--vocab_type", default=DEFAULT_KIND, choices=KIND_NAMES,
             help="; ".join("%s: %s" % (kind.name, kind.description)
                            for kind in every_plugin()) + ".")
         add("--vocab_size", type=int, default=8192,
             help="Target vocabulary size (subword: approximate, as T2T; byte_bpe: exact, "
-                 "bytes + merges + special tokens; word: exact, specials included).")
+                 "bytes + merges + special tokens; word and sentencepiece: exact, specials "
+                 "included). With a given vocabulary it only names the copy.")
         for kind in every_plugin():  # each kind's own flags
             kind.add_flags(add)
         add("--shared_vocab", action="store_true", default=False,
-            help="Learn one vocabulary from both sides (vocab.{problem}.{size}.subwords).")
+            help="Learn one vocabulary from both sides, named without a language "
+                 "(vocab.{problem}.{size}.subwords).")
         add("--file_byte_budget", type=float, default=1e8,
             help="Characters sampled per file for the vocabulary (T2T's file_byte_budget).")
         add("--max_subtoken_length", type=_optional_length, default=200,
-            help="Longest subtoken counted while learning; 'none' for no limit.")
+            help="subword: longest subtoken counted while learning (T2T's "
+                 "max_subtoken_length); 'none' or 0 for no limit.")
         add("--num_train_shards", type=int, default=10,
             help="Shard files of the train split ({problem}-train-00000-of-000NN).")
         add("--num_dev_shards", type=int, default=1,
@@ -107,7 +115,8 @@ class DatagenOptions:
                  "to write: empty input, or every pair rejected. Without it such a run "
                  "exits 2 (\"no pairs to write\").")
         add("--overwrite", action="store_true", default=False,
-            help="Replace a completed output directory (and relearn its vocabularies).")
+            help="Replace a completed output directory, also one made from other inputs or "
+                 "flags (and relearn its vocabularies); without it that is exit 2.")
         add("--vocab_partitions", type=int, default=2,
             help="Work items per vocabulary in each bisection round, each taking a share of "
                  "the round's probes. A round probes at least this many min_counts of a "
