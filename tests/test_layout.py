@@ -20,9 +20,9 @@ from repo_paths import REPO_ROOT, TESTS_DIR
 
 MAX_LINES = 500
 OWN_DIRECTORIES = ("end_to_end",)  # test directories that mirror no package
-# checks of the whole tree: this file, the package rules, the type checker
+# checks of the whole tree: this file, the package rules, the type checker, imports, the docs
 TREE_CHECKS = ("test_layout.py", "test_architecture.py", "test_type_check.py",
-               "test_import_effects.py")
+               "test_import_effects.py", "test_docs.py")
 
 
 def _python_files():
