@@ -6,8 +6,8 @@
   a link such as `(docs/design.md#the-lock-protocol)`) exists, and every `#anchor` of a link
   into one of them is a heading there. A path followed by "(new)" is one a walk-through adds.
 - Every name on a **Code:** line of docs/design.md (the modules and functions each step of the
-  walk-through runs) is defined in `pipeline/` or `transforms/`: a rename fails here until the
-  doc follows.
+  walk-through runs) is defined in the module named before it (or, with none, somewhere in
+  `pipeline/` or `transforms/`): a rename or a move fails here until the doc follows.
 - Every `--flag` the three files name is a flag of `python -m pipeline.datagen` (its own or a
   Beam pipeline option it accepts), of `python -m pipeline.tools.inspect`, of a benchmark
   script, or of one of the few other programs the docs show commands of (`OTHER_PROGRAMS`).
@@ -93,29 +93,35 @@ def test_every_link_anchor_is_a_heading():
     assert broken == []
 
 
-def _defined_names():
+def _defined_names(path):
+    """Names a module defines: its classes, functions and methods, and assigned names."""
     names = set()
-    for package in ("pipeline", "transforms"):
-        for path in (ROOT / package).rglob("*.py"):
-            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                    names.add(node.name)
-                elif isinstance(node, (ast.Assign, ast.AnnAssign)):
-                    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                    names.update(t.id for t in targets if isinstance(t, ast.Name))
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names.update(t.id for t in targets if isinstance(t, ast.Name))
     return names
 
 
-def test_every_name_on_a_code_line_is_defined():
-    defined = _defined_names()
+def test_every_name_on_a_code_line_is_defined_where_it_says():
+    """A **Code:** line is groups separated by `;`: a module path, then names it defines; a
+    group without a path names what some module of the packages defines."""
+    modules = {str(path.relative_to(ROOT)): _defined_names(path)
+               for package in ("pipeline", "transforms") for path in (ROOT / package).rglob("*.py")}
+    anywhere = set().union(*modules.values())
     undefined = []
-    for paragraph in re.findall(r"\*\*Code:\*\*(.*?)(?:\n\n|\Z)", _text("docs/design.md"), re.S):
-        for span in re.findall(r"`([^`]+)`", paragraph):
-            if "/" in span:
-                continue  # a module path: test_every_named_path_exists
-            for name in re.findall(r"[A-Za-z_]\w*", span):
-                if name not in defined:
-                    undefined.append(span)
+    for paragraph in re.findall(r"^\*\*Code:\*\*(.*?)(?:\n\n|\Z)", _text("docs/design.md"), re.S | re.M):
+        for group in paragraph.split(";"):
+            defined = anywhere
+            for span in re.findall(r"`([^`]+)`", group):
+                if span.endswith(".py"):
+                    defined = modules.get(span, set())  # a missing module: every name fails
+                    continue
+                undefined += ["%s (%s)" % (span, group.strip()[:60])
+                              for name in re.findall(r"[A-Za-z_]\w*", span)
+                              if name not in defined]
     assert undefined == []
 
 
