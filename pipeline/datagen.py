@@ -113,7 +113,11 @@ def print_help() -> None:
                     "--output_dir and training data (--train_source with --train_target, "
                     "--train_tsv or --train_tmx).",
         epilog="Every Apache Beam pipeline option is accepted too (--runner, "
-               "--direct_num_workers, --project, --setup_file, ...).")
+               "--direct_num_workers, --project, --setup_file, ...), and the job's own "
+               "runner options: --local_worker_pool auto|off (DirectRunner's worker "
+               "processes kept for every pass), --execution_mode_for_batch, "
+               "--number_of_execution_retries, --execution_retry_delay (Flink; README, "
+               "Runners).")
     parser.print_help()
 
 
