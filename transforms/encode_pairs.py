@@ -78,8 +78,7 @@ class _EncodeChunkFn(beam.DoFn):
         target = (source if self._paths[1] == self._paths[0]
                   else vocabularies.load(self._paths[1], for_encoding=True))
         self._encoder = PairEncoder(
-            source, target, (source.eos_ids(), target.eos_ids()),
-            PairExampleWriter("inputs", "targets"))  # without TensorFlow
+            source, target, PairExampleWriter("inputs", "targets"))  # without TensorFlow
         # bitmap path -> the cleaning stage's dropped lines of a dataset
         self._dropped: Dict[str, bytes] = {}
 

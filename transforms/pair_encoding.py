@@ -12,7 +12,7 @@ key space, so a pair lands in the same shard at the same place whichever worker 
 """
 
 import hashlib
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 from transforms.chunk_reading import LinePair
 from transforms.codecs.varints import encode_varints
@@ -75,7 +75,7 @@ class PairTally:
 
 class PairEncoder:
     """Encodes blocks of pairs with the `source` and `target` vocabularies (the same object
-    when both sides share one), appending `eos` ids ([source EOS ids, target EOS ids]) and
+    when both sides share one), appending each side's EOS ids (`Vocabulary.eos_ids`) and
     building the records with `examples`.
 
     Parallel corpora repeat lines a lot (on the en-zh bench corpus 76% of English and 52% of
@@ -85,11 +85,11 @@ class PairEncoder:
     """
 
     def __init__(self, source: Vocabulary, target: Vocabulary,
-                 eos: Tuple[Sequence[int], Sequence[int]],
                  examples: PairExampleWriter) -> None:
         self._vocabularies = (source, target)
         # per side: the EOS ids as varints, and how many
-        self._eos = tuple((encode_varints(list(ids)), len(ids)) for ids in eos)
+        self._eos = tuple((encode_varints(ids), len(ids))
+                          for ids in (source.eos_ids(), target.eos_ids()))
         self._examples = examples
         # per side: line -> (Example entry, id count with EOS, id count without EOS, OOV
         # words, characters): the counts kept so a cached line costs no len() calls

@@ -10,13 +10,12 @@ import argparse
 import logging
 from typing import Any, Dict, List, NamedTuple, Sequence, Tuple
 
-from pipeline.runtime import flags
 from pipeline.runtime.console import LOG_LEVELS
 from pipeline.runtime.flags import FlagParser
 from pipeline.output.names import check_name
 from pipeline.runtime.runners import DatagenError
 from transforms.config import DatagenConfig
-from pipeline.driver.kinds import KindPart, KindPlugin, every_plugin, kind_part
+from pipeline.driver.kinds import KindPlugin, every_plugin, kind_part
 from transforms.codecs.kinds import DEFAULT_KIND, KIND_NAMES
 from transforms.record_formats import DEFAULT_FORMAT, FORMATS
 from transforms.storage import file_io
@@ -230,7 +229,7 @@ class Command(NamedTuple):
 
 def parse_command_line(argv: Sequence[str]) -> Command:
     """The one place a run's command line is parsed and checked (DatagenError: one line,
-    exit 2); flags no one defines are refused before (`refuse_unknown_flags`).
+    exit 2); flags no one defines are refused before (`pipeline.datagen.refuse_unknown_flags`).
 
     In order: the general flags; the names that become file names; the kind's own flags
     (its plugin); the paths made absolute (a relative path means the same thing to every
@@ -246,12 +245,6 @@ def parse_command_line(argv: Sequence[str]) -> Command:
     config = DatagenConfig.from_flags(vars(flags), output_dir=output_dir, given=given,
                                       loader=part.loader, kind_settings=part.settings)
     return Command(config, part.kind, beam_args)
-
-
-def refuse_unknown_flags(argv: Sequence[str]) -> None:
-    """Raises DatagenError for a flag that is neither the job's nor a Beam pipeline option
-    (`pipeline.runtime.flags.refuse_unknown_flags`)."""
-    flags.refuse_unknown_flags(list(argv), job_flag_parser(), "a flag of this job (see --help)")
 
 
 def default_config(**flags: Any) -> DatagenConfig:

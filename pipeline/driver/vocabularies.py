@@ -172,7 +172,7 @@ class VocabStep:
         """Copies the given vocabularies into the output; returns their report."""
         report = {}
         for name in sorted(given):
-            vocabulary = VocabularyFiles(self._config.vocab.loader).load(given[name])
+            vocabulary = self.files.load(given[name])
             if vocabulary.load_note:
                 LOG.info("vocab %s: %s %s", name, given[name], vocabulary.load_note)
             self._write(plan[name][0], vocabulary.to_files())

@@ -69,7 +69,7 @@ def test_unmatched_lines_are_rejects_of_their_side():
 
 def _encoder():
     vocab = SubwordVocabulary.for_encoding({SINGLE_FILE: vocab_file_text(TINY_SUBTOKENS)})
-    return vocab, PairEncoder(vocab, vocab, ([1], [1]), PairExampleWriter("inputs", "targets"))
+    return vocab, PairEncoder(vocab, vocab, PairExampleWriter("inputs", "targets"))
 
 
 def test_pairs_become_records_by_shard_with_their_counts():
