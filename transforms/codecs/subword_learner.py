@@ -272,8 +272,8 @@ def bisect_min_count(target_size: int, size_of: SizeOf, low: int = 1, high: int 
 
 
 def next_probes(known_sizes: Mapping[int, int], target_size: int, lookahead: int, low: int = 1,
-                high: int = 1000, rounds_left: Optional[int] = None, width: int = 1
-                ) -> tuple[Optional[int], list[int]]:
+                high: int = 1000, rounds_left: Optional[int] = None, width: int = 1,
+                margin: Optional[float] = None) -> tuple[Optional[int], list[int]]:
     """Replays the bisection with the sizes known so far.
 
     `known_sizes` is {min_count: vocab size}. Returns (chosen min_count, []) when the search
@@ -283,7 +283,11 @@ def next_probes(known_sizes: Mapping[int, int], target_size: int, lookahead: int
     many rounds: the bisection of [lo, hi] needs at most floor(log2(hi - lo + 1)) + 1 levels.
     With `width` more than the probes that gives, the nodes the search is likely to need
     after them follow, up to `width` in all (`predicted_path`): a round of `width` parallel
-    probes then advances about `width` levels instead of one.
+    probes then advances about `width` levels instead of one. With `margin` (a fraction of
+    the target) the round also probes the guessed path as far as its guesses are sure: up to
+    and including the first node whose guessed size is within `margin` of the target (where
+    the search's turn is in doubt), so that a search whose turns are clear (one walking to
+    the bound `high`) ends in the round after its first sizes are known.
     """
     def size_of(min_count: int, lo: int, hi: int) -> float:
         if min_count not in known_sizes:
@@ -299,6 +303,9 @@ def next_probes(known_sizes: Mapping[int, int], target_size: int, lookahead: int
             depth = max(lookahead, -(-levels // rounds_left) - 1)
         subtree = probe_subtree(need.low, need.high, depth)
         wanted = [t for t in subtree if t not in known_sizes] or [need.min_count]
+        if margin is not None:
+            wanted.extend(t for t in predicted_path(known_sizes, target_size, low, high, margin)
+                          if t not in wanted)
         if len(wanted) < width:
             for t in predicted_path(known_sizes, target_size, low, high):
                 if t not in wanted:
@@ -337,9 +344,11 @@ def predicted_size(known_sizes: Mapping[int, float], min_count: int) -> Optional
 
 
 def predicted_path(known_sizes: Mapping[int, int], target_size: int, low: int = 1,
-                   high: int = 1000) -> list[int]:
+                   high: int = 1000, margin: Optional[float] = None) -> list[int]:
     """The min_counts without a known size that the bisection would visit, in order, if
-    the unknown sizes were `predicted_size`'s guesses; it ends where no guess exists."""
+    the unknown sizes were `predicted_size`'s guesses; it ends where no guess exists, and
+    with `margin` after the first node whose guess is within `margin` x the target of the
+    target (the turn the search takes there is in doubt)."""
     path: list[int] = []
 
     def size_of(min_count: int, lo: int, hi: int) -> float:
@@ -350,12 +359,15 @@ def predicted_path(known_sizes: Mapping[int, int], target_size: int, low: int = 
             raise NeedProbe(min_count, lo, hi)
         if min_count not in path:
             path.append(min_count)
+            if margin is not None and abs(guess - target_size) <= margin * target_size:
+                raise NeedProbe(min_count, lo, hi)  # in doubt: the path ends here
         return guess
 
     try:
         bisect_min_count(target_size, size_of, low, high)
     except NeedProbe as need:
-        path.append(need.min_count)
+        if need.min_count not in path:
+            path.append(need.min_count)
     return path
 
 
