@@ -186,8 +186,9 @@ def _work_items(item, num_shares):
 
 
 # A round also probes the guessed path of the search as far as its turns are clear: up to
-# the first node whose guessed size is within this fraction of the target (`next_probes`).
-# A wrong guess costs work, never a different result.
+# the first node where a guess this fraction either way (from one known size: any slope of
+# `SLOPE_RANGE`) could turn the search otherwise (`next_probes`). A wrong guess costs work,
+# never a different result.
 GUESS_MARGIN = 0.05
 
 
@@ -232,7 +233,7 @@ class LearnSubwordVocabs(beam.PTransform):
     the sizes known (`subword_learner.predicted_path`), they let each work item of a round
     advance the search by about a level. With `guess_margin` the round also probes the
     guessed path as far as its turns are clear (a search walking to min_count 1000 is decided
-    in its second round, not its sixth); the work items share those probes. A round with
+    in its third round, not its sixth); the work items share those probes. A round with
     nothing left to probe does no work; an idle work item of a vocabulary still searching
     loads its index for the rounds to come.
 
