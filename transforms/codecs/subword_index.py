@@ -286,8 +286,7 @@ class TokenIndex:
             setattr(self, name, arrays[name])
         # sorted code points of the characters, to encode vocabulary strings
         self._points = np.array([ord(c) for c in self.chars], np.int64)
-        # the text itself (separators as "\0"), so that an accepted string is one slice;
-        # `build` has it already
+        # the text itself (separators as "\0"), so that an accepted string is one slice
         self._text = text if text is not None else self._decode(self.codes)
         self._partitions: dict[int, list[tuple[int, int]]] = {}
         self._capacity = 4096
@@ -316,11 +315,7 @@ class TokenIndex:
         starts = ends - lengths
         is_sep = np.zeros(n, np.bool_)
         is_sep[ends] = True
-        # the characters of the tokens: every code point counted, less the separators' "\0"
-        present = np.bincount(points, minlength=1) if n else np.zeros(1, np.int64)
-        present[0] -= len(tokens)
-        chars_points = np.flatnonzero(present).astype(np.uint32)
-        del present
+        chars_points = np.flatnonzero(np.bincount(points[~is_sep], minlength=1))  # no sort
         code_type = np.uint16 if len(chars_points) < 2 ** 16 - 1 else np.uint32
         rank = np.zeros(int(chars_points[-1]) + 1 if len(chars_points) else 1, code_type)
         rank[chars_points] = np.arange(1, len(chars_points) + 1)  # a lookup, not a search

@@ -284,10 +284,8 @@ def next_probes(known_sizes: Mapping[int, int], target_size: int, lookahead: int
     With `width` more than the probes that gives, the nodes the search is likely to need
     after them follow, up to `width` in all (`predicted_path`): a round of `width` parallel
     probes then advances about `width` levels instead of one. With `margin` (a fraction of
-    a guess) the round also probes the guessed path as far as its turns are clear: up to and
-    including the first node where the sizes the guess allows (`_sure_side`) do not all
-    lead the same way, so that a search whose turns are clear (one walking to the bound
-    `high`) ends in the round after its first size is known.
+    a guess) the guessed path follows as far as its turns are clear (`_sure_side`), up to and
+    including the first in doubt: a search walking to `high` ends in a few rounds.
     """
     def size_of(min_count: int, lo: int, hi: int) -> float:
         if min_count not in known_sizes:
@@ -343,17 +341,14 @@ def predicted_size(known_sizes: Mapping[int, float], min_count: int) -> Optional
     return math.exp(math.log(s0) + slope * (math.log(min_count) - math.log(t0)))
 
 
-# A vocabulary's size against min_count, log-log: the slopes seen on English and Chinese news
-# lie within these, which bound a guess made from one known size.
+# Log-log slopes of size against min_count (news, en and zh: -0.44..-0.72) bound a guess.
 SLOPE_RANGE = (-0.7, -0.3)
 
 
 def _sure_side(known_sizes: Mapping[int, int], min_count: int, guess: float,
                target_size: int, margin: float) -> bool:
-    """Whether the search's turn at `min_count` is clear: every size the guess allows lies on
-    one side of the band where the search would stop (within 1% of the target). From one
-    known size the guess allows the sizes of every slope in SLOPE_RANGE; from more, `margin`
-    x the guess either way."""
+    """Whether every size the guess allows (from one known size: any slope of SLOPE_RANGE; from
+    more: `margin` x the guess either way) turns the search at `min_count` the same way."""
     points = [(t, s) for t, s in known_sizes.items() if t > 0 and s > 0]
     if len(points) == 1:
         (t0, s0), = points
@@ -368,8 +363,7 @@ def predicted_path(known_sizes: Mapping[int, int], target_size: int, low: int = 
                    high: int = 1000, margin: Optional[float] = None) -> list[int]:
     """The min_counts without a known size that the bisection would visit, in order, if
     the unknown sizes were `predicted_size`'s guesses; it ends where no guess exists, and
-    with `margin` after the first node where the turn the search takes is in doubt
-    (`_sure_side`)."""
+    with `margin` after the first node where the search's turn is in doubt (`_sure_side`)."""
     path: list[int] = []
 
     def size_of(min_count: int, lo: int, hi: int) -> float:
