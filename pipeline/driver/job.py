@@ -17,7 +17,6 @@ import uuid
 from typing import Any, Callable, Collection, Dict, List, Optional, Tuple
 
 from apache_beam.io.filesystems import FileSystems
-from apache_beam.options.pipeline_options import PipelineOptions
 
 from pipeline.driver import fingerprint, preflight, reruns
 from pipeline.driver.cleaning import CleaningStep
@@ -35,6 +34,7 @@ from pipeline.output.lock import OutputLock
 from pipeline.runtime import staging
 from pipeline.runtime.interrupts import Interrupted
 from pipeline.runtime.job_server import check_prism_location
+from pipeline.runtime.options_views import JobOptions
 from pipeline.runtime.runners import (DatagenError, check_workers_can_import_project,
                                       run_small_input_in_process)
 from pipeline.runtime.storage_errors import storage_error, storage_message
@@ -58,7 +58,8 @@ class DatagenJob:
 
     def __init__(self, command: Command,
                  interrupted: Callable[[], Optional[int]] = lambda: None) -> None:
-        self.options = options = PipelineOptions(command.beam_args)
+        # JobOptions: each view of the options made once (Beam parses them on every view_as)
+        self.options = options = JobOptions(command.beam_args)
         # The driver's own file work (listing, fingerprint, lock, commit) runs before any
         # Pipeline hands these options to FileSystems: without them s3:// has no endpoint
         # or credentials, gs:// no project.
