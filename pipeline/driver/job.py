@@ -37,7 +37,8 @@ from pipeline.runtime.job_server import check_prism_location
 from pipeline.runtime.options_views import JobOptions
 from pipeline.runtime.runners import (DatagenError, check_workers_can_import_project,
                                       run_small_input_in_process)
-from pipeline.runtime.storage_errors import storage_error, storage_message
+from pipeline.runtime.storage_errors import (StoreLost, storage_error, storage_message,
+                                             store_lost_message, unreachable_store)
 from transforms.encode_pairs import BEFORE_CLEANING
 from transforms.elements import RejectsReport, ShardReport, TokenCounts
 from transforms.length_stats import summary_lengths
@@ -204,9 +205,15 @@ class DatagenJob:
             with staging.project_sdist_once(self.options):
                 return self._run()
         except Exception as e:
-            if isinstance(e, DatagenError) or storage_error(e) is None:
+            if isinstance(e, DatagenError):
                 raise
-            raise DatagenError(storage_message(e, self.layout.output_dir)) from None
+            if storage_error(e) is not None:
+                raise DatagenError(storage_message(e, self.layout.output_dir)) from None
+            unanswered = unreachable_store(e)
+            if unanswered is not None:
+                raise StoreLost(store_lost_message(unanswered,
+                                                   self.layout.output_dir)) from None
+            raise
         finally:
             self.run_pass.close()  # worker processes the passes shared
 
@@ -217,6 +224,7 @@ class DatagenJob:
         # the --filters file is read and checked first: a bad one stops the job at once
         self.cleaning.load()
         preflight.check_file_systems(self.config)
+        preflight.check_stores_reachable(self.config, self.stores)
         self.vocab.check_given()
         # Inputs are listed and checked before the lock is written: bad input must leave
         # nothing behind, not even a new output directory.
