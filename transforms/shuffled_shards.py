@@ -29,7 +29,7 @@ its own, in that order, and the result depends on nothing but the seed and the i
 
 import heapq
 import json
-from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
+from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 import apache_beam as beam
 import google_crc32c
@@ -94,7 +94,8 @@ class _WriteShardFn(beam.DoFn):
         # S3 writer cannot make, the store's own client can.
         merged = merge_fragments([frag["path"] for frag in fragments], self._stores)
         records: Iterable[bytes] = (record for _, record in merged)
-        features, packing = PAIR_FEATURES, None
+        features: Sequence[str] = PAIR_FEATURES
+        packing: Optional[PackingTally] = None
         if self._packed_length:
             features, packing = PACKED_FEATURES, PackingTally()
             records = pack_records(records, self._packed_length, packing)

@@ -29,7 +29,7 @@ Pure Python: no Beam, no TensorFlow. The shard writer (`transforms.shuffled_shar
 each shard's records in shard order, which is this job's shuffled order.
 """
 
-from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from transforms.elements import JsonValue, PackingReport
 from transforms.formats.example_proto import Int64FeaturesWriter
@@ -165,7 +165,7 @@ def pack_records(records: Iterable[bytes], packed_length: int, tally: PackingTal
         yield serialize(features)
 
 
-def unpack(features: Dict[str, Sequence[int]]) -> List[Tuple[List[int], List[int]]]:
+def unpack(features: Mapping[str, Sequence[int]]) -> List[Tuple[List[int], List[int]]]:
     """The pairs (inputs ids, targets ids) of a packed record's features, in its order,
     from the segmentation features (spacing dropped); for `inspect` and tests."""
     sides = []
