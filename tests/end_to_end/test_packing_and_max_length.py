@@ -77,7 +77,7 @@ def test_packed_shards_are_t2ts_pack_fn_on_the_same_shards(runs, tmp_path, monke
         want = [EXAMPLES.parse(r) for r in t2t.generator_utils.read_records(t2t_path)]
         got = list(format_of(path).read_shard(path))
         assert [EXAMPLES.parse(r) for r in got] == want, path
-        assert got == [EXAMPLES.serialize(f) for f in want]  # features sorted by name
+        assert got == [EXAMPLES.serialize(f) for f in want]  # deterministic serialization
         entry = listed[os.path.basename(path)]
         assert entry["records"] == len(want)
         assert entry["pairs"] == sum(len(unpack(f)) for f in want)

@@ -19,7 +19,7 @@ drop the last id first. It is derived from the two files and never read back.
 import json
 
 
-from typing import Any, List, Mapping, Sequence
+from typing import Any, Dict, List, Mapping, Sequence
 
 from transforms.codecs.byte_bpe import ENDOFTEXT, ByteBPE
 from transforms.codecs.varints import encode_varints
@@ -82,7 +82,7 @@ def hf_tokenizer_json(bpe: ByteBPE, eos_token: str) -> str:
     eos = {"id": eos_token, "type_id": 0}
     byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True,
                   "use_regex": True}
-    tokenizer = {
+    tokenizer: Dict[str, Any] = {
         "version": "1.0", "truncation": None, "padding": None, "added_tokens": [],
         "normalizer": None, "pre_tokenizer": byte_level,
         "post_processor": {

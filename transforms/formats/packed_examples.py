@@ -20,19 +20,21 @@ A packed record holds `inputs` and `targets` (the sides concatenated, `spacing` 
 pairs; no padding to `packed_length`), `inputs_segmentation`/`targets_segmentation` (the
 pair's number in the record, from 1; 0 on spacing) and `inputs_position`/`targets_position`
 (the id's position within its pair; 0 on spacing), int64 lists as `generator_utils.to_example`
-writes them. The bytes here list the features sorted by name (`Int64FeaturesWriter`); T2T's
+writes them. The bytes here are the deterministic serialization (`Int64FeaturesWriter`); T2T's
 own `SerializeToString()` writes the map in the protobuf runtime's hash order, so equality
-with T2T is of the features, record by record (tests/end_to_end/test_packing.py runs T2T's
-`_pack_fn` itself on the same shards).
+with T2T is of the features, record by record (tests/end_to_end/test_packing_and_max_length.py
+runs T2T's `_pack_fn` itself on the same shards).
 
 Pure Python: no Beam, no TensorFlow. The shard writer (`transforms.shuffled_shards`) packs
 each shard's records in shard order, which is this job's shuffled order.
 """
 
-from typing import Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
+from typing import Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, TypeVar
 
+from transforms.codecs.varints import count_varints, encode_varints, varint
 from transforms.elements import JsonValue, PackingReport
-from transforms.formats.example_proto import Int64FeaturesWriter
+from transforms.formats.example_proto import (Int64FeaturesWriter, VarintExampleWriter,
+                                              int64_varints)
 
 SPACING = 0     # Text2TextProblem.packed_spacing, as every translate problem passes it
 QUEUE_SIZE = 10  # pack_examples' default queue_size, which Text2TextProblem keeps
@@ -42,79 +44,72 @@ PAIR_FEATURES = ("inputs", "targets")
 
 Ids = List[int]
 PackedExample = Dict[str, Ids]
+T = TypeVar("T")
 
 
-class _Side:
-    """One side of a packed record: its ids, segment numbers and positions
-    (`generator_utils.SequencePacker`)."""
+def pack_groups(pairs: Iterable[Tuple[int, int, T]], packed_length: int,
+                spacing: int = SPACING, queue_size: int = QUEUE_SIZE) -> Iterator[List[T]]:
+    """The items of each packed record, in T2T's order, from (inputs length, targets
+    length, item) of each pair (`generator_utils.pack_examples(..., has_inputs=True)`'s
+    choice; see the module docstring): only the lengths decide."""
+    if packed_length < 1 or spacing < 0 or queue_size < 1:
+        raise ValueError("packed_length and queue_size must be positive, spacing not negative")
+    queue: List[List] = []  # open records: [inputs length, targets length, [items]]
+    for a, b, item in pairs:
+        for record in queue:
+            if (record[0] + spacing + a <= packed_length
+                    and record[1] + spacing + b <= packed_length):
+                record[0] += spacing + a
+                record[1] += spacing + b
+                record[2].append(item)
+                break
+        else:
+            if len(queue) == queue_size:
+                yield queue.pop(0)[2]
+            queue.append([a, b, [item]])
+    for record in queue:
+        yield record[2]
 
-    __slots__ = ("ids", "segmentation", "position")
 
-    def __init__(self, first: Sequence[int]) -> None:
-        self.ids = list(first)
-        self.segmentation = [1] * len(first)
-        self.position = list(range(len(first)))
-
-    def can_fit(self, ids: Sequence[int], packed_length: int, spacing: int) -> bool:
-        return len(self.ids) + spacing + len(ids) <= packed_length
-
-    def add(self, ids: Sequence[int], spacing: int) -> None:
-        padding = [0] * spacing
-        # T2T numbers the next segment after the last entry, which is spacing only when the
-        # first sequence was empty: kept as it is
-        segment = self.segmentation[-1] + 1 if self.segmentation else 1
-        self.ids.extend(padding + list(ids))
-        self.segmentation.extend(padding + [segment] * len(ids))
-        self.position.extend(padding + list(range(len(ids))))
-
-
-class _Record:
-    """An open packed record of pairs (`generator_utils.SequencePairPacker`)."""
-
-    __slots__ = ("inputs", "targets", "pairs")
-
-    def __init__(self, pair: Tuple[Sequence[int], Sequence[int]]) -> None:
-        self.inputs, self.targets = _Side(pair[0]), _Side(pair[1])
-        self.pairs = 1
-
-    def can_fit(self, pair: Tuple[Sequence[int], Sequence[int]], packed_length: int,
-                spacing: int) -> bool:
-        return (self.inputs.can_fit(pair[0], packed_length, spacing)
-                and self.targets.can_fit(pair[1], packed_length, spacing))
-
-    def add(self, pair: Tuple[Sequence[int], Sequence[int]], spacing: int) -> None:
-        self.inputs.add(pair[0], spacing)
-        self.targets.add(pair[1], spacing)
-        self.pairs += 1
-
-    def features(self) -> PackedExample:
-        return {"inputs": self.inputs.ids, "inputs_segmentation": self.inputs.segmentation,
-                "inputs_position": self.inputs.position, "targets": self.targets.ids,
-                "targets_segmentation": self.targets.segmentation,
-                "targets_position": self.targets.position}
+def segment_numbers(lengths: Sequence[int], spacing: int) -> List[int]:
+    """Each sequence's number in a side of a packed record, as T2T's `SequencePacker.add`
+    numbers it: one more than the side's last segmentation entry, which is spacing (0) or
+    nothing only after an empty sequence (kept as T2T has it)."""
+    numbers: List[int] = []
+    last: Optional[int] = None
+    for k, n in enumerate(lengths):
+        number = 1 if k == 0 or last is None else last + 1
+        numbers.append(number)
+        if n:
+            last = number
+        elif k and spacing:
+            last = 0
+    return numbers
 
 
 def pack_pairs(pairs: Iterable[Tuple[Sequence[int], Sequence[int]]], packed_length: int,
                spacing: int = SPACING, queue_size: int = QUEUE_SIZE
                ) -> Iterator[Tuple[PackedExample, int]]:
-    """(packed features, pairs in it) of `pairs` [(inputs ids, targets ids)], in T2T's
-    order (`generator_utils.pack_examples(..., has_inputs=True)`; see the module
-    docstring)."""
-    if packed_length < 1 or spacing < 0 or queue_size < 1:
-        raise ValueError("packed_length and queue_size must be positive, spacing not negative")
-    queue: List[_Record] = []
-    for pair in pairs:
-        for record in queue:
-            if record.can_fit(pair, packed_length, spacing):
-                record.add(pair, spacing)
-                break
-        else:
-            if len(queue) == queue_size:
-                oldest = queue.pop(0)
-                yield oldest.features(), oldest.pairs
-            queue.append(_Record(pair))
-    for record in queue:
-        yield record.features(), record.pairs
+    """(packed features, pairs in it) of `pairs` [(inputs ids, targets ids)], as lists: the
+    reference form (`pack_records` writes the same records as bytes)."""
+    groups = pack_groups(((len(a), len(b), (list(a), list(b))) for a, b in pairs),
+                         packed_length, spacing, queue_size)
+    for group in groups:
+        features: PackedExample = {}
+        for side, name in enumerate(PAIR_FEATURES):
+            sequences = [pair[side] for pair in group]
+            numbers = segment_numbers([len(ids) for ids in sequences], spacing)
+            ids: Ids = []
+            segmentation: Ids = []
+            position: Ids = []
+            for k, (sequence, number) in enumerate(zip(sequences, numbers)):
+                padding = [0] * (spacing if k else 0)
+                ids += padding + sequence
+                segmentation += padding + [number] * len(sequence)
+                position += padding + list(range(len(sequence)))
+            features.update({name: ids, name + "_segmentation": segmentation,
+                             name + "_position": position})
+        yield features, len(group)
 
 
 class PackingTally:
@@ -129,13 +124,13 @@ class PackingTally:
         self.over_length = 0
         self.pairs_per_record: Dict[int, int] = {}
 
-    def add(self, features: PackedExample, pairs: int, packed_length: int) -> None:
+    def add(self, lengths: Sequence[int], ids: Sequence[int], pairs: int,
+            packed_length: int) -> None:
+        """One record: its sides' `lengths` (spacing included) and `ids` (without)."""
         self.records += 1
         self.pairs += pairs
-        lengths = (len(features["inputs"]), len(features["targets"]))
-        for side, segments in enumerate((features["inputs_segmentation"],
-                                         features["targets_segmentation"])):
-            self.ids[side] += len(segments) - segments.count(0)
+        self.ids[0] += ids[0]
+        self.ids[1] += ids[1]
         if max(lengths) > packed_length:
             self.over_length += 1
         self.pairs_per_record[pairs] = self.pairs_per_record.get(pairs, 0) + 1
@@ -147,22 +142,71 @@ class PackingTally:
                 "pairs_per_record": sorted(self.pairs_per_record.items())}
 
 
-def pack_records(records: Iterable[bytes], packed_length: int, tally: PackingTally,
-                 examples: Optional[Int64FeaturesWriter] = None) -> Iterator[bytes]:
+_PairVarints = Tuple[bytes, bytes, int, int]  # a pair's sides as varints, and their id counts
+
+
+class _PackedRecordWriter:
+    """Packed records as bytes, their ids kept as varints throughout: each side is its
+    pairs' varints joined, its segmentation and position built of varints too."""
+
+    def __init__(self, spacing: int = SPACING) -> None:
+        self._writer = VarintExampleWriter(PACKED_FEATURES)
+        self._examples = Int64FeaturesWriter()
+        self._spacing = spacing
+        self._padding = b"\x00" * spacing
+        self._positions: Dict[int, bytes] = {}  # n -> the varints of 0 .. n - 1
+
+    def sides(self, record: bytes) -> _PairVarints:
+        """A pair record's sides as concatenated varints, and their id counts."""
+        features = int64_varints(record)
+        if features is None:  # not this project's layout: through the protobuf runtime
+            parsed = self._examples.parse(record)
+            inputs, targets = (encode_varints(parsed.get(name, [])) for name in PAIR_FEATURES)
+        else:
+            inputs, targets = features.get("inputs", b""), features.get("targets", b"")
+        return inputs, targets, count_varints(inputs), count_varints(targets)
+
+    def _position(self, n: int) -> bytes:
+        known = self._positions.get(n)
+        if known is None:
+            known = self._positions[n] = encode_varints(range(n))
+        return known
+
+    def write(self, group: List[_PairVarints], tally: PackingTally, packed_length: int
+              ) -> bytes:
+        """The record of `group`'s pairs, counted into `tally`."""
+        packed: Dict[str, bytes] = {}
+        lengths, ids = [], []
+        join = self._padding.join
+        sides = (([pair[0] for pair in group], [pair[2] for pair in group]),
+                 ([pair[1] for pair in group], [pair[3] for pair in group]))
+        for name, (sequences, counts) in zip(PAIR_FEATURES, sides):
+            numbers = segment_numbers(counts, self._spacing)
+            packed[name] = join(sequences)
+            packed[name + "_segmentation"] = join(
+                varint(number) * n for number, n in zip(numbers, counts))
+            packed[name + "_position"] = join(self._position(n) for n in counts)
+            ids.append(sum(counts))
+            lengths.append(ids[-1] + self._spacing * (len(counts) - 1))
+        tally.add(lengths, ids, len(group), packed_length)
+        return self._writer.serialize(packed)
+
+
+def pack_records(records: Iterable[bytes], packed_length: int, tally: PackingTally
+                 ) -> Iterator[bytes]:
     """The packed records (serialized Examples) of `records` (serialized Examples of one
     pair each, in shard order), counted into `tally`; streamed, holding at most
-    `QUEUE_SIZE` open records."""
-    examples = examples or Int64FeaturesWriter()
-    parse, serialize = examples.parse, examples.serialize
+    `QUEUE_SIZE` open records. The bytes equal `pack_pairs`' features serialized by
+    `Int64FeaturesWriter` (the tests hold them equal)."""
+    writer = _PackedRecordWriter()
 
-    def pairs() -> Iterator[Tuple[Ids, Ids]]:
+    def items() -> Iterator[Tuple[int, int, _PairVarints]]:
         for record in records:
-            features = parse(bytes(record))
-            yield features.get("inputs", []), features.get("targets", [])
+            pair = writer.sides(bytes(record))
+            yield pair[2], pair[3], pair
 
-    for features, count in pack_pairs(pairs(), packed_length):
-        tally.add(features, count, packed_length)
-        yield serialize(features)
+    for group in pack_groups(items(), packed_length):
+        yield writer.write(group, tally, packed_length)
 
 
 def unpack(features: Mapping[str, Sequence[int]]) -> List[Tuple[List[int], List[int]]]:

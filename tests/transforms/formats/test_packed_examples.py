@@ -44,6 +44,19 @@ def test_records_unpack_to_their_pairs_in_order(pairs, packed_length):
         assert all(len(features[k]) == len(features[k.split("_")[0]]) for k in PACKED_FEATURES)
 
 
+@settings(max_examples=200, deadline=None)
+@given(pairs_of, st.integers(1, 30))
+def test_pack_records_writes_pack_pairs_features_as_bytes(pairs, packed_length):
+    """The shard writer's path (ids kept as varints) against the reference on lists, also
+    for records in another layout (the protobuf runtime's parse then)."""
+    examples = Int64FeaturesWriter()
+    want = [examples.serialize(f) for f, _ in pack_pairs(pairs, packed_length)]
+    records = [examples.serialize({"inputs": a, "targets": b}) for a, b in pairs]
+    assert list(pack_records(records, packed_length, PackingTally())) == want
+    reordered = [examples.serialize({"targets": b, "inputs": a, "x": [7]}) for a, b in pairs]
+    assert list(pack_records(reordered, packed_length, PackingTally())) == want
+
+
 def test_defaults_are_what_text2text_problem_passes_for_translation():
     # Text2TextProblem._maybe_pack_examples: spacing=self.packed_spacing (0 unless a
     # problem overrides it; no translate problem does), chop_long_sequences=not has_inputs
