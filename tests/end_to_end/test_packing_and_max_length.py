@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 from datagen_helpers import DATA_DIR, run_datagen, with_t2t_vocab
+from pipeline.output.summary import format_summary
 from pipeline.tools import batches, inspect, reader
 from transforms.formats.example_proto import Int64FeaturesWriter
 from transforms.formats.packed_examples import PACKED_FEATURES, unpack
@@ -86,6 +87,9 @@ def test_packed_shards_are_t2ts_pack_fn_on_the_same_shards(runs, tmp_path, monke
     assert train["pairs_written"] == train["packing"]["pairs"] == train["pairs_read"] == 3000
     assert train["packing"]["records"] < 1500 and train["packing"]["over_length"] > 0
     assert sum(s["records"] for s in train["shards"]) == train["packing"]["records"]
+    table = format_summary(summary)
+    assert "packed: 3000 pairs in %d records of %d ids" % (
+        train["packing"]["records"], PACKED) in table
 
 
 def test_every_format_holds_the_packed_records(runs):
@@ -169,6 +173,7 @@ def test_max_length_drops_the_pairs_the_length_report_predicted(runs):
     train = summary["splits"]["train"]
     assert predicted > 0
     assert train["rejected_by_reason"] == {"over_max_length": predicted}
+    assert "over_max_length: %d" % predicted in format_summary(summary)
     assert train["pairs_written"] == 3000 - predicted
     before = summary["lengths"]["splits"]["train before max_length"]
     assert before == plain["lengths"]["splits"]["train"]  # the same figures, the same drops
