@@ -39,7 +39,7 @@ from pipeline.runtime.runners import (DatagenError, check_workers_can_import_pro
                                       run_small_input_in_process)
 from pipeline.runtime.storage_errors import (StoreLost, storage_error, storage_message,
                                              store_lost_message, unreachable_store)
-from transforms.encode_pairs import BEFORE_CLEANING
+from transforms.encode_pairs import BEFORE_CLEANING, BEFORE_MAX_LENGTH
 from transforms.elements import RejectsReport, ShardReport, TokenCounts
 from transforms.length_stats import summary_lengths
 from transforms.storage import file_io
@@ -165,7 +165,8 @@ class DatagenJob:
         self._lock.check()  # a run that lost its lock must not replace the new
         report = {split: books.split_report(  # holder's files
             split, items, num_shards[split], shards, rejects, tokens.get(split, [0, 0, 0, 0]),
-            self.layout.rejects_path(split), self.vocab.kind.codec.counts_oov)
+            self.layout.rejects_path(split), self.vocab.kind.codec.counts_oov,
+            self.config.job.packed_length)
             for split, items in sorted(prepared.items())}
         if not self.config.job.allow_empty:
             books.check_written(prepared, report)
@@ -353,8 +354,8 @@ class DatagenJob:
         summary = self.record.summary(
             "complete", vocab=vocab, splits=split_report,
             lengths=dict(summary_lengths(lengths, list(prepared) + [
-                name for name in lengths if name.endswith(BEFORE_CLEANING)]),
-                ids_end_in_eos=self.vocab.kind.codec.ends_in_eos),
+                name for name in lengths if name.endswith((BEFORE_CLEANING, BEFORE_MAX_LENGTH))],
+                self.config.read.max_length), ids_end_in_eos=self.vocab.kind.codec.ends_in_eos),
             metrics=dict(sorted(self.run_pass.counters.items())), **cleaned)
         self._lock.check()
         try:
