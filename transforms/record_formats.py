@@ -9,8 +9,8 @@ other module knows a container: the shard writer, the commit, the own-outputs ch
 reader and `inspect` all go through this module.
 
 - `tfrecord` (the default): TFRecord framing around each record, today's bytes exactly.
-- `array_record`: the same Example bytes, one ArrayRecord record each, in chunks of 16
-  records compressed with zstd (`ARRAY_RECORD_OPTIONS`: see there why).
+- `array_record`: the same Example bytes, one ArrayRecord record each, one record per chunk
+  as Grain requires (`ARRAY_RECORD_OPTIONS`: see there why).
 - `parquet`: one row per pair, the Example's int64 lists as `list<int32>` columns named as
   the features (`inputs`, `targets`), zstd, row groups of `PARQUET_ROW_GROUP_ROWS` rows.
 
@@ -33,12 +33,17 @@ from transforms.storage.object_stores import ObjectStores
 
 FEATURES = ("inputs", "targets")  # the features of every record, in this order
 PARQUET_ROW_GROUP_ROWS = 8192     # ~2 MB of ids per group: one group in memory per read step
-# A random read (Grain's global shuffle) decompresses the record's whole chunk. TFDS writes
-# one record per chunk (`group_size:1`), right for large records; ours are ~110 bytes, where a
-# chunk's own overhead dominates: on 20,000 bench pairs group_size:1 made 3.5 MB (more than the
-# 2.2 MB of records), 16 with zstd 1.9 MB, and single random reads were 2-5x faster with 16
-# (fewer, denser chunks); 32 and more got slower again.
-ARRAY_RECORD_OPTIONS = "group_size:16,zstd:3"
+# One record per chunk (`group_size:1`), as Grain requires: its ArrayRecordDataSource logs an
+# ERROR per shard of any other group size ("Grain requires group size 1 ... re-generate"),
+# and TFDS and array_record's own Beam sinks write 1. Uncompressed: a record is ~130 bytes of
+# varint ids, on which a chunk's own zstd frame costs more than it saves. On the first
+# 100,000 bench pairs (10 shards; TFRecord 14.8 MB): group_size:1 uncompressed 19.6 MB,
+# zstd:3 21.0 MB; group_size:16 zstd:3 12.4 MB, but with Grain's ERROR lines; Grain's
+# shuffled epoch took the same time with 1 and 16 (benchmarks/README.md, "ArrayRecord").
+# Every ArrayRecord file ends with its footer padded to a 64 KiB block and a 64 KiB
+# postscript block (the reader finds the postscript at size - 64 KiB; array_record pads both
+# whatever the options say), so a shard is a multiple of 64 KiB and at least 128 KiB.
+ARRAY_RECORD_OPTIONS = "group_size:1,uncompressed"
 _COPY_BYTES = 1 << 22
 
 

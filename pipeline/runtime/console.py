@@ -14,10 +14,13 @@ first import of Beam; the worker processes' fork server through
 """
 
 import contextlib
+import importlib
 import logging
 import os
+import re
 import sys
-from typing import Dict, Iterator, List, Optional, Sequence, TextIO, Tuple
+import tempfile
+from typing import Any, Dict, Iterator, List, Optional, Sequence, TextIO, Tuple
 
 LOG = logging.getLogger("datagen")
 LOG_LEVELS = ("debug", "info", "warning", "error")
@@ -157,6 +160,72 @@ def library_logging(log_level: Optional[str] = None) -> Iterator[None]:
         LOG.setLevel(saved_job)
         if saved_env is None:
             os.environ.pop("TF_CPP_MIN_LOG_LEVEL", None)
+
+
+# What libraries print while they are imported, on stderr (fd 2, from C++) and through absl:
+# TensorFlow's oneDNN and CPU-feature INFO lines and absl's note before them, Grain's
+# "Failed to load jax profiler" (absl, WARNING), Beam's apitools line.
+START_UP_LOGGERS = ("absl", "tensorflow", "grain", "jax")
+_START_UP_STDERR = re.compile(
+    r"^(WARNING: All log messages before absl::InitializeLog\(\) is called are written to "
+    r"STDERR|I\d{4} [\d:.]+ +\d+ \w+\.cc:\d+\] .*|To enable the following instructions: .*)$")
+
+
+@contextlib.contextmanager
+def _start_up_held_back() -> Iterator[None]:
+    """Within: start-up lines held back, unless the program asked for them. A logger of
+    START_UP_LOGGERS whose level the program set keeps it; with TF_CPP_MIN_LOG_LEVEL set, fd 2
+    is left alone. Otherwise what C++ code writes to fd 2 goes to a temporary file, and every
+    line of it that is not one of the known start-up lines is written back to stderr
+    afterwards. absl logs its first line only after `logging.basicConfig()` when the root
+    logger has no handler (a handler the program never asked for): a NullHandler on the root
+    logger within keeps it from doing so."""
+    root = logging.getLogger()
+    loggers = [logging.getLogger(name) for name in START_UP_LOGGERS]
+    raised = [lg for lg in loggers if lg.level == logging.NOTSET]
+    for lg in raised:
+        lg.setLevel(logging.ERROR)
+    null = logging.NullHandler() if not root.handlers else None
+    if null is not None:
+        root.addHandler(null)
+    apitools = _NoApitoolsWarning()
+    root.addFilter(apitools)
+    held = None
+    if "TF_CPP_MIN_LOG_LEVEL" not in os.environ:
+        sys.stderr.flush()
+        held = tempfile.TemporaryFile()
+        saved_fd = os.dup(2)
+        os.dup2(held.fileno(), 2)
+    try:
+        yield
+    finally:
+        if held is not None:
+            sys.stderr.flush()
+            os.dup2(saved_fd, 2)
+            os.close(saved_fd)
+            held.seek(0)
+            text = held.read().decode("utf-8", "replace")
+            held.close()
+            kept = [line for line in text.splitlines() if not _START_UP_STDERR.match(line)]
+            if kept:
+                sys.stderr.write("\n".join(kept) + "\n")
+        root.removeFilter(apitools)
+        if null is not None:
+            root.removeHandler(null)
+        for lg in raised:
+            if lg.level == logging.ERROR:  # not set by the library meanwhile
+                lg.setLevel(logging.NOTSET)
+
+
+def quiet_import(name: str) -> Any:
+    """`importlib.import_module(name)` without the start-up lines the library prints while it
+    is imported (`_start_up_held_back`: TensorFlow's, Grain's, absl's, Beam's), for the
+    readers, which run in a trainer's process: its console is the trainer's. A module
+    imported already is returned as it is."""
+    if name in sys.modules:
+        return sys.modules[name]
+    with _start_up_held_back():
+        return importlib.import_module(name)
 
 
 def _span(values: Sequence[int]) -> str:
