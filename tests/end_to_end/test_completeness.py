@@ -104,6 +104,33 @@ def test_a_removed_shard_is_named(tmp_path, capsys):
         reader.complete_output_files(out, "train")
 
 
+def test_an_output_moved_as_a_whole_is_complete_where_it_lands(tmp_path, capsys):
+    """Issue 45, item 5: moving a complete output directory and rerunning it into the new
+    place does nothing (it used to warn that the vocab files were missing, then redo the
+    output reusing those very files); the tools read it there; a file really gone is named
+    with what is wrong, and the output redone."""
+    out, argv = _local_job(tmp_path, capsys)
+    moved = str(tmp_path / "moved")
+    os.rename(out, moved)
+    argv = argv[:argv.index("--output_dir") + 1] + [moved] + argv[argv.index(
+        "--output_dir") + 2:]
+    assert datagen.main(argv) == 0
+    captured = capsys.readouterr()
+    assert "WARNING" not in captured.err and "pass 1" not in captured.err, captured.err
+    assert "nothing to do (written in %s: moved or copied here as a whole)" % out \
+        in captured.err, captured.err
+    assert "output: %s" % moved in captured.out
+    assert _inspect(capsys, moved)[0] == 0
+    assert len(reader.complete_output_files(moved, "train")) == 2
+    vocab = [n for n in os.listdir(moved) if n.startswith("vocab.")][0]
+    os.remove(os.path.join(moved, vocab))
+    assert datagen.main(argv) == 0
+    warnings = [line for line in capsys.readouterr().err.splitlines() if "WARNING" in line]
+    assert len(warnings) == 1 and "%s missing (the summary lists %s)" % (
+        vocab, os.path.join(moved, vocab)) in warnings[0], warnings
+    assert os.path.exists(os.path.join(moved, vocab))
+
+
 def test_an_output_without_recorded_sizes_reads_as_before(tmp_path, capsys):
     out, argv = _local_job(tmp_path, capsys)
     summary_path = os.path.join(out, "p.datagen_summary.json")
