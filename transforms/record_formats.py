@@ -24,12 +24,15 @@ import os
 import re
 import shutil
 import tempfile
-from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Dict, Iterable, Iterator, List, Optional, Tuple
 
 from transforms.formats.example_proto import Int64FeaturesWriter
 from transforms.formats.tfrecord_framing import frame_record, read_records
-from transforms.storage import file_io
-from transforms.storage.object_stores import ObjectStores
+from transforms.storage import paths
+
+if TYPE_CHECKING:
+    from transforms.storage.object_stores import ObjectStores
 
 FEATURES = ("inputs", "targets")  # the features of every record, in this order
 PARQUET_ROW_GROUP_ROWS = 8192     # ~2 MB of ids per group: one group in memory per read step
@@ -47,6 +50,14 @@ ARRAY_RECORD_OPTIONS = "group_size:1,uncompressed"
 _COPY_BYTES = 1 << 22
 
 
+def _file_io() -> ModuleType:
+    """`transforms.storage.file_io` (Beam's FileSystems), imported when a shard is written or
+    read through it: importing this module imports no Beam, so the readers without
+    TensorFlow (`pipeline.tools.batches`) name and find shards without it."""
+    from transforms.storage import file_io
+    return file_io
+
+
 class RecordFormat(abc.ABC):
     """A shard container: `name` is the `--output_format` value, `suffix` ends its shard
     names (after T2T's `{problem}-{split}-NNNNN-of-NNNNN`)."""
@@ -56,7 +67,7 @@ class RecordFormat(abc.ABC):
 
     @abc.abstractmethod
     def write_shard(self, path: str, records: Iterable[bytes],
-                    stores: Optional[ObjectStores] = None,
+                    stores: Optional["ObjectStores"] = None,
                     checksum: Optional[Any] = None) -> Tuple[int, int]:
         """Writes `records` (serialized Examples, in order) as the whole shard `path`, whole
         or not there (as `file_io.write_chunks`); returns (records, bytes written).
@@ -64,7 +75,7 @@ class RecordFormat(abc.ABC):
         file as it streams to `path`: the shard's crc32c without a second read."""
 
     @abc.abstractmethod
-    def read_shard(self, path: str, stores: Optional[ObjectStores] = None) -> Iterator[bytes]:
+    def read_shard(self, path: str, stores: Optional["ObjectStores"] = None) -> Iterator[bytes]:
         """The shard's records (serialized Examples) in file order."""
 
 
@@ -80,13 +91,13 @@ class TFRecordFormat(RecordFormat):
     name, suffix = "tfrecord", ""
 
     def write_shard(self, path: str, records: Iterable[bytes],
-                    stores: Optional[ObjectStores] = None,
+                    stores: Optional["ObjectStores"] = None,
                     checksum: Optional[Any] = None) -> Tuple[int, int]:
-        return file_io.write_chunks(path, _summed((frame_record(r) for r in records), checksum),
-                                    stores)
+        return _file_io().write_chunks(
+            path, _summed((frame_record(r) for r in records), checksum), stores)
 
-    def read_shard(self, path: str, stores: Optional[ObjectStores] = None) -> Iterator[bytes]:
-        with file_io.open_for_read(path, stores) as f:
+    def read_shard(self, path: str, stores: Optional["ObjectStores"] = None) -> Iterator[bytes]:
+        with _file_io().open_for_read(path, stores) as f:
             yield from read_records(f)
 
 
@@ -104,31 +115,31 @@ class _LocalFileFormat(RecordFormat):
         """The records of a local file."""
 
     def write_shard(self, path: str, records: Iterable[bytes],
-                    stores: Optional[ObjectStores] = None,
+                    stores: Optional["ObjectStores"] = None,
                     checksum: Optional[Any] = None) -> Tuple[int, int]:
         with tempfile.TemporaryDirectory(prefix="datagen-shard-") as tmp:
             local = os.path.join(tmp, "shard" + self.suffix)
             count = self._write_local(local, records)
             with open(local, "rb") as f:
-                _, size = file_io.write_chunks(
+                _, size = _file_io().write_chunks(
                     path, _summed(iter(lambda: f.read(_COPY_BYTES), b""), checksum), stores)
         return count, size
 
-    def read_shard(self, path: str, stores: Optional[ObjectStores] = None) -> Iterator[bytes]:
+    def read_shard(self, path: str, stores: Optional["ObjectStores"] = None) -> Iterator[bytes]:
         with local_copy(path, stores) as local:
             yield from self._read_local(local)
 
 
 @contextlib.contextmanager
-def local_copy(path: str, stores: Optional[ObjectStores] = None) -> Iterator[str]:
+def local_copy(path: str, stores: Optional["ObjectStores"] = None) -> Iterator[str]:
     """A local path holding `path`'s bytes: `path` itself on this machine's disk, else a
     temporary copy, deleted afterwards."""
-    if file_io.is_local(path):
+    if paths.is_local(path):
         yield path
         return
     with tempfile.TemporaryDirectory(prefix="datagen-read-") as tmp:
         local = os.path.join(tmp, path.rstrip("/").rsplit("/", 1)[-1])
-        with file_io.open_for_read(path, stores) as src, open(local, "wb") as dst:
+        with _file_io().open_for_read(path, stores) as src, open(local, "wb") as dst:
             shutil.copyfileobj(src, dst, _COPY_BYTES)
         yield local
 

@@ -18,31 +18,31 @@ vocab files the run wrote.
   (`here`), so an output moved or copied as a whole is complete where it lands.
 """
 
-from typing import Any, Dict, IO, Iterator, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, IO, Iterator, List, Optional, Tuple
 
 import google_crc32c
-from apache_beam.io.filesystems import FileSystems
 
-from pipeline.output.layout import OutputLayout
 from transforms.formats.tfrecord_framing import CorruptRecordError, read_records
 from transforms.record_formats import format_of
-from transforms.storage import file_io
-from transforms.storage.object_stores import ObjectStores
+from transforms.storage import paths
+
+if TYPE_CHECKING:
+    from pipeline.output.layout import OutputLayout
+    from transforms.storage.object_stores import ObjectStores
 
 _CHUNK = 1 << 20
-
-
 def shards_of(summary: Dict[str, Any]) -> Iterator[Dict[str, Any]]:
     """Every shard entry of the summary ({name, records[, bytes, crc32c]}), split by split."""
     for _, split in sorted((summary.get("splits") or {}).items()):
         yield from split.get("shards") or []
 
 
-def listed_sizes(output_dir: str, stores: Optional[ObjectStores] = None) -> Dict[str, int]:
+def listed_sizes(output_dir: str, stores: Optional["ObjectStores"] = None) -> Dict[str, int]:
     """{base name: size} of the files directly in `output_dir`, from one listing (on an
     object store through `stores`' client when given, else Beam's FileSystems)."""
+    from transforms.storage import file_io
     prefix = output_dir.rstrip("/") + "/"
-    found = file_io.match_files(FileSystems.join(file_io.glob_literal(output_dir), "*"), stores)
+    found = file_io.match_files(paths.join(file_io.glob_literal(output_dir), "*"), stores)
     return {path[len(prefix):]: size for path, size, _ in found
             if path.startswith(prefix) and "/" not in path[len(prefix):]}
 
@@ -65,9 +65,10 @@ class _Summing:
         pass
 
 
-def _read_whole(path: str, stores: Optional[ObjectStores]) -> Tuple[Optional[int], str, int]:
+def _read_whole(path: str, stores: Optional["ObjectStores"]) -> Tuple[Optional[int], str, int]:
     """(records, or None when the file cannot be read as its format; crc32c; size): one read
     for TFRecord shards, two for the other formats (the bytes, then their library's reader)."""
+    from transforms.storage import file_io
     fmt = format_of(path)
     if fmt.name != "tfrecord":
         with file_io.open_for_read(path, stores) as f:
@@ -92,16 +93,16 @@ def _read_whole(path: str, stores: Optional[ObjectStores]) -> Tuple[Optional[int
 
 
 def shard_mismatches(output_dir: str, summary: Dict[str, Any],
-                     stores: Optional[ObjectStores] = None, full: bool = False,
+                     stores: Optional["ObjectStores"] = None, full: bool = False,
                      listed: Optional[Dict[str, int]] = None) -> List[Tuple[str, str]]:
     """(shard name, one line naming its path and what is wrong) per shard of `summary` that is not in `output_dir` as recorded: missing, or
     another size (one listing; `listed`: that listing when the caller has it), or with
     `full` another crc32c or record count (each shard read once)."""
-    return [(name, "%s: %s" % (FileSystems.join(output_dir, name), why))
+    return [(name, "%s: %s" % (paths.join(output_dir, name), why))
             for name, why in _shard_problems(output_dir, summary, stores, full, listed)]
 
 
-def _shard_problems(output_dir: str, summary: Dict[str, Any], stores: Optional[ObjectStores],
+def _shard_problems(output_dir: str, summary: Dict[str, Any], stores: Optional["ObjectStores"],
                     full: bool, listed: Optional[Dict[str, int]]) -> List[Tuple[str, str]]:
     """(shard name, what is wrong with it) for `shard_mismatches`."""
     if listed is None:
@@ -117,7 +118,7 @@ def _shard_problems(output_dir: str, summary: Dict[str, Any], stores: Optional[O
             problems.append((name, "%d bytes, the summary records %d (cut short or changed "
                                    "since the run)" % (listed[name], shard["bytes"])))
         elif full:
-            records, crc, _ = _read_whole(FileSystems.join(output_dir, name), stores)
+            records, crc, _ = _read_whole(paths.join(output_dir, name), stores)
             if crc != shard["crc32c"]:
                 problems.append((name, "crc32c %s, the summary records %s (changed since the "
                                        "run)" % (crc, shard["crc32c"])))
@@ -145,35 +146,37 @@ def here(name: str, output_dir: str, recorded: Optional[str]) -> str:
     return output_dir.rstrip("/") + "/" + name
 
 
-def missing_outputs(layout: OutputLayout, summary: Dict[str, Any],
-                    stores: Optional[ObjectStores] = None) -> List[Tuple[str, str]]:
+def missing_outputs(layout: "OutputLayout", summary: Dict[str, Any],
+                    stores: Optional["ObjectStores"] = None) -> List[Tuple[str, str]]:
     """(name, what is wrong) of each file `summary` lists that is gone or, for a shard, not at
     its recorded size; names are relative to the output directory. `stores`: the job's
     ObjectStores; the output directory is listed once. Files are looked for where they are
     now (`here`: an output moved as a whole is not missing anything)."""
+    from transforms.storage import file_io
     listed = listed_sizes(layout.output_dir, stores)
     missing = _shard_problems(layout.output_dir, summary, stores, False, listed)
     recorded = recorded_dir(summary)
-    paths: List[str] = []
+    named: List[str] = []
     for split in (summary.get("splits") or {}).values():
         if split.get("rejects_file"):
-            paths.append(here(split["rejects_file"], layout.output_dir, recorded))
+            named.append(here(split["rejects_file"], layout.output_dir, recorded))
     for vocab in (summary.get("vocab") or {}).values():
         # local only: an object store has no byte_bpe "directory" to ask about
         if isinstance(vocab, dict) and vocab.get("path"):
             path = here(vocab["path"], layout.output_dir, recorded)
-            if file_io.is_local(path):
-                paths.append(path)
+            if paths.is_local(path):
+                named.append(path)
     everything = file_io.list_prefix(layout.output_dir, stores)  # None: not an object store
-    for path in paths:
+    for path in named:
         if not (path in everything if everything is not None else file_io.exists(path)):
             missing.append((path.rsplit("/", 1)[-1], "missing (the summary lists %s)" % path))
     return missing
 
 
-def read_summary(layout: OutputLayout, stores: Optional[ObjectStores] = None
+def read_summary(layout: "OutputLayout", stores: Optional["ObjectStores"] = None
                  ) -> Optional[Dict[str, Any]]:
     """The summary of a complete output, or None when it is missing or not JSON."""
+    from transforms.storage import file_io
     try:
         summary = file_io.read_json(layout.summary_path, stores)
     except (OSError, ValueError):

@@ -175,9 +175,10 @@ _START_UP_STDERR = re.compile(
 def _start_up_held_back() -> Iterator[None]:
     """Within: start-up lines held back, unless the program asked for them. A logger of
     START_UP_LOGGERS whose level the program set keeps it; with TF_CPP_MIN_LOG_LEVEL set, fd 2
-    is left alone. Otherwise what C++ code writes to fd 2 goes to a temporary file, and every
-    line of it that is not one of the known start-up lines is written back to stderr
-    afterwards. absl logs its first line only after `logging.basicConfig()` when the root
+    is left alone. Otherwise TF_CPP_MIN_LOG_LEVEL is 1 within (TensorFlow's C++ INFO lines
+    off from then on: it reads the variable once), and what C++ code writes to fd 2 goes to
+    a temporary file, every line of it that is not one of the known start-up lines written
+    back to stderr afterwards. absl logs its first line only after `logging.basicConfig()` when the root
     logger has no handler (a handler the program never asked for): a NullHandler on the root
     logger within keeps it from doing so."""
     root = logging.getLogger()
@@ -192,6 +193,9 @@ def _start_up_held_back() -> Iterator[None]:
     root.addFilter(apitools)
     held = None
     if "TF_CPP_MIN_LOG_LEVEL" not in os.environ:
+        # TensorFlow's C++ logging reads it once, at its first line (during the import): its
+        # later INFO lines (one per TFRecordDataset) stay off too; warnings still show
+        os.environ["TF_CPP_MIN_LOG_LEVEL"] = "1"
         sys.stderr.flush()
         held = tempfile.TemporaryFile()
         saved_fd = os.dup(2)
@@ -200,6 +204,7 @@ def _start_up_held_back() -> Iterator[None]:
         yield
     finally:
         if held is not None:
+            del os.environ["TF_CPP_MIN_LOG_LEVEL"]
             sys.stderr.flush()
             os.dup2(saved_fd, 2)
             os.close(saved_fd)

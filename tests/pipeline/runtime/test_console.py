@@ -210,3 +210,59 @@ def test_stdout_stays_under_4_kib_on_every_path(tmp_path):
         assert len(text.encode("utf-8")) < STDOUT_LIMIT, (path, len(text.encode()), text)
     helped = _datagen("--help")
     assert helped.returncode == 0 and 0 < len(helped.stdout.encode()) < 64 * 1024
+
+
+_NOISY_MODULE = '''
+import os
+from absl import logging
+logging.warning("Failed to load jax profiler: No module named 'jax'")
+os.write(2, b"WARNING: All log messages before absl::InitializeLog() is called are written "
+            b"to STDERR\\n")
+os.write(2, b"I0000 00:00:1795826202.156370   29346 port.cc:153] oneDNN custom operations "
+            b"are on.\\n")
+os.write(2, b"E0000 00:00:1795826202.156370   29346 real.cc:1] a real error\\n")
+LOADED = os.environ.get("TF_CPP_MIN_LOG_LEVEL")
+'''
+
+
+def test_quiet_import_holds_a_librarys_start_up_lines_back_and_keeps_the_rest(
+        tmp_path, monkeypatch, capfd):
+    """What the readers get (`console.quiet_import`): the known start-up lines (TensorFlow's
+    C++ INFO lines and absl's note before them, an absl WARNING at import) are held back,
+    anything else written to fd 2 is written back; TensorFlow's C++ logging is set to
+    warnings while it loads; absl's habit of calling `logging.basicConfig()` on its first
+    line leaves the root logger without a handler; every setting is as it was afterwards."""
+    import logging
+    (tmp_path / "noisy_start_up.py").write_text(_NOISY_MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delenv("TF_CPP_MIN_LOG_LEVEL", raising=False)
+    root = logging.getLogger()
+    handlers, absl_level = list(root.handlers), logging.getLogger("absl").level
+    monkeypatch.setattr(root, "handlers", [])  # a program that configured no logging
+    module = console.quiet_import("noisy_start_up")
+    assert module.LOADED == "1"
+    assert root.handlers == [] and root.filters == []
+    assert logging.getLogger("absl").level == absl_level
+    assert "TF_CPP_MIN_LOG_LEVEL" not in os.environ
+    assert capfd.readouterr().err.splitlines() == [
+        "E0000 00:00:1795826202.156370   29346 real.cc:1] a real error"]
+    assert console.quiet_import("noisy_start_up") is module  # imported once
+    monkeypatch.setattr(root, "handlers", handlers)
+
+
+def test_quiet_import_leaves_lines_the_program_asked_for(tmp_path, monkeypatch, capfd):
+    """TF_CPP_MIN_LOG_LEVEL set by the program: fd 2 is not touched; a level set on the absl
+    logger: its lines show."""
+    import logging
+    (tmp_path / "noisy_asked.py").write_text(_NOISY_MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "0")
+    absl = logging.getLogger("absl")
+    monkeypatch.setattr(absl, "level", logging.INFO)
+    with pytest.MonkeyPatch.context() as m:
+        shown = []
+        m.setattr(absl, "handle", lambda record: shown.append(record.getMessage()))
+        module = console.quiet_import("noisy_asked")
+    assert module.LOADED == "0"
+    assert shown == ["Failed to load jax profiler: No module named 'jax'"]
+    assert "port.cc:153] oneDNN" in capfd.readouterr().err
