@@ -262,15 +262,54 @@ def _duration(seconds: float) -> str:
     return "%d h %02d min" % (seconds // 3600, seconds % 3600 // 60)
 
 
-def progress_line(what: str, done: int, total: int, seconds: float) -> str:
+def stages_line(stages: Sequence[Tuple[str, str, int, Optional[int]]], seconds: float) -> str:
+    """Where a pass of stages stands (`stages`: (label, unit, done, total or None) in order,
+    `transforms.progress_marks.stage_progress`): the furthest stage started and how far it
+    is, then the latest earlier one not finished yet, if any: `round 3: 2 of 4 probes
+    learnt, 1 min 10 s so far`; before any unit is done, the first stage."""
+    def far(label: str, unit: str, done: int, total: Optional[int]) -> str:
+        return "%s: %s of %s %s" % (label, format(done, ","),
+                                    format(total, ",") if total else "?", unit)
+
+    started = [i for i, (_, _, done, total) in enumerate(stages) if done or total]
+    if not started:
+        return "%s: nothing done yet, %s so far" % (
+            stages[0][0] if stages else "starting", _duration(seconds))
+    current = started[-1]
+    parts = [far(*stages[current])]
+    behind = [far(*s) for s in stages[:current] if s[3] is None or s[2] < s[3]]
+    parts += behind[-1:]  # the latest one not finished (the line stays a console line)
+    return "%s, %s so far" % ("; ".join(parts), _duration(seconds))
+
+
+def progress_line(what: str, done: int, total: int, seconds: float, then: str = "") -> str:
     """`encoded 350,000 of 760,000 pairs (46%), 12,300 pairs/s, about 33 s left, 28 s so far`;
-    with nothing done yet, only the time so far."""
+    with nothing done yet, only the time so far; `then`: what follows (`then 11 shards to
+    write`), before the time so far."""
+    after = ", %s" % then if then else ""
     if not done:
-        return "%s 0 of %s pairs so far, %s" % (what, format(total, ","), _duration(seconds))
+        return "%s 0 of %s pairs%s, %s so far" % (what, format(total, ","), after,
+                                                  _duration(seconds))
     rate = done / seconds if seconds > 0 else 0.0
     line = "%s %s of %s pairs (%d%%), %s pairs/s" % (
         what, format(done, ","), format(total, ","), 100 * done // max(total, 1),
         format(int(rate), ","))
     if rate > 0 and done < total:
         line += ", about %s left" % _duration((total - done) / rate)
+    return line + after + ", %s so far" % _duration(seconds)
+
+
+def shards_line(pairs: int, written: int, shards: int, seconds: float,
+                encoded_at: float) -> str:
+    """The encode pass once every pair is encoded (at `encoded_at` seconds into the pass):
+    the shuffle that groups the fragments by shard until a shard is written, then the shards
+    written and the time left at their rate so far."""
+    head = "encoded all %s pairs; " % format(pairs, ",")
+    if not written:
+        return head + "shuffling fragments into %d shards for %s, %s so far" % (
+            shards, _duration(seconds - encoded_at), _duration(seconds))
+    line = head + "%d of %d shards written" % (written, shards)
+    spent = seconds - encoded_at
+    if written < shards and spent > 0:
+        line += ", about %s left" % _duration((shards - written) * spent / written)
     return line + ", %s so far" % _duration(seconds)
