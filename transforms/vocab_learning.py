@@ -84,10 +84,8 @@ def pass_marks_dir(work_dir: str, pass_no: int) -> str:
     return FileSystems.join(work_dir, "progress", "vocab_pass_%03d" % pass_no)
 
 
-def pass_marks(p: beam.Pipeline, marks_dir: Optional[str]) -> Optional[ProgressMarks]:
-    """The ProgressMarks of a pass built into `p` (None without a marks directory)."""
-    if marks_dir is None:
-        return None
+def pass_marks(p: beam.Pipeline, marks_dir: str) -> ProgressMarks:
+    """The ProgressMarks of a pass built into `p`, into `marks_dir`."""
     return ProgressMarks(marks_dir, StoreSettings.from_options(p.options))
 
 
