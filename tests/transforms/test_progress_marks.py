@@ -7,6 +7,8 @@ their probes, and the driver's progress line (`VocabPassDriver.progress`) reads 
 round from them. A retried unit writes the same name again: it counts once.
 """
 
+import os
+
 import apache_beam as beam
 import pytest
 
@@ -45,10 +47,8 @@ def test_a_subword_pass_leaves_the_marks_of_every_stage_its_learner_states(tmp_p
     source = write(tmp_path / "t.en", "".join(lines))
     target = write(tmp_path / "t.de", "".join(line.upper() for line in lines))
     cfg = config(tmp_path, "--vocab_size", "120", train=(source, target))
-    files = {"source": [(source, None)], "target": [(target, None)]}
-    for name, entries in files.items():  # sizes as the prepare stage gives them
-        import os
-        files[name] = [(path, os.path.getsize(path)) for path, _ in entries]
+    files = {"source": [(source, os.path.getsize(source))],  # sizes as the prepare stage
+             "target": [(target, os.path.getsize(target))]}   # gives them
     learner = SubwordLearner(LearnerInputs(str(tmp_path / "work"), files, cfg))
     vocab_pass = learner.next_pass()
     labels = [stage.label for stage in vocab_pass.progress]
