@@ -73,7 +73,8 @@ def test_a_cut_short_shard_is_refused_and_redone_on_local_disk(tmp_path, capsys)
     with pytest.raises(reader.IncompleteOutputError, match=SHARD):
         reader.complete_output_files(out, "train")
     assert datagen.main(argv) == 0
-    assert "%s is missing or not as the summary records: redoing it" % SHARD in \
+    assert "%s %d bytes, the summary records %d (cut short or changed since the run): " \
+        "redoing it" % (SHARD, _first_records_end(whole, 1), len(whole)) in \
         capsys.readouterr().err
     with open(path, "rb") as f:
         assert f.read() == whole
@@ -172,7 +173,9 @@ def test_shards_not_as_recorded_on_s3(s3, tmp_path, capsys):
     with pytest.raises(reader.IncompleteOutputError, match=SHARD):
         reader.complete_output_files(out, "train", flags=flags)
     assert datagen.main(argv) == 0
-    assert "not as the summary records: redoing it" in capsys.readouterr().err
+    assert "%s %d bytes, the summary records %d (cut short or changed since the run): " \
+        "redoing it" % (SHARD, _first_records_end(whole, 1), len(whole)) in \
+        capsys.readouterr().err
     assert client.get_object(Bucket=BUCKET, Key=key)["Body"].read() == whole
 
     changed = whole[:20] + bytes([whole[20] ^ 0x01]) + whole[21:]
