@@ -103,23 +103,30 @@ def test_the_readers_print_nothing_and_batches_imports_no_beam(plain_python, sam
     """The README's readers on the sample's outputs, in a fresh interpreter of the plain
     install: Grain's "Failed to load jax profiler", TensorFlow's oneDNN/CPU-feature lines and
     absl's note, Beam's apitools line and Grain's group-size ERROR were printed here; none
-    is now, and `pipeline.tools.batches` imports neither Beam nor TensorFlow."""
+    is now, and `pipeline.tools.batches` imports neither Beam nor TensorFlow, also reading
+    packed records (the Parquet output here: --packed_length, its summary read for it)."""
     tfrecord = sample_runs["default"][1]
     array_record = sample_runs["worker processes"][1]
     parquet = str(tmp_path / "parquet")
     done = subprocess.run([plain_python, "-m", "pipeline.datagen", "--output_dir", parquet,
-                           "--output_format", "parquet"] + SAMPLE_FLAGS[:8]
+                           "--output_format", "parquet", "--packed_length", "256"]
+                          + SAMPLE_FLAGS[:8]
                           + ["--vocab_size", "2000", "--runner", "FnApiRunner"],
                           cwd=str(tmp_path), env=_clean_env(), capture_output=True, text=True,
                           timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
+    with open(os.path.join(parquet, "translate_enzh_wmt8k.datagen_summary.json")) as f:
+        packing = json.load(f)["splits"]["train"]["packing"]
+    assert packing["pairs"] == 7000 and packing["records"] < 7000
     read = subprocess.run([plain_python, "-c", _READ_EVERY_WAY, tfrecord, array_record,
                            parquet], cwd=str(tmp_path), env=_clean_env(), capture_output=True,
                           text=True, timeout=900)
     assert read.returncode == 0, read.stderr[-3000:]
     assert read.stderr == ""
     counts = json.loads(read.stdout)
-    assert (counts["grain"], counts["parquet"], counts["tf"]) == (7000, 7000, 7000)
+    # T2T's max_length of packed records is their packed_length: the records over it go
+    assert (counts["grain"], counts["parquet"], counts["tf"]) == (
+        7000, packing["records"] - packing["over_length"], 7000)
     assert counts["imported"] == {"batches": [], "reader": ["tensorflow"]}
     shown = subprocess.run([plain_python, "-m", "pipeline.tools.inspect", array_record,
                             "--num_records", "1"], cwd=str(tmp_path), env=_clean_env(),
