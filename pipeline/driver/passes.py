@@ -128,6 +128,8 @@ class PassRunner:
             thread.join(WATCH_SECONDS)
             if self.lock is not None:
                 self.lock.check()  # raises once another run took the lease
+            for line in self.engine.worker_news():
+                LOG.warning("pass %d: %s", number, line)
             # a dead worker either blocks the pass or is why it failed
             dead = (self.engine.dead_workers()
                     if thread.is_alive() or "error" in outcome else [])

@@ -1,0 +1,314 @@
+"""The job's connection to a Dask cluster, opened once for all of its passes.
+
+Beam's DaskRunner connects a new client for every pipeline; a job of several passes then
+paid the connection, the check of its workers and their imports once per pass. `DaskSession`
+connects once (`start`), before the first pass is built, and:
+
+- checks that the scheduler and every worker run the driver's project: the same Python
+  (major.minor), apache-beam and t2t-beam-datagen, from the same source files
+  (`pipeline.runtime.dask_worker.project_identity`, shipped by value so that it runs where the
+  project is missing or differs). A worker that does not is refused with one line naming it
+  (`DatagenError`, exit 2); a worker lost during the check is left to Dask (its tasks run
+  elsewhere); a worker that joins later is checked before the next pass;
+- registers the job's worker plugin (`dask_worker.DatagenWorker`), which warms every worker
+  up (Beam, the project, the compiled loops) in the background while the driver builds the
+  pass, and holds the workers' set-up stages;
+- turns "no scheduler at that address" and "the scheduler went away" into one line
+  (`scheduler_lost`), and says which workers have stopped answering the scheduler
+  (`silent_workers`: the scheduler's own view, for the pass's progress lines).
+"""
+
+import logging
+import time
+from typing import Any, Dict, List, Optional
+
+from apache_beam.metrics.execution import MetricKey
+from apache_beam.metrics.metric import MetricResult, MetricResults
+from apache_beam.metrics.metricbase import MetricName
+from apache_beam.options.pipeline_options import PipelineOptions
+from apache_beam.runners.dask.dask_runner import DaskRunnerResult
+from apache_beam.runners.runner import PipelineState
+
+from pipeline.runtime import dask_worker
+from pipeline.runtime.runners import DatagenError, one_line
+
+LOG = logging.getLogger("datagen")
+CLIENT_LOG = logging.getLogger("distributed.client")
+CANCEL_SECONDS = 300  # the longest a cancelled pass's running tasks are waited for
+METRICS_TOPIC = "beam-datagen-counters"  # the scheduler's event topic of tasks' counters
+SILENT_SECONDS = 15.0  # a worker silent this long (heartbeats every 0.5-5 s) is named
+SILENT_REPEAT_SECONDS = 60.0  # and named again this often while it stays silent
+LOOK_SECONDS = 5.0  # how often a running pass asks the scheduler about its workers
+HOW_TO_FIX = ("run the scheduler and every worker from the driver's environment or from the "
+              "project's image (README, Runners: Dask on a cluster)")
+IDENTITY_FIELDS = (("python", "Python"), ("apache-beam", "apache-beam"),
+                   ("version", dask_worker.DISTRIBUTION))
+
+
+def difference(mine: dict, theirs: Any) -> Optional[str]:
+    """What makes `theirs` (a project_identity, or the exception its check raised) differ
+    from the driver's `mine`, in a few words; None when they match."""
+    if isinstance(theirs, BaseException):
+        return "could not run the job's check (%s: %s)" % (type(theirs).__name__,
+                                                             one_line(theirs, 200))
+    if "error" in theirs:
+        return "cannot import this project (%s)" % theirs["error"]
+    differ = ["runs %s %s, the driver %s" % (label, theirs.get(field) or "(none)", mine[field])
+              for field, label in IDENTITY_FIELDS if theirs.get(field) != mine[field]]
+    if not differ and theirs.get("code") != mine["code"]:
+        differ.append("runs %s %s from other source files than the driver's (%s)" % (
+            dask_worker.DISTRIBUTION, theirs.get("version"), theirs.get("location")))
+    return "; ".join(differ) or None
+
+
+def is_connection_error(error: BaseException) -> bool:
+    """An error of a comm to the scheduler or a worker (distributed's CommClosedError is an
+    OSError), rather than one of the job's code."""
+    return isinstance(error, (OSError, TimeoutError))
+
+
+class DaskSession:
+    """A client of the Dask cluster that `options` name (Beam's `--dask_*` flags), for every
+    pass of one job; `close()` at the end."""
+
+    def __init__(self, options: PipelineOptions) -> None:
+        from apache_beam.runners.dask.dask_runner import DaskOptions
+        client_kwargs = options.view_as(DaskOptions).get_all_options(
+            drop_default=True, current_only=True)
+        self.bag_kwargs = DaskOptions._extract_bag_kwargs(client_kwargs)  # partitions
+        self._client_kwargs = client_kwargs
+        self.address = (client_kwargs.get("address") or client_kwargs.get("scheduler_file")
+                        or "a local cluster")
+        self.client: Any = None
+        self._identity: Dict[str, Any] = {}
+        self._checked: set = set()  # workers found to run the driver's project
+        self._silent: Dict[str, float] = {}  # worker -> when it was last named silent
+        self._next_look = 0.0
+        self._client_log_level = logging.NOTSET
+
+    def start(self) -> "DaskSession":
+        """Connects (once), checks the scheduler and the workers not checked yet, and, the
+        first time, registers the job's worker plugin. DatagenError when the scheduler does
+        not answer (or went away), or a process of the cluster does not run the driver's
+        project."""
+        first = self.client is None
+        if first:
+            self._connect()
+        try:
+            if first:
+                self._identity = dask_worker.project_identity()
+                try:
+                    theirs = self.client.run_on_scheduler(dask_worker.project_identity)
+                except Exception as e:
+                    if self.lost(e):
+                        raise
+                    theirs = e
+                problem = difference(self._identity, theirs)
+                if problem:
+                    raise DatagenError("the Dask scheduler at %s %s: it unpickles the job's "
+                                       "task graphs, so it needs the project too; %s" % (
+                                           self.address, problem, HOW_TO_FIX))
+            self.check_workers()
+            if first:
+                self.client.register_plugin(dask_worker.DatagenWorker(),
+                                            name=dask_worker.PLUGIN_NAME)
+        except DatagenError:
+            self.close()
+            raise
+        except Exception as e:
+            if self.lost(e):
+                raise self.scheduler_lost(e) from None
+            raise
+        return self
+
+    def _connect(self) -> None:
+        import cloudpickle
+        import dask.distributed as ddist
+        cloudpickle.register_pickle_by_value(dask_worker)
+        try:
+            self.client = ddist.Client(**self._client_kwargs)
+        except Exception as e:
+            if not is_connection_error(e):
+                raise
+            raise DatagenError("the Dask scheduler at %s does not answer (%s): start it, or "
+                               "fix --dask_client_address" % (self.address, one_line(e, 300))
+                               ) from None
+        # its "Failed to reconnect to scheduler" ERROR: the job says it in its own line
+        self._client_log_level = CLIENT_LOG.level
+        CLIENT_LOG.setLevel(logging.CRITICAL)
+
+    def lost(self, error: BaseException) -> bool:
+        """Whether `error` came from losing the scheduler."""
+        return self.client is None or self.client.status != "running" or (
+            is_connection_error(error) and not isinstance(error, DatagenError))
+
+    def scheduler_lost(self, error: BaseException) -> DatagenError:
+        """The one line for a scheduler that went away."""
+        why = ("%s: %s" % (type(error).__name__, one_line(error, 300))
+               if is_connection_error(error) else "no answer: the client stopped reconnecting")
+        return DatagenError("lost the Dask scheduler at %s (%s); nothing was committed: "
+                            "rerun once it is back" % (self.address, why))
+
+    def check_workers(self) -> None:
+        """Checks the workers that joined since the last check (all, the first time)."""
+        info = self.client.scheduler_info(n_workers=-1)["workers"]
+        new = sorted(address for address in info if address not in self._checked)
+        if not new:
+            return
+        results = self.client.run(dask_worker.project_identity, workers=new, on_error="return")
+        refused = []
+        for address in new:
+            result = results.get(address)
+            if result is None or (isinstance(result, BaseException)
+                                  and is_connection_error(result)):
+                continue  # it left during the check; Dask runs its tasks elsewhere
+            problem = difference(self._identity, result)
+            if problem:
+                refused.append("%s (%s) %s" % (info[address].get("name"), address, problem))
+            else:
+                self._checked.add(address)
+        if refused:
+            raise DatagenError("Dask worker%s refused: %s; %s" % (
+                "s" if len(refused) > 1 else "", "; ".join(refused), HOW_TO_FIX))
+
+    def threads(self) -> int:
+        """The cluster's worker threads, in all (at least 1)."""
+        return max(1, sum(self.client.nthreads().values()))
+
+    def news(self) -> List[str]:
+        """Lines about workers that stopped answering the scheduler (or answer again), at most
+        every LOOK_SECONDS; [] between looks."""
+        now = time.time()
+        if self.client is None or now < self._next_look:
+            return []
+        self._next_look = now + LOOK_SECONDS
+        try:
+            silent, ttl = silent_workers(self.client, SILENT_SECONDS)
+        except Exception as e:  # news only: the pass itself reports a lost scheduler
+            LOG.debug("could not ask the Dask scheduler about its workers: %s", e)
+            return []
+        lines = []
+        for worker in silent:
+            named = self._silent.get(worker["address"])
+            if named is None or now - named >= SILENT_REPEAT_SECONDS:
+                self._silent[worker["address"]] = now
+                lines.append(describe_silent(worker, ttl))
+        answering = set(self._silent) - {w["address"] for w in silent}
+        for address in sorted(answering):
+            del self._silent[address]
+            lines.append("Dask worker %s answers the scheduler again" % address)
+        return lines
+
+    def forget_pass(self, pass_id: str) -> None:
+        """Tells the workers to tear down the set-up stages of a finished pass (not waited
+        for: a silent worker must not hold up the job)."""
+        if self.client is not None:
+            try:
+                self.client.run(dask_worker.forget_pass, pass_id, wait=False)
+            except Exception as e:
+                LOG.debug("could not tell the workers to forget pass %s: %s", pass_id, e)
+
+    def close(self) -> None:
+        if self.client is not None:
+            client, self.client = self.client, None
+            try:
+                client.close()
+            except Exception as e:  # a lost scheduler: nothing to close
+                LOG.debug("closing the Dask client: %s", e)
+            CLIENT_LOG.setLevel(self._client_log_level)
+
+
+def silent_workers(client: Any, seconds: float) -> "tuple[List[dict], Optional[float]]":
+    """The scheduler's view of its workers that have not sent a heartbeat for `seconds` or
+    more ([{"address", "name", "silent", "processing", "status"}]), and the scheduler's
+    worker-ttl (after which it drops such a worker and runs its tasks elsewhere)."""
+    view = client.run_on_scheduler(dask_worker.scheduler_view)
+    return ([w for w in view["workers"] if w["silent"] >= seconds], view["ttl"])
+
+
+def describe_silent(worker: dict, ttl: Optional[float]) -> str:
+    """One line about a silent worker, as the scheduler sees it."""
+    return ("Dask worker %s (%s) has not answered the scheduler for %.0f s; it holds %d "
+            "task%s (%s)" % (
+                worker["name"], worker["address"], worker["silent"], worker["processing"],
+                "" if worker["processing"] == 1 else "s",
+                "the scheduler drops it after %.0f s of silence "
+                "(distributed.scheduler.worker-ttl), then its tasks run elsewhere" % ttl
+                if ttl else "the scheduler waits for it: distributed.scheduler.worker-ttl "
+                "is off"))
+
+
+class _CounterResults(MetricResults):
+    """Beam's MetricResults over the counters of one pass on Dask (committed = attempted:
+    each task counted once)."""
+
+    def __init__(self, counters: dict) -> None:
+        self._results = [MetricResult(MetricKey(step, MetricName(namespace, name)), value, value)
+                         for (step, namespace, name), value in sorted(counters.items())]
+
+    def query(self, filter: Any = None) -> dict:
+        return {"counters": [r for r in self._results if self.matches(filter, r.key)],
+                "distributions": [], "gauges": []}
+
+
+def pass_counters(client: Any, topic: str, pass_id: str) -> MetricResults:
+    """The Beam counters of pass `pass_id`, from the events its tasks sent the scheduler on
+    `topic`: the last event of each task and step (a task rerun after a lost worker counts
+    once, as committed metrics do), summed."""
+    last = {}
+    for _, event in client.get_events(topic):
+        if event["pass"] == pass_id:
+            last[event["task"], event["step"]] = event
+    counters: Dict[Any, int] = {}
+    for event in last.values():
+        for namespace, name, value in event["counters"]:
+            key = (event["step"], namespace, name)
+            counters[key] = counters.get(key, 0) + value
+    return _CounterResults(counters)
+
+
+class DatagenDaskResult(DaskRunnerResult):
+    """The result of a pass on Dask (`dask_runner.DatagenDaskRunner`): Beam's, which also
+    collects the pass's counters when it ends, turns a lost scheduler into one line, and
+    cancels the pass so that none of its tasks runs on."""
+
+    def __init__(self, client: Any, futures: list, session: "DaskSession", pass_id: str,
+                 keys: frozenset) -> None:
+        super().__init__(client, futures)
+        self.session = session
+        self.pass_id = pass_id  # what the pass's counter events carry
+        self.keys = keys  # the pass's task keys
+        self.counters: Optional[MetricResults] = None  # once finished
+
+    def wait_until_finish(self, duration=None) -> str:
+        try:
+            state = super().wait_until_finish(duration)
+            self.counters = pass_counters(self.client, METRICS_TOPIC, self.pass_id)
+            return state
+        except Exception as e:
+            if self.client.status != "running":
+                raise self.session.scheduler_lost(e) from None
+            raise
+        finally:
+            if self._state == PipelineState.DONE:
+                self.session.forget_pass(self.pass_id)
+
+    def metrics(self) -> MetricResults:
+        if self.counters is None:
+            raise RuntimeError("the pass has not finished")
+        return self.counters
+
+    def cancel(self) -> str:
+        """Cancels the pass's tasks and returns once none of them runs on a worker any more
+        (a cancelled task's thread runs to its end: Dask cannot stop it), so nothing of the
+        pass writes after the driver has stopped. Nothing to cancel once the scheduler is
+        gone: its workers run no task without it."""
+        self._state = PipelineState.CANCELLING
+        if self.client.status == "running":
+            self.client.cancel(self.futures, force=True)
+            deadline = time.time() + CANCEL_SECONDS
+            while time.time() < deadline and self.client.status == "running" and any(
+                    self.client.run(dask_worker.running_of, self.keys).values()):
+                time.sleep(0.2)
+        self._state = PipelineState.CANCELLED
+        return self._state
