@@ -141,8 +141,9 @@ class DatagenWorker(WorkerPlugin):
             stages.forget("")
 
 
-def forget_pass(pass_id: str, dask_worker=None) -> int:
-    """On a worker (`client.run`): tears down the set-up stages of finished pass `pass_id`."""
+async def forget_pass(pass_id: str, dask_worker=None) -> int:
+    """On a worker (`client.run`, not waited for: a coroutine function): tears down the
+    set-up stages of finished pass `pass_id`."""
     stages = getattr(dask_worker.plugins.get(PLUGIN_NAME), "stages", None)
     return stages.forget(pass_id) if stages is not None else 0
 

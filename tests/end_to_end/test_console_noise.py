@@ -1,6 +1,6 @@
 """What a user's install prints: a venv with only `pip install .` of this checkout
 (tests/plain_install.py), the bundled sample, 2 worker processes (DirectRunner,
-multi_processing).
+multi_processing), and a Dask cluster of that install (its workers' logs too).
 
 Noise, precisely: any stderr line that is not one of the job's own log lines. The job's lines
 are those its console handler writes (pipeline/runtime/console.py): `HH:MM:SS message` (a
@@ -17,6 +17,7 @@ import sys
 
 import pytest
 
+from dask_cluster import DaskCluster
 from plain_install import copy_of_checkout, plain_install_venv
 from repo_paths import SAMPLE_DATA
 
@@ -30,6 +31,12 @@ def _noise(stderr):
     return [line for line in stderr.splitlines() if not JOB_LINE.match(line)]
 
 
+def _user_env():
+    """The environment without this test run's own settings."""
+    return {k: v for k, v in os.environ.items()
+            if not k.startswith(("PYTHON", "T2T_DATAGEN_", "GRPC_", "TF_"))}
+
+
 @pytest.fixture(scope="module")
 def plain_python(tmp_path_factory):
     return plain_install_venv(tmp_path_factory.mktemp("plain-install"))
@@ -41,8 +48,7 @@ def test_a_plain_install_with_2_worker_processes_prints_no_noise(plain_python, t
     but the fork server has started (and imported Beam); `worker processes`: every pass runs
     in the 2 processes."""
     extra = ["--in_process_below_mb", "0"] if where == "worker processes" else []
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("PYTHON", "T2T_DATAGEN_", "GRPC_", "TF_"))}
+    env = _user_env()
     done = subprocess.run(
         [plain_python, "-m", "pipeline.datagen",
          "--train_source", os.path.join(SAMPLE, "train.en"),
@@ -56,6 +62,30 @@ def test_a_plain_install_with_2_worker_processes_prints_no_noise(plain_python, t
     assert done.returncode == 0, done.stderr[-3000:]
     assert "datagen complete" in done.stdout
     assert _noise(done.stderr) == [], done.stderr[-3000:]
+
+
+def test_a_plain_install_on_a_dask_cluster_prints_no_noise(plain_python, tmp_path):
+    """A scheduler and 2 workers of the same install (a cluster's image would hold only that),
+    and the job on them: the job prints nothing but its own lines, and no worker prints
+    Beam's `apitools not found` line when it imports Beam."""
+    env = {"PYTHONPATH": ""}  # the install's copy of the project, not the checkout
+    cluster = DaskCluster(tmp_path / "dask", python=plain_python, env=env)
+    try:
+        cluster.start()
+        done = subprocess.run(
+            [plain_python, "-m", "pipeline.datagen",
+             "--train_source", os.path.join(SAMPLE, "dev.en"),
+             "--train_target", os.path.join(SAMPLE, "dev.zh"),
+             "--output_dir", str(tmp_path / "out"), "--vocab_type", "word", "--vocab_size",
+             "2000", "--runner", "DaskRunner", "--dask_client_address", cluster.address],
+            cwd=str(tmp_path), env=_user_env(), capture_output=True, text=True, timeout=900)
+        workers = [cluster.procs.log("worker-%d" % i, lines=100000) for i in range(2)]
+    finally:
+        cluster.stop()
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert _noise(done.stderr) == [], done.stderr[-3000:]
+    for log in workers:
+        assert "apitools" not in log and "Traceback" not in log, log[-3000:]
 
 
 def test_an_editable_install_prints_no_warning_block(tmp_path):

@@ -1,9 +1,11 @@
 """The job's patch of Beam's DaskRunner (pipeline/runtime/dask_runner.py), defect by defect,
 on a real dask.distributed cluster (a scheduler and 2 worker processes started here).
 
-For each of the five defects: a pipeline of a few lines that is right on the patched runner,
-and the same pipeline on Beam's stock DaskRunner, asserted still wrong. When a Beam upgrade
-fixes a defect, its `test_stock_...` fails: that fix's part of the patch can go.
+For each of the five defects, and for the DoFns set up for every bundle (fix 8): a pipeline
+of a few lines that is right on the patched runner, and the same pipeline on Beam's stock
+DaskRunner, asserted still wrong. When a Beam upgrade fixes a defect, its `test_stock_...`
+fails: that fix's part of the patch can go. (Fixes 6, 7 and 9 show in the graph alone:
+test_dask_stages.py.)
 """
 
 import os
@@ -12,8 +14,8 @@ import apache_beam as beam
 import pytest
 from apache_beam.runners.dask.dask_runner import DaskRunner
 
-from dask_cluster import (EmitInFinishBundle, MarkRun, SplitEvenOdd, WriteEach, close_clients,
-                          runner_options, running_cluster, runs, written)
+from dask_cluster import (EmitInFinishBundle, MarkRun, MarkSetup, SplitEvenOdd, WriteEach,
+                          close_clients, runner_options, running_cluster, runs, written)
 from pipeline.runtime.dask_runner import DatagenDaskRunner
 
 pytestmark = pytest.mark.slow
@@ -141,6 +143,23 @@ def test_stock_runner_computes_a_side_input_in_every_reading_task(cluster, tmp_p
     except Exception:
         return  # wrong by failing (the set-up DoFn does not serialize)
     assert runs(tmp_path / "runs") > 1
+
+
+# -- 8. DoFns set up once a worker thread ----------------------------------------------
+
+
+def _set_up(out):
+    return lambda p: p | beam.Create(list(range(8))) | beam.ParDo(MarkSetup(str(out)))
+
+
+def test_a_dofn_is_set_up_once_a_worker_thread(cluster, tmp_path):
+    _run(DatagenDaskRunner(), cluster, _set_up(tmp_path / "setups"), "--dask_npartitions", "8")
+    assert 1 <= runs(tmp_path / "setups") <= 2  # 8 bundles on 2 workers of 1 thread
+
+
+def test_stock_runner_sets_a_dofn_up_for_every_bundle(cluster, tmp_path):
+    _run(DaskRunner(), cluster, _set_up(tmp_path / "setups"), "--dask_npartitions", "8")
+    assert runs(tmp_path / "setups") == 8
 
 
 def test_both_workers_ran_tasks(cluster):
