@@ -45,7 +45,7 @@ from apache_beam.metrics.execution import MetricsContainer
 from apache_beam.pipeline import AppliedPTransform, PipelineVisitor
 from apache_beam.runners.common import (DoFnContext, DoFnInvoker, DoFnSignature, Receiver,
                                         _OutputHandler)
-from apache_beam.runners.dask.dask_runner import DaskRunner
+from apache_beam.runners.dask.dask_runner import DaskOptions, DaskRunner
 from apache_beam.runners.dask.overrides import (_Create, _Flatten, _GroupAlsoByWindow,
                                                 _GroupByKeyOnly, _Reshuffle, dask_overrides)
 from apache_beam.runners.worker import statesampler
@@ -231,12 +231,13 @@ def _run_stage(name: str, spec: bytes, kind: str, partition: int, source: t.Any,
     if counters:
         worker.log_event(METRICS_TOPIC, {"pass": executor.spec.pass_id, "task": str(
             worker.get_current_task()), "step": name, "counters": counters})
-    return outputs
+    return outputs[0] if len(outputs) == 1 else outputs
 
 
 def _export_of(outputs: list, index: int, bucket: int) -> list:
-    """One export (`bucket` of it, if >= 0) of a task's outputs."""
-    export = outputs[index]
+    """Export `index` of a task's outputs (the outputs themselves if < 0: a task of one
+    export returns it alone), or `bucket` of it if >= 0."""
+    export = outputs[index] if index >= 0 else outputs
     return export[bucket] if bucket >= 0 else export
 
 
@@ -396,7 +397,12 @@ class _Translator(PipelineVisitor):
             for stage in self.producers[pcoll]:
                 index = next(k for k, (s, m, _) in enumerate(stage.exports)
                              if s == stage.streams[pcoll] and m == mode)
+                if len(stage.exports) == 1:
+                    index = -1  # its tasks return it alone
                 for i in range(stage.partitions):
+                    if index < 0 and bucket < 0:
+                        keys.append(task(stage, i))  # no selection to make
+                        continue
                     key = ("%s-out-%d" % (prefix, stage.index), i, index, bucket)
                     dsk.setdefault(key, (_export_of, task(stage, i), index, bucket))
                     keys.append(key)
@@ -443,7 +449,10 @@ class DatagenDaskRunner(DaskRunner):
         """Connects to the cluster (the first time) and checks its workers, before a pass is
         built: the workers warm up meanwhile. DatagenError for a cluster the job cannot use."""
         if self.session is None:
-            self.session = DaskSession(options)
+            client_kwargs = options.view_as(DaskOptions).get_all_options(
+                drop_default=True, current_only=True)
+            bag_kwargs = DaskOptions._extract_bag_kwargs(client_kwargs)  # takes them out
+            self.session = DaskSession(client_kwargs, bag_kwargs)
         return self.session.start()
 
     def run_pipeline(self, pipeline, options):

@@ -25,7 +25,6 @@ from typing import Any, Dict, List, Optional
 from apache_beam.metrics.execution import MetricKey
 from apache_beam.metrics.metric import MetricResult, MetricResults
 from apache_beam.metrics.metricbase import MetricName
-from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.runners.dask.dask_runner import DaskRunnerResult
 from apache_beam.runners.runner import PipelineState
 
@@ -68,15 +67,12 @@ def is_connection_error(error: BaseException) -> bool:
 
 
 class DaskSession:
-    """A client of the Dask cluster that `options` name (Beam's `--dask_*` flags), for every
-    pass of one job; `close()` at the end."""
+    """A client of the Dask cluster that Beam's `--dask_*` flags name (`client_kwargs`, as
+    `distributed.Client` takes them), for every pass of one job; `close()` at the end."""
 
-    def __init__(self, options: PipelineOptions) -> None:
-        from apache_beam.runners.dask.dask_runner import DaskOptions
-        client_kwargs = options.view_as(DaskOptions).get_all_options(
-            drop_default=True, current_only=True)
-        self.bag_kwargs = DaskOptions._extract_bag_kwargs(client_kwargs)  # partitions
-        self._client_kwargs = client_kwargs
+    def __init__(self, client_kwargs: Dict[str, Any], bag_kwargs: Dict[str, Any]) -> None:
+        self.bag_kwargs = bag_kwargs  # --dask_npartitions, --dask_partition_size
+        self._client_kwargs = client_kwargs  # the other --dask_* flags, as Client's
         self.address = (client_kwargs.get("address") or client_kwargs.get("scheduler_file")
                         or "a local cluster")
         self.client: Any = None
