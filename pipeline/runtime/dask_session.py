@@ -16,6 +16,10 @@ connects once (`start`), before the first pass is built, and:
 - turns "no scheduler at that address" and "the scheduler went away" into one line
   (`scheduler_lost`), and says which workers have stopped answering the scheduler
   (`silent_workers`: the scheduler's own view, for the pass's progress lines).
+
+`DatagenDaskResult` is a pass's result on it: it sums the pass's counters from the events its
+tasks sent the scheduler (`pass_counters`), and cancels the pass so that none of its tasks
+runs on after the driver stopped.
 """
 
 import logging
@@ -223,15 +227,13 @@ def silent_workers(client: Any, seconds: float) -> "tuple[List[dict], Optional[f
 
 
 def describe_silent(worker: dict, ttl: Optional[float]) -> str:
-    """One line about a silent worker, as the scheduler sees it."""
-    return ("Dask worker %s (%s) has not answered the scheduler for %.0f s; it holds %d "
-            "task%s (%s)" % (
-                worker["name"], worker["address"], worker["silent"], worker["processing"],
-                "" if worker["processing"] == 1 else "s",
-                "the scheduler drops it after %.0f s of silence "
-                "(distributed.scheduler.worker-ttl), then its tasks run elsewhere" % ttl
-                if ttl else "the scheduler waits for it: distributed.scheduler.worker-ttl "
-                "is off"))
+    """One short line about a silent worker, as the scheduler sees it: how long since its
+    last heartbeat, the tasks it holds, and when the scheduler gives up on it (its
+    `distributed.scheduler.worker-ttl`: then the tasks run elsewhere)."""
+    return "Dask worker %s (%s): silent %.0f s, holds %d task%s, %s" % (
+        worker["name"], worker["address"], worker["silent"], worker["processing"],
+        "" if worker["processing"] == 1 else "s",
+        "dropped at %.0f s" % ttl if ttl else "never dropped (no worker-ttl)")
 
 
 class _CounterResults(MetricResults):
@@ -285,8 +287,8 @@ class DatagenDaskResult(DaskRunnerResult):
             if self.client.status != "running":
                 raise self.session.scheduler_lost(e) from None
             raise
-        finally:
-            if self._state == PipelineState.DONE:
+        finally:  # the workers' set-up stages of the pass are done with
+            if self.client.status == "running":
                 self.session.forget_pass(self.pass_id)
 
     def metrics(self) -> MetricResults:
