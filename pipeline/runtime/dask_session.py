@@ -12,7 +12,7 @@ connects once (`start`), before the first pass is built, and:
   elsewhere); a worker that joins later is checked before the next pass;
 - registers the job's worker plugin (`dask_worker.DatagenWorker`), which warms every worker
   up (Beam, the project, the compiled loops) in the background while the driver builds the
-  pass, and holds the workers' set-up stages;
+  pass, and holds the workers' set-up stages; the scheduler warms up too;
 - turns "no scheduler at that address" and "the scheduler went away" into one line
   (`scheduler_lost`), and says which workers have stopped answering the scheduler
   (`silent_workers`: the scheduler's own view, for the pass's progress lines).
@@ -24,6 +24,7 @@ runs on after the driver stopped.
 
 import logging
 import time
+import warnings
 from typing import Any, Dict, List, Optional
 
 from apache_beam.metrics.execution import MetricKey
@@ -62,6 +63,20 @@ def difference(mine: dict, theirs: Any) -> Optional[str]:
         differ.append("runs %s %s from other source files than the driver's (%s)" % (
             dask_worker.DISTRIBUTION, theirs.get("version"), theirs.get("location")))
     return "; ".join(differ) or None
+
+
+def mismatched_versions(table: str) -> str:
+    """distributed's VersionMismatchWarning (a table of packages whose versions differ between
+    the client, the scheduler and the workers) as one line."""
+    rows = [[cell.strip() for cell in line.strip().strip("|").split("|")]
+            for line in table.splitlines() if line.strip().startswith("|")]
+    if len(rows) < 2:
+        return one_line(table)
+    header, rows = rows[0], rows[1:]
+    return "other package versions on the Dask cluster than the driver's: " + "; ".join(
+        "%s: %s" % (row[0], ", ".join("%s %s" % (h.lower(), v) for h, v in zip(header[1:],
+                                                                           row[1:])))
+        for row in rows)
 
 
 def is_connection_error(error: BaseException) -> bool:
@@ -112,6 +127,7 @@ class DaskSession:
             if first:
                 self.client.register_plugin(dask_worker.DatagenWorker(),
                                             name=dask_worker.PLUGIN_NAME)
+                self.client.run_on_scheduler(dask_worker.warm_scheduler)
         except DatagenError:
             self.close()
             raise
@@ -124,9 +140,14 @@ class DaskSession:
     def _connect(self) -> None:
         import cloudpickle
         import dask.distributed as ddist
+        from distributed.versions import VersionMismatchWarning
         cloudpickle.register_pickle_by_value(dask_worker)
         try:
-            self.client = ddist.Client(**self._client_kwargs)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always", VersionMismatchWarning)
+                self.client = ddist.Client(**self._client_kwargs)
+            for warning in caught:
+                LOG.warning("%s", mismatched_versions(str(warning.message)))
         except Exception as e:
             if not is_connection_error(e):
                 raise

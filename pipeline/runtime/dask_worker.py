@@ -17,6 +17,7 @@ the top; the project is imported inside functions, where it is there.
   `StagePool` (the job's DoFns, set up once per worker thread, reused by every task of a stage);
 - `dask_setup(worker)`: the same warm-up as a preload (`dask worker --preload
   pipeline.runtime.dask_worker`), as the project's Docker image starts its workers;
+- `warm_scheduler()`: the scheduler's own warm-up (it unpickles the job's task graphs);
 - `scheduler_view()`: run on the scheduler, how long each worker has been silent and what it
   holds (`pipeline.runtime.dask_session.silent_workers` turns it into the progress line).
 """
@@ -39,7 +40,7 @@ WARM_MODULES = ("apache_beam", "pipeline.runtime.dask_runner", "transforms.file_
                 "transforms.vocab_learning", "transforms.token_counts", "transforms.subword_refine",
                 "transforms.encode_pairs", "transforms.shuffled_shards",
                 "transforms.json_result", "pipeline.runtime.worker_warmup")
-LOG = logging.getLogger("distributed.worker")
+LOG = logging.getLogger("distributed")
 
 
 def project_identity() -> dict:
@@ -80,8 +81,8 @@ def project_identity() -> dict:
     return identity
 
 
-def warm_up() -> None:
-    """Quiets Beam's import, then imports what the job's tasks need (`WARM_MODULES`): every
+def warm_up(modules=WARM_MODULES) -> None:
+    """Quiets Beam's import, then imports what the job's tasks need (`modules`): every
     pass's tasks then find them loaded. A module that fails to import is logged once; the
     task that needs it reports the error."""
     import importlib
@@ -89,7 +90,7 @@ def warm_up() -> None:
     try:
         from pipeline.runtime import console
         console.set_up()  # before Beam's first import: no "apitools not found" line
-        for name in WARM_MODULES:
+        for name in modules:
             importlib.import_module(name)
     except Exception as e:  # the job's check names a worker without the project
         LOG.warning("t2t-beam-datagen: warm-up stopped: %s: %s", type(e).__name__, e)
@@ -159,6 +160,14 @@ def dask_setup(worker) -> None:
     """`dask worker --preload pipeline.runtime.dask_worker`: warm up when the worker starts,
     before any job (the project's Docker image sets this preload for its workers)."""
     threading.Thread(target=warm_up, name="t2t-datagen-warm-up", daemon=True).start()
+
+
+def warm_scheduler(dask_scheduler=None) -> None:
+    """On the scheduler (`client.run_on_scheduler`): imports, in a thread, what unpickling the
+    job's task graphs needs (the stage executor's module, and Beam), quietly, while the
+    driver builds its first pass."""
+    threading.Thread(target=warm_up, args=(("pipeline.runtime.dask_runner",),),
+                     name="t2t-datagen-warm-up", daemon=True).start()
 
 
 def scheduler_view(dask_scheduler=None) -> dict:

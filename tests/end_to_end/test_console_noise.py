@@ -66,8 +66,9 @@ def test_a_plain_install_with_2_worker_processes_prints_no_noise(plain_python, t
 
 def test_a_plain_install_on_a_dask_cluster_prints_no_noise(plain_python, tmp_path):
     """A scheduler and 2 workers of the same install (a cluster's image would hold only that),
-    and the job on them: the job prints nothing but its own lines, and no worker prints
-    Beam's `apitools not found` line when it imports Beam."""
+    and the job on them: the job prints nothing but its own lines, and neither a worker nor
+    the scheduler (it unpickles the task graphs) prints Beam's `apitools not found` line when
+    it imports Beam."""
     env = {"PYTHONPATH": ""}  # the install's copy of the project, not the checkout
     cluster = DaskCluster(tmp_path / "dask", python=plain_python, env=env)
     try:
@@ -79,12 +80,13 @@ def test_a_plain_install_on_a_dask_cluster_prints_no_noise(plain_python, tmp_pat
              "--output_dir", str(tmp_path / "out"), "--vocab_type", "word", "--vocab_size",
              "2000", "--runner", "DaskRunner", "--dask_client_address", cluster.address],
             cwd=str(tmp_path), env=_user_env(), capture_output=True, text=True, timeout=900)
-        workers = [cluster.procs.log("worker-%d" % i, lines=100000) for i in range(2)]
+        logs = [cluster.procs.log(name, lines=100000)
+                for name in ("scheduler", "worker-0", "worker-1")]
     finally:
         cluster.stop()
     assert done.returncode == 0, done.stderr[-3000:]
     assert _noise(done.stderr) == [], done.stderr[-3000:]
-    for log in workers:
+    for log in logs:
         assert "apitools" not in log and "Traceback" not in log, log[-3000:]
 
 
