@@ -208,6 +208,12 @@ class MarkSetup(beam.DoFn):
         yield element
 
 
+def idle_stages(dask_worker=None):
+    """On a worker (`client.run`): how many set-up stage executors its job plugin holds."""
+    stages = dask_worker.plugins["t2t-beam-datagen"].stages
+    return sum(len(idle) for idle in stages._idle.values())
+
+
 def written(directory):
     """The elements `WriteEach` wrote into `directory`, sorted."""
     if not os.path.isdir(directory):

@@ -418,7 +418,7 @@ class _Translator(PipelineVisitor):
                     side_keys[side] = ("%s-side" % prefix, len(side_keys))
                     dsk[side_keys[side]] = (_concat, exported(side, "list"))
                 sides.append(side_keys[side])
-            name = "%s/%d" % (spec_key[0], stage.index)  # the stage in the workers' pools
+            name = "t2t-%s/%d" % (self.pass_id, stage.index)  # in the workers' StagePools
             for i in range(stage.partitions):
                 if stage.kind == "values":
                     source: t.Any = cloudpickle.dumps(stage.values[i])

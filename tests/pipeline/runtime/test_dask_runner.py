@@ -9,13 +9,15 @@ test_dask_stages.py.)
 """
 
 import os
+import time
 
 import apache_beam as beam
 import pytest
 from apache_beam.runners.dask.dask_runner import DaskRunner
 
 from dask_cluster import (EmitInFinishBundle, MarkRun, MarkSetup, SplitEvenOdd, WriteEach,
-                          close_clients, runner_options, running_cluster, runs, written)
+                          close_clients, idle_stages, runner_options, running_cluster, runs,
+                          written)
 from pipeline.runtime.dask_runner import DatagenDaskRunner
 
 pytestmark = pytest.mark.slow
@@ -160,6 +162,22 @@ def test_a_dofn_is_set_up_once_a_worker_thread(cluster, tmp_path):
 def test_stock_runner_sets_a_dofn_up_for_every_bundle(cluster, tmp_path):
     _run(DaskRunner(), cluster, _set_up(tmp_path / "setups"), "--dask_npartitions", "8")
     assert runs(tmp_path / "setups") == 8
+
+
+def test_a_finished_pass_leaves_no_set_up_dofns_on_the_workers(cluster, tmp_path):
+    runner = DatagenDaskRunner()
+    try:
+        pipeline = beam.Pipeline(runner=runner, options=runner_options(cluster))
+        _set_up(tmp_path / "setups")(pipeline)
+        pipeline.run().wait_until_finish()
+        client = runner.session.client
+        deadline = time.time() + 60  # the workers are told, not waited for
+        while sum(client.run(idle_stages).values()) and time.time() < deadline:
+            time.sleep(0.1)
+        assert sum(client.run(idle_stages).values()) == 0
+    finally:
+        runner.close()
+    assert runs(tmp_path / "setups") >= 1
 
 
 def test_both_workers_ran_tasks(cluster):
