@@ -10,7 +10,8 @@ process can do) and kills itself with SIGKILL. Its nanny then starts a new worke
   create_atomically` of a `.frag` path): half of the fragment's bytes are in the temporary
   file when the process dies;
 - `in-check`: in the job's check of the worker's project (`pipeline.runtime.dask_worker.
-  project_identity`, shipped by value), when it looks for the `pipeline` package.
+  project_identity`, shipped by value), when it looks for the `pipeline` package;
+- `in-plugin`: when the job's worker plugin reaches the worker (the scheduler's `plugin-add`).
 
 `fragments.log` in the same directory gets `start|done PID TASK PATH` for every fragment write.
 """
@@ -87,10 +88,23 @@ def _patch_project_lookup():
     importlib.util.find_spec = find_spec
 
 
+def _patch_plugin_add(worker):
+    original = worker.plugin_add
+
+    async def plugin_add(plugin=None, name=None, **kwargs):
+        if name == "t2t-beam-datagen" and _take("in-plugin"):
+            _die()
+        return await original(plugin=plugin, name=name, **kwargs)
+
+    worker.plugin_add = plugin_add  # at the worker's registration
+    worker.handlers["plugin-add"] = plugin_add  # from the scheduler, later
+
+
 def dask_setup(worker):
     if os.environ.get(KILL_DIR):
         _patch_project_lookup()
         _patch_fragment_writes()
+        _patch_plugin_add(worker)
 
 
 def fragment_writes(kill_dir):

@@ -125,8 +125,7 @@ class DaskSession:
                                            self.address, problem, HOW_TO_FIX))
             self.check_workers()
             if first:
-                self.client.register_plugin(dask_worker.DatagenWorker(),
-                                            name=dask_worker.PLUGIN_NAME)
+                self._register_plugin()
                 self.client.run_on_scheduler(dask_worker.warm_scheduler)
         except DatagenError:
             self.close()
@@ -136,6 +135,18 @@ class DaskSession:
                 raise self.scheduler_lost(e) from None
             raise
         return self
+
+    def _register_plugin(self) -> None:
+        """Registers the job's worker plugin: the scheduler keeps it for the workers that
+        join later, and sends it to those it has; one that dies meanwhile fails the
+        scheduler's broadcast, not the job (the nanny's new worker gets the plugin)."""
+        try:
+            self.client.register_plugin(dask_worker.DatagenWorker(),
+                                        name=dask_worker.PLUGIN_NAME)
+        except Exception as e:
+            if not is_connection_error(e) or self.client.status != "running":
+                raise
+            LOG.debug("a Dask worker left while the job's plugin was registered: %s", e)
 
     def _connect(self) -> None:
         import cloudpickle

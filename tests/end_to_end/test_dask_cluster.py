@@ -9,7 +9,8 @@ kills a worker process at an exact point when a test arms it.
   "apitools not found" line;
 - a worker process killed inside a shard fragment's write (half its bytes written): its nanny
   restarts it, Dask runs the task again, and the output is still byte-identical;
-- a worker process killed during the job's check of the workers' project is survived;
+- worker processes killed during the job's check of the workers' project, and as the job's
+  plugin reaches them, are survived;
 - a worker that stops answering (SIGSTOP) is named in a progress line with the scheduler's
   view of it, and the job completes once it answers again (SIGCONT);
 - Ctrl-C of the driver cancels the pass on the cluster: exit 130, no task of the job runs on
@@ -122,15 +123,17 @@ def test_a_worker_killed_inside_a_fragment_write_is_survived_and_its_task_runs_a
     assert victim not in cluster.worker_pids().values()
 
 
-def test_a_worker_killed_during_the_check_of_its_project_is_survived(
+def test_workers_killed_in_the_check_of_their_project_and_as_the_plugin_arrives_are_survived(
         cluster, kill_dir, tmp_path, tmp_path_factory):
     expected, _ = baseline("word", tmp_path_factory)
     cluster.wait_for_workers(2)
     _arm(kill_dir, "in-check")
+    _arm(kill_dir, "in-plugin")
     out = tmp_path / "out"
     job = Job(INPUTS + COMMON + WORD + _flags(cluster) + ["--output_dir", str(out)])
     assert job.finish() == 0, "\n".join(job.lines[-20:])
     assert len(taken(kill_dir, "in-check")) == 1  # a worker did die in the check
+    assert len(taken(kill_dir, "in-plugin")) == 1  # and one as the job's plugin reached it
     assert job.errors() == []
     assert output_bytes(out) == expected
 
