@@ -338,7 +338,9 @@ class DatagenDaskResult(DaskRunnerResult):
             self.client.cancel(self.futures, force=True)
             deadline = time.time() + CANCEL_SECONDS
             while time.time() < deadline and self.client.status == "running" and any(
-                    self.client.run(dask_worker.running_of, self.keys).values()):
+                    running and not isinstance(running, BaseException)  # a lost worker runs none
+                    for running in self.client.run(dask_worker.running_of, self.keys,
+                                                   on_error="return").values()):
                 time.sleep(0.2)
         self._state = PipelineState.CANCELLED
         return self._state
