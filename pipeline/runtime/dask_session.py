@@ -23,6 +23,7 @@ runs on after the driver stopped.
 """
 
 import logging
+import threading
 import time
 import warnings
 from typing import Any, Dict, List, Optional
@@ -99,6 +100,8 @@ class DaskSession:
         self._checked: set = set()  # workers found to run the driver's project
         self._silent: Dict[str, float] = {}  # worker -> when it was last named silent
         self._next_look = 0.0
+        self._looking: Optional[threading.Thread] = None  # asking the scheduler, if alive
+        self._view: Optional[tuple] = None  # its last answer, not yet reported
         self._client_log_level = logging.NOTSET
 
     def start(self) -> "DaskSession":
@@ -208,17 +211,21 @@ class DaskSession:
         return max(1, sum(self.client.nthreads().values()))
 
     def news(self) -> List[str]:
-        """Lines about workers that stopped answering the scheduler (or answer again), at most
-        every LOOK_SECONDS; [] between looks."""
+        """Lines about workers that stopped answering the scheduler (or answer again), from
+        the scheduler's view, asked for in a thread of its own every LOOK_SECONDS (a
+        scheduler that does not answer must not hold up the pass's watch); [] meanwhile."""
         now = time.time()
-        if self.client is None or now < self._next_look:
+        if self.client is None:
             return []
-        self._next_look = now + LOOK_SECONDS
-        try:
-            silent, ttl = silent_workers(self.client, SILENT_SECONDS)
-        except Exception as e:  # news only: the pass itself reports a lost scheduler
-            LOG.debug("could not ask the Dask scheduler about its workers: %s", e)
+        if now >= self._next_look and not (self._looking and self._looking.is_alive()):
+            self._next_look = now + LOOK_SECONDS
+            self._looking = threading.Thread(target=self._look, name="datagen-dask-look",
+                                             daemon=True)
+            self._looking.start()
+        view, self._view = self._view, None
+        if view is None:
             return []
+        silent, ttl = view
         lines = []
         for worker in silent:
             named = self._silent.get(worker["address"])
@@ -230,6 +237,12 @@ class DaskSession:
             del self._silent[address]
             lines.append("Dask worker %s answers the scheduler again" % address)
         return lines
+
+    def _look(self) -> None:
+        try:
+            self._view = silent_workers(self.client, SILENT_SECONDS)
+        except Exception as e:  # news only: the pass itself reports a lost scheduler
+            LOG.debug("could not ask the Dask scheduler about its workers: %s", e)
 
     def forget_pass(self, pass_id: str) -> None:
         """Tells the workers to tear down the set-up stages of a finished pass (not waited
