@@ -2,7 +2,7 @@
 
 Beam's runner (`apache_beam.runners.dask.dask_runner.DaskRunner`, Beam 2.77) translates each
 transform into a dask bag operation and computes them on a dask.distributed cluster. That is
-wrong for the job's passes in five ways and slow in five more, each shown against Beam alone
+wrong for the job's passes in six ways and slow in five more, each shown against Beam alone
 by tests/pipeline/runtime/test_dask_runner.py (which asserts that the stock runner still does
 so: a Beam upgrade that fixes one says its part here can go):
 
@@ -13,14 +13,17 @@ reads it. 6. `GroupByKey` is dask's task shuffle: thousands of tasks whatever th
 7. `Create` puts up to 128 elements in a partition (a pass's work items on one worker).
 8. Every bundle sets its DoFns up again, from its own unpickled copy. 9. `Pipeline.run`
 round-trips each pass through the runner API (every DoFn pickled and unpickled on the
-driver). 10. dask optimizes the bags' graph on the driver, seconds a pass.
+driver). 10. dask optimizes the bags' graph on the driver, seconds a pass. 11. The
+pipeline's options never reach the workers' `FileSystems` (Beam's SDK harness sets them in
+every worker process): there, Beam's S3 file system has no endpoint or credentials.
 
 `DatagenDaskRunner` keeps Beam's options, overrides and result class and **fuses the
 transforms into stages**, as Beam's own runners do. A stage starts at a `Create`/`Impulse`,
 an exchange (`GroupByKey`, `Reshuffle`), or a ParDo whose side input depends on its main
 input's stage, and holds every ParDo and Flatten reachable from there. It runs as one task
 per partition, its DoFns set up once per worker thread (`dask_worker.StagePool`) from a spec
-pickled once per pass. A task splits its outputs itself: a list per tag, hash-partitioned
+pickled once per pass, and sets the pass's options on `FileSystems` before it runs (each
+task: a worker may serve several jobs). A task splits its outputs itself: a list per tag, hash-partitioned
 for a GroupByKey (as many partitions as the cluster has threads), dealt round-robin for a
 Reshuffle (twice as many, as `Create` is split). A side input is gathered once, a graph
 dependency of its readers. A pass is tens of tasks, growing with its data.
@@ -41,6 +44,7 @@ import zlib
 import apache_beam as beam
 from apache_beam import pvalue
 from apache_beam.coders import FastPrimitivesCoder
+from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics.execution import MetricsContainer
 from apache_beam.pipeline import AppliedPTransform, PipelineVisitor
 from apache_beam.runners.common import (DoFnContext, DoFnInvoker, DoFnSignature, Receiver,
@@ -81,12 +85,14 @@ class _Step:
 @dataclasses.dataclass
 class _StageSpec:
     """What a stage's task runs: `steps` in topological order, fed from stream 0;
-    `consumers`: {stream: [step index]}; `exports`: [(stream, mode, n)] the task returns."""
+    `consumers`: {stream: [step index]}; `exports`: [(stream, mode, n)] the task returns;
+    `options`: the pass's PipelineOptions, for the workers' FileSystems (fix 11)."""
     name: str
     pass_id: str
     steps: list
     consumers: dict
     exports: list
+    options: t.Any = None
 
 
 class _Stream(Receiver):
@@ -214,7 +220,11 @@ def _run_stage(name: str, spec: bytes, kind: str, partition: int, source: t.Any,
         with sampler.scoped_state(name, "process", metrics_container=metrics):
             if executor is None:
                 import cloudpickle
-                executor = _StageExecutor(cloudpickle.loads(spec), side_values)
+                stage_spec = cloudpickle.loads(spec)
+                FileSystems.set_options(stage_spec.options)  # before the DoFns' set-up
+                executor = _StageExecutor(stage_spec, side_values)
+            else:
+                FileSystems.set_options(executor.spec.options)
             outputs = executor.run(_elements(kind, source), partition)
     except BaseException:
         if executor is not None:
@@ -272,8 +282,9 @@ class _Stage:
             self.exports.append(entry)
         return self.exports.index(entry)
 
-    def spec(self, pass_id: str) -> _StageSpec:
-        return _StageSpec(self.name, pass_id, self.steps, self.consumers, self.exports)
+    def spec(self, pass_id: str, options: t.Any) -> _StageSpec:
+        return _StageSpec(self.name, pass_id, self.steps, self.consumers, self.exports,
+                          options)
 
 
 @dataclasses.dataclass
@@ -283,6 +294,7 @@ class _Translator(PipelineVisitor):
     threads: int
     pass_id: str
     bag_kwargs: dict = dataclasses.field(default_factory=dict)
+    options: t.Any = None  # the pass's PipelineOptions, for the workers' FileSystems
     stages: list = dataclasses.field(default_factory=list)
     producers: dict = dataclasses.field(default_factory=dict)  # pcollection -> [stage]
 
@@ -411,7 +423,7 @@ class _Translator(PipelineVisitor):
         side_keys: dict = {}
         for stage in self.stages:
             spec_key = ("%s-spec" % prefix, stage.index)
-            dsk[spec_key] = cloudpickle.dumps(stage.spec(self.pass_id))  # fix 8: once a pass
+            dsk[spec_key] = cloudpickle.dumps(stage.spec(self.pass_id, self.options))  # fix 8: once a pass
             sides = []
             for side in stage.sides:  # fix 5: gathered once, a dependency of the readers
                 if side not in side_keys:
@@ -458,7 +470,8 @@ class DatagenDaskRunner(DaskRunner):
     def run_pipeline(self, pipeline, options):
         session = self.start(options)
         pipeline.replace_all(dask_overrides())
-        translator = _Translator(session.threads(), uuid.uuid4().hex, session.bag_kwargs)
+        translator = _Translator(session.threads(), uuid.uuid4().hex, session.bag_kwargs,
+                                 options)
         pipeline.visit(translator)
         dsk, leaves = translator.graph()  # fix 10: no dask.optimize; fix 3: every leaf
         try:

@@ -22,6 +22,7 @@ tasks sent the scheduler (`pass_counters`), and cancels the pass so that none of
 runs on after the driver stopped.
 """
 
+import contextlib
 import logging
 import threading
 import time
@@ -322,6 +323,7 @@ class DatagenDaskResult(DaskRunnerResult):
         self.pass_id = pass_id  # what the pass's counter events carry
         self.keys = keys  # the pass's task keys
         self.counters: Optional[MetricResults] = None  # once finished
+        self._cancelled = False
 
     def wait_until_finish(self, duration=None) -> str:
         try:
@@ -331,6 +333,12 @@ class DatagenDaskResult(DaskRunnerResult):
         except Exception as e:
             if self.client.status != "running":
                 raise self.session.scheduler_lost(e) from None
+            # A failed task fails the pass, but Dask runs the pass's other tasks on: stop
+            # them before the driver removes the work directory they write into (on a
+            # cluster of other hosts they would write after it, and leave files behind).
+            with contextlib.suppress(Exception):
+                self.cancel()
+            self._state = PipelineState.FAILED
             raise
         finally:  # the workers' set-up stages of the pass are done with
             if self.client.status == "running":
@@ -345,7 +353,11 @@ class DatagenDaskResult(DaskRunnerResult):
         """Cancels the pass's tasks and returns once none of them runs on a worker any more
         (a cancelled task's thread runs to its end: Dask cannot stop it), so nothing of the
         pass writes after the driver has stopped. Nothing to cancel once the scheduler is
-        gone: its workers run no task without it."""
+        gone (its workers run no task without it), nor twice (a failed pass cancels itself
+        before the driver does)."""
+        if self._cancelled:
+            return self._state
+        self._cancelled = True
         self._state = PipelineState.CANCELLING
         if self.client.status == "running":
             self.client.cancel(self.futures, force=True)
