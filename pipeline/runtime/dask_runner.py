@@ -59,7 +59,7 @@ from apache_beam.utils import counters as beam_counters
 from apache_beam.utils.windowed_value import WindowedValue
 
 from pipeline.runtime import dask_worker
-from pipeline.runtime.dask_session import (METRICS_TOPIC, DaskSession, DatagenDaskResult,
+from pipeline.runtime.dask_session import (ALL_TOPIC, METRICS_TOPIC, DaskSession, DatagenDaskResult,
                                            LostWorkers)
 
 MAIN = None  # the tag of a ParDo's main output
@@ -477,7 +477,7 @@ class DatagenDaskRunner(DaskRunner):
         dsk, leaves = translator.graph()  # fix 10: no dask.optimize; fix 3: every leaf
         lost = LostWorkers()
         try:
-            session.client.subscribe_topic("all", lost)
+            session.client.subscribe_topic(ALL_TOPIC, lost)
             futures = session.client.get(dsk, leaves, sync=False)
         except Exception as e:
             if session.lost(e):

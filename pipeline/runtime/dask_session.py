@@ -41,6 +41,7 @@ from pipeline.runtime.runners import DatagenError, one_line
 LOG = logging.getLogger("datagen")
 CLIENT_LOG = logging.getLogger("distributed.client")
 CANCEL_SECONDS = 300  # the longest a cancelled pass's running tasks are waited for
+ALL_TOPIC = "all"  # the scheduler's topic of every event (a worker removed, among them)
 METRICS_TOPIC = "beam-datagen-counters"  # the scheduler's event topic of tasks' counters
 SILENT_SECONDS = 15.0  # a worker silent this long (heartbeats every 0.5-5 s) is named
 SILENT_REPEAT_SECONDS = 60.0  # and named again this often while it stays silent
@@ -258,6 +259,9 @@ class DaskSession:
         if self.client is not None:
             client, self.client = self.client, None
             try:
+                # a client still subscribed to "all" is sent its own remove-client event
+                # while it closes: the scheduler logs that failed send as a CRITICAL traceback
+                unsubscribe_all(client)
                 client.close()
             except Exception as e:  # a lost scheduler: nothing to close
                 LOG.debug("closing the Dask client: %s", e)
@@ -344,6 +348,12 @@ def lost_worker_line(event: dict, keys: Collection[str]) -> str:
         "again" % (event.get("worker"), how, running, computed)
 
 
+def unsubscribe_all(client: Any) -> None:
+    """Stops the client's subscription to the scheduler's "all" topic (`LostWorkers`)."""
+    with contextlib.suppress(ValueError):  # never subscribed
+        client.unsubscribe_topic(ALL_TOPIC)
+
+
 class DatagenDaskResult(DaskRunnerResult):
     """The result of a pass on Dask (`dask_runner.DatagenDaskRunner`): Beam's, which also
     collects the pass's counters when it ends, turns a lost scheduler into one line, and
@@ -382,6 +392,8 @@ class DatagenDaskResult(DaskRunnerResult):
         finally:  # the workers' set-up stages of the pass are done with
             if self.client.status == "running":
                 self.session.forget_pass(self.pass_id)
+                with contextlib.suppress(Exception):
+                    unsubscribe_all(self.client)
 
     def metrics(self) -> MetricResults:
         if self.counters is None:

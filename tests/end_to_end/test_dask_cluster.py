@@ -111,6 +111,7 @@ def test_a_worker_killed_inside_a_fragment_write_is_survived_and_its_task_runs_a
     job = Job(INPUTS + COMMON + MANY_CHUNKS + _flags(cluster)
               + ["--output_dir", str(out), "--progress_seconds", "0.5"])
     job.wait_for_line("pass 1 of ")
+    _wait(cluster.processing, "a task of the vocab pass on a worker")  # past the start-up check
     # the vocab pass slowed: its progress lines, from the marks its tasks left on the cluster
     stopped_until_said_twice(job, [psutil.Process(pid) for pid in pids.values()], "pass 1: ")
     assert job.finish() == 0, "\n".join(job.lines[-20:])
