@@ -21,6 +21,7 @@ tuples as well: Beam's key coders must encode a key the same way from every bran
 CoGroupByKey, and a tuple subclass would not be a tuple to its fast coder.
 """
 
+from array import array
 from typing import Any, Dict, List, NamedTuple, Optional, Tuple, TypedDict, Union
 
 
@@ -207,10 +208,13 @@ SampleRange = Tuple[int, int, int]  # (start byte, end byte, line number before 
 
 
 class SampleTask(NamedTuple):
-    """A file's sample, or one part of it (`text_lines.plan_sample_parts`), to be read on
-    any worker."""
+    """A file's sample, or one part of it (`text_lines.plan_counted_sample_parts`), to be
+    read on any worker."""
     file: SampleFile
     part: Optional[SampleRange]     # None: the whole file
+    # a part's: how often each of its sampled lines counts (0: a repeat, counted where the
+    # line first occurs); None: every line read is counted (repeats found in windows)
+    times: Optional["array[int]"] = None
 
 
 class FileSample(NamedTuple):

@@ -2,11 +2,15 @@
 
 T2T samples each file on its own, sequentially (a stride between sampled lines, a budget of
 characters). Here a plain file's sample is first planned (one read, decoding only the sampled
-lines: `text_lines.plan_sample_parts`) and cut into parts of about 2 MB that start at sampled
-lines, so the parts are tokenized with T2T's invertible tokenizer and counted on any worker;
-compressed files and converted sides are sampled whole. `CombinePerKey` adds the counts of a
-file's parts, then of all files that feed one vocabulary. The output is one {token: count}
-per vocabulary, plus per-file sampling statistics.
+lines: `text_lines.plan_counted_sample_parts`) and cut into parts that start at sampled lines,
+so the parts are tokenized with T2T's invertible tokenizer and counted on any worker;
+compressed files and converted sides are sampled whole. Parallel corpora repeat whole lines
+(system outputs of one source, shared test sets): the plan counts each distinct line once,
+at its first occurrence, times its occurrences, and a sample read whole does the same within
+windows, so a line is tokenized once (token counts are additive over lines: the counts are
+exactly those of every line). `CombinePerKey` adds the counts of a file's parts, then of all
+files that feed one vocabulary. The output is one {token: count} per vocabulary, plus
+per-file sampling statistics.
 """
 
 import collections
@@ -25,13 +29,16 @@ from transforms.job_metrics import JobCounters
 from transforms.progress_marks import MarkEach, ProgressMarks, mark_name, write_mark
 from transforms.storage.object_stores import ObjectStores, StoreSettings
 from transforms.codecs import tokenizer
-from transforms.formats.text_lines import (InputError, iter_raw_lines, plan_sample_parts,
-                                   sample_lines_for_vocab, sample_part_lines)
+from transforms.formats.text_lines import (InputError, few_repeats, iter_raw_lines,
+                                           plan_counted_sample_parts, sample_lines_for_vocab,
+                                           sample_part_lines)
 
-SAMPLE_PART_BYTES = 2 << 20  # a plain file's sample is tokenized in parts of about this size
-# (2 MB: 13 parts for the 100k bench pair balance 2 workers better than 7 of 4 MB, 1.2-1.6 s
-# against 1.4-1.8 s)
+SAMPLE_PART_BYTES = 2 << 20  # a plain file's sample is tokenized in parts of about this many
+# characters of distinct lines (2 M: 13 parts for the 100k bench pair balanced 2 workers
+# better than 7 of 4 M, 1.2-1.6 s against 1.4-1.8 s)
 BATCH_CHARS = 1 << 20  # sampled lines counted together (one `count_tokens` call)
+WINDOW_CHARS = 1 << 24  # a sample read whole is counted per distinct line in windows of
+# about this many distinct characters (its memory)
 Counts = Dict[str, int]  # {token: count}
 FileKey = Tuple[str, str]  # (vocab_name, path): a plain tuple, as a GroupByKey key
 # Progress marks (`transforms.progress_marks`): a sample task planned, and sampled.
@@ -57,17 +64,91 @@ def _count_each_line(tokenize, lines):
     return counts
 
 
-def _batches(lines, max_chars):
-    """(list of consecutive lines of about `max_chars` characters, their characters)."""
-    batch, size = [], 0
+def _times(counts: "collections.Counter[str]", batch: List[str], times: int,
+           count_tokens: Callable[[List[str]], Mapping[str, int]]) -> None:
+    """Adds the units of the lines `batch`, each counted `times` times, to `counts`."""
+    counted = count_tokens(batch)
+    if times == 1:
+        counts.update(counted)
+        return
+    get = counts.get
+    for unit, n in counted.items():
+        counts[unit] = get(unit, 0) + n * times
+
+
+def count_counted_lines(counted_lines: Iterable[Tuple[str, int]],
+                        count_tokens: Callable[[List[str]], Mapping[str, int]]
+                        ) -> Tuple["collections.Counter[str]", int, int]:
+    """(units, lines, characters) of (line, times) pairs, each line counted `times` times
+    (0: not at all): the lines counted once go to `count_tokens` in batches of about
+    `BATCH_CHARS` characters, the others in batches of lines of equal `times`, their counts
+    multiplied. Token counts are additive over lines, so this equals counting every line
+    as often as it occurs."""
+    counts: collections.Counter = collections.Counter()
+    lines = chars = 0
+    once: List[str] = []
+    once_chars = 0
+    groups: Dict[int, Tuple[List[str], List[int]]] = {}  # times -> (lines, [characters])
+    for line, times in counted_lines:
+        if times == 1:
+            once.append(line)
+            once_chars += len(line)
+            if once_chars >= BATCH_CHARS:
+                _times(counts, once, 1, count_tokens)
+                lines += len(once)
+                chars += once_chars
+                once, once_chars = [], 0
+        elif times:
+            group = groups.get(times)
+            if group is None:
+                group = groups[times] = ([], [0])
+            group[0].append(line)
+            group[1][0] += len(line)
+            if group[1][0] >= BATCH_CHARS:
+                del groups[times]
+                _times(counts, group[0], times, count_tokens)
+                lines += len(group[0]) * times
+                chars += group[1][0] * times
+    if once:
+        _times(counts, once, 1, count_tokens)
+        lines += len(once)
+        chars += once_chars
+    for times, (batch, size) in groups.items():
+        _times(counts, batch, times, count_tokens)
+        lines += len(batch) * times
+        chars += size[0] * times
+    return counts, lines, chars
+
+
+def counted_in_windows(lines: Iterable[str], window_chars: int = WINDOW_CHARS
+                       ) -> Iterator[Tuple[str, int]]:
+    """(distinct line, times it occurs) of `lines`, within windows of about `window_chars`
+    characters of distinct lines (a line repeated in two windows comes once from each); a
+    sample with few repeats in its first lines stops looking (`text_lines.few_repeats`)."""
+    window: Dict[str, int] = {}
+    held = read = repeats = 0
+    get = window.get
+    lines = iter(lines)
     for line in lines:
-        batch.append(line)
-        size += len(line)
-        if size >= max_chars:
-            yield batch, size
-            batch, size = [], 0
-    if batch:
-        yield batch, size
+        if few_repeats(read, repeats):  # not worth looking: every line once from here
+            yield from window.items()
+            yield line, 1
+            yield from zip(lines, itertools.repeat(1))
+            return
+        read += 1
+        n = get(line)
+        if n is not None:
+            window[line] = n + 1
+            repeats += 1
+            continue
+        if held >= window_chars:
+            yield from window.items()
+            window = {}
+            get = window.get
+            held = 0
+        window[line] = 1
+        held += len(line)
+    yield from window.items()
 
 
 def with_rejected_lines(kept: Iterator[bytes], rejected: Iterable[bytes]) -> Iterator[bytes]:
@@ -100,7 +181,7 @@ def sampled_lines(element: SampleTask, byte_budget: float, on_invalid: str,
     back in place, a cleaned file's dropped lines left out (`_SampleFileFn` says how); an
     iterator, valid inside the `with`, which closes the files. A file that cannot be read
     raises `InputError` while it is iterated."""
-    file, part = element
+    file, part = element.file, element.part
     path, file_size, rejected, dropped = file.path, file.size, file.rejected_lines, file.dropped
     assert file_size is not None, "a sample file is sized before it is read (sample_items)"
     with contextlib.ExitStack() as files:
@@ -120,12 +201,14 @@ def sampled_lines(element: SampleTask, byte_budget: float, on_invalid: str,
 
 
 class PlanSampleFn(beam.DoFn):
-    """A `SampleFile` -> a `SampleTask` for each part of the file's sample
-    (`text_lines.plan_sample_parts`), or one with part None when it is read whole.
+    """A `SampleFile` -> a `SampleTask` for each part of the file's sample with how often
+    each of its lines counts (`text_lines.plan_counted_sample_parts`), or one with part None
+    when it is read whole.
 
     Planning is one sequential read of the file on one worker, decoding only the sampled
-    lines (their lengths spend T2T's budget); the parts, where the time goes (tokenizing and
-    counting), are then spread over every worker.
+    lines (their lengths spend T2T's budget) and finding the repeated ones; the parts, where
+    the time goes (tokenizing and counting the distinct lines), are then spread over every
+    worker.
     """
 
     def __init__(self, byte_budget: float, on_invalid_utf8: str, part_bytes: int,
@@ -145,15 +228,15 @@ class PlanSampleFn(beam.DoFn):
         assert item.size is not None  # _can_split
         try:
             with file_io.open_text_source(item.path, self._stores) as f:
-                parts = plan_sample_parts(iter_raw_lines(f), item.size, self._budget,
-                                          self._part_bytes, item.path, self._on_invalid)
+                parts = plan_counted_sample_parts(iter_raw_lines(f), item.size, self._budget,
+                                                  self._part_bytes, item.path, self._on_invalid)
         except InputError:
             yield SampleTask(item, None)  # read whole, where the error is reported like any other
             return
         if not parts:
             yield SampleTask(item, None)
-        for part in parts:
-            yield SampleTask(item, part)
+        for part, times in parts:
+            yield SampleTask(item, part, times)
 
 
 class PlanSampleParts(beam.PTransform):
@@ -182,7 +265,9 @@ class PlanSampleParts(beam.PTransform):
 
 class _SampleFileFn(beam.DoFn):
     """A `SampleTask` -> ((vocab_name, path), `FileSample`) of the sampled lines of one part
-    of a file (`PlanSampleFn`), or of the whole file (part None). The `SampleFile`'s
+    of a file (`PlanSampleFn`), each line counted as often as the part's `times` say, or of
+    the whole file (part None), each distinct line of a window counted once, times its
+    occurrences (`count_counted_lines`). The `SampleFile`'s
     `rejected_lines` (a converted dataset's `.rejected` lines) puts the lines of rejected
     units back into the sample, its `size` counting them too; `dropped` (the cleaning stage's
     bitmap, `transforms.clean_pairs`) leaves the dropped lines out, as if the file held only
@@ -209,16 +294,15 @@ class _SampleFileFn(beam.DoFn):
 
     def process(self, element: SampleTask) -> Iterator[Tuple[FileKey, FileSample]]:
         vocab_name, path = element.file.vocab, element.file.path
-        counts: collections.Counter = collections.Counter()
+        counts: Mapping[str, int] = {}
         lines = chars = 0
         error = None
         try:
             with sampled_lines(element, self._budget, self._on_invalid,
                                self._stores) as sampled:
-                for batch, size in _batches(sampled, BATCH_CHARS):
-                    counts.update(self._count_tokens(batch))
-                    lines += len(batch)
-                    chars += size
+                counts, lines, chars = count_counted_lines(
+                    counted_in_windows(sampled) if element.times is None
+                    else zip(sampled, element.times, strict=True), self._count_tokens)
         except InputError as e:
             error = str(e)
         self._counters.inc("vocab.%s.sampled_lines" % vocab_name, lines)

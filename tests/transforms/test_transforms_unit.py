@@ -142,44 +142,13 @@ def test_sample_puts_a_converted_sides_rejected_lines_back_in_place(tmp_path):
                                      ("ff", 1)])]))
 
 
-_line = st.one_of(st.text(alphabet="ab c\r\t中", max_size=12).map(lambda t: t.encode()),
-                  st.just(b"\xff\xfe bad"), st.just(b""))
-
-
-@settings(max_examples=400, deadline=None)
-@given(lines=st.lists(_line, max_size=60), trailing_newline=st.booleans(),
-       budget=st.integers(min_value=1, max_value=400), size_factor=st.sampled_from([1, 3, 9]),
-       part_bytes=st.integers(min_value=1, max_value=80))
-def test_sample_parts_give_exactly_the_whole_files_sample(lines, trailing_newline, budget,
-                                                          size_factor, part_bytes):
-    """Planned parts (each read from its own start byte) hold exactly T2T's sample of the
-    file, in order: any stride (the size sets it), budget, part size, invalid lines passed
-    over, \r, empty lines, with or without a final newline."""
-    import io
-    from transforms.formats.text_lines import (iter_raw_lines, plan_sample_parts,
-                                       sample_lines_for_vocab, sample_part_lines)
-    data = b"\n".join(lines) + (b"\n" if trailing_newline and lines else b"")
-    size = len(data) * size_factor  # a size beyond the bytes read makes the stride larger
-    whole = list(sample_lines_for_vocab(iter_raw_lines(io.BytesIO(data)), size, budget,
-                                        on_invalid="reject"))
-    parts = plan_sample_parts(iter_raw_lines(io.BytesIO(data)), size, budget, part_bytes,
-                              on_invalid="reject")
-    from_parts = []
-    for part in parts:
-        stream = io.BytesIO(data)
-        stream.seek(part[0])
-        from_parts.extend(sample_part_lines(iter_raw_lines(stream), size, budget, part,
-                                            on_invalid="reject"))
-    assert from_parts == whole
-    assert all(a[1] <= b[0] for a, b in zip(parts, parts[1:]))
-
-
 @pytest.mark.slow
 def test_sample_in_parts_counts_as_the_whole_file(tmp_path):
     """A real corpus file sampled in 2 KB parts, on TestPipeline: the totals and file
     statistics of T2T's whole-file sample; an invalid line is reported with its own number
     whether or not parts were asked for."""
-    from transforms.formats.text_lines import iter_raw_lines, plan_sample_parts, sample_lines_for_vocab
+    from transforms.formats.text_lines import (iter_raw_lines, plan_counted_sample_parts,
+                                               sample_lines_for_vocab)
     src = os.path.join(os.path.dirname(os.path.dirname(DATA_DIR)), "sample_data",
                        "enzh-mlqe-pe", "train.zh")
     with open(src, "rb") as f:
@@ -191,7 +160,8 @@ def test_sample_in_parts_counts_as_the_whole_file(tmp_path):
         with open(plain, "rb") as f:
             sample = list(sample_lines_for_vocab(iter_raw_lines(f), len(data), budget))
         with open(plain, "rb") as f:  # the pipeline below does read it in parts
-            assert len(plan_sample_parts(iter_raw_lines(f), len(data), budget, 2048)) > 10
+            assert len(plan_counted_sample_parts(iter_raw_lines(f), len(data), budget,
+                                                 2048)) > 10
         counts = collections.Counter(t for line in sample for t in tokenizer.encode(line))
         assert 100 < len(sample) < 7000 or budget == 1e8
         with test_pipeline() as p:
