@@ -47,14 +47,24 @@ Unit = Union[Pair, Reject]  # what a corpus reader yields
 
 # -- datasets and their files (driver -> ScanTextFiles, MaterializeDatasets, EncodePairs) ------
 
-class DatasetSpec(TypedDict):
-    """One dataset of a split (`dataclasses.asdict` of `pipeline.driver.datasets.Dataset`)."""
+class _DatasetSpecRequired(TypedDict):
     split: str
     index: int
     name: str
     format: str              # lines | tsv | tmx | sgm | iwslt
     source: str              # a path, or `archive!member`
     target: Optional[str]    # None for TSV and TMX (both sides in one file)
+
+
+class DatasetSpec(_DatasetSpecRequired, total=False):
+    """One dataset of a split (`pipeline.driver.datasets.Dataset.spec`); with several
+    corpora it carries its corpus, pair ("en-de"), languages and TSV columns."""
+    corpus: int
+    pair: str
+    source_lang: str
+    target_lang: str
+    source_column: int
+    target_column: int
 
 
 Checkpoint = Tuple[int, int]  # (line index, byte offset) where a line starts
@@ -181,12 +191,15 @@ class SampleFile(NamedTuple):
     """One file a vocabulary samples (`transforms.token_counts`), T2T's byte budget spread
     over `size` bytes: a converted side's `rejected_lines` (`transforms.materialize`) are put
     back in place, a cleaned file's `dropped` lines (`transforms.clean_pairs`' bitmap) left
-    out."""
+    out. With several corpora, `mixture` (lines, take) replaces the byte budget: the file's
+    (kept) lines and how many the temperature-sampled mix takes of them
+    (`transforms.mixing`)."""
     vocab: str                      # the vocabulary's name: source, target or shared
     path: str
     size: Optional[int]             # bytes; None until a scan in the same pass says
     rejected_lines: Optional[str] = None
     dropped: Optional[str] = None
+    mixture: Optional[Tuple[int, int]] = None
 
 
 SampleRange = Tuple[int, int, int]  # (start byte, end byte, line number before start)
@@ -205,6 +218,7 @@ class FileSample(NamedTuple):
     lines: int
     chars: int
     error: Optional[str]            # why the file could not be read to the end, or None
+    bytes: int = 0                  # UTF-8 bytes of the lines (measured for a mix only)
 
 
 # -- counts (EncodePairs -> the driver's sums and LengthReportFn) ------------------------------

@@ -24,8 +24,9 @@ from transforms.elements import FileSample, SampleFile, SampleTask
 from transforms.job_metrics import JobCounters
 from transforms.storage.object_stores import ObjectStores, StoreSettings
 from transforms.codecs import tokenizer
-from transforms.formats.text_lines import (InputError, iter_raw_lines, plan_sample_parts,
-                                   sample_lines_for_vocab, sample_part_lines)
+from transforms.formats.text_lines import (InputError, iter_raw_lines, mixture_lines,
+                                           plan_line_parts, plan_sample_parts,
+                                           sample_lines_for_vocab, sample_part_lines)
 
 SAMPLE_PART_BYTES = 2 << 20  # a plain file's sample is tokenized in parts of about this size
 # (2 MB: 13 parts for the 100k bench pair balance 2 workers better than 7 of 4 MB, 1.2-1.6 s
@@ -98,6 +99,14 @@ def sampled_lines(element: SampleTask, byte_budget: float, on_invalid: str,
     with contextlib.ExitStack() as files:
         f = files.enter_context(file_io.open_text_source(
             path, stores, part[0] if part is not None else 0))
+        if file.mixture is not None:  # several corpora: the lines the mix takes
+            raw_lines = iter_raw_lines(f)
+            if part is None and dropped:
+                raw_lines = kept_lines(raw_lines, file_io.read_bytes(dropped, stores))
+            start, end, before = part if part is not None else (0, None, 0)
+            yield mixture_lines(raw_lines, *file.mixture, path=path, on_invalid=on_invalid,
+                                number=before, offset=start, end=end)
+            return
         if part is not None:
             yield sample_part_lines(iter_raw_lines(f), file_size, byte_budget, part, path,
                                     on_invalid)
@@ -137,8 +146,11 @@ class PlanSampleFn(beam.DoFn):
         assert item.size is not None  # _can_split
         try:
             with file_io.open_text_source(item.path, self._stores) as f:
-                parts = plan_sample_parts(iter_raw_lines(f), item.size, self._budget,
-                                          self._part_bytes, item.path, self._on_invalid)
+                if item.mixture is not None:  # any line may be taken: cut at line starts
+                    parts = plan_line_parts(iter_raw_lines(f), self._part_bytes)
+                else:
+                    parts = plan_sample_parts(iter_raw_lines(f), item.size, self._budget,
+                                              self._part_bytes, item.path, self._on_invalid)
         except InputError:
             yield SampleTask(item, None)  # read whole, where the error is reported like any other
             return
@@ -196,8 +208,9 @@ class _SampleFileFn(beam.DoFn):
     def process(self, element: SampleTask) -> Iterator[Tuple[FileKey, FileSample]]:
         vocab_name, path = element.file.vocab, element.file.path
         counts: collections.Counter = collections.Counter()
-        lines = chars = 0
+        lines = chars = size_bytes = 0
         error = None
+        mixed = element.file.mixture is not None  # a mix reports bytes per language
         try:
             with sampled_lines(element, self._budget, self._on_invalid,
                                self._stores) as sampled:
@@ -205,11 +218,13 @@ class _SampleFileFn(beam.DoFn):
                     counts.update(self._count_tokens(batch))
                     lines += len(batch)
                     chars += size
+                    if mixed:
+                        size_bytes += sum(len(line.encode("utf-8")) for line in batch)
         except InputError as e:
             error = str(e)
         self._counters.inc("vocab.%s.sampled_lines" % vocab_name, lines)
         self._counters.inc("vocab.%s.sampled_chars" % vocab_name, chars)
-        yield (vocab_name, path), FileSample(dict(counts), lines, chars, error)
+        yield (vocab_name, path), FileSample(dict(counts), lines, chars, error, size_bytes)
 
 
 class _SumCountsFn(beam.CombineFn):
@@ -254,13 +269,14 @@ class _SumSampleFn(beam.CombineFn):
         else:
             counts = dict(part.counts)  # a copy: an input element is not to be changed
         return FileSample(counts, acc.lines + part.lines, acc.chars + part.chars,
-                          acc.error or part.error)
+                          acc.error or part.error, acc.bytes + part.bytes)
 
     def merge_accumulators(self, accs: Iterable[FileSample]) -> FileSample:
         accs = list(accs)
         return FileSample(self._counts.merge_accumulators([a.counts for a in accs]),
                           sum(a.lines for a in accs), sum(a.chars for a in accs),
-                          next((a.error for a in accs if a.error), None))
+                          next((a.error for a in accs if a.error), None),
+                          sum(a.bytes for a in accs))
 
     def extract_output(self, acc: FileSample) -> FileSample:
         return acc
@@ -271,6 +287,8 @@ def _file_stats(item: Tuple[FileKey, FileSample]) -> Dict[str, Any]:
     stats: Dict[str, Any] = {"vocab": vocab_name, "path": path, "sampled_lines": sample.lines,
                              "sampled_chars": sample.chars,
                              "distinct_tokens_in_file": len(sample.counts)}
+    if sample.bytes:
+        stats["sampled_bytes"] = sample.bytes
     if sample.error:
         stats["error"] = sample.error
     return stats

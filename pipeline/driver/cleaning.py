@@ -72,6 +72,27 @@ class CleaningStep:
     def active(self) -> bool:
         return self.config.active
 
+    def check_languages(self, datasets: Dict[str, List[Any]], several: bool) -> None:
+        """A filter that takes its languages from the datasets (`LangidFilter` without
+        `languages`) gets each dataset's pair with several corpora (they travel with the
+        datasets), else the flags' (--source_lang/--target_lang, written into its
+        parameters); DatagenError when a dataset has none."""
+        if not any(f.needs_languages() for f in self.config.build_filters()):
+            return
+        every = [ds for split in sorted(datasets) for ds in datasets[split]]
+        if not all(ds.source_lang and ds.target_lang for ds in every):
+            taker = next(f.reason for f in self.config.build_filters() if f.needs_languages())
+            raise DatagenError("--filters %s: %s has no languages: give them (languages: "
+                               "[SRC, TGT]), or --source_lang and --target_lang"
+                               % (self._flags[0].filters, taker))
+        if several or not every:
+            return
+        pair = [every[0].source_lang, every[0].target_lang]
+        built = self.config.build_filters()
+        self.config = dataclasses.replace(self.config, filters=tuple(
+            (name, dict(params, languages=pair) if f.needs_languages() else params)
+            for (name, params), f in zip(self.config.filters, built)))
+
     def build(self, prepared: Dict[str, List[Prepared]]
               ) -> Tuple[str, Callable[[Any], None]]:
         """(label, build(pipeline)) of the cleaning pass."""
@@ -116,7 +137,8 @@ class CleaningStep:
                 if report is not None:
                     p = dataclasses.replace(p, dropped=report["bitmap"],
                                             dropped_bytes=tuple(report["dropped_bytes"]),
-                                            cleaning_rejects=report["rejects"])
+                                            cleaning_rejects=report["rejects"],
+                                            dropped_pairs=sum(n for _, n in report["reasons"]))
                     for reason, n in report["reasons"]:
                         by_reason = dropped.setdefault(split, {})
                         by_reason[reason] = by_reason.get(reason, 0) + n

@@ -85,9 +85,9 @@ class DatagenJob:
         """{split: [Dataset]} of the flags (`expand`: how patterns are listed; by default
         with the job's store clients)."""
         expand = expand or {"expand": functools.partial(expand_listing, stores=self.stores)}
-        inputs = self.config.inputs
         datasets = {"train": plan_datasets(self.config, "train", **expand)}
-        if inputs.dev_source or inputs.dev_tsv or inputs.dev_tmx:
+        if any(c.inputs.dev_source or c.inputs.dev_tsv or c.inputs.dev_tmx
+               for c in self.config.corpora):
             datasets["dev"] = plan_datasets(self.config, "dev", **expand)
         return datasets
 
@@ -220,6 +220,7 @@ class DatagenJob:
         # Inputs are listed and checked before the lock is written: bad input must leave
         # nothing behind, not even a new output directory.
         datasets = self.plan()
+        self.cleaning.check_languages(datasets, self.config.several_corpora)
         plan = self.vocab.plan(datasets)
         lock = OutputLock(self.layout.output_dir, job.problem, job.lock_stale_seconds,
                           self.stores, on_lost=self.run_pass.abort_for_lost_lock,
@@ -252,8 +253,8 @@ class DatagenJob:
         marked = reruns.marked_complete(self.layout, self.config.job.overwrite, self.stores)
         if marked is None or marked[0] is None or marked[1]:
             return None
-        self.record.fingerprint = fingerprint.output_fingerprint(self.config.flags(), None,
-                                                                 self.stores)
+        self.record.fingerprint = fingerprint.output_fingerprint(
+            fingerprint.fingerprint_values(self.config), None, self.stores)
         reruns.check_same_fingerprint(self.layout, marked[0], self.record.fingerprint)
         return reruns.nothing_to_do(self.layout, marked[0],
                                     " (it cannot be written, and need not be)")
@@ -279,14 +280,15 @@ class DatagenJob:
         if recorded is None:
             return None
         try:
-            return fingerprint.changed_inputs(recorded, self.config.flags(), self.stores)
+            return fingerprint.changed_inputs(recorded, fingerprint.fingerprint_values(
+                self.config), self.stores)
         except Exception:  # a store gone unreachable: not a change
             return None
 
     def _run_locked(self, datasets, plan) -> dict:
         """The job, once this run holds the output directory's lock."""
         layout = self.layout
-        flag_values = self.config.flags()
+        flag_values = fingerprint.fingerprint_values(self.config)
         listed: Dict[str, fingerprint.FileStamps] = {}  # patterns listed once for both fingerprints
         self.record.fingerprint = fingerprint.output_fingerprint(flag_values, listed,
                                                                  self.stores)

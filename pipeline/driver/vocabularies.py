@@ -27,6 +27,7 @@ from pipeline.driver.vocab_passes import VocabPassDriver
 from pipeline.output.layout import OutputLayout, lang_of
 from pipeline.output.names import check_name
 from pipeline.runtime.runners import DatagenError, one_line
+from transforms import mixing
 from transforms.storage.object_stores import ObjectStores
 from transforms.vocab_files import VocabularyFiles
 from transforms.codecs.vocabulary import VocabFiles
@@ -72,6 +73,8 @@ class VocabStep:
         self.passes = VocabPassDriver(run_pass, stores)
         self.files = VocabularyFiles(config.vocab.loader, stores)
         self.fingerprint: Optional[fingerprint.Fingerprint] = None
+        self.mix: Optional[mixing.MixPlan] = None  # with several corpora, once planned
+        self._languages: Dict[str, str] = {}  # a mix's files: {path: language}
 
     # -- which vocabularies ----------------------------------------------------------------
     def plan(self, datasets: Mapping[str, List[Dataset]]) -> VocabPlan:
@@ -79,7 +82,7 @@ class VocabStep:
         read, vocab = self._config.read, self._config.vocab
         kind = self.kind
         train = datasets["train"]
-        if vocab.shared_vocab or len(vocab.given) == 1:
+        if vocab.shared_vocab or len(vocab.given) == 1 or self._config.several_corpora:
             return {"shared": (self._layout.vocab_path(kind.codec), train)}
         first = train[0]
         src_lang = read.source_lang or (lang_of(first.source) if first.target else None)
@@ -214,13 +217,61 @@ class VocabStep:
                                        else (ds.target, None))
         return files
 
+    def mixed_sample_files(self, to_learn: Mapping[str, List[Dataset]],
+                           prepared: Mapping[str, List[Prepared]]
+                           ) -> Tuple[Dict[str, List[tuple]], Dict[str, str]]:
+        """With several corpora: ({name: [(path, size, None, dropped, (lines, take))]},
+        {path: language}) of every side of every train dataset, each file taking the lines
+        the temperature-sampled mix gives it (`transforms.mixing.plan_mix`; files it takes
+        nothing from are left out). The plan's figures are kept for the report (`mix`)."""
+        weights = {number: corpus.weight for number, corpus in enumerate(self._config.corpora)}
+        by_index = {p.ds["index"]: p for p in prepared.get("train", [])}
+        sides = []
+        for ds in next(iter(to_learn.values())):
+            p = by_index[ds.index]
+            for side, (path, facts, lang) in enumerate((
+                    (p.source_lines, p.source_facts, ds.source_lang),
+                    (p.target_lines, p.target_facts, ds.target_lang))):
+                dropped = p.dropped_bytes[side] if p.dropped else 0
+                sides.append((path, facts["bytes"] - dropped, p.dropped,
+                              mixing.MixFile(lang or "", facts["lines"] - p.dropped_pairs,
+                                             facts["bytes"] - dropped, weights[ds.corpus])))
+        vocab = self._config.vocab
+        self.mix = mixing.plan_mix([side[3] for side in sides], vocab.sampling_temperature,
+                                   vocab.file_byte_budget)
+        files = [(path, size, None, dropped, (mix.lines, take))
+                 for (path, size, dropped, mix), take in zip(sides, self.mix.takes) if take]
+        languages = {side[0]: side[3].language for side in sides}
+        return {name: files for name in to_learn}, languages
+
     def learner(self, to_learn: Mapping[str, List[Dataset]],
                 prepared: Optional[Mapping[str, List[Prepared]]]) -> VocabLearner:
         """The run's kind's learner of `to_learn` ({name: [train datasets]}), sampling the
         files `sample_files` says (`prepared` None: the prepare stage rides along its first
-        pass and sizes them)."""
-        return self.kind.learner(LearnerInputs(
-            self._layout.work_dir, self.sample_files(to_learn, prepared), self._config))
+        pass and sizes them), or with several corpora the mix's (`mixed_sample_files`)."""
+        if self._config.several_corpora:
+            assert prepared is not None  # a mix needs every file's lines first
+            files, self._languages = self.mixed_sample_files(to_learn, prepared)
+        else:
+            files = self.sample_files(to_learn, prepared)
+        return self.kind.learner(LearnerInputs(self._layout.work_dir, files, self._config))
+
+    def _mix_report(self, sampling: List[dict]) -> Dict[str, Any]:
+        """The summary's figures of the mix: the temperature, and per language its lines,
+        weight, share (the formula's), the sample's lines planned and what was sampled."""
+        assert self.mix is not None
+        languages = {lang: dict(figures, sampled_lines=0, sampled_chars=0, sampled_bytes=0)
+                     for lang, figures in self.mix.languages.items()}
+        for s in sampling:
+            figures = languages[self._languages[s["path"]]]
+            for key in ("sampled_lines", "sampled_chars", "sampled_bytes"):
+                figures[key] += s.get(key, 0)
+        total = sum(f["sampled_lines"] for f in languages.values())
+        for figures in languages.values():
+            figures["sampled_share"] = (round(figures["sampled_lines"] / total, 6)
+                                        if total else 0.0)
+        return {"sampling_temperature": self._config.vocab.sampling_temperature,
+                "sample_lines": self.mix.sample_lines, "languages": languages}
 
     def learn(self, plan: VocabPlan, learner: VocabLearner) -> Dict[str, Any]:
         """Runs the learner's passes not run yet (`passes`), writes the vocabularies;
@@ -244,6 +295,8 @@ class VocabStep:
             if name in stats.chosen_min_count:  # learnt by bisection (subword)
                 report[name]["min_count"] = stats.chosen_min_count[name]
             report[name].update(stats.vocab_facts.get(name, {}))
+            if self.mix is not None:
+                report[name]["mix"] = self._mix_report(sampling)
             LOG.info("vocab %s: %d entries -> %s", name, report[name]["size"],
                      FileSystems.split(path)[1])
         report["passes"] = stats.passes
