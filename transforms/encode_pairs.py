@@ -22,6 +22,7 @@ from apache_beam.typehints.decorators import no_annotations
 from apache_beam.io.filesystems import FileSystems
 
 from transforms.chunk_reading import ChunkSpan, LineReject, LinePair, read_chunk, read_unmatched
+from transforms.codecs.varints import encode_varints
 from transforms.codecs.vocabulary import VocabularyLoader
 from transforms.storage import file_io
 from transforms.config import DatagenConfig
@@ -59,8 +60,11 @@ class _EncodeChunkFn(beam.DoFn):
     def __init__(self, loader: VocabularyLoader, source_vocab_path: str,
                  target_vocab_path: str, seed: int, num_shards: Dict[str, int],
                  fragment_dir: str, config: DatagenConfig,
-                 store_settings: Optional[StoreSettings] = None) -> None:
+                 store_settings: Optional[StoreSettings] = None,
+                 prefixes: Optional[Dict[str, List[int]]] = None) -> None:
         self._store_settings = store_settings or StoreSettings()
+        # {pair ("" with one corpus): ids put before every input: its language tag}
+        self._prefixes = dict(prefixes or {})
         self._paths = (source_vocab_path, target_vocab_path)
         self._fragment_dir = fragment_dir
         self._seed = seed
@@ -79,6 +83,8 @@ class _EncodeChunkFn(beam.DoFn):
                   else vocabularies.load(self._paths[1], for_encoding=True))
         self._encoder = PairEncoder(
             source, target, PairExampleWriter("inputs", "targets"))  # without TensorFlow
+        self._prefix_varints = {pair: (encode_varints(ids), len(ids))
+                                for pair, ids in self._prefixes.items()}
         # bitmap path -> the cleaning stage's dropped lines of a dataset
         self._dropped: Dict[str, bytes] = {}
 
@@ -111,6 +117,7 @@ class _EncodeChunkFn(beam.DoFn):
         num_shards = self._num_shards[split]
         by_shard: Dict[int, List[FragmentEntry]] = {}  # shard -> [(key, dataset, line, record)]
         written = PairTally()
+        prefix = self._prefix_varints.get(ds.get("pair", ""), (b"", 0))
         before = chunk.get("lengths_before")  # also measure the pairs cleaning dropped
         cleaned_away: List[LinePair] = []  # those of them that would be written
         with file_io.open_text_source(span.source_path, self._stores,
@@ -126,7 +133,7 @@ class _EncodeChunkFn(beam.DoFn):
                     cleaned_away.extend(item.pairs)
                 else:
                     self._encoder.encode(item.pairs, key_of, ds["index"], num_shards, by_shard,
-                                         written)
+                                         written, prefix)
         self._counters.inc(split + ".pairs_read", span.num_lines)
         self._counters.inc(split + ".pairs_encoded", len(written.lengths))
         yield from self._write_fragments(split, ds["index"], span.first_line, by_shard)
@@ -135,7 +142,7 @@ class _EncodeChunkFn(beam.DoFn):
             written.lengths, written.chars, written.ids)))
         if before:
             measured = PairTally()
-            self._encoder.measure(cleaned_away, measured)
+            self._encoder.measure(cleaned_away, measured, prefix)
             both = written.plus(measured)
             yield beam.pvalue.TaggedOutput(LENGTHS, (split + BEFORE_CLEANING, chunk_lengths(
                 both.lengths, both.chars, both.ids)))
@@ -203,18 +210,22 @@ class EncodePairs(beam.PTransform):
     `loader`: how the run's vocabularies load (`VocabConfig.loader`: the kind's Vocabulary
     class and the options it is built with, its EOS token included), whose files are at the
     two paths; `config`: the run's `transforms.config.DatagenConfig` (how lines are read and
-    rejected)."""
+    rejected); `prefixes`: {pair: ids} put before every input of the pair's datasets (its
+    language tag; "" is the pair of a one-corpus run)."""
 
     def __init__(self, loader: VocabularyLoader, source_vocab_path: str,
                  target_vocab_path: str, seed: int, num_shards: Dict[str, int],
-                 fragment_dir: str, config: DatagenConfig) -> None:
+                 fragment_dir: str, config: DatagenConfig,
+                 prefixes: Optional[Dict[str, List[int]]] = None) -> None:
         super().__init__()
         self._args = (loader, source_vocab_path, target_vocab_path, seed, num_shards,
                       fragment_dir, config)
+        self._prefixes = prefixes
 
     @no_annotations  # Beam takes PCollection hints only here: the outputs' are `EncodeOut`
     def expand(self, chunks: beam.PCollection) -> DoOutputsTuple:
-        fn = _EncodeChunkFn(*self._args, StoreSettings.from_options(chunks.pipeline.options))
+        fn = _EncodeChunkFn(*self._args, StoreSettings.from_options(chunks.pipeline.options),
+                            self._prefixes)
         return (chunks
                 | "Spread" >> beam.Reshuffle()
                 | "Encode" >> beam.ParDo(fn).with_outputs(REJECTS, STATS, LENGTHS,

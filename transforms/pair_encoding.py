@@ -94,11 +94,19 @@ class PairEncoder:
         # per side: line -> (Example entry, id count with EOS, id count without EOS, OOV
         # words, characters): the counts kept so a cached line costs no len() calls
         self._line_entries: Tuple[LineEntries, LineEntries] = ({}, {})
+        # the source side's entries under a prefix (a language tag's id): one prefix's at a
+        # time (a chunk is one pair's), so memory does not grow with the number of pairs
+        self._prefixed: Tuple[bytes, LineEntries] = (b"", {})
 
-    def _entries(self, side: int, texts: List[str]) -> LineEntries:
+    def _entries(self, side: int, texts: List[str], prefix: Tuple[bytes, int] = (b"", 0)
+                 ) -> LineEntries:
         """{text: LineEntry} of one side's lines `texts` (the entry holds the ids, EOS
-        appended)."""
+        appended, after `prefix`: the varints of ids put first, and how many)."""
         cache = self._line_entries[side]
+        if prefix[0]:
+            if self._prefixed[0] != prefix[0]:
+                self._prefixed = (prefix[0], {})
+            cache = self._prefixed[1]
         entries: Dict[str, Optional[LineEntry]] = {
             text: cache.get(text) for text in dict.fromkeys(texts)}
         new = [text for text, known in entries.items() if known is None]
@@ -107,23 +115,28 @@ class PairEncoder:
             entry = self._examples.entry_from_varints
             if len(cache) + len(new) > LINE_CACHE_SIZE:
                 cache.clear()
+            head, head_count = prefix
             for text, (packed, count, oov) in zip(
                     new, self._vocabularies[side].encode_varints_many(new)):
-                entries[text] = cache[text] = (entry(side, packed + eos), count + eos_count,
-                                               count, oov, len(text))
+                entries[text] = cache[text] = (
+                    entry(side, head + packed + eos), head_count + count + eos_count,
+                    head_count + count, oov, len(text))
         return entries  # type: ignore[return-value]  # every value is set now
 
-    def _known(self, pairs: List[LinePair]) -> Tuple[List[LineEntry], List[LineEntry]]:
-        """The source and target entries of `pairs`, in their order."""
-        sources = self._entries(0, [source for _, source, _ in pairs])
+    def _known(self, pairs: List[LinePair], prefix: Tuple[bytes, int] = (b"", 0)
+               ) -> Tuple[List[LineEntry], List[LineEntry]]:
+        """The source and target entries of `pairs`, in their order (`prefix` before each
+        source's ids)."""
+        sources = self._entries(0, [source for _, source, _ in pairs], prefix)
         targets = self._entries(1, [target for _, _, target in pairs])
         return ([sources[source] for _, source, _ in pairs],
                 [targets[target] for _, _, target in pairs])
 
-    def measure(self, pairs: List[LinePair], tally: PairTally) -> Tuple[
+    def measure(self, pairs: List[LinePair], tally: PairTally,
+                prefix: Tuple[bytes, int] = (b"", 0)) -> Tuple[
             List[LineEntry], List[LineEntry]]:
         """Adds `pairs`' counts to `tally`; returns their source and target entries."""
-        src_known, tgt_known = self._known(pairs)
+        src_known, tgt_known = self._known(pairs, prefix)
         for side, known in enumerate((src_known, tgt_known)):
             tally.ids[side] += sum(k[2] for k in known)
             tally.oov[side] += sum(k[3] for k in known)
@@ -133,10 +146,12 @@ class PairEncoder:
 
     def encode(self, pairs: List[LinePair], key_of: Callable[[int], int], dataset_index: int,
                num_shards: int, by_shard: Dict[int, List[FragmentEntry]],
-               tally: PairTally) -> None:
+               tally: PairTally, prefix: Tuple[bytes, int] = (b"", 0)) -> None:
         """Encodes `pairs`: each pair's record, keyed by `key_of(line number)`
-        (`shuffle_keys`), goes to its shard's list in `by_shard`, its counts to `tally`."""
-        src_known, tgt_known = self.measure(pairs, tally)
+        (`shuffle_keys`), goes to its shard's list in `by_shard`, its counts to `tally`.
+        `prefix`: (varints, how many) of ids that go before every input's (a language
+        tag)."""
+        src_known, tgt_known = self.measure(pairs, tally, prefix)
         join = self._examples.join
         for (number, _, _), src, tgt in zip(pairs, src_known, tgt_known):
             key = key_of(number)

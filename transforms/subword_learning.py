@@ -104,7 +104,8 @@ class SubwordVocabSearch:
 def build_vocab_pass(p: beam.Pipeline, files: Optional[SampleFiles],
                      indexes: Optional[Mapping[str, Dict[str, Any]]], index_dir: str,
                      known: Mapping[str, Mapping[int, int]], result_path: str,
-                     config: DatagenConfig, scanned: Optional[beam.PCollection] = None) -> None:
+                     config: DatagenConfig, scanned: Optional[beam.PCollection] = None,
+                     reserved: Tuple[str, ...] = ()) -> None:
     """Adds one vocab pass to pipeline `p`.
 
     The first pass (`files` given: {name: [(path, size)]}) samples and counts tokens and
@@ -112,15 +113,18 @@ def build_vocab_pass(p: beam.Pipeline, files: Optional[SampleFiles],
     the indexes the first pass wrote (`indexes`: {name: info}); a size None in `files` comes
     from `scanned`, the prepare stage's scan in the same pipeline. Then up to
     `bisection_rounds` rounds of the bisection run, from the sizes already `known`
-    ({name: {min_count: size}}). The pass's results go to `result_path`.
+    ({name: {min_count: size}}). The pass's results go to `result_path`. `reserved`:
+    tokens after T2T's `<pad>` and `<EOS>` in every vocabulary (T2T's `reserved_tokens`:
+    their characters join the alphabet).
     """
+    reserved_tokens = tuple(learner.RESERVED_TOKENS) + tuple(reserved)
     from transforms.codecs.tokenizer import count_tokens  # T2T's, a batch in one regex pass
     outputs: Dict[str, Any] = {}
     if files is not None:
         names = sorted(files)
         counted = sample_and_count(p, files, config, count_tokens, scanned)
         index_pc = counted["totals"] | "Index" >> BuildTokenIndexes(
-            index_dir, config.vocab.max_subtoken_length)
+            index_dir, config.vocab.max_subtoken_length, reserved_tokens)
         outputs.update(indexes=index_pc, sampling=counted["stats"],
                        distinct=counted["distinct"] | "DistinctToList" >> beam.Map(list))
     else:
@@ -130,7 +134,7 @@ def build_vocab_pass(p: beam.Pipeline, files: Optional[SampleFiles],
     learnt = index_pc | "Learn" >> LearnSubwordVocabs(
         names, config.vocab.vocab_size, config.vocab.vocab_partitions,
         rounds=config.vocab.bisection_rounds, lookahead=config.vocab.bisection_lookahead,
-        known=known)
+        known=known, reserved_tokens=reserved_tokens)
     outputs.update(vocabs=learnt["vocabs"] | "VocabReport" >> beam.Map(_round_report),
                    sizes=learnt["sizes"] | "SizesReport" >> beam.Map(_sizes_report),
                    probes=learnt["probes"] | "ProbesReport" >> beam.Map(_probes_report))
@@ -168,7 +172,7 @@ class SubwordLearner(VocabLearner):
 
         def build(p, scanned):
             build_vocab_pass(p, files if first else None, indexes, index_dir, known,
-                             result_path, config, scanned)
+                             result_path, config, scanned, self.inputs.reserved)
 
         rounds = config.vocab.bisection_rounds
         steps = (("sample, count, index",) if first else ()) + (

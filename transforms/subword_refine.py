@@ -60,10 +60,12 @@ class _BuildIndexFn(beam.DoFn):
     """(vocab_name, {token: count}) -> (vocab_name, {path, alphabet, distinct_tokens})."""
 
     def __init__(self, index_dir: str, max_subtoken_length: Optional[int],
-                 store_settings: StoreSettings) -> None:
+                 store_settings: StoreSettings,
+                 reserved_tokens: Sequence[str] = learner.RESERVED_TOKENS) -> None:
         self._dir = index_dir
         self._max_len = max_subtoken_length
         self._store_settings = store_settings
+        self._reserved = tuple(reserved_tokens)
 
     def setup(self) -> None:
         self._stores = ObjectStores(self._store_settings)
@@ -76,7 +78,7 @@ class _BuildIndexFn(beam.DoFn):
         saved = io.BytesIO()
         index.save(saved)
         file_io.write_bytes_atomically(path, saved.getvalue(), self._stores)
-        alphabet = learner.build_alphabet(counts)
+        alphabet = learner.build_alphabet(counts, self._reserved)
         info: IndexInfo = {"path": path, "alphabet": sorted(alphabet),
                            "distinct_tokens": len(counts)}
         yield name, info
@@ -89,14 +91,17 @@ class BuildTokenIndexes(beam.PTransform):
     same token counts in one process) and written to `index_dir/{vocab_name}.npz`.
     """
 
-    def __init__(self, index_dir: str, max_subtoken_length: Optional[int]) -> None:
+    def __init__(self, index_dir: str, max_subtoken_length: Optional[int],
+                 reserved_tokens: Sequence[str] = learner.RESERVED_TOKENS) -> None:
         super().__init__()
         self._dir = index_dir
         self._max_len = max_subtoken_length
+        self._reserved = tuple(reserved_tokens)
 
     def expand(self, totals: beam.PCollection) -> beam.PCollection:
         return totals | "BuildIndex" >> beam.ParDo(_BuildIndexFn(
-            self._dir, self._max_len, StoreSettings.from_options(totals.pipeline.options)))
+            self._dir, self._max_len, StoreSettings.from_options(totals.pipeline.options),
+            self._reserved))
 
 
 class _RefineProbesFn(beam.DoFn):

@@ -12,7 +12,7 @@ drop under its reason. With cleaning off nothing here runs and no pass is added.
 """
 
 import dataclasses
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from pipeline.driver.prepare import Prepared
 from pipeline.output.layout import OutputLayout
@@ -28,18 +28,19 @@ from transforms.storage import file_io
 from transforms.storage.object_stores import ObjectStores
 
 
-def load_cleaning(clean: CleanConfig, inputs: InputConfig,
+def load_cleaning(clean: CleanConfig, inputs: Union[InputConfig, Sequence[InputConfig]],
                   stores: Optional[ObjectStores] = None) -> CleaningConfig:
-    """The run's CleaningConfig from its cleaning flags (`clean`) and its `inputs`: --filters
-    read through the file systems, --dedup, --drop_dev_overlap; DatagenError (one line,
-    exit 2) when it cannot run."""
+    """The run's CleaningConfig from its cleaning flags (`clean`) and its `inputs` (the
+    input flags, or every corpus's): --filters read through the file systems, --dedup,
+    --drop_dev_overlap; DatagenError (one line, exit 2) when it cannot run."""
+    every = [inputs] if isinstance(inputs, InputConfig) else list(inputs)
     text = None
     if clean.filters:
         try:
             text = file_io.read_bytes(file_io.absolute(clean.filters), stores).decode("utf-8")
         except (OSError, UnicodeDecodeError) as e:
             raise DatagenError("--filters %s cannot be read: %s" % (clean.filters, e)) from None
-    if clean.drop_dev_overlap and not (inputs.dev_source or inputs.dev_tsv or inputs.dev_tmx):
+    if clean.drop_dev_overlap and not any(i.dev_source or i.dev_tsv or i.dev_tmx for i in every):
         raise DatagenError("--drop_dev_overlap needs dev data (--dev_source/--dev_target, "
                            "--dev_tsv or --dev_tmx)")
     try:
@@ -56,7 +57,8 @@ class CleaningStep:
     """Builds and runs the cleaning pass of the prepared datasets (`layout`: the run's
     OutputLayout, `cleaning`: its CleaningConfig, `on_invalid`: --on_invalid_utf8)."""
 
-    def __init__(self, layout: OutputLayout, clean: CleanConfig, inputs: InputConfig,
+    def __init__(self, layout: OutputLayout, clean: CleanConfig,
+                 inputs: Union[InputConfig, Sequence[InputConfig]],
                  on_invalid: str, stores: Optional[ObjectStores] = None) -> None:
         self._layout = layout
         self._flags = (clean, inputs)

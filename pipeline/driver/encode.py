@@ -9,7 +9,7 @@ and the length report (`pipeline.output.length_report`). Everything lands under 
 `pipeline.output.commit` moves it into place once the books balance.
 """
 
-from typing import Callable, Dict, List, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
@@ -36,17 +36,19 @@ WORK_DIRS = ("fragments", "shards", "rejects")
 def build_encode_pass(p: beam.Pipeline, chunks: List[Chunk], vocab_paths: Tuple[str, str],
                       seed: int, problem: str, num_shards: Dict[str, int],
                       work_dirs: Dict[str, str], result_path: str, config: DatagenConfig,
-                      earlier_rejects: Sequence[str] = ()) -> None:
+                      earlier_rejects: Sequence[str] = (),
+                      prefixes: Optional[Dict[str, List[int]]] = None) -> None:
     """Encodes `chunks`, writes shuffled shards, and all rejects (with those of `prepare`).
 
     `work_dirs`: where shard fragments, shards and rejects files are written
     ({"fragments", "shards", "rejects"}); the shard and rejects files are moved into place by
-    the driver once the books balance.
+    the driver once the books balance. `prefixes`: {pair: ids before every input}, the
+    language tags.
     """
     encoded = (p | "Chunks" >> beam.Create(chunks, reshuffle=False)
                | "Encode" >> EncodePairs(config.vocab.loader,
                                          vocab_paths[0], vocab_paths[1], seed, num_shards,
-                                         work_dirs["fragments"], config))
+                                         work_dirs["fragments"], config, prefixes))
     shards = encoded.records | "Write" >> WriteShuffledShards(
         problem, num_shards, work_dirs["shards"], config.job.output_format)
     token_stats = (encoded.stats
@@ -79,6 +81,7 @@ class EncodeStep:
         self._problem = config.job.problem
         self._run_pass = run_pass
         self._stores = stores
+        self.prefixes: Dict[str, List[int]] = {}  # {pair: ids before its inputs}: the tags
 
     def build(self, chunks: List[Chunk], vocab_paths: Tuple[str, str],
               num_shards: Dict[str, int], earlier_rejects: Sequence[str]
@@ -90,7 +93,7 @@ class EncodeStep:
         return label, lambda p: build_encode_pass(
             p, chunks, vocab_paths, self._seed, self._problem, num_shards,
             {name: work(name) for name in WORK_DIRS}, work("encode.json"), self._config,
-            earlier_rejects)
+            earlier_rejects, self.prefixes)
 
     def run(self, prepared: Dict[str, List[Prepared]], vocab_paths: Tuple[str, str],
             num_shards: Dict[str, int]

@@ -74,11 +74,13 @@ class DatagenJob:
         self.prepare = PrepareStep(self.layout, config.read, self.stores)
         self.vocab = VocabStep(config, command.kind, self.layout, self.run_pass, self.stores)
         self.encode = EncodeStep(self.layout, config, self.run_pass, self.stores)
-        self.cleaning = CleaningStep(self.layout, config.clean, config.inputs,
+        self.cleaning = CleaningStep(self.layout, config.clean,
+                                     [corpus.inputs for corpus in config.corpora],
                                      config.read.on_invalid_utf8, self.stores)
         self.record = JobRecord(config, options, self.layout, self.run_pass, self.stores)
         self._writing = False  # whether this run has started writing into --output_dir
         self.cleaned: Optional[dict] = None  # the summary's `cleaning`, when cleaning ran
+        self.lang_tags: Dict[str, dict] = {}  # the summary's `lang_tags`, when tags are on
 
     # -- plan ------------------------------------------------------------------------------
     def plan(self, **expand: Callable[..., List[str]]) -> Dict[str, List[Dataset]]:
@@ -148,6 +150,18 @@ class DatagenJob:
         if learner is not None:
             report.update(self.vocab.learn(plan, learner))
         return prepared, report
+
+    def tag_prefixes(self, plan: VocabPlan, datasets: Dict[str, List[Dataset]]) -> None:
+        """The encode step's prefixes: each pair's target language tag id ({pair ("" with
+        one corpus): [id]}), for the summary `lang_tags`."""
+        ids = self.vocab.tag_ids(plan)
+        self.lang_tags = {lang: {"token": self.vocab.tags[lang], "id": ids[lang]}
+                          for lang in sorted(ids)}
+        if not ids:
+            return
+        pairs = {ds.pair or "": ds.target_lang or next(iter(ids))
+                 for split in datasets for ds in datasets[split]}
+        self.encode.prefixes = {pair: [ids[lang]] for pair, lang in pairs.items()}
 
     # -- commit ----------------------------------------------------------------------------
     @property
@@ -222,6 +236,7 @@ class DatagenJob:
         datasets = self.plan()
         self.cleaning.check_languages(datasets, self.config.several_corpora)
         plan = self.vocab.plan(datasets)
+        self.vocab.check_given_tags(plan)
         lock = OutputLock(self.layout.output_dir, job.problem, job.lock_stale_seconds,
                           self.stores, on_lost=self.run_pass.abort_for_lost_lock,
                           run_id=self.run_id)
@@ -320,6 +335,7 @@ class DatagenJob:
                     time.time() - start - stages["prepare"]["seconds"]
                     - stages.get("clean", {}).get("seconds", 0), 3)}
                 num_shards = self.num_shards(prepared)
+                self.tag_prefixes(plan, datasets)
                 self.run_pass.expect(1)
                 *encoded, lengths = self.record.timed("encode", self.encode.run, prepared,
                                                       encoder_vocab_paths(plan), num_shards)
@@ -342,13 +358,15 @@ class DatagenJob:
             # A run that lost its lock deletes nothing: the directory is another run's now.
             if not self._lock.lost:
                 commit.remove_work_dir(layout, self.stores)
-        cleaned: Dict[str, dict] = {} if self.cleaned is None else {"cleaning": self.cleaned}
+        extra: Dict[str, dict] = {} if self.cleaned is None else {"cleaning": self.cleaned}
+        if self.lang_tags:
+            extra["lang_tags"] = self.lang_tags
         summary = self.record.summary(
             "complete", vocab=vocab, splits=split_report,
             lengths=dict(summary_lengths(lengths, list(prepared) + [
                 name for name in lengths if name.endswith(BEFORE_CLEANING)]),
                 ids_end_in_eos=self.vocab.kind.codec.ends_in_eos),
-            metrics=dict(sorted(self.run_pass.counters.items())), **cleaned)
+            metrics=dict(sorted(self.run_pass.counters.items())), **extra)
         self._lock.check()
         try:
             commit.mark_complete(layout, summary, self.stores)

@@ -45,7 +45,12 @@ class VocabChoice(NamedTuple):
     to_learn: Dict[str, List[Dataset]]  # {name: [train datasets]} of those learnt
 
 
-VocabPlan = Dict[str, Tuple[str, List[Dataset]]]  # {name: (path in the output, [train datasets])}
+VocabPlan = Dict[str, Tuple[str, List[Dataset]]]
+
+
+def lang_tag(lang: str) -> str:
+    """The tag that asks for output in `lang` (Johnson et al., 2017), prepended to inputs."""
+    return "<2%s>" % lang  # {name: (path in the output, [train datasets])}
 
 
 def encoder_vocab_paths(plan: VocabPlan) -> Tuple[str, str]:
@@ -75,10 +80,13 @@ class VocabStep:
         self.fingerprint: Optional[fingerprint.Fingerprint] = None
         self.mix: Optional[mixing.MixPlan] = None  # with several corpora, once planned
         self._languages: Dict[str, str] = {}  # a mix's files: {path: language}
+        self.tags: Dict[str, str] = {}  # {target language: tag}, decided by `plan`
 
     # -- which vocabularies ----------------------------------------------------------------
     def plan(self, datasets: Mapping[str, List[Dataset]]) -> VocabPlan:
-        """{vocab name: (vocab path in the output, [train datasets])}."""
+        """{vocab name: (vocab path in the output, [train datasets])}; also decides the
+        language tags (`tags`)."""
+        self.tags = self._plan_tags(datasets)
         read, vocab = self._config.read, self._config.vocab
         kind = self.kind
         train = datasets["train"]
@@ -100,6 +108,56 @@ class VocabStep:
                                "--target_lang, or --shared_vocab" % src_lang)
         return {"source": (self._layout.vocab_path(kind.codec, src_lang), train),
                 "target": (self._layout.vocab_path(kind.codec, tgt_lang), train)}
+
+    def _plan_tags(self, datasets: Mapping[str, List[Dataset]]) -> Dict[str, str]:
+        """{target language: its tag `<2xx>`} of the run (`--lang_tags`: by default a tag
+        for each target language when there is more than one, else none)."""
+        targets = sorted({ds.target_lang for split in datasets for ds in datasets[split]
+                          if ds.target_lang})
+        choice = self._config.vocab.lang_tags or ("target" if len(targets) > 1 else "none")
+        if choice == "none":
+            return {}
+        if not targets:  # one corpus: the target files' extension names the language
+            first = datasets["train"][0]
+            if first.target:
+                targets = [check_name(lang_of(first.target), "the language taken from %s's "
+                                      "extension (pass --target_lang)" % first.target) or ""]
+        if not targets:
+            raise DatagenError("--lang_tags target needs the target language: pass "
+                               "--target_lang")
+        return {lang: lang_tag(lang) for lang in targets}
+
+    @property
+    def reserved(self) -> Tuple[str, ...]:
+        """The tokens every vocabulary of the run reserves: its language tags, in order."""
+        return tuple(self.tags[lang] for lang in sorted(self.tags))
+
+    def check_given_tags(self, plan: VocabPlan) -> None:
+        """DatagenError when a given vocabulary lacks a language tag the run prepends."""
+        flag = "--%s" % self.kind.given_flag
+        for path in self.given(plan).values():
+            vocabulary = self._load_given(flag, path)
+            missing = [tag for tag in self.reserved if vocabulary.token_id(tag) is None]
+            if missing:
+                raise DatagenError("%s %s has no %s: a vocabulary for these pairs holds every "
+                                   "language tag as one entry (or pass --lang_tags none)" % (
+                                       flag, path, ", ".join(missing)))
+
+    def tag_ids(self, plan: VocabPlan) -> Dict[str, int]:
+        """{target language: the id of its tag} in the run's (source side) vocabulary, once
+        it is written; DatagenError when one is missing (a vocab file put there by hand)."""
+        if not self.tags:
+            return {}
+        path = encoder_vocab_paths(plan)[0]
+        vocabulary = self.files.load(path)
+        ids = {}
+        for lang, tag in sorted(self.tags.items()):
+            found = vocabulary.token_id(tag)
+            if found is None:
+                raise DatagenError("%s has no %s, the tag this run prepends to its %s inputs; "
+                                   "pass --overwrite to relearn it" % (path, tag, lang))
+            ids[lang] = found
+        return ids
 
     def given(self, plan: VocabPlan) -> Dict[str, str]:
         """{name: path} of vocabularies the user supplied (--bpe_vocab, --word_vocab)."""
@@ -254,7 +312,8 @@ class VocabStep:
             files, self._languages = self.mixed_sample_files(to_learn, prepared)
         else:
             files = self.sample_files(to_learn, prepared)
-        return self.kind.learner(LearnerInputs(self._layout.work_dir, files, self._config))
+        return self.kind.learner(LearnerInputs(self._layout.work_dir, files, self._config,
+                                               self.reserved))
 
     def _mix_report(self, sampling: List[dict]) -> Dict[str, Any]:
         """The summary's figures of the mix: the temperature, and per language its lines,
@@ -309,4 +368,4 @@ class VocabStep:
         files = {name: [(ds.source, None if riding else 0) for ds in train]
                  for name, (_, train) in plan.items()}
         self.passes.translate(self.kind.learner(LearnerInputs(
-            self._layout.work_dir, files, self._config)), riding)
+            self._layout.work_dir, files, self._config, self.reserved)), riding)

@@ -204,12 +204,18 @@ def pick(records: Iterable[T], n: int, seed: Optional[int]) -> List[Tuple[int, T
     return sorted(kept, key=lambda item: item[0])
 
 
-def _decode(side: str, ids: Sequence[int], vocab: SideVocab, where: str) -> str:
-    """Text of one side's ids: the kind's EOS ids stripped from the end, then decoded."""
+def _decode(side: str, ids: Sequence[int], vocab: SideVocab, where: str,
+            tags: Optional[Dict[int, str]] = None) -> str:
+    """Text of one side's ids: the kind's EOS ids stripped from the end, then decoded; a
+    language tag first (`tags`: {id: tag} of the summary's `lang_tags`) is shown as the tag
+    and a space (it is one reserved id, not text)."""
     _, encoder, eos = vocab
     body = ids[:-len(eos)] if eos and ids[-len(eos):] == eos else ids
+    head = ""
+    if tags and body and body[0] in tags:
+        head, body = tags[body[0]] + " ", body[1:]
     try:
-        return encoder.decode(body)
+        return head + encoder.decode(body)
     except ValueError as e:  # an id outside the vocabulary: not this output's vocab file
         raise DatagenError("%s: %s: %s" % (where, side, one_line(e))) from None
 
@@ -256,6 +262,7 @@ def inspect(output_dir: str, problem: Optional[str] = None, split: str = "train"
     check_shards(output_dir, summary, stores, verify_checksums)
     kind, vocabs = load_vocabs(output_dir, summary)
     parse = Int64FeaturesWriter().parse
+    tags = {t["id"]: t["token"] for t in (summary.get("lang_tags") or {}).values()}
     shards = [s["name"] for s in sorted(splits[split]["shards"], key=lambda s: s["name"])]
     records = []
     for position, (shard, index, data) in pick(split_records(output_dir, shards),
@@ -266,7 +273,7 @@ def inspect(output_dir: str, problem: Optional[str] = None, split: str = "train"
         records.append({
             "position": position, "shard": shard, "index": index,
             "inputs_length": len(inputs), "targets_length": len(targets),
-            "source": _decode("inputs", inputs, vocabs["source"], where),
+            "source": _decode("inputs", inputs, vocabs["source"], where, tags),
             "target": _decode("targets", targets, vocabs["target"], where),
             "inputs": inputs, "targets": targets})
     return {

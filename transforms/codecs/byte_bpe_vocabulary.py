@@ -8,7 +8,7 @@ is not a vocabulary this run can use); a corpus line holding that token's text i
 plain text.
 """
 
-from typing import Any, List, Mapping, Sequence
+from typing import Any, List, Mapping, Optional, Sequence
 
 from transforms.codecs.byte_bpe import ENDOFTEXT, ByteBPE
 from transforms.codecs.varints import encode_varints
@@ -57,3 +57,6 @@ class ByteBpeVocabulary(Vocabulary):
 
     def eos_ids(self) -> List[int]:
         return list(self._eos_ids)
+
+    def token_id(self, token: str) -> Optional[int]:
+        return self.bpe.token_to_id(token)
