@@ -128,6 +128,11 @@ class Chunk(_ChunkRequired, total=False):
     target_file: List[int]
     dropped: Optional[str]     # the dataset's dropped-lines bitmap, skipped by the encoder
     lengths_before: bool       # the encoder also measures the dropped pairs
+    # with several corpora (`pipeline.driver.encode`):
+    shards: List[int]          # [first shard, shards]: the range of its split's shards its
+    #                            pair's records go to (a pair's own, or all with --mix_shards)
+    copies: List[int]          # --mix_shards: [line offset of the dataset in its pair, the
+    #                            pair's lines, the records the pair's lines give]
 
 
 # -- encoded pairs and shards (EncodePairs -> WriteShuffledShards) -----------------------------
@@ -138,15 +143,19 @@ EntryKey = Tuple[int, int, int]               # a fragment entry's sort key, as 
 DatasetCount = Tuple[int, int]                # (dataset index, records or pairs)
 
 
-class FragmentReport(TypedDict):
-    """A shard fragment written by the encode pass: its path, its records, per dataset."""
+class _FragmentReportRequired(TypedDict):
     path: str
     records: int
     by_dataset: List[List[int]]   # [[dataset index, records]]
 
 
-class ShardReport(TypedDict):
-    """One shard file written (`WriteShuffledShards`), as the encode result lists it."""
+class FragmentReport(_FragmentReportRequired, total=False):
+    """A shard fragment written by the encode pass: its path, its records, per dataset;
+    with --mix_shards, how many of them are repeated records (`copies`)."""
+    copies: List[List[int]]       # [[dataset index, repeated records]]
+
+
+class _ShardReportRequired(TypedDict):
     split: str
     shard: int
     name: str
@@ -154,6 +163,14 @@ class ShardReport(TypedDict):
     bytes: int  # the file's size
     crc32c: str  # the whole file's crc32c (google_crc32c's hexdigest, 8 hex digits)
     by_dataset: List[DatasetCount]
+
+
+class ShardReport(_ShardReportRequired, total=False):
+    """One shard file written (`WriteShuffledShards`), as the encode result lists it; a
+    language pair's own shard names its `pair`; with --mix_shards, the repeated records
+    among `records`, per dataset (`copies_by_dataset`)."""
+    pair: str
+    copies_by_dataset: List[DatasetCount]
 
 
 # -- rejects (EncodePairs, MaterializeDatasets -> WriteRejects) --------------------------------

@@ -135,9 +135,19 @@ def summary_lengths(reports: Dict[str, Dict[str, JsonValue]],
                     splits: Iterable[str]) -> Dict[str, JsonValue]:
     """The summary's `lengths`: the rule and candidates, and `reports` ({split:
     length_report}) for every split in `splits` (a split whose encode pass reported no counts,
-    e.g. an empty one, gets the report of no pairs)."""
+    e.g. an empty one, gets the report of no pairs); with several language pairs also
+    `pairs` ({pair: {split: length_report}}, from the reports keyed "{split}\t{pair}")."""
     empty = LengthReportFn().create_accumulator()
-    return {"drop_rule": DROP_RULE, "percentiles": "nearest-rank",
-            "candidate_max_lengths": list(CANDIDATE_MAX_LENGTHS) + ["p99"],
-            "splits": {split: reports.get(split) or length_report(empty)
-                       for split in sorted(splits)}}
+    figures: Dict[str, JsonValue] = {
+        "drop_rule": DROP_RULE, "percentiles": "nearest-rank",
+        "candidate_max_lengths": list(CANDIDATE_MAX_LENGTHS) + ["p99"],
+        "splits": {split: reports.get(split) or length_report(empty)
+                   for split in sorted(splits)}}
+    pairs: Dict[str, Dict[str, JsonValue]] = {}
+    for key in sorted(reports):
+        if "\t" in key:
+            split, pair = key.split("\t", 1)
+            pairs.setdefault(pair, {})[split] = reports[key]
+    if pairs:
+        figures["pairs"] = pairs
+    return figures

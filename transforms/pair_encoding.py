@@ -44,6 +44,18 @@ def shuffle_keys(seed: int, split: str, pair_index: int) -> Callable[[int], int]
     return key
 
 
+def copy_keys(seed: int, split: str, pair_index: int) -> Callable[[int, int], int]:
+    """(line number, copy) -> the shuffle key of a repeated record's copy 1, 2, ... (copy 0
+    is the record itself, `shuffle_keys`): --mix_shards upsamples small pairs so."""
+    prefix = b"%d\x00%s\x00%d\x00" % (seed, split.encode(), pair_index)
+    blake2b, from_bytes = hashlib.blake2b, int.from_bytes
+
+    def key(line_number: int, copy: int) -> int:
+        return from_bytes(blake2b(prefix + b"%d\x00%d" % (line_number, copy),
+                                  digest_size=8).digest(), "big")
+    return key
+
+
 def shard_of(key: int, num_shards: int) -> int:
     """Shards are contiguous ranges of the key space."""
     return (key * num_shards) >> 64
@@ -146,14 +158,15 @@ class PairEncoder:
 
     def encode(self, pairs: List[LinePair], key_of: Callable[[int], int], dataset_index: int,
                num_shards: int, by_shard: Dict[int, List[FragmentEntry]],
-               tally: PairTally, prefix: Tuple[bytes, int] = (b"", 0)) -> None:
+               tally: PairTally, prefix: Tuple[bytes, int] = (b"", 0),
+               pair_entry: bytes = b"") -> None:
         """Encodes `pairs`: each pair's record, keyed by `key_of(line number)`
         (`shuffle_keys`), goes to its shard's list in `by_shard`, its counts to `tally`.
         `prefix`: (varints, how many) of ids that go before every input's (a language
-        tag)."""
+        tag); `pair_entry`: the records' `lang_pair` feature entry (`bytes_entry`), if any."""
         src_known, tgt_known = self.measure(pairs, tally, prefix)
         join = self._examples.join
         for (number, _, _), src, tgt in zip(pairs, src_known, tgt_known):
             key = key_of(number)
             by_shard.setdefault(shard_of(key, num_shards), []).append(
-                (key, dataset_index, number, join(src[0], tgt[0])))
+                (key, dataset_index, number, join(src[0], tgt[0], pair_entry)))

@@ -20,13 +20,14 @@ value of `--output_format` (docs/design.md, "Record formats").
 
 import abc
 import contextlib
+import itertools
 import os
 import re
 import shutil
 import tempfile
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple
 
-from transforms.formats.example_proto import Int64FeaturesWriter
+from transforms.formats.example_proto import PAIR_FEATURE, Int64FeaturesWriter
 from transforms.formats.tfrecord_framing import frame_record, read_records
 from transforms.storage import file_io
 from transforms.storage.object_stores import ObjectStores
@@ -158,18 +159,26 @@ class ParquetFormat(_LocalFileFormat):
     name, suffix = "parquet", ".parquet"
 
     @staticmethod
-    def schema() -> "object":
+    def schema(with_pair: bool = False) -> "object":
+        """`inputs`, `targets` (and with several language pairs `lang_pair`, a string)."""
         import pyarrow as pa
-        return pa.schema([(name, pa.list_(pa.int32())) for name in FEATURES])
+        return pa.schema([(name, pa.list_(pa.int32())) for name in FEATURES]
+                         + ([(PAIR_FEATURE, pa.string())] if with_pair else []))
 
     def _write_local(self, local_path: str, records: Iterable[bytes]) -> int:
         import pyarrow as pa
         import pyarrow.parquet as pq
         examples = Int64FeaturesWriter()
-        schema = self.schema()
+        records = iter(records)
+        first = next(records, None)  # records carry a language pair, or none of them does
+        with_pair = first is not None and PAIR_FEATURE in examples.parse_all(bytes(first))
+        if first is not None:
+            records = itertools.chain([first], records)
+        names = FEATURES + ((PAIR_FEATURE,) if with_pair else ())
+        schema = self.schema(with_pair)
         count = 0
         with pq.ParquetWriter(local_path, schema, compression="zstd") as writer:
-            columns: Dict[str, List[List[int]]] = {name: [] for name in FEATURES}
+            columns: Dict[str, List[Any]] = {name: [] for name in names}
 
             def flush() -> None:
                 writer.write_table(pa.table(columns, schema=schema),
@@ -178,9 +187,11 @@ class ParquetFormat(_LocalFileFormat):
                     values.clear()
 
             for record in records:
-                features = examples.parse(bytes(record))
+                features = examples.parse_all(bytes(record))
                 for name in FEATURES:
                     columns[name].append(features.get(name, []))
+                if with_pair:
+                    columns[PAIR_FEATURE].append(features[PAIR_FEATURE].decode("utf-8"))
                 count += 1
                 if count % PARQUET_ROW_GROUP_ROWS == 0:
                     flush()
@@ -191,10 +202,15 @@ class ParquetFormat(_LocalFileFormat):
     def _read_local(self, local_path: str) -> Iterator[bytes]:
         import pyarrow.parquet as pq
         examples = Int64FeaturesWriter()
-        for batch in pq.ParquetFile(local_path).iter_batches(columns=list(FEATURES)):
-            columns = [batch.column(name).to_pylist() for name in FEATURES]
+        parquet = pq.ParquetFile(local_path)
+        names = list(FEATURES) + [n for n in parquet.schema_arrow.names if n == PAIR_FEATURE]
+        for batch in parquet.iter_batches(columns=names):
+            columns = [batch.column(name).to_pylist() for name in names]
             for row in zip(*columns):
-                yield examples.serialize(dict(zip(FEATURES, row)))
+                features: Dict[str, Any] = dict(zip(FEATURES, row))
+                if len(row) > len(FEATURES):
+                    features[PAIR_FEATURE] = row[-1].encode("utf-8")
+                yield examples.serialize(features)
 
 
 FORMATS: Dict[str, RecordFormat] = {f.name: f for f in (
@@ -236,25 +252,32 @@ def format_of(path: str) -> RecordFormat:
 
 
 class ShardNames:
-    """The shard names of one problem in one format: the only place a shard is named."""
+    """The shard names of one problem in one format: the only place a shard is named. With
+    several language pairs, a pair's own shards carry it after the problem:
+    `{problem}-{src}-{tgt}-{split}-00000-of-00002`."""
 
     def __init__(self, problem: str, fmt: RecordFormat) -> None:
         self.problem = problem
         self.format = fmt
 
-    def name(self, split: str, shard: int, num_shards: int) -> str:
-        """T2T's `{problem}-{split}-00000-of-00010`, then the format's suffix."""
-        return "%s-%s-%05d-of-%05d%s" % (self.problem, split, shard, num_shards,
-                                         self.format.suffix)
+    def name(self, split: str, shard: int, num_shards: int, pair: Optional[str] = None) -> str:
+        """T2T's `{problem}-{split}-00000-of-00010` (`{problem}-{pair}-{split}-...` for a
+        language pair's own shards), then the format's suffix."""
+        head = "%s-%s" % (self.problem, pair) if pair else self.problem
+        return "%s-%s-%05d-of-%05d%s" % (head, split, shard, num_shards, self.format.suffix)
 
-    def glob(self, split: str) -> str:
-        """A glob of the split's shards in every format (a reader's `{problem}-train*`)."""
-        return "%s-%s-*" % (self.problem, split)
+    def glob(self, split: str, pair: Optional[str] = None) -> str:
+        """A glob of the split's shards in every format (a reader's `{problem}-train*`);
+        with `pair` "*", those of every pair."""
+        head = "%s-%s" % (self.problem, pair) if pair else self.problem
+        return "%s-%s-*" % (head, split)
 
-    def is_shard(self, name: str, split: str) -> bool:
+    def is_shard(self, name: str, split: str, pairs: Iterable[str] = ()) -> bool:
         """Whether base name `name` is a shard of this problem's `split`, in any format (a run
-        replaces them all: switching formats leaves no shards of the old one)."""
+        replaces them all: switching formats leaves no shards of the old one), or one of
+        `pairs`' own shards."""
         parsed = parse_shard_name(name)
-        return bool(parsed and parsed[0] == self.problem and parsed[1] == split
+        heads = {self.problem} | {"%s-%s" % (self.problem, pair) for pair in pairs}
+        return bool(parsed and parsed[0] in heads and parsed[1] == split
                     and split in ("train", "dev"))
 

@@ -14,7 +14,7 @@ import functools
 import logging
 import time
 import uuid
-from typing import Any, Callable, Collection, Dict, List, Optional, Tuple
+from typing import Any, Callable, Collection, Dict, List, Optional, Set, Tuple
 
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
@@ -30,6 +30,7 @@ from pipeline.driver.prepare import Prepared, PrepareStep, rides_along
 from pipeline.driver.vocabularies import VocabPlan, VocabStep, encoder_vocab_paths
 from pipeline.output import books, commit, own_outputs
 from pipeline.output.books import SplitReport
+from pipeline.output.complete_check import read_summary
 from pipeline.output.layout import OutputLayout
 from pipeline.output.lock import OutputLock
 from pipeline.runtime import staging
@@ -38,6 +39,7 @@ from pipeline.runtime.job_server import check_prism_location
 from pipeline.runtime.runners import (DatagenError, check_workers_can_import_project,
                                       run_small_input_in_process)
 from pipeline.runtime.storage_errors import storage_error, storage_message
+from transforms import mixing
 from transforms.encode_pairs import BEFORE_CLEANING
 from transforms.elements import RejectsReport, ShardReport, TokenCounts
 from transforms.length_stats import summary_lengths
@@ -81,6 +83,7 @@ class DatagenJob:
         self._writing = False  # whether this run has started writing into --output_dir
         self.cleaned: Optional[dict] = None  # the summary's `cleaning`, when cleaning ran
         self.lang_tags: Dict[str, dict] = {}  # the summary's `lang_tags`, when tags are on
+        self._previous_pairs: Set[str] = set()  # pairs with own shards in an earlier output
 
     # -- plan ------------------------------------------------------------------------------
     def plan(self, **expand: Callable[..., List[str]]) -> Dict[str, List[Dataset]]:
@@ -179,11 +182,19 @@ class DatagenJob:
             split, items, num_shards[split], shards, rejects, tokens.get(split, [0, 0, 0, 0]),
             self.layout.rejects_path(split), self.vocab.kind.codec.counts_oov)
             for split, items in sorted(prepared.items())}
+        weights = [corpus.weight for corpus in self.config.corpora]
+        for split, figures in report.items():  # a pair's weight: its corpora's, by lines
+            for pair, entry in figures.get("language_pairs", {}).items():
+                entry["weight"] = mixing.mean_weight([
+                    (p.units, weights[p.ds["corpus"]]) for p in prepared[split]
+                    if p.ds.get("pair") == pair])
         if not self.config.job.allow_empty:
             books.check_written(prepared, report)
         for difference in books.compare_with_counters(report, self.run_pass.counters):
             LOG.warning("%s", difference)
-        commit.promote_outputs(self.layout, shards, rejects, self.stores)
+        pairs = {p.ds.get("pair", "") for split in prepared for p in prepared[split]} - {""}
+        commit.promote_outputs(self.layout, shards, rejects, self.stores,
+                               sorted(pairs | self._previous_pairs))
         return report
 
     # -- the job ---------------------------------------------------------------------------
@@ -318,6 +329,11 @@ class DatagenJob:
             # a marker over missing files (a shard deleted since) is not trusted: redo it
             LOG.warning("%s is marked complete but %s: redoing it", layout.output_dir,
                         reruns.describe_missing(layout, summary, missing))
+        # Language pairs whose own shards a previous output has: this run replaces them.
+        previous = read_summary(layout, self.stores) or {}
+        self._previous_pairs = {pair for split in (previous.get("splits") or {}).values()
+                                if isinstance(split, dict)
+                                for pair in split.get("language_pairs") or {}}
         # Leftovers of a killed run must not be read back, nor look like output.
         file_io.delete_tree(layout.problem_work_dir, self.stores)
         for stray in file_io.remove_temporaries(  # only this problem's: another problem's
@@ -334,7 +350,7 @@ class DatagenJob:
                 stages["vocab"] = {"seconds": round(
                     time.time() - start - stages["prepare"]["seconds"]
                     - stages.get("clean", {}).get("seconds", 0), 3)}
-                num_shards = self.num_shards(prepared)
+                num_shards = self.encode.plan_shards(prepared)
                 self.tag_prefixes(plan, datasets)
                 self.run_pass.expect(1)
                 *encoded, lengths = self.record.timed("encode", self.encode.run, prepared,

@@ -30,6 +30,7 @@ import numpy as np
 
 from pipeline.tools import batching
 from pipeline.tools.batching import Batch, Pair
+from pipeline.tools.mixture import Mixture
 from transforms.formats.example_proto import Int64FeaturesWriter
 from transforms.record_formats import FEATURES, ArrayRecordFormat, ParquetFormat, format_of
 
@@ -86,16 +87,32 @@ def _local(files: Sequence[str]) -> Iterator[List[str]]:
         yield [stack.enter_context(local_copy(path)) for path in files]
 
 
-def grain_batches(source: Source, batch_size: int, mode: str = "nmt", split: str = "train",
-                  shuffle: bool = True, seed: int = 0, num_epochs: int = 1,
-                  num_shards: int = 1, shard_index: int = 0, skip_count: Optional[int] = None,
-                  require_complete: bool = True, **options: Any) -> Iterator[Batch]:
+def mixture_pairs(source: Mixture, num_shards: int = 1, shard_index: int = 0,
+                  skip_count: Optional[int] = None) -> Iterator[Pair]:
+    """(inputs, targets) of a mixture's stream (`pipeline.tools.mixture`), in its order, any
+    record format; `num_shards`, `shard_index`, `skip_count` as `Dataset.shard` / `skip`."""
+    examples = Int64FeaturesWriter()
+    return batching.select((_parse(examples, record) for _, record in source.records()),
+                           num_shards, shard_index, skip_count)
+
+
+def grain_batches(source: Union[Source, Mixture], batch_size: int, mode: str = "nmt",
+                  split: str = "train", shuffle: bool = True, seed: int = 0,
+                  num_epochs: int = 1, num_shards: int = 1, shard_index: int = 0,
+                  skip_count: Optional[int] = None, require_complete: bool = True,
+                  **options: Any) -> Iterator[Batch]:
     """Batches of ArrayRecord shards read with `grain.sources.ArrayRecordDataSource`.
     `options`: the mode's, as `make_dataset` takes them (nmt: src_max_len, tgt_max_len,
     num_buckets, sos_id, eos_id; t2t: max_length, min_length, min_length_bucket,
-    length_bucket_step, drop_long_sequences)."""
+    length_bucket_step, drop_long_sequences). A `Mixture` source is its stream, in its order
+    (shuffle, seed and num_epochs are the mixture's own)."""
     import grain
 
+    if isinstance(source, Mixture):
+        _check_format(source.all_files(), ArrayRecordFormat.name)
+        yield from _batches(mixture_pairs(source, num_shards, shard_index, skip_count),
+                            batch_size, mode, options)
+        return
     files = shard_files(source, split, require_complete)
     _check_format(files, ArrayRecordFormat.name)
     examples = Int64FeaturesWriter()
@@ -138,12 +155,19 @@ def _buffer_shuffled(pairs: Iterator[Pair], size: int, rng: random.Random) -> It
     yield from buffer
 
 
-def parquet_batches(source: Source, batch_size: int, mode: str = "nmt", split: str = "train",
-                    shuffle: bool = True, seed: int = 0, num_epochs: int = 1,
-                    shuffle_buffer_size: int = 100_000, num_shards: int = 1,
-                    shard_index: int = 0, skip_count: Optional[int] = None,
-                    require_complete: bool = True, **options: Any) -> Iterator[Batch]:
-    """Batches of Parquet shards streamed with pyarrow (`options` as `grain_batches`)."""
+def parquet_batches(source: Union[Source, Mixture], batch_size: int, mode: str = "nmt",
+                    split: str = "train", shuffle: bool = True, seed: int = 0,
+                    num_epochs: int = 1, shuffle_buffer_size: int = 100_000,
+                    num_shards: int = 1, shard_index: int = 0,
+                    skip_count: Optional[int] = None, require_complete: bool = True,
+                    **options: Any) -> Iterator[Batch]:
+    """Batches of Parquet shards streamed with pyarrow (`options` as `grain_batches`; a
+    `Mixture` source as there)."""
+    if isinstance(source, Mixture):
+        _check_format(source.all_files(), ParquetFormat.name)
+        yield from _batches(mixture_pairs(source, num_shards, shard_index, skip_count),
+                            batch_size, mode, options)
+        return
     files = shard_files(source, split, require_complete)
     _check_format(files, ParquetFormat.name)
     for epoch in range(num_epochs):

@@ -59,7 +59,7 @@ from transforms.vocab_files import VocabularyFiles
 from transforms.codecs.vocabulary import Vocabulary
 from transforms.storage import file_io
 from transforms.storage.object_stores import ObjectStores, StoreSettings
-from transforms.formats.example_proto import Int64FeaturesWriter
+from transforms.formats.example_proto import PAIR_FEATURE, Int64FeaturesWriter
 from transforms.formats.tfrecord_framing import CorruptRecordError
 from transforms.record_formats import format_of
 from transforms.codecs.kinds import CodecKind, codec_kind
@@ -261,7 +261,7 @@ def inspect(output_dir: str, problem: Optional[str] = None, split: str = "train"
             split, problem, output_dir, ", ".join(sorted(splits))))
     check_shards(output_dir, summary, stores, verify_checksums)
     kind, vocabs = load_vocabs(output_dir, summary)
-    parse = Int64FeaturesWriter().parse
+    parse = Int64FeaturesWriter().parse_all
     tags = {t["id"]: t["token"] for t in (summary.get("lang_tags") or {}).values()}
     shards = [s["name"] for s in sorted(splits[split]["shards"], key=lambda s: s["name"])]
     records = []
@@ -270,12 +270,15 @@ def inspect(output_dir: str, problem: Optional[str] = None, split: str = "train"
         features = parse(data)
         where = "%s record %d" % (shard, index)
         inputs, targets = features.get("inputs", []), features.get("targets", [])
-        records.append({
+        record = {
             "position": position, "shard": shard, "index": index,
             "inputs_length": len(inputs), "targets_length": len(targets),
             "source": _decode("inputs", inputs, vocabs["source"], where, tags),
             "target": _decode("targets", targets, vocabs["target"], where),
-            "inputs": inputs, "targets": targets})
+            "inputs": inputs, "targets": targets}
+        if PAIR_FEATURE in features:  # several language pairs: the record's
+            record[PAIR_FEATURE] = features[PAIR_FEATURE].decode("utf-8", "replace")
+        records.append(record)
     return {
         "output_dir": output_dir, "problem": problem, "split": split, "seed": seed,
         "vocab_type": kind.name, "eos_appended": bool(vocabs["source"][2]),
@@ -301,9 +304,10 @@ def format_report(report: Report) -> str:
         report["problem"], report["split"], len(report["records"]),
         report["records_in_split"], chosen, report["vocab_type"]), ""]
     for r in report["records"]:
-        lines.append("#%d  %s record %d  inputs %d ids, targets %d ids%s" % (
-            r["position"], r["shard"], r["index"], r["inputs_length"], r["targets_length"],
-            " (EOS included)" if report["eos_appended"] else ""))
+        lines.append("#%d  %s record %d  %sinputs %d ids, targets %d ids%s" % (
+            r["position"], r["shard"], r["index"],
+            "%s: " % r[PAIR_FEATURE] if PAIR_FEATURE in r else "", r["inputs_length"],
+            r["targets_length"], " (EOS included)" if report["eos_appended"] else ""))
         lines.append("  source: " + r["source"])
         lines.append("  target: " + r["target"])
     s = report["summary"]

@@ -122,6 +122,7 @@ Example training loop (t2t mode)::
         optimizer.apply_gradients(zip(grads, model.trainable_variables))
 """
 
+import functools
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple, Union
 
 NMT_KEYS = ("source", "target_input", "target_output", "source_sequence_length",
@@ -192,7 +193,7 @@ def check_complete(files: Iterable[str]) -> None:
     its completion marker, or when a split's shards are not all there. Other files are taken
     as they are. (Also used by the readers without TensorFlow, `pipeline.tools.batches`.)"""
     from apache_beam.io.filesystems import FileSystems
-    from pipeline.output.layout import COMPLETE_NAME
+    from pipeline.output.layout import COMPLETE_NAME, marked_problem
     from transforms.record_formats import parse_shard_name
     groups: Dict[Tuple[str, str, str, int], Set[int]] = {}
     for path in files:
@@ -201,9 +202,9 @@ def check_complete(files: Iterable[str]) -> None:
         if parsed:
             problem, split, shard, n, _ = parsed
             groups.setdefault((head, problem, split, n), set()).add(shard)
+    exists = functools.lru_cache(maxsize=None)(FileSystems.exists)
     for (head, problem, split, n), shards in sorted(groups.items()):
-        marker = FileSystems.join(head, COMPLETE_NAME % problem)
-        if not FileSystems.exists(marker):
+        if marked_problem(head, problem, exists) is None:  # (a pair's shards: its problem's)
             raise IncompleteOutputError(
                 "%s: the output of problem %s is not complete (no %s: a run is going, failed "
                 "or was killed); rerun the job, or read it with require_complete=False" % (
@@ -340,7 +341,7 @@ def _check_mode(files: Iterable[str], mode: str) -> None:
                     "(%s)" % (directory, kind, wanted, mode, summary_path))
 
 
-def make_dataset(file_pattern: Union[str, Sequence[str]], batch_size: int, mode: str = "nmt",
+def make_dataset(file_pattern: Any, batch_size: int, mode: str = "nmt",
                  num_shards: int = 1, shard_index: int = 0, skip_count: Optional[int] = None,
                  shuffle: bool = True, random_seed: Optional[int] = None,
                  output_buffer_size: Optional[int] = None,
@@ -358,7 +359,7 @@ def make_dataset(file_pattern: Union[str, Sequence[str]], batch_size: int, mode:
     file_pattern: a glob (or a list of globs; files of each are sorted, lists concatenated);
       any path TensorFlow reads, and s3:// through Beam's FileSystems
       (`file_system_options`). `complete_output_files(output_dir)` gives a complete
-      output's shards.
+      output's shards. Or a `pipeline.tools.mixture.Mixture` (language pairs mixed).
     require_complete: datagen shards (`{problem}-{split}-NNNNN-of-NNNNN`) are read only from
       an output with its completion marker and all its shards (IncompleteOutputError).
     batch_size: sentence pairs per batch in mode "nmt"; TOKENS per batch in mode "t2t".
@@ -393,9 +394,10 @@ def make_dataset(file_pattern: Union[str, Sequence[str]], batch_size: int, mode:
     if output_buffer_size is None:
         output_buffer_size = batch_size * 1000 if mode == "nmt" else 1024
 
-    files = _record_files(file_pattern, require_complete)
-    _check_mode([path for path, _ in files], mode)
-    dataset = _records_dataset(tf, files)
+    mixture = hasattr(file_pattern, "tf_records")  # a `pipeline.tools.mixture.Mixture`
+    files = [] if mixture else _record_files(file_pattern, require_complete)
+    _check_mode(file_pattern.all_files() if mixture else [path for path, _ in files], mode)
+    dataset = file_pattern.tf_records(tf) if mixture else _records_dataset(tf, files)
     dataset = dataset.shard(num_shards, shard_index)
     if skip_count is not None:
         dataset = dataset.skip(skip_count)

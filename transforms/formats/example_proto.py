@@ -72,12 +72,16 @@ class Int64FeaturesWriter:
     def __init__(self) -> None:
         self._cls = example_class()
 
-    def serialize(self, features: Mapping[str, Sequence[int]]) -> bytes:
-        """features: {name: sequence of ints} -> bytes of the Example."""
+    def serialize(self, features: Mapping[str, Any]) -> bytes:
+        """features: {name: sequence of ints, or bytes (a one-value bytes_list)} -> bytes of
+        the Example."""
         example = self._cls()
         feature_map = example.features.feature
         for name, values in features.items():
-            feature_map[name].int64_list.value.extend(values)
+            if isinstance(values, bytes):
+                feature_map[name].bytes_list.value.append(values)
+            else:
+                feature_map[name].int64_list.value.extend(values)
         return example.SerializeToString(deterministic=True)
 
     def parse(self, data: bytes) -> Dict[str, List[int]]:
@@ -86,8 +90,22 @@ class Int64FeaturesWriter:
         return {name: list(f.int64_list.value) for name, f in example.features.feature.items()
                 if f.WhichOneof("kind") == "int64_list"}
 
+    def parse_all(self, data: bytes) -> Dict[str, Any]:
+        """bytes of an Example -> {name: [ints]} of its int64 features and {name: bytes} of
+        its bytes features (the first value: a record's `lang_pair`)."""
+        example = self._cls.FromString(data)
+        out: Dict[str, Any] = {}
+        for name, f in example.features.feature.items():
+            kind = f.WhichOneof("kind")
+            if kind == "int64_list":
+                out[name] = list(f.int64_list.value)
+            elif kind == "bytes_list" and f.bytes_list.value:
+                out[name] = f.bytes_list.value[0]
+        return out
+
 
 _SMALL = tuple(varint(n) for n in range(1 << 14))  # the one- and two-byte varints
+PAIR_FEATURE = "lang_pair"  # a bytes feature: the record's language pair, with several corpora
 
 
 def _varint(n: int) -> bytes:
@@ -119,6 +137,11 @@ class PairExampleWriter:
         for values in ([1], [300, 0, 1 << 40], list(range(200))):
             if self.entry_from_varints(0, encode_varints(values)) != self.entry(0, values):
                 raise RuntimeError("unexpected map entry layout from the protobuf runtime")
+        middle = self.bytes_entry(PAIR_FEATURE, b"en-de")  # with several language pairs
+        if first_name < PAIR_FEATURE < second_name and self._writer.serialize(
+                {first_name: [1, 2], PAIR_FEATURE: b"en-de", second_name: [3]}) != self.join(
+                    a, b, middle):
+            raise RuntimeError("unexpected Example layout from the protobuf runtime")
 
     def entry(self, side: int, values: Sequence[int]) -> bytes:
         """The serialized map entry of feature `side` (0 or 1) with int64 `values`."""
@@ -134,15 +157,22 @@ class PairExampleWriter:
         body = self._keys[side] + b"\x12" + _varint(len(feature)) + feature
         return b"\x0a" + _varint(len(body)) + body
 
-    @staticmethod
-    def _joined(first: bytes, second: bytes) -> bytes:
-        return b"\x0a" + _varint(len(first) + len(second)) + first + second
+    def bytes_entry(self, name: str, value: bytes) -> bytes:
+        """The serialized map entry of a bytes feature `name` holding `value` (a record's
+        language pair)."""
+        return _strip_header(self._writer.serialize({name: value}))
 
-    def join(self, first_entry: bytes, second_entry: bytes) -> bytes:
-        """Example bytes with both features: `entry(0, ...)` and `entry(1, ...)`."""
+    @staticmethod
+    def _joined(first: bytes, second: bytes, middle: bytes = b"") -> bytes:
+        return b"\x0a" + _varint(len(first) + len(middle) + len(second)) + first + middle + second
+
+    def join(self, first_entry: bytes, second_entry: bytes, middle: bytes = b"") -> bytes:
+        """Example bytes with both features: `entry(0, ...)` and `entry(1, ...)`, and a
+        `middle` entry whose name sorts between theirs (`bytes_entry` of `lang_pair`), as
+        the protobuf runtime orders a map deterministically (checked at construction)."""
         if self._swap:
-            return self._joined(second_entry, first_entry)
-        return self._joined(first_entry, second_entry)
+            return self._joined(second_entry, first_entry, middle)
+        return self._joined(first_entry, second_entry, middle)
 
 
 def _strip_header(data: bytes) -> bytes:
