@@ -132,7 +132,7 @@ def test_every_input_starts_with_its_target_languages_tag(three_pairs):
     for shard in summary["splits"]["train"]["shards"]:
         written.update(read_examples(str(out / shard["name"])))
     assert written == expected
-    report = inspect.inspect(str(out), num_records=200)
+    report = inspect.inspect(str(out), num_records=100, seed=2)
     shown = {r["source"].split(" ", 1)[0] for r in report["records"]}
     assert shown == {"<2de>", "<2vi>", "<2zh>"}
     assert all(r["inputs"][0] in (2, 3, 4) for r in report["records"])
@@ -156,3 +156,133 @@ def test_one_corpus_is_the_single_pair_flags_byte_for_byte(tmp_path):
     for key in ("splits", "lengths"):
         assert json.dumps(from_file[key]).replace("/file/", "/x/") == json.dumps(
             from_flags[key]).replace("/flags/", "/x/")
+
+
+LINES = {name: lines for name, _, _, _, _, lines, _ in CORPORA}
+
+
+def test_each_pair_has_its_own_shards_books_and_lengths(three_pairs):
+    base, out, summary = three_pairs
+    train = summary["splits"]["train"]
+    pairs = train["language_pairs"]
+    # --num_train_shards 10 shared by the pairs' lines: 300, 200 and 60 of 560
+    assert {pair: len(entry["shards"]) for pair, entry in pairs.items()} == {
+        "en-de": 4, "en-vi": 1, "en-zh": 5}
+    assert pairs["en-de"]["shards"] == ["p-en-de-train-%05d-of-00004" % i for i in range(4)]
+    assert sorted(name for name in os.listdir(out) if name.startswith("p-")) == sorted(
+        name for entry in pairs.values() for name in entry["shards"])
+    import tensorflow as tf
+    parse = tf.train.Example.FromString
+    for pair, entry in pairs.items():
+        assert entry["pairs_read"] == LINES[pair]
+        assert entry["pairs_read"] == entry["pairs_written"] + entry["pairs_rejected"]
+        assert entry["weight"] == (2.0 if pair == "en-vi" else 1.0)
+        tag = summary["lang_tags"][pair.split("-")[1]]["id"]
+        records = 0
+        for name in entry["shards"]:
+            for raw in tf.data.TFRecordDataset(str(out / name)).as_numpy_iterator():
+                feature = parse(raw).features.feature
+                assert feature["lang_pair"].bytes_list.value == [pair.encode()]
+                assert feature["inputs"].int64_list.value[0] == tag
+                records += 1
+        assert records == entry["pairs_written"]
+        lengths = summary["lengths"]["pairs"][pair]["train"]
+        assert lengths["pairs"] == entry["pairs_written"]
+    assert sum(entry["pairs_written"] for entry in pairs.values()) == train["pairs_written"]
+    with open(out / "p.lengths.html", encoding="utf-8") as f:
+        page = f.read()
+    assert "Per language pair" in page and ">en-vi</td>" in page
+    report = inspect.inspect(str(out), num_records=50, seed=1)
+    assert {r["lang_pair"] for r in report["records"]} == set(pairs)
+
+
+def _within_sampling_error(counts, rates, n):
+    for pair, rate in rates.items():
+        sigma = (rate * (1 - rate) / n) ** 0.5
+        assert abs(counts.get(pair, 0) / n - rate) < 4 * sigma + 1e-9, (pair, counts, rates)
+
+
+def test_the_mixture_reader_realizes_its_rates(three_pairs):
+    import collections
+    from pipeline.tools import batches
+    from pipeline.tools.mixture import Mixture
+    from transforms import mixing
+    _, out, summary = three_pairs
+    books = summary["splits"]["train"]["language_pairs"]
+    n = 8000
+    mixed = Mixture(str(out), temperature=2.0, seed=7, num_records=n)
+    assert mixed.rates == mixing.temperature_shares(
+        {pair: [(entry["pairs_written"], entry["weight"])] for pair, entry in books.items()}, 2.0)
+    stream = list(mixed.records())
+    assert len(stream) == n
+    _within_sampling_error(collections.Counter(pair for pair, _ in stream), mixed.rates, n)
+    # each record is its pair's (the tags say so); the same seed gives the same stream
+    tags = {entry["id"]: lang for lang, entry in summary["lang_tags"].items()}
+    from transforms.formats.example_proto import Int64FeaturesWriter
+    parse = Int64FeaturesWriter()
+    assert all(tags[parse.parse(record)["inputs"][0]] == pair.split("-")[1]
+               for pair, record in stream[:500])
+    assert [pair for pair, _ in Mixture(str(out), temperature=2.0, seed=7,
+                                        num_records=300).records()] == [
+        pair for pair, _ in stream[:300]]
+    assert [pair for pair, _ in Mixture(str(out), temperature=2.0, seed=8,
+                                        num_records=300).records()] != [
+        pair for pair, _ in stream[:300]]
+    # given rates: a pair left out is not read; a small pair is read again and again
+    given = Mixture(str(out), rates={"en-de": 1, "en-vi": 3}, seed=1, num_records=n)
+    assert given.rates == {"en-de": 0.25, "en-vi": 0.75}
+    counts = collections.Counter(pair for pair, _ in given.records())
+    _within_sampling_error(counts, given.rates, n)
+    assert counts["en-vi"] > 60 * 50
+    pairs = list(batches.mixture_pairs(Mixture(str(out), seed=3, num_records=100)))
+    assert len(pairs) == 100 and all(len(inputs) for inputs, _ in pairs)
+    # tf.data: TensorFlow's own seeded sampling at the same rates
+    import tensorflow as tf
+    from pipeline.tools.reader import make_dataset
+    records = Mixture(str(out), temperature=1.0, seed=5, num_records=4000).tf_records(tf)
+    counts = collections.Counter(
+        tf.train.Example.FromString(raw).features.feature["lang_pair"].bytes_list.value[0]
+        .decode() for raw in records.as_numpy_iterator())
+    _within_sampling_error(counts, Mixture(str(out), temperature=1.0).rates, 4000)
+    batched = make_dataset(Mixture(str(out), seed=5, num_records=700), batch_size=512,
+                           mode="t2t", shuffle=False, max_length=1000)
+    assert sum(int(b["inputs"].shape[0]) for b in batched) == 700
+    with pytest.raises(ValueError, match="no language pair en-fr"):
+        Mixture(str(out), rates={"en-fr": 1})
+
+
+def test_mix_shards_write_one_set_at_the_rates_in_parquet(tmp_path):
+    import pyarrow.parquet as pq
+    corpora = _corpora_file(str(tmp_path / "data"))
+    out = tmp_path / "out"
+    summary = datagen.run(["--corpora", corpora, "--output_dir", str(out), "--problem", "p",
+                           "--vocab_type", "word", "--vocab_size", "300", "--mix_shards",
+                           "--num_train_shards", "3", "--output_format", "parquet",
+                           "--runner", "FnApiRunner"])
+    train = summary["splits"]["train"]
+    assert [s["name"] for s in train["shards"]] == [
+        "p-train-%05d-of-00003.parquet" % i for i in range(3)]
+    books = train["language_pairs"]
+    from transforms import mixing
+    rates = mixing.temperature_shares(
+        {name: [(lines, weight)] for name, _, _, _, _, lines, weight in CORPORA}, 5.0)
+    # the largest pair against its rate is written once, the others repeated to their rates
+    total = max(LINES[pair] / rate for pair, rate in rates.items())
+    rows = {}
+    for shard in train["shards"]:
+        table = pq.read_table(str(out / shard["name"]))
+        for pair, inputs, targets in zip(table.column("lang_pair").to_pylist(),
+                                         table.column("inputs").to_pylist(),
+                                         table.column("targets").to_pylist()):
+            rows.setdefault(pair, []).append((tuple(inputs), tuple(targets)))
+    for pair, entry in books.items():
+        assert entry["shards"] == []
+        planned = max(LINES[pair], round(total * rates[pair]))
+        # a rejected line's repeats are not written either
+        most = entry["pairs_rejected"] * -(-planned // LINES[pair])
+        assert planned - most <= entry["records"] == len(rows[pair]) <= planned
+        assert len(set(rows[pair])) <= entry["pairs_written"]
+    assert train["records"] == sum(len(r) for r in rows.values())
+    assert abs(len(rows["en-vi"]) / train["records"] - rates["en-vi"]) < 0.01
+    assert summary["splits"]["train"]["pairs_written"] == sum(
+        entry["pairs_written"] for entry in books.values())
