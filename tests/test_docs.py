@@ -27,7 +27,7 @@ from repo_paths import REPO_ROOT
 
 ROOT = pathlib.Path(REPO_ROOT)
 DOCS = ("README.md", "CONTRIBUTING.md", "docs/design.md")
-DESIGN_MAX_LINES = 700
+DESIGN_MAX_LINES = 730  # 700, and the many-language-pairs section (issue 44)
 # Flags of programs other than this project's, as the docs show their commands.
 OTHER_PROGRAMS = {
     "--no-deps": "pip install",

@@ -273,9 +273,14 @@ def parse_command_line(argv: Sequence[str]) -> Command:
     output_dir = file_io.absolute(flags.output_dir)
     given = tuple(file_io.absolute(name) for name in part.given)
     corpora = read_corpora(flags, beam_args) if flags.corpora else None
-    if corpora is not None and len(corpora) > 1 and len(given) > 1:
+    several = corpora is not None and len(corpora) > 1
+    if several and len(given) > 1:
         raise DatagenError("--%s: several corpora share one vocabulary: give one, not %d"
                            % (part.kind.given_flag, len(given)))
+    for flag in ("mix_shards", "sampling_temperature"):  # not ignored: refused
+        if not several and getattr(flags, flag) != defaults[flag]:
+            raise DatagenError("--%s applies to several corpora (a --corpora file of two or "
+                               "more) only" % flag)
     config = DatagenConfig.from_flags(vars(flags), output_dir=output_dir, given=given,
                                       loader=part.loader, kind_settings=part.settings,
                                       corpora_parsed=corpora)

@@ -286,3 +286,48 @@ def test_mix_shards_write_one_set_at_the_rates_in_parquet(tmp_path):
     assert abs(len(rows["en-vi"]) / train["records"] - rates["en-vi"]) < 0.01
     assert summary["splits"]["train"]["pairs_written"] == sum(
         entry["pairs_written"] for entry in books.values())
+
+
+def test_a_rerun_is_a_no_op_and_an_edited_corpora_file_is_refused(three_pairs):
+    base, out, summary = three_pairs
+    corpora = str(base / "data" / "corpora.yaml")
+    flags = ["--corpora", corpora, "--output_dir", str(out), "--problem", "p", "--vocab_size",
+             str(VOCAB_SIZE), "--runner", "FnApiRunner"]
+    assert datagen.run(flags)["noop"]
+    with open(corpora) as f:
+        edited = json.load(f)
+    edited["corpora"][2]["weight"] = 3.0
+    other = base / "data" / "edited.yaml"
+    other.write_text(json.dumps(edited))
+    from pipeline.runtime.runners import DatagenError
+    with pytest.raises(DatagenError, match="--corpora .*weight.*3.0"):
+        datagen.run(flags[:1] + [str(other)] + flags[2:])
+
+
+def test_the_readme_example_runs_as_written(tmp_path):
+    """README, "Many language pairs": its commands, from a directory holding the project's
+    `sample_data` (python: this interpreter)."""
+    import re
+    import shlex
+    import subprocess
+    import sys
+    from repo_paths import REPO_ROOT
+    with open(os.path.join(REPO_ROOT, "README.md"), encoding="utf-8") as f:
+        section = f.read().split("## Many language pairs", 1)[1]
+    block = re.search(r"```sh\n(.*?)```", section, re.S).group(1)
+    os.symlink(os.path.join(REPO_ROOT, "sample_data"), tmp_path / "sample_data")
+    outputs = []
+    for command in block.replace("\\\n", " ").strip().split("\n"):
+        argv = shlex.split(command)
+        assert argv[0] == "python"
+        done = subprocess.run([sys.executable] + argv[1:], cwd=str(tmp_path), env=dict(
+            os.environ, PYTHONPATH=REPO_ROOT), capture_output=True, text=True, timeout=1200)
+        assert done.returncode == 0, done.stderr[-2000:]
+        outputs.append(done.stdout)
+    summary = json.loads((tmp_path / "local_output" / "many-pairs" /
+                          "translate_many.datagen_summary.json").read_text())
+    assert set(summary["splits"]["train"]["language_pairs"]) == {"en-de", "en-vi", "en-zh"}
+    for line in ("language tags (reserved ids 2-4): <2de> <2vi> <2zh>",
+                 "  en-vi                  pair        100        100          0       1"):
+        assert line in outputs[0]
+    assert "source: <2" in outputs[1]

@@ -141,3 +141,14 @@ def test_the_single_pair_flags_are_one_corpus():
     assert (corpus.name, corpus.source_lang, corpus.target_lang, corpus.weight) == (
         "", "en", None, 1.0)
     assert corpus.inputs == config.inputs
+
+
+def test_the_mixing_flags_are_refused_with_one_corpus(tmp_path):
+    base = ["--train_source", "a.en", "--train_target", "a.de", "--output_dir", "/tmp/o"]
+    for flag in (["--mix_shards"], ["--sampling_temperature", "2"]):
+        with pytest.raises(DatagenError, match="%s applies to several corpora" % flag[0]):
+            parse_command_line(base + flag)
+    path = tmp_path / "one.yaml"
+    path.write_text("corpora: [{name: a, source_lang: en, target_lang: de, train: {tsv: a}}]")
+    with pytest.raises(DatagenError, match="--mix_shards applies to several corpora"):
+        parse_command_line(["--corpora", str(path), "--output_dir", "/tmp/o", "--mix_shards"])
