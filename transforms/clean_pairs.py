@@ -225,6 +225,8 @@ class _Scorer(beam.DoFn):
             if self._dedup is not None:
                 # no texts through the shuffle: the writer reads the dropped ones again
                 key = self._dedup.key((source + end_s, target + end_t))
+                if "pair" in ds:  # several language pairs: duplicates within a pair only
+                    key = ds["pair"].encode() + b"\0" + key
                 yield beam.pvalue.TaggedOutput(KEYED, (key, pack(
                     ds["split"], ds["index"], number, reason, chunk_first, src_bytes,
                     tgt_bytes)))

@@ -331,3 +331,36 @@ def test_the_readme_example_runs_as_written(tmp_path):
                  "  en-vi                  pair        100        100          0       1"):
         assert line in outputs[0]
     assert "source: <2" in outputs[1]
+
+
+def test_cleaning_takes_each_pairs_languages_and_dedups_within_a_pair(tmp_path):
+    """Two pairs with the same English lines: en-de, and en-xx whose target is the German
+    text under a language code py3langid does not know. One LangidFilter without languages:
+    each pair's own (en-de kept, en-xx refused); `--dedup source` within a pair (the
+    English lines of en-xx are not duplicates of en-de's)."""
+    data = tmp_path / "data"
+    corpora = _corpora_file(str(data), [CORPORA[1][:5] + (150, 1.0)])
+    os.makedirs(data / "en-xx")
+    for lang, name in (("en", "train.en"), ("de", "train.xx")):
+        (data / "en-xx" / name).write_bytes((data / "en-de" / ("train." + lang)).read_bytes())
+    with open(corpora) as f:
+        entries = json.load(f)["corpora"]
+    entries.append({"name": "en-xx", "source_lang": "en", "target_lang": "xx",
+                    "train": {"source": "en-xx/train.en", "target": "en-xx/train.xx"}})
+    (data / "corpora.yaml").write_text(json.dumps({"corpora": entries}))
+    (tmp_path / "filters.yaml").write_text("filters:\n  - LangidFilter: {}\n")
+    summary = datagen.run(["--corpora", corpora, "--output_dir", str(tmp_path / "out"),
+                           "--filters", str(tmp_path / "filters.yaml"), "--dedup", "source",
+                           "--vocab_type", "word", "--vocab_size", "300",
+                           "--runner", "FnApiRunner"])
+    pairs = summary["splits"]["train"]["language_pairs"]
+    ende, enxx = pairs["en-de"], pairs["en-xx"]
+    assert ende["pairs_written"] > 0.8 * 150
+    assert enxx["pairs_written"] == 0
+    assert set(enxx["rejected_by_reason"]) <= {"LangidFilter", "duplicate", "empty_source"}
+    # the duplicates en-xx has are its own lines' (as en-de's), not en-de's lines again
+    assert enxx["rejected_by_reason"].get("duplicate", 0) == ende["rejected_by_reason"].get(
+        "duplicate", 0)
+    mix = summary["vocab"]["shared"]["mix"]["languages"]
+    assert mix["xx"]["lines"] == 0 and mix["xx"]["sampled_lines"] == 0
+    assert mix["de"]["sampled_lines"] == mix["de"]["sample_lines"] > 0
