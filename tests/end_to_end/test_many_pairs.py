@@ -13,7 +13,8 @@ import os
 
 import pytest
 
-from datagen_helpers import DATA_DIR, output_bytes, read_examples
+from datagen_helpers import output_bytes, read_examples
+from many_pairs_corpora import CORPORA, corpora_file
 from pipeline import datagen
 from pipeline.tools import inspect
 import t2t_reference as t2t
@@ -21,44 +22,12 @@ import t2t_reference as t2t
 pytestmark = pytest.mark.slow
 
 VOCAB_SIZE = 600
-# (corpus name, source lang, target lang, source file, target file, lines, weight)
-CORPORA = [
-    ("en-zh", "en", "zh", "enzh-mlqe-pe/train.en", "enzh-mlqe-pe/train.zh", 300, 1.0),
-    ("en-de", "en", "de", "ende-opennmt/train.en", "ende-opennmt/train.de", 200, 1.0),
-    ("en-vi", "en", "vi", "envi-nmt-testdata/iwslt15.tst2013.100.en",
-     "envi-nmt-testdata/iwslt15.tst2013.100.vi", 60, 2.0),
-]
-
-
-def _head(src, dst, lines):
-    with open(os.path.join(DATA_DIR, src), "rb") as f:
-        data = b"".join(f.readline() for _ in range(lines))
-    with open(dst, "wb") as f:
-        f.write(data)
-    return dst
-
-
-def _corpora_file(directory, corpora=CORPORA):
-    """A corpora file over the first lines of the test corpora, paths relative to it."""
-    entries = []
-    for name, src, tgt, src_file, tgt_file, lines, weight in corpora:
-        os.makedirs(os.path.join(directory, name), exist_ok=True)
-        _head(src_file, os.path.join(directory, name, "train." + src), lines)
-        _head(tgt_file, os.path.join(directory, name, "train." + tgt), lines)
-        entries.append({"name": name, "source_lang": src, "target_lang": tgt,
-                        "train": {"source": "%s/train.%s" % (name, src),
-                                  "target": "%s/train.%s" % (name, tgt)},
-                        "weight": weight})
-    path = os.path.join(directory, "corpora.yaml")
-    with open(path, "w") as f:
-        json.dump({"corpora": entries}, f)  # JSON is YAML
-    return path
 
 
 @pytest.fixture(scope="module")
 def three_pairs(tmp_path_factory):
     base = tmp_path_factory.mktemp("many_pairs")
-    corpora = _corpora_file(str(base / "data"))
+    corpora = corpora_file(str(base / "data"))
     out = base / "out"
     summary = datagen.run(["--corpora", corpora, "--output_dir", str(out), "--problem", "p",
                            "--vocab_size", str(VOCAB_SIZE), "--runner", "FnApiRunner"])
@@ -140,7 +109,7 @@ def test_every_input_starts_with_its_target_languages_tag(three_pairs):
 
 def test_one_corpus_is_the_single_pair_flags_byte_for_byte(tmp_path):
     data = tmp_path / "data"
-    corpora = _corpora_file(str(data), CORPORA[2:])
+    corpora = corpora_file(str(data), CORPORA[2:])
     name, src, tgt = CORPORA[2][:3]
     flags = ["--problem", "p", "--vocab_size", "300", "--num_train_shards", "3",
              "--runner", "FnApiRunner"]
@@ -194,6 +163,11 @@ def test_each_pair_has_its_own_shards_books_and_lengths(three_pairs):
     assert "Per language pair" in page and ">en-vi</td>" in page
     report = inspect.inspect(str(out), num_records=50, seed=1)
     assert {r["lang_pair"] for r in report["records"]} == set(pairs)
+    # a reader finds a pair's own shards complete (the marker is the problem's)
+    from pipeline.tools.reader import make_dataset
+    batched = make_dataset(str(out / "p-en-vi-train-*"), batch_size=4096, mode="t2t",
+                           shuffle=False, drop_long_sequences=False)
+    assert sum(int(b["inputs"].shape[0]) for b in batched) == pairs["en-vi"]["pairs_written"]
 
 
 def _within_sampling_error(counts, rates, n):
@@ -253,7 +227,7 @@ def test_the_mixture_reader_realizes_its_rates(three_pairs):
 
 def test_mix_shards_write_one_set_at_the_rates_in_parquet(tmp_path):
     import pyarrow.parquet as pq
-    corpora = _corpora_file(str(tmp_path / "data"))
+    corpora = corpora_file(str(tmp_path / "data"))
     out = tmp_path / "out"
     summary = datagen.run(["--corpora", corpora, "--output_dir", str(out), "--problem", "p",
                            "--vocab_type", "word", "--vocab_size", "300", "--mix_shards",
@@ -339,7 +313,7 @@ def test_cleaning_takes_each_pairs_languages_and_dedups_within_a_pair(tmp_path):
     each pair's own (en-de kept, en-xx refused); `--dedup source` within a pair (the
     English lines of en-xx are not duplicates of en-de's)."""
     data = tmp_path / "data"
-    corpora = _corpora_file(str(data), [CORPORA[1][:5] + (150, 1.0)])
+    corpora = corpora_file(str(data), [CORPORA[1][:5] + (150, 1.0)])
     os.makedirs(data / "en-xx")
     for lang, name in (("en", "train.en"), ("de", "train.xx")):
         (data / "en-xx" / name).write_bytes((data / "en-de" / ("train." + lang)).read_bytes())

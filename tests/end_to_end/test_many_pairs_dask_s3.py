@@ -13,16 +13,16 @@ import pytest
 from dask_cluster import running_cluster
 from object_store_servers import BUCKET
 from pipeline import datagen
-from test_many_pairs import CORPORA, _corpora_file
+from many_pairs_corpora import CORPORA, corpora_file
 
 pytestmark = pytest.mark.slow
 
-FLAGS = ["--problem", "p", "--vocab_size", "500", "--num_train_shards", "4"]
+FLAGS = ["--problem", "p", "--vocab_size", "300", "--num_train_shards", "4"]
 
 
 def test_three_pairs_on_dask_from_and_to_s3_match_local_disk(s3, tmp_path):
     local_dir = tmp_path / "data"
-    corpora = _corpora_file(str(local_dir), [c[:5] + (min(c[5], 80),) + c[6:] for c in CORPORA])
+    corpora = corpora_file(str(local_dir), [c[:5] + (min(c[5], 40),) + c[6:] for c in CORPORA])
     local_out = tmp_path / "out"
     expected = datagen.run(["--corpora", corpora, "--output_dir", str(local_out),
                             "--runner", "FnApiRunner"] + FLAGS)
