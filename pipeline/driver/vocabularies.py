@@ -106,6 +106,9 @@ class VocabStep:
         if src_lang == tgt_lang:
             raise DatagenError("source and target language are both %r: pass --source_lang/"
                                "--target_lang, or --shared_vocab" % src_lang)
+        if self.tags:  # a tag is an entry of the vocabulary of the inputs it starts
+            raise DatagenError("--lang_tags target with one corpus needs --shared_vocab "
+                               "(the tags are entries of one vocabulary of both sides)")
         return {"source": (self._layout.vocab_path(kind.codec, src_lang), train),
                 "target": (self._layout.vocab_path(kind.codec, tgt_lang), train)}
 

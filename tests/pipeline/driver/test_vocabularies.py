@@ -248,6 +248,8 @@ def test_one_corpus_has_no_tags_unless_asked_then_its_target_languages(tmp_path)
     step.plan(planned)
     assert step.tags == {}
     step, planned, _ = setup(tmp_path, "--lang_tags", "target")
+    assert "needs --shared_vocab" in error_of(step.plan, planned)
+    step, planned, _ = setup(tmp_path, "--lang_tags", "target", "--shared_vocab")
     step.plan(planned)
     assert step.tags == {"de": "<2de>"}  # the target file's extension
 
