@@ -27,7 +27,7 @@ from repo_paths import REPO_ROOT
 
 ROOT = pathlib.Path(REPO_ROOT)
 DOCS = ("README.md", "CONTRIBUTING.md", "docs/design.md")
-DESIGN_MAX_LINES = 730  # 700, and the many-language-pairs section (issue 44)
+DESIGN_MAX_LINES = 730  # main was at 708 of 700 when issue 44 merged; its section adds 18
 # Flags of programs other than this project's, as the docs show their commands.
 OTHER_PROGRAMS = {
     "--no-deps": "pip install",

@@ -125,6 +125,16 @@ class DatagenOptions:
             help="With several corpora: write the train pairs of every language pair into "
                  "one globally shuffled set of shards, each pair at its --sampling_temperature "
                  "rate (smaller pairs repeated), instead of shards per pair.")
+        add("--max_length", type=int, default=0,
+            help="Reject train pairs whose longer side has more than this many ids, as "
+                 "stored (EOS included): T2T's training-time length filter applied at "
+                 "datagen time (reason over_max_length); dev is kept whole, as T2T's "
+                 "evaluation keeps it. 0: no limit.")
+        add("--packed_length", type=int, default=0,
+            help="Pack pairs into records of at most this many ids per side, with "
+                 "inputs/targets_segmentation and _position features, as T2T 1.15.7's "
+                 "pack_examples packs a translate problem's shards (a pair longer than this "
+                 "stays alone in its record). 0: one pair per record.")
         add("--seed", type=int, default=0, help="Seed of the deterministic global shuffle.")
         add("--allow_empty", action="store_true", default=False,
             help="Write empty shards (and mark the output complete) when a split has no pair "
@@ -231,6 +241,9 @@ def _check_general_flags(f: argparse.Namespace) -> None:
     if f.max_line_chars < 0:
         raise DatagenError("--max_line_chars must be 0 (no limit) or positive, not %d"
                            % f.max_line_chars)
+    if f.max_length < 0 or f.packed_length < 0:
+        raise DatagenError("--max_length and --packed_length must be 0 (off) or a positive "
+                           "number of ids, not %d" % min(f.max_length, f.packed_length))
     if f.num_train_shards < 1 or f.num_dev_shards < 1:
         raise DatagenError("--num_train_shards and --num_dev_shards must be at least 1")
     if (f.encode_chunk_lines < 1 or f.vocab_partitions < 1 or f.bisection_lookahead < 0

@@ -9,6 +9,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Protocol, Sequence
 
 from pipeline.runtime.runners import DatagenError
 from transforms.elements import RejectsReport, ShardReport
+from transforms.formats.packed_examples import packing_figures
 
 SplitReport = Dict[str, Any]  # `split_report`: a split's part of the summary (JSON)
 
@@ -57,11 +58,14 @@ def _rejected_by_dataset(rejects: Iterable[RejectsReport], split: str
 
 def split_report(split: str, prepared: Sequence[PreparedDataset], num_shards: int,
                  shards: Iterable[ShardReport], rejects: Iterable[RejectsReport],
-                 tokens: Sequence[int], rejects_file: str, with_oov: bool) -> SplitReport:
+                 tokens: Sequence[int], rejects_file: str, with_oov: bool,
+                 packed_length: int = 0) -> SplitReport:
     """The summary of one split; raises BooksDoNotBalance when a pair is unaccounted for.
 
     `prepared` are the split's datasets (with `ds` and `units` read), `shards`/`rejects` the
     encode pass's reports, `tokens` [source tokens, source OOV, target tokens, target OOV].
+    With `packed_length` (--packed_length) the shards hold packed records: each shard lists
+    its pairs beside its records, and the split what packing did (`packing`).
     """
     split_shards = sorted((s for s in shards if s["split"] == split), key=lambda s: s["shard"])
     records = _written_by_dataset(split_shards)
@@ -98,12 +102,14 @@ def split_report(split: str, prepared: Sequence[PreparedDataset], num_shards: in
         "pairs_rejected": n_rejected, "rejected_by_reason": dict(sorted(totals.items())),
         "rejects_file": rejects_file if n_rejected else None,
         "datasets": datasets,
-        "shards": [{"name": s["name"], "records": s["records"], "bytes": s["bytes"],
-                    "crc32c": s["crc32c"]} for s in split_shards],
+        "shards": [_shard_entry(s, packed_length) for s in split_shards],
         "tokens": {"source": tokens[0], "target": tokens[2]}}
     if copies:  # --mix_shards: records, repeated ones included
         report["records"] = sum(records.values())
-    pairs = _pair_books(prepared, datasets, split_shards, copies)
+    if packed_length:
+        report["packing"] = packing_figures(
+            [s["packing"] for s in split_shards if "packing" in s], packed_length)
+    pairs = _pair_books(prepared, datasets, split_shards, copies, packed_length)
     if pairs:
         report["language_pairs"] = pairs
     if with_oov:
@@ -112,12 +118,22 @@ def split_report(split: str, prepared: Sequence[PreparedDataset], num_shards: in
     return report
 
 
+def _shard_entry(shard: ShardReport, packed_length: int) -> Dict[str, Any]:
+    """A shard as the summary lists it (with packing, also its pairs)."""
+    entry: Dict[str, Any] = {"name": shard["name"], "records": shard["records"],
+                             "bytes": shard["bytes"], "crc32c": shard["crc32c"]}
+    if packed_length:
+        entry["pairs"] = sum(n for _, n in shard["by_dataset"])
+    return entry
+
+
 def _pair_books(prepared: Sequence[PreparedDataset], datasets: Mapping[str, Dict[str, Any]],
-                split_shards: Sequence[ShardReport], copies: Mapping[int, int]
-                ) -> Dict[str, Dict[str, Any]]:
+                split_shards: Sequence[ShardReport], copies: Mapping[int, int],
+                packed_length: int = 0) -> Dict[str, Dict[str, Any]]:
     """With several language pairs, the books per pair: {pair: {pairs_read, pairs_written,
-    pairs_rejected, rejected_by_reason, shards (its own shards' names; with --mix_shards
-    none, and `records` its repeated records included)}}; {} with one corpus."""
+    pairs_rejected, rejected_by_reason (--max_length's over_max_length among them), shards
+    (its own shards' names; with --mix_shards none, and `records` its repeated records
+    included), with --packed_length `packing` of its own shards}}; {} with one corpus."""
     books: Dict[str, Dict[str, Any]] = {}
     for p in prepared:
         pair = p.ds.get("pair")
@@ -135,7 +151,11 @@ def _pair_books(prepared: Sequence[PreparedDataset], datasets: Mapping[str, Dict
                 p.ds["index"], 0)
     for pair, entry in books.items():
         entry["rejected_by_reason"] = dict(sorted(entry["rejected_by_reason"].items()))
-        entry["shards"] = [s["name"] for s in split_shards if s.get("pair") == pair]
+        own = [s for s in split_shards if s.get("pair") == pair]
+        entry["shards"] = [s["name"] for s in own]
+        if packed_length and own:
+            entry["packing"] = packing_figures(
+                [s["packing"] for s in own if "packing" in s], packed_length)
     return dict(sorted(books.items()))
 
 
@@ -184,14 +204,12 @@ def compare_with_counters(report: Mapping[str, SplitReport], counters: Mapping[s
     reports only attempted counts may count a retried bundle twice."""
     differences = []
     for split, books in sorted(report.items()):
-        for figure, counted in (("pairs_written", "records_written"),
-                                ("pairs_read", "pairs_read")):
+        # records are pairs, or packed records with --packed_length
+        figures = {"records_written": sum(s["records"] for s in books["shards"]),
+                   "pairs_read": books["pairs_read"]}
+        for counted, figure in sorted(figures.items()):
             value = counters.get("%s.%s" % (split, counted))
-            # with --mix_shards the shards hold repeated records too (`records`)
-            expected = books[figure]
-            if counted == "records_written" and "records" in books:
-                expected = books["records"]
-            if value is not None and value != expected:
+            if value is not None and value != figure:
                 differences.append("%s %s: the counters say %d, the books %d" % (
-                    split, figure, value, expected))
+                    split, counted, value, figure))
     return differences

@@ -89,7 +89,7 @@ def test_the_encoder_puts_a_tags_id_before_every_input_and_keeps_pairs_apart():
     for tag in (3, 4, None, 3):  # the same lines under another tag: not the cached entries
         by_shard, tally = {}, PairTally()
         prefix = (encode_varints([tag]), 1) if tag else (b"", 0)
-        encoder.encode(pairs, lambda n: n, 0, 1, by_shard, tally, prefix)
+        encoder.encode(pairs, lambda n: n, 0, 1, by_shard, tally, prefix=prefix)
         records = [parse(record) for *_, record in by_shard[0]]
         results.setdefault(tag, []).append([r["inputs"] for r in records])
         assert [r["targets"] for r in records] == [[6], [5]]
