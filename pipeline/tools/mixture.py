@@ -13,7 +13,9 @@ A job with several corpora writes each language pair's records in shards of its 
 the rate of each pair is the trainer's to choose. `Mixture` takes the output directory (its
 complete output: `reader.complete_output_files`' checks) and either a temperature (pair p's
 rate is (n_p / N) ** (1 / T) times its corpora's weight, normalized: `transforms.mixing`,
-n_p its pairs written) or per-pair rates (normalized; a pair left out is not read).
+n_p its pairs written) or per-pair rates (normalized; a pair left out is not read). Packed
+records (--packed_length) are drawn at a pair's rate over its pairs per record, so that the
+pairs, not the records, arrive at the rates.
 
 The stream is deterministic: record i comes from the pair a seeded numpy generator draws for
 it (`draw`), and each pair's records come from its shards in name order, from the start
@@ -82,6 +84,15 @@ class Mixture:
             chosen = mixing.temperature_shares(
                 {pair: [(entry["pairs_written"], entry.get("weight", 1.0))]
                  for pair, entry in books.items()}, 5.0 if temperature is None else temperature)
+        # packed records (--packed_length) hold several pairs each: a pair's records are
+        # drawn at its rate over its pairs per record, so its pairs arrive at its rate
+        per_record = {pair: entry["packing"]["pairs_per_record"]
+                      for pair, entry in books.items() if entry.get("packing", {}).get(
+                          "pairs_per_record")}
+        if per_record:
+            chosen = {pair: rate / per_record.get(pair, 1.0) for pair, rate in chosen.items()}
+            total = sum(chosen.values())
+            chosen = {pair: rate / total for pair, rate in chosen.items()}
         self.rates: Dict[str, float] = {pair: rate for pair, rate in sorted(chosen.items())
                                         if rate > 0}
 

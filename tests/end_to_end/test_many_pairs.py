@@ -338,3 +338,98 @@ def test_cleaning_takes_each_pairs_languages_and_dedups_within_a_pair(tmp_path):
     mix = summary["vocab"]["shared"]["mix"]["languages"]
     assert mix["xx"]["lines"] == 0 and mix["xx"]["sampled_lines"] == 0
     assert mix["de"]["sampled_lines"] == mix["de"]["sample_lines"] > 0
+
+
+PACKED_LENGTH, MAX_LENGTH = 24, 20
+
+
+def _records(path):
+    """Every record of a TFRecord shard as {feature: ints, lang_pair: str}."""
+    import tensorflow as tf
+    from transforms.formats.example_proto import Int64FeaturesWriter
+    examples = Int64FeaturesWriter()
+    out = []
+    for raw in tf.data.TFRecordDataset(str(path)).as_numpy_iterator():
+        features = examples.parse_all(raw)
+        features["lang_pair"] = features["lang_pair"].decode()
+        out.append(features)
+    return out
+
+
+def _t2t_packed(records):
+    """T2T 1.15.7's `pack_examples` of `records` as `Text2TextProblem` packs a shard."""
+    return list(t2t.generator_utils.pack_examples(
+        [{"inputs": r["inputs"], "targets": r["targets"]} for r in records], True,
+        PACKED_LENGTH, spacing=0, chop_long_sequences=False))
+
+
+def test_packing_and_max_length_per_pair_and_on_mixed_shards(tmp_path):
+    """--packed_length with several pairs packs each shard as T2T packs it, per language
+    pair: a pair's own shards are T2T's `pack_examples` of the unpacked run's shard; on
+    --mix_shards shards each packed record holds one pair's records (and its `lang_pair`),
+    each pair's records in a shard T2T's packing of that pair's records there. --max_length
+    rejects are counted per pair in the books, and filtered before packing."""
+    from pipeline.tools import mixture
+    corpora = corpora_file(str(tmp_path / "data"))
+    flags = ["--corpora", corpora, "--problem", "p", "--vocab_type", "word",
+             "--vocab_size", "300", "--num_train_shards", "2", "--runner", "FnApiRunner"]
+    runs = {}
+    for mix in (False, True):
+        for packed in (False, True):
+            out = tmp_path / ("out-%s-%s" % (mix, packed))
+            runs[mix, packed] = out, datagen.run(
+                flags + ["--output_dir", str(out)] + (["--mix_shards"] if mix else []) + (
+                    ["--packed_length", str(PACKED_LENGTH), "--max_length", str(MAX_LENGTH)]
+                    if packed else []))
+
+    def short(r):
+        return max(len(r["inputs"]), len(r["targets"])) <= MAX_LENGTH
+
+    over = {}
+    (ref_out, ref), (out, summary) = runs[False, False], runs[False, True]
+    for pair, entry in summary["splits"]["train"]["language_pairs"].items():
+        ref_entry = ref["splits"]["train"]["language_pairs"][pair]
+        assert entry["shards"] == ref_entry["shards"] and len(entry["shards"]) >= 1
+        records = [r for name in ref_entry["shards"] for r in _records(ref_out / name)]
+        over[pair] = sum(not short(r) for r in records)
+        assert entry["rejected_by_reason"].get("over_max_length", 0) == over[pair]
+        assert entry["pairs_written"] == ref_entry["pairs_written"] - over[pair]
+        assert entry["packing"]["pairs"] == entry["pairs_written"]
+        for name in entry["shards"]:
+            packed = _records(out / name)
+            assert {r.pop("lang_pair") for r in packed} <= {pair}
+            assert packed == _t2t_packed([r for r in _records(ref_out / name) if short(r)])
+    assert sum(over.values()) > 0 and summary["splits"]["train"]["packing"]["records"] < sum(
+        e["pairs_written"] for e in summary["splits"]["train"]["language_pairs"].values())
+
+    (ref_out, ref), (out, summary) = runs[True, False], runs[True, True]
+    books = summary["splits"]["train"]["language_pairs"]
+    assert {pair: e["rejected_by_reason"].get("over_max_length", 0)
+            for pair, e in books.items()} == over
+    for shard in summary["splits"]["train"]["shards"]:
+        unpacked, packed = _records(ref_out / shard["name"]), _records(out / shard["name"])
+        assert shard["pairs"] == sum(short(r) for r in unpacked)
+        for pair in books:
+            own = [dict(r) for r in packed if r["lang_pair"] == pair]
+            for r in own:
+                del r["lang_pair"]
+            assert own == _t2t_packed([r for r in unpacked if r["lang_pair"] == pair
+                                       and short(r)])
+
+    # the readers: inspect names a packed record's pair; a mixture of packed pairs reads
+    report = inspect.inspect(str(runs[False, True][0]), num_records=3, seed=1)
+    assert "pairs packed" in inspect.format_report(report)
+    assert all(r["lang_pair"] in books and r["pairs"] for r in report["records"])
+    mixed = mixture.Mixture(str(runs[False, True][0]), temperature=5, seed=1, num_records=30)
+    per_pair = {pair: e for pair, e in runs[False, True][1]["splits"]["train"][
+        "language_pairs"].items()}
+    pair_rates = {p: r * per_pair[p]["packing"]["pairs_per_record"] for p, r in mixed.rates.items()}
+    from transforms import mixing
+    shares = mixing.temperature_shares({p: [(e["pairs_written"], e.get("weight", 1.0))]
+                                        for p, e in per_pair.items()}, 5.0)
+    for p, rate in pair_rates.items():  # the pairs, not the packed records, at the rates
+        assert rate / sum(pair_rates.values()) == pytest.approx(shares[p], rel=1e-9)
+    from transforms.formats.example_proto import Int64FeaturesWriter
+    drawn = [(pair, Int64FeaturesWriter().parse_all(record)) for pair, record in mixed.records()]
+    assert len(drawn) == 30
+    assert all(f["lang_pair"].decode() == pair and f["inputs_segmentation"] for pair, f in drawn)

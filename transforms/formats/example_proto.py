@@ -192,24 +192,47 @@ class VarintExampleWriter:
     serialization sorts map keys (upb puts `inputs_position` before `inputs`), taken from
     the runtime and checked at construction. For packed records
     (`transforms.formats.packed_examples`), whose six features are joined from the pairs'
-    varints."""
+    varints; `text_names`: one-value bytes features a record may carry (`lang_pair`), in
+    their place among the others."""
 
-    def __init__(self, names: Sequence[str]) -> None:
-        reference = Int64FeaturesWriter()
-        order = int64_varints(reference.serialize({name: [1] for name in names}))
-        if order is None or sorted(order) != sorted(names):
+    def __init__(self, names: Sequence[str], text_names: Sequence[str] = ()) -> None:
+        self._reference = reference = Int64FeaturesWriter()
+        texts: Dict[str, bytes] = {}
+        order = int64_varints(reference.serialize(
+            dict({name: [1] for name in names}, **{name: b"x" for name in text_names})), texts)
+        if order is None or sorted(order) != sorted(names) or sorted(texts) != sorted(
+                text_names):
             raise RuntimeError("unexpected Example layout from the protobuf runtime")
-        self.names = tuple(order)
+        self.names = tuple(_entry_order(reference.serialize(
+            dict({name: [1] for name in names}, **{name: b"x" for name in text_names}))))
+        self._text_names = frozenset(text_names)
         self._keys = tuple(_key_field(name) for name in self.names)
+        self._text_entries: Dict[Tuple[str, bytes], bytes] = {}
         for values in ([1], [300, 0, 1 << 40], list(range(200)), []):
             sample = {name: values[i:] + values[:i] for i, name in enumerate(names)}
+            with_texts: Dict[str, Any] = dict(sample, **{name: b"en-de" for name in text_names})
             if self.serialize({name: encode_varints(v) for name, v in sample.items()}) != \
-                    reference.serialize(sample):
+                    reference.serialize(sample) or (text_names and self.serialize(
+                        {name: encode_varints(v) for name, v in sample.items()},
+                        {name: b"en-de" for name in text_names}) != reference.serialize(
+                            with_texts)):
                 raise RuntimeError("unexpected Example layout from the protobuf runtime")
 
-    def serialize(self, packed: Mapping[str, bytes]) -> bytes:
-        """{name: concatenated varints} -> bytes of the Example."""
-        inner = b"".join(_entry(key, packed[name]) for key, name in zip(self._keys, self.names))
+    def _text_entry(self, name: str, value: bytes) -> bytes:
+        known = self._text_entries.get((name, value))
+        if known is None:
+            known = self._text_entries[(name, value)] = _strip_header(
+                self._reference.serialize({name: value}))
+        return known
+
+    def serialize(self, packed: Mapping[str, bytes],
+                  texts: Optional[Mapping[str, bytes]] = None) -> bytes:
+        """{name: concatenated varints} (and `texts` {text name: value}, those it has) ->
+        bytes of the Example."""
+        inner = b"".join(
+            (self._text_entry(name, texts[name]) if texts and name in texts else b"")
+            if name in self._text_names else _entry(key, packed[name])
+            for key, name in zip(self._keys, self.names))
         return b"\x0a" + _varint(len(inner)) + inner
 
 
@@ -236,10 +259,25 @@ def _length_after(data: bytes, tag: int, pos: int) -> Tuple[int, int]:
     return _read_varint(data, pos + 1)
 
 
-def int64_varints(data: bytes) -> Optional[Dict[str, bytes]]:
+def _entry_order(data: bytes) -> List[str]:
+    """The feature names of a serialized Example's map entries, in their order."""
+    size, pos = _length_after(data, 0x0A, 0)
+    names = []
+    while pos < len(data):
+        size, pos = _length_after(data, 0x0A, pos)
+        entry_end = pos + size
+        size, pos = _length_after(data, 0x0A, pos)
+        names.append(data[pos:pos + size].decode())
+        pos = entry_end
+    return names
+
+
+def int64_varints(data: bytes, texts: Optional[Dict[str, bytes]] = None
+                  ) -> Optional[Dict[str, bytes]]:
     """{name: its values' concatenated varints} of a serialized Example whose features are
     packed int64 lists in the layout this module writes, read off the wire without a
-    message object; None for any other layout (parse that one with `Int64FeaturesWriter`)."""
+    message object; None for any other layout (parse that one with `Int64FeaturesWriter`).
+    With `texts`, a one-value bytes feature (a record's `lang_pair`) goes there instead."""
     try:
         size, pos = _length_after(data, 0x0A, 0)  # features
         end = pos + size
@@ -250,6 +288,14 @@ def int64_varints(data: bytes) -> Optional[Dict[str, bytes]]:
             size, pos = _length_after(data, 0x0A, pos)  # its key
             name = data[pos:pos + size].decode()
             _, pos = _length_after(data, 0x12, pos + size)  # its value, a Feature
+            if texts is not None and data[pos] == 0x0A:  # bytes_list: one value
+                size, pos = _length_after(data, 0x0A, pos)
+                size, pos = _length_after(data, 0x0A, pos)
+                texts[name] = bytes(data[pos:pos + size])
+                pos += size
+                if pos != entry_end:
+                    return None
+                continue
             size, pos = _length_after(data, 0x1A, pos)  # int64_list
             packed = b""
             if size:
