@@ -128,7 +128,7 @@ def build_vocab_pass(p: beam.Pipeline, files: Optional[SampleFiles],
         names = sorted(files)
         counted = sample_and_count(p, files, config, count_tokens, scanned)
         index_pc = counted["totals"] | "Index" >> BuildTokenIndexes(
-            index_dir, config.vocab.max_subtoken_length, reserved_tokens, shared_indexes)
+            index_dir, config.vocab.max_subtoken_length, shared_indexes, reserved_tokens)
         outputs.update(indexes=index_pc, sampling=counted["stats"],
                        distinct=counted["distinct"] | "DistinctToList" >> beam.Map(list))
     else:

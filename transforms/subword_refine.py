@@ -61,8 +61,8 @@ class _BuildIndexFn(beam.DoFn):
 
     def __init__(self, index_dir: str, max_subtoken_length: Optional[int],
                  store_settings: StoreSettings,
-                 reserved_tokens: Sequence[str] = learner.RESERVED_TOKENS,
-                 shared_indexes: Optional[Mapping[str, shared.Shared]] = None) -> None:
+                 shared_indexes: Optional[Mapping[str, shared.Shared]] = None,
+                 reserved_tokens: Sequence[str] = learner.RESERVED_TOKENS) -> None:
         self._dir = index_dir
         self._max_len = max_subtoken_length
         self._store_settings = store_settings
@@ -101,8 +101,8 @@ class BuildTokenIndexes(beam.PTransform):
     """
 
     def __init__(self, index_dir: str, max_subtoken_length: Optional[int],
-                 reserved_tokens: Sequence[str] = learner.RESERVED_TOKENS,
-                 shared_indexes: Optional[Mapping[str, shared.Shared]] = None) -> None:
+                 shared_indexes: Optional[Mapping[str, shared.Shared]] = None,
+                 reserved_tokens: Sequence[str] = learner.RESERVED_TOKENS) -> None:
         super().__init__()
         self._dir = index_dir
         self._max_len = max_subtoken_length
@@ -112,7 +112,7 @@ class BuildTokenIndexes(beam.PTransform):
     def expand(self, totals: beam.PCollection) -> beam.PCollection:
         return totals | "BuildIndex" >> beam.ParDo(_BuildIndexFn(
             self._dir, self._max_len, StoreSettings.from_options(totals.pipeline.options),
-            self._reserved, self._shared))
+            self._shared, self._reserved))
 
 
 class _RefineProbesFn(beam.DoFn):
