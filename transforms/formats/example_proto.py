@@ -207,6 +207,8 @@ class VarintExampleWriter:
             dict({name: [1] for name in names}, **{name: b"x" for name in text_names}))))
         self._text_names = frozenset(text_names)
         self._keys = tuple(_key_field(name) for name in self.names)
+        self._int_keys = tuple((key, name) for key, name in zip(self._keys, self.names)
+                               if name not in self._text_names)
         self._text_entries: Dict[Tuple[str, bytes], bytes] = {}
         for values in ([1], [300, 0, 1 << 40], list(range(200)), []):
             sample = {name: values[i:] + values[:i] for i, name in enumerate(names)}
@@ -229,10 +231,13 @@ class VarintExampleWriter:
                   texts: Optional[Mapping[str, bytes]] = None) -> bytes:
         """{name: concatenated varints} (and `texts` {text name: value}, those it has) ->
         bytes of the Example."""
-        inner = b"".join(
-            (self._text_entry(name, texts[name]) if texts and name in texts else b"")
-            if name in self._text_names else _entry(key, packed[name])
-            for key, name in zip(self._keys, self.names))
+        if not texts:
+            inner = b"".join(_entry(key, packed[name]) for key, name in self._int_keys)
+        else:
+            inner = b"".join(
+                (self._text_entry(name, texts[name]) if name in texts else b"")
+                if name in self._text_names else _entry(key, packed[name])
+                for key, name in zip(self._keys, self.names))
         return b"\x0a" + _varint(len(inner)) + inner
 
 

@@ -29,6 +29,7 @@ Pure Python: no Beam, no TensorFlow. The shard writer (`transforms.shuffled_shar
 each shard's records in shard order, which is this job's shuffled order.
 """
 
+from operator import itemgetter
 from typing import (Callable, Dict, Hashable, Iterable, Iterator, List, Mapping, Optional,
                     Sequence, Tuple, TypeVar)
 
@@ -63,9 +64,11 @@ def pack_groups(pairs: Iterable[Tuple[int, int, T]], packed_length: int,
         raise ValueError("packed_length and queue_size must be positive, spacing not negative")
     # open records per key: [inputs length, targets length, [items], when opened]
     queues: Dict[Hashable, List[List]] = {}
+    queue = queues[None] = []
     opened = 0
     for a, b, item in pairs:
-        queue = queues.setdefault(None if key is None else key(item), [])
+        if key is not None:
+            queue = queues.setdefault(key(item), [])
         for record in queue:
             if (record[0] + spacing + a <= packed_length
                     and record[1] + spacing + b <= packed_length):
@@ -167,11 +170,13 @@ class _PackedRecordWriter:
         self._spacing = spacing
         self._padding = b"\x00" * spacing
         self._positions: Dict[int, bytes] = {}  # n -> the varints of 0 .. n - 1
+        self._texts: Dict[str, bytes] = {}  # a record's bytes features, as read
 
     def sides(self, record: bytes) -> _PairVarints:
         """A pair record's sides as concatenated varints, their id counts and its
         `lang_pair` (b"" without one)."""
-        texts: Dict[str, bytes] = {}
+        texts = self._texts
+        texts.clear()
         features = int64_varints(record, texts)
         if features is None:  # not this project's layout: through the protobuf runtime
             parsed = self._examples.parse_all(record)
@@ -228,7 +233,7 @@ def pack_records(records: Iterable[bytes], packed_length: int, tally: PackingTal
             pair = writer.sides(bytes(record))
             yield pair[2], pair[3], pair
 
-    for group in pack_groups(items(), packed_length, key=lambda pair: pair[4]):
+    for group in pack_groups(items(), packed_length, key=itemgetter(4)):
         yield writer.write(group, tally, packed_length)
 
 
