@@ -1,7 +1,11 @@
 """What the Flink and Spark cluster tests share: the sample job's flags per vocabulary kind,
-its DirectRunner baseline, and running the job as a command while watching its log."""
+its DirectRunner baseline, and running the job as a command while watching its log; and the
+progress tests (DirectRunner, Dask): the lines a pass says where it stands in, and stopping a
+job's workers until it has said so."""
 
 import os
+import re
+import signal
 import subprocess
 import sys
 import threading
@@ -87,3 +91,35 @@ def work_leftovers(out):
     """Files a finished or failed run must not leave: its work directory, Beam temp files."""
     names = os.listdir(out)
     return [n for n in names if n == ".datagen-work" or n.startswith("beam-temp")]
+
+
+# The vocab pass's stages in the order they come (the learner's `VocabPass.progress`).
+VOCAB_LINE = re.compile(r"^\d\d:\d\d:\d\d pass 1: (sample|index|round (\d+)): "
+                        r"(nothing done yet|[\d,]+ of [\d,?]+ [a-z ]+)[;,]")
+ENCODE_LINE = re.compile(r"^\d\d:\d\d:\d\d pass 2: encoded (all [\d,]+ pairs; (shuffling "
+                         r"fragments into \d+ shards for .*|\d+ of \d+ shards "
+                         r"written.*)|[\d,]+ of [\d,]+ pairs.*then \d+ shards), "
+                         r"[^,]* so far$")
+
+
+def stopped_until_said_twice(job, processes, prefix, seconds=300):
+    """Stops `processes` (SIGSTOP) until the job has logged two more lines starting with
+    `prefix` (after the timestamp), then continues them."""
+    for proc in processes:
+        proc.send_signal(signal.SIGSTOP)
+    try:
+        before = len([line for line in job.lines if line[9:].startswith(prefix)])
+        deadline = time.time() + seconds
+        while len([line for line in job.lines if line[9:].startswith(prefix)]) < before + 2:
+            assert job.proc.poll() is None, "\n".join(job.lines[-20:])
+            assert time.time() < deadline, "no progress line:\n" + "\n".join(job.lines[-20:])
+            time.sleep(0.05)
+    finally:
+        for proc in processes:
+            proc.send_signal(signal.SIGCONT)
+
+
+def stage_rank(match):
+    """Where a VOCAB_LINE's stage comes in the pass: sampling, indexing, then the rounds."""
+    stage, round_no = match.group(1), match.group(2)
+    return {"sample": 0, "index": 1}.get(stage, 1 + int(round_no or 0))

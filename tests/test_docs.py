@@ -181,3 +181,16 @@ def test_every_named_flag_is_a_real_flag():
             if not ok:
                 unknown.append("%s: %s%s" % (doc, flag, prefix))
     assert sorted(set(unknown)) == []
+
+
+def test_every_readme_example_is_run_by_a_test():
+    """A `<!-- example: NAME -->` block of README.md runs in the test that
+    tests/readme_examples.py's RUN_BY names (issue 45: README examples run as written)."""
+    import readme_examples
+    found = readme_examples.blocks()
+    assert sorted(readme_examples.markers()) == sorted(found)  # each marker has its block
+    assert sorted(found) == sorted(readme_examples.RUN_BY)
+    for name, test in readme_examples.RUN_BY.items():
+        assert "readme_examples.%s(\"%s\"" % ("shell_script" if found[name][0] == "sh"
+                                              else "block", name) in (ROOT / test).read_text(
+            encoding="utf-8"), (name, test)

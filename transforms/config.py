@@ -85,6 +85,7 @@ class JobConfig:
     allow_empty: bool
     overwrite: bool
     lock_stale_seconds: float
+    progress_seconds: float          # a running pass's progress line comes this often
     in_process_below_mb: float
     log_level: Optional[str]
 

@@ -9,8 +9,8 @@ other module knows a container: the shard writer, the commit, the own-outputs ch
 reader and `inspect` all go through this module.
 
 - `tfrecord` (the default): TFRecord framing around each record, today's bytes exactly.
-- `array_record`: the same Example bytes, one ArrayRecord record each, in chunks of 16
-  records compressed with zstd (`ARRAY_RECORD_OPTIONS`: see there why).
+- `array_record`: the same Example bytes, one ArrayRecord record each, one record per chunk
+  as Grain requires (`ARRAY_RECORD_OPTIONS`: see there why).
 - `parquet`: one row per record, the Example's int64 lists as `list<int32>` columns named as
   the features (`inputs`, `targets`; with --packed_length also the four segmentation and
   position features), zstd, row groups of `PARQUET_ROW_GROUP_ROWS` rows.
@@ -26,23 +26,39 @@ import os
 import re
 import shutil
 import tempfile
-from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from transforms.formats.example_proto import PAIR_FEATURE, Int64FeaturesWriter
 from transforms.formats.packed_examples import PAIR_FEATURES
 from transforms.formats.tfrecord_framing import frame_record, read_records
-from transforms.storage import file_io
-from transforms.storage.object_stores import ObjectStores
+from transforms.storage import paths
+
+if TYPE_CHECKING:
+    from transforms.storage.object_stores import ObjectStores
 
 FEATURES = PAIR_FEATURES  # the features of a record of one pair, in this order
 PARQUET_ROW_GROUP_ROWS = 8192     # ~2 MB of ids per group: one group in memory per read step
-# A random read (Grain's global shuffle) decompresses the record's whole chunk. TFDS writes
-# one record per chunk (`group_size:1`), right for large records; ours are ~110 bytes, where a
-# chunk's own overhead dominates: on 20,000 bench pairs group_size:1 made 3.5 MB (more than the
-# 2.2 MB of records), 16 with zstd 1.9 MB, and single random reads were 2-5x faster with 16
-# (fewer, denser chunks); 32 and more got slower again.
-ARRAY_RECORD_OPTIONS = "group_size:16,zstd:3"
+# One record per chunk (`group_size:1`), as Grain requires: its ArrayRecordDataSource logs an
+# ERROR per shard of any other group size ("Grain requires group size 1 ... re-generate"),
+# and TFDS and array_record's own Beam sinks write 1. Uncompressed: a record is ~130 bytes of
+# varint ids, on which a chunk's own zstd frame costs more than it saves. On the first
+# 100,000 bench pairs (10 shards; TFRecord 14.8 MB): group_size:1 uncompressed 19.6 MB,
+# zstd:3 21.0 MB; group_size:16 zstd:3 12.4 MB, but with Grain's ERROR lines; Grain's
+# shuffled epoch took the same time with 1 and 16 (benchmarks/README.md, "ArrayRecord").
+# Every ArrayRecord file ends with its footer padded to a 64 KiB block and a 64 KiB
+# postscript block (the reader finds the postscript at size - 64 KiB; array_record pads both
+# whatever the options say), so a shard is a multiple of 64 KiB and at least 128 KiB.
+ARRAY_RECORD_OPTIONS = "group_size:1,uncompressed"
 _COPY_BYTES = 1 << 22
+
+
+def _file_io() -> ModuleType:
+    """`transforms.storage.file_io` (Beam's FileSystems), imported when a shard is written or
+    read through it: importing this module imports no Beam, so the readers without
+    TensorFlow (`pipeline.tools.batches`) name and find shards without it."""
+    from transforms.storage import file_io
+    return file_io
 
 
 class RecordFormat(abc.ABC):
@@ -54,7 +70,7 @@ class RecordFormat(abc.ABC):
 
     @abc.abstractmethod
     def write_shard(self, path: str, records: Iterable[bytes],
-                    stores: Optional[ObjectStores] = None,
+                    stores: Optional["ObjectStores"] = None,
                     checksum: Optional[Any] = None,
                     features: Sequence[str] = FEATURES) -> Tuple[int, int]:
         """Writes `records` (serialized Examples, in order) as the whole shard `path`, whole
@@ -64,7 +80,7 @@ class RecordFormat(abc.ABC):
         the int64 features every record holds (a columnar format's columns)."""
 
     @abc.abstractmethod
-    def read_shard(self, path: str, stores: Optional[ObjectStores] = None) -> Iterator[bytes]:
+    def read_shard(self, path: str, stores: Optional["ObjectStores"] = None) -> Iterator[bytes]:
         """The shard's records (serialized Examples) in file order."""
 
 
@@ -80,14 +96,14 @@ class TFRecordFormat(RecordFormat):
     name, suffix = "tfrecord", ""
 
     def write_shard(self, path: str, records: Iterable[bytes],
-                    stores: Optional[ObjectStores] = None,
+                    stores: Optional["ObjectStores"] = None,
                     checksum: Optional[Any] = None,
                     features: Sequence[str] = FEATURES) -> Tuple[int, int]:
-        return file_io.write_chunks(path, _summed((frame_record(r) for r in records), checksum),
-                                    stores)
+        return _file_io().write_chunks(
+            path, _summed((frame_record(r) for r in records), checksum), stores)
 
-    def read_shard(self, path: str, stores: Optional[ObjectStores] = None) -> Iterator[bytes]:
-        with file_io.open_for_read(path, stores) as f:
+    def read_shard(self, path: str, stores: Optional["ObjectStores"] = None) -> Iterator[bytes]:
+        with _file_io().open_for_read(path, stores) as f:
             yield from read_records(f)
 
 
@@ -106,32 +122,32 @@ class _LocalFileFormat(RecordFormat):
         """The records of a local file."""
 
     def write_shard(self, path: str, records: Iterable[bytes],
-                    stores: Optional[ObjectStores] = None,
+                    stores: Optional["ObjectStores"] = None,
                     checksum: Optional[Any] = None,
                     features: Sequence[str] = FEATURES) -> Tuple[int, int]:
         with tempfile.TemporaryDirectory(prefix="datagen-shard-") as tmp:
             local = os.path.join(tmp, "shard" + self.suffix)
             count = self._write_local(local, records, features)
             with open(local, "rb") as f:
-                _, size = file_io.write_chunks(
+                _, size = _file_io().write_chunks(
                     path, _summed(iter(lambda: f.read(_COPY_BYTES), b""), checksum), stores)
         return count, size
 
-    def read_shard(self, path: str, stores: Optional[ObjectStores] = None) -> Iterator[bytes]:
+    def read_shard(self, path: str, stores: Optional["ObjectStores"] = None) -> Iterator[bytes]:
         with local_copy(path, stores) as local:
             yield from self._read_local(local)
 
 
 @contextlib.contextmanager
-def local_copy(path: str, stores: Optional[ObjectStores] = None) -> Iterator[str]:
+def local_copy(path: str, stores: Optional["ObjectStores"] = None) -> Iterator[str]:
     """A local path holding `path`'s bytes: `path` itself on this machine's disk, else a
     temporary copy, deleted afterwards."""
-    if file_io.is_local(path):
+    if paths.is_local(path):
         yield path
         return
     with tempfile.TemporaryDirectory(prefix="datagen-read-") as tmp:
         local = os.path.join(tmp, path.rstrip("/").rsplit("/", 1)[-1])
-        with file_io.open_for_read(path, stores) as src, open(local, "wb") as dst:
+        with _file_io().open_for_read(path, stores) as src, open(local, "wb") as dst:
             shutil.copyfileobj(src, dst, _COPY_BYTES)
         yield local
 

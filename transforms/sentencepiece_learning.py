@@ -21,10 +21,11 @@ from transforms.codecs import sentencepiece_model
 from transforms.codecs.sentencepiece_vocabulary import SentencePieceVocabulary
 from transforms.config import VocabConfig
 from transforms.json_result import WriteJsonResult
+from transforms.progress_marks import MarkEach, ProgressStage
 from transforms.sentencepiece_train import TrainSentencePiece
-from transforms.vocab_learning import (Learnt, LearningStats, PassReport,
-                                       OnePassLearner, SamplingFailed, VocabPass,
-                                       check_sampling, sample_items)
+from transforms.vocab_learning import (LearningStats, Learnt, OnePassLearner, PassReport,
+                                       SamplingFailed, VocabPass, check_sampling, pass_marks,
+                                       pass_marks_dir, sample_items)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,6 +62,13 @@ def _for_json(result):
     return out
 
 
+TRAINED = "trained"  # a vocabulary's progress mark once its model is trained
+
+
+def _trained_marks(result):
+    return [result["vocab"]]
+
+
 class SentencePieceLearner(OnePassLearner):
     """One pass: sample, train each vocabulary on one worker."""
 
@@ -71,6 +79,8 @@ class SentencePieceLearner(OnePassLearner):
         options = trainer_options(config.vocab, inputs.reserved)
         order = {name: [entry[0] for entry in entries] for name, entries in files.items()}
 
+        marks_dir = pass_marks_dir(inputs.work_dir, 1)
+
         def build(p, scanned):
             on_invalid = config.read.on_invalid_utf8
             if scanned is not None and on_invalid == "error":
@@ -79,11 +89,15 @@ class SentencePieceLearner(OnePassLearner):
                        | "SampleAndTrain" >> TrainSentencePiece(
                            order, {name: options for name in files},
                            config.vocab.file_byte_budget, on_invalid))
+            _ = trained | "MarkTrained" >> MarkEach(pass_marks(p, marks_dir), TRAINED,
+                                                    _trained_marks)
             _ = {"models": trained | "ForJson" >> beam.Map(_for_json)} | (
                 "Result" >> WriteJsonResult(result_path))
 
         return VocabPass("sentencepiece vocab %s" % ", ".join(sorted(files)),
-                         ("sample, train",), build, result_path, self._read)
+                         ("sample, train",), build, result_path, self._read, marks_dir,
+                         (ProgressStage("sample and train", "vocabularies trained", TRAINED,
+                                        total=len(files)),))
 
     def _read(self, result: Mapping[str, Any], seconds: float) -> PassReport:
         models = {r["vocab"]: r for r in result.get("models", [])}

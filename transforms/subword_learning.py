@@ -23,10 +23,13 @@ from transforms.codecs import subword_learner as learner
 from transforms.codecs.subword_vocabulary import SubwordVocabulary
 from transforms.config import DatagenConfig
 from transforms.json_result import WriteJsonResult
-from transforms.subword_refine import BuildTokenIndexes, LearnSubwordVocabs
-from transforms.vocab_learning import (LearnerInputs, Learnt, LearningStats, PassReport,
-                                       SampleFiles, VocabLearner, VocabPass, check_sampling,
-                                       distinct_tokens, sample_and_count)
+from transforms.progress_marks import MarkEach, ProgressMarks, ProgressStage
+from transforms.subword_refine import (PROBES_LEARNT, PROBES_PLANNED, BuildTokenIndexes,
+                                      LearnSubwordVocabs, round_mark_prefix)
+from transforms.vocab_learning import (SAMPLE_STAGE, LearnerInputs, Learnt, LearningStats,
+                                       PassReport, SampleFiles, VocabLearner, VocabPass,
+                                       check_sampling, distinct_tokens, pass_marks,
+                                       pass_marks_dir, sample_and_count)
 
 MIN_COUNT_LOW, MIN_COUNT_HIGH = 1, 1000
 
@@ -65,6 +68,30 @@ def _sizes_report(item):
 def _probes_report(item):
     round_no, probes = item
     return {"round": round_no, "probes": probes}
+
+
+# Progress marks of a vocab pass (`transforms.progress_marks`): a vocabulary indexed here;
+# a round's probes planned and learnt (`transforms.subword_refine`).
+INDEXED = "indexed"
+
+
+def _index_marks(item):
+    return [item[0]]
+
+
+def progress_stages(names, first: bool, first_round: int, rounds: int
+                    ) -> Tuple[ProgressStage, ...]:
+    """The stages of a vocab pass as the progress line counts them: sampling and indexing
+    (the first pass), then each bisection round's probes (numbered on from `first_round`
+    + 1, as the log numbers them)."""
+    stages: Tuple[ProgressStage, ...] = ()
+    if first:
+        stages = (SAMPLE_STAGE,
+                  ProgressStage("index", "vocabularies indexed", INDEXED, total=len(names)))
+    return stages + tuple(
+        ProgressStage("round %d" % (first_round + r), "probes learnt", PROBES_LEARNT,
+                      planned=PROBES_PLANNED, prefix=round_mark_prefix(r))
+        for r in range(1, rounds + 1))
 
 
 class SubwordVocabSearch:
@@ -106,7 +133,8 @@ def build_vocab_pass(p: beam.Pipeline, files: Optional[SampleFiles],
                      indexes: Optional[Mapping[str, Dict[str, Any]]], index_dir: str,
                      known: Mapping[str, Mapping[int, int]], result_path: str,
                      config: DatagenConfig, scanned: Optional[beam.PCollection] = None,
-                     reserved: Tuple[str, ...] = ()) -> None:
+                     reserved: Tuple[str, ...] = (),
+                     marks: Optional[ProgressMarks] = None) -> None:
     """Adds one vocab pass to pipeline `p`.
 
     The first pass (`files` given: {name: [(path, size)]}) samples and counts tokens and
@@ -116,7 +144,8 @@ def build_vocab_pass(p: beam.Pipeline, files: Optional[SampleFiles],
     `bisection_rounds` rounds of the bisection run, from the sizes already `known`
     ({name: {min_count: size}}). The pass's results go to `result_path`. `reserved`:
     tokens after T2T's `<pad>` and `<EOS>` in every vocabulary (T2T's `reserved_tokens`:
-    their characters join the alphabet).
+    their characters join the alphabet); with `marks`, its stages leave the progress marks
+    `progress_stages` counts.
     """
     reserved_tokens = tuple(learner.RESERVED_TOKENS) + tuple(reserved)
     from transforms.codecs.tokenizer import count_tokens  # T2T's, a batch in one regex pass
@@ -126,9 +155,11 @@ def build_vocab_pass(p: beam.Pipeline, files: Optional[SampleFiles],
                                                          else indexes or {})}
     if files is not None:
         names = sorted(files)
-        counted = sample_and_count(p, files, config, count_tokens, scanned)
+        counted = sample_and_count(p, files, config, count_tokens, scanned, marks)
         index_pc = counted["totals"] | "Index" >> BuildTokenIndexes(
             index_dir, config.vocab.max_subtoken_length, shared_indexes, reserved_tokens)
+        if marks is not None:
+            _ = index_pc | "MarkIndexed" >> MarkEach(marks, INDEXED, _index_marks)
         outputs.update(indexes=index_pc, sampling=counted["stats"],
                        distinct=counted["distinct"] | "DistinctToList" >> beam.Map(list))
     else:
@@ -138,7 +169,8 @@ def build_vocab_pass(p: beam.Pipeline, files: Optional[SampleFiles],
     learnt = index_pc | "Learn" >> LearnSubwordVocabs(
         names, config.vocab.vocab_size, config.vocab.vocab_partitions,
         rounds=config.vocab.bisection_rounds, lookahead=config.vocab.bisection_lookahead,
-        known=known, reserved_tokens=reserved_tokens, shared_indexes=shared_indexes)
+        known=known, reserved_tokens=reserved_tokens, marks=marks,
+        shared_indexes=shared_indexes)
     outputs.update(vocabs=learnt["vocabs"] | "VocabReport" >> beam.Map(_round_report),
                    sizes=learnt["sizes"] | "SizesReport" >> beam.Map(_sizes_report),
                    probes=learnt["probes"] | "ProbesReport" >> beam.Map(_probes_report))
@@ -173,16 +205,20 @@ class SubwordLearner(VocabLearner):
         first = pass_no == 1
         index_dir = token_index_dir(work_dir)
         result_path = FileSystems.join(work_dir, "vocab_pass_%03d.json" % pass_no)
+        marks_dir = pass_marks_dir(work_dir, pass_no)
 
         def build(p, scanned):
             build_vocab_pass(p, files if first else None, indexes, index_dir, known,
-                             result_path, config, scanned, self.inputs.reserved)
+                             result_path, config, scanned, self.inputs.reserved,
+                             pass_marks(p, marks_dir))
 
         rounds = config.vocab.bisection_rounds
         steps = (("sample, count, index",) if first else ()) + (
             "bisection rounds %d-%d" % ((pass_no - 1) * rounds + 1, pass_no * rounds),)
         return VocabPass("vocab %s" % ", ".join(sorted(files)), steps, build, result_path,
-                         lambda result, seconds: self._read(pass_no, result, seconds))
+                         lambda result, seconds: self._read(pass_no, result, seconds),
+                         marks_dir, progress_stages(files, first, (pass_no - 1) * rounds,
+                                                    rounds))
 
     def next_pass(self) -> Optional[VocabPass]:
         if self._passes and not self._search.next_probes():

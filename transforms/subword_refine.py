@@ -26,6 +26,7 @@ from apache_beam.utils import shared
 
 from transforms.storage import file_io
 from transforms.codecs import subword_learner as learner
+from transforms.progress_marks import MarkEach, ProgressMarks
 from transforms.storage.object_stores import ObjectStores, StoreSettings
 
 SIZES = "sizes"
@@ -49,6 +50,27 @@ LearntOut: TypeAlias = TaggedOutput[Literal["learnt"], Learnt]
 SizesOut: TypeAlias = TaggedOutput[Literal["sizes"], Tuple[int, int, Dict[Probe, int]]]
 ProbesOut: TypeAlias = TaggedOutput[Literal["probes"], Tuple[int, Dict[str, List[int]]]]
 RefineOut = Union[Tuple[int, Dict[Probe, List[str]]], LearntOut, SizesOut, ProbesOut]
+
+
+# Progress marks (`transforms.progress_marks`) of a round's probes, planned (when the round's
+# work item share 0 plans them) and learnt, beside the round's stage so that they come as it
+# runs: `r{round:03d}.{vocab_name}.{min_count}`.
+PROBES_PLANNED, PROBES_LEARNT = "probes-planned", "probes-learnt"
+
+
+def round_mark_prefix(round_no: int) -> str:
+    return "r%03d." % round_no
+
+
+def _planned_marks(item):
+    round_no, probes = item
+    return [round_mark_prefix(round_no) + "%s.%d" % (name, t)
+            for name, planned in probes.items() for t in planned]
+
+
+def _learnt_marks(item):
+    round_no, vocabs = item
+    return [round_mark_prefix(round_no) + "%s.%d" % (name, t) for name, t in vocabs]
 
 
 def _load_index(path, stores=None):
@@ -244,17 +266,19 @@ class LearnSubwordVocabs(beam.PTransform):
     Returns a dict of PCollections: `vocabs` ((round, {(vocab_name, min_count): vocab list}),
     one per probe), `sizes` ((round, iteration, {probe: size}), one per work item and
     iteration), `probes` ((round, {vocab_name: [min_count, ...]}), one per vocabulary and
-    round with something to probe).
+    round with something to probe). With `marks`, each round leaves the progress marks of
+    its probes, planned and learnt, as it runs.
     """
 
     def __init__(self, vocab_names: Iterable[str], target_size: int, num_partitions: int,
                  rounds: int = 10, lookahead: int = 0,
                  known: Optional[Mapping[str, Mapping[int, int]]] = None, num_iterations: int = 4,
                  reserved_tokens: Sequence[str] = learner.RESERVED_TOKENS,
-                 fit_rounds: bool = True,
+                 fit_rounds: bool = True, marks: Optional[ProgressMarks] = None,
                  shared_indexes: Optional[Mapping[str, shared.Shared]] = None,
                  guess_margin: Optional[float] = GUESS_MARGIN) -> None:
         super().__init__()
+        self._marks = marks  # each round's probes planned and learnt, when given
         self._fit_rounds = fit_rounds
         self._margin = guess_margin
         self._shared = shared_indexes
@@ -287,6 +311,11 @@ class LearnSubwordVocabs(beam.PTransform):
                 *[beam.pvalue.AsList(sizes) for sizes in learnt]).with_outputs(
                     LEARNT, SIZES, PROBES, main="vocabs")
             learnt.append(refined[LEARNT])
+            if self._marks is not None:
+                _ = refined[PROBES] | "Round%dPlanned" % r >> MarkEach(
+                    self._marks, PROBES_PLANNED, _planned_marks)
+                _ = refined.vocabs | "Round%dLearnt" % r >> MarkEach(
+                    self._marks, PROBES_LEARNT, _learnt_marks)
             vocab_reports.append(refined.vocabs)
             size_reports.append(refined[SIZES])
             probe_reports.append(refined[PROBES])

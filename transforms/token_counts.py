@@ -22,6 +22,7 @@ from transforms.storage import file_io
 from transforms.cleaning.dropped_lines import kept_lines
 from transforms.elements import FileSample, SampleFile, SampleTask
 from transforms.job_metrics import JobCounters
+from transforms.progress_marks import MarkEach, ProgressMarks, mark_name, write_mark
 from transforms.storage.object_stores import ObjectStores, StoreSettings
 from transforms.codecs import tokenizer
 from transforms.formats.text_lines import (InputError, iter_raw_lines, mixture_lines,
@@ -34,6 +35,13 @@ SAMPLE_PART_BYTES = 2 << 20  # a plain file's sample is tokenized in parts of ab
 BATCH_CHARS = 1 << 20  # sampled lines counted together (one `count_tokens` call)
 Counts = Dict[str, int]  # {token: count}
 FileKey = Tuple[str, str]  # (vocab_name, path): a plain tuple, as a GroupByKey key
+# Progress marks (`transforms.progress_marks`): a sample task planned, and sampled.
+SAMPLE_PLANNED, SAMPLED = "sample-planned", "sampled"
+
+
+def task_marks(task: SampleTask) -> List[str]:
+    """The progress mark of a sample task (a file, or a part of one)."""
+    return [mark_name(task.file.vocab, task.file.path, task.part)]
 
 
 def count_lines_with(tokenize: Callable[[str], Iterable[str]]
@@ -165,19 +173,23 @@ class PlanSampleParts(beam.PTransform):
     spread over the workers to be planned, then their parts, to
     be read (`sampled_lines`) by whatever follows."""
 
-    def __init__(self, byte_budget: float, on_invalid_utf8: str, part_bytes: int) -> None:
+    def __init__(self, byte_budget: float, on_invalid_utf8: str, part_bytes: int,
+                 marks: Optional[ProgressMarks] = None) -> None:
         super().__init__()
         self._budget = byte_budget
         self._on_invalid = on_invalid_utf8
         self._part_bytes = part_bytes
+        self._marks = marks
 
     def expand(self, files: beam.PCollection) -> beam.PCollection:
         stores = StoreSettings.from_options(files.pipeline.options)
-        return (files
-                | "Spread" >> beam.Reshuffle()
-                | "Plan" >> beam.ParDo(PlanSampleFn(self._budget, self._on_invalid,
-                                                    self._part_bytes, stores))
-                | "SpreadParts" >> beam.Reshuffle())
+        planned = (files
+                   | "Spread" >> beam.Reshuffle()
+                   | "Plan" >> beam.ParDo(PlanSampleFn(self._budget, self._on_invalid,
+                                                       self._part_bytes, stores)))
+        if self._marks is not None:  # each task as it is planned (`SAMPLE_PLANNED`)
+            _ = planned | "MarkPlanned" >> MarkEach(self._marks, SAMPLE_PLANNED, task_marks)
+        return planned | "SpreadParts" >> beam.Reshuffle()
 
 
 class _SampleFileFn(beam.DoFn):
@@ -195,11 +207,13 @@ class _SampleFileFn(beam.DoFn):
 
     def __init__(self, byte_budget: float, on_invalid_utf8: str = "error",
                  count_tokens: Callable[[List[str]], Mapping[str, int]] = tokenizer.count_tokens,
-                 store_settings: StoreSettings = StoreSettings()) -> None:
+                 store_settings: StoreSettings = StoreSettings(),
+                 marks: Optional[ProgressMarks] = None) -> None:
         self._budget = byte_budget
         self._on_invalid = on_invalid_utf8
         self._count_tokens = count_tokens
         self._store_settings = store_settings
+        self._marks = marks  # `SAMPLED` marks, one a task, when given
 
     def setup(self) -> None:
         self._stores = ObjectStores(self._store_settings)
@@ -225,6 +239,8 @@ class _SampleFileFn(beam.DoFn):
         self._counters.inc("vocab.%s.sampled_lines" % vocab_name, lines)
         self._counters.inc("vocab.%s.sampled_chars" % vocab_name, chars)
         yield (vocab_name, path), FileSample(dict(counts), lines, chars, error, size_bytes)
+        if self._marks is not None:
+            write_mark(self._marks, self._stores, SAMPLED, task_marks(element)[0])
 
 
 class _SumCountsFn(beam.CombineFn):
@@ -321,8 +337,10 @@ class SampleAndCountTokens(beam.PTransform):
     def __init__(self, vocab_names: Iterable[str], byte_budget: float,
                  on_invalid_utf8: str = "error",
                  count_tokens: Callable[[List[str]], Mapping[str, int]] = tokenizer.count_tokens,
-                 part_bytes: int = SAMPLE_PART_BYTES, one_file_each: bool = False) -> None:
+                 part_bytes: int = SAMPLE_PART_BYTES, one_file_each: bool = False,
+                 marks: Optional[ProgressMarks] = None) -> None:
         super().__init__()
+        self._marks = marks  # progress marks of the sample's tasks, when given
         self._one_file_each = one_file_each
         self._part_bytes = part_bytes
         self._names = sorted(vocab_names)
@@ -335,10 +353,10 @@ class SampleAndCountTokens(beam.PTransform):
         stores = StoreSettings.from_options(files.pipeline.options)
         per_file = (files
                     | "PlanSample" >> PlanSampleParts(self._budget, self._on_invalid,
-                                                      self._part_bytes)
+                                                      self._part_bytes, self._marks)
                     | "SampleAndTokenize" >> beam.ParDo(
                         _SampleFileFn(self._budget, self._on_invalid, self._count_tokens,
-                                      stores))
+                                      stores, self._marks))
                     | "SumParts" >> beam.CombinePerKey(_SumSampleFn()))
         by_vocab = per_file | "ByVocab" >> beam.MapTuple(lambda key, acc: (key[0], acc.counts))
         if self._one_file_each:

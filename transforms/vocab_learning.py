@@ -32,7 +32,10 @@ from transforms.codecs.word_vocabulary import WordVocabulary
 from transforms.config import DatagenConfig, VocabConfig
 from transforms.elements import SampleFile
 from transforms.json_result import WriteJsonResult
-from transforms.token_counts import SampleAndCountTokens, count_lines_with, count_triples
+from transforms.progress_marks import ProgressMarks, ProgressStage
+from transforms.storage.object_stores import StoreSettings
+from transforms.token_counts import (SAMPLE_PLANNED, SAMPLED, SampleAndCountTokens,
+                                    count_lines_with, count_triples)
 
 SampleFiles = Dict[str, List[Tuple]]
 """{vocab name: [(path, size in bytes or None[, rejected lines path[, dropped lines path]])]}:
@@ -59,16 +62,36 @@ class VocabPass:
     `build(pipeline, scanned)` adds its stages (`scanned`: the (path, facts) of the prepare
     stage's scan in the same pipeline, or None) and writes its result (`WriteJsonResult`) to
     `result_path`; `read(result, seconds)` takes that result (parsed JSON) into the learner.
+    While it runs, its stages leave progress marks in `marks_dir` (`transforms.progress_marks`),
+    which `progress` (its stages in order) reads: the driver's progress line follows them.
     """
     title: str
     steps: Tuple[str, ...]
     build: Callable[[beam.Pipeline, Optional[beam.PCollection]], None]
     result_path: str
     read: Callable[[Mapping[str, Any], float], PassReport]
+    marks_dir: Optional[str] = None
+    progress: Tuple[ProgressStage, ...] = ()
 
     def label(self, riding: Optional[str] = None) -> str:
         """The pass's label in the log, with `riding` (a stage riding along) first."""
         return "%s: %s" % (self.title, "; ".join(((riding,) if riding else ()) + self.steps))
+
+
+def pass_marks_dir(work_dir: str, pass_no: int) -> str:
+    """The progress marks directory of vocab pass `pass_no` (one of its own: the driver lists
+    only the running pass's marks)."""
+    return FileSystems.join(work_dir, "progress", "vocab_pass_%03d" % pass_no)
+
+
+def pass_marks(p: beam.Pipeline, marks_dir: str) -> ProgressMarks:
+    """The ProgressMarks of a pass built into `p`, into `marks_dir`."""
+    return ProgressMarks(marks_dir, StoreSettings.from_options(p.options))
+
+
+# The sampling stage as the progress line counts it: tasks (a file, or a part of a plain
+# file's sample) sampled, of those planned (`transforms.token_counts`).
+SAMPLE_STAGE = ProgressStage("sample", "parts sampled", SAMPLED, planned=SAMPLE_PLANNED)
 
 
 @dataclasses.dataclass
@@ -187,9 +210,10 @@ def sample_items(p: beam.Pipeline, files: SampleFiles,
 
 
 def sample_and_count(p: beam.Pipeline, files: SampleFiles, config: DatagenConfig,
-                     count_tokens: Callable, scanned: Optional[beam.PCollection] = None
-                     ) -> Dict[str, beam.PCollection]:
-    """`SampleAndCountTokens` of every file of `files` (its dict of PCollections)."""
+                     count_tokens: Callable, scanned: Optional[beam.PCollection] = None,
+                     marks: Optional[ProgressMarks] = None) -> Dict[str, beam.PCollection]:
+    """`SampleAndCountTokens` of every file of `files` (its dict of PCollections), leaving
+    `SAMPLE_STAGE`'s marks when `marks` is given."""
     on_invalid = config.read.on_invalid_utf8
     if scanned is not None and on_invalid == "error":
         # With the scan in the same pipeline, invalid UTF-8 is the scan's to report (the
@@ -200,7 +224,8 @@ def sample_and_count(p: beam.Pipeline, files: SampleFiles, config: DatagenConfig
             | "SampleAndCount" >> SampleAndCountTokens(
                 sorted(files), config.vocab.file_byte_budget, on_invalid,
                 count_tokens=count_tokens,
-                one_file_each=all(len(entries) == 1 for entries in files.values())))
+                one_file_each=all(len(entries) == 1 for entries in files.values()),
+                marks=marks))
 
 
 def distinct_tokens(files: SampleFiles, result: Mapping[str, Any]) -> Dict[str, int]:
@@ -236,10 +261,11 @@ class CountedLearner(OnePassLearner):
         inputs = self.inputs
         files, config = inputs.files, inputs.config
         result_path = FileSystems.join(inputs.work_dir, "vocab_pass_001.json")
+        marks_dir = pass_marks_dir(inputs.work_dir, 1)
 
         def build(p, scanned):
             counted = sample_and_count(p, files, config, count_lines_with(self.tokenizer()),
-                                       scanned)
+                                       scanned, pass_marks(p, marks_dir))
             vocabs = self.vocabs_from_counts(counted["totals"], config.vocab, inputs.reserved)
             _ = {"vocabs": vocabs, "sampling": counted["stats"],
                  "distinct": counted["distinct"] | "DistinctToList" >> beam.Map(list)} | (
@@ -247,7 +273,8 @@ class CountedLearner(OnePassLearner):
 
         return VocabPass(
             "%s vocab %s" % (config.vocab.vocab_type, ", ".join(sorted(files))),
-            ("sample, count, build",), build, result_path, self._read)
+            ("sample, count, build",), build, result_path, self._read, marks_dir,
+            (SAMPLE_STAGE,))
 
     def _read(self, result: Mapping[str, Any], seconds: float) -> PassReport:
         files, vocab = self.inputs.files, self.inputs.config.vocab

@@ -191,25 +191,41 @@ class EncodeStep:
         for name in WORK_DIRS:  # this run's own, new work directory: nothing to delete
             FileSystems.mkdirs(self._layout.work(name))  # (a no-op on object stores)
         self._run_pass(*self.build(chunks, vocab_paths, num_shards, earlier),
-                       progress=self.progress(chunks))
+                       progress=self.progress(chunks, num_shards))
         result = file_io.read_work_json(self._layout.work("encode.json"), self._stores)
         return (result.get("shards", []), result.get("rejects", []),
                 dict(result.get("tokens", [])), dict(result.get("lengths", [])))
 
-    def progress(self, chunks: List[Chunk]) -> Callable[[float], str]:
+    def progress(self, chunks: List[Chunk], num_shards: Dict[str, int]
+                 ) -> Callable[[float], str]:
         """progress(seconds): the pairs of the chunks whose shard fragments are written so
-        far (a chunk writes its fragments when it is done), out of every pair; on any
-        runner, as it asks the work directory's file system."""
+        far (a chunk writes its fragments when it is done), out of every pair, and the time
+        left to encode them; once every chunk is done, the shards: the shuffle that groups the
+        fragments by shard until the first is written, then how many are written and the
+        time left. On any runner, as it asks the work directory's file system."""
         lines = {(c["ds"]["split"], c["ds"]["index"], c["first_line"]): c["num_lines"]
                  for c in chunks if not c.get("unmatched")}
         total = sum(lines.values())
-        pattern = FileSystems.join(file_io.glob_literal(self._layout.work("fragments")), "*.frag")
+        shards = sum(num_shards.values())
+        fragments = FileSystems.join(file_io.glob_literal(self._layout.work("fragments")),
+                                     "*.frag")
+        written_shards = FileSystems.join(file_io.glob_literal(self._layout.work("shards")),
+                                          "*")
+        encoded_at: List[float] = []  # when every chunk was first seen done
 
         def progress(seconds):
             done = {fragment_chunk(FileSystems.split(m.path)[1])
-                    for m in FileSystems.match([pattern])[0].metadata_list}
-            written = sum(lines.get(c, 0) for c in done if c is not None)  # not another file
-            return console.progress_line("encoded", written, total, seconds)
+                    for m in FileSystems.match([fragments])[0].metadata_list}
+            encoded = sum(lines.get(c, 0) for c in done if c is not None)  # not another file
+            if encoded < total:
+                return console.progress_line("encoded", encoded, total, seconds,
+                                             then="then %d shards" % shards)
+            if not encoded_at:
+                encoded_at.append(seconds)
+            names = (FileSystems.split(m.path)[1]
+                     for m in FileSystems.match([written_shards])[0].metadata_list)
+            written = sum(1 for name in names if not file_io.is_temporary_name(name))
+            return console.shards_line(total, written, shards, seconds, encoded_at[0])
         return progress
 
     def dry_run(self, datasets: Dict[str, List[Dataset]], vocab_paths: Tuple[str, str],

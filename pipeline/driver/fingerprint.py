@@ -35,7 +35,7 @@ from transforms.storage.object_stores import ObjectStores
 OPERATIONAL_FLAGS = frozenset((
     "output_dir", "problem", "overwrite", "allow_empty", "vocab_partitions",
     "bisection_rounds_per_pass", "bisection_lookahead", "encode_chunk_lines",
-    "lock_stale_seconds", "in_process_below_mb", "log_level"))
+    "lock_stale_seconds", "progress_seconds", "in_process_below_mb", "log_level"))
 # Flags naming existing vocabularies (each kind's `given_flag`), and every flag naming input
 # files: compared through the files they name, not their spelling.
 _KINDS = every_plugin()

@@ -74,7 +74,8 @@ class DatagenJob:
                                    self.run_id, job.output_format)
         # One client per object store for the driver's own lease, marker and summary writes.
         self.stores = ObjectStores(StoreSettings.from_options(options))
-        self.run_pass = PassRunner(options, interrupted, job.log_level)
+        self.run_pass = PassRunner(options, interrupted, job.log_level,
+                                   job.progress_seconds)
         self.prepare = PrepareStep(self.layout, config.read, self.stores)
         self.vocab = VocabStep(config, command.kind, self.layout, self.run_pass, self.stores)
         self.encode = EncodeStep(self.layout, config, self.run_pass, self.stores)
@@ -196,6 +197,8 @@ class DatagenJob:
         for difference in books.compare_with_counters(report, self.run_pass.counters):
             LOG.warning("%s", difference)
         pairs = {p.ds.get("pair", "") for split in prepared for p in prepared[split]} - {""}
+        if not file_io.is_local(self.layout.output_dir):  # a copy and a delete per object
+            LOG.info("moving %d shards into %s", len(shards), self.layout.output_dir)
         commit.promote_outputs(self.layout, shards, rejects, self.stores,
                                sorted(pairs | self._previous_pairs))
         return report

@@ -167,6 +167,9 @@ class DatagenOptions:
                  "records this value in it: another host takes the lock over once the "
                  "heartbeat is older than the holder's value (a killed run); on this host a "
                  "live holder is never taken over, a dead one at once.")
+        add("--progress_seconds", type=float, default=30.0,
+            help="A pass running longer says how far it is this often: its stage, round and "
+                 "units done, the encode pass's pairs and shards, and the time left.")
         add("--log_level", default=None, choices=LOG_LEVELS,
             help="Beam's and TensorFlow's own logging at this level (and the job's debug lines "
                  "with debug); by default only their errors show, beside the job's progress.")
@@ -257,6 +260,9 @@ def _check_general_flags(f: argparse.Namespace) -> None:
     if not f.lock_stale_seconds > 0:
         raise DatagenError("--lock_stale_seconds must be a positive number of seconds, not %s"
                            % f.lock_stale_seconds)
+    if not 0 < f.progress_seconds < float("inf"):
+        raise DatagenError("--progress_seconds must be a positive number of seconds, not %s"
+                           % f.progress_seconds)
     if (f.train_tsv or f.dev_tsv) and (min(f.source_column, f.target_column) < 0
                                        or f.source_column == f.target_column):
         raise DatagenError("--source_column and --target_column must be different "

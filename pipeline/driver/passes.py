@@ -24,7 +24,7 @@ from pipeline.runtime.runners import REMOTE_RUNNERS, is_dry_run, runner_name
 from transforms.job_metrics import counter_values
 
 LOG = logging.getLogger("datagen")
-PROGRESS_SECONDS = 30  # a long pass logs where it stands this often
+PROGRESS_SECONDS = 30.0  # a long pass logs where it stands this often (--progress_seconds)
 WATCH_SECONDS = 0.5  # how often a pass checks that the job's worker processes live
 
 
@@ -76,14 +76,17 @@ class PassRunner:
 
     Where the passes run (their runner, the job server and worker processes they share) is
     `engine`'s (`pipeline.runtime.pass_engine`); `close()` ends what they share.
-    `log_level`: the job's --log_level, for the worker processes' logging.
+    `log_level`: the job's --log_level, for the worker processes' logging;
+    `progress_seconds`: how often a running pass logs where it stands.
     """
 
     def __init__(self, options: PipelineOptions, interrupted: Callable[[], Optional[int]],
-                 log_level: Optional[str] = None) -> None:
+                 log_level: Optional[str] = None,
+                 progress_seconds: float = PROGRESS_SECONDS) -> None:
         self.options = options
         self.interrupted = interrupted
         self.log_level = log_level
+        self.progress_seconds = progress_seconds
         self.count = 0
         self.counters: Dict[str, int] = {}  # the job's Beam counters summed over its passes
         self.lock: Optional[OutputLock] = None
@@ -126,6 +129,7 @@ class PassRunner:
         thread.start()
         while True:
             thread.join(WATCH_SECONDS)
+            self._log_lost_workers(number)
             if self.lock is not None:
                 self.lock.check()  # raises once another run took the lease
             # a dead worker either blocks the pass or is why it failed
@@ -136,11 +140,21 @@ class PassRunner:
                 raise WorkerDied(number, dead)
             if not thread.is_alive():
                 break
+        self._log_lost_workers(number)  # those the pass's last moments saw
         if "error" in outcome:
             raise outcome["error"]
         for name, value in outcome["counters"].items():
             self.counters[name] = self.counters.get(name, 0) + value
         return outcome["state"]
+
+    def _log_lost_workers(self, number: int) -> None:
+        """A WARNING line for each worker the runner's cluster lost while the pass runs, and
+        what of the pass it computes again (a runner whose result can tell:
+        `lost_workers()`, the Dask runner's)."""
+        lost = getattr(self._running, "lost_workers", None)
+        if lost is not None:
+            for line in lost():
+                LOG.warning("pass %d: %s", number, line)
 
     def _cancel_running(self) -> None:
         """A pass stopped by an interrupt or a failure: on a runner whose computation goes on
@@ -178,7 +192,7 @@ class PassRunner:
     def __call__(self, label: str, build: Callable[[beam.Pipeline], Any],
                  progress: Optional[Callable[[float], str]] = None) -> float:
         """Runs pass `label` built by `build(pipeline)`; `progress(seconds)`, if given, says
-        where a running pass stands (a line logged every PROGRESS_SECONDS)."""
+        where a running pass stands (a line logged every `progress_seconds`)."""
         if self.lock is not None:
             self.lock.check()
         self.count += 1
@@ -197,7 +211,7 @@ class PassRunner:
         self._submitted = None
 
         def heartbeat():
-            while not stop.wait(PROGRESS_SECONDS):
+            while not stop.wait(self.progress_seconds):
                 seconds = time.time() - start
                 try:
                     where = progress(seconds) if progress else None

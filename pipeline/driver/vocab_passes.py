@@ -10,12 +10,13 @@ A dry run builds the learner's passes with the same builders and only translates
 """
 
 import logging
-from typing import Optional
+from typing import Callable, Optional
 
 from pipeline.driver.passes import PassRunner
 from pipeline.driver.prepare import RidingPrepare
 from pipeline.runtime import console
 from pipeline.runtime.runners import DatagenError
+from transforms.progress_marks import read_marks, stage_progress
 from transforms.storage import file_io
 from transforms.storage.object_stores import ObjectStores
 from transforms.vocab_learning import Learnt, SamplingFailed, VocabLearner, VocabPass
@@ -34,7 +35,21 @@ class VocabPassDriver:
         """Runs `vocab_pass` (with `riding`'s stage in the same pipeline); its seconds."""
         def build(p):
             vocab_pass.build(p, riding.add(p) if riding else None)
-        return self._run_pass(vocab_pass.label(riding.label if riding else None), build)
+        return self._run_pass(vocab_pass.label(riding.label if riding else None), build,
+                              progress=self.progress(vocab_pass))
+
+    def progress(self, vocab_pass: VocabPass) -> Optional[Callable[[float], str]]:
+        """progress(seconds): where the pass's stages stand, from the marks they left
+        (`transforms.progress_marks`): the stage, round, and how far it is."""
+        if vocab_pass.marks_dir is None or not vocab_pass.progress:
+            return None
+        marks_dir = vocab_pass.marks_dir
+
+        def progress(seconds: float) -> str:
+            counted = stage_progress(vocab_pass.progress, read_marks(marks_dir, self._stores))
+            return console.stages_line([(stage.label, stage.unit, done, total)
+                                        for stage, done, total in counted], seconds)
+        return progress
 
     def read(self, vocab_pass: VocabPass, seconds: float) -> None:
         """Reads a pass's result back into its learner; DatagenError on bad input."""

@@ -7,9 +7,8 @@ whose names no reader's `{problem}-train*` glob matches.
 import os
 from typing import TYPE_CHECKING, Callable, Optional
 
-from apache_beam.io.filesystems import FileSystems
-
 from transforms.formats.checked_decompress import strip_compression_suffix
+from transforms.storage import paths
 from transforms.record_formats import DEFAULT_FORMAT, ShardNames, record_format
 
 if TYPE_CHECKING:
@@ -39,8 +38,7 @@ def marked_problem(directory: str, head: str, exists: Callable[[str], bool]
     before a "-" (a language pair's own shards are `{problem}-{src}-{tgt}-{split}-...`);
     None when none has a marker."""
     heads = [head] + [head[:i] for i in range(len(head) - 1, 0, -1) if head[i] == "-"]
-    return next((h for h in heads if exists(FileSystems.join(directory, COMPLETE_NAME % h))),
-                None)
+    return next((h for h in heads if exists(paths.join(directory, COMPLETE_NAME % h))), None)
 
 
 class OutputLayout:
@@ -58,7 +56,7 @@ class OutputLayout:
         self.shards = ShardNames(problem, record_format(output_format))
 
     def path(self, *names: str) -> str:
-        return FileSystems.join(self.output_dir, *names)
+        return paths.join(self.output_dir, *names)
 
     def vocab_path(self, kind: "CodecKind", lang: Optional[str] = None) -> str:
         """`vocab.{problem}.{size}.{suffix}[.lang]`: T2T's name with `subwords`, the other
@@ -91,4 +89,4 @@ class OutputLayout:
         return self.path(WORK_NAME, self.problem, self.run_id)
 
     def work(self, *names: str) -> str:
-        return FileSystems.join(self.work_dir, *names)
+        return paths.join(self.work_dir, *names)

@@ -14,10 +14,13 @@ first import of Beam; the worker processes' fork server through
 """
 
 import contextlib
+import importlib
 import logging
 import os
+import re
 import sys
-from typing import Dict, Iterator, List, Optional, Sequence, TextIO, Tuple
+import tempfile
+from typing import Any, Dict, Iterator, List, Optional, Sequence, TextIO, Tuple
 
 LOG = logging.getLogger("datagen")
 LOG_LEVELS = ("debug", "info", "warning", "error")
@@ -159,6 +162,77 @@ def library_logging(log_level: Optional[str] = None) -> Iterator[None]:
             os.environ.pop("TF_CPP_MIN_LOG_LEVEL", None)
 
 
+# What libraries print while they are imported, on stderr (fd 2, from C++) and through absl:
+# TensorFlow's oneDNN and CPU-feature INFO lines and absl's note before them, Grain's
+# "Failed to load jax profiler" (absl, WARNING), Beam's apitools line.
+START_UP_LOGGERS = ("absl", "tensorflow", "grain", "jax")
+_START_UP_STDERR = re.compile(
+    r"^(WARNING: All log messages before absl::InitializeLog\(\) is called are written to "
+    r"STDERR|I\d{4} [\d:.]+ +\d+ \w+\.cc:\d+\] .*|To enable the following instructions: .*)$")
+
+
+@contextlib.contextmanager
+def _start_up_held_back() -> Iterator[None]:
+    """Within: start-up lines held back, unless the program asked for them. A logger of
+    START_UP_LOGGERS whose level the program set keeps it; with TF_CPP_MIN_LOG_LEVEL set, fd 2
+    is left alone. Otherwise TF_CPP_MIN_LOG_LEVEL is 1 within (TensorFlow's C++ INFO lines
+    off from then on: it reads the variable once), and what C++ code writes to fd 2 goes to
+    a temporary file, every line of it that is not one of the known start-up lines written
+    back to stderr afterwards. absl logs its first line only after `logging.basicConfig()` when the root
+    logger has no handler (a handler the program never asked for): a NullHandler on the root
+    logger within keeps it from doing so."""
+    root = logging.getLogger()
+    loggers = [logging.getLogger(name) for name in START_UP_LOGGERS]
+    raised = [lg for lg in loggers if lg.level == logging.NOTSET]
+    for lg in raised:
+        lg.setLevel(logging.ERROR)
+    null = logging.NullHandler() if not root.handlers else None
+    if null is not None:
+        root.addHandler(null)
+    apitools = _NoApitoolsWarning()
+    root.addFilter(apitools)
+    held = None
+    if "TF_CPP_MIN_LOG_LEVEL" not in os.environ:
+        # TensorFlow's C++ logging reads it once, at its first line (during the import): its
+        # later INFO lines (one per TFRecordDataset) stay off too; warnings still show
+        os.environ["TF_CPP_MIN_LOG_LEVEL"] = "1"
+        sys.stderr.flush()
+        held = tempfile.TemporaryFile()
+        saved_fd = os.dup(2)
+        os.dup2(held.fileno(), 2)
+    try:
+        yield
+    finally:
+        if held is not None:
+            del os.environ["TF_CPP_MIN_LOG_LEVEL"]
+            sys.stderr.flush()
+            os.dup2(saved_fd, 2)
+            os.close(saved_fd)
+            held.seek(0)
+            text = held.read().decode("utf-8", "replace")
+            held.close()
+            kept = [line for line in text.splitlines() if not _START_UP_STDERR.match(line)]
+            if kept:
+                sys.stderr.write("\n".join(kept) + "\n")
+        root.removeFilter(apitools)
+        if null is not None:
+            root.removeHandler(null)
+        for lg in raised:
+            if lg.level == logging.ERROR:  # not set by the library meanwhile
+                lg.setLevel(logging.NOTSET)
+
+
+def quiet_import(name: str) -> Any:
+    """`importlib.import_module(name)` without the start-up lines the library prints while it
+    is imported (`_start_up_held_back`: TensorFlow's, Grain's, absl's, Beam's), for the
+    readers, which run in a trainer's process: its console is the trainer's. A module
+    imported already is returned as it is."""
+    if name in sys.modules:
+        return sys.modules[name]
+    with _start_up_held_back():
+        return importlib.import_module(name)
+
+
 def _span(values: Sequence[int]) -> str:
     return "%d" % values[0] if len(values) == 1 else "%d..%d" % (values[0], values[-1])
 
@@ -188,15 +262,54 @@ def _duration(seconds: float) -> str:
     return "%d h %02d min" % (seconds // 3600, seconds % 3600 // 60)
 
 
-def progress_line(what: str, done: int, total: int, seconds: float) -> str:
+def stages_line(stages: Sequence[Tuple[str, str, int, Optional[int]]], seconds: float) -> str:
+    """Where a pass of stages stands (`stages`: (label, unit, done, total or None) in order,
+    `transforms.progress_marks.stage_progress`): the furthest stage started and how far it
+    is, then the latest earlier one not finished yet, if any: `round 3: 2 of 4 probes
+    learnt, 1 min 10 s so far`; before any unit is done, the first stage."""
+    def far(label: str, unit: str, done: int, total: Optional[int]) -> str:
+        return "%s: %s of %s %s" % (label, format(done, ","),
+                                    format(total, ",") if total else "?", unit)
+
+    started = [i for i, (_, _, done, total) in enumerate(stages) if done or total]
+    if not started:
+        return "%s: nothing done yet, %s so far" % (
+            stages[0][0] if stages else "starting", _duration(seconds))
+    current = started[-1]
+    parts = [far(*stages[current])]
+    behind = [far(*s) for s in stages[:current] if s[3] is None or s[2] < s[3]]
+    parts += behind[-1:]  # the latest one not finished (the line stays a console line)
+    return "%s, %s so far" % ("; ".join(parts), _duration(seconds))
+
+
+def progress_line(what: str, done: int, total: int, seconds: float, then: str = "") -> str:
     """`encoded 350,000 of 760,000 pairs (46%), 12,300 pairs/s, about 33 s left, 28 s so far`;
-    with nothing done yet, only the time so far."""
+    with nothing done yet, only the time so far; `then`: what follows (`then 11 shards to
+    write`), before the time so far."""
+    after = ", %s" % then if then else ""
     if not done:
-        return "%s 0 of %s pairs so far, %s" % (what, format(total, ","), _duration(seconds))
+        return "%s 0 of %s pairs%s, %s so far" % (what, format(total, ","), after,
+                                                  _duration(seconds))
     rate = done / seconds if seconds > 0 else 0.0
     line = "%s %s of %s pairs (%d%%), %s pairs/s" % (
         what, format(done, ","), format(total, ","), 100 * done // max(total, 1),
         format(int(rate), ","))
     if rate > 0 and done < total:
         line += ", about %s left" % _duration((total - done) / rate)
+    return line + after + ", %s so far" % _duration(seconds)
+
+
+def shards_line(pairs: int, written: int, shards: int, seconds: float,
+                encoded_at: float) -> str:
+    """The encode pass once every pair is encoded (at `encoded_at` seconds into the pass):
+    the shuffle that groups the fragments by shard until a shard is written, then the shards
+    written and the time left at their rate so far."""
+    head = "encoded all %s pairs; " % format(pairs, ",")
+    if not written:
+        return head + "shuffling fragments into %d shards for %s, %s so far" % (
+            shards, _duration(seconds - encoded_at), _duration(seconds))
+    line = head + "%d of %d shards written" % (written, shards)
+    spent = seconds - encoded_at
+    if written < shards and spent > 0:
+        line += ", about %s left" % _duration((shards - written) * spent / written)
     return line + ", %s so far" % _duration(seconds)

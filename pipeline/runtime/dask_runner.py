@@ -34,6 +34,7 @@ or `pip install` the project on them (README, Runners).
 
 import contextlib
 import dataclasses
+import threading
 import time
 import typing as t
 import uuid
@@ -250,6 +251,39 @@ class _CounterResults(MetricResults):
                 "distributions": [], "gauges": []}
 
 
+class _LostWorkers:
+    """The scheduler's `remove-worker` events while a pass runs (its "all" topic, subscribed
+    to before the pass's tasks are submitted): Dask computes a lost worker's running tasks,
+    and the results only it held, again elsewhere, and says which; the driver logs a line."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._events: t.List[dict] = []
+
+    def __call__(self, event: t.Any) -> None:  # in the client's event loop thread
+        _, message = event
+        if isinstance(message, dict) and message.get("action") == "remove-worker":
+            with self._lock:
+                self._events.append(message)
+
+    def take(self) -> t.List[dict]:
+        with self._lock:
+            events, self._events = self._events, []
+        return events
+
+
+def lost_worker_line(event: dict, keys: t.Collection[str]) -> str:
+    """One line for a worker the cluster lost while the pass (its task `keys`) ran."""
+    running = len({str(k) for k in event.get("processing-tasks") or ()} & set(keys))
+    computed = len({str(k) for k in event.get("lost-computed-tasks") or ()} & set(keys))
+    how = "retired" if event.get("expected") else "lost"
+    if not running and not computed:
+        return "Dask worker %s %s; none of the pass's tasks were on it" % (
+            event.get("worker"), how)
+    return "Dask worker %s %s: %d running and %d finished tasks of the pass are computed " \
+        "again" % (event.get("worker"), how, running, computed)
+
+
 class DatagenDaskResult(DaskRunnerResult):
     """Beam's result, which also collects the pass's counters when it ends, closes the
     pass's client, and cancels the pass so that none of its tasks runs on."""
@@ -257,6 +291,12 @@ class DatagenDaskResult(DaskRunnerResult):
     keys: frozenset = frozenset()  # the pass's task keys
     pass_id = ""  # what the pass's counter events carry
     counters: t.Optional[dict] = None  # {(step, namespace, name): value}, once finished
+    lost: t.Optional[_LostWorkers] = None  # the scheduler's remove-worker events, as they come
+
+    def lost_workers(self) -> t.List[str]:
+        """A line for each worker the cluster lost since the last call, while the pass ran."""
+        events = self.lost.take() if self.lost is not None else []
+        return [lost_worker_line(event, self.keys) for event in events]
 
     def wait_until_finish(self, duration=None) -> str:
         try:
@@ -335,11 +375,14 @@ class DatagenDaskRunner(DaskRunner):
             translator = _Translator(bag_kwargs, threads, uuid.uuid4().hex, options)
             pipeline.visit(translator)
             leaves = dask.optimize(*translator.leaves())
+            lost = _LostWorkers()
+            client.subscribe_topic("all", lost)
             futures = client.compute(leaves)
         except BaseException:
             client.close()
             raise
         result = DatagenDaskResult(client, futures)
         result.pass_id = translator.pass_id
+        result.lost = lost
         result.keys = frozenset(str(key) for leaf in leaves for key in leaf.__dask_graph__())
         return result

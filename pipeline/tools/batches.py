@@ -1,8 +1,11 @@
 """Training batches without TensorFlow: ArrayRecord through Grain, Parquet through pyarrow
 (or Hugging Face `datasets`), with `make_dataset`'s `t2t` and `nmt` semantics.
 
-Importing this module imports neither TensorFlow nor Beam's TensorFlow parts (a test checks
-`'tensorflow' not in sys.modules` in a fresh interpreter). Batches are dicts of numpy int32
+Importing this module imports neither TensorFlow nor Beam, and reading a local output
+imports no Beam either (`pipeline.tools.output_files`; tests check `sys.modules` in a fresh
+interpreter): a trainer's process pays neither import, and nothing is printed (Grain's
+start-up lines are held back, `console.quiet_import`). A gs:// or s3:// source goes through
+Beam's FileSystems, as everywhere in the project. Batches are dicts of numpy int32
 arrays, keyed as `make_dataset`'s (`pipeline.tools.batching` does the batching); a PyTorch
 `DataLoader` takes them through an `IterableDataset` (examples/read_parquet_torch.py).
 
@@ -10,10 +13,11 @@ arrays, keyed as `make_dataset`'s (`pipeline.tools.batching` does the batching);
     for batch in grain_batches("out", batch_size=4096, mode="t2t", seed=42):
         ...  # batch["inputs"], batch["targets"]: int32 [rows, longest], 0-padded
 
-`source`: an output directory (its complete shards of `split`, as its summary lists them),
-or a glob or list of globs of shard files (each glob's files sorted), checked complete as
-`make_dataset` checks them. Object-store shards are copied to a local temporary directory
-first (Grain and pyarrow's file readers want local files here).
+`source`: an output directory (its complete shards of `split`, as its summary lists them;
+`problem=` names the problem where the directory holds several), or a glob or list of globs
+of shard files (each glob's files sorted), checked complete as `make_dataset` checks them.
+Object-store shards are copied to a local temporary directory first (Grain and pyarrow's
+file readers want local files here).
 
 Order: with `shuffle=False`, the records in shard-name order, so the batches equal
 `make_dataset(..., shuffle=False)`'s on the TFRecord output of the same run.
@@ -28,40 +32,55 @@ from `seed`.
 """
 
 import contextlib
+import os
 import random
 from typing import Any, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from pipeline.tools import batching
+from pipeline.runtime import console
+from pipeline.tools import batching, output_files
 from pipeline.tools.batching import Batch
 from pipeline.tools.mixture import Mixture
 from transforms.formats.example_proto import Int64FeaturesWriter
 from transforms.formats.packed_examples import PACKED_FEATURES
 from transforms.record_formats import FEATURES, ArrayRecordFormat, ParquetFormat, format_of
+from transforms.storage import paths
 
 Source = Union[str, Sequence[str]]
 
 
-def shard_files(source: Source, split: str = "train", require_complete: bool = True
-                ) -> List[str]:
-    """The shard paths of `source` (see the module docstring), in reading order."""
-    from apache_beam.io.filesystems import FileSystems
-
+def shard_files(source: Source, split: str = "train", require_complete: bool = True,
+                problem: Optional[str] = None) -> List[str]:
+    """The shard paths of `source` (see the module docstring), in reading order. `problem`:
+    the problem to read where an output directory holds several (required there: the error
+    says so); with patterns, only that problem's shards among the files they match."""
     from pipeline.tools import reader
-    if isinstance(source, str) and not any(c in source for c in "*?[") and FileSystems.match(
-            [FileSystems.join(source, "*.datagen_summary.json")])[0].metadata_list:
-        return reader.complete_output_files(source, split)  # an output directory
+    if isinstance(source, str) and _is_directory(source):
+        return reader.complete_output_files(source, split, problem)  # an output directory
     patterns = [source] if isinstance(source, str) else list(source)
     files: List[str] = []
     for pattern in patterns:
-        matched = sorted(m.path for m in FileSystems.match([pattern])[0].metadata_list)
+        matched = output_files.match(pattern)
+        if problem is not None:
+            matched = [p for p in matched if output_files.problems_of([p]) == [problem]]
         if not matched:
-            raise ValueError("no files match %r" % (pattern,))
+            raise ValueError("no %sfiles match %r" % (
+                "" if problem is None else "shard files of problem %s " % problem, pattern))
         files.extend(matched)
     if require_complete:
-        reader.check_complete(files)
+        output_files.check_complete(files)
     return files
+
+
+def _is_directory(source: str) -> bool:
+    """Whether `source` names an output directory: a local directory (brackets and all), or
+    on an object store a path without glob characters that holds a summary."""
+    from pipeline.output.layout import SUMMARY_NAME
+    if paths.is_local(source):
+        return os.path.isdir(source)
+    return not any(c in source for c in "*?[") and bool(output_files.match(
+        paths.join(output_files.glob_literal(source), SUMMARY_NAME % "*")))
 
 
 def _check_format(files: Sequence[str], wanted: str) -> None:
@@ -136,19 +155,21 @@ def grain_batches(source: Union[Source, Mixture], batch_size: int, mode: str = "
                   split: str = "train", shuffle: bool = True, seed: int = 0,
                   num_epochs: int = 1, num_shards: int = 1, shard_index: int = 0,
                   skip_count: Optional[int] = None, require_complete: bool = True,
+                  problem: Optional[str] = None,
                   **options: Any) -> Iterator[Batch]:
     """Batches of ArrayRecord shards read with `grain.sources.ArrayRecordDataSource`.
     `options`: the mode's, as `make_dataset` takes them (nmt: src_max_len, tgt_max_len,
     num_buckets, sos_id, eos_id; t2t: max_length, min_length, min_length_bucket,
-    length_bucket_step, drop_long_sequences). A `Mixture` source is its stream, in its order
-    (shuffle, seed and num_epochs are the mixture's own)."""
-    import grain
-
+    length_bucket_step, drop_long_sequences). `problem`: as `shard_files`. Grain is imported
+    without its start-up lines (`console.quiet_import`). A `Mixture` source is its stream,
+    in its order (shuffle, seed and num_epochs are the mixture's own)."""
     if isinstance(source, Mixture):
         yield from _mixture_batches(source, batch_size, mode, ArrayRecordFormat.name, num_shards,
                                     shard_index, skip_count, options)
         return
-    files = shard_files(source, split, require_complete)
+    grain = console.quiet_import("grain")
+
+    files = shard_files(source, split, require_complete, problem)
     _check_format(files, ArrayRecordFormat.name)
     packed_length = _summary_packed_length(files, mode)
     examples = Int64FeaturesWriter()
@@ -210,14 +231,14 @@ def parquet_batches(source: Union[Source, Mixture], batch_size: int, mode: str =
                     num_epochs: int = 1, shuffle_buffer_size: int = 100_000,
                     num_shards: int = 1, shard_index: int = 0,
                     skip_count: Optional[int] = None, require_complete: bool = True,
-                    **options: Any) -> Iterator[Batch]:
-    """Batches of Parquet shards streamed with pyarrow (`options` as `grain_batches`; a
-    `Mixture` source as there)."""
+                    problem: Optional[str] = None, **options: Any) -> Iterator[Batch]:
+    """Batches of Parquet shards streamed with pyarrow (`options` and `problem` as
+    `grain_batches`; a `Mixture` source as there)."""
     if isinstance(source, Mixture):
         yield from _mixture_batches(source, batch_size, mode, ParquetFormat.name, num_shards,
                                     shard_index, skip_count, options)
         return
-    files = shard_files(source, split, require_complete)
+    files = shard_files(source, split, require_complete, problem)
     _check_format(files, ParquetFormat.name)
     packed_length = _summary_packed_length(files, mode)
     keys = parquet_keys(files)

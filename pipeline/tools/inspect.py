@@ -39,7 +39,6 @@ record, several problems and no `--problem`) are one line on stderr and exit sta
 import argparse
 import itertools
 import json
-import os
 import random
 import sys
 
@@ -54,8 +53,9 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from pipeline.output.complete_check import shard_mismatches
-from pipeline.output.layout import COMPLETE_NAME, SUMMARY_NAME
+from pipeline.output.layout import SUMMARY_NAME
 from pipeline.runtime import flags
+from pipeline.tools import output_files
 from pipeline.runtime.runners import DatagenError, one_line
 from transforms.vocab_files import VocabularyFiles
 from transforms.codecs.vocabulary import Vocabulary
@@ -114,39 +114,12 @@ def _basename(path: str) -> str:
 
 
 def find_problem(output_dir: str, problem: Optional[str]) -> str:
-    """The problem to inspect: `problem`, checked to be complete, or the only complete one."""
-    if problem is None:
-        suffix = COMPLETE_NAME % ""
-        found = FileSystems.match([FileSystems.join(file_io.glob_literal(output_dir),
-                                                   COMPLETE_NAME % "*")])
-        names = sorted(_basename(m.path)[:-len(suffix)] for m in found[0].metadata_list)
-        if len(names) > 1:
-            raise DatagenError("%s holds %d problems (%s): pass --problem" % (
-                output_dir, len(names), ", ".join(names)))
-        if not names:
-            if "://" not in output_dir and not os.path.isdir(output_dir):
-                raise DatagenError("%s: no such directory" % output_dir)
-            raise DatagenError("%s: no complete datagen output (no %s file)%s" % (
-                output_dir, COMPLETE_NAME % "*", _unfinished(output_dir, "*")))
-        return names[0]
-    if not file_io.exists(FileSystems.join(output_dir, COMPLETE_NAME % problem)):
-        raise DatagenError("%s: no complete output of problem %s (no %s)%s" % (
-            output_dir, problem, COMPLETE_NAME % problem, _unfinished(output_dir, problem)))
-    return problem
-
-
-def _unfinished(output_dir: str, problem: str) -> str:
-    """What a summary without a marker says (a run still going, failed or interrupted)."""
-    found = FileSystems.match([FileSystems.join(file_io.glob_literal(output_dir),
-                                               SUMMARY_NAME % problem)])
-    states = []
-    for m in found[0].metadata_list:
-        try:
-            summary = file_io.read_json(m.path)
-            states.append("%s: %s" % (summary.get("problem"), summary.get("status")))
-        except (OSError, ValueError):
-            states.append("%s: unreadable" % _basename(m.path))
-    return "; summary says %s" % ", ".join(states) if states else ""
+    """The problem to inspect: `problem`, checked to be complete, or the only complete one
+    (`output_files.find_problem`); DatagenError otherwise."""
+    try:
+        return output_files.find_problem(output_dir, problem, "pass --problem")
+    except output_files.IncompleteOutputError as e:
+        raise DatagenError(str(e)) from None
 
 
 def load_vocabs(output_dir: str,

@@ -128,60 +128,39 @@ Example training loop (t2t mode)::
         optimizer.apply_gradients(zip(grads, model.trainable_variables))
 """
 
-import functools
-from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple, Union
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
+from pipeline.runtime import console
+from pipeline.tools import output_files
 from pipeline.tools.batching import NMT_KEYS, t2t_batching_scheme, t2t_bucket_boundaries  # noqa: F401
+from pipeline.tools.output_files import IncompleteOutputError, check_complete
+
+__all__ = ["IncompleteOutputError", "StoreUnreachableError", "check_complete",
+           "complete_output_files", "file_system_options", "make_dataset",
+           "t2t_batching_scheme", "t2t_bucket_boundaries"]
 
 
-class IncompleteOutputError(ValueError):
-    """Shards of a datagen output that is not complete (no completion marker: a run still
-    going, failed, or killed while committing), or not all of a split's shards."""
+def _tensorflow() -> Any:
+    """TensorFlow, imported without its start-up lines (`console.quiet_import`: they are
+    held back unless TF_CPP_MIN_LOG_LEVEL is set)."""
+    return console.quiet_import("tensorflow")
 
 
 def _glob(pattern: str) -> Tuple[List[str], bool]:
     """(sorted matching paths, whether TensorFlow reads them). TensorFlow 2.16+ has no s3://
     (it moved to tensorflow-io): such paths are listed and read through Beam's FileSystems,
     configured by `file_system_options`."""
-    import tensorflow as tf
+    tf = _tensorflow()
     try:
         return sorted(tf.io.gfile.glob(pattern)), True
     except tf.errors.UnimplementedError:  # "File system scheme 's3' not implemented"
-        from apache_beam.io.filesystems import FileSystems
-        return sorted(m.path for m in FileSystems.match([pattern])[0].metadata_list), False
-
-
-def check_complete(files: Iterable[str]) -> None:
-    """Raises IncompleteOutputError when datagen shards among `files` (named
-    `{problem}-{split}-NNNNN-of-NNNNN`, and a format's suffix) come from an output without
-    its completion marker, or when a split's shards are not all there. Other files are taken
-    as they are. (Also used by the readers without TensorFlow, `pipeline.tools.batches`.)"""
-    from apache_beam.io.filesystems import FileSystems
-    from pipeline.output.layout import COMPLETE_NAME, marked_problem
-    from transforms.record_formats import parse_shard_name
-    groups: Dict[Tuple[str, str, str, int], Set[int]] = {}
-    for path in files:
-        head, name = FileSystems.split(path)
-        parsed = parse_shard_name(name)
-        if parsed:
-            problem, split, shard, n, _ = parsed
-            groups.setdefault((head, problem, split, n), set()).add(shard)
-    exists = functools.lru_cache(maxsize=None)(FileSystems.exists)
-    for (head, problem, split, n), shards in sorted(groups.items()):
-        if marked_problem(head, problem, exists) is None:  # (a pair's shards: its problem's)
-            raise IncompleteOutputError(
-                "%s: the output of problem %s is not complete (no %s: a run is going, failed "
-                "or was killed); rerun the job, or read it with require_complete=False" % (
-                    head, problem, COMPLETE_NAME % problem))
-        if len(shards) != n:
-            raise IncompleteOutputError("%s: %d of the %d %s shards of problem %s match" % (
-                head, len(shards), n, split, problem))
+        return output_files.match(pattern), False
 
 
 def file_system_options(flags: Iterable[str]) -> None:
     """Hands Beam's file system flags (`["--s3_endpoint_url", URL, ...]`, as the job takes
     them) to FileSystems in this process, for paths TensorFlow cannot read (s3://)."""
-    from apache_beam.io.filesystems import FileSystems
+    FileSystems = output_files.beam_file_systems()
     from apache_beam.options.pipeline_options import PipelineOptions
     FileSystems.set_options(PipelineOptions(list(flags)))
 
@@ -201,8 +180,15 @@ def complete_output_files(output_dir: str, split: str = "train",
     and record count. The one line a trainer needs: `make_dataset(complete_output_files(DIR),
     ...)`. `flags`: Beam's file system flags (as `file_system_options` takes them), given
     here so that an object store is asked first with short timeouts (gs:// is asked always:
-    its settings come from the environment); StoreUnreachableError when it does not answer."""
-    from apache_beam.io.filesystems import FileSystems
+    its settings come from the environment); StoreUnreachableError when it does not answer.
+    `problem`: the problem to read where the directory holds several (its error says so).
+
+    A local directory without `flags` and `verify_checksums` is read without importing Beam
+    (`output_files.local_split_shards`)."""
+    from transforms.storage import paths
+    if flags is None and not verify_checksums and paths.is_local(output_dir):
+        return output_files.local_split_shards(output_dir, split, problem)
+    FileSystems = output_files.beam_file_systems()
     from apache_beam.options.pipeline_options import PipelineOptions
     from pipeline.tools import inspect
     from pipeline.output.layout import SUMMARY_NAME
@@ -218,10 +204,7 @@ def complete_output_files(output_dir: str, split: str = "train",
             inspect.check_store(output_dir, stores)
         except DatagenError as e:
             raise StoreUnreachableError(str(e)) from None
-    try:
-        problem = inspect.find_problem(output_dir, problem)
-    except DatagenError as e:
-        raise IncompleteOutputError(str(e)) from None
+    problem = output_files.find_problem(output_dir, problem)
     summary = file_io.read_json(FileSystems.join(output_dir, SUMMARY_NAME % problem), stores)
     if split not in summary["splits"]:
         raise ValueError("%s: problem %s has no split %r" % (output_dir, problem, split))
@@ -263,7 +246,7 @@ def _records_dataset(tf: Any, files: List[Tuple[str, bool]]) -> Any:
         return tf.data.TFRecordDataset([path for path, _ in files])
 
     def records() -> Iterator[bytes]:
-        from apache_beam.io.filesystems import FileSystems
+        FileSystems = output_files.beam_file_systems()
         from transforms.formats.tfrecord_framing import read_records
         for path, _ in files:
             with FileSystems.open(path, compression_type="uncompressed") as f:
@@ -276,27 +259,25 @@ def _check_mode(files: Iterable[str], mode: str) -> int:
     the other mode (word records have no EOS; subword and byte_bpe records end in one): the
     wrong mode would train on shifted or missing end-of-sequence ids without a word. Returns
     the summary's --packed_length (0: none, or no summary)."""
-    import json
-
-    from apache_beam.io.filesystems import FileSystems
+    from pipeline.output.layout import SUMMARY_NAME
     from transforms.codecs.kinds import KIND_NAMES, codec_kind
+    from transforms.storage import paths
 
+    suffix = SUMMARY_NAME % ""
     checked = set()
     packed_length = 0
     for path in files:
-        directory, name = FileSystems.split(path)
+        directory, name = paths.split(path)
         if directory in checked:
             continue
         checked.add(directory)
-        pattern = FileSystems.join(directory, "*.datagen_summary.json")
-        for found in FileSystems.match([pattern])[0].metadata_list:
-            summary_path = found.path
-            problem = FileSystems.split(summary_path)[1][:-len(".datagen_summary.json")]
+        pattern = paths.join(output_files.glob_literal(directory), SUMMARY_NAME % "*")
+        for summary_path in output_files.match(pattern):
+            problem = paths.split(summary_path)[1][:-len(suffix)]
             if not name.startswith(problem + "-"):
                 continue
             try:
-                with FileSystems.open(summary_path, compression_type="uncompressed") as f:
-                    flags = json.loads(f.read().decode("utf-8"))["flags"]
+                flags = output_files.read_json(summary_path)["flags"]
                 kind = flags["vocab_type"]
                 packed_length = max(packed_length, int(flags.get("packed_length") or 0))
             except (OSError, ValueError, KeyError, TypeError):
@@ -350,7 +331,7 @@ def make_dataset(file_pattern: Any, batch_size: int, mode: str = "nmt",
       --packed_length), min_length (0), min_length_bucket (8), length_bucket_step (1.1),
       drop_long_sequences (True), batch_shuffle_size (512).
     """
-    import tensorflow as tf
+    tf = _tensorflow()
 
     if mode not in ("nmt", "t2t"):
         raise ValueError("mode must be 'nmt' or 't2t', got %r" % (mode,))

@@ -236,3 +236,30 @@ def test_missing_input_fails_the_task_with_the_jobs_error_line_and_params_stay_q
     assert not list(tmp_path.rglob("INJECTED")) and not os.path.exists(
         os.path.join(ROOT, "INJECTED"))
     assert not (tmp_path / "t2t").exists()  # bad input leaves nothing behind
+
+
+def test_the_readme_recipe_migrates_reserializes_and_tests_the_dag(tmp_path):
+    """README's Airflow recipe as written (tests/readme_examples.py), in a copy of the
+    checkout whose `.venv` is the test venv, with a HOME of its own where `~/airflow-venv` is
+    the cached Airflow venv (the recipe's install lines are left out): `db migrate`, `dags
+    reserialize`, `dags list` showing the DAG, and `dags test` running the job on the sample
+    with the DAG's default params into the copy's local_output/airflow/2026-11-28."""
+    import readme_examples
+    from plain_install import copy_of_checkout
+    venv = os.path.dirname(os.path.dirname(_install_airflow()))
+    home = tmp_path / "home"
+    home.mkdir()
+    os.symlink(venv, str(home / "airflow-venv"))
+    copy = copy_of_checkout(tmp_path / "clone")
+    os.symlink(sys.prefix, os.path.join(copy, ".venv"))
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("AIRFLOW", "T2T_DATAGEN_", "PYTHON"))}
+    env.update(HOME=str(home), PYTHONDONTWRITEBYTECODE="1")
+    done = subprocess.run(["bash", "-c", readme_examples.shell_script("airflow")], cwd=copy,
+                          env=env, capture_output=True, text=True, timeout=1200)
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output[-6000:]
+    assert "t2t_datagen" in done.stdout  # `dags list | grep`
+    assert "Command exited with return code 0" in output, output[-6000:]
+    day = os.path.join(copy, "local_output", "airflow", "2026-11-28")
+    assert os.path.exists(os.path.join(day, "%s.DATAGEN_COMPLETE" % PROBLEM)), output[-6000:]

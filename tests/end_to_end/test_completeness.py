@@ -73,7 +73,8 @@ def test_a_cut_short_shard_is_refused_and_redone_on_local_disk(tmp_path, capsys)
     with pytest.raises(reader.IncompleteOutputError, match=SHARD):
         reader.complete_output_files(out, "train")
     assert datagen.main(argv) == 0
-    assert "%s is missing or not as the summary records: redoing it" % SHARD in \
+    assert "%s %d bytes, the summary records %d (cut short or changed since the run): " \
+        "redoing it" % (SHARD, _first_records_end(whole, 1), len(whole)) in \
         capsys.readouterr().err
     with open(path, "rb") as f:
         assert f.read() == whole
@@ -102,6 +103,33 @@ def test_a_removed_shard_is_named(tmp_path, capsys):
     _one_error_naming_the_shard(*_inspect(capsys, out), "shard missing")
     with pytest.raises(reader.IncompleteOutputError, match="shard missing"):
         reader.complete_output_files(out, "train")
+
+
+def test_an_output_moved_as_a_whole_is_complete_where_it_lands(tmp_path, capsys):
+    """Issue 45, item 5: moving a complete output directory and rerunning it into the new
+    place does nothing (it used to warn that the vocab files were missing, then redo the
+    output reusing those very files); the tools read it there; a file really gone is named
+    with what is wrong, and the output redone."""
+    out, argv = _local_job(tmp_path, capsys)
+    moved = str(tmp_path / "moved")
+    os.rename(out, moved)
+    argv = argv[:argv.index("--output_dir") + 1] + [moved] + argv[argv.index(
+        "--output_dir") + 2:]
+    assert datagen.main(argv) == 0
+    captured = capsys.readouterr()
+    assert "WARNING" not in captured.err and "pass 1" not in captured.err, captured.err
+    assert "nothing to do (written in %s: moved or copied here as a whole)" % out \
+        in captured.err, captured.err
+    assert "output: %s" % moved in captured.out
+    assert _inspect(capsys, moved)[0] == 0
+    assert len(reader.complete_output_files(moved, "train")) == 2
+    vocab = [n for n in os.listdir(moved) if n.startswith("vocab.")][0]
+    os.remove(os.path.join(moved, vocab))
+    assert datagen.main(argv) == 0
+    warnings = [line for line in capsys.readouterr().err.splitlines() if "WARNING" in line]
+    assert len(warnings) == 1 and "%s missing (the summary lists %s)" % (
+        vocab, os.path.join(moved, vocab)) in warnings[0], warnings
+    assert os.path.exists(os.path.join(moved, vocab))
 
 
 def test_an_output_without_recorded_sizes_reads_as_before(tmp_path, capsys):
@@ -145,7 +173,9 @@ def test_shards_not_as_recorded_on_s3(s3, tmp_path, capsys):
     with pytest.raises(reader.IncompleteOutputError, match=SHARD):
         reader.complete_output_files(out, "train", flags=flags)
     assert datagen.main(argv) == 0
-    assert "not as the summary records: redoing it" in capsys.readouterr().err
+    assert "%s %d bytes, the summary records %d (cut short or changed since the run): " \
+        "redoing it" % (SHARD, _first_records_end(whole, 1), len(whole)) in \
+        capsys.readouterr().err
     assert client.get_object(Bucket=BUCKET, Key=key)["Body"].read() == whole
 
     changed = whole[:20] + bytes([whole[20] ^ 0x01]) + whole[21:]

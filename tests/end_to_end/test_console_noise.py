@@ -1,6 +1,8 @@
 """What a user's install prints: a venv with only `pip install .` of this checkout
 (tests/plain_install.py), the bundled sample, 2 worker processes (DirectRunner,
-multi_processing).
+multi_processing); `./run_local.sh` (stdout: the table only); and the readers, which run in a
+trainer's process: they print nothing at all, and the ones without TensorFlow import no Beam
+for a local output (issue 45, item 6).
 
 Noise, precisely: any stderr line that is not one of the job's own log lines. The job's lines
 are those its console handler writes (pipeline/runtime/console.py): `HH:MM:SS message` (a
@@ -10,6 +12,7 @@ that imported Beam before the project's filter, Beam's or TensorFlow's or gRPC's
 traceback) is noise; a clean run has none.
 """
 
+import json
 import os
 import re
 import subprocess
@@ -35,27 +38,119 @@ def plain_python(tmp_path_factory):
     return plain_install_venv(tmp_path_factory.mktemp("plain-install"))
 
 
-@pytest.mark.parametrize("where", ["default", "worker processes"])
-def test_a_plain_install_with_2_worker_processes_prints_no_noise(plain_python, tmp_path, where):
-    """`default`: the sample is below --in_process_below_mb, so the passes run in the driver,
-    but the fork server has started (and imported Beam); `worker processes`: every pass runs
-    in the 2 processes."""
-    extra = ["--in_process_below_mb", "0"] if where == "worker processes" else []
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("PYTHON", "T2T_DATAGEN_", "GRPC_", "TF_"))}
-    done = subprocess.run(
-        [plain_python, "-m", "pipeline.datagen",
-         "--train_source", os.path.join(SAMPLE, "train.en"),
-         "--train_target", os.path.join(SAMPLE, "train.zh"),
-         "--dev_source", os.path.join(SAMPLE, "dev.en"),
-         "--dev_target", os.path.join(SAMPLE, "dev.zh"),
-         "--output_dir", str(tmp_path / "out"), "--problem", "translate_enzh_wmt8k",
-         "--vocab_size", "8192", "--runner", "DirectRunner",
-         "--direct_running_mode", "multi_processing", "--direct_num_workers", "2"] + extra,
-        cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=900)
+def _clean_env():
+    return {k: v for k, v in os.environ.items()
+            if not k.startswith(("PYTHON", "T2T_DATAGEN_", "GRPC_", "TF_"))}
+
+
+SAMPLE_FLAGS = ["--train_source", os.path.join(SAMPLE, "train.en"),
+                "--train_target", os.path.join(SAMPLE, "train.zh"),
+                "--dev_source", os.path.join(SAMPLE, "dev.en"),
+                "--dev_target", os.path.join(SAMPLE, "dev.zh"),
+                "--problem", "translate_enzh_wmt8k", "--vocab_size", "8192",
+                "--runner", "DirectRunner", "--direct_running_mode", "multi_processing",
+                "--direct_num_workers", "2"]
+# `default`: the sample is below --in_process_below_mb, so the passes run in the driver, but
+# the fork server has started (and imported Beam); `worker processes`: every pass runs in the
+# 2 processes (and writes ArrayRecord, for the readers' test below).
+RUNS = {"default": [], "worker processes": ["--in_process_below_mb", "0",
+                                            "--output_format", "array_record"]}
+
+
+@pytest.fixture(scope="module")
+def sample_runs(plain_python, tmp_path_factory):
+    """{run: (its CompletedProcess, its output directory)}: the sample job in the plain venv."""
+    runs = {}
+    for where, extra in RUNS.items():
+        out = tmp_path_factory.mktemp("plain-run") / "out"
+        done = subprocess.run([plain_python, "-m", "pipeline.datagen", "--output_dir", str(out)]
+                              + SAMPLE_FLAGS + extra, cwd=str(out.parent), env=_clean_env(),
+                              capture_output=True, text=True, timeout=900)
+        runs[where] = (done, str(out))
+    return runs
+
+
+@pytest.mark.parametrize("where", sorted(RUNS))
+def test_a_plain_install_with_2_worker_processes_prints_no_noise(sample_runs, where):
+    done, _ = sample_runs[where]
     assert done.returncode == 0, done.stderr[-3000:]
     assert "datagen complete" in done.stdout
     assert _noise(done.stderr) == [], done.stderr[-3000:]
+
+
+_READ_EVERY_WAY = r'''
+import json, sys
+from pipeline.tools import batches
+tfrecord, array_record, parquet = sys.argv[1:4]
+imported = {}
+grain = sum(len(b["inputs"]) for b in batches.grain_batches(array_record, 4096, mode="t2t"))
+parquet_rows = sum(len(b["inputs"]) for b in batches.parquet_batches(parquet, 4096,
+                                                                      mode="t2t"))
+imported["batches"] = sorted({m.split(".")[0] for m in sys.modules} & {"apache_beam",
+                                                                       "tensorflow"})
+from pipeline.tools import reader
+dataset = reader.make_dataset(reader.complete_output_files(tfrecord), 4096, mode="t2t")
+tf_rows = sum(int(b["inputs"].shape[0]) for b in dataset)
+imported["reader"] = sorted({m.split(".")[0] for m in sys.modules} & {"apache_beam",
+                                                                      "tensorflow"})
+print(json.dumps({"grain": grain, "parquet": parquet_rows, "tf": tf_rows,
+                  "imported": imported}))
+'''
+
+
+def test_the_readers_print_nothing_and_batches_imports_no_beam(plain_python, sample_runs,
+                                                               tmp_path):
+    """The README's readers on the sample's outputs, in a fresh interpreter of the plain
+    install: Grain's "Failed to load jax profiler", TensorFlow's oneDNN/CPU-feature lines and
+    absl's note, Beam's apitools line and Grain's group-size ERROR were printed here; none
+    is now, and `pipeline.tools.batches` imports neither Beam nor TensorFlow, also reading
+    packed records (the Parquet output here: --packed_length, its summary read for it)."""
+    tfrecord = sample_runs["default"][1]
+    array_record = sample_runs["worker processes"][1]
+    parquet = str(tmp_path / "parquet")
+    done = subprocess.run([plain_python, "-m", "pipeline.datagen", "--output_dir", parquet,
+                           "--output_format", "parquet", "--packed_length", "256"]
+                          + SAMPLE_FLAGS[:8]
+                          + ["--vocab_size", "2000", "--runner", "FnApiRunner"],
+                          cwd=str(tmp_path), env=_clean_env(), capture_output=True, text=True,
+                          timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    with open(os.path.join(parquet, "translate_enzh_wmt8k.datagen_summary.json")) as f:
+        packing = json.load(f)["splits"]["train"]["packing"]
+    assert packing["pairs"] == 7000 and packing["records"] < 7000
+    read = subprocess.run([plain_python, "-c", _READ_EVERY_WAY, tfrecord, array_record,
+                           parquet], cwd=str(tmp_path), env=_clean_env(), capture_output=True,
+                          text=True, timeout=900)
+    assert read.returncode == 0, read.stderr[-3000:]
+    assert read.stderr == ""
+    counts = json.loads(read.stdout)
+    # T2T's max_length of packed records is their packed_length: the records over it go
+    assert (counts["grain"], counts["parquet"], counts["tf"]) == (
+        7000, packing["records"] - packing["over_length"], 7000)
+    assert counts["imported"] == {"batches": [], "reader": ["tensorflow"]}
+    shown = subprocess.run([plain_python, "-m", "pipeline.tools.inspect", array_record,
+                            "--num_records", "1"], cwd=str(tmp_path), env=_clean_env(),
+                           capture_output=True, text=True, timeout=900)
+    assert shown.returncode == 0 and shown.stderr == "", shown.stderr[-3000:]
+
+
+def test_run_local_sh_writes_only_the_table_to_stdout(plain_python, tmp_path):
+    """`./run_local.sh` in a copy of the checkout whose .venv is the plain install: stdout is
+    the job's table and nothing else (README: "the log on stderr, the table on stdout"); its
+    own lines go to stderr, as its first-run set-up lines do (every `echo` of the script)."""
+    copy = copy_of_checkout(tmp_path / "clone")
+    os.symlink(os.path.dirname(os.path.dirname(plain_python)), os.path.join(copy, ".venv"))
+    done = subprocess.run(["./run_local.sh", "--num_train_shards", "2"], cwd=copy,
+                          env=_clean_env(), capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.startswith("datagen complete: problem translate_enzh_wmt8k"), \
+        done.stdout[:500]
+    assert "inspect" not in done.stdout
+    assert [line for line in _noise(done.stderr)
+            if not line.startswith("Records decoded back to text: ")] == [], done.stderr
+    with open(os.path.join(copy, "run_local.sh")) as f:
+        echoes = [line.strip() for line in f if line.strip().startswith("echo")]
+    assert echoes and all(line.endswith(">&2") for line in echoes), echoes
 
 
 def test_an_editable_install_prints_no_warning_block(tmp_path):

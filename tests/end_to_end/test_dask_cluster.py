@@ -6,18 +6,24 @@ its nanny, started here on 127.0.0.1 and stopped by process group.
   DirectRunner's and the summary's counters equal DirectRunner's;
 - a worker process killed with -9 while the encode pass runs: its nanny restarts it, Dask
   reruns its tasks, and the output is still byte-identical (no record lost or written twice);
+  the job says so in one line (which worker, what of the pass runs again), and with the
+  workers stopped (SIGSTOP) during the vocab pass it says where that pass stands, as on
+  DirectRunner (tests/end_to_end/test_progress.py);
 - Ctrl-C of the driver cancels the pass on the cluster: exit 130, and no task of the job
   runs on a worker afterwards, nothing more is written.
 """
 
 import json
 import os
+import re
 import signal
 import time
 
+import psutil
 import pytest
 
-from cluster_jobs import COMMON, INPUTS, Job, baseline, books, work_leftovers
+from cluster_jobs import (COMMON, INPUTS, VOCAB_LINE, Job, baseline, books,
+                          stopped_until_said_twice, work_leftovers)
 from dask_cluster import running_cluster
 from datagen_helpers import output_bytes
 
@@ -65,7 +71,11 @@ def test_a_worker_killed_during_the_encode_pass_is_survived(cluster, tmp_path,
     expected, direct = baseline("subword", tmp_path_factory)  # chunking changes no byte
     out = tmp_path / "out"
     pids = cluster.worker_pids()
-    job = Job(INPUTS + COMMON + MANY_CHUNKS + _flags(cluster) + ["--output_dir", str(out)])
+    job = Job(INPUTS + COMMON + MANY_CHUNKS + _flags(cluster) + [
+        "--output_dir", str(out), "--progress_seconds", "0.5"])
+    job.wait_for_line("pass 1 of ")
+    # the vocab pass slowed: its progress lines, from the marks its tasks left on the cluster
+    stopped_until_said_twice(job, [psutil.Process(pid) for pid in pids.values()], "pass 1: ")
     job.wait_for_line("pass 2 of 2: encode")
     # kill the worker process as soon as it runs a task of the encode pass
     victim = "worker-0"
@@ -85,6 +95,17 @@ def test_a_worker_killed_during_the_encode_pass_is_survived(cluster, tmp_path,
     assert books(_summary(out)) == books(direct)
     assert _summary(out)["metrics"] == direct["metrics"]  # a rerun task counted once
     assert work_leftovers(out) == []
+    lines = job.lines
+    vocab = [line for line in lines if line[9:].startswith("pass 1: ")]
+    assert len(vocab) >= 2 and all(VOCAB_LINE.match(line) for line in vocab), vocab
+    lost = [i for i, line in enumerate(lines) if "WARNING pass 2: Dask worker tcp://" in line]
+    assert len(lost) == 1 and " lost" in lines[lost[0]], lines
+    assert re.search(r"lost(: \d+ running and \d+ finished tasks of the pass are computed "
+                     r"again|; none of the pass's tasks were on it)$", lines[lost[0]]), \
+        lines[lost[0]]
+    start = next(i for i, line in enumerate(lines) if "pass 2 of 2: encode" in line)
+    done = next(i for i, line in enumerate(lines) if "pass 2 done" in line)
+    assert start < lost[0] < done
 
 
 def test_ctrl_c_cancels_the_pass_on_the_cluster(cluster, tmp_path):

@@ -155,8 +155,7 @@ def test_rerun_after_a_shard_was_deleted_redoes_it(tmp_path, capsys):
     shard.unlink()
     code, _, err = _main(capsys, *argv)
     assert code == 0, err
-    assert "p-train-00001-of-00002 is missing or not as the summary records: redoing it" \
-        in err
+    assert "p-train-00001-of-00002 shard missing (the summary lists it): redoing it" in err
     assert shard.read_bytes() == data
     (out / "p.datagen_summary.json").write_text("{not json")
     code, _, err = _main(capsys, *argv)

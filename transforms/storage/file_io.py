@@ -14,6 +14,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from transforms.formats.checked_decompress import CheckedDecompressor
 from transforms.formats.text_lines import InputError
+from transforms.storage import paths as path_syntax
 from transforms.storage.object_stores import ObjectStores, Store
 
 _READ_BUFFER = 1 << 20
@@ -229,8 +230,8 @@ def read_bytes(path: str, stores: Optional[ObjectStores] = None) -> bytes:
 
 def is_local(path: str) -> bool:
     """Whether `path` is a plain path of this machine's file system (no scheme), one the
-    `os` functions take."""
-    return FileSystems.get_scheme(path) is None
+    `os` functions take (`transforms.storage.paths`, which needs no Beam)."""
+    return path_syntax.is_local(path)
 
 
 _TMP_NAME = re.compile(r"\.tmp-[0-9a-f]{32}\Z")

@@ -58,8 +58,44 @@ def test_files_the_summary_lists_that_are_gone_are_named(run):
     complete(layout, summary)
     found, missing = reruns.marked_complete(layout, overwrite=False)
     assert found == summary
-    assert sorted(missing) == ["p-train-00000-of-00001", "p-train.jsonl",
-                               "vocab.p.8192.subwords"]
+    assert sorted(missing) == [
+        ("p-train-00000-of-00001", "shard missing (the summary lists it)"),
+        ("p-train.jsonl", "missing (the summary lists %s)" % layout.path("rejects",
+                                                                        "p-train.jsonl")),
+        ("vocab.p.8192.subwords", "missing (the summary lists %s)"
+         % layout.path("vocab.p.8192.subwords"))]
+
+
+def test_an_output_moved_as_a_whole_is_complete_where_it_lands(run, tmp_path, caplog):
+    """The summary keeps the paths of the run that wrote it: its files are looked for under
+    the output directory where it is now, and the noop says where it was written."""
+    layout, current = run
+    old = str(tmp_path / "written-here")
+    write(layout.path("vocab.p.8192.subwords"), "'a_'\n")
+    write(layout.rejects_path("train"), "")
+    write(layout.path("p-train-00000-of-00001"), "abc")
+    summary = {"status": "complete", "fingerprint": current, "output_dir": old,
+               "vocab": {"shared": {"path": old + "/vocab.p.8192.subwords", "size": 1}},
+               "splits": {"train": {
+                   "rejects_file": old + layout.rejects_path("train")[len(layout.output_dir):],
+                   "shards": [{"name": "p-train-00000-of-00001", "records": 1,
+                               "bytes": 3}]}}}
+    complete(layout, summary)
+    found, missing = reruns.marked_complete(layout, overwrite=False)
+    assert (found, missing) == (summary, [])
+    with caplog.at_level(logging.INFO, logger="datagen"):
+        noop = reruns.nothing_to_do(layout, found, "")
+    assert caplog.messages == ["%s is complete (%s exists): nothing to do (written in %s: "
+                               "moved or copied here as a whole)" % (
+                                   layout.output_dir, layout.complete_path, old)]
+    assert (noop["output_dir"], noop["moved_from"]) == (layout.output_dir, old)
+    assert noop["vocab"]["shared"]["path"] == layout.path("vocab.p.8192.subwords")
+    assert noop["splits"]["train"]["rejects_file"] == layout.rejects_path("train")
+    import os
+    os.remove(layout.path("vocab.p.8192.subwords"))
+    assert reruns.marked_complete(layout, overwrite=False)[1] == [
+        ("vocab.p.8192.subwords", "missing (the summary lists %s)"
+         % layout.path("vocab.p.8192.subwords"))]
 
 
 @pytest.mark.parametrize("text", ["{not json", "[1, 2]"])
@@ -103,9 +139,10 @@ def test_an_older_output_without_a_fingerprint_is_a_warning(run, caplog):
 
 
 @pytest.mark.parametrize("missing, expected", [
-    (["a"], "a is missing or not as the summary records"),
-    (["a", "b"], "a, b are missing or not as the summary records"),
-    (["a", "b", "c", "d", "e"], "a, b, c and 2 more are missing or not as the summary records"),
+    ([("a", "missing")], "a missing"),
+    ([("a", "missing"), ("b", "3 bytes, the summary records 4")],
+     "a missing; b 3 bytes, the summary records 4"),
+    ([(n, "missing") for n in "abcde"], "a missing; b missing; c missing; and 2 more"),
 ])
 def test_describe_missing(run, missing, expected):
     assert reruns.describe_missing(run[0], {}, missing) == expected

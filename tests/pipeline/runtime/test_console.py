@@ -113,9 +113,43 @@ def test_progress_line_gives_rate_and_time_left():
     assert console.progress_line("encoded", 350000, 760000, 28.0) == (
         "encoded 350,000 of 760,000 pairs (46%), 12,500 pairs/s, about 33 s left, 28 s so far")
     assert console.progress_line("encoded", 0, 760000, 31.0) == \
-        "encoded 0 of 760,000 pairs so far, 31 s"
+        "encoded 0 of 760,000 pairs, 31 s so far"
     assert console.progress_line("encoded", 10, 10, 200.0).endswith(
         "(100%), 0 pairs/s, 3 min 20 s so far")
+    line = console.progress_line("encoded", 350000, 760000, 28.0, "then 11 shards")
+    assert line == ("encoded 350,000 of 760,000 pairs (46%), 12,500 pairs/s, about 33 s left, "
+                    "then 11 shards, 28 s so far")
+    assert len("20:18:26 pass 2: " + line) <= console.MAX_LINE
+
+
+def test_shards_line_says_the_shuffle_then_the_shards_written_and_the_time_left():
+    assert console.shards_line(760000, 0, 11, 70.0, 60.0) == (
+        "encoded all 760,000 pairs; shuffling fragments into 11 shards for 10 s, 70 s "
+        "so far")
+    assert console.shards_line(760000, 4, 11, 80.0, 60.0) == (
+        "encoded all 760,000 pairs; 4 of 11 shards written, about 35 s left, 80 s so far")
+    assert console.shards_line(760000, 11, 11, 90.0, 60.0) == (
+        "encoded all 760,000 pairs; 11 of 11 shards written, 90 s so far")
+    assert len("20:18:26 pass 2: " + console.shards_line(
+        7600000, 0, 1000, 5000.0, 4000.0)) <= console.MAX_LINE
+
+
+def test_stages_line_names_the_furthest_stage_and_any_earlier_one_unfinished():
+    stages = [("sample", "parts sampled", 13, 13), ("index", "vocabularies indexed", 2, 2),
+              ("round 1", "probes learnt", 4, 4), ("round 2", "probes learnt", 1, 4),
+              ("round 3", "probes learnt", 0, None)]
+    assert console.stages_line(stages, 70.0) == "round 2: 1 of 4 probes learnt, 70 s so far"
+    stages[1] = ("index", "vocabularies indexed", 1, 2)
+    stages[3] = ("round 2", "probes learnt", 0, None)
+    assert console.stages_line(stages, 130.0) == (
+        "round 1: 4 of 4 probes learnt; index: 1 of 2 vocabularies indexed, 2 min 10 s so far")
+    stages[2] = ("round 1", "probes learnt", 3, 4)
+    assert console.stages_line(stages, 130.0) == (  # one stage behind at most
+        "round 1: 3 of 4 probes learnt; index: 1 of 2 vocabularies indexed, 2 min 10 s so far")
+    assert console.stages_line([("sample", "parts sampled", 0, None)], 5.0) == \
+        "sample: nothing done yet, 5 s so far"
+    assert console.stages_line([("sample", "parts sampled", 2, None)], 5.0) == \
+        "sample: 2 of ? parts sampled, 5 s so far"
 
 
 def test_passes_are_numbered_out_of_the_expected_count(caplog):
@@ -132,24 +166,36 @@ def test_passes_are_numbered_out_of_the_expected_count(caplog):
                        "pass 4 of ~4: a pass", "pass 5 of 5: encode"]
 
 
-def test_encode_progress_counts_the_pairs_of_chunks_with_fragments(tmp_path):
+def test_encode_progress_counts_the_pairs_of_chunks_with_fragments_then_the_shards(tmp_path):
     layout = OutputLayout(str(tmp_path), "p", 8192)
     step = EncodeStep(layout, default_config(problem="p"), None, None)
     chunks = [{"ds": {"split": "train", "index": 0}, "first_line": 0, "num_lines": 500},
               {"ds": {"split": "train", "index": 0}, "first_line": 500, "num_lines": 300},
               {"ds": {"split": "dev", "index": 1}, "first_line": 0, "num_lines": 200},
               {"ds": {"split": "train", "index": 0}, "first_line": 800, "unmatched": "source"}]
-    fragments = layout.work("fragments")
+    fragments, shards = layout.work("fragments"), layout.work("shards")
     os.makedirs(fragments)
-    progress = step.progress(chunks)
-    assert progress(5.0) == "encoded 0 of 1,000 pairs so far, 5 s"
+    os.makedirs(shards)
+    progress = step.progress(chunks, {"train": 2, "dev": 1})
+    assert progress(5.0) == "encoded 0 of 1,000 pairs, then 3 shards, 5 s so far"
     for shard in (0, 3):  # one chunk, two shards: counted once
         open(os.path.join(fragments, fragment_name("train", shard, 0, 500)), "w").close()
     open(os.path.join(fragments, fragment_name("dev", 0, 1, 0) + ".tmp"), "w").close()
     assert progress(10.0) == ("encoded 300 of 1,000 pairs (30%), 30 pairs/s, about 23 s left, "
-                              "10 s so far")
+                              "then 3 shards, 10 s so far")
     assert fragment_chunk(fragment_name("dev", 12, 1, 400)) == ("dev", 1, 400)
     assert fragment_chunk("notes.txt") is None
+    for c in chunks[::2]:  # every chunk done: the shuffle, then the shards as written
+        if "unmatched" not in c:
+            open(os.path.join(fragments, fragment_name(
+                c["ds"]["split"], 0, c["ds"]["index"], c["first_line"])), "w").close()
+    assert progress(20.0) == ("encoded all 1,000 pairs; shuffling fragments into 3 "
+                              "shards for 0 s, 20 s so far")
+    names = layout.shards
+    open(os.path.join(shards, names.name("train", 0, 2)), "w").close()
+    open(os.path.join(shards, "." + names.name("train", 1, 2) + ".tmp-" + "0" * 32), "w").close()
+    assert progress(30.0) == ("encoded all 1,000 pairs; 1 of 3 shards written, about 20 s "
+                              "left, 30 s so far")
 
 
 # README, "Scheduled runs": the job's stdout stays small on every path (its progress and log
@@ -210,3 +256,59 @@ def test_stdout_stays_under_4_kib_on_every_path(tmp_path):
         assert len(text.encode("utf-8")) < STDOUT_LIMIT, (path, len(text.encode()), text)
     helped = _datagen("--help")
     assert helped.returncode == 0 and 0 < len(helped.stdout.encode()) < 64 * 1024
+
+
+_NOISY_MODULE = '''
+import os
+from absl import logging
+logging.warning("Failed to load jax profiler: No module named 'jax'")
+os.write(2, b"WARNING: All log messages before absl::InitializeLog() is called are written "
+            b"to STDERR\\n")
+os.write(2, b"I0000 00:00:1795826202.156370   29346 port.cc:153] oneDNN custom operations "
+            b"are on.\\n")
+os.write(2, b"E0000 00:00:1795826202.156370   29346 real.cc:1] a real error\\n")
+LOADED = os.environ.get("TF_CPP_MIN_LOG_LEVEL")
+'''
+
+
+def test_quiet_import_holds_a_librarys_start_up_lines_back_and_keeps_the_rest(
+        tmp_path, monkeypatch, capfd):
+    """What the readers get (`console.quiet_import`): the known start-up lines (TensorFlow's
+    C++ INFO lines and absl's note before them, an absl WARNING at import) are held back,
+    anything else written to fd 2 is written back; TensorFlow's C++ logging is set to
+    warnings while it loads; absl's habit of calling `logging.basicConfig()` on its first
+    line leaves the root logger without a handler; every setting is as it was afterwards."""
+    import logging
+    (tmp_path / "noisy_start_up.py").write_text(_NOISY_MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delenv("TF_CPP_MIN_LOG_LEVEL", raising=False)
+    root = logging.getLogger()
+    handlers, absl_level = list(root.handlers), logging.getLogger("absl").level
+    monkeypatch.setattr(root, "handlers", [])  # a program that configured no logging
+    module = console.quiet_import("noisy_start_up")
+    assert module.LOADED == "1"
+    assert root.handlers == [] and root.filters == []
+    assert logging.getLogger("absl").level == absl_level
+    assert "TF_CPP_MIN_LOG_LEVEL" not in os.environ
+    assert capfd.readouterr().err.splitlines() == [
+        "E0000 00:00:1795826202.156370   29346 real.cc:1] a real error"]
+    assert console.quiet_import("noisy_start_up") is module  # imported once
+    monkeypatch.setattr(root, "handlers", handlers)
+
+
+def test_quiet_import_leaves_lines_the_program_asked_for(tmp_path, monkeypatch, capfd):
+    """TF_CPP_MIN_LOG_LEVEL set by the program: fd 2 is not touched; a level set on the absl
+    logger: its lines show."""
+    import logging
+    (tmp_path / "noisy_asked.py").write_text(_NOISY_MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "0")
+    absl = logging.getLogger("absl")
+    monkeypatch.setattr(absl, "level", logging.INFO)
+    with pytest.MonkeyPatch.context() as m:
+        shown = []
+        m.setattr(absl, "handle", lambda record: shown.append(record.getMessage()))
+        module = console.quiet_import("noisy_asked")
+    assert module.LOADED == "0"
+    assert shown == ["Failed to load jax profiler: No module named 'jax'"]
+    assert "port.cc:153] oneDNN" in capfd.readouterr().err

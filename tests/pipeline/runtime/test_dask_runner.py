@@ -200,3 +200,26 @@ def test_both_workers_ran_tasks(cluster):
     assert len(executed) == 2 and all(n > 0 for n in executed.values()), executed
     assert len(set(cluster.worker_pids().values())) == 2
     assert all(pid != os.getpid() for pid in cluster.worker_pids().values())
+
+
+# -- a lost worker, as the job's log says it ------------------------------------------------
+
+
+def test_a_lost_workers_line_counts_only_the_passs_tasks():
+    """The scheduler's remove-worker event (what `_LostWorkers` keeps of its "all" topic) as
+    the one line the job logs: which worker, and how many of the pass's tasks run again."""
+    from pipeline.runtime.dask_runner import _LostWorkers, lost_worker_line
+    keys = {"('run_bundle-1', 0)", "('run_bundle-1', 1)", "('run_bundle-1', 2)"}
+    event = {"action": "remove-worker", "worker": "tcp://127.0.0.1:4001", "expected": False,
+             "processing-tasks": {("run_bundle-1", 0), ("other-job", 0)},
+             "lost-computed-tasks": {("run_bundle-1", 1), ("run_bundle-1", 2)}}
+    assert lost_worker_line(event, keys) == (
+        "Dask worker tcp://127.0.0.1:4001 lost: 1 running and 2 finished tasks of the pass are "
+        "computed again")
+    idle = dict(event, **{"processing-tasks": set(), "lost-computed-tasks": set()})
+    assert lost_worker_line(idle, keys) == (
+        "Dask worker tcp://127.0.0.1:4001 lost; none of the pass's tasks were on it")
+    events = _LostWorkers()
+    events((1.0, {"action": "add-worker", "worker": "tcp://127.0.0.1:4002"}))
+    events((2.0, event))
+    assert events.take() == [event] and events.take() == []

@@ -1,0 +1,62 @@
+"""The README's examples that run offline, as the tests run them.
+
+An example is the fenced block right after a `<!-- example: NAME -->` line in README.md (the
+comment does not render). `RUN_BY` names the test that runs each; tests/test_docs.py checks
+that every marked block is in it, so a new example needs a test.
+
+Shell examples run with bash in a copy of the checkout (`tests/plain_install.py`), lines
+that install something (`python3 -m venv ...`, `... pip install ...`) left out: the tests
+give the venvs those lines would make (the test venv as `.venv`, the cached Airflow venv).
+Fixed ports are replaced by free ones (`replace`).
+"""
+
+import re
+import textwrap
+
+from repo_paths import REPO_ROOT
+
+RUN_BY = {
+    "pandas": "tests/end_to_end/test_readme_examples.py",
+    "cleaning": "tests/end_to_end/test_readme_examples.py",
+    "s3-local": "tests/end_to_end/test_readme_examples.py",
+    "airflow": "tests/end_to_end/test_airflow_dag.py",
+}
+_BLOCK = re.compile(r"^[ \t]*<!-- example: ([\w-]+) -->\n([ \t]*)```(\w+)\n(.*?)^\2```",
+                    re.M | re.S)
+_INSTALL = re.compile(r"^\s*(python3 -m venv |\S*pip install )")
+
+
+def _readme():
+    with open(REPO_ROOT + "/README.md", encoding="utf-8") as f:
+        return f.read()
+
+
+def blocks():
+    """{name: (language, text)} of every marked example, its indentation removed."""
+    found = {}
+    for name, indent, language, text in _BLOCK.findall(_readme()):
+        assert name not in found, "two README examples named %s" % name
+        found[name] = (language, textwrap.dedent(text))
+    return found
+
+
+def markers():
+    """Every `<!-- example: NAME -->` name in README.md, blocks or not."""
+    return re.findall(r"<!-- example: ([\w-]+) -->", _readme())
+
+
+def block(name):
+    return blocks()[name][1]
+
+
+def shell_script(name, replace=()):
+    """The shell example `name` as a bash script: `set -euo pipefail`, its install lines left
+    out (each becomes a comment), every (old, new) of `replace` substituted."""
+    language, text = blocks()[name]
+    assert language == "sh", (name, language)
+    for old, new in replace:
+        assert old in text, (name, old)
+        text = text.replace(old, new)
+    lines = ["# left out (the test provides it): " + line if _INSTALL.match(line) else line
+             for line in text.splitlines()]
+    return "set -euo pipefail\n" + "\n".join(lines) + "\n"
