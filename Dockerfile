@@ -1,9 +1,12 @@
-# A custom Beam SDK container with this project installed, for runners whose workers cannot
-# install it themselves (Flink/Spark with Docker environments, or Dataflow with
-# --sdk_container_image instead of --setup_file). Build and push it where the cluster can pull:
+# The project's image: Beam's Python SDK container with this project installed, for runners
+# whose workers cannot install it themselves (Flink/Spark with Docker environments, Dataflow
+# with --sdk_container_image instead of --setup_file), and for a Dask cluster's scheduler and
+# workers (the Dask Kubernetes operator's specs run it with their own args). Build and push it
+# where the cluster can pull:
 #   docker build -t REGISTRY/t2t-beam-datagen:0.1.0 .
 #   docker push REGISTRY/t2t-beam-datagen:0.1.0
-# The base image's Beam and Python versions must match the submitting environment's.
+# The base image's Beam and Python versions must match the submitting environment's: the job
+# refuses Dask workers and a scheduler that run another Python, Beam or project version.
 FROM apache/beam_python3.11_sdk:2.77.0
 
 WORKDIR /opt/t2t-beam-datagen
@@ -11,4 +14,9 @@ COPY setup.py README.md ./
 COPY pipeline ./pipeline
 COPY transforms ./transforms
 RUN pip install --no-cache-dir . && python -c "import pipeline.datagen, transforms.encode_pairs"
-# The entrypoint stays the base image's Beam SDK harness boot (/opt/apache/beam/boot).
+# Dask workers of this image warm up (Beam, the project, compiled loops) as they start.
+ENV DASK_DISTRIBUTED__WORKER__PRELOAD='["pipeline.runtime.dask_worker"]'
+# `dask-worker ...`, `dask-scheduler ...` (the Dask Kubernetes operator's args) and `dask ...`
+# run Dask; anything else runs Beam's SDK harness boot, the base image's entrypoint
+# (pipeline/runtime/container_start.py).
+ENTRYPOINT ["python", "-m", "pipeline.runtime.container_start"]

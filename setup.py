@@ -42,9 +42,12 @@ REQUIRED = [
     # never imported (it needs protobuf >= 7).
     "sentencepiece>=0.2,<0.3",
     # --runner DaskRunner (pipeline/runtime/dask_runner.py): Beam's Dask runner, at the versions
-    # apache-beam[dask] asks for; a cluster's workers get them with the project.
+    # apache-beam[dask] asks for; a cluster's workers get them with the project. cloudpickle
+    # (distributed's own): the job's check of the workers is shipped by value
+    # (pipeline/runtime/dask_session.py).
     "dask>=2024.4.2",
     "distributed>=2024.4.2",
+    "cloudpickle>=3",
     # --output_format array_record / parquet (transforms/record_formats.py): ArrayRecord's
     # writer and pyarrow's Parquet writer, so a plain install writes every format.
     "array-record>=0.8",

@@ -9,8 +9,10 @@ Runners (`--runners`, comma-separated):
   (EXTERNAL): the Job API submission and the external workers Flink and Spark use, without
   a JVM;
 - `dask`: `--runner DaskRunner` (the job's patch of Beam's DaskRunner) on a dask.distributed
-  cluster of a scheduler and 2 single-threaded workers under nannies, started as the tests
-  start it (`tests/dask_cluster.py`);
+  cluster of a scheduler and 2 workers under nannies (`--dask_threads` each, default 1),
+  started as the tests start it (`tests/dask_cluster.py`), once for all of the runs: its first
+  run is reported as `cold` (workers that have imported nothing yet), the later ones `warm`;
+- `dask_cold`: the same on a cluster started afresh for every run (always cold);
 - `prism` (with `--prism PATH`): `--runner PrismRunner --prism_location PATH`;
 - `flink`, `spark`: a local Flink 1.20 session cluster (2 TaskManagers) or Spark 3.5
   standalone cluster and Beam's worker pool, started as the tests start them
@@ -19,15 +21,22 @@ Runners (`--runners`, comma-separated):
 
 Input: the bundled sample (`sample_data/enzh-mlqe-pe`, 7,000 + 1,000 pairs) by default, or the
 first `--lines N` pairs of the bench corpus (`--data_dir`, `train.{en,zh}.xz`). Every runner's
-files are checked byte-identical to the first runner's. Per runner it prints the wall time,
-each pass's seconds and its overhead against the first runner's same pass, and peak memory:
-the largest single process and the sum over the job's process tree plus, for Dask, the
-cluster's processes (the sum of each tree's peak, sampled with psutil every 0.2 s).
+files are checked byte-identical to the first runner's. With `--repeat N` the runners take
+turns, round after round (on a loaded machine each gets the same share of the load). Per run
+it prints the wall time, each pass's seconds and its overhead against the first runner's same
+pass, the CPU seconds (user + system) of the job's process tree plus, for Dask, the cluster's
+processes during the run, and peak memory: the largest single process and the sum over those
+trees (the sum of each tree's peak, sampled with psutil every 0.2 s). `--dask_profile` adds,
+per pass, the tasks the cluster ran, their compute and transfer seconds, the share of the
+pass the workers computed, the bytes moved between workers and the costliest stages
+(`benchmarks/dask_profile.py`); `--dask_report FILE` writes Dask's performance report.
 
   .venv/bin/python benchmarks/bench_runners.py --runners direct,direct_mp,portable,flink,spark
   .venv/bin/python benchmarks/bench_runners.py --lines 100000 --runners direct_mp,flink
   .venv/bin/python benchmarks/bench_runners.py --lines 100000 --runners direct_mp,dask,prism \
       --prism ~/go/bin/prism
+  .venv/bin/python benchmarks/bench_runners.py --lines 100000 --runners direct_mp,dask,dask_cold \
+      --repeat 3 --dask_profile
 """
 
 import argparse
@@ -44,8 +53,9 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [os.path.join(REPO, "tests"), REPO]
 
 import clusters  # noqa: E402  (tests/clusters.py)
+from dask_profile import TaskStream  # noqa: E402  (benchmarks/dask_profile.py)
 from dask_cluster import DaskCluster  # noqa: E402
-from process_memory import TreeSampler  # noqa: E402  (benchmarks/process_memory.py)
+from process_memory import CpuSampler, TreeSampler  # noqa: E402  (benchmarks/process_memory.py)
 from datagen_helpers import output_bytes  # noqa: E402
 
 SAMPLE = os.path.join(REPO, "sample_data", "enzh-mlqe-pe")
@@ -75,8 +85,9 @@ def inputs(args, work):
 
 
 def run_job(argv, out, other_pids=()):
-    """Runs the job as a command; returns (wall seconds, its stderr lines, summary, peak MB
-    of the largest process, peak MB summed over its tree and the trees of `other_pids`)."""
+    """Runs the job as a command; returns a dict: wall seconds, its stderr lines, the summary,
+    peak MB of the largest process and summed over its tree and the trees of `other_pids`,
+    CPU seconds of all of them, and the unix time each pass started and ended."""
     start = time.time()
     proc = subprocess.Popen([sys.executable, "-m", "pipeline.datagen"] + argv
                             + ["--output_dir", out, "--overwrite"], cwd=REPO,
@@ -85,16 +96,30 @@ def run_job(argv, out, other_pids=()):
     samplers = [TreeSampler(pid, 0.2, 0) for pid in [proc.pid] + list(other_pids)]
     for sampler in samplers:
         sampler.start()
-    _, stderr = proc.communicate()
+    cpu_sampler = CpuSampler([proc.pid] + list(other_pids))
+    cpu_sampler.start()
+    lines, starts, ends = [], {}, {}
+    for line in proc.stderr:  # stdout (the summary table) is small: the pipe cannot fill
+        lines.append(line.rstrip("\n"))
+        m = PASS_START.match(lines[-1])
+        if m and int(m.group(2)) not in starts:
+            starts[int(m.group(2))] = time.time()
+        m = PASS_DONE.search(lines[-1])
+        if m:
+            ends[int(m.group(1))] = time.time()
+    proc.communicate()
     wall = time.time() - start
     for sampler in samplers:
         sampler.stop()
+    cpu = cpu_sampler.stop()
     if proc.returncode != 0:
-        raise RuntimeError("job failed (%d): %s" % (proc.returncode, stderr[-2000:]))
-    largest = max(s.peak_single_bytes for s in samplers) / 2.0 ** 20
-    total = sum(s.peak_bytes for s in samplers) / 2.0 ** 20
+        raise RuntimeError("job failed (%d): %s" % (proc.returncode, "\n".join(lines[-20:])))
     with open(os.path.join(out, "p.datagen_summary.json")) as f:
-        return wall, stderr.splitlines(), json.load(f), largest, total
+        summary = json.load(f)
+    return {"wall": wall, "lines": lines, "summary": summary, "cpu": cpu,
+            "largest": max(s.peak_single_bytes for s in samplers) / 2.0 ** 20,
+            "total": sum(s.peak_bytes for s in samplers) / 2.0 ** 20,
+            "starts": starts, "ends": ends, "start": start}
 
 
 class PythonJobService:
@@ -128,8 +153,8 @@ def runner_setup(name, work, args):
     """(runner flags, stop function, seconds to start the services, pids of the services'
     processes) of runner `name`."""
     start = time.time()
-    if name == "dask":
-        cluster = DaskCluster(work, workers=2).start()
+    if name in ("dask", "dask_cold"):
+        cluster = DaskCluster(work, workers=2, threads=args.dask_threads).start()
         return (["--runner", "DaskRunner", "--dask_client_address", cluster.address],
                 cluster.stop, time.time() - start, [p.pid for p in cluster.procs.procs])
     if name == "prism":
@@ -200,6 +225,25 @@ def _pass_text(number, label, seconds, submitted, first=None):
                                          else ", submitted after %.2f s" % submitted)
 
 
+def _dask_figures(profile, run, moved_before):
+    """Per pass: tasks, compute and transfer seconds, busy share, costliest stages; bytes the
+    workers moved during the run."""
+    passes = profile.passes(run["start"], run["starts"], run["ends"])
+    return {"passes": {str(n): f for n, f in sorted(passes.items())},
+            "bytes_moved": profile.bytes_moved() - moved_before}
+
+
+def _print_profile(figures):
+    for number, f in figures["passes"].items():
+        print("    pass %s: %d tasks, the first %s s after the pass began; compute %.2f s "
+              "(workers busy %s of the pass), transfers %.2f s, stage specs %.0f kB; "
+              "costliest: %s" % (number, f["tasks"], f["first_task_after_s"], f["compute_s"],
+                                 "%.0f%%" % (100 * f["busy"]) if f["busy"] else "?",
+                                 f["transfer_s"], f["spec_bytes"] / 1e3,
+                                 ", ".join("%s %.2f s" % x for x in f["stages"])))
+    print("    bytes moved between workers: %.1f MB" % (figures["bytes_moved"] / 1e6))
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--runners", default="direct,direct_mp,portable,flink,spark,dask")
@@ -207,7 +251,12 @@ def main(argv=None):
     p.add_argument("--lines", type=int, default=0, help="first N pairs of the bench corpus "
                    "instead of the sample")
     p.add_argument("--data_dir", default=DEFAULT_DATA_DIR)
-    p.add_argument("--repeat", type=int, default=1, help="runs per runner")
+    p.add_argument("--repeat", type=int, default=1, help="rounds: each runner runs once a round")
+    p.add_argument("--dask_threads", type=int, default=1, help="threads of each Dask worker")
+    p.add_argument("--dask_profile", action="store_true", help="per pass: tasks, compute, "
+                   "transfers, busy share (the scheduler's task stream)")
+    p.add_argument("--dask_report", default=None, help="Dask's performance_report HTML of "
+                   "the last Dask run")
     p.add_argument("--json_out", default=None)
     args = p.parse_args(argv)
     work = tempfile.mkdtemp(prefix="bench-runners-")
@@ -217,39 +266,74 @@ def main(argv=None):
     names = args.runners.split(",")
     if args.prism and "prism" not in names:
         names.append("prism")
-    for name in names:
-        runner_work = tempfile.mkdtemp(prefix=name + "-", dir=work)
-        try:
-            runner, stop, setup, pids = runner_setup(name, runner_work, args)
-        except clusters.Unavailable as e:
-            print("%-10s skipped: %s" % (name, e), flush=True)
-            rows.append({"runner": name, "skipped": str(e)})
-            continue
-        try:
-            for i in range(args.repeat):
+    services, runs_of = {}, {}  # name -> (flags, stop, setup, pids, profile); runs so far
+    skipped = set()
+    try:
+        for _ in range(args.repeat):
+            for name in names:
+                if name in skipped:
+                    continue
+                if name not in services:
+                    runner_work = tempfile.mkdtemp(prefix=name + "-", dir=work)
+                    try:
+                        runner, stop, setup, pids = runner_setup(name, runner_work, args)
+                    except clusters.Unavailable as e:
+                        print("%-10s skipped: %s" % (name, e), flush=True)
+                        rows.append({"runner": name, "skipped": str(e)})
+                        skipped.add(name)
+                        continue
+                    profile = (TaskStream(runner[runner.index("--dask_client_address") + 1])
+                               if name.startswith("dask") and (args.dask_profile
+                                                               or args.dask_report) else None)
+                    services[name] = (runner, stop, setup, pids, profile, runner_work)
+                runner, stop, setup, pids, profile, runner_work = services[name]
+                state = "" if not name.startswith("dask") else (
+                    "cold" if name == "dask_cold" or not runs_of.get(name) else "warm")
+                runs_of[name] = runs_of.get(name, 0) + 1
                 out = os.path.join(runner_work, "out")
-                wall, lines, summary, largest, total = run_job(job_inputs + flags + runner, out,
-                                                               pids)
+                moved = profile.bytes_moved() if profile else 0
+
+                def one_run():
+                    return run_job(job_inputs + flags + runner, out, pids)
+                run = (profile.report(args.dask_report, one_run)
+                       if profile and args.dask_report else one_run())
+                summary = run["summary"]
                 files = output_bytes(out)
                 if reference is None:
                     reference = files
                 same = files == reference
-                job_server = [float(m.group(1)) for m in map(JOB_SERVER.search, lines) if m]
-                row = {"runner": name, "wall": round(wall, 2), "setup": round(setup, 1),
-                       "job": summary["seconds"], "passes": passes(lines),
+                job_server = [float(m.group(1)) for m in map(JOB_SERVER.search, run["lines"])
+                              if m]
+                row = {"runner": name, "state": state, "wall": round(run["wall"], 2),
+                       "setup": round(setup, 1), "job": summary["seconds"],
+                       "cpu": round(run["cpu"], 1), "passes": passes(run["lines"]),
                        "job_server_start": job_server[0] if job_server else None,
                        "stages": summary["stages"], "byte_identical": same,
-                       "peak_largest_mb": round(largest, 1), "peak_sum_mb": round(total, 1)}
+                       "peak_largest_mb": round(run["largest"], 1),
+                       "peak_sum_mb": round(run["total"], 1)}
+                if profile:
+                    row["dask"] = _dask_figures(profile, run, moved)
                 rows.append(row)
                 if first is None:
                     first = {n: seconds for n, _, seconds, _ in row["passes"]}
-                print("%-10s wall %6.2f s  job %6.2f s  %s%s  peak %.0f MB largest, %.0f MB "
-                      "sum  bytes %s" % (
-                    name, wall, summary["seconds"], "  ".join(
-                        _pass_text(*x, first=first) for x in row["passes"]),
-                    "  job server start %.1f s" % job_server[0] if job_server else "",
-                    largest, total, "identical" if same else "DIFFERENT"), flush=True)
-        finally:
+                print("%-10s %-4s wall %6.2f s  job %6.2f s  cpu %6.1f s  %s%s  peak %.0f MB "
+                      "largest, %.0f MB sum  bytes %s" % (
+                          name, state, run["wall"], summary["seconds"], run["cpu"], "  ".join(
+                              _pass_text(*x, first=first) for x in row["passes"]),
+                          "  job server start %.1f s" % job_server[0] if job_server else "",
+                          run["largest"], run["total"], "identical" if same else "DIFFERENT"),
+                      flush=True)
+                if profile:
+                    _print_profile(row["dask"])
+                if name == "dask_cold":  # a fresh cluster for its next run
+                    if profile:
+                        profile.close()
+                    stop()
+                    del services[name]
+    finally:
+        for runner, stop, setup, pids, profile, _ in services.values():
+            if profile:
+                profile.close()
             stop()
     if args.json_out:
         with open(args.json_out, "w") as f:

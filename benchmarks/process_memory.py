@@ -93,3 +93,49 @@ class TreeSampler(threading.Thread):
     def stop(self):
         self._stop_event.set()
         self.join()
+
+
+class CpuSampler(threading.Thread):
+    """CPU seconds (user + system) used by process trees while it runs: every `interval` s it
+    reads each live process's own CPU time; a process's last reading counts (one that ends
+    loses at most its last interval). Processes alive at start count from their reading then."""
+
+    def __init__(self, pids, interval=0.1):
+        super().__init__(daemon=True)
+        self.pids, self.interval = list(pids), interval
+        self._first, self._last = {}, {}
+        self._stop_event = threading.Event()
+
+    def _read(self):
+        for pid in self.pids:
+            try:
+                root = psutil.Process(pid)
+                procs = [root] + root.children(recursive=True)
+            except psutil.Error:
+                continue
+            for proc in procs:
+                try:
+                    times = proc.cpu_times()
+                    key = (proc.pid, proc.create_time())
+                except psutil.Error:
+                    continue
+                self._first.setdefault(key, times.user + times.system)
+                self._last[key] = times.user + times.system
+
+    def start(self):
+        self._read()  # what the trees had used before
+        self._seen_at_start = set(self._first)
+        super().start()
+
+    def run(self):
+        while not self._stop_event.wait(self.interval):
+            self._read()
+
+    def stop(self):
+        """Stops; returns the CPU seconds used since `start` (processes that started later
+        count from zero)."""
+        self._stop_event.set()
+        self.join()
+        self._read()
+        return sum(self._last[k] - (self._first[k] if k in self._seen_at_start else 0)
+                   for k in self._last)

@@ -1,16 +1,17 @@
 """A real dask.distributed cluster on this machine for the tests that run Beam or the job on
 it, and the small Beam pieces those tests run there.
 
-`DaskCluster`: `dask scheduler` and N `dask worker` processes (each under its nanny, one
-thread, so a killed worker process is restarted and its tasks rescheduled), on 127.0.0.1 at
-free ports, each in a session of its own and stopped by process group id. Workers import the
-project and these helpers as a cluster's workers would: from the same environment, with the
-repository and tests/ on PYTHONPATH.
+`DaskCluster`: `dask scheduler` and N `dask worker` processes (each under its nanny, so a
+killed worker process is restarted and its tasks rescheduled; `threads` each), on 127.0.0.1
+at free ports, each in a session of its own and stopped by process group id. Workers import
+the project and these helpers as a cluster's workers would: from the same environment, with
+the repository and tests/ on PYTHONPATH. `add_worker` starts one more, from another
+environment or with other arguments (a preload, another interpreter).
 
-`WriteEach`, `EmitInFinishBundle`, `MarkRun`, `ReadFirstLine`, `FailFirst`: DoFns that leave
-their outputs as files in a directory (the driver reads them back with `written`), since a
-pass on Dask returns nothing to the driver; defined here, not in a test module, so that
-workers can import them.
+`WriteEach`, `EmitInFinishBundle`, `MarkRun`, `MarkSetup`, `ReadFirstLine`, `FailFirst`:
+DoFns that leave their outputs as files in a directory (the driver reads them back with
+`written`), since a pass on Dask returns nothing to the driver; defined here, not in a test
+module, so that workers can import them.
 """
 
 import ast
@@ -30,11 +31,21 @@ TESTS = os.path.join(REPO, "tests")
 
 
 class DaskCluster:
-    """A scheduler and `workers` nanny-managed worker processes of one thread each."""
+    """A scheduler and `workers` nanny-managed worker processes of `threads` threads each;
+    `worker_args`: more arguments of theirs (`--preload MODULE`), `worker_env`: more
+    environment variables; `python`: the interpreter of them all (another environment's),
+    `env`: more environment variables of them all."""
 
-    def __init__(self, work_dir, workers=2):
+    def __init__(self, work_dir, workers=2, threads=1, worker_args=(), worker_env=None,
+                 python=sys.executable, env=None):
         self.port = free_port()
+        self.python = python
+        self.env = dict(env or {})
         self.workers = workers
+        self.threads = threads
+        self.worker_args = list(worker_args)
+        self.worker_env = dict(worker_env or {})
+        os.makedirs(str(work_dir), exist_ok=True)
         self.procs = Processes(str(work_dir))
 
     @property
@@ -42,20 +53,39 @@ class DaskCluster:
         return "tcp://127.0.0.1:%d" % self.port
 
     def start(self, seconds=120):
+        self.procs.start("scheduler", [
+            self.python, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
+            "--port", str(self.port), "--no-dashboard"], env=self._env(), cwd=REPO)
+        for i in range(self.workers):
+            self._start_worker("worker-%d" % i, self.python, self.worker_args,
+                               self.worker_env, REPO)
+        self.wait_for_workers(self.workers, seconds)
+        return self
+
+    def _env(self, extra=None):
         bin_dir = os.path.dirname(sys.executable)
         env = dict(os.environ, PYTHONPATH=os.pathsep.join([REPO, TESTS]))
         env["PATH"] = bin_dir + os.pathsep + env.get("PATH", "")
-        scheduler = self.procs.start("scheduler", [
-            sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
-            "--port", str(self.port), "--no-dashboard"], env=env, cwd=REPO)
-        for i in range(self.workers):
-            self.procs.start("worker-%d" % i, [
-                sys.executable, "-m", "distributed.cli.dask_worker", self.address,
-                "--nworkers", "1", "--nthreads", "1", "--host", "127.0.0.1",
-                "--no-dashboard", "--name", "worker-%d" % i], env=env, cwd=REPO)
-        wait_for(lambda: len(self.worker_pids()) == self.workers, "%d Dask workers"
-                 % self.workers, self.procs.procs, seconds)
-        return self
+        env.update(self.env)
+        env.update(extra or {})
+        return env
+
+    def _start_worker(self, name, python, args, env, cwd):
+        return self.procs.start(name, [
+            python, "-m", "distributed.cli.dask_worker", self.address,
+            "--nworkers", "1", "--nthreads", str(self.threads), "--host", "127.0.0.1",
+            "--no-dashboard", "--name", name] + list(args), env=self._env(env), cwd=cwd)
+
+    def add_worker(self, name, python=None, args=(), env=None, cwd=REPO):
+        """Starts one more worker (`python`: another environment's interpreter; `env`
+        replaces variables, PYTHONPATH included), and waits until the scheduler has it."""
+        count = len(self.worker_pids())
+        self._start_worker(name, python or self.python, args, env, cwd)
+        self.wait_for_workers(count + 1)
+
+    def wait_for_workers(self, count, seconds=120):
+        wait_for(lambda: len(self.worker_pids()) >= count, "%d Dask workers" % count,
+                 self.procs.procs, seconds)
 
     def client(self):
         from distributed import Client
@@ -198,6 +228,26 @@ class MarkRun(beam.DoFn):
         yield element
 
 
+class MarkSetup(beam.DoFn):
+    """Passes elements through and leaves a file in `directory` each time it is set up."""
+
+    def __init__(self, directory):
+        self.directory = directory
+
+    def setup(self):
+        os.makedirs(self.directory, exist_ok=True)
+        open(os.path.join(self.directory, uuid.uuid4().hex), "w").close()
+
+    def process(self, element):
+        yield element
+
+
+def idle_stages(dask_worker=None):
+    """On a worker (`client.run`): how many set-up stage executors its job plugin holds."""
+    stages = dask_worker.plugins["t2t-beam-datagen"].stages
+    return sum(len(idle) for idle in stages._idle.values())
+
+
 def written(directory):
     """The elements `WriteEach` wrote into `directory`, sorted."""
     if not os.path.isdir(directory):
@@ -210,5 +260,5 @@ def written(directory):
 
 
 def runs(directory):
-    """How many bundles `MarkRun` ran into `directory`."""
+    """How many bundles `MarkRun` ran (or set-ups `MarkSetup` made) into `directory`."""
     return len(os.listdir(directory)) if os.path.isdir(directory) else 0

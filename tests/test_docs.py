@@ -34,7 +34,7 @@ DESIGN_MAX_LINES = 730  # main was at 708 of 700 when issue 44 merged; its secti
 OTHER_PROGRAMS = {
     "--no-deps": "pip install",
     "--host": "dask scheduler", "--port": "dask scheduler, Beam's local_job_service_main",
-    "--nworkers": "dask worker", "--nthreads": "dask worker",
+    "--nworkers": "dask worker", "--nthreads": "dask worker", "--name": "dask worker",
     "--service_port": "Beam's worker_pool_main",
     "--durations": "pytest", "--pdb": "pytest", "--strict-markers": "pytest",
 }

@@ -132,6 +132,8 @@ class PassRunner:
             self._log_lost_workers(number)
             if self.lock is not None:
                 self.lock.check()  # raises once another run took the lease
+            for line in self.engine.worker_news():
+                LOG.warning("pass %d: %s", number, line)
             # a dead worker either blocks the pass or is why it failed
             dead = (self.engine.dead_workers()
                     if thread.is_alive() or "error" in outcome else [])

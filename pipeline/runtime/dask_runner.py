@@ -1,388 +1,498 @@
-"""Beam's DaskRunner, patched for what this job's pipelines use: `--runner DaskRunner`.
+"""Beam's DaskRunner, patched for the job's passes: `--runner DaskRunner`.
 
-Beam's runner (`apache_beam.runners.dask.dask_runner.DaskRunner`, Beam 2.77) translates a
-pipeline into dask bags and computes them on a dask.distributed cluster. Five of its
-translations go wrong on this job's passes, each shown against Beam alone by
-tests/pipeline/runtime/test_dask_runner.py (which also asserts that the stock runner still
-has the defect, so that a Beam upgrade fixing one says its patch can go):
+Beam's runner (`apache_beam.runners.dask.dask_runner.DaskRunner`, Beam 2.77) translates each
+transform into a dask bag operation and computes them on a dask.distributed cluster. That is
+wrong for the job's passes in six ways and slow in five more, each shown against Beam alone
+by tests/pipeline/runtime/test_dask_runner.py (which asserts that the stock runner still does
+so: a Beam upgrade that fixes one says its part here can go):
 
-1. `Impulse` has no translation: its consumers get no bag, and the pass crashes.
-2. Tagged outputs are not split: every consumer of a multi-output ParDo gets every output.
-3. Only the last leaf bag is computed: the other branches (other writes) never run.
-4. Output from `finish_bundle` is dropped (collected before `finish_bundle` runs).
-5. A side input is computed inside each task that reads it: the whole upstream is rerun for
-   every consuming partition (or the set-up DoFn fails to serialize).
-6. The pipeline's options never reach the workers' `FileSystems` (Beam's SDK harness sets
-   them in every worker process): on a worker, Beam's S3 file system has no endpoint or
-   credentials, and a DoFn that opens an `s3://` path through `FileSystems` fails.
+1. `Impulse` has no translation (crash). 2. Tagged outputs are not split (every consumer
+gets every output). 3. Only the last leaf is computed (other branches never run).
+4. `finish_bundle`'s output is dropped. 5. A side input is recomputed in every task that
+reads it. 6. `GroupByKey` is dask's task shuffle: thousands of tasks whatever the data.
+7. `Create` puts up to 128 elements in a partition (a pass's work items on one worker).
+8. Every bundle sets its DoFns up again, from its own unpickled copy. 9. `Pipeline.run`
+round-trips each pass through the runner API (every DoFn pickled and unpickled on the
+driver). 10. dask optimizes the bags' graph on the driver, seconds a pass. 11. The
+pipeline's options never reach the workers' `FileSystems` (Beam's SDK harness sets them in
+every worker process): there, Beam's S3 file system has no endpoint or credentials.
 
-`DatagenDaskRunner` keeps Beam's runner (its options, overrides, GroupByKey and Flatten
-translations, its result) and replaces exactly these: Impulse becomes a one-element bag;
-a ParDo's bundle function keeps each output's tag, collects after `finish_bundle`, and
-builds its side inputs from values computed once, as graph dependencies, and sets the
-pass's options on `FileSystems` before it runs (each bundle, as workers may serve several
-jobs); a consumer takes its own tag's outputs; every leaf is computed. Beam's `Create` gives one partition per
-element (its default of 128 elements a partition ran a pass's work items on one worker),
-and `Reshuffle` spreads its input over as many partitions as the cluster has threads.
+`DatagenDaskRunner` keeps Beam's options, overrides and result class and **fuses the
+transforms into stages**, as Beam's own runners do. A stage starts at a `Create`/`Impulse`,
+an exchange (`GroupByKey`, `Reshuffle`), or a ParDo whose side input depends on its main
+input's stage, and holds every ParDo and Flatten reachable from there. It runs as one task
+per partition, its DoFns set up once per worker thread (`dask_worker.StagePool`) from a spec
+pickled once per pass, and sets the pass's options on `FileSystems` before it runs (each
+task: a worker may serve several jobs). A task splits its outputs itself: a list per tag, hash-partitioned
+for a GroupByKey (as many partitions as the cluster has threads), dealt round-robin for a
+Reshuffle (twice as many, as `Create` is split). A side input is gathered once, a graph
+dependency of its readers. A pass is tens of tasks, growing with its data.
 
-DoFns run in Dask's worker processes through Beam's in-process invoker, not the Fn API:
-only the global window, no state or timers, which is all the job uses. Beam's runner reports
-no metrics; here each bundle's counters go to the scheduler as an event of its task, and the
-pass's result sums the last event of every task (`DatagenDaskResult.metrics`). Workers must import this project: run them from the same environment,
-or `pip install` the project on them (README, Runners).
+DoFns run in the workers through Beam's in-process invoker, not the Fn API: the global
+window only, no state or timers, as the job needs. Each task's Beam counters go to the
+scheduler as an event of the task; the pass's result sums the last event of every task
+(Beam's runner reports no metrics). The cluster, and the check that it runs the driver's
+project, are `pipeline.runtime.dask_session`'s.
 """
 
-import contextlib
 import dataclasses
-import threading
 import time
 import typing as t
 import uuid
+import zlib
 
 import apache_beam as beam
 from apache_beam import pvalue
+from apache_beam.coders import FastPrimitivesCoder
 from apache_beam.io.filesystems import FileSystems
-from apache_beam.metrics.execution import MetricKey, MetricsContainer
-from apache_beam.metrics.metric import MetricResult, MetricResults
-from apache_beam.metrics.metricbase import MetricName
+from apache_beam.metrics.execution import MetricsContainer
 from apache_beam.pipeline import AppliedPTransform, PipelineVisitor
-from apache_beam.runners.dask import transform_evaluator as stock
-from apache_beam.runners.dask.dask_runner import DaskOptions, DaskRunner, DaskRunnerResult
-from apache_beam.runners.dask.overrides import _Create, _Reshuffle, dask_overrides
-from apache_beam.runners.runner import PipelineState
+from apache_beam.runners.common import (DoFnContext, DoFnInvoker, DoFnSignature, Receiver,
+                                        _OutputHandler)
+from apache_beam.runners.dask.dask_runner import DaskOptions, DaskRunner
+from apache_beam.runners.dask.overrides import (_Create, _Flatten, _GroupAlsoByWindow,
+                                                _GroupByKeyOnly, _Reshuffle, dask_overrides)
 from apache_beam.runners.worker import statesampler
-from apache_beam.utils import counters as beam_counters
 from apache_beam.transforms.sideinputs import SideInputMap
+from apache_beam.transforms.window import GlobalWindow
+from apache_beam.utils import counters as beam_counters
 from apache_beam.utils.windowed_value import WindowedValue
 
-from pipeline.runtime.runners import DatagenError
+from pipeline.runtime import dask_worker
+from pipeline.runtime.dask_session import (METRICS_TOPIC, DaskSession, DatagenDaskResult,
+                                           LostWorkers)
 
 MAIN = None  # the tag of a ParDo's main output
-CANCEL_SECONDS = 300  # the longest a cancelled pass's running tasks are waited for
-METRICS_TOPIC = "beam-datagen-counters"  # the scheduler's event topic of bundles' counters
+KEY_CODER = FastPrimitivesCoder().as_deterministic_coder("GroupByKey")  # keys -> partitions
+GLOBAL = (GlobalWindow(),)
+
+# -- on the workers: a stage's partition ------------------------------------------------
 
 
-class _Receiver(stock.Receiver):
-    """Collects one tag's outputs of a bundle as (tag, WindowedValue)."""
+@dataclasses.dataclass
+class _Step:
+    """A transform of a stage: a ParDo (`fn`) or, with `fn` None, a pass-through (Flatten,
+    the windowing steps around GroupByKey). `outputs`: {tag: stream}; `sides`: (view type,
+    view options, window mapping, index into the stage's side values) per side input."""
+    label: str
+    outputs: dict
+    fn: t.Any = None
+    args: t.Any = ()
+    kwargs: t.Any = None
+    window_fn: t.Any = None
+    sides: list = dataclasses.field(default_factory=list)
 
-    def __init__(self, tag: t.Optional[str], values: list) -> None:
-        self.tag = tag
-        self.values = values
 
-    def receive(self, windowed_value: WindowedValue) -> None:
-        self.values.append((self.tag, windowed_value))
+@dataclasses.dataclass
+class _StageSpec:
+    """What a stage's task runs: `steps` in topological order, fed from stream 0;
+    `consumers`: {stream: [step index]}; `exports`: [(stream, mode, n)] the task returns;
+    `options`: the pass's PipelineOptions, for the workers' FileSystems (fix 11)."""
+    name: str
+    pass_id: str
+    steps: list
+    consumers: dict
+    exports: list
+    options: t.Any = None
 
 
-class _Receivers(dict):
-    """A receiver per output tag, made on first use, all into one list."""
+class _Stream(Receiver):
+    """One PCollection inside a stage: each element goes to the steps that read it and to the
+    stage's exports of it."""
 
     def __init__(self) -> None:
-        super().__init__()
-        self.outputs: list = []
+        self.targets: list = []
+        self.sinks: list = []
+
+    def receive(self, windowed_value: WindowedValue) -> None:
+        for target in self.targets:
+            target(windowed_value)
+        for sink in self.sinks:
+            sink(windowed_value.value)
+
+
+class _Tags(dict):
+    """A ParDo's receivers by tag; a tag nobody reads gets a stream that drops it."""
 
     def __missing__(self, tag):
-        receiver = self[tag] = _Receiver(tag, self.outputs)
-        return receiver
+        return _Stream()
 
 
-def _side_input_maps(side_inputs, materialized):
-    """SideInputMaps over side inputs' values computed once, before the task (fix 5)."""
-    return [SideInputMap(view_type, view_options,
-                         [stock.get_windowed_value(v, window_fn) for v in values])
-            for (view_type, view_options, window_fn), values in zip(side_inputs, materialized)]
+class _Export:
+    """A stage's output of one stream for the next stage: a list (`list`), `n` lists by key
+    hash (`hash`, for a GroupByKey) or `n` lists dealt round-robin (`deal`, a Reshuffle)."""
+
+    def __init__(self, mode: str, n: int, partition: int) -> None:
+        self.mode, self.n, self.turn = mode, n, partition
+        self.values: list = [] if mode == "list" else [[] for _ in range(n)]
+
+    def __call__(self, value) -> None:
+        if self.mode == "list":
+            self.values.append(value)
+        elif self.mode == "hash":
+            self.values[zlib.crc32(KEY_CODER.encode(value[0])) % self.n].append(value)
+        else:
+            self.values[self.turn % self.n].append(value)
+            self.turn += 1
 
 
-def _run_bundle(items, pass_id, options, transform, window_fn, args, kwargs, side_inputs,
-                *materialized):
-    """A ParDo on one partition (a bundle): (tag, value) of every output, finish_bundle's
-    included (fixes 2, 4), with the pass's `options` on FileSystems (fix 6). Receivers are
-    made here, per bundle: a receiver list handed in with the task would be shared by the
-    tasks of one worker thread pool."""
-    FileSystems.set_options(options)
-    receivers = _Receivers()
-    invoker = stock.DoFnInvoker.create_invoker(
-        stock.DoFnSignature(transform.fn),
-        stock._OutputHandler(
-            window_fn=window_fn, main_receivers=receivers[MAIN],
-            tagged_receivers=receivers, per_element_output_counter=None,
-            output_batch_converter=None, process_yields_batches=False,
-            process_batch_yields_elements=False),
-        context=stock.DoFnContext(transform.label, state=None),
-        side_inputs=_side_input_maps(side_inputs, materialized),
-        input_args=args, input_kwargs=kwargs, user_state_context=None,
-        bundle_finalizer_param=beam.DoFn.BundleFinalizerParam())
-    # The bundle's counters go to a container of its own, through a state sampler of its
-    # own (a sampler keeps the first container it is given per step).
+class _StageExecutor:
+    """A stage's DoFns, set up, wired stream to step; runs one partition at a time."""
+
+    def __init__(self, spec: _StageSpec, side_values: t.Sequence[list]) -> None:
+        self.spec = spec
+        count = 1 + max([0] + [s for step in spec.steps for s in step.outputs.values()])
+        self.streams = [_Stream() for _ in range(count)]
+        self.invokers, targets = [], []
+        for step in spec.steps:
+            if step.fn is None:
+                targets.append(self.streams[step.outputs[MAIN]].receive)
+                continue
+            tags = _Tags((tag, self.streams[s]) for tag, s in step.outputs.items())
+            invoker = DoFnInvoker.create_invoker(
+                DoFnSignature(step.fn),
+                _OutputHandler(window_fn=step.window_fn, main_receivers=tags[MAIN],
+                               tagged_receivers=tags, per_element_output_counter=None,
+                               output_batch_converter=None, process_yields_batches=False,
+                               process_batch_yields_elements=False),
+                context=DoFnContext(step.label, state=None),
+                side_inputs=[SideInputMap(view, options, [
+                    WindowedValue(v, 0, GLOBAL) for v in side_values[index]])
+                    for view, options, _, index in step.sides],
+                input_args=list(step.args), input_kwargs=step.kwargs or {},
+                user_state_context=None,
+                bundle_finalizer_param=beam.DoFn.BundleFinalizerParam())
+            invoker.invoke_setup()
+            self.invokers.append(invoker)
+            targets.append(invoker.invoke_process)
+        for stream, steps in spec.consumers.items():
+            self.streams[stream].targets.extend(targets[i] for i in steps)
+
+    def run(self, elements: t.Iterable, partition: int) -> list:
+        exports = [_Export(mode, n, partition) for _, mode, n in self.spec.exports]
+        for (stream, _, _), export in zip(self.spec.exports, exports):
+            self.streams[stream].sinks.append(export)
+        try:
+            for invoker in self.invokers:
+                invoker.invoke_start_bundle()
+            entry = self.streams[0]
+            for element in elements:
+                entry.receive(WindowedValue(element, 0, GLOBAL))
+            for invoker in self.invokers:  # in topological order: outputs flow downstream
+                invoker.invoke_finish_bundle()
+        finally:
+            for stream in self.streams:
+                stream.sinks.clear()
+        return [export.values for export in exports]
+
+    def teardown(self) -> None:
+        for invoker in self.invokers:
+            invoker.invoke_teardown()
+
+
+def _elements(kind: str, source: t.Any) -> t.Iterable:
+    """A partition's input: pickled `values` (a Create's), `group`ed (one GroupByKey
+    partition of every producing task), or `concat`enated parts."""
+    if kind == "values":
+        import cloudpickle
+        return cloudpickle.loads(source)
+    if kind == "group":
+        groups: dict = {}
+        for part in source:
+            for key, value in part:
+                groups.setdefault(key, []).append(value)
+        return groups.items()
+    return [value for part in source for value in part]
+
+
+def _run_stage(name: str, spec: bytes, kind: str, partition: int, source: t.Any,
+               side_values: t.Sequence[list]) -> list:
+    """A task: partition `partition` of stage `name`, on a set-up executor of the worker's
+    pool (`dask_worker.StagePool`), its counters reported to the scheduler."""
+    from distributed import get_worker
+    worker = get_worker()
+    pool = getattr(worker.plugins.get(dask_worker.PLUGIN_NAME), "stages", None)
+    executor = pool.take(name) if pool is not None else None
     outer = statesampler.get_current_tracker()
     sampler = statesampler.StateSampler("", beam_counters.CounterFactory())
-    statesampler.set_current_tracker(sampler)
-    metrics = MetricsContainer(transform.label)
+    statesampler.set_current_tracker(sampler)  # the task's counters go to its own container
+    metrics = MetricsContainer(name)
     try:
-        with sampler.scoped_state(transform.label, "process", metrics_container=metrics):
-            invoker.invoke_setup()
-            invoker.invoke_start_bundle()
-            for item in items:
-                invoker.invoke_process(stock.get_windowed_value(item, window_fn))
-            invoker.invoke_finish_bundle()
-            invoker.invoke_teardown()
+        with sampler.scoped_state(name, "process", metrics_container=metrics):
+            if executor is None:
+                import cloudpickle
+                stage_spec = cloudpickle.loads(spec)
+                FileSystems.set_options(stage_spec.options)  # before the DoFns' set-up
+                executor = _StageExecutor(stage_spec, side_values)
+            else:
+                FileSystems.set_options(executor.spec.options)
+            outputs = executor.run(_elements(kind, source), partition)
+    except BaseException:
+        if executor is not None:
+            executor.teardown()
+        raise
     finally:
         statesampler.set_current_tracker(outer)
-    _report_counters(pass_id, transform.label, metrics)
-    return [(tag, value.value) for tag, value in receivers.outputs]
-
-
-def _report_counters(pass_id, step, metrics) -> None:
-    """Sends the bundle's Beam counters to the scheduler as an event of the task (Beam's
-    runner collects none): the driver sums the last event of each task, so a task rerun
-    after a lost worker counts once, as committed metrics do."""
+    if pool is not None:
+        pool.give(name, executor)
+    else:
+        executor.teardown()
     counters = [(key.metric.namespace, key.metric.name, value)
                 for key, value in metrics.get_cumulative().counters.items() if value]
     if counters:
-        from distributed import get_worker
-        worker = get_worker()
-        worker.log_event(METRICS_TOPIC, {"pass": pass_id, "task": str(worker.get_current_task()),
-                                         "step": step, "counters": counters})
+        worker.log_event(METRICS_TOPIC, {"pass": executor.spec.pass_id, "task": str(
+            worker.get_current_task()), "step": name, "counters": counters})
+    return outputs[0] if len(outputs) == 1 else outputs
 
 
-def _is_pardo(transform) -> bool:
-    """A ParDo the translation runs. Not a subclass: Beam's runner translates its
-    GroupAlsoByWindow ParDo (after GroupByKey, which already groups) as the identity."""
-    return type(transform) is beam.ParDo
+def _export_of(outputs: list, index: int, bucket: int) -> list:
+    """Export `index` of a task's outputs (the outputs themselves if < 0: a task of one
+    export returns it alone), or `bucket` of it if >= 0."""
+    export = outputs[index] if index >= 0 else outputs
+    return export[bucket] if bucket >= 0 else export
 
 
-def _of_tag(outputs, tag):
-    return [value for output_tag, value in outputs if output_tag == tag]
+def _concat(parts: t.Sequence[list]) -> list:
+    return [value for part in parts for value in part]
 
 
-def _concat(*partitions):
-    return [value for partition in partitions for value in partition]
+# -- on the driver: a pass's stages and their graph -------------------------------------
+
+
+class _Stage:
+    """A stage being built: its source (`values`: a Create's partitions; `group`, `deal`,
+    `part`: an exchange of pcollection `input`), its steps and its exports."""
+
+    def __init__(self, index: int, name: str, kind: str, partitions: int,
+                 input: t.Any = None, values: t.Optional[list] = None) -> None:
+        self.index, self.name, self.kind, self.partitions = index, name, kind, partitions
+        self.input, self.values = input, values
+        self.steps: list = []
+        self.consumers: dict = {}
+        self.exports: list = []  # [(stream, mode, n)]
+        self.streams: dict = {}  # pcollection -> stream number
+        self.sides: list = []  # side-input pcollections, in index order
+        self.deps: set = set()  # stages whose output it reads
+
+    def stream(self, pcoll) -> int:
+        return self.streams.setdefault(pcoll, len(self.streams))
+
+    def export(self, pcoll, mode: str, n: int = 0) -> int:
+        entry = (self.streams[pcoll], mode, n)
+        if entry not in self.exports:
+            self.exports.append(entry)
+        return self.exports.index(entry)
+
+    def spec(self, pass_id: str, options: t.Any) -> _StageSpec:
+        return _StageSpec(self.name, pass_id, self.steps, self.consumers, self.exports,
+                          options)
 
 
 @dataclasses.dataclass
 class _Translator(PipelineVisitor):
-    """Builds a dask bag per applied transform (as Beam's visitor does) with the fixes."""
+    """Fuses a pass's transforms into stages (module docstring) and builds their graph."""
 
-    bag_kwargs: dict
     threads: int
     pass_id: str
-    options: t.Any  # the pass's PipelineOptions, for the workers' FileSystems
-    bags: dict = dataclasses.field(default_factory=dict)
-    consumed: set = dataclasses.field(default_factory=set)
+    bag_kwargs: dict = dataclasses.field(default_factory=dict)
+    options: t.Any = None  # the pass's PipelineOptions, for the workers' FileSystems
+    stages: list = dataclasses.field(default_factory=list)
+    producers: dict = dataclasses.field(default_factory=dict)  # pcollection -> [stage]
 
-    def _input(self, pcoll):
-        self.consumed.add(pcoll.producer)
-        bag = self.bags[pcoll.producer]
-        if _is_pardo(pcoll.producer.transform):
-            bag = bag.map_partitions(_of_tag, pcoll.tag)  # fix 2
-        return bag
+    def _new(self, node, kind, partitions, pcoll, input=None, values=None) -> _Stage:
+        stage = _Stage(len(self.stages), node.full_label, kind, partitions, input, values)
+        stage.stream(pcoll)  # stream 0: the partition's elements
+        if input is not None:
+            stage.deps = {s.index for s in self.producers[input]}
+        self.stages.append(stage)
+        self.producers.setdefault(pcoll, [stage])
+        return stage
+
+    def _split(self, values: list) -> list:
+        count = self.bag_kwargs.get("npartitions") or 2 * self.threads
+        if self.bag_kwargs.get("partition_size"):
+            count = -(-len(values) // self.bag_kwargs["partition_size"])
+        count = max(1, min(count, len(values)))
+        return [values[i * len(values) // count:(i + 1) * len(values) // count]
+                for i in range(count)]
+
+    def _upstream(self, stages) -> set:
+        seen, todo = set(), [s.index for s in stages]
+        while todo:
+            index = todo.pop()
+            if index not in seen:
+                seen.add(index)
+                todo.extend(self.stages[index].deps)
+        return seen
 
     def visit_transform(self, node: AppliedPTransform) -> None:
-        import dask
-        import dask.bag as db
         transform = node.transform
-        inputs = [self._input(p) for p in node.inputs if not isinstance(p, pvalue.PBegin)]
-        if isinstance(transform, beam.Impulse):  # fix 1
-            bag = db.from_sequence([b""], npartitions=1)
-        elif isinstance(transform, _Create):
-            values = list(transform.values)
-            count = self.bag_kwargs.get("npartitions") or max(1, len(values))
-            bag = db.from_sequence(values, npartitions=count) if values else \
-                db.from_sequence([], npartitions=1)
-        elif isinstance(transform, _Reshuffle):
-            bag = inputs[0].repartition(npartitions=max(inputs[0].npartitions, self.threads))
-        elif _is_pardo(transform):
-            main = next(iter(node.main_inputs.values()))
-            window_fn = main.windowing.windowfn if hasattr(main, "windowing") else None
-            args, kwargs = transform.raw_side_inputs
-            side_inputs, materialized = [], []
-            for side in node.side_inputs:  # fix 5: each computed once, a graph dependency
-                self.consumed.add(side.pvalue.producer)
-                side_bag = self._input(side.pvalue)
-                side_inputs.append((type(side), side._view_options(), side._window_mapping_fn))
-                materialized.append(dask.delayed(_concat)(*side_bag.to_delayed()))
-            bag = inputs[0].map_partitions(_run_bundle, self.pass_id, self.options, transform,
-                                           window_fn, list(args), kwargs, side_inputs,
-                                           *materialized)
-        else:  # Beam's own translation (GroupByKey, Flatten) or its identity
-            op = stock.TRANSLATIONS.get(type(transform), stock.NoOp)(
-                node, bag_kwargs=self.bag_kwargs)
-            bag = op.apply(input_bag=inputs if isinstance(op, stock.Flatten) else
-                           (inputs[0] if inputs else None))
-        if bag is not None:
-            self.bags[node] = bag
+        outputs = [o for o in node.outputs.values() if isinstance(o, pvalue.PCollection)]
+        inputs = [p for p in node.inputs if not isinstance(p, pvalue.PBegin)]
+        if isinstance(transform, (beam.Impulse, _Create)):  # fixes 1, 7
+            values = self._split([b""] if isinstance(transform, beam.Impulse)
+                                 else list(transform.values)) or [[]]
+            self._new(node, "values", len(values), outputs[0], values=values)
+        elif isinstance(transform, (_GroupByKeyOnly, _Reshuffle)):  # fix 6
+            mode = "hash" if isinstance(transform, _GroupByKeyOnly) else "deal"
+            n = self.threads if mode == "hash" else (self.bag_kwargs.get("npartitions")
+                                                     or 2 * self.threads)
+            for stage in self.producers[inputs[0]]:
+                stage.export(inputs[0], mode, n)
+            self._new(node, "group" if mode == "hash" else "deal", n, outputs[0], inputs[0])
+        elif isinstance(transform, _Flatten):
+            self._flatten(node, inputs, outputs[0])
+        elif isinstance(transform, beam.ParDo):
+            self._pardo(node, outputs)
+        elif outputs:
+            raise NotImplementedError("DaskRunner: %s (%s) has no translation" % (
+                node.full_label, type(transform).__name__))
 
-    def leaves(self) -> list:
-        """Every bag no other transform reads (fix 3): each branch's last step."""
-        return [bag for node, bag in self.bags.items() if node not in self.consumed]
+    def _flatten(self, node, inputs, output) -> None:
+        stages = list({s.index: s for p in inputs for s in self.producers[p]}.values())
+        if not stages:  # a Flatten of nothing: one empty partition
+            self._new(node, "values", 1, output, values=[[]])
+            return
+        for stage in stages:
+            step = len(stage.steps)
+            stage.steps.append(_Step(node.full_label, {MAIN: stage.stream(output)}))
+            for p in inputs:
+                if p in stage.streams:
+                    stage.consumers.setdefault(stage.streams[p], []).append(step)
+        self.producers[output] = stages
 
+    def _pardo(self, node, outputs) -> None:
+        main = next(iter(node.main_inputs.values()))
+        sides = [side.pvalue for side in node.side_inputs]
+        stages = self.producers[main]
+        needed = self._upstream([p for side in sides for p in self.producers[side]])
+        if any(s.index in needed for s in stages):  # a side input needs this stage done
+            for stage in stages:
+                stage.export(main, "list")
+            stages = [self._new(node, "part", sum(s.partitions for s in stages), main, main)]
+        fn = node.transform.fn
+        identity = isinstance(node.transform, _GroupAlsoByWindow) or isinstance(
+            fn, beam.GroupByKey.ReifyWindows)  # global window only: the element as it is
+        args, kwargs = node.transform.args, node.transform.kwargs  # side inputs: placeholders
+        window = main.windowing.windowfn if hasattr(main, "windowing") else None
+        for stage in stages:
+            indexes = []
+            for side in sides:
+                if side not in stage.sides:
+                    stage.sides.append(side)
+                    stage.deps |= {p.index for p in self.producers[side]}
+                    for producer in self.producers[side]:
+                        producer.export(side, "list")
+                indexes.append(stage.sides.index(side))
+            step = len(stage.steps)
+            stage.steps.append(_Step(
+                node.full_label, {o.tag: stage.stream(o) for o in outputs},
+                None if identity else fn, list(args), kwargs, window,
+                [(type(s), s._view_options(), s._window_mapping_fn, i)
+                 for s, i in zip(node.side_inputs, indexes)]))
+            stage.consumers.setdefault(stage.streams[main], []).append(step)
+        for output in outputs:
+            self.producers[output] = stages
 
-def _imports_project() -> bool:
-    """On a worker: whether it can import this project's packages."""
-    import importlib.util
-    return all(importlib.util.find_spec(name) is not None for name in ("pipeline", "transforms"))
+    def graph(self) -> "tuple[dict, list]":
+        """(the pass's dask graph, the keys whose computing computes it all: the tasks of
+        the stages whose output no other stage reads)."""
+        import cloudpickle
+        prefix = "t2t-%s" % self.pass_id[:12]
+        dsk: dict = {}
 
+        def task(stage, i):
+            return ("%s-%d-%s" % (prefix, stage.index, stage.name), i)
 
-def _running_of(keys, dask_worker=None) -> list:
-    """On a worker: the tasks of `keys` whose code still runs there."""
-    return [key for key, task in dask_worker.state.tasks.items()
-            if str(key) in keys and task.state in ("executing", "long-running", "cancelled",
-                                              "resumed")]
+        def exported(pcoll, mode, bucket=-1):
+            """Keys of pcollection `pcoll`'s export `mode` (its `bucket`) of every task."""
+            keys = []
+            for stage in self.producers[pcoll]:
+                index = next(k for k, (s, m, _) in enumerate(stage.exports)
+                             if s == stage.streams[pcoll] and m == mode)
+                if len(stage.exports) == 1:
+                    index = -1  # its tasks return it alone
+                for i in range(stage.partitions):
+                    if index < 0 and bucket < 0:
+                        keys.append(task(stage, i))  # no selection to make
+                        continue
+                    key = ("%s-out-%d" % (prefix, stage.index), i, index, bucket)
+                    dsk.setdefault(key, (_export_of, task(stage, i), index, bucket))
+                    keys.append(key)
+            return keys
 
-
-def _on_each_worker(client, function, *args) -> dict:
-    """{worker: function(*args)} of every worker that answers: a worker lost at this moment
-    (its host gone, not yet removed by the scheduler) is left out, not an error, as Dask
-    reschedules its tasks."""
-    done = client.run(function, *args, on_error="return")
-    return {worker: value for worker, value in done.items()
-            if not isinstance(value, BaseException)}
-
-
-class _CounterResults(MetricResults):
-    """Beam's MetricResults over the counters of one pass on Dask (committed = attempted:
-    each task counted once)."""
-
-    def __init__(self, counters: dict) -> None:
-        self._results = [MetricResult(MetricKey(step, MetricName(namespace, name)), value, value)
-                         for (step, namespace, name), value in sorted(counters.items())]
-
-    def query(self, filter=None) -> dict:
-        return {"counters": [r for r in self._results if self.matches(filter, r.key)],
-                "distributions": [], "gauges": []}
-
-
-class _LostWorkers:
-    """The scheduler's `remove-worker` events while a pass runs (its "all" topic, subscribed
-    to before the pass's tasks are submitted): Dask computes a lost worker's running tasks,
-    and the results only it held, again elsewhere, and says which; the driver logs a line."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._events: t.List[dict] = []
-
-    def __call__(self, event: t.Any) -> None:  # in the client's event loop thread
-        _, message = event
-        if isinstance(message, dict) and message.get("action") == "remove-worker":
-            with self._lock:
-                self._events.append(message)
-
-    def take(self) -> t.List[dict]:
-        with self._lock:
-            events, self._events = self._events, []
-        return events
-
-
-def lost_worker_line(event: dict, keys: t.Collection[str]) -> str:
-    """One line for a worker the cluster lost while the pass (its task `keys`) ran."""
-    running = len({str(k) for k in event.get("processing-tasks") or ()} & set(keys))
-    computed = len({str(k) for k in event.get("lost-computed-tasks") or ()} & set(keys))
-    how = "retired" if event.get("expected") else "lost"
-    if not running and not computed:
-        return "Dask worker %s %s; none of the pass's tasks were on it" % (
-            event.get("worker"), how)
-    return "Dask worker %s %s: %d running and %d finished tasks of the pass are computed " \
-        "again" % (event.get("worker"), how, running, computed)
-
-
-class DatagenDaskResult(DaskRunnerResult):
-    """Beam's result, which also collects the pass's counters when it ends, closes the
-    pass's client, and cancels the pass so that none of its tasks runs on."""
-
-    keys: frozenset = frozenset()  # the pass's task keys
-    pass_id = ""  # what the pass's counter events carry
-    counters: t.Optional[dict] = None  # {(step, namespace, name): value}, once finished
-    lost: t.Optional[_LostWorkers] = None  # the scheduler's remove-worker events, as they come
-
-    def lost_workers(self) -> t.List[str]:
-        """A line for each worker the cluster lost since the last call, while the pass ran."""
-        events = self.lost.take() if self.lost is not None else []
-        return [lost_worker_line(event, self.keys) for event in events]
-
-    def wait_until_finish(self, duration=None) -> str:
-        try:
-            state = super().wait_until_finish(duration)
-        except BaseException:
-            # A failed task fails the pass, but Dask runs the pass's other tasks on: stop
-            # them before the driver removes the work directory they write into (on a
-            # cluster of other hosts they would write after it, and leave files behind).
-            with contextlib.suppress(Exception):
-                self.cancel()
-            self._state = PipelineState.FAILED
-            raise
-        try:
-            self.counters = self._collect_counters()
-        finally:
-            self.client.close()
-        return state
-
-    def _collect_counters(self) -> dict:
-        last = {}  # the last event of each bundle (a task runs one bundle of each step)
-        for _, event in self.client.get_events(METRICS_TOPIC):
-            if event["pass"] == self.pass_id:
-                last[event["task"], event["step"]] = event
-        counters: dict = {}
-        for event in last.values():
-            for namespace, name, value in event["counters"]:
-                key = (event["step"], namespace, name)
-                counters[key] = counters.get(key, 0) + value
-        return counters
-
-    def metrics(self) -> _CounterResults:
-        if self.counters is None:
-            raise RuntimeError("the pass has not finished")
-        return _CounterResults(self.counters)
-
-    def cancel(self) -> str:
-        """Cancels the pass's tasks and returns once none of them runs on a worker any more
-        (a cancelled task's thread runs to its end: Dask cannot stop it), so nothing of the
-        pass writes after the driver has stopped; then closes the client. Once is enough
-        (a failed pass cancels itself)."""
-        if self.client.status in ("closing", "closed"):
-            return self._state
-        self._state = PipelineState.CANCELLING
-        try:
-            self.client.cancel(self.futures, force=True)
-            deadline = time.time() + CANCEL_SECONDS
-            while time.time() < deadline and any(_on_each_worker(
-                    self.client, _running_of, self.keys).values()):
-                time.sleep(0.2)
-        finally:
-            self.client.close()
-        self._state = PipelineState.CANCELLED
-        return self._state
+        side_keys: dict = {}
+        for stage in self.stages:
+            spec_key = ("%s-spec" % prefix, stage.index)
+            dsk[spec_key] = cloudpickle.dumps(stage.spec(self.pass_id, self.options))  # fix 8: once a pass
+            sides = []
+            for side in stage.sides:  # fix 5: gathered once, a dependency of the readers
+                if side not in side_keys:
+                    side_keys[side] = ("%s-side" % prefix, len(side_keys))
+                    dsk[side_keys[side]] = (_concat, exported(side, "list"))
+                sides.append(side_keys[side])
+            name = "t2t-%s/%d" % (self.pass_id, stage.index)  # in the workers' StagePools
+            for i in range(stage.partitions):
+                if stage.kind == "values":
+                    source: t.Any = cloudpickle.dumps(stage.values[i])
+                elif stage.kind == "part":
+                    source = exported(stage.input, "list")[i:i + 1]
+                else:
+                    source = exported(stage.input, "hash" if stage.kind == "group" else "deal", i)
+                dsk[task(stage, i)] = (_run_stage, name, spec_key, stage.kind, i, source, sides)
+        leaves = [task(s, i) for s in self.stages if not s.exports for i in range(s.partitions)]
+        return dsk, leaves
 
 
 class DatagenDaskRunner(DaskRunner):
-    """Beam's DaskRunner with the job's five fixes (module docstring)."""
+    """Beam's DaskRunner with the job's translation (module docstring), connected once for
+    every pass it runs (`start`), until `close()`."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.session: t.Optional[DaskSession] = None
+
+    @staticmethod
+    def is_fnapi_compatible() -> bool:
+        """True only so that `Pipeline.run` skips its runner-API round trip (fix 9): this
+        runner pickles each stage itself, once."""
+        return True
+
+    def start(self, options) -> DaskSession:
+        """Connects to the cluster (the first time) and checks its workers, before a pass is
+        built: the workers warm up meanwhile. DatagenError for a cluster the job cannot use."""
+        if self.session is None:
+            client_kwargs = options.view_as(DaskOptions).get_all_options(
+                drop_default=True, current_only=True)
+            bag_kwargs = DaskOptions._extract_bag_kwargs(client_kwargs)  # takes them out
+            self.session = DaskSession(client_kwargs, bag_kwargs)
+        return self.session.start()
 
     def run_pipeline(self, pipeline, options):
-        import dask
-        import dask.distributed as ddist
-        dask_options = options.view_as(DaskOptions).get_all_options(
-            drop_default=True, current_only=True)
-        bag_kwargs = DaskOptions._extract_bag_kwargs(dask_options)
-        client = ddist.Client(**dask_options)
+        session = self.start(options)
+        pipeline.replace_all(dask_overrides())
+        translator = _Translator(session.threads(), uuid.uuid4().hex, session.bag_kwargs,
+                                 options)
+        pipeline.visit(translator)
+        dsk, leaves = translator.graph()  # fix 10: no dask.optimize; fix 3: every leaf
+        lost = LostWorkers()
         try:
-            missing = sorted(a for a, ok in _on_each_worker(client, _imports_project).items()
-                             if not ok)
-            if missing:
-                raise DatagenError(
-                    "Dask workers %s cannot import this project (pipeline, transforms): start "
-                    "them from the job's environment, or pip install the project on them "
-                    "(README, Runners)" % ", ".join(missing))
-            threads = sum(client.nthreads().values()) or 1
-            pipeline.replace_all(dask_overrides())
-            translator = _Translator(bag_kwargs, threads, uuid.uuid4().hex, options)
-            pipeline.visit(translator)
-            leaves = dask.optimize(*translator.leaves())
-            lost = _LostWorkers()
-            client.subscribe_topic("all", lost)
-            futures = client.compute(leaves)
-        except BaseException:
-            client.close()
+            session.client.subscribe_topic("all", lost)
+            futures = session.client.get(dsk, leaves, sync=False)
+        except Exception as e:
+            if session.lost(e):
+                raise session.scheduler_lost(e) from None
             raise
-        result = DatagenDaskResult(client, futures)
-        result.pass_id = translator.pass_id
+        result = DatagenDaskResult(session.client, futures, session=session,
+                                   pass_id=translator.pass_id, keys=frozenset(map(str, dsk)))
         result.lost = lost
-        result.keys = frozenset(str(key) for leaf in leaves for key in leaf.__dask_graph__())
         return result
+
+    def news(self) -> t.List[str]:
+        """Lines about workers that stopped answering the scheduler (`DaskSession.news`)."""
+        return self.session.news() if self.session is not None else []
+
+    def close(self) -> None:
+        if self.session is not None:
+            self.session.close()
+            self.session = None

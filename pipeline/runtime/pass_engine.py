@@ -2,9 +2,11 @@
 
 A job is several Beam pipelines (passes). What they share lives here, started with the first
 pass that needs it and stopped once by `close()`: the job server a FlinkRunner or SparkRunner
-pass submits to (`pipeline.runtime.job_server`), and DirectRunner's worker processes
+pass submits to (`pipeline.runtime.job_server`), DirectRunner's worker processes
 (`pipeline.runtime.local_worker_pool`, or Beam's stock DirectRunner, after one warning, when
-Beam's internals are not what that module expects). Running a pass, numbering it and
+Beam's internals are not what that module expects), and the job's own runner
+(`DatagenDaskRunner`: one connection to the Dask cluster, its workers checked and warmed up
+while the first pass is built). Running a pass, numbering it and
 watching it is `pipeline.driver.passes.PassRunner`'s job; this object only says on what.
 """
 
@@ -16,8 +18,8 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from pipeline.runtime import local_worker_pool
 from pipeline.runtime.memory import freeze_long_lived, release_free_memory
 from pipeline.runtime.job_server import JobServer, needs_job_server
-from pipeline.runtime.runners import (runner_for_pass, runner_name, uses_local_worker_pool,
-                                      uses_worker_processes, worker_count)
+from pipeline.runtime.runners import (is_dry_run, runner_for_pass, runner_name,
+                                      uses_local_worker_pool, uses_worker_processes, worker_count)
 
 LOG = logging.getLogger("datagen")
 
@@ -33,6 +35,7 @@ class PassEngine:
         self.job_server_seconds: Optional[float] = None  # how long starting it took
         self._workers: Optional[local_worker_pool.LocalWorkerPool] = None
         self._internals_ok: Optional[bool] = None  # may local_worker_pool run Direct passes
+        self._job_runner: Any = None  # the job's own runner (JOB_RUNNERS), for every pass
         self._passes = 0  # DirectRunner passes handed out
 
     def runner_and_options(self) -> Tuple[Any, PipelineOptions]:
@@ -52,6 +55,10 @@ class PassEngine:
     def _direct_runner(self) -> Tuple[Any, PipelineOptions]:
         runner, options = runner_for_pass(self.options)
         if runner_name(self.options) != "direct":
+            if runner is not None:  # the job's own: one instance, started before the pass
+                self._job_runner = runner = self._job_runner or runner
+                if not is_dry_run(self.options):
+                    runner.start(options)
             return runner, options
         if self._internals_ok is None:
             missing = local_worker_pool.internals_missing()
@@ -83,13 +90,21 @@ class PassEngine:
         runner: a Dask cluster computes on without the driver."""
         return runner_name(self.options) == "dask"
 
+    def worker_news(self) -> List[str]:
+        """Lines about the runner's workers while a pass runs (a Dask worker that stopped
+        answering its scheduler, named with the scheduler's view of it)."""
+        return self._job_runner.news() if self._job_runner is not None else []
+
     def dead_workers(self) -> List[str]:
         """The job's worker processes that ended (empty without a pool of the job's)."""
         return self._workers.dead() if self._workers is not None else []
 
     def close(self) -> None:
-        """Ends the worker processes the passes shared and stops the job server they
-        submitted to, if any."""
+        """Ends the worker processes the passes shared, stops the job server they
+        submitted to and closes the job runner's connection, if any."""
+        if self._job_runner is not None:
+            self._job_runner.close()
+            self._job_runner = None
         if self._workers is not None:
             self._workers.close()
             self._workers = None

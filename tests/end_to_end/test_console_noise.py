@@ -1,8 +1,9 @@
 """What a user's install prints: a venv with only `pip install .` of this checkout
 (tests/plain_install.py), the bundled sample, 2 worker processes (DirectRunner,
-multi_processing); `./run_local.sh` (stdout: the table only); and the readers, which run in a
-trainer's process: they print nothing at all, and the ones without TensorFlow import no Beam
-for a local output (issue 45, item 6).
+multi_processing), and a Dask cluster of that install (its workers' logs too); `./run_local.sh`
+(stdout: the table only); and the readers, which run in a trainer's process: they print
+nothing at all, and the ones without TensorFlow import no Beam for a local output (issue 45,
+item 6).
 
 Noise, precisely: any stderr line that is not one of the job's own log lines. The job's lines
 are those its console handler writes (pipeline/runtime/console.py): `HH:MM:SS message` (a
@@ -20,6 +21,7 @@ import sys
 
 import pytest
 
+from dask_cluster import DaskCluster
 from plain_install import copy_of_checkout, plain_install_venv
 from repo_paths import SAMPLE_DATA
 
@@ -151,6 +153,32 @@ def test_run_local_sh_writes_only_the_table_to_stdout(plain_python, tmp_path):
     with open(os.path.join(copy, "run_local.sh")) as f:
         echoes = [line.strip() for line in f if line.strip().startswith("echo")]
     assert echoes and all(line.endswith(">&2") for line in echoes), echoes
+
+
+def test_a_plain_install_on_a_dask_cluster_prints_no_noise(plain_python, tmp_path):
+    """A scheduler and 2 workers of the same install (a cluster's image would hold only that),
+    and the job on them: the job prints nothing but its own lines, and neither a worker nor
+    the scheduler (it unpickles the task graphs) prints Beam's `apitools not found` line when
+    it imports Beam."""
+    env = {"PYTHONPATH": ""}  # the install's copy of the project, not the checkout
+    cluster = DaskCluster(tmp_path / "dask", python=plain_python, env=env)
+    try:
+        cluster.start()
+        done = subprocess.run(
+            [plain_python, "-m", "pipeline.datagen",
+             "--train_source", os.path.join(SAMPLE, "dev.en"),
+             "--train_target", os.path.join(SAMPLE, "dev.zh"),
+             "--output_dir", str(tmp_path / "out"), "--vocab_type", "word", "--vocab_size",
+             "2000", "--runner", "DaskRunner", "--dask_client_address", cluster.address],
+            cwd=str(tmp_path), env=_clean_env(), capture_output=True, text=True, timeout=900)
+        logs = [cluster.procs.log(name, lines=100000)
+                for name in ("scheduler", "worker-0", "worker-1")]
+    finally:
+        cluster.stop()
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert _noise(done.stderr) == [], done.stderr[-3000:]
+    for log in logs:
+        assert "apitools" not in log and "Traceback" not in log, log[-3000:]
 
 
 def test_an_editable_install_prints_no_warning_block(tmp_path):

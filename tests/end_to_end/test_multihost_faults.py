@@ -12,11 +12,11 @@ DirectRunner's (tests/multihost_jobs.py).
   botocore's default 5 attempts gave up within the cut and failed the pass.
 - the store host's link down for CUT_SECONDS: every store request of the workers and the
   driver (the lock's heartbeat too) waits and is retried; the job completes, identical.
-- the scheduler host lost: the job fails (exit status not 0), no marker, no shard, its lock
-  released (a worker still in its task may write a fragment under the run's work after the
-  driver removed it: the rerun sweeps it); a rerun against a new scheduler (same address, workers started
-  again: a Dask worker stops when its scheduler goes) completes identical. The failure is
-  not one line yet (issue 42 item 5): that assertion is its own test, marked xfail.
+- the scheduler host lost: the job fails with one ERROR line and exit 2, no marker, no
+  shard, its lock released (a worker still in its task may write a fragment under the run's
+  work after the driver removed it: the rerun sweeps it); a rerun against a new scheduler
+  (same address, workers started again: a Dask worker stops when its scheduler goes)
+  completes identical.
 """
 
 import contextlib
@@ -97,10 +97,9 @@ def test_the_scheduler_lost_mid_run_fails_cleanly_and_a_rerun_completes(
     assert_same_as_direct(cluster, rerun, FLAGS, "sched-lost", tmp_path_factory)  # no work left
 
 
-@pytest.mark.xfail(strict=True, reason="issue 42 item 5 (daskperf): a lost scheduler ends "
-                                       "the job with a traceback, not one ERROR line")
 def test_a_lost_scheduler_is_one_error_line(lost_scheduler):
     code, lines, _ = lost_scheduler
     errors = [line for line in lines if " ERROR " in line]
     assert len(errors) == 1 and "Traceback" not in "\n".join(lines), "\n".join(lines[-30:])
-    assert "scheduler" in errors[0], errors
+    assert "lost the Dask scheduler" in errors[0], errors
+    assert code == 2, lines[-20:]

@@ -1,9 +1,11 @@
 """The job's patch of Beam's DaskRunner (pipeline/runtime/dask_runner.py), defect by defect,
 on a real dask.distributed cluster (a scheduler and 2 worker processes started here).
 
-For each of the six defects: a pipeline of a few lines that is right on the patched runner,
-and the same pipeline on Beam's stock DaskRunner, asserted still wrong. When a Beam upgrade
-fixes a defect, its `test_stock_...` fails: that fix's part of the patch can go. And the
+For each of the five defects, for the DoFns set up for every bundle (fix 8) and for the
+options missing from the workers' FileSystems (fix 11): a pipeline of a few lines that is
+right on the patched runner, and the same pipeline on Beam's stock DaskRunner, asserted still
+wrong. When a Beam upgrade fixes a defect, its `test_stock_...` fails: that fix's part of the
+patch can go. (Fixes 6, 7 and 9 show in the graph alone: test_dask_stages.py.) And the
 patch's own behaviour: a failed pass stops its other tasks before it raises.
 """
 
@@ -14,9 +16,9 @@ import apache_beam as beam
 import pytest
 from apache_beam.runners.dask.dask_runner import DaskRunner
 
-from dask_cluster import (EmitInFinishBundle, FailFirst, MarkRun, ReadFirstLine, SplitEvenOdd,
-                          WriteEach, close_clients, runner_options, running_cluster, runs,
-                          written)
+from dask_cluster import (EmitInFinishBundle, FailFirst, MarkRun, MarkSetup, ReadFirstLine,
+                          SplitEvenOdd, WriteEach, close_clients, idle_stages, runner_options,
+                          running_cluster, runs, written)
 from pipeline.runtime.dask_runner import DatagenDaskRunner
 
 pytestmark = pytest.mark.slow
@@ -146,7 +148,40 @@ def test_stock_runner_computes_a_side_input_in_every_reading_task(cluster, tmp_p
     assert runs(tmp_path / "runs") > 1
 
 
-# -- 6. The pipeline's options on the workers' FileSystems --------------------------------
+# -- 8. DoFns set up once a worker thread ----------------------------------------------
+
+
+def _set_up(out):
+    return lambda p: p | beam.Create(list(range(8))) | beam.ParDo(MarkSetup(str(out)))
+
+
+def test_a_dofn_is_set_up_once_a_worker_thread(cluster, tmp_path):
+    _run(DatagenDaskRunner(), cluster, _set_up(tmp_path / "setups"), "--dask_npartitions", "8")
+    assert 1 <= runs(tmp_path / "setups") <= 2  # 8 bundles on 2 workers of 1 thread
+
+
+def test_stock_runner_sets_a_dofn_up_for_every_bundle(cluster, tmp_path):
+    _run(DaskRunner(), cluster, _set_up(tmp_path / "setups"), "--dask_npartitions", "8")
+    assert runs(tmp_path / "setups") == 8
+
+
+def test_a_finished_pass_leaves_no_set_up_dofns_on_the_workers(cluster, tmp_path):
+    runner = DatagenDaskRunner()
+    try:
+        pipeline = beam.Pipeline(runner=runner, options=runner_options(cluster))
+        _set_up(tmp_path / "setups")(pipeline)
+        pipeline.run().wait_until_finish()
+        client = runner.session.client
+        deadline = time.time() + 60  # the workers are told, not waited for
+        while sum(client.run(idle_stages).values()) and time.time() < deadline:
+            time.sleep(0.1)
+        assert sum(client.run(idle_stages).values()) == 0
+    finally:
+        runner.close()
+    assert runs(tmp_path / "setups") >= 1
+
+
+# -- 11. The pipeline's options on the workers' FileSystems --------------------------------
 
 
 def _read_s3(out):
@@ -206,9 +241,9 @@ def test_both_workers_ran_tasks(cluster):
 
 
 def test_a_lost_workers_line_counts_only_the_passs_tasks():
-    """The scheduler's remove-worker event (what `_LostWorkers` keeps of its "all" topic) as
+    """The scheduler's remove-worker event (what `LostWorkers` keeps of its "all" topic) as
     the one line the job logs: which worker, and how many of the pass's tasks run again."""
-    from pipeline.runtime.dask_runner import _LostWorkers, lost_worker_line
+    from pipeline.runtime.dask_session import LostWorkers, lost_worker_line
     keys = {"('run_bundle-1', 0)", "('run_bundle-1', 1)", "('run_bundle-1', 2)"}
     event = {"action": "remove-worker", "worker": "tcp://127.0.0.1:4001", "expected": False,
              "processing-tasks": {("run_bundle-1", 0), ("other-job", 0)},
@@ -219,7 +254,7 @@ def test_a_lost_workers_line_counts_only_the_passs_tasks():
     idle = dict(event, **{"processing-tasks": set(), "lost-computed-tasks": set()})
     assert lost_worker_line(idle, keys) == (
         "Dask worker tcp://127.0.0.1:4001 lost; none of the pass's tasks were on it")
-    events = _LostWorkers()
+    events = LostWorkers()
     events((1.0, {"action": "add-worker", "worker": "tcp://127.0.0.1:4002"}))
     events((2.0, event))
     assert events.take() == [event] and events.take() == []
