@@ -66,7 +66,7 @@ def config(tmp_path, *flags: str, train: Optional[Tuple[str, str]] = None) -> Da
     name train data, a 3-line corpus under tmp_path), with `flags` added (a later flag wins
     over the defaults given here)."""
     argv = ["--output_dir", str(tmp_path / "out")]
-    if train or not {"--train_source", "--train_tsv", "--train_tmx"} & set(flags):
+    if train or not {"--train_source", "--train_tsv", "--train_tmx", "--corpora"} & set(flags):
         source, target = train or corpus(tmp_path)
         argv += ["--train_source", source, "--train_target", target]
     return parse_command_line(argv + list(flags)).config

@@ -164,7 +164,8 @@ class _Scorer(beam.DoFn):
                 return f.reason
         return LATER if self._late else None
 
-    def _late_reasons(self, pairs: List[Tuple[str, str]]) -> List[Optional[str]]:
+    def _late_reasons(self, pairs: List[Tuple[str, str]],
+                      languages: Optional[Tuple[str, str]] = None) -> List[Optional[str]]:
         """Per (source, target), the first of the costly filters and those after them that
         drops it, or None: each filter runs on the pairs all earlier ones passed."""
         reasons: List[Optional[str]] = [None] * len(pairs)
@@ -173,7 +174,7 @@ class _Scorer(beam.DoFn):
             if not left:
                 break
             f.setup()
-            verdicts = f.accept_many([pairs[i] for i in left])
+            verdicts = f.accept_many([pairs[i] for i in left], languages)
             for i, ok in zip(left, verdicts):
                 if not ok:
                     reasons[i] = f.reason
@@ -185,7 +186,8 @@ class _Scorer(beam.DoFn):
         """Drops ((split, dataset index), drop) among `pairs` by the costly filters and
         those after them."""
         where = (ds["split"], ds["index"])
-        reasons = self._late_reasons([(p[1].rstrip(), p[2].rstrip()) for p in pairs])
+        reasons = self._late_reasons([(p[1].rstrip(), p[2].rstrip()) for p in pairs],
+                                     (ds.get("source_lang", ""), ds.get("target_lang", "")))
         for (number, source, target, _, _, src_bytes, tgt_bytes), reason in zip(pairs, reasons):
             if reason:
                 yield where, (number, reason, None, source.strip()[:REJECT_TEXT_CHARS],
@@ -223,6 +225,8 @@ class _Scorer(beam.DoFn):
             if self._dedup is not None:
                 # no texts through the shuffle: the writer reads the dropped ones again
                 key = self._dedup.key((source + end_s, target + end_t))
+                if "pair" in ds:  # several language pairs: duplicates within a pair only
+                    key = ds["pair"].encode() + b"\0" + key
                 yield beam.pvalue.TaggedOutput(KEYED, (key, pack(
                     ds["split"], ds["index"], number, reason, chunk_first, src_bytes,
                     tgt_bytes)))

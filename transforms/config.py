@@ -48,6 +48,8 @@ class VocabConfig:
     bisection_lookahead: int
     bisection_rounds: int            # --bisection_rounds_per_pass
     shared_vocab: bool               # one vocabulary of both sides
+    sampling_temperature: float      # several corpora: T of the languages' shares in the sample
+    lang_tags: Optional[str]         # target | none | None (target with several target languages)
     given: Tuple[str, ...]           # absolute paths of given vocabularies (none: learnt)
     loader: VocabularyLoader
     kind_settings: Any               # a frozen dataclass of the kind's own flags, or None
@@ -66,6 +68,7 @@ class InputConfig:
     dev_tsv: Optional[str]
     train_tmx: Optional[str]
     dev_tmx: Optional[str]
+    corpora: Optional[str]           # a corpora file (`pipeline.driver.corpora`), or None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,6 +80,7 @@ class JobConfig:
     num_train_shards: int
     num_dev_shards: int
     output_format: str               # a name of transforms.record_formats.FORMATS
+    mix_shards: bool                 # several pairs: one shuffled set at the mixing rates
     packed_length: int               # pairs packed into records of this many ids (0: off)
     allow_empty: bool
     overwrite: bool
@@ -96,6 +100,20 @@ class CleanConfig:
 
 
 @dataclasses.dataclass(frozen=True)
+class CorpusConfig:
+    """One named corpus of the run: a corpora file's entry (`pipeline.driver.corpora`), or
+    the single-pair flags as one corpus (name ""). Its datasets carry its index and languages
+    (`pipeline.driver.datasets`); with more than one corpus the languages are required."""
+    name: str
+    source_lang: Optional[str]
+    target_lang: Optional[str]
+    weight: float                    # multiplies its share in the mix (1.0)
+    inputs: InputConfig              # its train/dev patterns, as the input flags take them
+    source_column: int               # its TSV columns
+    target_column: int
+
+
+@dataclasses.dataclass(frozen=True)
 class DatagenConfig:
     read: ReadConfig
     vocab: VocabConfig
@@ -103,6 +121,7 @@ class DatagenConfig:
     job: JobConfig
     clean: CleanConfig
     flag_values: Tuple[Tuple[str, Any], ...]  # (flag, value) of every flag, in their order
+    corpora: Tuple[CorpusConfig, ...]  # the run's corpora, in order (one for the flags)
 
     @classmethod
     def from_flags(cls, flags: Mapping[str, Any], **derived: Any) -> "DatagenConfig":
@@ -115,9 +134,19 @@ class DatagenConfig:
             return part_class(**{field.name: values[field.name]
                                  for field in dataclasses.fields(part_class)})
 
-        return cls(read=part(ReadConfig), vocab=part(VocabConfig), inputs=part(InputConfig),
+        inputs = part(InputConfig)
+        corpora = values.get("corpora_parsed") or (CorpusConfig(
+            "", values["source_lang"], values["target_lang"], 1.0, inputs,
+            values["source_column"], values["target_column"]),)
+        return cls(read=part(ReadConfig), vocab=part(VocabConfig), inputs=inputs,
                    job=part(JobConfig), clean=part(CleanConfig),
-                   flag_values=tuple(flags.items()))
+                   flag_values=tuple(flags.items()), corpora=tuple(corpora))
+
+    @property
+    def several_corpora(self) -> bool:
+        """Whether the run has more than one corpus: then the vocabulary is one, learnt from
+        the temperature-sampled mix, and records carry their language pair."""
+        return len(self.corpora) > 1
 
     def flags(self) -> Dict[str, Any]:
         """{flag: value} of the job's own flags (for the summary and the fingerprint)."""

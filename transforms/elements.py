@@ -48,14 +48,24 @@ Unit = Union[Pair, Reject]  # what a corpus reader yields
 
 # -- datasets and their files (driver -> ScanTextFiles, MaterializeDatasets, EncodePairs) ------
 
-class DatasetSpec(TypedDict):
-    """One dataset of a split (`dataclasses.asdict` of `pipeline.driver.datasets.Dataset`)."""
+class _DatasetSpecRequired(TypedDict):
     split: str
     index: int
     name: str
     format: str              # lines | tsv | tmx | sgm | iwslt
     source: str              # a path, or `archive!member`
     target: Optional[str]    # None for TSV and TMX (both sides in one file)
+
+
+class DatasetSpec(_DatasetSpecRequired, total=False):
+    """One dataset of a split (`pipeline.driver.datasets.Dataset.spec`); with several
+    corpora it carries its corpus, pair ("en-de"), languages and TSV columns."""
+    corpus: int
+    pair: str
+    source_lang: str
+    target_lang: str
+    source_column: int
+    target_column: int
 
 
 Checkpoint = Tuple[int, int]  # (line index, byte offset) where a line starts
@@ -119,6 +129,11 @@ class Chunk(_ChunkRequired, total=False):
     target_file: List[int]
     dropped: Optional[str]     # the dataset's dropped-lines bitmap, skipped by the encoder
     lengths_before: bool       # the encoder also measures the dropped pairs
+    # with several corpora (`pipeline.driver.encode`):
+    shards: List[int]          # [first shard, shards]: the range of its split's shards its
+    #                            pair's records go to (a pair's own, or all with --mix_shards)
+    copies: List[int]          # --mix_shards: [line offset of the dataset in its pair, the
+    #                            pair's lines, the records the pair's lines give]
 
 
 # -- encoded pairs and shards (EncodePairs -> WriteShuffledShards) -----------------------------
@@ -129,11 +144,16 @@ EntryKey = Tuple[int, int, int]               # a fragment entry's sort key, as 
 DatasetCount = Tuple[int, int]                # (dataset index, records or pairs)
 
 
-class FragmentReport(TypedDict):
-    """A shard fragment written by the encode pass: its path, its records, per dataset."""
+class _FragmentReportRequired(TypedDict):
     path: str
     records: int
     by_dataset: List[List[int]]   # [[dataset index, records]]
+
+
+class FragmentReport(_FragmentReportRequired, total=False):
+    """A shard fragment written by the encode pass: its path, its records, per dataset;
+    with --mix_shards, how many of them are repeated records (`copies`)."""
+    copies: List[List[int]]       # [[dataset index, repeated records]]
 
 
 class PackingReport(TypedDict):
@@ -157,8 +177,11 @@ class _ShardReportRequired(TypedDict):
 
 class ShardReport(_ShardReportRequired, total=False):
     """One shard file written (`WriteShuffledShards`), as the encode result lists it; with
-    --packed_length, what packing did."""
+    --packed_length, what packing did; a language pair's own shard names its `pair`; with
+    --mix_shards, the repeated records among `records`, per dataset (`copies_by_dataset`)."""
     packing: PackingReport
+    pair: str
+    copies_by_dataset: List[DatasetCount]
 
 
 # -- rejects (EncodePairs, MaterializeDatasets -> WriteRejects) --------------------------------
@@ -196,12 +219,15 @@ class SampleFile(NamedTuple):
     """One file a vocabulary samples (`transforms.token_counts`), T2T's byte budget spread
     over `size` bytes: a converted side's `rejected_lines` (`transforms.materialize`) are put
     back in place, a cleaned file's `dropped` lines (`transforms.clean_pairs`' bitmap) left
-    out."""
+    out. With several corpora, `mixture` (lines, take) replaces the byte budget: the file's
+    (kept) lines and how many the temperature-sampled mix takes of them
+    (`transforms.mixing`)."""
     vocab: str                      # the vocabulary's name: source, target or shared
     path: str
     size: Optional[int]             # bytes; None until a scan in the same pass says
     rejected_lines: Optional[str] = None
     dropped: Optional[str] = None
+    mixture: Optional[Tuple[int, int]] = None
 
 
 SampleRange = Tuple[int, int, int]  # (start byte, end byte, line number before start)
@@ -223,6 +249,7 @@ class FileSample(NamedTuple):
     lines: int
     chars: int
     error: Optional[str]            # why the file could not be read to the end, or None
+    bytes: int = 0                  # UTF-8 bytes of the lines (measured for a mix only)
 
 
 # -- counts (EncodePairs -> the driver's sums and LengthReportFn) ------------------------------

@@ -24,27 +24,36 @@ from apache_beam.typehints.decorators import no_annotations
 from apache_beam.io.filesystems import FileSystems
 
 from transforms.chunk_reading import ChunkSpan, LineReject, LinePair, read_chunk, read_unmatched
+from transforms.codecs.varints import encode_varints
 from transforms.codecs.vocabulary import VocabularyLoader
 from transforms.storage import file_io
 from transforms.config import DatagenConfig
 from transforms.elements import (Chunk, ChunkLengths, DatasetSpec, FileFacts, FragmentEntry,
                                  FragmentReport, RejectRecord, ShardKey, TokenCounts)
-from transforms.formats.example_proto import PairExampleWriter
+from transforms.formats.example_proto import PAIR_FEATURE, PairExampleWriter
 from transforms.length_stats import chunk_lengths
 from transforms.formats.rejects import OVER_MAX_LENGTH, max_length_of, reject_record
 from transforms.job_metrics import JobCounters
-from transforms.pair_encoding import PairEncoder, PairTally, shuffle_keys
+from transforms.mixing import take_count
+from transforms.pair_encoding import (PairEncoder, PairTally, copy_keys, shard_of,
+                                      shuffle_keys)
 from transforms.storage.object_stores import ObjectStores, StoreSettings
 from transforms.shard_fragments import fragment_name, write_fragment
 from transforms.formats.text_lines import iter_raw_lines
 from transforms.vocab_files import VocabularyFiles
 
 REJECTS = "rejects"
+COPY_BATCH_RECORDS = 1 << 16  # --mix_shards: repeated records written per fragment batch
 BEFORE_CLEANING = " before cleaning"  # the length figures' key of a split's pairs before it
 # ... and with --max_length but no cleaning, of the split's pairs before that filter
 BEFORE_MAX_LENGTH = " before max_length"
 STATS = "stats"
 LENGTHS = "lengths"
+
+
+def pair_lengths_key(split: str, pair: str) -> str:
+    """The length figures' key of a language pair's pairs of a split (several corpora)."""
+    return "%s\t%s" % (split, pair)
 
 # What the encode DoFn yields: a fragment report (main output) and, tagged, rejects, token
 # counts and length counts, each keyed by split. Beam reads these hints (`TaggedOutput[...]`)
@@ -63,8 +72,11 @@ class _EncodeChunkFn(beam.DoFn):
     def __init__(self, loader: VocabularyLoader, source_vocab_path: str,
                  target_vocab_path: str, seed: int, num_shards: Dict[str, int],
                  fragment_dir: str, config: DatagenConfig,
-                 store_settings: Optional[StoreSettings] = None) -> None:
+                 store_settings: Optional[StoreSettings] = None,
+                 prefixes: Optional[Dict[str, List[int]]] = None) -> None:
         self._store_settings = store_settings or StoreSettings()
+        # {pair ("" with one corpus): ids put before every input: its language tag}
+        self._prefixes = dict(prefixes or {})
         self._paths = (source_vocab_path, target_vocab_path)
         self._fragment_dir = fragment_dir
         self._seed = seed
@@ -82,8 +94,11 @@ class _EncodeChunkFn(beam.DoFn):
         source = vocabularies.load(self._paths[0], for_encoding=True)
         target = (source if self._paths[1] == self._paths[0]
                   else vocabularies.load(self._paths[1], for_encoding=True))
-        self._encoder = PairEncoder(
-            source, target, PairExampleWriter("inputs", "targets"))  # without TensorFlow
+        self._examples = PairExampleWriter("inputs", "targets")  # without TensorFlow
+        self._encoder = PairEncoder(source, target, self._examples)
+        self._prefix_varints = {pair: (encode_varints(ids), len(ids))
+                                for pair, ids in self._prefixes.items()}
+        self._pair_entries: Dict[str, bytes] = {}  # pair -> its `lang_pair` feature entry
         # bitmap path -> the cleaning stage's dropped lines of a dataset
         self._dropped: Dict[str, bytes] = {}
 
@@ -104,18 +119,31 @@ class _EncodeChunkFn(beam.DoFn):
             ds, reject.number, "line %d" % reject.number, reject.reason, reject.source,
             reject.target)))
 
+    def _pair_entry(self, pair: Optional[str]) -> bytes:
+        """The `lang_pair` feature entry of a pair's records (none with one corpus)."""
+        if not pair:
+            return b""
+        if pair not in self._pair_entries:
+            self._pair_entries[pair] = self._examples.bytes_entry(PAIR_FEATURE, pair.encode())
+        return self._pair_entries[pair]
+
     def process(self, chunk: Chunk) -> Iterator[EncodeOut]:
         if chunk.get("unmatched"):
             yield from self._unmatched(chunk)
             return
         ds = chunk["ds"]
         split = ds["split"]
+        pair = ds.get("pair")
         span = ChunkSpan(chunk["source"], chunk["target"], chunk["first_line"],
                          chunk["num_lines"])
         key_of = shuffle_keys(self._seed, split, ds["index"])
-        num_shards = self._num_shards[split]
+        # the range of the split's shards this pair's records go to (all of them, but with
+        # several pairs: its own, `pipeline.driver.encode`)
+        first_shard, num_shards = chunk.get("shards") or (0, self._num_shards[split])
+        pair_entry = self._pair_entry(pair)
         by_shard: Dict[int, List[FragmentEntry]] = {}  # shard -> [(key, dataset, line, record)]
         written = PairTally()
+        prefix = self._prefix_varints.get(ds.get("pair", ""), (b"", 0))
         before = chunk.get("lengths_before")  # also measure the pairs cleaning dropped
         cleaned_away: List[LinePair] = []  # those of them that would be written
         max_length = max_length_of(split, self._max_length)
@@ -134,34 +162,73 @@ class _EncodeChunkFn(beam.DoFn):
                 else:
                     for number, source, target in self._encoder.encode(
                             item.pairs, key_of, ds["index"], num_shards, by_shard, written,
-                            max_length, too_long):
+                            max_length, too_long, prefix, pair_entry):
                         yield self._reject(chunk, LineReject(number, OVER_MAX_LENGTH, source,
                                                              target))
         self._counters.inc(split + ".pairs_read", span.num_lines)
         self._counters.inc(split + ".pairs_encoded", len(written.lengths))
-        yield from self._write_fragments(split, ds["index"], span.first_line, by_shard)
+        yield from self._write_fragments(split, ds["index"], span.first_line, by_shard,
+                                         first_shard)
+        if chunk.get("copies"):
+            yield from self._write_copies(chunk, by_shard, first_shard, num_shards)
         yield beam.pvalue.TaggedOutput(STATS, (split, written.token_counts()))
-        yield beam.pvalue.TaggedOutput(LENGTHS, (split, chunk_lengths(
-            written.lengths, written.chars, written.ids)))
+        lengths = chunk_lengths(written.lengths, written.chars, written.ids)
+        yield beam.pvalue.TaggedOutput(LENGTHS, (split, lengths))
+        if pair:  # and the pair's own figures
+            yield beam.pvalue.TaggedOutput(LENGTHS, (pair_lengths_key(split, pair), lengths))
         if before or max_length:
             measured = PairTally()
-            self._encoder.measure(cleaned_away, measured)
+            self._encoder.measure(cleaned_away, measured, prefix)
             both = written.plus(measured).plus(too_long)
             label = BEFORE_CLEANING if before else BEFORE_MAX_LENGTH
             yield beam.pvalue.TaggedOutput(LENGTHS, (split + label, chunk_lengths(
                 both.lengths, both.chars, both.ids)))
 
     def _write_fragments(self, split: str, dataset_index: int, first_line: int,
-                         by_shard: Dict[int, List[FragmentEntry]]
-                         ) -> Iterator[Tuple[ShardKey, FragmentReport]]:
-        """Writes each shard's entries as one fragment file; yields its report."""
+                         by_shard: Dict[int, List[FragmentEntry]], first_shard: int = 0,
+                         copies: int = 0) -> Iterator[Tuple[ShardKey, FragmentReport]]:
+        """Writes each shard's entries as one fragment file; yields its report. `by_shard`
+        counts shards from `first_shard`; `copies` (> 0): they are repeated records, the
+        batch from that copy on."""
         for shard, entries in sorted(by_shard.items()):
-            path = FileSystems.join(self._fragment_dir,
-                                    fragment_name(split, shard, dataset_index, first_line))
+            shard += first_shard
+            path = FileSystems.join(self._fragment_dir, fragment_name(
+                split, shard, dataset_index, first_line, copies))
             write_fragment(path, entries, self._stores)
             report: FragmentReport = {"path": path, "records": len(entries),
                                       "by_dataset": [[dataset_index, len(entries)]]}
+            if copies:
+                report["copies"] = [[dataset_index, len(entries)]]
             yield (split, shard), report
+
+    def _write_copies(self, chunk: Chunk, by_shard: Dict[int, List[FragmentEntry]],
+                      first_shard: int, num_shards: int
+                      ) -> Iterator[Tuple[ShardKey, FragmentReport]]:
+        """--mix_shards: the chunk's records repeated as their pair's rate asks (`copies`:
+        [the dataset's first line's index in its pair, the pair's lines, the records they
+        give]; a line gives `mixing.take_count` records), each copy with a key of its own,
+        written in batches of about COPY_BATCH_RECORDS so memory stays bounded."""
+        ds = chunk["ds"]
+        split, index = ds["split"], ds["index"]
+        offset, lines, take = chunk["copies"]
+        base = [entry for entries in by_shard.values() for entry in entries]
+        extra = {number: take_count(offset + number - 1, lines, take) - 1
+                 for _, _, number, _ in base}
+        key_of = copy_keys(self._seed, split, index)
+        batch: Dict[int, List[FragmentEntry]] = {}
+        size, start, most = 0, 1, max(extra.values(), default=0)
+        for copy in range(1, most + 1):
+            for _, _, number, record in base:
+                if extra[number] >= copy:
+                    key = key_of(number, copy)
+                    batch.setdefault(shard_of(key, num_shards), []).append(
+                        (key, index, number, record))
+                    size += 1
+            if size >= COPY_BATCH_RECORDS or copy == most:
+                yield from self._write_fragments(split, index, chunk["first_line"], batch,
+                                                 first_shard, start)
+                self._counters.inc(split + ".records_repeated", size)
+                batch, size, start = {}, 0, copy + 1
 
     def _unmatched(self, chunk: Chunk) -> Iterator[RejectOut]:
         """Lines of the longer file of a misaligned pair (--on_misaligned reject)."""
@@ -214,18 +281,22 @@ class EncodePairs(beam.PTransform):
     `loader`: how the run's vocabularies load (`VocabConfig.loader`: the kind's Vocabulary
     class and the options it is built with, its EOS token included), whose files are at the
     two paths; `config`: the run's `transforms.config.DatagenConfig` (how lines are read and
-    rejected)."""
+    rejected); `prefixes`: {pair: ids} put before every input of the pair's datasets (its
+    language tag; "" is the pair of a one-corpus run)."""
 
     def __init__(self, loader: VocabularyLoader, source_vocab_path: str,
                  target_vocab_path: str, seed: int, num_shards: Dict[str, int],
-                 fragment_dir: str, config: DatagenConfig) -> None:
+                 fragment_dir: str, config: DatagenConfig,
+                 prefixes: Optional[Dict[str, List[int]]] = None) -> None:
         super().__init__()
         self._args = (loader, source_vocab_path, target_vocab_path, seed, num_shards,
                       fragment_dir, config)
+        self._prefixes = prefixes
 
     @no_annotations  # Beam takes PCollection hints only here: the outputs' are `EncodeOut`
     def expand(self, chunks: beam.PCollection) -> DoOutputsTuple:
-        fn = _EncodeChunkFn(*self._args, StoreSettings.from_options(chunks.pipeline.options))
+        fn = _EncodeChunkFn(*self._args, StoreSettings.from_options(chunks.pipeline.options),
+                            self._prefixes)
         return (chunks
                 | "Spread" >> beam.Reshuffle()
                 | "Encode" >> beam.ParDo(fn).with_outputs(REJECTS, STATS, LENGTHS,

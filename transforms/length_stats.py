@@ -150,7 +150,9 @@ def summary_lengths(reports: Dict[str, Dict[str, JsonValue]], splits: Iterable[s
                     max_length: int = 0) -> Dict[str, JsonValue]:
     """The summary's `lengths`: the rule and candidates, and `reports` ({split:
     length_report}) for every split in `splits` (a split whose encode pass reported no counts,
-    e.g. an empty one, gets the report of no pairs); `max_length`: the run's --max_length."""
+    e.g. an empty one, gets the report of no pairs); `max_length`: the run's --max_length;
+    with several language pairs also `pairs` ({pair: {split: length_report}}, from the
+    reports keyed "{split}\t{pair}")."""
     empty = LengthReportFn().create_accumulator()
     candidates = candidate_max_lengths(max_length)
     lengths: Dict[str, JsonValue] = {
@@ -160,4 +162,11 @@ def summary_lengths(reports: Dict[str, Dict[str, JsonValue]], splits: Iterable[s
                    for split in sorted(splits)}}
     if max_length:
         lengths["max_length"] = max_length
+    pairs: Dict[str, Dict[str, JsonValue]] = {}
+    for key in sorted(reports):
+        if "\t" in key:
+            split, pair = key.split("\t", 1)
+            pairs.setdefault(pair, {})[split] = reports[key]
+    if pairs:
+        lengths["pairs"] = pairs
     return lengths

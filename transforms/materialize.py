@@ -156,6 +156,12 @@ class _SideWriter:
         self.rejected_bytes += len(data)
 
 
+def _columns(ds: DatasetSpec, read: ReadConfig) -> Tuple[int, int]:
+    """A TSV dataset's (source, target) columns: its corpus's, else the flags'."""
+    return (ds.get("source_column", read.source_column),
+            ds.get("target_column", read.target_column))
+
+
 class _MaterializeFn(beam.DoFn):
     def __init__(self, work_dir: str, read: ReadConfig,
                  store_settings: Optional[StoreSettings] = None) -> None:
@@ -170,10 +176,12 @@ class _MaterializeFn(beam.DoFn):
     def _units(self, ds: DatasetSpec, streams: Sequence[ByteStream]) -> Iterator[Unit]:
         r = self._read
         if ds["format"] == "tsv":
-            return formats.read_tsv(streams[0], ds["source"], r.source_column,
-                                    r.target_column, r.on_invalid_utf8)
-        if ds["format"] == "tmx":
-            return formats.read_tmx(streams[0], ds["source"], r.source_lang, r.target_lang)
+            return formats.read_tsv(streams[0], ds["source"], *_columns(ds, r),
+                                    r.on_invalid_utf8)
+        if ds["format"] == "tmx":  # a corpus's own languages, else the flags'
+            return formats.read_tmx(streams[0], ds["source"],
+                                    ds.get("source_lang") or r.source_lang,
+                                    ds.get("target_lang") or r.target_lang)
         if ds["format"] == "sgm":
             return formats.read_sgm_pair(streams[0], ds["source"], streams[1],
                                          ds["target"] or "", r.on_invalid_utf8)
@@ -183,14 +191,13 @@ class _MaterializeFn(beam.DoFn):
         return read_line_pairs(streams[0], ds["source"], streams[1], ds["target"] or "",
                                r.on_invalid_utf8)
 
-    def _sample_texts(self, unit: Reject) -> Tuple[Optional[str], Optional[str]]:
+    def _sample_texts(self, ds: DatasetSpec, unit: Reject) -> Tuple[Optional[str], Optional[str]]:
         """(source, target) text a rejected unit adds to each side's vocabulary sample, None
         for a side it does not have."""
         if unit.reason == "too_few_columns":  # the row's text is its source; split it
             fields = unit.source.split("\t")
-            r = self._read
             source, target = (fields[c] if c < len(fields) else None
-                              for c in (r.source_column, r.target_column))
+                              for c in _columns(ds, self._read))
             return source, target
         has_source, has_target = _SIDES.get(unit.reason, (True, True))
         return (unit.source if has_source else None, unit.target if has_target else None)
@@ -227,7 +234,7 @@ class _MaterializeFn(beam.DoFn):
                     if unit.reason == "invalid_utf8" and r.on_invalid_utf8 == "error":
                         raise InputError(ds["source"], 0, "%s: invalid UTF-8" % unit.where)
                     reject(ordinal, unit)
-                    for writer, text in zip((src, tgt), self._sample_texts(unit)):
+                    for writer, text in zip((src, tgt), self._sample_texts(ds, unit)):
                         if text is not None:
                             writer.sample_rejected(clean_segment(text))
                     continue

@@ -44,6 +44,18 @@ def shuffle_keys(seed: int, split: str, pair_index: int) -> Callable[[int], int]
     return key
 
 
+def copy_keys(seed: int, split: str, pair_index: int) -> Callable[[int, int], int]:
+    """(line number, copy) -> the shuffle key of a repeated record's copy 1, 2, ... (copy 0
+    is the record itself, `shuffle_keys`): --mix_shards upsamples small pairs so."""
+    prefix = b"%d\x00%s\x00%d\x00" % (seed, split.encode(), pair_index)
+    blake2b, from_bytes = hashlib.blake2b, int.from_bytes
+
+    def key(line_number: int, copy: int) -> int:
+        return from_bytes(blake2b(prefix + b"%d\x00%d" % (line_number, copy),
+                                  digest_size=8).digest(), "big")
+    return key
+
+
 def shard_of(key: int, num_shards: int) -> int:
     """Shards are contiguous ranges of the key space."""
     return (key * num_shards) >> 64
@@ -94,11 +106,19 @@ class PairEncoder:
         # per side: line -> (Example entry, id count with EOS, id count without EOS, OOV
         # words, characters): the counts kept so a cached line costs no len() calls
         self._line_entries: Tuple[LineEntries, LineEntries] = ({}, {})
+        # the source side's entries under a prefix (a language tag's id): one prefix's at a
+        # time (a chunk is one pair's), so memory does not grow with the number of pairs
+        self._prefixed: Tuple[bytes, LineEntries] = (b"", {})
 
-    def _entries(self, side: int, texts: List[str]) -> LineEntries:
+    def _entries(self, side: int, texts: List[str], prefix: Tuple[bytes, int] = (b"", 0)
+                 ) -> LineEntries:
         """{text: LineEntry} of one side's lines `texts` (the entry holds the ids, EOS
-        appended)."""
+        appended, after `prefix`: the varints of ids put first, and how many)."""
         cache = self._line_entries[side]
+        if prefix[0]:
+            if self._prefixed[0] != prefix[0]:
+                self._prefixed = (prefix[0], {})
+            cache = self._prefixed[1]
         entries: Dict[str, Optional[LineEntry]] = {
             text: cache.get(text) for text in dict.fromkeys(texts)}
         new = [text for text, known in entries.items() if known is None]
@@ -107,15 +127,19 @@ class PairEncoder:
             entry = self._examples.entry_from_varints
             if len(cache) + len(new) > LINE_CACHE_SIZE:
                 cache.clear()
+            head, head_count = prefix
             for text, (packed, count, oov) in zip(
                     new, self._vocabularies[side].encode_varints_many(new)):
-                entries[text] = cache[text] = (entry(side, packed + eos), count + eos_count,
-                                               count, oov, len(text))
+                entries[text] = cache[text] = (
+                    entry(side, head + packed + eos), head_count + count + eos_count,
+                    head_count + count, oov, len(text))
         return entries  # type: ignore[return-value]  # every value is set now
 
-    def _known(self, pairs: List[LinePair]) -> Tuple[List[LineEntry], List[LineEntry]]:
-        """The source and target entries of `pairs`, in their order."""
-        sources = self._entries(0, [source for _, source, _ in pairs])
+    def _known(self, pairs: List[LinePair], prefix: Tuple[bytes, int] = (b"", 0)
+               ) -> Tuple[List[LineEntry], List[LineEntry]]:
+        """The source and target entries of `pairs`, in their order (`prefix` before each
+        source's ids)."""
+        sources = self._entries(0, [source for _, source, _ in pairs], prefix)
         targets = self._entries(1, [target for _, _, target in pairs])
         return ([sources[source] for _, source, _ in pairs],
                 [targets[target] for _, _, target in pairs])
@@ -129,29 +153,33 @@ class PairEncoder:
             tally.chars[side] += sum(k[4] for k in known)
         tally.lengths.extend(zip([k[1] for k in src_known], [k[1] for k in tgt_known]))
 
-    def measure(self, pairs: List[LinePair], tally: PairTally) -> Tuple[
+    def measure(self, pairs: List[LinePair], tally: PairTally,
+                prefix: Tuple[bytes, int] = (b"", 0)) -> Tuple[
             List[LineEntry], List[LineEntry]]:
         """Adds `pairs`' counts to `tally`; returns their source and target entries."""
-        src_known, tgt_known = self._known(pairs)
+        src_known, tgt_known = self._known(pairs, prefix)
         self._count(tally, src_known, tgt_known)
         return src_known, tgt_known
 
     def encode(self, pairs: List[LinePair], key_of: Callable[[int], int], dataset_index: int,
                num_shards: int, by_shard: Dict[int, List[FragmentEntry]],
                tally: PairTally, max_length: int = 0,
-               too_long: Optional[PairTally] = None) -> List[LinePair]:
+               too_long: Optional[PairTally] = None, prefix: Tuple[bytes, int] = (b"", 0),
+               pair_entry: bytes = b"") -> List[LinePair]:
         """Encodes `pairs`: each pair's record, keyed by `key_of(line number)`
         (`shuffle_keys`), goes to its shard's list in `by_shard`, its counts to `tally`.
+        `prefix`: (varints, how many) of ids that go before every input's (a language
+        tag); `pair_entry`: the records' `lang_pair` feature entry (`bytes_entry`), if any.
 
         With `max_length` (--max_length; 0: no limit), a pair whose longer side has more ids
-        than that, as stored (EOS included), is not written, as T2T's training-time filter
-        drops it (`transforms.length_stats.dropped`): its counts go to `too_long` and the
-        pairs dropped are returned (none without `max_length`)."""
+        than that, as stored (EOS and a language tag included), is not written, as T2T's
+        training-time filter drops it (`transforms.length_stats.dropped`): its counts go to
+        `too_long` and the pairs dropped are returned (none without `max_length`)."""
         dropped: List[LinePair] = []
         if not max_length:
-            src_known, tgt_known = self.measure(pairs, tally)
+            src_known, tgt_known = self.measure(pairs, tally, prefix)
         else:
-            src_known, tgt_known = self._known(pairs)
+            src_known, tgt_known = self._known(pairs, prefix)
             keep = [s[1] <= max_length and t[1] <= max_length
                     for s, t in zip(src_known, tgt_known)]
             if not all(keep):
@@ -167,5 +195,5 @@ class PairEncoder:
         for (number, _, _), src, tgt in zip(pairs, src_known, tgt_known):
             key = key_of(number)
             by_shard.setdefault(shard_of(key, num_shards), []).append(
-                (key, dataset_index, number, join(src[0], tgt[0])))
+                (key, dataset_index, number, join(src[0], tgt[0], pair_entry)))
         return dropped

@@ -21,6 +21,7 @@ value of `--output_format` (docs/design.md, "Record formats").
 
 import abc
 import contextlib
+import itertools
 import os
 import re
 import shutil
@@ -28,7 +29,7 @@ import tempfile
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
-from transforms.formats.example_proto import Int64FeaturesWriter
+from transforms.formats.example_proto import PAIR_FEATURE, Int64FeaturesWriter
 from transforms.formats.packed_examples import PAIR_FEATURES
 from transforms.formats.tfrecord_framing import frame_record, read_records
 from transforms.storage import paths
@@ -182,19 +183,28 @@ class ParquetFormat(_LocalFileFormat):
     name, suffix = "parquet", ".parquet"
 
     @staticmethod
-    def schema(features: Sequence[str] = FEATURES) -> "object":
+    def schema(features: Sequence[str] = FEATURES, with_pair: bool = False) -> "object":
+        """`features` as list<int32> columns (and with several language pairs `lang_pair`,
+        a string)."""
         import pyarrow as pa
-        return pa.schema([(name, pa.list_(pa.int32())) for name in features])
+        return pa.schema([(name, pa.list_(pa.int32())) for name in features]
+                         + ([(PAIR_FEATURE, pa.string())] if with_pair else []))
 
     def _write_local(self, local_path: str, records: Iterable[bytes],
                      features: Sequence[str]) -> int:
         import pyarrow as pa
         import pyarrow.parquet as pq
         examples = Int64FeaturesWriter()
-        schema = self.schema(features)
+        records = iter(records)
+        first = next(records, None)  # records carry a language pair, or none of them does
+        with_pair = first is not None and PAIR_FEATURE in examples.parse_all(bytes(first))
+        if first is not None:
+            records = itertools.chain([first], records)
+        names = tuple(features) + ((PAIR_FEATURE,) if with_pair else ())
+        schema = self.schema(features, with_pair)
         count = 0
         with pq.ParquetWriter(local_path, schema, compression="zstd") as writer:
-            columns: Dict[str, List[List[int]]] = {name: [] for name in features}
+            columns: Dict[str, List[Any]] = {name: [] for name in names}
 
             def flush() -> None:
                 writer.write_table(pa.table(columns, schema=schema),
@@ -203,9 +213,11 @@ class ParquetFormat(_LocalFileFormat):
                     values.clear()
 
             for record in records:
-                values = examples.parse(bytes(record))
+                values = examples.parse_all(bytes(record))
                 for name in features:
                     columns[name].append(values.get(name, []))
+                if with_pair:
+                    columns[PAIR_FEATURE].append(values[PAIR_FEATURE].decode("utf-8"))
                 count += 1
                 if count % PARQUET_ROW_GROUP_ROWS == 0:
                     flush()
@@ -221,7 +233,10 @@ class ParquetFormat(_LocalFileFormat):
         for batch in shard.iter_batches(columns=features):
             columns = [batch.column(name).to_pylist() for name in features]
             for row in zip(*columns):
-                yield examples.serialize(dict(zip(features, row)))
+                values: Dict[str, Any] = dict(zip(features, row))
+                if PAIR_FEATURE in values:  # a string column: the record's bytes feature
+                    values[PAIR_FEATURE] = values[PAIR_FEATURE].encode("utf-8")
+                yield examples.serialize(values)
 
 
 FORMATS: Dict[str, RecordFormat] = {f.name: f for f in (
@@ -263,25 +278,32 @@ def format_of(path: str) -> RecordFormat:
 
 
 class ShardNames:
-    """The shard names of one problem in one format: the only place a shard is named."""
+    """The shard names of one problem in one format: the only place a shard is named. With
+    several language pairs, a pair's own shards carry it after the problem:
+    `{problem}-{src}-{tgt}-{split}-00000-of-00002`."""
 
     def __init__(self, problem: str, fmt: RecordFormat) -> None:
         self.problem = problem
         self.format = fmt
 
-    def name(self, split: str, shard: int, num_shards: int) -> str:
-        """T2T's `{problem}-{split}-00000-of-00010`, then the format's suffix."""
-        return "%s-%s-%05d-of-%05d%s" % (self.problem, split, shard, num_shards,
-                                         self.format.suffix)
+    def name(self, split: str, shard: int, num_shards: int, pair: Optional[str] = None) -> str:
+        """T2T's `{problem}-{split}-00000-of-00010` (`{problem}-{pair}-{split}-...` for a
+        language pair's own shards), then the format's suffix."""
+        head = "%s-%s" % (self.problem, pair) if pair else self.problem
+        return "%s-%s-%05d-of-%05d%s" % (head, split, shard, num_shards, self.format.suffix)
 
-    def glob(self, split: str) -> str:
-        """A glob of the split's shards in every format (a reader's `{problem}-train*`)."""
-        return "%s-%s-*" % (self.problem, split)
+    def glob(self, split: str, pair: Optional[str] = None) -> str:
+        """A glob of the split's shards in every format (a reader's `{problem}-train*`);
+        with `pair` "*", those of every pair."""
+        head = "%s-%s" % (self.problem, pair) if pair else self.problem
+        return "%s-%s-*" % (head, split)
 
-    def is_shard(self, name: str, split: str) -> bool:
+    def is_shard(self, name: str, split: str, pairs: Iterable[str] = ()) -> bool:
         """Whether base name `name` is a shard of this problem's `split`, in any format (a run
-        replaces them all: switching formats leaves no shards of the old one)."""
+        replaces them all: switching formats leaves no shards of the old one), or one of
+        `pairs`' own shards."""
         parsed = parse_shard_name(name)
-        return bool(parsed and parsed[0] == self.problem and parsed[1] == split
+        heads = {self.problem} | {"%s-%s" % (self.problem, pair) for pair in pairs}
+        return bool(parsed and parsed[0] in heads and parsed[1] == split
                     and split in ("train", "dev"))
 

@@ -12,7 +12,7 @@ options as the model itself records them (`sentencepiece_model.recorded_options`
 
 import base64
 import dataclasses
-from typing import Any, Dict, Mapping, Optional
+from typing import Any, Dict, Mapping, Optional, Tuple
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
@@ -39,12 +39,19 @@ class SentencePieceSettings:
     spm_trainer_options: str         # key=value,... (any further trainer option)
 
 
-def trainer_options(vocab: VocabConfig) -> Dict[str, Any]:
-    """The trainer options of the run's flags (`sentencepiece_model.trainer_options`)."""
+def trainer_options(vocab: VocabConfig, reserved: Tuple[str, ...] = ()) -> Dict[str, Any]:
+    """The trainer options of the run's flags (`sentencepiece_model.trainer_options`);
+    `reserved` tokens (language tags) become user-defined symbols, after any the options
+    name: pieces of their own, never split."""
     spm: SentencePieceSettings = vocab.kind_settings
+    extra: Dict[str, Any] = dict(sentencepiece_model.parse_option_list(spm.spm_trainer_options))
+    if reserved:
+        given = extra.get("user_defined_symbols") or []
+        given = given.split(",") if isinstance(given, str) else list(given)
+        extra["user_defined_symbols"] = given + [t for t in reserved if t not in given]
     return sentencepiece_model.trainer_options(
         spm.spm_model_type, vocab.vocab_size, spm.spm_character_coverage,
-        spm.spm_special_ids, sentencepiece_model.parse_option_list(spm.spm_trainer_options))
+        spm.spm_special_ids, extra)
 
 
 def _for_json(result):
@@ -69,7 +76,7 @@ class SentencePieceLearner(OnePassLearner):
         inputs = self.inputs
         files, config = inputs.files, inputs.config
         result_path = FileSystems.join(inputs.work_dir, "vocab_pass_001.json")
-        options = trainer_options(config.vocab)
+        options = trainer_options(config.vocab, inputs.reserved)
         order = {name: [entry[0] for entry in entries] for name, entries in files.items()}
 
         marks_dir = pass_marks_dir(inputs.work_dir, 1)

@@ -24,9 +24,12 @@ from transforms.storage.object_stores import ObjectStores
 _HEADER = struct.Struct("<QIII")
 
 
-def fragment_name(split: str, shard: int, dataset_index: int, first_line: int) -> str:
-    """One name per (shard, encode chunk): a retried bundle rewrites the same file."""
-    return "%s-%05d-d%d-l%d.frag" % (split, shard, dataset_index, first_line)
+def fragment_name(split: str, shard: int, dataset_index: int, first_line: int,
+                  copies: int = 0) -> str:
+    """One name per (shard, encode chunk): a retried bundle rewrites the same file; `copies`
+    (> 0): the chunk's batch of repeated records starting at that copy (--mix_shards)."""
+    return "%s-%05d-d%d-l%d%s.frag" % (split, shard, dataset_index, first_line,
+                                       "-c%d" % copies if copies else "")
 
 
 def fragment_chunk(name: str) -> Optional[Tuple[str, int, int]]:
@@ -34,8 +37,12 @@ def fragment_chunk(name: str) -> Optional[Tuple[str, int, int]]:
     (a file name of `fragment_name`), or None for another name."""
     if not name.endswith(".frag"):
         return None
+    stem = name[:-len(".frag")]
+    head, _, last = stem.rpartition("-")
+    if last.startswith("c"):  # a batch of repeated records
+        stem = head
     try:
-        split, _shard, dataset, first = name[:-len(".frag")].rsplit("-", 3)
+        split, _shard, dataset, first = stem.rsplit("-", 3)
         return split, int(dataset[1:]), int(first[1:])
     except ValueError:
         return None

@@ -49,6 +49,22 @@ from transforms.record_formats import DEFAULT_FORMAT, ShardNames, record_format
 from transforms.shard_fragments import merge_fragments
 
 
+PairShards = Mapping[str, List[Tuple[str, int, int]]]
+"""{split: [(pair, first shard, shards)]}: with several language pairs, the range of a split's
+shards each pair's records go to (`pipeline.driver.encode.plan_pair_shards`); a split without
+an entry is one set of shards named without a pair."""
+
+
+def shard_of_pair(pair_shards: PairShards, split: str, shard: int, num_shards: int
+                  ) -> Tuple[Optional[str], int, int]:
+    """(pair or None, shard within it, its shards) of shard `shard` of `split`'s
+    `num_shards` (a pair's range in `pair_shards`, else the split's one set)."""
+    for pair, first, count in pair_shards.get(split, ()):
+        if first <= shard < first + count:
+            return pair, shard - first, count
+    return None, shard, num_shards
+
+
 def shard_file_name(problem: str, split: str, shard: int, num_shards: int,
                     output_format: str = DEFAULT_FORMAT) -> str:
     """T2T's name, `{problem}-{split}-00000-of-00010`, and the format's suffix."""
@@ -62,9 +78,10 @@ class _WriteShardFn(beam.DoFn):
 
     def __init__(self, problem: str, num_shards: Dict[str, int], tmp_dir: str,
                  store_settings: StoreSettings, output_format: str = DEFAULT_FORMAT,
-                 packed_length: int = 0) -> None:
+                 pair_shards: Optional[PairShards] = None, packed_length: int = 0) -> None:
         self._names = ShardNames(problem, record_format(output_format))
         self._num_shards = num_shards
+        self._pair_shards = pair_shards or {}
         self._tmp_dir = tmp_dir
         self._store_settings = store_settings
         self._stores: Optional[ObjectStores] = None
@@ -84,12 +101,17 @@ class _WriteShardFn(beam.DoFn):
         # merged in twice.
         reported: Iterable[FragmentReport] = grouped["fragments"]
         fragments = list({frag["path"]: frag for frag in reported}.values())
-        name = self._names.name(split, shard, self._num_shards[split])
+        pair, local, count = shard_of_pair(self._pair_shards, split, shard,
+                                           self._num_shards[split])
+        name = self._names.name(split, local, count, pair)
         path = FileSystems.join(self._tmp_dir, name)
         by_dataset: Dict[int, int] = {}
+        copies: Dict[int, int] = {}
         for frag in fragments:
             for dataset_index, count in frag["by_dataset"]:
                 by_dataset[dataset_index] = by_dataset.get(dataset_index, 0) + count
+            for dataset_index, count in frag.get("copies", ()):
+                copies[dataset_index] = copies.get(dataset_index, 0) + count
         # Streamed (memory stays bounded); an empty shard is a 0-byte object, which Beam's
         # S3 writer cannot make, the store's own client can.
         merged = merge_fragments([frag["path"] for frag in fragments], self._stores)
@@ -113,6 +135,10 @@ class _WriteShardFn(beam.DoFn):
             "crc32c": checksum.hexdigest().decode("ascii"), "by_dataset": sorted(by_dataset.items())}
         if packing is not None:
             report["packing"] = packing.report()
+        if pair:
+            report["pair"] = pair
+        if copies:
+            report["copies_by_dataset"] = sorted(copies.items())
         yield report
 
 
@@ -194,15 +220,18 @@ class _WriteRejectsFn(beam.DoFn):
 class WriteShuffledShards(beam.PTransform):
     """((split, shard), fragment {path, records, by_dataset}) -> one report per shard file.
 
-    Every shard of every split is written, empty ones included; with `packed_length`, each
-    shard's pairs packed (T2T's `pack_examples`) into its records.
+    Every shard of every split is written, empty ones included; a language pair's own shards
+    (`pair_shards`) are named with it; with `packed_length`, each shard's pairs packed (T2T's
+    `pack_examples`, per language pair) into its records.
     """
 
     def __init__(self, problem: str, num_shards: Mapping[str, int], tmp_dir: str,
-                 output_format: str = DEFAULT_FORMAT, packed_length: int = 0) -> None:
+                 output_format: str = DEFAULT_FORMAT,
+                 pair_shards: Optional[PairShards] = None, packed_length: int = 0) -> None:
         super().__init__()
         self._problem = problem
         self._format = output_format
+        self._pair_shards = {split: list(ranges) for split, ranges in (pair_shards or {}).items()}
         self._packed_length = packed_length
         self._num_shards = dict(num_shards)
         self._tmp_dir = tmp_dir
@@ -217,7 +246,7 @@ class WriteShuffledShards(beam.PTransform):
                 | "GroupByShard" >> beam.CoGroupByKey()
                 | "WriteShard" >> beam.ParDo(_WriteShardFn(self._problem, self._num_shards,
                                                            self._tmp_dir, settings,
-                                                           self._format,
+                                                           self._format, self._pair_shards,
                                                            self._packed_length)))
 
 

@@ -133,6 +133,7 @@ def build_vocab_pass(p: beam.Pipeline, files: Optional[SampleFiles],
                      indexes: Optional[Mapping[str, Dict[str, Any]]], index_dir: str,
                      known: Mapping[str, Mapping[int, int]], result_path: str,
                      config: DatagenConfig, scanned: Optional[beam.PCollection] = None,
+                     reserved: Tuple[str, ...] = (),
                      marks: Optional[ProgressMarks] = None) -> None:
     """Adds one vocab pass to pipeline `p`.
 
@@ -141,9 +142,12 @@ def build_vocab_pass(p: beam.Pipeline, files: Optional[SampleFiles],
     the indexes the first pass wrote (`indexes`: {name: info}); a size None in `files` comes
     from `scanned`, the prepare stage's scan in the same pipeline. Then up to
     `bisection_rounds` rounds of the bisection run, from the sizes already `known`
-    ({name: {min_count: size}}). The pass's results go to `result_path`; with `marks`, its
-    stages leave the progress marks `progress_stages` counts.
+    ({name: {min_count: size}}). The pass's results go to `result_path`. `reserved`:
+    tokens after T2T's `<pad>` and `<EOS>` in every vocabulary (T2T's `reserved_tokens`:
+    their characters join the alphabet); with `marks`, its stages leave the progress marks
+    `progress_stages` counts.
     """
+    reserved_tokens = tuple(learner.RESERVED_TOKENS) + tuple(reserved)
     from transforms.codecs.tokenizer import count_tokens  # T2T's, a batch in one regex pass
     outputs: Dict[str, Any] = {}
     # one handle per vocabulary: a process's rounds share its loaded (or built) index
@@ -153,7 +157,7 @@ def build_vocab_pass(p: beam.Pipeline, files: Optional[SampleFiles],
         names = sorted(files)
         counted = sample_and_count(p, files, config, count_tokens, scanned, marks)
         index_pc = counted["totals"] | "Index" >> BuildTokenIndexes(
-            index_dir, config.vocab.max_subtoken_length, shared_indexes)
+            index_dir, config.vocab.max_subtoken_length, shared_indexes, reserved_tokens)
         if marks is not None:
             _ = index_pc | "MarkIndexed" >> MarkEach(marks, INDEXED, _index_marks)
         outputs.update(indexes=index_pc, sampling=counted["stats"],
@@ -165,7 +169,8 @@ def build_vocab_pass(p: beam.Pipeline, files: Optional[SampleFiles],
     learnt = index_pc | "Learn" >> LearnSubwordVocabs(
         names, config.vocab.vocab_size, config.vocab.vocab_partitions,
         rounds=config.vocab.bisection_rounds, lookahead=config.vocab.bisection_lookahead,
-        known=known, marks=marks, shared_indexes=shared_indexes)
+        known=known, reserved_tokens=reserved_tokens, marks=marks,
+        shared_indexes=shared_indexes)
     outputs.update(vocabs=learnt["vocabs"] | "VocabReport" >> beam.Map(_round_report),
                    sizes=learnt["sizes"] | "SizesReport" >> beam.Map(_sizes_report),
                    probes=learnt["probes"] | "ProbesReport" >> beam.Map(_probes_report))
@@ -204,7 +209,8 @@ class SubwordLearner(VocabLearner):
 
         def build(p, scanned):
             build_vocab_pass(p, files if first else None, indexes, index_dir, known,
-                             result_path, config, scanned, pass_marks(p, marks_dir))
+                             result_path, config, scanned, self.inputs.reserved,
+                             pass_marks(p, marks_dir))
 
         rounds = config.vocab.bisection_rounds
         steps = (("sample, count, index",) if first else ()) + (

@@ -83,10 +83,12 @@ class _BuildIndexFn(beam.DoFn):
 
     def __init__(self, index_dir: str, max_subtoken_length: Optional[int],
                  store_settings: StoreSettings,
-                 shared_indexes: Optional[Mapping[str, shared.Shared]] = None) -> None:
+                 shared_indexes: Optional[Mapping[str, shared.Shared]] = None,
+                 reserved_tokens: Sequence[str] = learner.RESERVED_TOKENS) -> None:
         self._dir = index_dir
         self._max_len = max_subtoken_length
         self._store_settings = store_settings
+        self._reserved = tuple(reserved_tokens)
         self._shared = shared_indexes or {}
 
     def setup(self) -> None:
@@ -105,7 +107,7 @@ class _BuildIndexFn(beam.DoFn):
             # the rounds in this process take the index as built instead of loading the
             # file (~1 s for a large one); kept alive while this DoFn is (the pass)
             self._built[path] = self._shared[name].acquire(lambda: index, tag=path)
-        alphabet = learner.build_alphabet(counts)
+        alphabet = learner.build_alphabet(counts, self._reserved)
         info: IndexInfo = {"path": path, "alphabet": sorted(alphabet),
                            "distinct_tokens": len(counts)}
         yield name, info
@@ -121,16 +123,18 @@ class BuildTokenIndexes(beam.PTransform):
     """
 
     def __init__(self, index_dir: str, max_subtoken_length: Optional[int],
-                 shared_indexes: Optional[Mapping[str, shared.Shared]] = None) -> None:
+                 shared_indexes: Optional[Mapping[str, shared.Shared]] = None,
+                 reserved_tokens: Sequence[str] = learner.RESERVED_TOKENS) -> None:
         super().__init__()
         self._dir = index_dir
         self._max_len = max_subtoken_length
+        self._reserved = tuple(reserved_tokens)
         self._shared = shared_indexes
 
     def expand(self, totals: beam.PCollection) -> beam.PCollection:
         return totals | "BuildIndex" >> beam.ParDo(_BuildIndexFn(
             self._dir, self._max_len, StoreSettings.from_options(totals.pipeline.options),
-            self._shared))
+            self._shared, self._reserved))
 
 
 class _RefineProbesFn(beam.DoFn):

@@ -17,6 +17,7 @@ import collections
 import contextlib
 import functools
 import itertools
+from array import array  # noqa: F401 (the type of a part's times)
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
 
 import apache_beam as beam
@@ -29,8 +30,9 @@ from transforms.job_metrics import JobCounters
 from transforms.progress_marks import MarkEach, ProgressMarks, mark_name, write_mark
 from transforms.storage.object_stores import ObjectStores, StoreSettings
 from transforms.codecs import tokenizer
-from transforms.formats.text_lines import (InputError, few_repeats, iter_raw_lines,
-                                           plan_counted_sample_parts, sample_lines_for_vocab,
+from transforms.formats.text_lines import (InputError, Part, few_repeats, iter_raw_lines,
+                                           mixture_lines, plan_counted_sample_parts,
+                                           plan_line_parts, sample_lines_for_vocab,
                                            sample_part_lines)
 
 SAMPLE_PART_BYTES = 2 << 20  # a plain file's sample is tokenized in parts of about this many
@@ -151,6 +153,15 @@ def counted_in_windows(lines: Iterable[str], window_chars: int = WINDOW_CHARS
     yield from window.items()
 
 
+def _tallied_bytes(counted: Iterable[Tuple[str, int]], tally: List[int]
+                   ) -> Iterator[Tuple[str, int]]:
+    """`counted` as it is, adding to `tally[0]` the UTF-8 bytes of its lines, each times its
+    count (a mixed sample reports its bytes per language)."""
+    for line, times in counted:
+        tally[0] += len(line.encode("utf-8")) * times
+        yield line, times
+
+
 def with_rejected_lines(kept: Iterator[bytes], rejected: Iterable[bytes]) -> Iterator[bytes]:
     """A converted side's whole line sequence: the `kept` raw lines (its line file) with the
     lines of rejected units put back where they were (`rejected`: raw `position<TAB>text`
@@ -187,6 +198,14 @@ def sampled_lines(element: SampleTask, byte_budget: float, on_invalid: str,
     with contextlib.ExitStack() as files:
         f = files.enter_context(file_io.open_text_source(
             path, stores, part[0] if part is not None else 0))
+        if file.mixture is not None:  # several corpora: the lines the mix takes
+            raw_lines = iter_raw_lines(f)
+            if part is None and dropped:
+                raw_lines = kept_lines(raw_lines, file_io.read_bytes(dropped, stores))
+            start, end, before = part if part is not None else (0, None, 0)
+            yield mixture_lines(raw_lines, *file.mixture, path=path, on_invalid=on_invalid,
+                                number=before, offset=start, end=end)
+            return
         if part is not None:
             yield sample_part_lines(iter_raw_lines(f), file_size, byte_budget, part, path,
                                     on_invalid)
@@ -227,9 +246,15 @@ class PlanSampleFn(beam.DoFn):
             return
         assert item.size is not None  # _can_split
         try:
+            parts: List[Tuple[Part, Optional["array[int]"]]]
             with file_io.open_text_source(item.path, self._stores) as f:
-                parts = plan_counted_sample_parts(iter_raw_lines(f), item.size, self._budget,
-                                                  self._part_bytes, item.path, self._on_invalid)
+                if item.mixture is not None:  # any line may be taken: cut at line starts
+                    parts = [(part, None) for part in
+                             plan_line_parts(iter_raw_lines(f), self._part_bytes)]
+                else:
+                    parts = list(plan_counted_sample_parts(
+                        iter_raw_lines(f), item.size, self._budget, self._part_bytes,
+                        item.path, self._on_invalid))
         except InputError:
             yield SampleTask(item, None)  # read whole, where the error is reported like any other
             return
@@ -296,18 +321,22 @@ class _SampleFileFn(beam.DoFn):
         vocab_name, path = element.file.vocab, element.file.path
         counts: Mapping[str, int] = {}
         lines = chars = 0
+        size_bytes = [0]
         error = None
+        mixed = element.file.mixture is not None  # a mix reports bytes per language
         try:
             with sampled_lines(element, self._budget, self._on_invalid,
                                self._stores) as sampled:
+                counted = (counted_in_windows(sampled) if element.times is None
+                           else zip(sampled, element.times, strict=True))
                 counts, lines, chars = count_counted_lines(
-                    counted_in_windows(sampled) if element.times is None
-                    else zip(sampled, element.times, strict=True), self._count_tokens)
+                    _tallied_bytes(counted, size_bytes) if mixed else counted,
+                    self._count_tokens)
         except InputError as e:
             error = str(e)
         self._counters.inc("vocab.%s.sampled_lines" % vocab_name, lines)
         self._counters.inc("vocab.%s.sampled_chars" % vocab_name, chars)
-        yield (vocab_name, path), FileSample(dict(counts), lines, chars, error)
+        yield (vocab_name, path), FileSample(dict(counts), lines, chars, error, size_bytes[0])
         if self._marks is not None:
             write_mark(self._marks, self._stores, SAMPLED, task_marks(element)[0])
 
@@ -354,13 +383,14 @@ class _SumSampleFn(beam.CombineFn):
         else:
             counts = dict(part.counts)  # a copy: an input element is not to be changed
         return FileSample(counts, acc.lines + part.lines, acc.chars + part.chars,
-                          acc.error or part.error)
+                          acc.error or part.error, acc.bytes + part.bytes)
 
     def merge_accumulators(self, accs: Iterable[FileSample]) -> FileSample:
         accs = list(accs)
         return FileSample(self._counts.merge_accumulators([a.counts for a in accs]),
                           sum(a.lines for a in accs), sum(a.chars for a in accs),
-                          next((a.error for a in accs if a.error), None))
+                          next((a.error for a in accs if a.error), None),
+                          sum(a.bytes for a in accs))
 
     def extract_output(self, acc: FileSample) -> FileSample:
         return acc
@@ -371,6 +401,8 @@ def _file_stats(item: Tuple[FileKey, FileSample]) -> Dict[str, Any]:
     stats: Dict[str, Any] = {"vocab": vocab_name, "path": path, "sampled_lines": sample.lines,
                              "sampled_chars": sample.chars,
                              "distinct_tokens_in_file": len(sample.counts)}
+    if sample.bytes:
+        stats["sampled_bytes"] = sample.bytes
     if sample.error:
         stats["error"] = sample.error
     return stats

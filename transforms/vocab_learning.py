@@ -118,10 +118,13 @@ class Learnt:
 @dataclasses.dataclass(frozen=True)
 class LearnerInputs:
     """What a learner learns from: the job's work directory (its passes' result files and
-    checkpoints go there), the files each vocabulary samples and the run's config."""
+    checkpoints go there), the files each vocabulary samples and the run's config;
+    `reserved`: tokens every vocabulary holds as entries of their own, right after the
+    kind's specials, never split (the language tags `<2xx>`)."""
     work_dir: str
     files: SampleFiles
     config: DatagenConfig
+    reserved: Tuple[str, ...] = ()
 
 
 class VocabLearner(abc.ABC):
@@ -244,12 +247,14 @@ class CountedLearner(OnePassLearner):
 
     @staticmethod
     @abc.abstractmethod
-    def vocabs_from_counts(totals: beam.PCollection, vocab: VocabConfig) -> beam.PCollection:
-        """(name, {token: count}) -> [name, VocabFiles] of each vocabulary, as Beam stages."""
+    def vocabs_from_counts(totals: beam.PCollection, vocab: VocabConfig,
+                           reserved: Tuple[str, ...] = ()) -> beam.PCollection:
+        """(name, {token: count}) -> [name, VocabFiles] of each vocabulary, as Beam stages;
+        `reserved` tokens are entries after the specials."""
 
     @staticmethod
     @abc.abstractmethod
-    def empty_files(vocab: VocabConfig) -> VocabFiles:
+    def empty_files(vocab: VocabConfig, reserved: Tuple[str, ...] = ()) -> VocabFiles:
         """The files of a vocabulary nothing was sampled for (its special tokens only)."""
 
     def _pass(self) -> VocabPass:
@@ -261,7 +266,7 @@ class CountedLearner(OnePassLearner):
         def build(p, scanned):
             counted = sample_and_count(p, files, config, count_lines_with(self.tokenizer()),
                                        scanned, pass_marks(p, marks_dir))
-            vocabs = self.vocabs_from_counts(counted["totals"], config.vocab)
+            vocabs = self.vocabs_from_counts(counted["totals"], config.vocab, inputs.reserved)
             _ = {"vocabs": vocabs, "sampling": counted["stats"],
                  "distinct": counted["distinct"] | "DistinctToList" >> beam.Map(list)} | (
                 "Result" >> WriteJsonResult(result_path))
@@ -276,7 +281,7 @@ class CountedLearner(OnePassLearner):
         vocabs = dict(result.get("vocabs", []))
         for name in files:  # a vocabulary with nothing sampled still gets its specials
             if name not in vocabs:
-                vocabs[name] = self.empty_files(vocab)
+                vocabs[name] = self.empty_files(vocab, self.inputs.reserved)
         self._learnt = Learnt(vocabs, LearningStats(
             sampling=check_sampling(result["sampling"]),
             distinct_tokens=distinct_tokens(files, result)))
@@ -307,20 +312,23 @@ class WordLearner(CountedLearner):
         return tokenize
 
     @staticmethod
-    def vocabs_from_counts(totals: beam.PCollection, vocab: VocabConfig) -> beam.PCollection:
+    def vocabs_from_counts(totals: beam.PCollection, vocab: VocabConfig,
+                           reserved: Tuple[str, ...] = ()) -> beam.PCollection:
         from transforms.codecs.word_vocab import SPECIALS
         size = vocab.vocab_size
+        fixed = frozenset(SPECIALS + tuple(reserved))
         return (totals
                 | "Triples" >> beam.FlatMap(count_triples)
                 | "KeyByVocab" >> beam.Map(lambda t: (t[0], (t[1], t[2])))
-                | "DropSpecials" >> beam.Filter(lambda kv: kv[1][0] not in SPECIALS)
-                | "MostFrequent" >> beam.combiners.Top.PerKey(max(0, size - len(SPECIALS)),
+                | "DropSpecials" >> beam.Filter(lambda kv: kv[1][0] not in fixed)
+                | "MostFrequent" >> beam.combiners.Top.PerKey(max(0, size - len(fixed)),
                                                               key=_word_rank)
-                | "WordVocab" >> beam.Map(_word_vocab_files, vocab_size=size))
+                | "WordVocab" >> beam.Map(_word_vocab_files, vocab_size=size,
+                                          reserved=tuple(reserved)))
 
     @staticmethod
-    def empty_files(vocab: VocabConfig) -> VocabFiles:
-        return _word_vocab_files((None, []), vocab.vocab_size)[1]
+    def empty_files(vocab: VocabConfig, reserved: Tuple[str, ...] = ()) -> VocabFiles:
+        return _word_vocab_files((None, []), vocab.vocab_size, tuple(reserved))[1]
 
 
 class ByteBpeLearner(CountedLearner):
@@ -333,17 +341,18 @@ class ByteBpeLearner(CountedLearner):
         return pretokenize
 
     @staticmethod
-    def vocabs_from_counts(totals: beam.PCollection, vocab: VocabConfig) -> beam.PCollection:
+    def vocabs_from_counts(totals: beam.PCollection, vocab: VocabConfig,
+                           reserved: Tuple[str, ...] = ()) -> beam.PCollection:
         bpe: ByteBpeSettings = vocab.kind_settings
         return totals | "LearnMerges" >> beam.Map(
             _learn_bpe, vocab_size=vocab.vocab_size, min_frequency=bpe.bpe_min_frequency,
-            eos_token=bpe.bpe_eos_token)
+            eos_token=bpe.bpe_eos_token, reserved=tuple(reserved))
 
     @staticmethod
-    def empty_files(vocab: VocabConfig) -> VocabFiles:
+    def empty_files(vocab: VocabConfig, reserved: Tuple[str, ...] = ()) -> VocabFiles:
         bpe: ByteBpeSettings = vocab.kind_settings
         return _learn_bpe((None, []), vocab.vocab_size, bpe.bpe_min_frequency,
-                          bpe.bpe_eos_token)[1]
+                          bpe.bpe_eos_token, tuple(reserved))[1]
 
 
 def _descending(word):
@@ -356,17 +365,18 @@ def _word_rank(item):
     return count, _descending(word)
 
 
-def _word_vocab_files(name_items, vocab_size):
+def _word_vocab_files(name_items, vocab_size, reserved=()):
     from transforms.codecs.word_vocab import WordVocab
     name, items = name_items
-    return [name, WordVocabulary(WordVocab.from_counts(dict(items), vocab_size)).to_files()]
+    return [name, WordVocabulary(WordVocab.from_counts(dict(items), vocab_size,
+                                                       reserved)).to_files()]
 
 
-def _learn_bpe(name_items, vocab_size, min_frequency, eos_token):
-    """A learnt BPE whose special token is `eos_token` (--bpe_eos_token), so the id that ends
-    every example is in the vocabulary whatever token was chosen."""
+def _learn_bpe(name_items, vocab_size, min_frequency, eos_token, reserved=()):
+    """A learnt BPE whose special tokens are `eos_token` (--bpe_eos_token), so the id that
+    ends every example is in the vocabulary whatever token was chosen, then `reserved`."""
     from transforms.codecs.byte_bpe_learner import learn_byte_bpe
     name, items = name_items
-    bpe = learn_byte_bpe(dict(items), vocab_size, special_tokens=(eos_token,),
+    bpe = learn_byte_bpe(dict(items), vocab_size, special_tokens=(eos_token,) + tuple(reserved),
                          min_frequency=min_frequency)
     return [name, ByteBpeVocabulary(bpe, eos_token).to_files()]

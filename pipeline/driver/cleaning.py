@@ -12,7 +12,7 @@ drop under its reason. With cleaning off nothing here runs and no pass is added.
 """
 
 import dataclasses
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from pipeline.driver.prepare import Prepared
 from pipeline.output.layout import OutputLayout
@@ -28,18 +28,19 @@ from transforms.storage import file_io
 from transforms.storage.object_stores import ObjectStores
 
 
-def load_cleaning(clean: CleanConfig, inputs: InputConfig,
+def load_cleaning(clean: CleanConfig, inputs: Union[InputConfig, Sequence[InputConfig]],
                   stores: Optional[ObjectStores] = None) -> CleaningConfig:
-    """The run's CleaningConfig from its cleaning flags (`clean`) and its `inputs`: --filters
-    read through the file systems, --dedup, --drop_dev_overlap; DatagenError (one line,
-    exit 2) when it cannot run."""
+    """The run's CleaningConfig from its cleaning flags (`clean`) and its `inputs` (the
+    input flags, or every corpus's): --filters read through the file systems, --dedup,
+    --drop_dev_overlap; DatagenError (one line, exit 2) when it cannot run."""
+    every = [inputs] if isinstance(inputs, InputConfig) else list(inputs)
     text = None
     if clean.filters:
         try:
             text = file_io.read_bytes(file_io.absolute(clean.filters), stores).decode("utf-8")
         except (OSError, UnicodeDecodeError) as e:
             raise DatagenError("--filters %s cannot be read: %s" % (clean.filters, e)) from None
-    if clean.drop_dev_overlap and not (inputs.dev_source or inputs.dev_tsv or inputs.dev_tmx):
+    if clean.drop_dev_overlap and not any(i.dev_source or i.dev_tsv or i.dev_tmx for i in every):
         raise DatagenError("--drop_dev_overlap needs dev data (--dev_source/--dev_target, "
                            "--dev_tsv or --dev_tmx)")
     try:
@@ -56,7 +57,8 @@ class CleaningStep:
     """Builds and runs the cleaning pass of the prepared datasets (`layout`: the run's
     OutputLayout, `cleaning`: its CleaningConfig, `on_invalid`: --on_invalid_utf8)."""
 
-    def __init__(self, layout: OutputLayout, clean: CleanConfig, inputs: InputConfig,
+    def __init__(self, layout: OutputLayout, clean: CleanConfig,
+                 inputs: Union[InputConfig, Sequence[InputConfig]],
                  on_invalid: str, stores: Optional[ObjectStores] = None) -> None:
         self._layout = layout
         self._flags = (clean, inputs)
@@ -71,6 +73,27 @@ class CleaningStep:
     @property
     def active(self) -> bool:
         return self.config.active
+
+    def check_languages(self, datasets: Dict[str, List[Any]], several: bool) -> None:
+        """A filter that takes its languages from the datasets (`LangidFilter` without
+        `languages`) gets each dataset's pair with several corpora (they travel with the
+        datasets), else the flags' (--source_lang/--target_lang, written into its
+        parameters); DatagenError when a dataset has none."""
+        if not any(f.needs_languages() for f in self.config.build_filters()):
+            return
+        every = [ds for split in sorted(datasets) for ds in datasets[split]]
+        if not all(ds.source_lang and ds.target_lang for ds in every):
+            taker = next(f.reason for f in self.config.build_filters() if f.needs_languages())
+            raise DatagenError("--filters %s: %s has no languages: give them (languages: "
+                               "[SRC, TGT]), or --source_lang and --target_lang"
+                               % (self._flags[0].filters, taker))
+        if several or not every:
+            return
+        pair = [every[0].source_lang, every[0].target_lang]
+        built = self.config.build_filters()
+        self.config = dataclasses.replace(self.config, filters=tuple(
+            (name, dict(params, languages=pair) if f.needs_languages() else params)
+            for (name, params), f in zip(self.config.filters, built)))
 
     def build(self, prepared: Dict[str, List[Prepared]]
               ) -> Tuple[str, Callable[[Any], None]]:
@@ -116,7 +139,8 @@ class CleaningStep:
                 if report is not None:
                     p = dataclasses.replace(p, dropped=report["bitmap"],
                                             dropped_bytes=tuple(report["dropped_bytes"]),
-                                            cleaning_rejects=report["rejects"])
+                                            cleaning_rejects=report["rejects"],
+                                            dropped_pairs=sum(n for _, n in report["reasons"]))
                     for reason, n in report["reasons"]:
                         by_reason = dropped.setdefault(split, {})
                         by_reason[reason] = by_reason.get(reason, 0) + n

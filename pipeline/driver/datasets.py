@@ -32,6 +32,16 @@ class Dataset:
     format: str
     source: str                   # a path, or `archive!member`
     target: Optional[str] = None  # None for TSV and TMX (both sides in one file)
+    # Its corpus (`DatagenConfig.corpora`): with several, each dataset carries its pair, its
+    # languages (TMX sides, langid, tags) and TSV columns, so pairs travel as data through
+    # the passes. With one corpus only the languages the flags give are set, and the
+    # transforms get none of these (`spec`).
+    corpus: int = 0
+    pair: Optional[str] = None          # "{source_lang}-{target_lang}"
+    source_lang: Optional[str] = None
+    target_lang: Optional[str] = None
+    source_column: Optional[int] = None
+    target_column: Optional[int] = None
 
     @property
     def read_in_place(self) -> bool:
@@ -39,8 +49,17 @@ class Dataset:
         return self.format == "lines" and "!" not in self.source and "!" not in (self.target or "")
 
     def spec(self) -> DatasetSpec:
-        """The dataset as the element the transforms take (`DatasetSpec`: its fields)."""
-        return cast(DatasetSpec, dataclasses.asdict(self))
+        """The dataset as the element the transforms take (`DatasetSpec`: its fields; its
+        corpus's only with several corpora)."""
+        spec = dataclasses.asdict(self)
+        for key in _CORPUS_FIELDS:
+            if self.pair is None:
+                del spec[key]
+        return cast(DatasetSpec, spec)
+
+
+_CORPUS_FIELDS = ("corpus", "pair", "source_lang", "target_lang", "source_column",
+                  "target_column")
 
 
 def literal_patterns(patterns: Optional[str], flag: Optional[str] = None,
@@ -182,32 +201,48 @@ def _name(path: str) -> str:
 
 def plan_datasets(config: DatagenConfig, split: str,
                   expand: Callable[..., List[str]] = expand_listing) -> List[Dataset]:
-    """The datasets of `split` ('train' or 'dev') from the job's input flags
-    (`config.inputs`), in a fixed order.
+    """The datasets of `split` ('train' or 'dev') of every corpus of the run
+    (`config.corpora`: the input flags, or a corpora file's entries), in a fixed order:
+    corpus by corpus, numbered on across them.
 
     `expand` turns a comma-separated pattern list into file names (globbing by default).
     """
-    inputs = config.inputs
-
-    def listed(flag):
-        return expand(getattr(inputs, flag), flag=flag, output_dir=config.job.output_dir)
-
-    sources = listed(split + "_source")
-    targets = listed(split + "_target")
-    if len(sources) != len(targets):
-        raise DatagenError("%s: %d source files but %d target files (%s vs %s)" % (
-            split, len(sources), len(targets), _names(sources, 5), _names(targets, 5)))
-    chosen = getattr(inputs, split + "_format")
     datasets: List[Dataset] = []
-    for src, tgt in zip(sources, targets):
-        fmt = detect_format(src) if chosen == "auto" else chosen
-        if fmt not in ("lines", "sgm", "iwslt"):
-            raise DatagenError("%s: --%s_source/--%s_target take line-aligned, SGM or IWSLT XML "
-                               "files, not %s (use --%s_%s)" % (src, split, split, fmt, split, fmt))
-        datasets.append(Dataset(split, len(datasets), _name(src), fmt, src, tgt))
-    for fmt in ("tsv", "tmx"):
-        for path in listed("%s_%s" % (split, fmt)):
-            datasets.append(Dataset(split, len(datasets), _name(path), fmt, path))
+    several = config.several_corpora
+    for number, corpus in enumerate(config.corpora):
+        inputs = corpus.inputs
+
+        def listed(key):
+            flag = ("corpora %s %s.%s" % (corpus.name, split, key.split("_", 1)[1])
+                    if several else key)
+            return expand(getattr(inputs, key), flag=flag, output_dir=config.job.output_dir)
+
+        sources = listed(split + "_source")
+        targets = listed(split + "_target")
+        what = "%s %s" % (corpus.name, split) if several else split
+        if len(sources) != len(targets):
+            raise DatagenError("%s: %d source files but %d target files (%s vs %s)" % (
+                what, len(sources), len(targets), _names(sources, 5), _names(targets, 5)))
+        chosen = getattr(inputs, split + "_format")
+        found: List[Dataset] = []
+        for src, tgt in zip(sources, targets):
+            fmt = detect_format(src) if chosen == "auto" else chosen
+            if fmt not in ("lines", "sgm", "iwslt"):
+                raise DatagenError("%s: --%s_source/--%s_target take line-aligned, SGM or IWSLT "
+                                   "XML files, not %s (use --%s_%s)" % (src, split, split, fmt,
+                                                                        split, fmt))
+            found.append(Dataset(split, 0, _name(src), fmt, src, tgt))
+        for fmt in ("tsv", "tmx"):
+            for path in listed("%s_%s" % (split, fmt)):
+                found.append(Dataset(split, 0, _name(path), fmt, path))
+        for ds in found:
+            ds.index = len(datasets)
+            ds.source_lang, ds.target_lang = corpus.source_lang, corpus.target_lang
+            if several:
+                ds.name = "%s:%s" % (corpus.name, ds.name)
+                ds.corpus, ds.pair = number, "%s-%s" % (corpus.source_lang, corpus.target_lang)
+                ds.source_column, ds.target_column = corpus.source_column, corpus.target_column
+            datasets.append(ds)
     names = [d.name for d in datasets]
     for d in datasets:
         if names.count(d.name) > 1:

@@ -9,7 +9,7 @@ and the length report (`pipeline.output.length_report`). Everything lands under 
 `pipeline.output.commit` moves it into place once the books balance.
 """
 
-from typing import Callable, Dict, List, Sequence, Tuple
+from typing import Callable, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
@@ -28,27 +28,87 @@ from transforms.encode_pairs import EncodePairs, plan_chunks
 from transforms.json_result import WriteJsonResult
 from transforms.length_stats import LengthReportFn, candidate_max_lengths
 from transforms.shard_fragments import fragment_chunk
-from transforms.shuffled_shards import WriteRejects, WriteShuffledShards, rejects_file_split
+from transforms import mixing
+from transforms.shuffled_shards import (PairShards, WriteRejects, WriteShuffledShards,
+                                        rejects_file_split)
 
 WORK_DIRS = ("fragments", "shards", "rejects")
+
+
+class ShardPlan(NamedTuple):
+    """Where each split's records go: `num_shards` {split: shards}; with several language
+    pairs `pair_shards` {split: [(pair, first shard, shards)]} (each pair's own range, named
+    with it) and, with --mix_shards, `copies` {dataset index: [the dataset's first line's
+    index in its pair, the pair's lines, the records they give]} for the train split."""
+    num_shards: Dict[str, int]
+    pair_shards: Dict[str, List[Tuple[str, int, int]]]
+    copies: Dict[int, List[int]]
+
+
+def plan_shards(prepared: Mapping[str, Sequence[Prepared]], config: DatagenConfig) -> ShardPlan:
+    """The ShardPlan of the prepared datasets (`--num_train_shards`/`--num_dev_shards`).
+
+    With one corpus: the flags' shards per split. With several: each pair gets its own
+    shards, as many as its share of the split's lines (pairs read) of the flag's number, at
+    least one; with --mix_shards the train split is one set of the flag's shards, where each
+    pair is repeated to its rate p (`transforms.mixing.temperature_shares` of its lines at
+    --sampling_temperature, weights multiplied): the pair whose lines are largest against
+    its rate is written once, every other pair's lines give p / p_that * its lines records
+    (each line once or more, evenly)."""
+    flags = {"train": config.job.num_train_shards, "dev": config.job.num_dev_shards}
+    plan = ShardPlan({split: flags[split] for split in prepared}, {}, {})
+    if not config.several_corpora:
+        return plan
+    for split, items in sorted(prepared.items()):
+        lines: Dict[str, int] = {}
+        parts: Dict[str, List[Tuple[int, float]]] = {}
+        for p in items:
+            pair = p.ds["pair"]
+            lines[pair] = lines.get(pair, 0) + p.units
+            parts.setdefault(pair, []).append((p.units, config.corpora[p.ds["corpus"]].weight))
+        if split == "train" and config.job.mix_shards:
+            rates = mixing.temperature_shares(parts, config.vocab.sampling_temperature)
+            total = max((lines[pair] / rates[pair] for pair in lines if rates[pair]),
+                        default=0.0)
+            records = {pair: max(lines[pair], int(round(total * rates[pair])))
+                       for pair in lines}
+            seen: Dict[str, int] = {}
+            for p in items:
+                pair = p.ds["pair"]
+                plan.copies[p.ds["index"]] = [seen.get(pair, 0), lines[pair], records[pair]]
+                seen[pair] = seen.get(pair, 0) + p.units
+            continue
+        everything = sum(lines.values())
+        first = 0
+        plan.pair_shards[split] = []
+        for pair in sorted(lines):
+            count = max(1, int(round(flags[split] * lines[pair] / everything))
+                        if everything else 1)
+            plan.pair_shards[split].append((pair, first, count))
+            first += count
+        plan.num_shards[split] = first
+    return plan
 
 
 def build_encode_pass(p: beam.Pipeline, chunks: List[Chunk], vocab_paths: Tuple[str, str],
                       seed: int, problem: str, num_shards: Dict[str, int],
                       work_dirs: Dict[str, str], result_path: str, config: DatagenConfig,
-                      earlier_rejects: Sequence[str] = ()) -> None:
+                      earlier_rejects: Sequence[str] = (),
+                      prefixes: Optional[Dict[str, List[int]]] = None,
+                      pair_shards: Optional[PairShards] = None) -> None:
     """Encodes `chunks`, writes shuffled shards, and all rejects (with those of `prepare`).
 
     `work_dirs`: where shard fragments, shards and rejects files are written
     ({"fragments", "shards", "rejects"}); the shard and rejects files are moved into place by
-    the driver once the books balance.
+    the driver once the books balance. `prefixes`: {pair: ids before every input}, the
+    language tags; `pair_shards`: the pairs' own shards (`ShardPlan.pair_shards`).
     """
     encoded = (p | "Chunks" >> beam.Create(chunks, reshuffle=False)
                | "Encode" >> EncodePairs(config.vocab.loader,
                                          vocab_paths[0], vocab_paths[1], seed, num_shards,
-                                         work_dirs["fragments"], config))
+                                         work_dirs["fragments"], config, prefixes))
     shards = encoded.records | "Write" >> WriteShuffledShards(
-        problem, num_shards, work_dirs["shards"], config.job.output_format,
+        problem, num_shards, work_dirs["shards"], config.job.output_format, pair_shards,
         config.job.packed_length)
     token_stats = (encoded.stats
                    | "SumTokenStats" >> beam.CombinePerKey(
@@ -81,6 +141,13 @@ class EncodeStep:
         self._problem = config.job.problem
         self._run_pass = run_pass
         self._stores = stores
+        self.prefixes: Dict[str, List[int]] = {}  # {pair: ids before its inputs}: the tags
+        self.shard_plan = ShardPlan({}, {}, {})  # set by `plan_shards` before `run`
+
+    def plan_shards(self, prepared: Mapping[str, Sequence[Prepared]]) -> Dict[str, int]:
+        """Plans where the records go (`plan_shards`); returns {split: shards}."""
+        self.shard_plan = plan_shards(prepared, self._config)
+        return self.shard_plan.num_shards
 
     def build(self, chunks: List[Chunk], vocab_paths: Tuple[str, str],
               num_shards: Dict[str, int], earlier_rejects: Sequence[str]
@@ -92,7 +159,7 @@ class EncodeStep:
         return label, lambda p: build_encode_pass(
             p, chunks, vocab_paths, self._seed, self._problem, num_shards,
             {name: work(name) for name in WORK_DIRS}, work("encode.json"), self._config,
-            earlier_rejects)
+            earlier_rejects, self.prefixes, self.shard_plan.pair_shards)
 
     def run(self, prepared: Dict[str, List[Prepared]], vocab_paths: Tuple[str, str],
             num_shards: Dict[str, int]
@@ -103,6 +170,9 @@ class EncodeStep:
         # with cleaning: each chunk skips its dataset's dropped lines, and every chunk also
         # measures them for the lengths before cleaning
         cleaned = any(p.dropped for split in prepared for p in prepared[split])
+        ranges = {(split, pair): [first, count]
+                  for split, pairs in self.shard_plan.pair_shards.items()
+                  for pair, first, count in pairs}
         chunks: List[Chunk] = []
         for split in sorted(prepared):
             for p in prepared[split]:
@@ -110,6 +180,10 @@ class EncodeStep:
                                      p.target_facts):
                     if cleaned:
                         c["dropped"], c["lengths_before"] = p.dropped, True
+                    if (split, p.ds.get("pair", "")) in ranges:  # a pair's own shards
+                        c["shards"] = ranges[(split, p.ds.get("pair", ""))]
+                    if split == "train" and p.ds["index"] in self.shard_plan.copies:
+                        c["copies"] = self.shard_plan.copies[p.ds["index"]]
                     chunks.append(c)
         # the prepare step's rejects (materializing) and the cleaning step's
         earlier = [path for split in sorted(prepared) for p in prepared[split]

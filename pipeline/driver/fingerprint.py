@@ -15,7 +15,7 @@ T2T would.
 """
 
 import os
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from apache_beam.io.filesystems import FileSystems
 
@@ -24,6 +24,7 @@ from pipeline.driver.kinds import every_plugin
 from pipeline.driver.options import flag_defaults
 from pipeline.output.own_outputs import exclude_own
 from pipeline.runtime.runners import DatagenError
+from transforms.config import DatagenConfig
 
 from transforms.storage import file_io
 from transforms.storage.object_stores import ObjectStores
@@ -47,7 +48,8 @@ INPUT_FLAGS = ("train_source", "train_target", "train_tsv", "train_tmx", "dev_so
 _KIND_FLAGS = tuple(flag for kind in _KINDS for flag in kind.own_flags()
                     if flag not in GIVEN_VOCAB_FLAGS)
 VOCAB_FLAGS = (("vocab_type", "vocab_size", "shared_vocab", "file_byte_budget",
-                "max_subtoken_length") + _KIND_FLAGS
+                "max_subtoken_length", "corpora", "sampling_temperature", "lang_tags")
+               + _KIND_FLAGS
                + ("on_invalid_utf8", "on_misaligned", "source_lang", "target_lang",
                   "source_column", "target_column", "train_format", "dedup",
                   "drop_dev_overlap"))
@@ -58,7 +60,12 @@ VOCAB_INPUT_FLAGS = ("train_source", "train_target", "train_tsv", "train_tmx",
 # The default --output_format is left out likewise (outputs made before formats existed),
 # and --max_length and --packed_length when off (outputs made before they existed).
 CLEANING_OFF = {"dedup": "none", "drop_dev_overlap": False, "output_format": "tfrecord",
-                "max_length": 0, "packed_length": 0}
+                "max_length": 0, "packed_length": 0,
+                # and the flags of many language pairs (outputs made before them)
+                "corpora": None, "sampling_temperature": 5.0, "lang_tags": None,
+                "mix_shards": False}
+# A corpora file's inputs are fingerprinted as `corpora.{name}.{input flag}` entries.
+CORPUS_INPUT = "corpora.%s.%s"
 
 
 # The own flags of a kind added after fingerprints existed (`fingerprint_defaults` False)
@@ -96,13 +103,41 @@ def _files_of(pattern, stores=None):
     return files
 
 
+def fingerprint_values(config: DatagenConfig) -> Dict[str, Any]:
+    """{flag: value} of the run as fingerprints record it: the flags, but a corpora file
+    (`--corpora`) as what it defines (each corpus's name, languages, weight, columns and
+    formats) and each corpus's inputs as `CORPUS_INPUT` entries, so editing the file, or a
+    file it names, changes the fingerprint as editing a flag would."""
+    values = config.flags()
+    if not values.get("corpora"):
+        return values
+    values["corpora"] = [{"name": c.name, "source_lang": c.source_lang,
+                          "target_lang": c.target_lang, "weight": c.weight,
+                          "source_column": c.source_column, "target_column": c.target_column,
+                          "train_format": c.inputs.train_format,
+                          "dev_format": c.inputs.dev_format} for c in config.corpora]
+    for corpus in config.corpora:
+        for flag in INPUT_FLAGS:
+            value = getattr(corpus.inputs, flag, None)
+            if value:
+                values[CORPUS_INPUT % (corpus.name, flag)] = value
+    return values
+
+
+def input_keys(flag_values: Mapping[str, Any], flags: Sequence[str]) -> List[str]:
+    """`flags`, then the corpora file's input entries of those flags in `flag_values`."""
+    corpus_keys = sorted(key for key in flag_values if key.startswith("corpora.")
+                         and key.rsplit(".", 1)[1] in flags)
+    return list(flags) + corpus_keys
+
+
 def _inputs(flag_values, flags, listed=None, stores=None):
-    """{flag: {path: {size, mtime}}} of the input flags given. `listed`: {pattern: files}
-    already listed in this run (each pattern is listed once: a listing is a request on an
-    object store)."""
+    """{flag: {path: {size, mtime}}} of the input flags given (and of a corpora file's
+    inputs: `input_keys`). `listed`: {pattern: files} already listed in this run (each
+    pattern is listed once: a listing is a request on an object store)."""
     listed = {} if listed is None else listed
     inputs = {}
-    for flag in flags:
+    for flag in input_keys(flag_values, flags):
         files = {}
         patterns = ((flag_values.get(flag) or "").split(",") if flag in GIVEN_VOCAB_FLAGS
                     else split_patterns(flag_values.get(flag)))
@@ -123,7 +158,8 @@ def output_fingerprint(flag_values: Mapping[str, Any],
     (`listed`: as `_inputs`)."""
     return {"flags": _left_out_when_off(
                 {k: v for k, v in sorted(flag_values.items())
-                 if k not in OPERATIONAL_FLAGS and k not in INPUT_FLAGS}),
+                 if k not in OPERATIONAL_FLAGS and k not in INPUT_FLAGS
+                 and not k.startswith("corpora.")}),
             "inputs": _inputs(flag_values, INPUT_FLAGS, listed, stores)}
 
 

@@ -14,7 +14,7 @@ import functools
 import logging
 import time
 import uuid
-from typing import Any, Callable, Collection, Dict, List, Optional, Tuple
+from typing import Any, Callable, Collection, Dict, List, Optional, Set, Tuple
 
 from apache_beam.io.filesystems import FileSystems
 
@@ -29,6 +29,7 @@ from pipeline.driver.prepare import Prepared, PrepareStep, rides_along
 from pipeline.driver.vocabularies import VocabPlan, VocabStep, encoder_vocab_paths
 from pipeline.output import books, commit, own_outputs
 from pipeline.output.books import SplitReport
+from pipeline.output.complete_check import read_summary
 from pipeline.output.layout import OutputLayout
 from pipeline.output.lock import OutputLock
 from pipeline.runtime import staging
@@ -39,6 +40,7 @@ from pipeline.runtime.runners import (DatagenError, check_workers_can_import_pro
                                       run_small_input_in_process)
 from pipeline.runtime.storage_errors import (StoreLost, storage_error, storage_message,
                                              store_lost_message, unreachable_store)
+from transforms import mixing
 from transforms.encode_pairs import BEFORE_CLEANING, BEFORE_MAX_LENGTH
 from transforms.elements import RejectsReport, ShardReport, TokenCounts
 from transforms.length_stats import summary_lengths
@@ -77,20 +79,23 @@ class DatagenJob:
         self.prepare = PrepareStep(self.layout, config.read, self.stores)
         self.vocab = VocabStep(config, command.kind, self.layout, self.run_pass, self.stores)
         self.encode = EncodeStep(self.layout, config, self.run_pass, self.stores)
-        self.cleaning = CleaningStep(self.layout, config.clean, config.inputs,
+        self.cleaning = CleaningStep(self.layout, config.clean,
+                                     [corpus.inputs for corpus in config.corpora],
                                      config.read.on_invalid_utf8, self.stores)
         self.record = JobRecord(config, options, self.layout, self.run_pass, self.stores)
         self._writing = False  # whether this run has started writing into --output_dir
         self.cleaned: Optional[dict] = None  # the summary's `cleaning`, when cleaning ran
+        self.lang_tags: Dict[str, dict] = {}  # the summary's `lang_tags`, when tags are on
+        self._previous_pairs: Set[str] = set()  # pairs with own shards in an earlier output
 
     # -- plan ------------------------------------------------------------------------------
     def plan(self, **expand: Callable[..., List[str]]) -> Dict[str, List[Dataset]]:
         """{split: [Dataset]} of the flags (`expand`: how patterns are listed; by default
         with the job's store clients)."""
         expand = expand or {"expand": functools.partial(expand_listing, stores=self.stores)}
-        inputs = self.config.inputs
         datasets = {"train": plan_datasets(self.config, "train", **expand)}
-        if inputs.dev_source or inputs.dev_tsv or inputs.dev_tmx:
+        if any(c.inputs.dev_source or c.inputs.dev_tsv or c.inputs.dev_tmx
+               for c in self.config.corpora):
             datasets["dev"] = plan_datasets(self.config, "dev", **expand)
         return datasets
 
@@ -152,6 +157,18 @@ class DatagenJob:
             report.update(self.vocab.learn(plan, learner))
         return prepared, report
 
+    def tag_prefixes(self, plan: VocabPlan, datasets: Dict[str, List[Dataset]]) -> None:
+        """The encode step's prefixes: each pair's target language tag id ({pair ("" with
+        one corpus): [id]}), for the summary `lang_tags`."""
+        ids = self.vocab.tag_ids(plan)
+        self.lang_tags = {lang: {"token": self.vocab.tags[lang], "id": ids[lang]}
+                          for lang in sorted(ids)}
+        if not ids:
+            return
+        pairs = {ds.pair or "": ds.target_lang or next(iter(ids))
+                 for split in datasets for ds in datasets[split]}
+        self.encode.prefixes = {pair: [ids[lang]] for pair, lang in pairs.items()}
+
     # -- commit ----------------------------------------------------------------------------
     @property
     def _lock(self) -> OutputLock:
@@ -169,13 +186,21 @@ class DatagenJob:
             self.layout.rejects_path(split), self.vocab.kind.codec.counts_oov,
             self.config.job.packed_length)
             for split, items in sorted(prepared.items())}
+        weights = [corpus.weight for corpus in self.config.corpora]
+        for split, figures in report.items():  # a pair's weight: its corpora's, by lines
+            for pair, entry in figures.get("language_pairs", {}).items():
+                entry["weight"] = mixing.mean_weight([
+                    (p.units, weights[p.ds["corpus"]]) for p in prepared[split]
+                    if p.ds.get("pair") == pair])
         if not self.config.job.allow_empty:
             books.check_written(prepared, report)
         for difference in books.compare_with_counters(report, self.run_pass.counters):
             LOG.warning("%s", difference)
+        pairs = {p.ds.get("pair", "") for split in prepared for p in prepared[split]} - {""}
         if not file_io.is_local(self.layout.output_dir):  # a copy and a delete per object
             LOG.info("moving %d shards into %s", len(shards), self.layout.output_dir)
-        commit.promote_outputs(self.layout, shards, rejects, self.stores)
+        commit.promote_outputs(self.layout, shards, rejects, self.stores,
+                               sorted(pairs | self._previous_pairs))
         return report
 
     # -- the job ---------------------------------------------------------------------------
@@ -233,7 +258,9 @@ class DatagenJob:
         # Inputs are listed and checked before the lock is written: bad input must leave
         # nothing behind, not even a new output directory.
         datasets = self.plan()
+        self.cleaning.check_languages(datasets, self.config.several_corpora)
         plan = self.vocab.plan(datasets)
+        self.vocab.check_given_tags(plan)
         lock = OutputLock(self.layout.output_dir, job.problem, job.lock_stale_seconds,
                           self.stores, on_lost=self.run_pass.abort_for_lost_lock,
                           run_id=self.run_id)
@@ -265,8 +292,8 @@ class DatagenJob:
         marked = reruns.marked_complete(self.layout, self.config.job.overwrite, self.stores)
         if marked is None or marked[0] is None or marked[1]:
             return None
-        self.record.fingerprint = fingerprint.output_fingerprint(self.config.flags(), None,
-                                                                 self.stores)
+        self.record.fingerprint = fingerprint.output_fingerprint(
+            fingerprint.fingerprint_values(self.config), None, self.stores)
         reruns.check_same_fingerprint(self.layout, marked[0], self.record.fingerprint)
         return reruns.nothing_to_do(self.layout, marked[0],
                                     " (it cannot be written, and need not be)")
@@ -292,14 +319,15 @@ class DatagenJob:
         if recorded is None:
             return None
         try:
-            return fingerprint.changed_inputs(recorded, self.config.flags(), self.stores)
+            return fingerprint.changed_inputs(recorded, fingerprint.fingerprint_values(
+                self.config), self.stores)
         except Exception:  # a store gone unreachable: not a change
             return None
 
     def _run_locked(self, datasets, plan) -> dict:
         """The job, once this run holds the output directory's lock."""
         layout = self.layout
-        flag_values = self.config.flags()
+        flag_values = fingerprint.fingerprint_values(self.config)
         listed: Dict[str, fingerprint.FileStamps] = {}  # patterns listed once for both fingerprints
         self.record.fingerprint = fingerprint.output_fingerprint(flag_values, listed,
                                                                  self.stores)
@@ -314,6 +342,11 @@ class DatagenJob:
             # a marker over missing files (a shard deleted since) is not trusted: redo it
             LOG.warning("%s is marked complete but %s: redoing it", layout.output_dir,
                         reruns.describe_missing(layout, summary, missing))
+        # Language pairs whose own shards a previous output has: this run replaces them.
+        previous = read_summary(layout, self.stores) or {}
+        self._previous_pairs = {pair for split in (previous.get("splits") or {}).values()
+                                if isinstance(split, dict)
+                                for pair in split.get("language_pairs") or {}}
         # Leftovers of a killed run must not be read back, nor look like output.
         file_io.delete_tree(layout.problem_work_dir, self.stores)
         for stray in file_io.remove_temporaries(  # only this problem's: another problem's
@@ -330,7 +363,8 @@ class DatagenJob:
                 stages["vocab"] = {"seconds": round(
                     time.time() - start - stages["prepare"]["seconds"]
                     - stages.get("clean", {}).get("seconds", 0), 3)}
-                num_shards = self.num_shards(prepared)
+                num_shards = self.encode.plan_shards(prepared)
+                self.tag_prefixes(plan, datasets)
                 self.run_pass.expect(1)
                 *encoded, lengths = self.record.timed("encode", self.encode.run, prepared,
                                                       encoder_vocab_paths(plan), num_shards)
@@ -353,13 +387,15 @@ class DatagenJob:
             # A run that lost its lock deletes nothing: the directory is another run's now.
             if not self._lock.lost:
                 commit.remove_work_dir(layout, self.stores)
-        cleaned: Dict[str, dict] = {} if self.cleaned is None else {"cleaning": self.cleaned}
+        extra: Dict[str, dict] = {} if self.cleaned is None else {"cleaning": self.cleaned}
+        if self.lang_tags:
+            extra["lang_tags"] = self.lang_tags
         summary = self.record.summary(
             "complete", vocab=vocab, splits=split_report,
             lengths=dict(summary_lengths(lengths, list(prepared) + [
                 name for name in lengths if name.endswith((BEFORE_CLEANING, BEFORE_MAX_LENGTH))],
                 self.config.read.max_length), ids_end_in_eos=self.vocab.kind.codec.ends_in_eos),
-            metrics=dict(sorted(self.run_pass.counters.items())), **cleaned)
+            metrics=dict(sorted(self.run_pass.counters.items())), **extra)
         self._lock.check()
         try:
             commit.mark_complete(layout, summary, self.stores)

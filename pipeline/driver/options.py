@@ -15,6 +15,7 @@ from pipeline.runtime.flags import FlagParser
 from pipeline.output.names import check_name
 from pipeline.runtime.runners import DatagenError
 from transforms.config import DatagenConfig
+from pipeline.driver.corpora import read_corpora
 from pipeline.driver.kinds import KindPlugin, every_plugin, kind_part
 from transforms.codecs.kinds import DEFAULT_KIND, KIND_NAMES
 from transforms.record_formats import DEFAULT_FORMAT, FORMATS
@@ -83,6 +84,10 @@ class DatagenOptions:
             "the source files' extension).")
         add("--target_lang", default=None, help="Target language: as --source_lang, for the "
             "target side (default: the target files' extension).")
+        add("--corpora", default=None, help="Many language pairs in one job: a YAML file "
+            "listing named corpora, each with source_lang, target_lang, train (and dev) "
+            "inputs in any form the input flags take, and an optional weight (README, Many "
+            "language pairs). Replaces the input and language flags.")
         add("--vocab_type", default=DEFAULT_KIND, choices=KIND_NAMES,
             help="; ".join("%s: %s" % (kind.name, kind.description)
                            for kind in every_plugin()) + ".")
@@ -95,6 +100,14 @@ class DatagenOptions:
         add("--shared_vocab", action="store_true", default=False,
             help="Learn one vocabulary from both sides, named without a language "
                  "(vocab.{problem}.{size}.subwords).")
+        add("--sampling_temperature", type=float, default=5.0,
+            help="With several corpora: language l's share of the vocabulary sample (and a "
+                 "pair's rate with --mix_shards) is proportional to (n_l / N) ** (1 / T) "
+                 "times its corpora's weight, n_l its lines; 1 is proportional to the data.")
+        add("--lang_tags", default=None, choices=("target", "none"),
+            help="Prepend the target language's tag <2xx> (a reserved vocabulary entry) to "
+                 "every input: target (the default with more than one target language) or "
+                 "none (the default otherwise).")
         add("--file_byte_budget", type=float, default=1e8,
             help="Characters sampled per file for the vocabulary (T2T's file_byte_budget).")
         add("--max_subtoken_length", type=_optional_length, default=200,
@@ -108,6 +121,10 @@ class DatagenOptions:
             help="Record format of the shards: tfrecord (tf.train.Example records, T2T's), "
                  "array_record (the same records, for Grain; names end .array_record) or "
                  "parquet (inputs/targets list<int32> columns; names end .parquet).")
+        add("--mix_shards", action="store_true", default=False,
+            help="With several corpora: write the train pairs of every language pair into "
+                 "one globally shuffled set of shards, each pair at its --sampling_temperature "
+                 "rate (smaller pairs repeated), instead of shards per pair.")
         add("--max_length", type=int, default=0,
             help="Reject train pairs whose longer side has more than this many ids, as "
                  "stored (EOS included): T2T's training-time length filter applied at "
@@ -189,14 +206,27 @@ def flag_defaults() -> Dict[str, Any]:
     return dict(_defaults())
 
 
+# the flags a corpora file replaces (each entry names its inputs and languages)
+CORPORA_REPLACE = ("train_source", "train_target", "dev_source", "dev_target", "train_tsv",
+                   "dev_tsv", "train_tmx", "dev_tmx", "source_lang", "target_lang")
+
+
 def _check_general_flags(f: argparse.Namespace) -> None:
     """Refuses impossible values of the flags every kind shares (DatagenError, exit 2); the
     names are checked by `pipeline.output.names`, a kind's own flags by its plugin."""
     if not f.output_dir:
         raise DatagenError("--output_dir is required")
-    if not (f.train_source or f.train_target or f.train_tsv or f.train_tmx):
+    if f.corpora:
+        given = [flag for flag in CORPORA_REPLACE if getattr(f, flag)]
+        if given:
+            raise DatagenError("--corpora names every input and language: leave out %s"
+                               % ", ".join("--" + flag for flag in given))
+    elif not (f.train_source or f.train_target or f.train_tsv or f.train_tmx):
         raise DatagenError("no training data: pass --train_source/--train_target, "
-                           "--train_tsv or --train_tmx")
+                           "--train_tsv or --train_tmx (or --corpora)")
+    if not f.sampling_temperature > 0:
+        raise DatagenError("--sampling_temperature must be a positive number, not %s"
+                           % f.sampling_temperature)
     for split in ("train", "dev"):
         if bool(getattr(f, split + "_source")) != bool(getattr(f, split + "_target")):
             raise DatagenError("--%s_source and --%s_target go together" % (split, split))
@@ -261,8 +291,18 @@ def parse_command_line(argv: Sequence[str]) -> Command:
     part = kind_part(flags, defaults)
     output_dir = file_io.absolute(flags.output_dir)
     given = tuple(file_io.absolute(name) for name in part.given)
+    corpora = read_corpora(flags, beam_args) if flags.corpora else None
+    several = corpora is not None and len(corpora) > 1
+    if several and len(given) > 1:
+        raise DatagenError("--%s: several corpora share one vocabulary: give one, not %d"
+                           % (part.kind.given_flag, len(given)))
+    for flag in ("mix_shards", "sampling_temperature"):  # not ignored: refused
+        if not several and getattr(flags, flag) != defaults[flag]:
+            raise DatagenError("--%s applies to several corpora (a --corpora file of two or "
+                               "more) only" % flag)
     config = DatagenConfig.from_flags(vars(flags), output_dir=output_dir, given=given,
-                                      loader=part.loader, kind_settings=part.settings)
+                                      loader=part.loader, kind_settings=part.settings,
+                                      corpora_parsed=corpora)
     return Command(config, part.kind, beam_args)
 
 

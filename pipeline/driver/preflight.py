@@ -9,7 +9,7 @@ from typing import List, Optional, Tuple
 from apache_beam.io.filesystems import FileSystems
 
 from pipeline.driver.datasets import split_patterns
-from pipeline.driver.fingerprint import INPUT_FLAGS
+from pipeline.driver.fingerprint import INPUT_FLAGS, fingerprint_values, input_keys
 from pipeline.output.layout import OutputLayout
 from pipeline.runtime.runners import DatagenError, one_line
 from transforms.config import DatagenConfig
@@ -18,10 +18,10 @@ from transforms.storage.object_stores import ObjectStores, StoreUnreachable
 
 def named_paths(config: DatagenConfig) -> List[Tuple[str, str]]:
     """(flag, path) of every path the flags name (input patterns, vocabularies, output)."""
-    values = config.flags()
+    values = fingerprint_values(config)
     named = [("--output_dir", config.job.output_dir)]
-    for flag in INPUT_FLAGS:
-        named += [("--" + flag, p) for p in split_patterns(values[flag])]
+    for flag in input_keys(values, INPUT_FLAGS):
+        named += [("--" + flag, p) for p in split_patterns(values.get(flag))]
     return named
 
 

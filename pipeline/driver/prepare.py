@@ -49,6 +49,7 @@ class Prepared:
     dropped: Optional[str] = None        # the bitmap of dropped line numbers
     dropped_bytes: Tuple[int, int] = (0, 0)  # bytes of the dropped lines, per side
     cleaning_rejects: Optional[str] = None   # their rejects (with reasons)
+    dropped_pairs: int = 0                   # how many lines of each side it dropped
 
 
 class PrepareInputs(beam.PTransform):
@@ -103,8 +104,10 @@ def every_dataset(datasets: Mapping[str, List[Dataset]]) -> List[Dataset]:
 
 def rides_along(datasets: Mapping[str, List[Dataset]], to_learn: Mapping[str, object]) -> bool:
     """Whether the prepare step runs inside the first vocab pass: every dataset is read in
-    place (nothing to materialize first) and some vocabulary is learnt."""
-    return bool(to_learn) and all(ds.read_in_place for ds in every_dataset(datasets))
+    place (nothing to materialize first), some vocabulary is learnt, and it is not a mix of
+    several corpora (which needs every file's lines to plan its sample)."""
+    return bool(to_learn) and all(ds.read_in_place and ds.pair is None
+                                  for ds in every_dataset(datasets))
 
 
 class PrepareStep:

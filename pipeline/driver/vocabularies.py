@@ -27,6 +27,7 @@ from pipeline.driver.vocab_passes import VocabPassDriver
 from pipeline.output.layout import OutputLayout, lang_of
 from pipeline.output.names import check_name
 from pipeline.runtime.runners import DatagenError, one_line
+from transforms import mixing
 from transforms.storage.object_stores import ObjectStores
 from transforms.vocab_files import VocabularyFiles
 from transforms.codecs.vocabulary import VocabFiles
@@ -44,7 +45,12 @@ class VocabChoice(NamedTuple):
     to_learn: Dict[str, List[Dataset]]  # {name: [train datasets]} of those learnt
 
 
-VocabPlan = Dict[str, Tuple[str, List[Dataset]]]  # {name: (path in the output, [train datasets])}
+VocabPlan = Dict[str, Tuple[str, List[Dataset]]]
+
+
+def lang_tag(lang: str) -> str:
+    """The tag that asks for output in `lang` (Johnson et al., 2017), prepended to inputs."""
+    return "<2%s>" % lang  # {name: (path in the output, [train datasets])}
 
 
 def encoder_vocab_paths(plan: VocabPlan) -> Tuple[str, str]:
@@ -72,14 +78,19 @@ class VocabStep:
         self.passes = VocabPassDriver(run_pass, stores)
         self.files = VocabularyFiles(config.vocab.loader, stores)
         self.fingerprint: Optional[fingerprint.Fingerprint] = None
+        self.mix: Optional[mixing.MixPlan] = None  # with several corpora, once planned
+        self._languages: Dict[str, str] = {}  # a mix's files: {path: language}
+        self.tags: Dict[str, str] = {}  # {target language: tag}, decided by `plan`
 
     # -- which vocabularies ----------------------------------------------------------------
     def plan(self, datasets: Mapping[str, List[Dataset]]) -> VocabPlan:
-        """{vocab name: (vocab path in the output, [train datasets])}."""
+        """{vocab name: (vocab path in the output, [train datasets])}; also decides the
+        language tags (`tags`)."""
+        self.tags = self._plan_tags(datasets)
         read, vocab = self._config.read, self._config.vocab
         kind = self.kind
         train = datasets["train"]
-        if vocab.shared_vocab or len(vocab.given) == 1:
+        if vocab.shared_vocab or len(vocab.given) == 1 or self._config.several_corpora:
             return {"shared": (self._layout.vocab_path(kind.codec), train)}
         first = train[0]
         src_lang = read.source_lang or (lang_of(first.source) if first.target else None)
@@ -95,8 +106,61 @@ class VocabStep:
         if src_lang == tgt_lang:
             raise DatagenError("source and target language are both %r: pass --source_lang/"
                                "--target_lang, or --shared_vocab" % src_lang)
+        if self.tags:  # a tag is an entry of the vocabulary of the inputs it starts
+            raise DatagenError("--lang_tags target with one corpus needs --shared_vocab "
+                               "(the tags are entries of one vocabulary of both sides)")
         return {"source": (self._layout.vocab_path(kind.codec, src_lang), train),
                 "target": (self._layout.vocab_path(kind.codec, tgt_lang), train)}
+
+    def _plan_tags(self, datasets: Mapping[str, List[Dataset]]) -> Dict[str, str]:
+        """{target language: its tag `<2xx>`} of the run (`--lang_tags`: by default a tag
+        for each target language when there is more than one, else none)."""
+        targets = sorted({ds.target_lang for split in datasets for ds in datasets[split]
+                          if ds.target_lang})
+        choice = self._config.vocab.lang_tags or ("target" if len(targets) > 1 else "none")
+        if choice == "none":
+            return {}
+        if not targets:  # one corpus: the target files' extension names the language
+            first = datasets["train"][0]
+            if first.target:
+                targets = [check_name(lang_of(first.target), "the language taken from %s's "
+                                      "extension (pass --target_lang)" % first.target) or ""]
+        if not targets:
+            raise DatagenError("--lang_tags target needs the target language: pass "
+                               "--target_lang")
+        return {lang: lang_tag(lang) for lang in targets}
+
+    @property
+    def reserved(self) -> Tuple[str, ...]:
+        """The tokens every vocabulary of the run reserves: its language tags, in order."""
+        return tuple(self.tags[lang] for lang in sorted(self.tags))
+
+    def check_given_tags(self, plan: VocabPlan) -> None:
+        """DatagenError when a given vocabulary lacks a language tag the run prepends."""
+        flag = "--%s" % self.kind.given_flag
+        for path in self.given(plan).values():
+            vocabulary = self._load_given(flag, path)
+            missing = [tag for tag in self.reserved if vocabulary.token_id(tag) is None]
+            if missing:
+                raise DatagenError("%s %s has no %s: a vocabulary for these pairs holds every "
+                                   "language tag as one entry (or pass --lang_tags none)" % (
+                                       flag, path, ", ".join(missing)))
+
+    def tag_ids(self, plan: VocabPlan) -> Dict[str, int]:
+        """{target language: the id of its tag} in the run's (source side) vocabulary, once
+        it is written; DatagenError when one is missing (a vocab file put there by hand)."""
+        if not self.tags:
+            return {}
+        path = encoder_vocab_paths(plan)[0]
+        vocabulary = self.files.load(path)
+        ids = {}
+        for lang, tag in sorted(self.tags.items()):
+            found = vocabulary.token_id(tag)
+            if found is None:
+                raise DatagenError("%s has no %s, the tag this run prepends to its %s inputs; "
+                                   "pass --overwrite to relearn it" % (path, tag, lang))
+            ids[lang] = found
+        return ids
 
     def given(self, plan: VocabPlan) -> Dict[str, str]:
         """{name: path} of vocabularies the user supplied (--bpe_vocab, --word_vocab)."""
@@ -214,13 +278,62 @@ class VocabStep:
                                        else (ds.target, None))
         return files
 
+    def mixed_sample_files(self, to_learn: Mapping[str, List[Dataset]],
+                           prepared: Mapping[str, List[Prepared]]
+                           ) -> Tuple[Dict[str, List[tuple]], Dict[str, str]]:
+        """With several corpora: ({name: [(path, size, None, dropped, (lines, take))]},
+        {path: language}) of every side of every train dataset, each file taking the lines
+        the temperature-sampled mix gives it (`transforms.mixing.plan_mix`; files it takes
+        nothing from are left out). The plan's figures are kept for the report (`mix`)."""
+        weights = {number: corpus.weight for number, corpus in enumerate(self._config.corpora)}
+        by_index = {p.ds["index"]: p for p in prepared.get("train", [])}
+        sides = []
+        for ds in next(iter(to_learn.values())):
+            p = by_index[ds.index]
+            for side, (path, facts, lang) in enumerate((
+                    (p.source_lines, p.source_facts, ds.source_lang),
+                    (p.target_lines, p.target_facts, ds.target_lang))):
+                dropped = p.dropped_bytes[side] if p.dropped else 0
+                sides.append((path, facts["bytes"] - dropped, p.dropped,
+                              mixing.MixFile(lang or "", facts["lines"] - p.dropped_pairs,
+                                             facts["bytes"] - dropped, weights[ds.corpus])))
+        vocab = self._config.vocab
+        self.mix = mixing.plan_mix([side[3] for side in sides], vocab.sampling_temperature,
+                                   vocab.file_byte_budget)
+        files = [(path, size, None, dropped, (mix.lines, take))
+                 for (path, size, dropped, mix), take in zip(sides, self.mix.takes) if take]
+        languages = {side[0]: side[3].language for side in sides}
+        return {name: files for name in to_learn}, languages
+
     def learner(self, to_learn: Mapping[str, List[Dataset]],
                 prepared: Optional[Mapping[str, List[Prepared]]]) -> VocabLearner:
         """The run's kind's learner of `to_learn` ({name: [train datasets]}), sampling the
         files `sample_files` says (`prepared` None: the prepare stage rides along its first
-        pass and sizes them)."""
-        return self.kind.learner(LearnerInputs(
-            self._layout.work_dir, self.sample_files(to_learn, prepared), self._config))
+        pass and sizes them), or with several corpora the mix's (`mixed_sample_files`)."""
+        if self._config.several_corpora:
+            assert prepared is not None  # a mix needs every file's lines first
+            files, self._languages = self.mixed_sample_files(to_learn, prepared)
+        else:
+            files = self.sample_files(to_learn, prepared)
+        return self.kind.learner(LearnerInputs(self._layout.work_dir, files, self._config,
+                                               self.reserved))
+
+    def _mix_report(self, sampling: List[dict]) -> Dict[str, Any]:
+        """The summary's figures of the mix: the temperature, and per language its lines,
+        weight, share (the formula's), the sample's lines planned and what was sampled."""
+        assert self.mix is not None
+        languages = {lang: dict(figures, sampled_lines=0, sampled_chars=0, sampled_bytes=0)
+                     for lang, figures in self.mix.languages.items()}
+        for s in sampling:
+            figures = languages[self._languages[s["path"]]]
+            for key in ("sampled_lines", "sampled_chars", "sampled_bytes"):
+                figures[key] += s.get(key, 0)
+        total = sum(f["sampled_lines"] for f in languages.values())
+        for figures in languages.values():
+            figures["sampled_share"] = (round(figures["sampled_lines"] / total, 6)
+                                        if total else 0.0)
+        return {"sampling_temperature": self._config.vocab.sampling_temperature,
+                "sample_lines": self.mix.sample_lines, "languages": languages}
 
     def learn(self, plan: VocabPlan, learner: VocabLearner) -> Dict[str, Any]:
         """Runs the learner's passes not run yet (`passes`), writes the vocabularies;
@@ -244,6 +357,8 @@ class VocabStep:
             if name in stats.chosen_min_count:  # learnt by bisection (subword)
                 report[name]["min_count"] = stats.chosen_min_count[name]
             report[name].update(stats.vocab_facts.get(name, {}))
+            if self.mix is not None:
+                report[name]["mix"] = self._mix_report(sampling)
             LOG.info("vocab %s: %d entries -> %s", name, report[name]["size"],
                      FileSystems.split(path)[1])
         report["passes"] = stats.passes
@@ -256,4 +371,4 @@ class VocabStep:
         files = {name: [(ds.source, None if riding else 0) for ds in train]
                  for name, (_, train) in plan.items()}
         self.passes.translate(self.kind.learner(LearnerInputs(
-            self._layout.work_dir, files, self._config)), riding)
+            self._layout.work_dir, files, self._config, self.reserved)), riding)

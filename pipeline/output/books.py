@@ -34,10 +34,13 @@ class BooksDoNotBalance(RuntimeError):
     pass
 
 
-def _written_by_dataset(split_shards: Iterable[ShardReport]) -> Dict[int, int]:
+def _written_by_dataset(split_shards: Iterable[ShardReport], key: str = "by_dataset"
+                        ) -> Dict[int, int]:
+    """{dataset index: records} of the shards (`key` "copies_by_dataset": the repeated
+    records among them, --mix_shards)."""
     written: Dict[int, int] = {}
     for shard in split_shards:
-        for index, n in shard["by_dataset"]:
+        for index, n in shard.get(key, ()):  # type: ignore[attr-defined]
             written[index] = written.get(index, 0) + n
     return written
 
@@ -65,7 +68,9 @@ def split_report(split: str, prepared: Sequence[PreparedDataset], num_shards: in
     its pairs beside its records, and the split what packing did (`packing`).
     """
     split_shards = sorted((s for s in shards if s["split"] == split), key=lambda s: s["shard"])
-    written = _written_by_dataset(split_shards)
+    records = _written_by_dataset(split_shards)
+    copies = _written_by_dataset(split_shards, "copies_by_dataset")
+    written = {index: n - copies.get(index, 0) for index, n in records.items()}
     rejected = _rejected_by_dataset(rejects, split)
     datasets: Dict[str, Dict[str, Any]] = {}
     unbalanced: List[str] = []
@@ -99,9 +104,14 @@ def split_report(split: str, prepared: Sequence[PreparedDataset], num_shards: in
         "datasets": datasets,
         "shards": [_shard_entry(s, packed_length) for s in split_shards],
         "tokens": {"source": tokens[0], "target": tokens[2]}}
+    if copies:  # --mix_shards: records, repeated ones included
+        report["records"] = sum(records.values())
     if packed_length:
         report["packing"] = packing_figures(
             [s["packing"] for s in split_shards if "packing" in s], packed_length)
+    pairs = _pair_books(prepared, datasets, split_shards, copies, packed_length)
+    if pairs:
+        report["language_pairs"] = pairs
     if with_oov:
         report["oov_rate"] = {"source": round(tokens[1] / tokens[0], 6) if tokens[0] else 0.0,
                               "target": round(tokens[3] / tokens[2], 6) if tokens[2] else 0.0}
@@ -115,6 +125,38 @@ def _shard_entry(shard: ShardReport, packed_length: int) -> Dict[str, Any]:
     if packed_length:
         entry["pairs"] = sum(n for _, n in shard["by_dataset"])
     return entry
+
+
+def _pair_books(prepared: Sequence[PreparedDataset], datasets: Mapping[str, Dict[str, Any]],
+                split_shards: Sequence[ShardReport], copies: Mapping[int, int],
+                packed_length: int = 0) -> Dict[str, Dict[str, Any]]:
+    """With several language pairs, the books per pair: {pair: {pairs_read, pairs_written,
+    pairs_rejected, rejected_by_reason (--max_length's over_max_length among them), shards
+    (its own shards' names; with --mix_shards none, and `records` its repeated records
+    included), with --packed_length `packing` of its own shards}}; {} with one corpus."""
+    books: Dict[str, Dict[str, Any]] = {}
+    for p in prepared:
+        pair = p.ds.get("pair")
+        if not pair:
+            return {}
+        d = datasets[p.ds["name"]]
+        entry = books.setdefault(pair, {"pairs_read": 0, "pairs_written": 0,
+                                        "pairs_rejected": 0, "rejected_by_reason": {}})
+        for figure in ("pairs_read", "pairs_written", "pairs_rejected"):
+            entry[figure] += d[figure]
+        for reason, n in d["rejected_by_reason"].items():
+            entry["rejected_by_reason"][reason] = entry["rejected_by_reason"].get(reason, 0) + n
+        if copies:
+            entry["records"] = entry.get("records", 0) + d["pairs_written"] + copies.get(
+                p.ds["index"], 0)
+    for pair, entry in books.items():
+        entry["rejected_by_reason"] = dict(sorted(entry["rejected_by_reason"].items()))
+        own = [s for s in split_shards if s.get("pair") == pair]
+        entry["shards"] = [s["name"] for s in own]
+        if packed_length and own:
+            entry["packing"] = packing_figures(
+                [s["packing"] for s in own if "packing" in s], packed_length)
+    return dict(sorted(books.items()))
 
 
 # -- a split with nothing to write -----------------------------------------------------------

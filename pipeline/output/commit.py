@@ -26,16 +26,18 @@ LOG = logging.getLogger("datagen")
 
 
 def promote_outputs(layout: OutputLayout, shards: Iterable[ShardReport],
-                    rejects: Iterable[RejectsReport], stores: Optional[ObjectStores] = None
-                    ) -> None:
+                    rejects: Iterable[RejectsReport], stores: Optional[ObjectStores] = None,
+                    pairs: Iterable[str] = ()) -> None:
     """Replaces every previous shard and rejects file with this run's (`shards`, `rejects`:
-    what the encode pass reported); removes the completion marker first, and the previous
-    length report (it describes the old shards; `mark_complete` writes the new one)."""
+    what the encode pass reported; `pairs`: the language pairs whose own shards are the
+    job's, this run's and the previous output's); removes the completion marker first, and
+    the previous length report (it describes the old shards; `mark_complete` writes the new
+    one)."""
     file_io.delete_tree(layout.complete_path, stores)
     file_io.delete_tree(layout.lengths_report_path, stores)
     old: list[str] = []
     for split in SPLITS:
-        previous, others = old_shards(layout, split, stores)  # a user's p-train-notes.txt stays
+        previous, others = old_shards(layout, split, stores, pairs)  # a user's notes stay
         old.extend(previous)
         if others:
             LOG.warning("left alone in --output_dir (not shards of this job, but a reader's "

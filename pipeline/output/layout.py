@@ -5,7 +5,7 @@ whose names no reader's `{problem}-train*` glob matches.
 """
 
 import os
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Callable, Optional
 
 from transforms.formats.checked_decompress import strip_compression_suffix
 from transforms.storage import paths
@@ -29,6 +29,16 @@ def lang_of(path: str) -> str:
         if name.endswith(ext):
             name = name[:-len(ext)]
     return name.rsplit(".", 1)[-1] if "." in name else name
+
+
+def marked_problem(directory: str, head: str, exists: Callable[[str], bool]
+                   ) -> Optional[str]:
+    """The problem with a completion marker in `directory` that a shard name's head
+    (`parse_shard_name`'s problem) belongs to: the head itself, else the longest prefix
+    before a "-" (a language pair's own shards are `{problem}-{src}-{tgt}-{split}-...`);
+    None when none has a marker."""
+    heads = [head] + [head[:i] for i in range(len(head) - 1, 0, -1) if head[i] == "-"]
+    return next((h for h in heads if exists(paths.join(directory, COMPLETE_NAME % h))), None)
 
 
 class OutputLayout:

@@ -214,5 +214,32 @@ def render_length_report(summary: Dict[str, Any]) -> str:
         out.append('<div class="charts">%s%s</div>' % (
             _histogram_svg("inputs", report["inputs"]),
             _histogram_svg("targets", report["targets"])))
+    if lengths.get("pairs"):
+        out.append(_pairs_table(lengths["pairs"]))
     out.append("</body></html>\n")
     return "".join(out)
+
+
+def _pairs_table(pairs: Dict[str, Dict[str, Any]]) -> str:
+    """One row per language pair and split: its pairs, percentiles of both sides and what
+    T2T drops at the candidate lengths (several corpora; the histograms above are the
+    splits')."""
+    candidates = [c["max_length"] for c in next(iter(
+        next(iter(pairs.values())).values()))["drops"] if not c.get("p99")]
+    rows = ["<h2>Per language pair</h2><table><tr><th>pair</th><th>split</th><th>pairs</th>"
+            "<th>inputs p50 / p90 / p99 / max</th><th>targets p50 / p90 / p99 / max</th>%s"
+            "</tr>" % "".join("<th>dropped at %s</th>" % _fmt(m) for m in candidates)]
+    for pair in sorted(pairs):
+        for split in sorted(pairs[pair], key=lambda s: (s != "train", s)):
+            report = pairs[pair][split]
+            sides = ["<td>%s</td>" % " / ".join(_fmt(report[side][k])
+                                                 for k in ("p50", "p90", "p99", "max"))
+                     for side in ("inputs", "targets")]
+            drops = {d["max_length"]: d for d in report["drops"] if not d.get("p99")}
+            rows.append('<tr><td class="name">%s</td><td class="name">%s</td><td>%s</td>%s%s'
+                        "</tr>" % (html.escape(pair), html.escape(split), _fmt(report["pairs"]),
+                                   "".join(sides), "".join(
+                                       "<td>%s</td>" % _fmt(drops[m]["dropped"])
+                                       for m in candidates)))
+    rows.append("</table>")
+    return "".join(rows)

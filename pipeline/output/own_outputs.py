@@ -50,10 +50,10 @@ def is_problem_file(name: str, problem: str) -> bool:
     return any(is_shard_name(name, problem, split) for split in ("train", "dev"))
 
 
-def is_shard_name(name: str, problem: str, split: str) -> bool:
+def is_shard_name(name: str, problem: str, split: str, pairs: Iterable[str] = ()) -> bool:
     """Whether the base name `name` is a shard of `problem`'s `split` as the job names them
-    (in any record format)."""
-    return ShardNames(problem, record_format(DEFAULT_FORMAT)).is_shard(name, split)
+    (in any record format), or one of `pairs`' own shards."""
+    return ShardNames(problem, record_format(DEFAULT_FORMAT)).is_shard(name, split, pairs)
 
 
 def _under(path: str, directory: str) -> bool:
@@ -86,16 +86,27 @@ def exclude_own(paths: Iterable[str], output_dir: str) -> Tuple[List[str], List[
     return kept, left_out
 
 
-def old_shards(layout: OutputLayout, split: str, stores: "Optional[ObjectStores]" = None
-               ) -> Tuple[List[str], List[str]]:
+def old_shards(layout: OutputLayout, split: str, stores: "Optional[ObjectStores]" = None,
+               pairs: Iterable[str] = ()) -> Tuple[List[str], List[str]]:
     """(the paths of `split`'s shards in the output directory, other files a
     `{problem}-{split}-*` glob matches there): only the first are the job's to replace.
-    `stores`: the job's ObjectStores (one listing on an object store)."""
+    `stores`: the job's ObjectStores (one listing on an object store). `pairs`: language
+    pairs whose own shards (`{problem}-{pair}-{split}-...`) are the job's too (this run's and
+    the previous output's: another problem may be named like a pair's shards, and its files
+    are not this job's)."""
     from transforms.storage import file_io
+    pairs = list(pairs)
     shards: List[str] = []
     others: List[str] = []
-    pattern = FileSystems.join(file_io.glob_literal(layout.output_dir), layout.shards.glob(split))
+    directory = file_io.glob_literal(layout.output_dir)
+    pattern = FileSystems.join(directory, layout.shards.glob(split))
     for path, _, _ in file_io.match_files(pattern, stores):
         name = path.rstrip("/").rsplit("/", 1)[-1]
         (shards if is_shard_name(name, layout.problem, split) else others).append(path)
+    if pairs:
+        pattern = FileSystems.join(directory, layout.shards.glob(split, "*"))
+        for path, _, _ in file_io.match_files(pattern, stores):
+            name = path.rstrip("/").rsplit("/", 1)[-1]
+            if path not in shards and is_shard_name(name, layout.problem, split, pairs):
+                shards.append(path)
     return shards, others

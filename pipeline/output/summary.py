@@ -34,19 +34,47 @@ def format_summary(summary: Dict[str, Any]) -> str:
             name, v["size"], v.get("min_count", "-"), v.get("distinct_tokens", "-"),
             _within(v["path"], output_dir),
             " (reused)" if v.get("reused") else " (from %s)" % v["given"] if v.get("given") else ""))
+    for name, v in sorted(summary["vocab"].items()):
+        mix = v.get("mix") if isinstance(v, dict) else None
+        if mix:  # several corpora: each language's share of the sample
+            shown = sorted(mix["languages"].items(), key=lambda kv: -kv[1]["share"])
+            lines.append("%-8s sample of %d lines at temperature %g: %s%s" % (
+                "", mix["sample_lines"], mix["sampling_temperature"], ", ".join(
+                    "%s %.1f%%" % (lang, 100 * f["share"])
+                    for lang, f in shown[:MAX_DATASET_LINES]),
+                " and %d more" % (len(shown) - MAX_DATASET_LINES)
+                if len(shown) > MAX_DATASET_LINES else ""))
+    tags = summary.get("lang_tags") or {}
+    if tags:
+        shown_tags = sorted(tags.values(), key=lambda t: t["id"])
+        lines.append("%-8s language tags (reserved ids %d-%d): %s%s" % (
+            "", shown_tags[0]["id"], shown_tags[-1]["id"],
+            " ".join(t["token"] for t in shown_tags[:MAX_DATASET_LINES]),
+            " ..." if len(shown_tags) > MAX_DATASET_LINES else ""))
     lines.append("")
     lines.append("%-8s %10s %10s %10s %7s" % ("split", "read", "written", "rejected", "shards"))
     for split, s in sorted(summary["splits"].items()):
         lines.append("%-8s %10d %10d %10d %7d" % (split, s["pairs_read"], s["pairs_written"],
                                                    s["pairs_rejected"], len(s["shards"])))
         datasets = s.get("datasets", {})
-        listed = sorted(datasets.items())[:MAX_DATASET_LINES] if len(datasets) > 1 else ()
-        for name, d in listed:
+        pairs = s.get("language_pairs") or {}
+        if pairs:  # several corpora: one line per language pair
+            listed = sorted(pairs.items())[:MAX_DATASET_LINES]
+            for name, d in listed:
+                lines.append("  %-20s %6s %10d %10d %10d %7s" % (
+                    name[:20], "pair", d["pairs_read"], d["pairs_written"],
+                    d["pairs_rejected"], len(d["shards"]) or "-"))
+            if len(pairs) > len(listed):
+                lines.append("  ... %d more language pairs (each in the summary JSON)"
+                             % (len(pairs) - len(listed)))
+            datasets = {}
+        shown = sorted(datasets.items())[:MAX_DATASET_LINES] if len(datasets) > 1 else []
+        for name, d in shown:
             lines.append("  %-20s %6s %10d %10d %10d" % (name[:20], d["format"], d["pairs_read"],
                                                       d["pairs_written"], d["pairs_rejected"]))
-        if len(datasets) > len(listed) > 0:
+        if len(datasets) > len(shown) > 0:
             lines.append("  ... %d more datasets (each in the summary JSON)"
-                         % (len(datasets) - len(listed)))
+                         % (len(datasets) - len(shown)))
         for reason, n in sorted(s["rejected_by_reason"].items()):
             lines.append("%-8s %32s: %d" % ("", reason, n))
         packing = s.get("packing")

@@ -41,6 +41,7 @@ import numpy as np
 from pipeline.runtime import console
 from pipeline.tools import batching, output_files
 from pipeline.tools.batching import Batch
+from pipeline.tools.mixture import Mixture
 from transforms.formats.example_proto import Int64FeaturesWriter
 from transforms.formats.packed_examples import PACKED_FEATURES
 from transforms.record_formats import FEATURES, ArrayRecordFormat, ParquetFormat, format_of
@@ -127,16 +128,45 @@ def _local(files: Sequence[str]) -> Iterator[List[str]]:
         yield [stack.enter_context(local_copy(path)) for path in files]
 
 
-def grain_batches(source: Source, batch_size: int, mode: str = "nmt", split: str = "train",
-                  shuffle: bool = True, seed: int = 0, num_epochs: int = 1,
-                  num_shards: int = 1, shard_index: int = 0, skip_count: Optional[int] = None,
-                  require_complete: bool = True, problem: Optional[str] = None,
+def mixture_pairs(source: Mixture, num_shards: int = 1, shard_index: int = 0,
+                  skip_count: Optional[int] = None, keys: Sequence[str] = FEATURES
+                  ) -> Iterator[Example]:
+    """(inputs, targets) of a mixture's stream (`pipeline.tools.mixture`), in its order, any
+    record format (or the features `keys`: a packed output's `PACKED_FEATURES`);
+    `num_shards`, `shard_index`, `skip_count` as `Dataset.shard` / `skip`."""
+    examples = Int64FeaturesWriter()
+    return batching.select((_parse(examples, record, keys) for _, record in source.records()),
+                           num_shards, shard_index, skip_count)
+
+
+def _mixture_batches(source: Mixture, batch_size: int, mode: str, wanted: str,
+                     num_shards: int, shard_index: int, skip_count: Optional[int],
+                     options: Any) -> Iterator[Batch]:
+    """Batches of a mixture's stream whose shards are all of format `wanted` (packed
+    records, with --packed_length, as the summary says)."""
+    _check_format(source.all_files(), wanted)
+    packed_length = _summary_packed_length(source.all_files(), mode)
+    keys = PACKED_FEATURES if packed_length else FEATURES
+    return _batches(mixture_pairs(source, num_shards, shard_index, skip_count, keys),
+                    batch_size, mode, options, keys, packed_length)
+
+
+def grain_batches(source: Union[Source, Mixture], batch_size: int, mode: str = "nmt",
+                  split: str = "train", shuffle: bool = True, seed: int = 0,
+                  num_epochs: int = 1, num_shards: int = 1, shard_index: int = 0,
+                  skip_count: Optional[int] = None, require_complete: bool = True,
+                  problem: Optional[str] = None,
                   **options: Any) -> Iterator[Batch]:
     """Batches of ArrayRecord shards read with `grain.sources.ArrayRecordDataSource`.
     `options`: the mode's, as `make_dataset` takes them (nmt: src_max_len, tgt_max_len,
     num_buckets, sos_id, eos_id; t2t: max_length, min_length, min_length_bucket,
     length_bucket_step, drop_long_sequences). `problem`: as `shard_files`. Grain is imported
-    without its start-up lines (`console.quiet_import`)."""
+    without its start-up lines (`console.quiet_import`). A `Mixture` source is its stream,
+    in its order (shuffle, seed and num_epochs are the mixture's own)."""
+    if isinstance(source, Mixture):
+        yield from _mixture_batches(source, batch_size, mode, ArrayRecordFormat.name, num_shards,
+                                    shard_index, skip_count, options)
+        return
     grain = console.quiet_import("grain")
 
     files = shard_files(source, split, require_complete, problem)
@@ -196,14 +226,18 @@ def _buffer_shuffled(pairs: Iterator[Example], size: int, rng: random.Random
     yield from buffer
 
 
-def parquet_batches(source: Source, batch_size: int, mode: str = "nmt", split: str = "train",
-                    shuffle: bool = True, seed: int = 0, num_epochs: int = 1,
-                    shuffle_buffer_size: int = 100_000, num_shards: int = 1,
-                    shard_index: int = 0, skip_count: Optional[int] = None,
-                    require_complete: bool = True, problem: Optional[str] = None,
-                    **options: Any) -> Iterator[Batch]:
+def parquet_batches(source: Union[Source, Mixture], batch_size: int, mode: str = "nmt",
+                    split: str = "train", shuffle: bool = True, seed: int = 0,
+                    num_epochs: int = 1, shuffle_buffer_size: int = 100_000,
+                    num_shards: int = 1, shard_index: int = 0,
+                    skip_count: Optional[int] = None, require_complete: bool = True,
+                    problem: Optional[str] = None, **options: Any) -> Iterator[Batch]:
     """Batches of Parquet shards streamed with pyarrow (`options` and `problem` as
-    `grain_batches`)."""
+    `grain_batches`; a `Mixture` source as there)."""
+    if isinstance(source, Mixture):
+        yield from _mixture_batches(source, batch_size, mode, ParquetFormat.name, num_shards,
+                                    shard_index, skip_count, options)
+        return
     files = shard_files(source, split, require_complete, problem)
     _check_format(files, ParquetFormat.name)
     packed_length = _summary_packed_length(files, mode)

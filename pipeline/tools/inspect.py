@@ -61,7 +61,7 @@ from transforms.vocab_files import VocabularyFiles
 from transforms.codecs.vocabulary import Vocabulary
 from transforms.storage import file_io
 from transforms.storage.object_stores import ObjectStores, StoreSettings
-from transforms.formats.example_proto import Int64FeaturesWriter
+from transforms.formats.example_proto import PAIR_FEATURE, Int64FeaturesWriter
 from transforms.formats.packed_examples import unpack
 from transforms.formats.tfrecord_framing import CorruptRecordError
 from transforms.record_formats import format_of
@@ -180,12 +180,18 @@ def pick(records: Iterable[T], n: int, seed: Optional[int]) -> List[Tuple[int, T
     return sorted(kept, key=lambda item: item[0])
 
 
-def _decode(side: str, ids: Sequence[int], vocab: SideVocab, where: str) -> str:
-    """Text of one side's ids: the kind's EOS ids stripped from the end, then decoded."""
+def _decode(side: str, ids: Sequence[int], vocab: SideVocab, where: str,
+            tags: Optional[Dict[int, str]] = None) -> str:
+    """Text of one side's ids: the kind's EOS ids stripped from the end, then decoded; a
+    language tag first (`tags`: {id: tag} of the summary's `lang_tags`) is shown as the tag
+    and a space (it is one reserved id, not text)."""
     _, encoder, eos = vocab
     body = ids[:-len(eos)] if eos and ids[-len(eos):] == eos else ids
+    head = ""
+    if tags and body and body[0] in tags:
+        head, body = tags[body[0]] + " ", body[1:]
     try:
-        return encoder.decode(body)
+        return head + encoder.decode(body)
     except ValueError as e:  # an id outside the vocabulary: not this output's vocab file
         raise DatagenError("%s: %s: %s" % (where, side, one_line(e))) from None
 
@@ -231,7 +237,8 @@ def inspect(output_dir: str, problem: Optional[str] = None, split: str = "train"
             split, problem, output_dir, ", ".join(sorted(splits))))
     check_shards(output_dir, summary, stores, verify_checksums)
     kind, vocabs = load_vocabs(output_dir, summary)
-    parse = Int64FeaturesWriter().parse
+    parse = Int64FeaturesWriter().parse_all
+    tags = {t["id"]: t["token"] for t in (summary.get("lang_tags") or {}).values()}
     shards = [s["name"] for s in sorted(splits[split]["shards"], key=lambda s: s["name"])]
     records = []
     for position, (shard, index, data) in pick(split_records(output_dir, shards),
@@ -241,14 +248,16 @@ def inspect(output_dir: str, problem: Optional[str] = None, split: str = "train"
         inputs, targets = features.get("inputs", []), features.get("targets", [])
         record: Report = {"position": position, "shard": shard, "index": index,
                           "inputs_length": len(inputs), "targets_length": len(targets)}
+        if PAIR_FEATURE in features:  # several language pairs: the record's
+            record[PAIR_FEATURE] = features.pop(PAIR_FEATURE).decode("utf-8", "replace")
         if "inputs_segmentation" in features:  # packed: its pairs, each decoded
             record["pairs"] = [
-                {"source": _decode("inputs", a, vocabs["source"], where),
+                {"source": _decode("inputs", a, vocabs["source"], where, tags),
                  "target": _decode("targets", b, vocabs["target"], where),
                  "inputs": a, "targets": b} for a, b in unpack(features)]
             record.update(sorted(features.items()))
         else:
-            record.update({"source": _decode("inputs", inputs, vocabs["source"], where),
+            record.update({"source": _decode("inputs", inputs, vocabs["source"], where, tags),
                            "target": _decode("targets", targets, vocabs["target"], where),
                            "inputs": inputs, "targets": targets})
         records.append(record)
@@ -282,8 +291,9 @@ def format_report(report: Report) -> str:
         report["records_in_split"], chosen, report["vocab_type"]), ""]
     for r in report["records"]:
         packed = "pairs" in r
-        lines.append("#%d  %s record %d  %sinputs %d ids, targets %d ids%s" % (
+        lines.append("#%d  %s record %d  %s%sinputs %d ids, targets %d ids%s" % (
             r["position"], r["shard"], r["index"],
+            "%s: " % r[PAIR_FEATURE] if PAIR_FEATURE in r else "",
             "%d pairs packed: " % len(r["pairs"]) if packed else "",
             r["inputs_length"], r["targets_length"],
             " (EOS included)" if report["eos_appended"] else ""))

@@ -19,7 +19,7 @@ import os
 from typing import Any, Dict, Iterable, List, Optional, Set, Tuple
 
 from pipeline.output.complete_check import shard_mismatches
-from pipeline.output.layout import COMPLETE_NAME, SUMMARY_NAME
+from pipeline.output.layout import COMPLETE_NAME, SUMMARY_NAME, marked_problem
 from pipeline.runtime import console
 from transforms.record_formats import parse_shard_name
 from transforms.storage import paths
@@ -136,7 +136,7 @@ def check_complete(files: Iterable[str]) -> None:
             problem, split, shard, n, _ = parsed
             groups.setdefault((head, problem, split, n), set()).add(shard)
     for (head, problem, split, n), shards in sorted(groups.items()):
-        if not exists(paths.join(head, COMPLETE_NAME % problem)):
+        if marked_problem(head, problem, exists) is None:  # (a pair's shards: its problem's)
             raise IncompleteOutputError(
                 "%s: the output of problem %s is not complete (no %s: a run is going, failed "
                 "or was killed); rerun the job, or read it with require_complete=False" % (

@@ -300,7 +300,7 @@ def _first_record_packed(tf: Any, dataset: Any) -> bool:
     return False
 
 
-def make_dataset(file_pattern: Union[str, Sequence[str]], batch_size: int, mode: str = "nmt",
+def make_dataset(file_pattern: Any, batch_size: int, mode: str = "nmt",
                  num_shards: int = 1, shard_index: int = 0, skip_count: Optional[int] = None,
                  shuffle: bool = True, random_seed: Optional[int] = None,
                  output_buffer_size: Optional[int] = None,
@@ -318,7 +318,7 @@ def make_dataset(file_pattern: Union[str, Sequence[str]], batch_size: int, mode:
     file_pattern: a glob (or a list of globs; files of each are sorted, lists concatenated);
       any path TensorFlow reads, and s3:// through Beam's FileSystems
       (`file_system_options`). `complete_output_files(output_dir)` gives a complete
-      output's shards.
+      output's shards. Or a `pipeline.tools.mixture.Mixture` (language pairs mixed).
     require_complete: datagen shards (`{problem}-{split}-NNNNN-of-NNNNN`) are read only from
       an output with its completion marker and all its shards (IncompleteOutputError).
     batch_size: sentence pairs per batch in mode "nmt"; TOKENS per batch in mode "t2t".
@@ -355,9 +355,11 @@ def make_dataset(file_pattern: Union[str, Sequence[str]], batch_size: int, mode:
         output_buffer_size = batch_size * 1000 if mode == "nmt" else 1024
 
     from transforms.formats.packed_examples import PACKED_FEATURES, PAIR_FEATURES
-    files = _record_files(file_pattern, require_complete)
-    packed_length = _check_mode([path for path, _ in files], mode)
-    dataset = _records_dataset(tf, files)
+    mixture = hasattr(file_pattern, "tf_records")  # a `pipeline.tools.mixture.Mixture`
+    files = [] if mixture else _record_files(file_pattern, require_complete)
+    packed_length = _check_mode(
+        file_pattern.all_files() if mixture else [path for path, _ in files], mode)
+    dataset = file_pattern.tf_records(tf) if mixture else _records_dataset(tf, files)
     keys = PACKED_FEATURES if _first_record_packed(tf, dataset) else PAIR_FEATURES
     if keys is PACKED_FEATURES and mode == "nmt":
         raise ValueError("the records are packed (--packed_length): several pairs a record, "

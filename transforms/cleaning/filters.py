@@ -90,9 +90,16 @@ class PairFilter:
     def accept(self, source: str, target: str) -> bool:
         raise NotImplementedError
 
-    def accept_many(self, pairs: Sequence[Tuple[str, str]]) -> List[bool]:
-        """`accept` of each (source, target) pair; a filter with a batch form overrides it."""
+    def accept_many(self, pairs: Sequence[Tuple[str, str]],
+                    languages: Optional[Tuple[str, str]] = None) -> List[bool]:
+        """`accept` of each (source, target) pair; a filter with a batch form overrides it.
+        `languages`: the (source, target) languages of the pairs' dataset, for a filter that
+        takes them from there (`LangidFilter` without `languages`)."""
         return [self.accept(source, target) for source, target in pairs]
+
+    def needs_languages(self) -> bool:
+        """Whether the filter takes its languages from each dataset's pair."""
+        return False
 
 
 class LengthFilter(PairFilter):

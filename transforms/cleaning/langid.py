@@ -87,7 +87,9 @@ class BatchLabels:
 class LangidFilter(PairFilter):
     """Each side identified as its language (`languages`: one code per side) with a rounded
     confidence above `thresholds` (default 0 per side); `langid_languages` limits the
-    candidate labels."""
+    candidate labels. Without `languages`, each dataset's pair gives them (its corpus's
+    `source_lang`/`target_lang`, or `--source_lang`/`--target_lang`): one filter for a job of
+    many language pairs."""
 
     COSTLY = True
 
@@ -97,17 +99,15 @@ class LangidFilter(PairFilter):
         n = type(self).__name__
         languages, thresholds = params["languages"], params["thresholds"]
         langid_languages = params["langid_languages"]
-        if languages is None:
-            raise CleaningConfigError("%s: languages (one code per side) must be given" % n)
-        if not isinstance(languages, list) or len(languages) != 2 or not all(
-                isinstance(code, str) for code in languages):
+        if languages is not None and (not isinstance(languages, list) or len(languages) != 2
+                                      or not all(isinstance(code, str) for code in languages)):
             raise CleaningConfigError("%s: languages must be a list of two language codes, "
                                       "not %r" % (n, languages))
         thresholds = [0, 0] if thresholds is None else thresholds
         if not isinstance(thresholds, list) or len(thresholds) != 2:
             raise CleaningConfigError("%s: thresholds must be a list of two numbers, not %r"
                                       % (n, thresholds))
-        self.languages = tuple(languages)
+        self.languages = tuple(languages) if languages is not None else None
         self.thresholds = tuple(check_type(n, "thresholds", t, (int, float)) for t in thresholds)
         if langid_languages is not None and not (
                 isinstance(langid_languages, list)
@@ -150,10 +150,23 @@ class LangidFilter(PairFilter):
             known = self._labels[text] = (label, round(float(probability), 2))
         return known[1] if known[0] == language else 0.0
 
-    def accept(self, source: str, target: str) -> bool:
+    def needs_languages(self) -> bool:
+        return self.languages is None
+
+    def _languages(self, languages: Optional[Tuple[str, str]]) -> Tuple[str, str]:
+        chosen = self.languages or languages
+        if not chosen or not all(chosen):
+            raise ValueError("%s: no languages: give languages: [SRC, TGT], or the "
+                             "dataset's (--source_lang/--target_lang, a corpus's)"
+                             % type(self).__name__)
+        return chosen[0], chosen[1]
+
+    def accept(self, source: str, target: str,
+               languages: Optional[Tuple[str, str]] = None) -> bool:
         self.setup()
-        return (self.confidence(source, self.languages[0]) > self.thresholds[0]
-                and self.confidence(target, self.languages[1]) > self.thresholds[1])
+        chosen = self._languages(languages)
+        return (self.confidence(source, chosen[0]) > self.thresholds[0]
+                and self.confidence(target, chosen[1]) > self.thresholds[1])
 
     def _labels_of(self, texts: List[str]) -> List[str]:
         """The labels of `texts` (non-empty), each line classified once per cache fill."""
@@ -168,13 +181,15 @@ class LangidFilter(PairFilter):
             known.update(zip(new, self._batch.labels(new)))
         return [known[text] for text in texts]
 
-    def accept_many(self, pairs: Sequence[Tuple[str, str]]) -> List[bool]:
+    def accept_many(self, pairs: Sequence[Tuple[str, str]],
+                    languages: Optional[Tuple[str, str]] = None) -> List[bool]:
         """`accept` of each pair, the lines classified in batches: the source sides first,
         then the target sides of the pairs whose source passed."""
         self.setup()
+        chosen = self._languages(languages)
         verdicts = [True] * len(pairs)
         for side in (0, 1):
-            language, threshold = self.languages[side], self.thresholds[side]
+            language, threshold = chosen[side], self.thresholds[side]
             rows = [i for i, ok in enumerate(verdicts) if ok and pairs[i][side]]
             for i in (i for i, ok in enumerate(verdicts) if ok and not pairs[i][side]):
                 verdicts[i] = 1.0 > threshold  # an empty side's confidence

@@ -17,9 +17,7 @@ drop the last id first. It is derived from the two files and never read back.
 """
 
 import json
-
-
-from typing import Any, Dict, List, Mapping, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from transforms.codecs.byte_bpe import ENDOFTEXT, ByteBPE
 from transforms.codecs.varints import encode_varints
@@ -72,6 +70,9 @@ class ByteBpeVocabulary(Vocabulary):
 
     def eos_ids(self) -> List[int]:
         return list(self._eos_ids)
+
+    def token_id(self, token: str) -> Optional[int]:
+        return self.bpe.token_to_id(token)
 
 
 def hf_tokenizer_json(bpe: ByteBPE, eos_token: str) -> str:

@@ -12,7 +12,7 @@ Ids are the model's own: `SentencePieceProcessor.encode(line)`, then the model's
 ends every example (`sentencepiece_model` says which ids the specials get and why).
 """
 
-from typing import Any, List, Mapping, Sequence
+from typing import Any, List, Mapping, Optional, Sequence
 
 from transforms.codecs.sentencepiece_model import SpmModel
 from transforms.codecs.varints import encode_varints
@@ -71,6 +71,11 @@ class SentencePieceVocabulary(Vocabulary):
 
     def eos_ids(self) -> List[int]:
         return [self.model.eos_id()]
+
+    def token_id(self, token: str) -> Optional[int]:
+        processor = self.model.processor
+        piece = processor.piece_to_id(token)
+        return piece if processor.id_to_piece(piece) == token else None
 
     def special_ids(self):
         """{"unk_id", "bos_id", "eos_id", "pad_id"} of the model (-1: none)."""

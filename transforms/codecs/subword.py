@@ -13,7 +13,7 @@ import functools
 import re
 from collections.abc import Callable, Container, Iterable, Sequence, Set
 from itertools import chain
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Optional, TypeVar
 
 from transforms.codecs import tokenizer
 from transforms.codecs.varints import varint
@@ -193,6 +193,10 @@ class SubwordEncoder:
 
     def to_text(self) -> str:
         return vocab_file_text(self.subtoken_strings)
+
+    def subtoken_id(self, subtoken: str) -> Optional[int]:
+        """The id of one subtoken string of the vocabulary, or None."""
+        return self._ids.get(subtoken)
 
     def token_to_ids(self, token: str) -> list[int]:
         """Ids of one token (a string as `tokenizer.encode` yields it)."""

@@ -6,9 +6,10 @@ EOS_ID (1). Encoding is `subword.SubwordEncoder`'s; the encode pass's copy
 many lines in one compiled call (numba: imported only where a run encodes).
 """
 
-from typing import Any, List, Mapping, Sequence
+from typing import Any, List, Mapping, Optional, Sequence
 
-from transforms.codecs.subword import EOS_ID, SubwordEncoder, vocab_file_text
+from transforms.codecs.subword import (EOS_ID, SubwordEncoder, escape_token_all_known,
+                                       vocab_file_text)
 from transforms.codecs.varints import count_varints
 from transforms.codecs.vocabulary import SINGLE_FILE, EncodedLine, VocabFiles, Vocabulary
 
@@ -48,6 +49,10 @@ class SubwordVocabulary(Vocabulary):
 
     def eos_ids(self) -> List[int]:
         return [EOS_ID]
+
+    def token_id(self, token: str) -> Optional[int]:
+        # a reserved token is stored escaped, as T2T stores `<pad>` and `<EOS>`
+        return self.encoder.subtoken_id(escape_token_all_known(token))
 
     def encode_varints_many(self, texts: Sequence[str]) -> List[EncodedLine]:
         # each token's varints cached by the encoder; a batch encoder segments the new ones

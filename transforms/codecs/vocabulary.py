@@ -86,6 +86,12 @@ class Vocabulary(abc.ABC):
     def eos_ids(self) -> List[int]:
         """The ids appended to every example (none for a kind whose reader adds its own)."""
 
+    def token_id(self, token: str) -> Optional[int]:
+        """The id of `token` when it is one entry of the vocabulary (a reserved token such as
+        a language tag `<2de>`, which is never split and never comes out of `encode`), else
+        None."""
+        return None
+
     def encode_with_oov(self, text: str) -> Tuple[List[int], int]:
         """(`encode`'s ids, number of out-of-vocabulary words: 0 unless a kind has them)."""
         return self.encode(text), 0

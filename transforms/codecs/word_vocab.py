@@ -51,7 +51,7 @@ so the result does not depend on the order of the counts. Specials in the counts
 vocabulary.
 """
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 UNK, SOS, EOS = "<unk>", "<s>", "</s>"
 UNK_ID, SOS_ID, EOS_ID = 0, 1, 2
@@ -132,22 +132,25 @@ class WordVocab:
             raise ValueError("%s: %s" % (path, e)) from None
 
     @classmethod
-    def from_counts(cls, counts: Mapping[str, int], vocab_size: int) -> "WordVocab":
-        """Specials, then the `vocab_size - 3` most frequent words of `counts` ({word: count}),
-        ties broken by ascending word (code-point order). Specials in `counts` are ignored."""
-        if vocab_size < len(SPECIALS):
-            raise ValueError("vocab_size must be at least %d (the specials), got %d"
-                             % (len(SPECIALS), vocab_size))
+    def from_counts(cls, counts: Mapping[str, int], vocab_size: int,
+                    reserved: Sequence[str] = ()) -> "WordVocab":
+        """Specials, then `reserved` words (language tags), then the most frequent words of
+        `counts` ({word: count}) up to `vocab_size`, ties broken by ascending word
+        (code-point order). Specials and reserved words in `counts` are ignored."""
+        fixed = list(SPECIALS) + [w for w in dict.fromkeys(reserved) if w not in SPECIALS]
+        if vocab_size < len(fixed):
+            raise ValueError("vocab_size must be at least %d (the specials and reserved "
+                             "words), got %d" % (len(fixed), vocab_size))
         ranked = []
         for word, count in counts.items():
-            if word in SPECIALS:
+            if word in fixed:
                 continue
             _check_word(word, "counts")
             if word == "":
                 raise ValueError("counts: the empty string is not a word")
             ranked.append((-count, word))
         ranked.sort()
-        words = list(SPECIALS) + [word for _, word in ranked[:vocab_size - len(SPECIALS)]]
+        words = fixed + [word for _, word in ranked[:vocab_size - len(fixed)]]
         return cls(words)
 
     # -- properties -----------------------------------------------------------------------------

@@ -48,5 +48,8 @@ class WordVocabulary(Vocabulary):
     def decode(self, ids: Sequence[int]) -> str:
         return self.words.decode(ids)
 
+    def token_id(self, token: str) -> Optional[int]:
+        return self.words.id_of(token) if token in self.words else None
+
     def eos_ids(self) -> List[int]:
         return []  # tensorflow/nmt's reader adds </s> itself

@@ -72,12 +72,16 @@ class Int64FeaturesWriter:
     def __init__(self) -> None:
         self._cls = example_class()
 
-    def serialize(self, features: Mapping[str, Sequence[int]]) -> bytes:
-        """features: {name: sequence of ints} -> bytes of the Example."""
+    def serialize(self, features: Mapping[str, Any]) -> bytes:
+        """features: {name: sequence of ints, or bytes (a one-value bytes_list)} -> bytes of
+        the Example."""
         example = self._cls()
         feature_map = example.features.feature
         for name, values in features.items():
-            feature_map[name].int64_list.value.extend(values)
+            if isinstance(values, bytes):
+                feature_map[name].bytes_list.value.append(values)
+            else:
+                feature_map[name].int64_list.value.extend(values)
         return example.SerializeToString(deterministic=True)
 
     def parse(self, data: bytes) -> Dict[str, List[int]]:
@@ -86,8 +90,22 @@ class Int64FeaturesWriter:
         return {name: list(f.int64_list.value) for name, f in example.features.feature.items()
                 if f.WhichOneof("kind") == "int64_list"}
 
+    def parse_all(self, data: bytes) -> Dict[str, Any]:
+        """bytes of an Example -> {name: [ints]} of its int64 features and {name: bytes} of
+        its bytes features (the first value: a record's `lang_pair`)."""
+        example = self._cls.FromString(data)
+        out: Dict[str, Any] = {}
+        for name, f in example.features.feature.items():
+            kind = f.WhichOneof("kind")
+            if kind == "int64_list":
+                out[name] = list(f.int64_list.value)
+            elif kind == "bytes_list" and f.bytes_list.value:
+                out[name] = f.bytes_list.value[0]
+        return out
+
 
 _SMALL = tuple(varint(n) for n in range(1 << 14))  # the one- and two-byte varints
+PAIR_FEATURE = "lang_pair"  # a bytes feature: the record's language pair, with several corpora
 
 
 def _varint(n: int) -> bytes:
@@ -118,6 +136,11 @@ class PairExampleWriter:
         for values in ([1], [300, 0, 1 << 40], list(range(200))):
             if self.entry_from_varints(0, encode_varints(values)) != self.entry(0, values):
                 raise RuntimeError("unexpected map entry layout from the protobuf runtime")
+        middle = self.bytes_entry(PAIR_FEATURE, b"en-de")  # with several language pairs
+        if first_name < PAIR_FEATURE < second_name and self._writer.serialize(
+                {first_name: [1, 2], PAIR_FEATURE: b"en-de", second_name: [3]}) != self.join(
+                    a, b, middle):
+            raise RuntimeError("unexpected Example layout from the protobuf runtime")
 
     def entry(self, side: int, values: Sequence[int]) -> bytes:
         """The serialized map entry of feature `side` (0 or 1) with int64 `values`."""
@@ -129,15 +152,22 @@ class PairExampleWriter:
         against `entry` at construction."""
         return _entry(self._keys[side], packed)
 
-    @staticmethod
-    def _joined(first: bytes, second: bytes) -> bytes:
-        return b"\x0a" + _varint(len(first) + len(second)) + first + second
+    def bytes_entry(self, name: str, value: bytes) -> bytes:
+        """The serialized map entry of a bytes feature `name` holding `value` (a record's
+        language pair)."""
+        return _strip_header(self._writer.serialize({name: value}))
 
-    def join(self, first_entry: bytes, second_entry: bytes) -> bytes:
-        """Example bytes with both features: `entry(0, ...)` and `entry(1, ...)`."""
+    @staticmethod
+    def _joined(first: bytes, second: bytes, middle: bytes = b"") -> bytes:
+        return b"\x0a" + _varint(len(first) + len(middle) + len(second)) + first + middle + second
+
+    def join(self, first_entry: bytes, second_entry: bytes, middle: bytes = b"") -> bytes:
+        """Example bytes with both features: `entry(0, ...)` and `entry(1, ...)`, and a
+        `middle` entry whose name sorts between theirs (`bytes_entry` of `lang_pair`), as
+        the protobuf runtime orders a map deterministically (checked at construction)."""
         if self._swap:
-            return self._joined(second_entry, first_entry)
-        return self._joined(first_entry, second_entry)
+            return self._joined(second_entry, first_entry, middle)
+        return self._joined(first_entry, second_entry, middle)
 
 
 def _key_field(name: str) -> bytes:
@@ -162,24 +192,52 @@ class VarintExampleWriter:
     serialization sorts map keys (upb puts `inputs_position` before `inputs`), taken from
     the runtime and checked at construction. For packed records
     (`transforms.formats.packed_examples`), whose six features are joined from the pairs'
-    varints."""
+    varints; `text_names`: one-value bytes features a record may carry (`lang_pair`), in
+    their place among the others."""
 
-    def __init__(self, names: Sequence[str]) -> None:
-        reference = Int64FeaturesWriter()
-        order = int64_varints(reference.serialize({name: [1] for name in names}))
-        if order is None or sorted(order) != sorted(names):
+    def __init__(self, names: Sequence[str], text_names: Sequence[str] = ()) -> None:
+        self._reference = reference = Int64FeaturesWriter()
+        texts: Dict[str, bytes] = {}
+        order = int64_varints(reference.serialize(
+            dict({name: [1] for name in names}, **{name: b"x" for name in text_names})), texts)
+        if order is None or sorted(order) != sorted(names) or sorted(texts) != sorted(
+                text_names):
             raise RuntimeError("unexpected Example layout from the protobuf runtime")
-        self.names = tuple(order)
+        self.names = tuple(_entry_order(reference.serialize(
+            dict({name: [1] for name in names}, **{name: b"x" for name in text_names}))))
+        self._text_names = frozenset(text_names)
         self._keys = tuple(_key_field(name) for name in self.names)
+        self._int_keys = tuple((key, name) for key, name in zip(self._keys, self.names)
+                               if name not in self._text_names)
+        self._text_entries: Dict[Tuple[str, bytes], bytes] = {}
         for values in ([1], [300, 0, 1 << 40], list(range(200)), []):
             sample = {name: values[i:] + values[:i] for i, name in enumerate(names)}
+            with_texts: Dict[str, Any] = dict(sample, **{name: b"en-de" for name in text_names})
             if self.serialize({name: encode_varints(v) for name, v in sample.items()}) != \
-                    reference.serialize(sample):
+                    reference.serialize(sample) or (text_names and self.serialize(
+                        {name: encode_varints(v) for name, v in sample.items()},
+                        {name: b"en-de" for name in text_names}) != reference.serialize(
+                            with_texts)):
                 raise RuntimeError("unexpected Example layout from the protobuf runtime")
 
-    def serialize(self, packed: Mapping[str, bytes]) -> bytes:
-        """{name: concatenated varints} -> bytes of the Example."""
-        inner = b"".join(_entry(key, packed[name]) for key, name in zip(self._keys, self.names))
+    def _text_entry(self, name: str, value: bytes) -> bytes:
+        known = self._text_entries.get((name, value))
+        if known is None:
+            known = self._text_entries[(name, value)] = _strip_header(
+                self._reference.serialize({name: value}))
+        return known
+
+    def serialize(self, packed: Mapping[str, bytes],
+                  texts: Optional[Mapping[str, bytes]] = None) -> bytes:
+        """{name: concatenated varints} (and `texts` {text name: value}, those it has) ->
+        bytes of the Example."""
+        if not texts:
+            inner = b"".join(_entry(key, packed[name]) for key, name in self._int_keys)
+        else:
+            inner = b"".join(
+                (self._text_entry(name, texts[name]) if name in texts else b"")
+                if name in self._text_names else _entry(key, packed[name])
+                for key, name in zip(self._keys, self.names))
         return b"\x0a" + _varint(len(inner)) + inner
 
 
@@ -206,10 +264,25 @@ def _length_after(data: bytes, tag: int, pos: int) -> Tuple[int, int]:
     return _read_varint(data, pos + 1)
 
 
-def int64_varints(data: bytes) -> Optional[Dict[str, bytes]]:
+def _entry_order(data: bytes) -> List[str]:
+    """The feature names of a serialized Example's map entries, in their order."""
+    size, pos = _length_after(data, 0x0A, 0)
+    names = []
+    while pos < len(data):
+        size, pos = _length_after(data, 0x0A, pos)
+        entry_end = pos + size
+        size, pos = _length_after(data, 0x0A, pos)
+        names.append(data[pos:pos + size].decode())
+        pos = entry_end
+    return names
+
+
+def int64_varints(data: bytes, texts: Optional[Dict[str, bytes]] = None
+                  ) -> Optional[Dict[str, bytes]]:
     """{name: its values' concatenated varints} of a serialized Example whose features are
     packed int64 lists in the layout this module writes, read off the wire without a
-    message object; None for any other layout (parse that one with `Int64FeaturesWriter`)."""
+    message object; None for any other layout (parse that one with `Int64FeaturesWriter`).
+    With `texts`, a one-value bytes feature (a record's `lang_pair`) goes there instead."""
     try:
         size, pos = _length_after(data, 0x0A, 0)  # features
         end = pos + size
@@ -220,6 +293,14 @@ def int64_varints(data: bytes) -> Optional[Dict[str, bytes]]:
             size, pos = _length_after(data, 0x0A, pos)  # its key
             name = data[pos:pos + size].decode()
             _, pos = _length_after(data, 0x12, pos + size)  # its value, a Feature
+            if texts is not None and data[pos] == 0x0A:  # bytes_list: one value
+                size, pos = _length_after(data, 0x0A, pos)
+                size, pos = _length_after(data, 0x0A, pos)
+                texts[name] = bytes(data[pos:pos + size])
+                pos += size
+                if pos != entry_end:
+                    return None
+                continue
             size, pos = _length_after(data, 0x1A, pos)  # int64_list
             packed = b""
             if size:

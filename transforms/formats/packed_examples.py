@@ -29,12 +29,14 @@ Pure Python: no Beam, no TensorFlow. The shard writer (`transforms.shuffled_shar
 each shard's records in shard order, which is this job's shuffled order.
 """
 
-from typing import Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, TypeVar
+from operator import itemgetter
+from typing import (Callable, Dict, Hashable, Iterable, Iterator, List, Mapping, Optional,
+                    Sequence, Tuple, TypeVar)
 
 from transforms.codecs.varints import count_varints, encode_varints, varint
 from transforms.elements import JsonValue, PackingReport
-from transforms.formats.example_proto import (Int64FeaturesWriter, VarintExampleWriter,
-                                              int64_varints)
+from transforms.formats.example_proto import (PAIR_FEATURE, Int64FeaturesWriter,
+                                              VarintExampleWriter, int64_varints)
 
 SPACING = 0     # Text2TextProblem.packed_spacing, as every translate problem passes it
 QUEUE_SIZE = 10  # pack_examples' default queue_size, which Text2TextProblem keeps
@@ -48,14 +50,25 @@ T = TypeVar("T")
 
 
 def pack_groups(pairs: Iterable[Tuple[int, int, T]], packed_length: int,
-                spacing: int = SPACING, queue_size: int = QUEUE_SIZE) -> Iterator[List[T]]:
+                spacing: int = SPACING, queue_size: int = QUEUE_SIZE,
+                key: Optional[Callable[[T], Hashable]] = None) -> Iterator[List[T]]:
     """The items of each packed record, in T2T's order, from (inputs length, targets
     length, item) of each pair (`generator_utils.pack_examples(..., has_inputs=True)`'s
-    choice; see the module docstring): only the lengths decide."""
+    choice; see the module docstring): only the lengths decide.
+
+    `key` (None: one queue, T2T's): a queue of its own per `key(item)`, so that a record
+    holds the pairs of one key only (a language pair: `pack_records`); each queue packs its
+    pairs as T2T's one queue would, and at the end the open records of every queue are
+    written in the order they were opened."""
     if packed_length < 1 or spacing < 0 or queue_size < 1:
         raise ValueError("packed_length and queue_size must be positive, spacing not negative")
-    queue: List[List] = []  # open records: [inputs length, targets length, [items]]
+    # open records per key: [inputs length, targets length, [items], when opened]
+    queues: Dict[Hashable, List[List]] = {}
+    queue = queues[None] = []
+    opened = 0
     for a, b, item in pairs:
+        if key is not None:
+            queue = queues.setdefault(key(item), [])
         for record in queue:
             if (record[0] + spacing + a <= packed_length
                     and record[1] + spacing + b <= packed_length):
@@ -66,8 +79,9 @@ def pack_groups(pairs: Iterable[Tuple[int, int, T]], packed_length: int,
         else:
             if len(queue) == queue_size:
                 yield queue.pop(0)[2]
-            queue.append([a, b, [item]])
-    for record in queue:
+            queue.append([a, b, [item], opened])
+            opened += 1
+    for record in sorted((r for queue in queues.values() for r in queue), key=lambda r: r[3]):
         yield record[2]
 
 
@@ -142,7 +156,8 @@ class PackingTally:
                 "pairs_per_record": sorted(self.pairs_per_record.items())}
 
 
-_PairVarints = Tuple[bytes, bytes, int, int]  # a pair's sides as varints, and their id counts
+# a pair's sides as varints, their id counts, and its `lang_pair` (b"": none)
+_PairVarints = Tuple[bytes, bytes, int, int, bytes]
 
 
 class _PackedRecordWriter:
@@ -150,21 +165,27 @@ class _PackedRecordWriter:
     pairs' varints joined, its segmentation and position built of varints too."""
 
     def __init__(self, spacing: int = SPACING) -> None:
-        self._writer = VarintExampleWriter(PACKED_FEATURES)
+        self._writer = VarintExampleWriter(PACKED_FEATURES, (PAIR_FEATURE,))
         self._examples = Int64FeaturesWriter()
         self._spacing = spacing
         self._padding = b"\x00" * spacing
         self._positions: Dict[int, bytes] = {}  # n -> the varints of 0 .. n - 1
+        self._texts: Dict[str, bytes] = {}  # a record's bytes features, as read
 
     def sides(self, record: bytes) -> _PairVarints:
-        """A pair record's sides as concatenated varints, and their id counts."""
-        features = int64_varints(record)
+        """A pair record's sides as concatenated varints, their id counts and its
+        `lang_pair` (b"" without one)."""
+        texts = self._texts
+        texts.clear()
+        features = int64_varints(record, texts)
         if features is None:  # not this project's layout: through the protobuf runtime
-            parsed = self._examples.parse(record)
+            parsed = self._examples.parse_all(record)
             inputs, targets = (encode_varints(parsed.get(name, [])) for name in PAIR_FEATURES)
+            pair = parsed.get(PAIR_FEATURE, b"")
         else:
             inputs, targets = features.get("inputs", b""), features.get("targets", b"")
-        return inputs, targets, count_varints(inputs), count_varints(targets)
+            pair = texts.get(PAIR_FEATURE, b"")
+        return inputs, targets, count_varints(inputs), count_varints(targets), pair
 
     def _position(self, n: int) -> bytes:
         known = self._positions.get(n)
@@ -174,7 +195,8 @@ class _PackedRecordWriter:
 
     def write(self, group: List[_PairVarints], tally: PackingTally, packed_length: int
               ) -> bytes:
-        """The record of `group`'s pairs, counted into `tally`."""
+        """The record of `group`'s pairs (of one language pair, whose `lang_pair` it
+        carries), counted into `tally`."""
         packed: Dict[str, bytes] = {}
         lengths, ids = [], []
         join = self._padding.join
@@ -189,15 +211,21 @@ class _PackedRecordWriter:
             ids.append(sum(counts))
             lengths.append(ids[-1] + self._spacing * (len(counts) - 1))
         tally.add(lengths, ids, len(group), packed_length)
-        return self._writer.serialize(packed)
+        pair = group[0][4]
+        return self._writer.serialize(packed, {PAIR_FEATURE: pair} if pair else None)
 
 
 def pack_records(records: Iterable[bytes], packed_length: int, tally: PackingTally
                  ) -> Iterator[bytes]:
     """The packed records (serialized Examples) of `records` (serialized Examples of one
     pair each, in shard order), counted into `tally`; streamed, holding at most
-    `QUEUE_SIZE` open records. The bytes equal `pack_pairs`' features serialized by
-    `Int64FeaturesWriter` (the tests hold them equal)."""
+    `QUEUE_SIZE` open records (per language pair). The bytes equal `pack_pairs`' features
+    serialized by `Int64FeaturesWriter` (the tests hold them equal).
+
+    Records of several language pairs (a `lang_pair` feature: a --mix_shards shard) are
+    packed per pair, a queue each (`pack_groups`' `key`): T2T's packing has no place for a
+    feature of the pair, and a record of one pair keeps its `lang_pair`, and its target
+    language tag in every segment the same. A shard of one pair packs as T2T packs it."""
     writer = _PackedRecordWriter()
 
     def items() -> Iterator[Tuple[int, int, _PairVarints]]:
@@ -205,7 +233,7 @@ def pack_records(records: Iterable[bytes], packed_length: int, tally: PackingTal
             pair = writer.sides(bytes(record))
             yield pair[2], pair[3], pair
 
-    for group in pack_groups(items(), packed_length):
+    for group in pack_groups(items(), packed_length, key=itemgetter(4)):
         yield writer.write(group, tally, packed_length)
 
 

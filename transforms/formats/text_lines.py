@@ -352,3 +352,44 @@ def plan_counted_sample_parts(raw_lines: Iterable[bytes], file_size: int, byte_b
     stops = [s[2] for s in starts[1:]] + [len(times)]
     return [((start, end, before), times[index:stop])
             for (start, before, index), end, stop in zip(starts, ends, stops)]
+
+
+def mixture_lines(raw_lines: Iterable[bytes], lines: int, take: int, path: str = "<stream>",
+                  on_invalid: str = "error", number: int = 0, offset: int = 0,
+                  end: Optional[int] = None) -> Iterator[str]:
+    """The lines a file of `lines` lines gives a mixed sample of `take` lines
+    (`transforms.mixing.take_count`: evenly spread, each decoded, stripped line as often as
+    it is taken). `raw_lines` are the file's lines from byte `offset` on, `number` lines in;
+    lines starting at or after byte `end` are not read (a part of `plan_line_parts`). A line
+    that is not UTF-8 with `on_invalid="reject"` gives nothing."""
+    for raw in raw_lines:
+        if end is not None and offset >= end:
+            return
+        index = number
+        number += 1
+        offset += len(raw) + 1
+        times = ((index + 1) * take) // lines - (index * take) // lines if lines > 0 else 0
+        if not times:
+            continue
+        line = decode_line(raw, path, number, on_invalid)
+        if line is None:
+            continue
+        line = line.strip()
+        for _ in range(times):
+            yield line
+
+
+def plan_line_parts(raw_lines: Iterable[bytes], part_bytes: int) -> List[Part]:
+    """A file cut at line starts into parts of about `part_bytes`, as
+    [(start byte, end byte, lines before start)], for `mixture_lines` to read in parallel."""
+    parts: List[Part] = []
+    start, start_line, offset, number = 0, 0, 0, 0
+    for raw in raw_lines:
+        if offset - start >= part_bytes:
+            parts.append((start, offset, start_line))
+            start, start_line = offset, number
+        offset += len(raw) + 1
+        number += 1
+    if offset > start:
+        parts.append((start, offset, start_line))
+    return parts

@@ -119,3 +119,19 @@ def test_datasets_without_drops_are_handed_on_as_they_were(tmp_path):
     write(out.work("cleaning.json"), json.dumps({"cleaned": []}))
     cleaned, summary = step.run(pass_runner(), ready)
     assert cleaned == ready and summary["dropped"] == {}
+
+
+def test_langid_without_languages_takes_each_pairs_or_the_flags(tmp_path):
+    from pipeline.driver.datasets import plan_datasets
+    langid = write(tmp_path / "f.yaml", "filters:\n  - LangidFilter: {thresholds: [0, 0]}\n")
+    cfg = config(tmp_path, "--filters", langid)
+    step = cleaning_step(cfg, layout(cfg))
+    step.load()
+    with pytest.raises(DatagenError, match="LangidFilter has no languages"):
+        step.check_languages({"train": plan_datasets(cfg, "train")}, False)
+    cfg = config(tmp_path, "--filters", langid, "--source_lang", "en", "--target_lang", "de")
+    step = cleaning_step(cfg, layout(cfg))
+    step.load()
+    step.check_languages({"train": plan_datasets(cfg, "train")}, False)
+    assert step.config.filters == (("LangidFilter", {"thresholds": [0, 0],
+                                                     "languages": ["en", "de"]}),)

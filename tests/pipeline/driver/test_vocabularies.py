@@ -215,3 +215,50 @@ def test_each_vocabulary_samples_its_sides_prepared_files(tmp_path):
         "shared": [("m.src", 105, "m.src.rejected"), ("m.tgt", 100)]}
     assert step.sample_files({"shared": train}, None) == {
         "shared": [(train[0].source, None), (train[0].target, None)]}  # sized by the scan
+
+
+# -- language tags ---------------------------------------------------------------------------
+
+def _two_pairs(tmp_path, *flags):
+    """A VocabStep and datasets of a corpora file of en-de and en-fr (3 lines each)."""
+    for lang in ("en", "de", "fr"):
+        write(tmp_path / ("t." + lang), "a\nb\nc\n")
+    path = tmp_path / "c.yaml"
+    path.write_text("corpora:\n" + "".join(
+        "  - {name: %s, source_lang: en, target_lang: %s, train: {source: t.en, target: t.%s}}\n"
+        % (name, lang, lang) for name, lang in (("x", "de"), ("y", "fr"))))
+    cfg = config(tmp_path, "--corpora", str(path), *flags)
+    step = vocab_step(cfg, layout(cfg), pass_runner())
+    return step, {"train": plan_datasets(cfg, "train")}
+
+
+def test_several_target_languages_get_tags_by_default_and_one_shared_vocabulary(tmp_path):
+    step, planned = _two_pairs(tmp_path)
+    assert list(step.plan(planned)) == ["shared"]
+    assert step.tags == {"de": "<2de>", "fr": "<2fr>"} and step.reserved == ("<2de>", "<2fr>")
+    assert [(ds.pair, ds.target_lang) for ds in planned["train"]] == [("en-de", "de"),
+                                                                      ("en-fr", "fr")]
+    step, planned = _two_pairs(tmp_path, "--lang_tags", "none")
+    step.plan(planned)
+    assert step.tags == {}
+
+
+def test_one_corpus_has_no_tags_unless_asked_then_its_target_languages(tmp_path):
+    step, planned, _ = setup(tmp_path)
+    step.plan(planned)
+    assert step.tags == {}
+    step, planned, _ = setup(tmp_path, "--lang_tags", "target")
+    assert "needs --shared_vocab" in error_of(step.plan, planned)
+    step, planned, _ = setup(tmp_path, "--lang_tags", "target", "--shared_vocab")
+    step.plan(planned)
+    assert step.tags == {"de": "<2de>"}  # the target file's extension
+
+
+def test_a_given_vocabulary_must_hold_every_tag(tmp_path):
+    write(tmp_path / "words", WORDS + "<2de>\n")
+    step, planned = _two_pairs(tmp_path, "--vocab_type", "word", "--word_vocab",
+                               str(tmp_path / "words"))
+    plan = step.plan(planned)
+    assert "has no <2fr>" in error_of(step.check_given_tags, plan)
+    write(tmp_path / "words", WORDS + "<2de>\n<2fr>\n")
+    step.check_given_tags(plan)

@@ -19,7 +19,6 @@ from transforms.cleaning.langid import LangidFilter
     ("filters: [{LengthFilter: {unit: words}}]", "unit must be one of word, char, character"),
     ("filters: [{LengthFilter: {max_length: [1, 2, 3]}}]", "one value or a list of two"),
     ("filters: [{LongWordFilter: {threshold: many}}]", "threshold must be int or float"),
-    ("filters: [{LangidFilter: {}}]", "languages (one code per side) must be given"),
     ("filters: [{LanguageIDFilter: {languages: [en, zh], id_method: cld2}}]", "only id_method"),
     ("filters: [{LangidFilter: {languages: [en, zh], langid_languages: [xx]}}]", "xx"),
     ("filters: [{CharacterScoreFilter: {scripts: [Latin, Klingon]}}]", "scripts:"),

@@ -98,3 +98,26 @@ def test_varint_examples_are_tensorflows_and_read_back_off_the_wire(values):
     floats = tf.train.Example(features=tf.train.Features(feature={
         "x": tf.train.Feature(float_list=tf.train.FloatList(value=[1.0]))}))
     assert int64_varints(floats.SerializeToString()) is None
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.lists(st.integers(min_value=0, max_value=2 ** 63 - 1), max_size=50),
+                min_size=6, max_size=6),
+       st.one_of(st.none(), st.sampled_from([b"en-de", b"en-vi", b"x" * 200])))
+def test_varint_examples_carry_a_lang_pair_in_the_runtimes_place(values, pair):
+    """With a `lang_pair` (a packed record of several language pairs' output) the writer
+    still gives TensorFlow's bytes, and `int64_varints` hands the pair back apart."""
+    from transforms.codecs.varints import encode_varints
+    from transforms.formats.example_proto import (PAIR_FEATURE, VarintExampleWriter,
+                                                  int64_varints)
+    features = dict(zip(NAMES, values))
+    varints = {name: encode_varints(v) for name, v in features.items()}
+    writer = VarintExampleWriter(NAMES, (PAIR_FEATURE,))
+    texts = {PAIR_FEATURE: pair} if pair else None
+    data = writer.serialize(varints, texts)
+    want = dict(features, **({PAIR_FEATURE: pair} if pair else {}))
+    assert data == Int64FeaturesWriter().serialize(want)
+    read: dict = {}
+    assert int64_varints(data, read) == varints
+    assert read == (texts or {})
+    assert (int64_varints(data) is None) == bool(pair)  # without `texts`: not its layout

@@ -91,3 +91,44 @@ def test_pack_records_writes_the_features_sorted_and_counts_what_it_did():
 def test_bad_settings_are_refused():
     with pytest.raises(ValueError):
         list(pack_pairs([([1], [1])], 0))
+
+
+lang_pairs = st.sampled_from([b"en-de", b"en-vi", b"en-zh"])
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(lang_pairs, ids, ids), max_size=60), st.integers(1, 30))
+def test_records_of_several_language_pairs_pack_per_pair_as_t2t(tagged, packed_length):
+    """Records that carry a `lang_pair` (a --mix_shards shard) pack per language pair: each
+    packed record holds one pair's records and carries its `lang_pair`, and each pair's
+    records, in order, are T2T's `pack_examples` of that pair's records in shard order; the
+    open records of all pairs end the shard in the order they were opened. A shard of one
+    pair packs exactly as without the feature."""
+    examples = Int64FeaturesWriter()
+    records = [examples.serialize({"inputs": a, "targets": b, "lang_pair": pair})
+               for pair, a, b in tagged]
+    tally = PackingTally()
+    packed = [examples.parse_all(r) for r in pack_records(records, packed_length, tally)]
+    assert tally.pairs == len(tagged) and tally.records == len(packed)
+    for pair in {p for p, _, _ in tagged}:
+        own = [(a, b) for p, a, b in tagged if p == pair]
+        got = [{k: v for k, v in r.items() if k != "lang_pair"}
+               for r in packed if r["lang_pair"] == pair]
+        assert got == _t2t(own, packed_length)
+    assert all("lang_pair" in r for r in packed)
+    one = [examples.serialize({"inputs": a, "targets": b, "lang_pair": b"en-de"})
+           for _, a, b in tagged]
+    assert list(pack_records(one, packed_length, PackingTally())) == [
+        examples.serialize(dict(f, lang_pair=b"en-de"))
+        for f, _ in pack_pairs([(a, b) for _, a, b in tagged], packed_length)]
+
+
+def test_open_records_of_several_pairs_end_the_shard_oldest_first():
+    from transforms.formats.packed_examples import pack_groups
+    items = [(3, 3, ("de", 0)), (3, 3, ("vi", 1)), (3, 3, ("de", 2)), (3, 3, ("vi", 3))]
+    assert list(pack_groups(items, 4, key=lambda item: item[0])) == [
+        [("de", 0)], [("vi", 1)], [("de", 2)], [("vi", 3)]]
+    assert list(pack_groups(items, 6, key=lambda item: item[0])) == [
+        [("de", 0), ("de", 2)], [("vi", 1), ("vi", 3)]]
+    assert list(pack_groups(items, 6)) == [
+        [("de", 0), ("vi", 1)], [("de", 2), ("vi", 3)]]

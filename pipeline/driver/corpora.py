@@ -1,0 +1,238 @@
+"""The corpora file (`--corpora FILE`): many named corpora, each a language pair, in one job.
+
+In the spirit of OpenNMT-py's `data:` section and OpusFilter's configurations::
+
+    corpora:
+      - name: en-de
+        source_lang: en
+        target_lang: de
+        train: {source: en-de/train.en, target: en-de/train.de}
+        dev: {source: en-de/dev.en, target: en-de/dev.de}
+      - name: en-ko
+        source_lang: en
+        target_lang: ko
+        train: {tsv: en-ko/train.tsv}
+        weight: 2.0
+
+An input (`train`, `dev`) takes the keys of the input flags of its split: `source` and
+`target` (line-aligned, SGM or IWSLT files; `format` as `--train_format`), `tsv` (with the
+entry's `source_column`/`target_column`, else the flags'), `tmx` (sides chosen by the entry's
+languages); each a pattern, a comma-separated list or a YAML list, archives (`a.tgz!dir/x`)
+and buckets as the flags take them. A relative path is relative to the corpora file's
+directory. `weight` (default 1) multiplies the entry's share of the vocabulary sample and its
+mixing rate (`transforms.mixing`).
+
+Every malformed entry is named, with the file and the key, in one error (exit 2) before
+anything runs. The single-pair flags are the same as a corpora file of one entry
+(`transforms.config.CorpusConfig`, built by `DatagenConfig.from_flags`).
+"""
+
+import argparse
+import math
+import os
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from pipeline.output.names import check_name
+from pipeline.runtime.runners import DatagenError
+from transforms.config import CorpusConfig, InputConfig
+from transforms.formats.corpus_formats import split_archive_path
+from transforms.storage import file_io
+
+ENTRY_KEYS = ("name", "source_lang", "target_lang", "train", "dev", "weight", "source_column",
+              "target_column")
+INPUT_KEYS = ("source", "target", "format", "tsv", "tmx")
+FORMATS = ("auto", "lines", "sgm", "iwslt")
+
+
+class _Problems:
+    """The problems found in a corpora file, each naming where (`corpora[2] (en-ko): train`)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.found: List[str] = []
+
+    def add(self, where: str, message: str) -> None:
+        self.found.append("%s: %s" % (where, message) if where else message)
+
+    def raise_any(self) -> None:
+        if self.found:
+            raise DatagenError("--corpora %s: %s" % (self.path, "; ".join(self.found)))
+
+
+def _resolve(base: str, pattern: str) -> str:
+    """`pattern` with a relative path made relative to `base` (the file's directory); an
+    archive member's path (after `!`) stays as it is."""
+    pattern = pattern.strip()
+    outer, member = split_archive_path(pattern)
+    if "://" in outer or os.path.isabs(outer) or not base:
+        return pattern
+    joined = base.rstrip("/") + "/" + outer if "://" in base else os.path.join(base, outer)
+    return joined if member is None else "%s!%s" % (joined, member)
+
+
+def _patterns(value: Any, where: str, problems: _Problems, base: str) -> Optional[str]:
+    """A pattern value (a string, or a list of strings) as the flags take it: comma-separated,
+    each relative path made relative to the file's directory."""
+    items = value if isinstance(value, list) else [value]
+    if not items or not all(isinstance(item, str) and item.strip() for item in items):
+        problems.add(where, "must be a file pattern or a list of them, not %r" % (value,))
+        return None
+    parts: List[str] = []
+    for item in items:
+        # one item naming an existing file with commas in its name stays whole
+        whole = _resolve(base, item)
+        if "," in item and file_io.is_local(whole) and os.path.isfile(whole):
+            parts.append(whole)
+        else:
+            parts.extend(_resolve(base, p) for p in item.split(",") if p.strip())
+    return ",".join(parts)
+
+
+def _input(value: Any, split: str, where: str, problems: _Problems, base: str
+           ) -> Dict[str, Any]:
+    """{flag name without the split: value} of one entry's `train` or `dev`."""
+    here = "%s: %s" % (where, split)
+    if not isinstance(value, dict) or not value:
+        problems.add(here, "must be a mapping of inputs ({source: FILE, target: FILE}, "
+                           "{tsv: FILE} or {tmx: FILE}), not %r" % (value,))
+        return {}
+    out: Dict[str, Any] = {}
+    for key in value:
+        if key not in INPUT_KEYS:
+            problems.add(here, "unknown key %r (it takes: %s)" % (key, ", ".join(INPUT_KEYS)))
+    for key in ("source", "target", "tsv", "tmx"):
+        if value.get(key) is not None:
+            out[key] = _patterns(value[key], "%s.%s" % (here, key), problems, base)
+    if ("source" in out) != ("target" in out):
+        problems.add(here, "source and target go together")
+    if not any(key in out for key in ("source", "tsv", "tmx")):
+        problems.add(here, "names no input (source and target, tsv or tmx)")
+    fmt = value.get("format", "auto")
+    if fmt not in FORMATS:
+        problems.add("%s.format" % here, "must be one of %s, not %r" % (", ".join(FORMATS), fmt))
+    out["format"] = fmt
+    return out
+
+
+def _language(entry: Dict[str, Any], key: str, where: str, problems: _Problems
+              ) -> Optional[str]:
+    value = entry.get(key)
+    if value is None:
+        problems.add(where, "%s is required" % key)
+        return None
+    if not isinstance(value, str):
+        problems.add("%s: %s" % (where, key), "must be a language code, not %r" % (value,))
+        return None
+    try:
+        return check_name(value, "%s: %s" % (where, key))
+    except DatagenError as e:
+        problems.add("", str(e))
+        return None
+
+
+def _number(entry: Dict[str, Any], key: str, default: Any, where: str, problems: _Problems,
+            kind: type) -> Any:
+    value = entry.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, (int, float) if kind is float else int):
+        problems.add("%s: %s" % (where, key), "must be %s, not %r" % (
+            "a number" if kind is float else "an integer", value))
+        return default
+    return kind(value)
+
+
+def _entry(entry: Any, i: int, flags: argparse.Namespace, problems: _Problems, base: str
+           ) -> Optional[CorpusConfig]:
+    name = entry.get("name") if isinstance(entry, dict) else None
+    where = "corpora[%d]%s" % (i, " (%s)" % name if isinstance(name, str) else "")
+    if not isinstance(entry, dict):
+        problems.add(where, "must be a mapping with name, source_lang, target_lang and train, "
+                            "not %r" % (entry,))
+        return None
+    for key in entry:
+        if key not in ENTRY_KEYS:
+            problems.add(where, "unknown key %r (it takes: %s)" % (key, ", ".join(ENTRY_KEYS)))
+    if not isinstance(name, str):
+        problems.add(where, "name is required (a name for the corpus), not %r" % (name,))
+    else:
+        try:
+            check_name(name, "%s: name" % where)
+        except DatagenError as e:
+            problems.add("", str(e))
+    source_lang = _language(entry, "source_lang", where, problems)
+    target_lang = _language(entry, "target_lang", where, problems)
+    if source_lang and source_lang == target_lang:
+        problems.add(where, "source_lang and target_lang are both %r" % source_lang)
+    weight = _number(entry, "weight", 1.0, where, problems, float)
+    if not (weight > 0 and math.isfinite(weight)):
+        problems.add("%s: weight" % where, "must be a positive number, not %r" % (weight,))
+    columns = tuple(_number(entry, key, getattr(flags, key), where, problems, int)
+                    for key in ("source_column", "target_column"))
+    if min(columns) < 0 or columns[0] == columns[1]:
+        problems.add(where, "source_column and target_column must be different non-negative "
+                            "column numbers, not %d and %d" % columns)
+    splits = {}
+    if "train" not in entry:
+        problems.add(where, "train is required")
+    for split in ("train", "dev"):
+        if entry.get(split) is not None:
+            splits[split] = _input(entry[split], split, where, problems, base)
+    inputs = InputConfig(**{"%s_%s" % (split, key): splits.get(split, {}).get(key)
+                            for split in ("train", "dev")
+                            for key in ("source", "target", "tsv", "tmx")},
+                         train_format=splits.get("train", {}).get("format", "auto"),
+                         dev_format=splits.get("dev", {}).get("format", "auto"), corpora=None)
+    if (inputs.train_tmx or inputs.dev_tmx) and not (source_lang and target_lang):
+        return None  # the missing language is named already
+    return CorpusConfig(name if isinstance(name, str) else "", source_lang, target_lang,
+                        weight, inputs, columns[0], columns[1])
+
+
+def parse_corpora(text: str, path: str, flags: argparse.Namespace) -> Tuple[CorpusConfig, ...]:
+    """The corpora of a corpora file's `text` (read from `path`; relative paths in it are
+    relative to its directory); DatagenError naming every malformed entry and key."""
+    import yaml
+    problems = _Problems(path)
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        raise DatagenError("--corpora %s: not YAML: %s"
+                           % (path, " ".join(str(e).split()))) from None
+    if not isinstance(data, dict) or not isinstance(data.get("corpora"), list):
+        raise DatagenError("--corpora %s: must be a mapping with a `corpora:` list of "
+                           "entries (name, source_lang, target_lang, train)" % path)
+    for key in data:
+        if key != "corpora":
+            problems.add("", "unknown key %r (the file takes: corpora)" % (key,))
+    if not data["corpora"]:
+        problems.add("corpora", "lists no corpus")
+    base = path.rsplit("/", 1)[0] if "://" in path else os.path.dirname(path)
+    corpora: List[CorpusConfig] = []
+    seen: Dict[str, int] = {}
+    for i, entry in enumerate(data["corpora"]):
+        corpus = _entry(entry, i, flags, problems, base)
+        if corpus is None:
+            continue
+        if corpus.name in seen:
+            problems.add("corpora[%d] (%s)" % (i, corpus.name),
+                         "name already used by corpora[%d]" % seen[corpus.name])
+        seen.setdefault(corpus.name, i)
+        corpora.append(corpus)
+    problems.raise_any()
+    return tuple(corpora)
+
+
+def read_corpora(flags: argparse.Namespace, beam_args: Sequence[str]
+                 ) -> Tuple[CorpusConfig, ...]:
+    """The corpora of `--corpora` (local, or on any Beam file system: its options come from
+    `beam_args`); DatagenError when it cannot be read or is malformed."""
+    path = file_io.absolute(flags.corpora)
+    if not file_io.is_local(path):
+        from apache_beam.io.filesystems import FileSystems
+        from apache_beam.options.pipeline_options import PipelineOptions
+        FileSystems.set_options(PipelineOptions(list(beam_args)))
+    try:
+        text = file_io.read_bytes(path).decode("utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise DatagenError("--corpora %s cannot be read: %s" % (
+            flags.corpora, " ".join(str(e).split()))) from None
+    return parse_corpora(text, path, flags)

@@ -1,0 +1,161 @@
+"""A mixture of a many-pairs output's language pairs for training: each pair's own shards read
+at a rate, as seqio's Mixtures, Grain's mixing and fairseq's sampling do.
+
+    from pipeline.tools import mixture
+    mixed = mixture.Mixture("out", temperature=5, seed=1)      # or rates={"en-de": 2, ...}
+    reader.make_dataset(mixed, batch_size=4096, mode="t2t")      # tf.data
+    batches.grain_batches(mixed, 4096, mode="t2t")               # ArrayRecord, no TensorFlow
+    batches.parquet_batches(mixed, 4096, mode="t2t")             # Parquet, no TensorFlow
+    for pair, record in mixed.records(): ...                     # serialized Examples
+
+A job with several corpora writes each language pair's records in shards of its own
+(`{problem}-{src}-{tgt}-train-...`, listed per pair in the summary's `language_pairs`), so
+the rate of each pair is the trainer's to choose. `Mixture` takes the output directory (its
+complete output: `reader.complete_output_files`' checks) and either a temperature (pair p's
+rate is (n_p / N) ** (1 / T) times its corpora's weight, normalized: `transforms.mixing`,
+n_p its pairs written) or per-pair rates (normalized; a pair left out is not read). Packed
+records (--packed_length) are drawn at a pair's rate over its pairs per record, so that the
+pairs, not the records, arrive at the rates.
+
+The stream is deterministic: record i comes from the pair a seeded numpy generator draws for
+it (`draw`), and each pair's records come from its shards in name order, from the start
+again once read (a pair is repeated, not exhausted: the stream is as long as the trainer
+takes, or `num_records`). So the share of pair p among the first n records is a multinomial
+sample of rate p (tested within its sampling error), and the same seed gives the same stream
+on any machine. tf.data (`reader.make_dataset`) draws with `tf.data.Dataset
+.sample_from_datasets` instead (TensorFlow's own, seeded).
+
+Importing this module imports no TensorFlow (`pipeline.tools.batches` uses it).
+"""
+
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
+
+import numpy as np
+
+from transforms import mixing
+from transforms.record_formats import format_of
+
+DRAW_BLOCK = 4096  # pair choices drawn at once (the stream is the same for any block size)
+
+
+class Mixture:
+    """The language pairs of `output_dir`'s `split` at `temperature` (default 5) or at
+    `rates` ({pair: rate}), drawn with `seed`; `num_records` (None: no end) bounds the
+    stream. `flags`: Beam's file system flags for an object store (as
+    `reader.complete_output_files` takes them). ValueError for an output of one language
+    pair, an unknown pair, or a split written as one mixed set (--mix_shards)."""
+
+    def __init__(self, output_dir: str, temperature: Optional[float] = None,
+                 rates: Optional[Mapping[str, float]] = None, seed: int = 0,
+                 split: str = "train", num_records: Optional[int] = None,
+                 problem: Optional[str] = None, flags: Optional[Sequence[str]] = None,
+                 require_complete: bool = True) -> None:
+        from apache_beam.io.filesystems import FileSystems
+        from pipeline.tools import reader
+        if temperature is not None and rates is not None:
+            raise ValueError("give a temperature or rates, not both")
+        if require_complete:  # raises IncompleteOutputError for an incomplete output
+            reader.complete_output_files(output_dir, split, problem, flags=flags)
+        summary = _summary(output_dir, problem)
+        books = summary["splits"].get(split, {}).get("language_pairs")
+        if not books:
+            raise ValueError("%s: the %s split holds one language pair: read it with "
+                             "make_dataset or the batches" % (output_dir, split))
+        if not any(entry["shards"] for entry in books.values()):
+            raise ValueError("%s: the %s split is one mixed set of shards (--mix_shards): read "
+                             "it with make_dataset or the batches" % (output_dir, split))
+        self.output_dir = output_dir
+        self.split = split
+        self.seed = seed
+        self.num_records = num_records
+        self.files: Dict[str, List[str]] = {
+            pair: [FileSystems.join(output_dir, name) for name in sorted(entry["shards"])]
+            for pair, entry in sorted(books.items())}
+        if rates is not None:
+            unknown = sorted(set(rates) - set(books))
+            if unknown:
+                raise ValueError("no language pair %s in %s (it has %s)" % (
+                    ", ".join(unknown), output_dir, ", ".join(sorted(books))))
+            if any(not rate >= 0 for rate in rates.values()) or not sum(rates.values()) > 0:
+                raise ValueError("rates must be 0 or more, some more than 0: %r" % (rates,))
+            total = float(sum(rates.values()))
+            chosen = {pair: rates.get(pair, 0.0) / total for pair in sorted(books)}
+        else:
+            chosen = mixing.temperature_shares(
+                {pair: [(entry["pairs_written"], entry.get("weight", 1.0))]
+                 for pair, entry in books.items()}, 5.0 if temperature is None else temperature)
+        # packed records (--packed_length) hold several pairs each: a pair's records are
+        # drawn at its rate over its pairs per record, so its pairs arrive at its rate
+        per_record = {pair: entry["packing"]["pairs_per_record"]
+                      for pair, entry in books.items() if entry.get("packing", {}).get(
+                          "pairs_per_record")}
+        if per_record:
+            chosen = {pair: rate / per_record.get(pair, 1.0) for pair, rate in chosen.items()}
+            total = sum(chosen.values())
+            chosen = {pair: rate / total for pair, rate in chosen.items()}
+        self.rates: Dict[str, float] = {pair: rate for pair, rate in sorted(chosen.items())
+                                        if rate > 0}
+
+    @property
+    def pairs(self) -> List[str]:
+        """The pairs read (rate above 0), in order."""
+        return list(self.rates)
+
+    def all_files(self) -> List[str]:
+        """Every shard the mixture reads."""
+        return [path for pair in self.pairs for path in self.files[pair]]
+
+    def draw(self) -> Iterator[int]:
+        """The index (into `pairs`) of each record's pair, from a seeded generator."""
+        generator = np.random.default_rng(self.seed)
+        weights = np.array([self.rates[pair] for pair in self.pairs])
+        weights = weights / weights.sum()
+        produced = 0
+        while self.num_records is None or produced < self.num_records:
+            block = generator.choice(len(weights), size=DRAW_BLOCK, p=weights)
+            for index in block.tolist():
+                if self.num_records is not None and produced >= self.num_records:
+                    return
+                produced += 1
+                yield index
+
+    def _pair_records(self, pair: str) -> Iterator[bytes]:
+        """A pair's records (serialized Examples) from its shards in order, over and over."""
+        while True:
+            found = False
+            for path in self.files[pair]:
+                for record in format_of(path).read_shard(path):
+                    found = True
+                    yield record
+            if not found:
+                raise ValueError("%s: language pair %s has no records" % (self.output_dir, pair))
+
+    def records(self) -> Iterator[Tuple[str, bytes]]:
+        """(pair, serialized Example) of the mixed stream (`draw`)."""
+        streams = [self._pair_records(pair) for pair in self.pairs]
+        pairs = self.pairs
+        for index in self.draw():
+            yield pairs[index], next(streams[index])
+
+    def tf_records(self, tf: Any) -> Any:
+        """The mixed stream as a `tf.data.Dataset` of serialized records: each pair's shards
+        repeated, drawn by `tf.data.Dataset.sample_from_datasets` with this seed."""
+        from pipeline.tools.reader import _record_files, _records_dataset
+        datasets = [_records_dataset(tf, _record_files(self.files[pair], False)).repeat()
+                    for pair in self.pairs]
+        mixed = tf.data.Dataset.sample_from_datasets(
+            datasets, weights=[self.rates[pair] for pair in self.pairs], seed=self.seed)
+        return mixed.take(self.num_records) if self.num_records is not None else mixed
+
+
+def _summary(output_dir: str, problem: Optional[str]) -> Dict[str, Any]:
+    from apache_beam.io.filesystems import FileSystems
+    from pipeline.output.layout import SUMMARY_NAME
+    from pipeline.runtime.runners import DatagenError
+    from pipeline.tools import inspect
+    from transforms.storage import file_io
+    try:
+        problem = inspect.find_problem(output_dir, problem)
+    except DatagenError as e:
+        raise ValueError(str(e)) from None
+    return file_io.read_json(FileSystems.join(output_dir, SUMMARY_NAME % problem))

@@ -1,0 +1,154 @@
+"""The corpora file (`--corpora`): what it defines, and one error naming file and key for
+every malformed entry (`pipeline.driver.corpora`)."""
+
+import os
+
+import pytest
+
+from pipeline.driver.corpora import parse_corpora
+from pipeline.driver.options import parse_command_line, parse_flags
+from pipeline.runtime.runners import DatagenError
+
+FLAGS = parse_flags([])[0]
+
+
+def _parse(text, path="/data/c.yaml"):
+    return parse_corpora(text, path, FLAGS)
+
+
+def test_entries_in_every_input_form_with_paths_relative_to_the_file():
+    corpora = _parse("""
+corpora:
+  - name: en-ja
+    source_lang: en
+    target_lang: ja
+    train: {source: en-ja/train.en, target: en-ja/train.ja}
+    dev: {source: [en-ja/dev1.en, /abs/dev2.en], target: "en-ja/dev1.ja,/abs/dev2.ja",
+          format: sgm}
+  - name: en-ko
+    source_lang: en
+    target_lang: ko
+    train: {tsv: en-ko/train.tsv, tmx: s3://bucket/ko.tmx}
+    weight: 2
+    source_column: 2
+    target_column: 0
+  - name: zh-en
+    source_lang: zh
+    target_lang: en
+    train: {source: c.tgz!c/train.zh, target: c.tgz!c/train.en}
+""")
+    ja, ko, zh = corpora
+    assert (ja.name, ja.source_lang, ja.target_lang, ja.weight) == ("en-ja", "en", "ja", 1.0)
+    assert ja.inputs.train_source == "/data/en-ja/train.en"
+    assert ja.inputs.dev_source == "/data/en-ja/dev1.en,/abs/dev2.en"
+    assert ja.inputs.dev_target == "/data/en-ja/dev1.ja,/abs/dev2.ja"
+    assert (ja.inputs.dev_format, ja.inputs.train_format) == ("sgm", "auto")
+    assert (ko.weight, ko.source_column, ko.target_column) == (2.0, 2, 0)
+    assert ko.inputs.train_tsv == "/data/en-ko/train.tsv"
+    assert ko.inputs.train_tmx == "s3://bucket/ko.tmx"
+    assert ko.inputs.dev_source is None
+    assert zh.inputs.train_source == "/data/c.tgz!c/train.zh"
+
+
+def test_every_malformed_entry_is_named_with_the_file_and_key():
+    with pytest.raises(DatagenError) as e:
+        _parse("""
+corpora:
+  - name: en-de
+    source_lang: en
+    target_lang: de
+    train: {src: a.en, target: a.de}
+  - name: en-fr
+    target_lang: fr
+    train: {tsv: a.tsv}
+    weight: -1
+  - name: en-fr
+    source_lang: en
+    target_lang: ../fr
+    train: {tsv: a.tsv}
+    dev: a.tsv
+    colour: blue
+  - just a string
+""")
+    message = str(e.value)
+    assert "\n" not in message
+    assert message.startswith("--corpora /data/c.yaml: ")
+    for part in ("corpora[0] (en-de): train: unknown key 'src'",
+                 "corpora[0] (en-de): train: source and target go together",
+                 "corpora[1] (en-fr): source_lang is required",
+                 "corpora[1] (en-fr): weight: must be a positive number, not -1.0",
+                 "corpora[2] (en-fr): target_lang '../fr' cannot be part of a file name",
+                 "corpora[2] (en-fr): dev: must be a mapping of inputs",
+                 "corpora[2] (en-fr): unknown key 'colour'",
+                 "corpora[2] (en-fr): name already used by corpora[1]",
+                 "corpora[3]: must be a mapping"):
+        assert part in message, part
+
+
+@pytest.mark.parametrize("text,problem", [
+    ("corpora: [", "not YAML"),
+    ("- a", "must be a mapping with a `corpora:` list"),
+    ("corpora: []\n", "corpora: lists no corpus"),
+    ("corpora: [{name: x, source_lang: en, target_lang: de, train: {tsv: a}}]\nextra: 1",
+     "unknown key 'extra' (the file takes: corpora)"),
+    ("corpora: [{name: x, source_lang: en, target_lang: en, train: {tsv: a}}]",
+     "source_lang and target_lang are both 'en'"),
+    ("corpora: [{name: x, source_lang: en, target_lang: de, train: {tsv: a}, "
+     "source_column: 1, target_column: 1}]", "must be different non-negative"),
+    ("corpora: [{name: x, source_lang: en, target_lang: de}]", "train is required"),
+    ("corpora: [{name: x, source_lang: en, target_lang: de, train: {format: sgm}}]",
+     "names no input"),
+    ("corpora: [{name: x, source_lang: en, target_lang: de, train: {tsv: a, format: tsv}}]",
+     "train.format: must be one of auto, lines, sgm, iwslt"),
+    ("corpora: [{name: x, source_lang: 7, target_lang: de, train: {tsv: a}}]",
+     "source_lang: must be a language code"),
+    ("corpora: [{source_lang: en, target_lang: de, train: {tsv: a}}]", "name is required"),
+])
+def test_a_malformed_file_is_one_line_naming_the_file(text, problem):
+    with pytest.raises(DatagenError) as e:
+        _parse(text)
+    assert "--corpora /data/c.yaml" in str(e.value) and problem in str(e.value)
+
+
+def test_the_command_line_reads_it_and_refuses_the_flags_it_replaces(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("corpora:\n"
+                    "  - {name: a, source_lang: en, target_lang: de, train: {tsv: a.tsv}}\n"
+                    "  - {name: b, source_lang: en, target_lang: fr, train: {tsv: b.tsv}}\n")
+    config = parse_command_line(["--corpora", str(path), "--output_dir", str(tmp_path)]).config
+    assert [c.name for c in config.corpora] == ["a", "b"] and config.several_corpora
+    assert config.corpora[1].inputs.train_tsv == os.path.join(str(tmp_path), "b.tsv")
+    with pytest.raises(DatagenError, match="leave out --train_tsv, --source_lang"):
+        parse_command_line(["--corpora", str(path), "--output_dir", str(tmp_path),
+                            "--train_tsv", "x", "--source_lang", "en"])
+    with pytest.raises(DatagenError, match="several corpora share one vocabulary"):
+        parse_command_line(["--corpora", str(path), "--output_dir", str(tmp_path),
+                            "--vocab_type", "word", "--word_vocab", "a,b"])
+    with pytest.raises(DatagenError, match="--corpora .*missing.yaml cannot be read"):
+        parse_command_line(["--corpora", str(tmp_path / "missing.yaml"),
+                            "--output_dir", str(tmp_path)])
+    with pytest.raises(DatagenError, match="--sampling_temperature must be a positive"):
+        parse_command_line(["--corpora", str(path), "--output_dir", str(tmp_path),
+                            "--sampling_temperature", "0"])
+
+
+def test_the_single_pair_flags_are_one_corpus():
+    config = parse_command_line(["--train_source", "a.en", "--train_target", "a.de",
+                                 "--dev_tsv", "d.tsv", "--source_lang", "en",
+                                 "--output_dir", "/tmp/o"]).config
+    (corpus,) = config.corpora
+    assert not config.several_corpora
+    assert (corpus.name, corpus.source_lang, corpus.target_lang, corpus.weight) == (
+        "", "en", None, 1.0)
+    assert corpus.inputs == config.inputs
+
+
+def test_the_mixing_flags_are_refused_with_one_corpus(tmp_path):
+    base = ["--train_source", "a.en", "--train_target", "a.de", "--output_dir", "/tmp/o"]
+    for flag in (["--mix_shards"], ["--sampling_temperature", "2"]):
+        with pytest.raises(DatagenError, match="%s applies to several corpora" % flag[0]):
+            parse_command_line(base + flag)
+    path = tmp_path / "one.yaml"
+    path.write_text("corpora: [{name: a, source_lang: en, target_lang: de, train: {tsv: a}}]")
+    with pytest.raises(DatagenError, match="--mix_shards applies to several corpora"):
+        parse_command_line(["--corpora", str(path), "--output_dir", "/tmp/o", "--mix_shards"])
