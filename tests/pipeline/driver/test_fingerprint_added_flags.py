@@ -28,7 +28,7 @@ def test_spm_flags_changed_are_recorded_and_differ():
     changed = dict(flags, vocab_type="sentencepiece", spm_model_type="bpe")
     for make in (fingerprint.output_fingerprint, fingerprint.vocab_fingerprint):
         assert make(changed)["flags"]["spm_model_type"] == "bpe"
-        assert "--spm_model_type None -> bpe" in fingerprint.differences(
+        assert "--spm_model_type unigram -> bpe" in fingerprint.differences(
             make(dict(flags, vocab_type="sentencepiece")), make(changed))
 
 
@@ -41,6 +41,6 @@ def test_output_format_at_its_default_is_left_out_and_another_is_a_difference():
     assert "output_format" not in default["flags"]
     parquet = fingerprint.output_fingerprint(dict(flags, output_format="parquet"))
     assert parquet["flags"]["output_format"] == "parquet"
-    assert fingerprint.differences(default, parquet) == ["--output_format None -> parquet"]
+    assert fingerprint.differences(default, parquet) == ["--output_format tfrecord -> parquet"]
     assert "output_format" not in fingerprint.vocab_fingerprint(
         dict(flags, output_format="parquet"))["flags"]
