@@ -35,7 +35,8 @@ from pipeline.output.lock import OutputLock
 from pipeline.runtime import staging
 from pipeline.runtime.interrupts import Interrupted
 from pipeline.runtime.job_server import check_prism_location
-from pipeline.runtime.runners import (DatagenError, check_workers_can_import_project,
+from pipeline.runtime.runners import (DatagenError, check_pipeline_options,
+                                      check_workers_can_import_project,
                                       run_small_input_in_process)
 from pipeline.runtime.storage_errors import storage_error, storage_message
 from transforms.encode_pairs import BEFORE_CLEANING
@@ -104,6 +105,7 @@ class DatagenJob:
         complete now, not at the end."""
         if not self.config.job.allow_empty:
             books.check_has_pairs(prepared)
+        self._lock.confirm()  # not into an --output_dir removed or replaced meanwhile
         file_io.delete_tree(self.layout.complete_path, self.stores)
         self.record.write_running()
         self._writing = True
@@ -160,8 +162,10 @@ class DatagenJob:
                shards: List[ShardReport], rejects: List[RejectsReport],
                tokens: Dict[str, TokenCounts]) -> Dict[str, SplitReport]:
         """Checks the books of every dataset, then moves outputs into place; marker last."""
-        self._lock.check()  # a run that lost its lock must not replace the new
-        report = {split: books.split_report(  # holder's files
+        # a run that lost its lock must not replace the new holder's files, nor commit into
+        # an --output_dir removed or replaced under it
+        self._lock.confirm()
+        report = {split: books.split_report(
             split, items, num_shards[split], shards, rejects, tokens.get(split, [0, 0, 0, 0]),
             self.layout.rejects_path(split), self.vocab.kind.codec.counts_oov)
             for split, items in sorted(prepared.items())}
@@ -195,6 +199,7 @@ class DatagenJob:
                 "runner": self.options.get_all_options().get("runner")}
 
     def run(self) -> dict:
+        check_pipeline_options(self.options)
         check_workers_can_import_project(self.options)
         check_prism_location(self.options)
         # A Dataflow dry run needs no network; a --setup_file sdist is built once per job.
@@ -216,6 +221,7 @@ class DatagenJob:
         # the --filters file is read and checked first: a bad one stops the job at once
         self.cleaning.load()
         preflight.check_file_systems(self.config)
+        preflight.check_output_directories(self.layout)
         self.vocab.check_given()
         # Inputs are listed and checked before the lock is written: bad input must leave
         # nothing behind, not even a new output directory.
@@ -226,6 +232,18 @@ class DatagenJob:
                           run_id=self.run_id)
         self.run_pass.lock = lock
         self.record.start()
+        # what the lock creates: removed again when the run is refused before it writes
+        new_dirs = preflight.missing_local_dirs(self.layout.output_dir)
+        try:
+            return self._run_holding(lock, datasets, plan)
+        except DatagenError:
+            if not self._writing and not lock.lost:
+                preflight.remove_new_dirs(self.layout.output_dir, new_dirs)
+            raise
+
+    def _run_holding(self, lock: OutputLock, datasets: Dict[str, List[Dataset]],
+                     plan: VocabPlan) -> dict:
+        """The run under `lock`, released at the end whatever happens."""
         with contextlib.ExitStack() as held:
             try:
                 held.enter_context(lock)
@@ -283,6 +301,19 @@ class DatagenJob:
         except Exception:  # a store gone unreachable: not a change
             return None
 
+    def _output_dir_lost(self, error: Exception) -> Optional[str]:
+        """One line when this run's lock is gone (the lease deleted, taken, or unreadable:
+        --output_dir removed or replaced by a file), the cause of `error`; else None."""
+        if isinstance(error, DatagenError):
+            return None  # the job's own line says why already
+        try:
+            self._lock.confirm()
+        except DatagenError as lost:
+            return str(lost)
+        except Exception:  # a store gone unreachable: the error at hand says more
+            return None
+        return None
+
     def _run_locked(self, datasets, plan) -> dict:
         """The job, once this run holds the output directory's lock."""
         layout = self.layout
@@ -328,8 +359,9 @@ class DatagenJob:
                                                  *encoded)
             except Exception as e:
                 # A file changed, cut short or deleted mid-run is the cause of whatever the
-                # pass that read it raised (a worker's traceback, misaligned lines).
-                changed = self._changed_inputs()
+                # pass that read it raised (a worker's traceback, misaligned lines); so is an
+                # --output_dir (or its lock) removed or replaced under the run.
+                changed = self._changed_inputs() or self._output_dir_lost(e)
                 error = DatagenError(changed) if changed else e
                 if self._writing and not self._lock.lost:
                     self.record.record_failure(error)
@@ -347,7 +379,7 @@ class DatagenJob:
                 name for name in lengths if name.endswith(BEFORE_CLEANING)]),
                 ids_end_in_eos=self.vocab.kind.codec.ends_in_eos),
             metrics=dict(sorted(self.run_pass.counters.items())), **cleaned)
-        self._lock.check()
+        self._lock.confirm()
         try:
             commit.mark_complete(layout, summary, self.stores)
         except Exception as e:  # a full disk at the very end: no marker, a "failed" summary

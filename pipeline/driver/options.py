@@ -11,23 +11,36 @@ import logging
 from typing import Any, Dict, List, NamedTuple, Sequence, Tuple
 
 from pipeline.runtime.console import LOG_LEVELS
-from pipeline.runtime.flags import FlagParser
+from pipeline.runtime.flags import INT32_MAX, FlagParser, bounded
 from pipeline.output.names import check_name
 from pipeline.runtime.runners import DatagenError
 from transforms.config import DatagenConfig
 from pipeline.driver.kinds import KindPlugin, every_plugin, kind_part
 from transforms.codecs.kinds import DEFAULT_KIND, KIND_NAMES
 from transforms.record_formats import DEFAULT_FORMAT, FORMATS
+from transforms.subword_learning import MIN_COUNT_HIGH, MIN_COUNT_LOW
 from transforms.storage import file_io
 
 LOG = logging.getLogger("datagen")
 
 
+_SUBTOKEN_LENGTH = bounded(int, 0, INT32_MAX)
+
+
 def _optional_length(value):
-    """`--max_subtoken_length none` (or 0) means no limit, as T2T's None."""
+    """`--max_subtoken_length none` (or 0) means no limit, as T2T's None; else a length of
+    at most INT32_MAX (the index's C code takes no larger one)."""
     if value is None or str(value).lower() in ("none", "0", ""):
         return None
-    return int(value)
+    return _SUBTOKEN_LENGTH(value)
+
+
+# The subword search bisects min_count over [MIN_COUNT_LOW, MIN_COUNT_HIGH]: a round probes
+# at most that many min_counts, and the search is that many levels deep at most.
+_SEARCH_PROBES = MIN_COUNT_HIGH - MIN_COUNT_LOW + 1
+SEARCH_LEVELS = _SEARCH_PROBES.bit_length()
+# T2T's shard names number shards with 5 digits (`-00000-of-00010`).
+MAX_SHARDS = 99999
 
 
 IN_PROCESS_BELOW_MB_DEFAULT = 16.0
@@ -54,8 +67,10 @@ class DatagenOptions:
                 "per row, columns --source_column/--target_column." % split)
             add("--%s_tmx" % split, default=None, help="TMX file pattern(s) for %s: sides "
                 "chosen by xml:lang = --source_lang/--target_lang." % split)
-        add("--source_column", type=int, default=0, help="TSV column of the source text (0-based).")
-        add("--target_column", type=int, default=1, help="TSV column of the target text (0-based).")
+        add("--source_column", type=bounded(int, 0, INT32_MAX), default=0,
+            help="TSV column of the source text (0-based).")
+        add("--target_column", type=bounded(int, 0, INT32_MAX), default=1,
+            help="TSV column of the target text (0-based).")
         add("--on_misaligned", default="error", choices=("error", "reject"),
             help="Files with different line counts, TMX units missing a side, SGM/IWSLT "
                  "segments without a partner, TSV rows missing a column: stop with an error "
@@ -63,7 +78,7 @@ class DatagenOptions:
         add("--on_invalid_utf8", default="error", choices=("error", "reject", "replace"),
             help="A line that is not UTF-8: stop with an error naming file and line (default), "
                  "reject its pair, or decode it with U+FFFD replacement characters.")
-        add("--max_line_chars", type=int, default=0,
+        add("--max_line_chars", type=bounded(int, 0), default=0,
             help="Reject pairs with a side longer than this many characters (0: no limit).")
         add("--filters", default=None,
             help="Clean the corpus: a YAML file whose `filters:` list uses OpusFilter's filter "
@@ -86,7 +101,7 @@ class DatagenOptions:
         add("--vocab_type", default=DEFAULT_KIND, choices=KIND_NAMES,
             help="; ".join("%s: %s" % (kind.name, kind.description)
                            for kind in every_plugin()) + ".")
-        add("--vocab_size", type=int, default=8192,
+        add("--vocab_size", type=bounded(int, 1, INT32_MAX), default=8192,
             help="Target vocabulary size (subword: approximate, as T2T; byte_bpe: exact, "
                  "bytes + merges + special tokens; word and sentencepiece: exact, specials "
                  "included). With a given vocabulary it only names the copy.")
@@ -95,20 +110,20 @@ class DatagenOptions:
         add("--shared_vocab", action="store_true", default=False,
             help="Learn one vocabulary from both sides, named without a language "
                  "(vocab.{problem}.{size}.subwords).")
-        add("--file_byte_budget", type=float, default=1e8,
+        add("--file_byte_budget", type=bounded(float, above=0), default=1e8,
             help="Characters sampled per file for the vocabulary (T2T's file_byte_budget).")
         add("--max_subtoken_length", type=_optional_length, default=200,
             help="subword: longest subtoken counted while learning (T2T's "
                  "max_subtoken_length); 'none' or 0 for no limit.")
-        add("--num_train_shards", type=int, default=10,
+        add("--num_train_shards", type=bounded(int, 1, MAX_SHARDS), default=10,
             help="Shard files of the train split ({problem}-train-00000-of-000NN).")
-        add("--num_dev_shards", type=int, default=1,
+        add("--num_dev_shards", type=bounded(int, 1, MAX_SHARDS), default=1,
             help="Shard files of the dev split.")
         add("--output_format", default=DEFAULT_FORMAT, choices=sorted(FORMATS),
             help="Record format of the shards: tfrecord (tf.train.Example records, T2T's), "
                  "array_record (the same records, for Grain; names end .array_record) or "
                  "parquet (inputs/targets list<int32> columns; names end .parquet).")
-        add("--seed", type=int, default=0, help="Seed of the deterministic global shuffle.")
+        add("--seed", type=bounded(int), default=0, help="Seed of the deterministic global shuffle.")
         add("--allow_empty", action="store_true", default=False,
             help="Write empty shards (and mark the output complete) when a split has no pair "
                  "to write: empty input, or every pair rejected. Without it such a run "
@@ -116,26 +131,26 @@ class DatagenOptions:
         add("--overwrite", action="store_true", default=False,
             help="Replace a completed output directory, also one made from other inputs or "
                  "flags (and relearn its vocabularies); without it that is exit 2.")
-        add("--vocab_partitions", type=int, default=2,
+        add("--vocab_partitions", type=bounded(int, 1, _SEARCH_PROBES), default=2,
             help="Work items per vocabulary in each bisection round, each taking a share of "
                  "the round's probes. A round probes at least this many min_counts of a "
                  "vocabulary (the one the search needs, then those it likely needs next), "
                  "so it can advance the search that many levels (parallelism only; the "
                  "result does not depend on it).")
-        add("--bisection_rounds_per_pass", type=int, default=10,
+        add("--bisection_rounds_per_pass", type=bounded(int, 1, SEARCH_LEVELS), default=10,
             help="Bisection rounds (each: 4 refinement iterations of its probes) in one Beam "
                  "pipeline. Each round probes the min_count the search needs and enough levels "
                  "below it for the search to end within the pass's rounds (10 always decides "
                  "the search over [1, 1000] in one pass; a round left with nothing to probe "
                  "does no work); fewer rounds: fewer stages, more probes per round.")
-        add("--bisection_lookahead", type=int, default=0,
+        add("--bisection_lookahead", type=bounded(int, 0, SEARCH_LEVELS), default=0,
             help="Least number of bisection levels below the needed min_count that a round "
                  "probes too (more when the rounds left need it).")
-        add("--encode_chunk_lines", type=int, default=10000,
+        add("--encode_chunk_lines", type=bounded(int, 1), default=10000,
             help="Lines per parallel encoding chunk of an uncompressed file. Runners hand "
                  "each worker its share of the chunks up front, so small chunks keep the "
                  "workers equally busy to the end.")
-        add("--lock_stale_seconds", type=float, default=120.0,
+        add("--lock_stale_seconds", type=bounded(float, above=0), default=120.0,
             help="A run holds {output_dir}/{problem}.datagen.lock, refreshes its heartbeat and "
                  "records this value in it: another host takes the lock over once the "
                  "heartbeat is older than the holder's value (a killed run); on this host a "
@@ -145,7 +160,7 @@ class DatagenOptions:
                  "with debug); by default only their errors show, beside the job's progress.")
         add("-v", dest="log_level", action="store_const", const="info",
             help="Same as --log_level info.")
-        add("--in_process_below_mb", type=float, default=IN_PROCESS_BELOW_MB_DEFAULT,
+        add("--in_process_below_mb", type=bounded(float, 0), default=IN_PROCESS_BELOW_MB_DEFAULT,
             help="With DirectRunner's multi_processing mode, run the passes in this process "
                  "instead when the input files total less than this many MB: starting the "
                  "worker processes takes longer than such a job's work. 0 always starts "
@@ -177,8 +192,9 @@ def flag_defaults() -> Dict[str, Any]:
 
 
 def _check_general_flags(f: argparse.Namespace) -> None:
-    """Refuses impossible values of the flags every kind shares (DatagenError, exit 2); the
-    names are checked by `pipeline.output.names`, a kind's own flags by its plugin."""
+    """Refuses impossible combinations of the flags every kind shares (DatagenError, exit 2);
+    each numeric flag's range is checked where it is declared (its `bounded` type), the
+    names by `pipeline.output.names`, a kind's own flags by its plugin."""
     if not f.output_dir:
         raise DatagenError("--output_dir is required")
     if not (f.train_source or f.train_target or f.train_tsv or f.train_tmx):
@@ -190,34 +206,8 @@ def _check_general_flags(f: argparse.Namespace) -> None:
     if (f.train_tmx or f.dev_tmx) and not (f.source_lang and f.target_lang):
         raise DatagenError("TMX input needs --source_lang and --target_lang (xml:lang of "
                            "the sides)")
-    if f.vocab_size < 1:
-        raise DatagenError("--vocab_size must be positive")
-    if not f.file_byte_budget > 0:  # also NaN: 0 divides by zero, < 0 samples nothing
-        raise DatagenError("--file_byte_budget must be a positive number of characters, "
-                           "not %s" % f.file_byte_budget)
-    if f.max_subtoken_length is not None and f.max_subtoken_length < 0:
-        raise DatagenError("--max_subtoken_length must be positive, or 'none' (or 0) for no "
-                           "limit, not %d" % f.max_subtoken_length)
-    if f.max_line_chars < 0:
-        raise DatagenError("--max_line_chars must be 0 (no limit) or positive, not %d"
-                           % f.max_line_chars)
-    if f.num_train_shards < 1 or f.num_dev_shards < 1:
-        raise DatagenError("--num_train_shards and --num_dev_shards must be at least 1")
-    if (f.encode_chunk_lines < 1 or f.vocab_partitions < 1 or f.bisection_lookahead < 0
-            or f.bisection_rounds_per_pass < 1):
-        raise DatagenError("--encode_chunk_lines, --vocab_partitions and "
-                           "--bisection_rounds_per_pass must be at least 1, "
-                           "--bisection_lookahead at least 0")
-    if not f.in_process_below_mb >= 0:
-        raise DatagenError("--in_process_below_mb must be 0 or more, not %s"
-                           % f.in_process_below_mb)
-    if not f.lock_stale_seconds > 0:
-        raise DatagenError("--lock_stale_seconds must be a positive number of seconds, not %s"
-                           % f.lock_stale_seconds)
-    if (f.train_tsv or f.dev_tsv) and (min(f.source_column, f.target_column) < 0
-                                       or f.source_column == f.target_column):
-        raise DatagenError("--source_column and --target_column must be different "
-                           "non-negative column numbers")
+    if (f.train_tsv or f.dev_tsv) and f.source_column == f.target_column:
+        raise DatagenError("--source_column and --target_column must be different columns")
 
 
 class Command(NamedTuple):

@@ -180,7 +180,7 @@ class PassRunner:
         """Runs pass `label` built by `build(pipeline)`; `progress(seconds)`, if given, says
         where a running pass stands (a line logged every PROGRESS_SECONDS)."""
         if self.lock is not None:
-            self.lock.check()
+            self.lock.confirm()  # still this run's, and --output_dir still there
         self.count += 1
         number = self.count
         LOG.info("pass %d%s: %s", number, self._of(number), label)

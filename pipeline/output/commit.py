@@ -14,7 +14,7 @@ from typing import Any, Dict, Iterable, Optional
 
 from apache_beam.io.filesystems import FileSystems
 
-from pipeline.output.layout import WORK_NAME, OutputLayout
+from pipeline.output.layout import REJECTS_NAME, WORK_NAME, OutputLayout
 from pipeline.output.length_report import render_length_report
 from pipeline.output.own_outputs import old_shards
 from transforms.elements import RejectsReport, ShardReport
@@ -49,9 +49,9 @@ def promote_outputs(layout: OutputLayout, shards: Iterable[ShardReport],
     written_rejects = [r for r in rejects if r["rejected"]]
     if written_rejects:
         try:
-            FileSystems.mkdirs(layout.path("rejects"))
+            FileSystems.mkdirs(layout.path(REJECTS_NAME))
         except OSError:  # an earlier run's (emptied above: a local directory stays)
-            if not FileSystems.exists(layout.path("rejects")):
+            if not FileSystems.exists(layout.path(REJECTS_NAME)):
                 raise
         file_io.move_files(
             [FileSystems.join(layout.work("rejects"), r["name"]) for r in written_rejects],

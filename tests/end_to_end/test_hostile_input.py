@@ -170,7 +170,7 @@ def test_negative_max_subtoken_length_is_refused(tmp_path, capsys):
     src, tgt = _write(tmp_path / "a.en", b"x\n"), _write(tmp_path / "a.zh", b"y\n")
     _one_line_error(capsys, ["--train_source", src, "--train_target", tgt, "--output_dir",
                              tmp_path / "out", "--max_subtoken_length", "-1"] + FLAGS[2:],
-                    "--max_subtoken_length must be positive")
+                    "--max_subtoken_length: must be an integer from 0")
 
 
 def test_an_error_line_is_capped(tmp_path, capsys):
