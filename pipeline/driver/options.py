@@ -12,7 +12,7 @@ from typing import Any, Dict, List, NamedTuple, Sequence, Tuple
 
 from pipeline.runtime.console import LOG_LEVELS
 from pipeline.runtime.flags import INT32_MAX, FlagParser, bounded
-from pipeline.output.names import check_name
+from pipeline.output.names import LANG_MAX, PROBLEM_MAX, check_name
 from pipeline.runtime.runners import DatagenError
 from transforms.config import DatagenConfig
 from pipeline.driver.kinds import KindPlugin, every_plugin, kind_part
@@ -92,10 +92,12 @@ class DatagenOptions:
         add("--output_dir", help="Required: where vocab, shards and the summary go (any Beam "
             "FileSystems path).")
         add("--problem", default="translate_enzh_wmt8k", help="File-name prefix, as T2T's problem "
-            "name: letters, digits and _ - . @ +, not starting with . or -.")
-        add("--source_lang", default=None, help="Source language: the vocab file's suffix, and "
-            "for TMX the xml:lang of the source side; required for TSV/TMX-only runs (default: "
-            "the source files' extension).")
+            "name: letters, digits and _ - . @ +, not starting with . or -, at most %d "
+            "characters." % PROBLEM_MAX)
+        add("--source_lang", default=None, help="Source language: the vocab file's suffix "
+            "(as --problem's characters, at most %d), and for TMX the xml:lang of the source "
+            "side; required for TSV/TMX-only runs (default: the source files' extension)."
+            % LANG_MAX)
         add("--target_lang", default=None, help="Target language: as --source_lang, for the "
             "target side (default: the target files' extension).")
         add("--vocab_type", default=DEFAULT_KIND, choices=KIND_NAMES,
@@ -227,8 +229,9 @@ def parse_command_line(argv: Sequence[str]) -> Command:
     flags, beam_args = parse_flags(argv)
     _check_general_flags(flags)
     defaults = _defaults()
-    for flag in ("problem", "source_lang", "target_lang"):
-        check_name(getattr(flags, flag), "--" + flag)
+    check_name(flags.problem, "--problem", PROBLEM_MAX)
+    for flag in ("source_lang", "target_lang"):
+        check_name(getattr(flags, flag), "--" + flag, LANG_MAX)
     part = kind_part(flags, defaults)
     output_dir = file_io.absolute(flags.output_dir)
     given = tuple(file_io.absolute(name) for name in part.given)
