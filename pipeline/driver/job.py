@@ -105,6 +105,7 @@ class DatagenJob:
         complete now, not at the end."""
         if not self.config.job.allow_empty:
             books.check_has_pairs(prepared)
+        self.run_pass.stop_if_interrupted()
         self._lock.confirm()  # not into an --output_dir removed or replaced meanwhile
         file_io.delete_tree(self.layout.complete_path, self.stores)
         self.record.write_running()
@@ -162,8 +163,10 @@ class DatagenJob:
                shards: List[ShardReport], rejects: List[RejectsReport],
                tokens: Dict[str, TokenCounts]) -> Dict[str, SplitReport]:
         """Checks the books of every dataset, then moves outputs into place; marker last."""
-        # a run that lost its lock must not replace the new holder's files, nor commit into
-        # an --output_dir removed or replaced under it
+        # a run stopped by a signal commits nothing (whatever became of the handler's own
+        # exception); a run that lost its lock must not replace the new holder's files, nor
+        # commit into an --output_dir removed or replaced under it
+        self.run_pass.stop_if_interrupted()
         self._lock.confirm()
         report = {split: books.split_report(
             split, items, num_shards[split], shards, rejects, tokens.get(split, [0, 0, 0, 0]),
@@ -332,8 +335,10 @@ class DatagenJob:
             # a marker over missing files (a shard deleted since) is not trusted: redo it
             LOG.warning("%s is marked complete but %s: redoing it", layout.output_dir,
                         reruns.describe_missing(layout, summary, missing))
-        # Leftovers of a killed run must not be read back, nor look like output.
+        # Leftovers of a killed run must not be read back, nor look like output; nor fill
+        # the temporary directory (shard scratch of killed worker processes).
         file_io.delete_tree(layout.problem_work_dir, self.stores)
+        commit.remove_orphan_scratch()
         for stray in file_io.remove_temporaries(  # only this problem's: another problem's
                 layout.output_dir, self.stores,       # run may be writing its own now
                 owned=lambda name: own_outputs.is_problem_file(name, layout.problem)):
@@ -372,6 +377,7 @@ class DatagenJob:
             # A run that lost its lock deletes nothing: the directory is another run's now.
             if not self._lock.lost:
                 commit.remove_work_dir(layout, self.stores)
+            commit.remove_orphan_scratch()  # of worker processes killed with a pass
         cleaned: Dict[str, dict] = {} if self.cleaned is None else {"cleaning": self.cleaned}
         summary = self.record.summary(
             "complete", vocab=vocab, splits=split_report,
@@ -379,6 +385,7 @@ class DatagenJob:
                 name for name in lengths if name.endswith(BEFORE_CLEANING)]),
                 ids_end_in_eos=self.vocab.kind.codec.ends_in_eos),
             metrics=dict(sorted(self.run_pass.counters.items())), **cleaned)
+        self.run_pass.stop_if_interrupted()
         self._lock.confirm()
         try:
             commit.mark_complete(layout, summary, self.stores)

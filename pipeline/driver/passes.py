@@ -18,14 +18,15 @@ from apache_beam.options.pipeline_options import PipelineOptions, StandardOption
 
 from pipeline.output.lock import OutputLock
 from pipeline.runtime import console
-from pipeline.runtime.interrupts import Interrupted, kill_worker_processes
+from pipeline.runtime.interrupts import Interrupted, kill_worker_processes, stop_thread
 from pipeline.runtime.pass_engine import PassEngine
 from pipeline.runtime.runners import REMOTE_RUNNERS, is_dry_run, runner_name
 from transforms.job_metrics import counter_values
 
 LOG = logging.getLogger("datagen")
 PROGRESS_SECONDS = 30  # a long pass logs where it stands this often
-WATCH_SECONDS = 0.5  # how often a pass checks that the job's worker processes live
+WATCH_SECONDS = 0.5  # how often a pass checks for a signal, a lost lock and dead workers
+STOP_SECONDS = 60.0  # at most this long for an interrupted in-process pass to end
 
 
 class WorkerDied(RuntimeError):
@@ -91,6 +92,7 @@ class PassRunner:
         self.engine = PassEngine(options, log_level)  # where the passes run
         self._submitted: Optional[float] = None  # when the running pass's job was submitted
         self._running: Any = None  # the running pass's PipelineResult, once run() returned
+        self._thread: Optional[threading.Thread] = None  # the running pass's thread
 
     @property
     def dry_run(self) -> bool:
@@ -123,9 +125,11 @@ class PassRunner:
                 outcome["error"] = e
 
         thread = threading.Thread(target=run, name="datagen-pass-%d" % number, daemon=True)
+        self._thread = thread
         thread.start()
         while True:
             thread.join(WATCH_SECONDS)
+            self.stop_if_interrupted()
             if self.lock is not None:
                 self.lock.check()  # raises once another run took the lease
             # a dead worker either blocks the pass or is why it failed
@@ -141,6 +145,25 @@ class PassRunner:
         for name, value in outcome["counters"].items():
             self.counters[name] = self.counters.get(name, 0) + value
         return outcome["state"]
+
+    def stop_if_interrupted(self) -> None:
+        """Raises Interrupted once a signal stopped the run: before and after every pass,
+        every WATCH_SECONDS while one runs, and (the job's call) before the commit. The
+        signal handler's own exception may have been raised where Python discards it (a
+        garbage-collection callback, `pipeline.runtime.interrupts`): this flag is not lost."""
+        signum = self.interrupted()
+        if signum is not None:
+            raise Interrupted(signum)
+
+    def _stop_in_process_pass(self) -> None:
+        """An interrupted pass that runs in this process (no worker processes to kill) is
+        stopped in its thread and waited for, so that nothing writes into the work directory
+        once the job removes it."""
+        thread = self._thread
+        if thread is None or not thread.is_alive() or self.engine.runs_worker_processes():
+            return
+        if not stop_thread(thread, STOP_SECONDS):
+            LOG.warning("the interrupted pass did not stop within %.0f s", STOP_SECONDS)
 
     def _cancel_running(self) -> None:
         """A pass stopped by an interrupt or a failure: on a runner whose computation goes on
@@ -179,6 +202,7 @@ class PassRunner:
                  progress: Optional[Callable[[float], str]] = None) -> float:
         """Runs pass `label` built by `build(pipeline)`; `progress(seconds)`, if given, says
         where a running pass stands (a line logged every PROGRESS_SECONDS)."""
+        self.stop_if_interrupted()
         if self.lock is not None:
             self.lock.confirm()  # still this run's, and --output_dir still there
         self.count += 1
@@ -217,6 +241,7 @@ class PassRunner:
                 # running (an in-process signal) must not write on into the work directory.
                 console.quiet_libraries()
                 kill_worker_processes()
+                self._stop_in_process_pass()
                 raise Interrupted(signum) from None
             error = sys.exc_info()[1]
             if runner_name(self.options) in REMOTE_RUNNERS and isinstance(error, Exception):
@@ -226,6 +251,7 @@ class PassRunner:
         finally:
             stop.set()
             self._running = None
+        self.stop_if_interrupted()  # a signal as the pass ended: it must not look done
         if state not in (None, beam.runners.runner.PipelineState.DONE):
             raise RuntimeError("pass %d (%s) ended in state %s" % (number, label, state))
         seconds = time.time() - start
