@@ -11,7 +11,8 @@ import logging
 from typing import Any, Dict, List, NamedTuple, Sequence, Tuple
 
 from pipeline.runtime.console import LOG_LEVELS
-from pipeline.runtime.flags import INT32_MAX, FlagParser, bounded
+from pipeline.runtime.flag_ranges import INT32_MAX, bounded
+from pipeline.runtime.flags import FlagParser
 from pipeline.output.names import LANG_MAX, PROBLEM_MAX, check_name
 from pipeline.runtime.runners import DatagenError
 from transforms.config import DatagenConfig

@@ -92,7 +92,8 @@ class PassRunner:
         self.engine = PassEngine(options, log_level)  # where the passes run
         self._submitted: Optional[float] = None  # when the running pass's job was submitted
         self._running: Any = None  # the running pass's PipelineResult, once run() returned
-        self._thread: Optional[threading.Thread] = None  # the running pass's thread
+        # the running pass's thread, and the event it sets when it ends
+        self._thread: Optional[Tuple[threading.Thread, threading.Event]] = None
 
     @property
     def dry_run(self) -> bool:
@@ -113,6 +114,9 @@ class PassRunner:
         a dead worker ends the pass here, with WorkerDied; a lost lock ends it with the
         lock's DatagenError. A remote runner's `run()` returns once the job is submitted."""
         outcome = {}
+        # Its end is an Event, not `thread.join`: a signal handler's exception raised in a
+        # join (CPython 3.11) marks the thread stopped while it runs on (bpo-45274's fix).
+        finished = threading.Event()
 
         def run():
             try:
@@ -123,22 +127,24 @@ class PassRunner:
                 outcome["counters"] = counter_values(result)
             except BaseException as e:  # handed to the watching thread
                 outcome["error"] = e
+            finally:
+                finished.set()
 
         thread = threading.Thread(target=run, name="datagen-pass-%d" % number, daemon=True)
-        self._thread = thread
+        self._thread = (thread, finished)
         thread.start()
         while True:
-            thread.join(WATCH_SECONDS)
+            finished.wait(WATCH_SECONDS)
             self.stop_if_interrupted()
             if self.lock is not None:
                 self.lock.check()  # raises once another run took the lease
             # a dead worker either blocks the pass or is why it failed
             dead = (self.engine.dead_workers()
-                    if thread.is_alive() or "error" in outcome else [])
+                    if not finished.is_set() or "error" in outcome else [])
             if dead:
                 kill_worker_processes()  # the pass cannot finish: no worker writes on
                 raise WorkerDied(number, dead)
-            if not thread.is_alive():
+            if finished.is_set():
                 break
         if "error" in outcome:
             raise outcome["error"]
@@ -159,10 +165,10 @@ class PassRunner:
         """An interrupted pass that runs in this process (no worker processes to kill) is
         stopped in its thread and waited for, so that nothing writes into the work directory
         once the job removes it."""
-        thread = self._thread
-        if thread is None or not thread.is_alive() or self.engine.runs_worker_processes():
+        if self._thread is None or self.engine.runs_worker_processes():
             return
-        if not stop_thread(thread, STOP_SECONDS):
+        thread, finished = self._thread
+        if not stop_thread(thread, finished, STOP_SECONDS):
             LOG.warning("the interrupted pass did not stop within %.0f s", STOP_SECONDS)
 
     def _cancel_running(self) -> None:

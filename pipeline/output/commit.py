@@ -97,7 +97,7 @@ def remove_orphan_scratch(directory: Optional[str] = None) -> List[str]:
     not remove their own. A directory of a live process (another job's worker writing) is
     left alone. Returns the paths removed."""
     directory = directory or tempfile.gettempdir()
-    removed = []
+    removed: List[str] = []
     try:
         names = os.listdir(directory)
     except OSError:

@@ -154,17 +154,17 @@ class PassStopped(BaseException):
     that no `except Exception` of Beam's wraps or logs it on its way out."""
 
 
-def stop_thread(thread: threading.Thread, seconds: float) -> bool:
+def stop_thread(thread: threading.Thread, finished: threading.Event, seconds: float) -> bool:
     """Raises PassStopped in `thread` at its next Python instruction and waits up to
-    `seconds` for it to end; whether it ended. For a pass that runs in this process (Beam's
-    in-process runner has no cancel): interrupted, it would write on into the work
+    `seconds` for it to end (`finished`: the event it sets last; `Thread.is_alive` may lie
+    once a join was interrupted); whether it ended. For a pass that runs in this process
+    (Beam's in-process runner has no cancel): interrupted, it would write on into the work
     directory the job removes, and log a FileNotFoundError traceback there. Code in C (a
-    compiled loop) finishes its call first."""
-    if thread.ident is not None and thread.is_alive():
+    compiled loop, a sleep) finishes its call first."""
+    if thread.ident is not None and not finished.is_set():
         ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread.ident),
                                                    ctypes.py_object(PassStopped))
-    thread.join(seconds)
-    return not thread.is_alive()
+    return finished.wait(seconds)
 
 
 def _children(pid: int) -> List[int]:

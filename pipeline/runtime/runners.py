@@ -22,6 +22,8 @@ from apache_beam.options.pipeline_options import (DirectOptions, PipelineOptions
                                                    PortableOptions, SetupOptions,
                                                    StandardOptions, TestOptions, WorkerOptions)
 
+from pipeline.runtime.flag_ranges import INT32_MAX, bounded
+
 REMOTE_RUNNERS = {"dataflow", "flink", "spark", "portable"}
 # Environments whose workers run in an environment the user prepared (or in this process).
 LOCAL_ENVIRONMENTS = {"LOOPBACK", "EXTERNAL", "PROCESS", "BEAM_PYTHON"}
@@ -45,7 +47,6 @@ class FlinkJavaOptions(PipelineOptions):
 
     @classmethod
     def _add_argparse_args(cls, parser: argparse.ArgumentParser) -> None:
-        from pipeline.runtime.flags import INT32_MAX, bounded  # (it imports this module)
         parser.add_argument(
             "--execution_mode_for_batch", default=None,
             choices=["PIPELINED", "PIPELINED_FORCED", "BATCH", "BATCH_FORCED"],

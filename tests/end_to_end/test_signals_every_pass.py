@@ -103,6 +103,40 @@ def test_a_signal_whose_exception_python_discards_still_stops_the_job(tmp_path):
     _assert_stopped(str(tmp_path / "out"), done.returncode, done.stderr, signal.SIGTERM)
 
 
+_WRITES_ON = textwrap.dedent(r'''
+    import signal
+    signal.pthread_sigmask(signal.SIG_BLOCK, (signal.SIGINT, signal.SIGTERM, signal.SIGHUP))
+    import os, sys, time
+    from pipeline import datagen
+    from transforms.storage import file_io
+    write = file_io.write_chunks
+
+    def slow_write(path, chunks, stores=None):
+        """The encode pass's first shard: SIGINT, then a pause, as a write that takes long."""
+        if "/shards/" in path and not slow_write.signalled:
+            slow_write.signalled = True
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(5)
+        return write(path, chunks, stores)
+    slow_write.signalled = False
+    file_io.write_chunks = slow_write
+    status = datagen.main(sys.argv[1:])
+    time.sleep(8)  # the process lives on (an in-process caller): does the pass write on?
+    datagen._leave(status)
+''')
+
+
+def test_an_interrupted_in_process_pass_writes_nothing_after_the_job_cleaned_up(tmp_path):
+    """The pass of an in-process runner went on in its thread after a signal, writing into
+    the work directory the job had removed (a FileNotFoundError traceback from Beam's thread,
+    or the work directory made again): it is stopped and waited for first."""
+    argv = _argv(tmp_path, "word", FNAPI)
+    done = subprocess.run([sys.executable, "-c", _WRITES_ON] + argv, cwd=REPO_ROOT,
+                          capture_output=True, text=True, timeout=600,
+                          env=dict(os.environ, PYTHONPATH=REPO_ROOT))
+    _assert_stopped(str(tmp_path / "out"), done.returncode, done.stderr, signal.SIGINT)
+
+
 def _family(pid):
     try:
         return psutil.Process(pid).children(recursive=True)

@@ -4,7 +4,7 @@ pre-token counts (`transforms.vocab_learning.ByteBpeLearner`) or given (--bpe_vo
 from typing import Any, Optional
 
 from pipeline.driver.kinds import AddFlag, KindPlugin
-from pipeline.runtime.flags import bounded
+from pipeline.runtime.flag_ranges import bounded
 from transforms.codecs.byte_bpe import ENDOFTEXT
 from transforms.codecs.kinds import codec_kind
 from transforms.vocab_learning import ByteBpeLearner, ByteBpeSettings

@@ -4,7 +4,7 @@ trainer (`transforms.sentencepiece_learning`) or given (--spm_model)."""
 from typing import Any, Optional
 
 from pipeline.driver.kinds import AddFlag, KindPlugin
-from pipeline.runtime.flags import bounded
+from pipeline.runtime.flag_ranges import bounded
 from transforms.codecs import sentencepiece_model
 from transforms.codecs.kinds import codec_kind
 from transforms.sentencepiece_learning import SentencePieceLearner, SentencePieceSettings
