@@ -33,11 +33,12 @@ import itertools
 import logging
 import multiprocessing
 import multiprocessing.util
+import os
 import signal
 import sys
 import threading
 import traceback
-from typing import TYPE_CHECKING, Any, Iterator, Literal, NoReturn, Optional
+from typing import TYPE_CHECKING, Any, Iterator, List, Literal, NoReturn, Optional
 
 from pipeline.runtime.interrupts import SIGNALS, process_alive
 from pipeline.runtime.memory import run_then_release
@@ -143,7 +144,6 @@ def leave(status: int, exit_handlers: bool) -> NoReturn:
     server a runner started, flush logging). Without Python's private `_run_exitfuncs` the
     handlers and the teardown run as in any exit."""
     import atexit
-    import os
     run_handlers = getattr(atexit, "_run_exitfuncs", None)
     if exit_handlers:
         if run_handlers is None:
@@ -168,16 +168,30 @@ def fork_context() -> multiprocessing.context.BaseContext:
 
 
 @contextlib.contextmanager
-def ignoring_job_signals() -> Iterator[None]:
-    """SIGINT and SIGTERM ignored while in (main thread only), so that a process started
-    meanwhile inherits that through exec: the fork server and the resource tracker, started
-    before the driver's `InterruptWatcher`, would otherwise die of a Ctrl-C mid-import."""
-    saved = {sig: signal.signal(sig, signal.SIG_IGN) for sig in SIGNALS}
+def holding_job_signals() -> Iterator[None]:
+    """The job's signals held while in (main thread only, before the driver's
+    `InterruptWatcher`): one already queued (blocked since the driver's first line) is taken,
+    one that comes while multiprocessing's resource tracker unblocks them is recorded, not
+    raised, and the first is sent again on leaving, blocked, for the watcher (exit
+    128 + signal). Ignoring them instead (SIG_IGN) discarded a queued Ctrl-C: the job ran to
+    its end."""
+    held: List[int] = []
+    while True:  # taken now: nothing may discard them
+        pending = signal.sigtimedwait(SIGNALS, 0)
+        if pending is None or pending.si_signo not in SIGNALS:
+            break
+        held.append(pending.si_signo)
+
+    def record(signum: int, frame: Any) -> None:
+        held.append(signum)
+    saved = {sig: signal.signal(sig, record) for sig in SIGNALS}
     try:
         yield
     finally:
         for sig, handler in saved.items():
             signal.signal(sig, handler)
+        if held:
+            os.kill(os.getpid(), held[0])
 
 
 @contextlib.contextmanager
@@ -221,8 +235,12 @@ def start_early(argv: "list[str]") -> None:
     if any(arg in ("-h", "--help") or arg.startswith("--dry_run") for arg in argv):
         return  # no worker process will run
     if fork_context().get_start_method() == "forkserver":
-        from multiprocessing import forkserver
-        with keeping_signal_mask(), ignoring_job_signals():
+        from multiprocessing import forkserver, resource_tracker
+        with holding_job_signals():
+            with keeping_signal_mask():
+                resource_tracker.ensure_running()  # it unblocks SIGINT, SIGTERM here
+            # spawned with the job's signals blocked (the tracker runs: nothing unblocks
+            # them now), which it keeps through exec: no Ctrl-C kills it mid-import
             forkserver.ensure_running()
 
 
@@ -463,7 +481,6 @@ class _HarnessThreads(_PoolService):
 
 def _serve(settings, pipe):
     """A worker process: harnesses in threads until the driver closes `pipe`."""
-    import os
     import grpc
     from concurrent import futures
     from apache_beam.internal import pickler

@@ -137,6 +137,30 @@ def test_an_interrupted_in_process_pass_writes_nothing_after_the_job_cleaned_up(
     _assert_stopped(str(tmp_path / "out"), done.returncode, done.stderr, signal.SIGINT)
 
 
+def test_a_signal_queued_before_the_job_blocked_it_is_not_lost(tmp_path):
+    """A Ctrl-C in the driver's first moments is queued (its signals are blocked from its
+    first line; here from its start). Starting the worker processes' fork server set them to
+    SIG_IGN, which discards a queued signal (POSIX): the job ran to exit 0 (seen under load
+    as test_ctrl_c_while_the_job_starts[0.3] failing)."""
+    def blocked():
+        signal.pthread_sigmask(signal.SIG_BLOCK, (signal.SIGINT,))
+    proc = subprocess.Popen([sys.executable, "-m", "pipeline.datagen"]
+                            + _argv(tmp_path, "word", DIRECT_MP2), cwd=REPO_ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True, preexec_fn=blocked)
+    try:
+        os.killpg(proc.pid, signal.SIGINT)  # queued: blocked in the new process from exec
+        err = proc.stderr.read()
+        status = proc.wait(timeout=600)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert status == 130, err
+    assert err.strip().splitlines()[-1].endswith("ERROR interrupted (SIGINT)"), err
+    assert "Traceback" not in err and not os.path.exists(tmp_path / "out")
+
+
 def _family(pid):
     try:
         return psutil.Process(pid).children(recursive=True)
