@@ -9,7 +9,7 @@ import tempfile
 import google_crc32c
 import pytest
 
-from transforms.record_formats import FORMATS, scratch_pid
+from transforms.record_formats import FORMATS
 
 
 def _examples(n):
@@ -69,6 +69,7 @@ def test_an_interrupted_local_shard_leaves_no_file(tmp_path, scratch, name):
 
 
 def test_scratch_names_carry_the_writers_pid():
+    from transforms.record_formats import scratch_pid
     assert scratch_pid("datagen-shard-4242-abc_12") == 4242
     assert scratch_pid("datagen-read-4242-abc") is None
     assert scratch_pid("datagen-shard-x-abc") is None
