@@ -429,11 +429,14 @@ class OutputLock:
         self.check()
         try:
             held = self.renew()
-        except OSError as e:  # the directory is a file now, or cannot be read
+        except (FileNotFoundError, NotADirectoryError) as e:  # --output_dir is a file now
             self._lose({"run_id": "(none: the lease cannot be read)"},
                        "%s cannot be renewed (%s): was --output_dir removed or replaced?"
                        % (self.path, one_line(e)))
             held = False
+        except Exception as e:  # a flaky store, a full disk: the lease lasts, as a beat's
+            LOG.warning("could not renew the lock %s: %s", self.path, one_line(e))
+            held = True
         if not held:
             self.check()
 

@@ -28,6 +28,7 @@ before its commit, and stops there (`pipeline.driver.passes.PassRunner`); the ha
 makes the stop prompt where the main thread waits elsewhere.
 """
 
+import contextlib
 import ctypes
 import logging
 import os
@@ -35,7 +36,7 @@ import signal
 import sys
 import threading
 from types import FrameType
-from typing import Any, Callable, Dict, List, Literal, Optional, Set, Union
+from typing import Any, Callable, Dict, Iterator, List, Literal, Optional, Set, Union
 
 # SIGHUP: a closed terminal or ssh session, a stop as much as SIGTERM is.
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -43,6 +44,33 @@ WAKE = signal.SIGUSR1
 # How long the watcher waits for a signal before it looks whether the run is over: the end
 # of every run waits for it that long at most.
 POLL_SECONDS = 0.02
+
+
+@contextlib.contextmanager
+def holding_job_signals() -> Iterator[None]:
+    """The job's signals held while in (main thread only, before the driver's
+    `InterruptWatcher`: `pipeline.runtime.local_worker_pool.start_early`): one already
+    queued (blocked since the driver's first line) is taken, one that comes while
+    multiprocessing's resource tracker unblocks them is recorded, not raised, and the first
+    is sent again on leaving, blocked, for the watcher (exit 128 + signal). Ignoring them
+    instead (SIG_IGN) discarded a queued Ctrl-C: the job ran to its end."""
+    held: List[int] = []
+    while True:  # taken now: nothing may discard them
+        pending = signal.sigtimedwait(SIGNALS, 0)
+        if pending is None or pending.si_signo not in SIGNALS:
+            break
+        held.append(pending.si_signo)
+
+    def record(signum: int, frame: Any) -> None:
+        held.append(signum)
+    saved = {sig: signal.signal(sig, record) for sig in SIGNALS}
+    try:
+        yield
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
+        if held:
+            os.kill(os.getpid(), held[0])
 
 
 class Interrupted(BaseException):

@@ -33,14 +33,13 @@ import itertools
 import logging
 import multiprocessing
 import multiprocessing.util
-import os
 import signal
 import sys
 import threading
 import traceback
-from typing import TYPE_CHECKING, Any, Iterator, List, Literal, NoReturn, Optional
+from typing import TYPE_CHECKING, Any, Iterator, Literal, NoReturn, Optional
 
-from pipeline.runtime.interrupts import SIGNALS, process_alive
+from pipeline.runtime.interrupts import SIGNALS, holding_job_signals, process_alive
 from pipeline.runtime.memory import run_then_release
 
 if TYPE_CHECKING:  # Beam is imported where it is used: see start_early
@@ -144,6 +143,7 @@ def leave(status: int, exit_handlers: bool) -> NoReturn:
     server a runner started, flush logging). Without Python's private `_run_exitfuncs` the
     handlers and the teardown run as in any exit."""
     import atexit
+    import os
     run_handlers = getattr(atexit, "_run_exitfuncs", None)
     if exit_handlers:
         if run_handlers is None:
@@ -165,33 +165,6 @@ def fork_context() -> multiprocessing.context.BaseContext:
         forkserver.set_forkserver_preload(list(PRELOAD))
         return forkserver
     return multiprocessing.get_context("spawn")
-
-
-@contextlib.contextmanager
-def holding_job_signals() -> Iterator[None]:
-    """The job's signals held while in (main thread only, before the driver's
-    `InterruptWatcher`): one already queued (blocked since the driver's first line) is taken,
-    one that comes while multiprocessing's resource tracker unblocks them is recorded, not
-    raised, and the first is sent again on leaving, blocked, for the watcher (exit
-    128 + signal). Ignoring them instead (SIG_IGN) discarded a queued Ctrl-C: the job ran to
-    its end."""
-    held: List[int] = []
-    while True:  # taken now: nothing may discard them
-        pending = signal.sigtimedwait(SIGNALS, 0)
-        if pending is None or pending.si_signo not in SIGNALS:
-            break
-        held.append(pending.si_signo)
-
-    def record(signum: int, frame: Any) -> None:
-        held.append(signum)
-    saved = {sig: signal.signal(sig, record) for sig in SIGNALS}
-    try:
-        yield
-    finally:
-        for sig, handler in saved.items():
-            signal.signal(sig, handler)
-        if held:
-            os.kill(os.getpid(), held[0])
 
 
 @contextlib.contextmanager
@@ -481,6 +454,7 @@ class _HarnessThreads(_PoolService):
 
 def _serve(settings, pipe):
     """A worker process: harnesses in threads until the driver closes `pipe`."""
+    import os
     import grpc
     from concurrent import futures
     from apache_beam.internal import pickler
