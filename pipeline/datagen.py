@@ -56,6 +56,7 @@ from pipeline.output.summary import format_summary
 from pipeline.runtime import console, flags, local_worker_pool
 from pipeline.runtime.interrupts import InterruptWatcher, Interrupted
 from pipeline.runtime.runners import DatagenError, one_line
+from pipeline.runtime.storage_errors import StoreLost
 
 LOG = logging.getLogger("datagen")
 
@@ -142,8 +143,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         stopped = e if isinstance(e, Interrupted) else Interrupted(signal.SIGINT)
         LOG.error("interrupted (%s)", stopped)
         return stopped.exit_status
-    except (WorkerDied, PassFailed) as e:
-        LOG.error("%s", e)
+    except (WorkerDied, PassFailed, StoreLost) as e:
+        LOG.error("%s", one_line(e))
         return WORKER_DIED_STATUS
     if summary["status"] == "dry_run":
         print("dry run: %d passes translated for runner %s; nothing was run or written"

@@ -50,8 +50,8 @@ class Job:
     """`python -m pipeline.datagen` in a subprocess; `wait_for_line(text)` returns once its
     log has a line holding `text`."""
 
-    def __init__(self, argv):
-        env = dict(os.environ, PYTHONPATH=REPO)
+    def __init__(self, argv, env=None):
+        env = dict(os.environ, PYTHONPATH=REPO, **(env or {}))
         self.proc = subprocess.Popen([sys.executable, "-m", "pipeline.datagen"] + argv,
                                      cwd=REPO, env=env, stdout=subprocess.DEVNULL,
                                      stderr=subprocess.PIPE, text=True)

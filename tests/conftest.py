@@ -1,6 +1,7 @@
 """Shared test configuration: the repository root on sys.path, the test data directory, the
-lines of its real corpora, and real object-store servers holding a corpus (`s3`, `slow_s3`,
-`gcs`: tests/object_store_servers.py) for the tests of the job and its lock on object stores."""
+lines of its real corpora, real object-store servers holding a corpus (`s3`, `slow_s3`,
+`gcs`: tests/object_store_servers.py) for the tests of the job and its lock on object stores,
+and a Dask cluster of separate hosts with its own store (`hosts`: tests/multihost_cluster.py)."""
 
 import glob
 import os
@@ -67,3 +68,19 @@ def gcs(tmp_path_factory):
         bucket.blob("in/" + name).upload_from_filename(os.path.join(corpus, name))
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="module")
+def hosts(tmp_path_factory):
+    """A MultiHostCluster (store, sched, w1, w2: each a host of its own, in network, mount
+    and PID namespaces) whose bucket holds the sample under `in/`; skips where hosts cannot
+    be made (fails under CI=true). A test calls `hosts.ensure_up()` first."""
+    from network_hosts import require_hosts
+    require_hosts()
+    from multihost_cluster import running_hosts, warm_numba_cache
+    from multihost_jobs import put_sample
+    session = tmp_path_factory.getbasetemp()  # shared by pytest-xdist's processes: its parent
+    cache = (session.parent if os.environ.get("PYTEST_XDIST_WORKER") else session) / "numba"
+    with running_hosts(tmp_path_factory.mktemp("hosts"), warm_numba_cache(str(cache)),
+                       fill_store=put_sample) as cluster:
+        yield cluster

@@ -7,9 +7,10 @@ free ports, each in a session of its own and stopped by process group id. Worker
 project and these helpers as a cluster's workers would: from the same environment, with the
 repository and tests/ on PYTHONPATH.
 
-`WriteEach`, `EmitInFinishBundle`, `MarkRun`: DoFns that leave their outputs as files in a
-directory (the driver reads them back with `written`), since a pass on Dask returns nothing
-to the driver; defined here, not in a test module, so that workers can import them.
+`WriteEach`, `EmitInFinishBundle`, `MarkRun`, `ReadFirstLine`, `FailFirst`: DoFns that leave
+their outputs as files in a directory (the driver reads them back with `written`), since a
+pass on Dask returns nothing to the driver; defined here, not in a test module, so that
+workers can import them.
 """
 
 import ast
@@ -95,8 +96,11 @@ def close_clients():
     import gc
     from distributed import Client
     for obj in gc.get_objects():
-        if isinstance(obj, Client) and obj.status not in ("closed", "closing"):
-            obj.close()
+        try:
+            if isinstance(obj, Client) and obj.status not in ("closed", "closing"):
+                obj.close()
+        except ReferenceError:  # a weak proxy whose object is gone
+            pass
 
 
 @contextlib.contextmanager
@@ -126,6 +130,36 @@ class WriteEach(beam.DoFn):
         os.makedirs(self.directory, exist_ok=True)
         with open(os.path.join(self.directory, uuid.uuid4().hex), "w") as f:
             f.write(repr(element))
+
+
+class ReadFirstLine(beam.DoFn):
+    """Reads the first line of each path through Beam's FileSystems (as the job's DoFns
+    read a store's files) and writes it into `directory` as `WriteEach` does."""
+
+    def __init__(self, directory):
+        self.directory = directory
+
+    def process(self, path):
+        from apache_beam.io.filesystems import FileSystems
+        with FileSystems.open(path) as f:
+            line = f.readline().decode("utf-8").strip()
+        WriteEach(self.directory).process(line)
+
+
+class FailFirst(beam.DoFn):
+    """Element 0 fails at once; every other one runs for `seconds` and then leaves a file
+    in `directory`: tasks still running when the first has failed."""
+
+    def __init__(self, directory, seconds):
+        self.directory = directory
+        self.seconds = seconds
+
+    def process(self, element):
+        import time
+        if element == 0:
+            raise ValueError("element 0 fails")
+        time.sleep(self.seconds)
+        WriteEach(self.directory).process(element)
 
 
 class EmitInFinishBundle(beam.DoFn):

@@ -9,7 +9,7 @@
   a service-account key file (a fresh RSA key) whose token endpoint is a tiny local server
   (`TokenServer`), so credentials resolve at once and no request leaves the machine.
 - `DelayProxy`: a TCP proxy that holds each chunk a client sends for a few tens of
-  milliseconds before passing it on. On loopback the servers answer in ~1 ms, which hides
+  milliseconds before passing it on (`cut()`: the store gone, every connection closed). On loopback the servers answer in ~1 ms, which hides
   the windows a remote store leaves open (a lease missing for a moment, a read racing a
   write); the lock tests run through it.
 """
@@ -61,15 +61,22 @@ def _stop(proc):
 
 
 class MotoServer:
-    """`moto_server` on 127.0.0.1: `endpoint`, `client()` (boto3), `beam_flags(endpoint)`."""
+    """`moto_server` on 127.0.0.1: `endpoint`, `client()` (boto3), `beam_flags(endpoint)`.
 
-    def __init__(self, log_dir):
-        self.port = free_port()
-        self.endpoint = "http://127.0.0.1:%d" % self.port
+    `host`, `port` and `launch` start it elsewhere: `launch(name, argv)` returns the Popen
+    of a command started on another host (tests/network_hosts.py), which listens on `host`."""
+
+    def __init__(self, log_dir, host="127.0.0.1", port=None, launch=None):
+        self.port = port or free_port()
+        self.endpoint = "http://%s:%d" % (host, self.port)
         executable = os.path.join(os.path.dirname(sys.executable), "moto_server")
-        self._log = open(os.path.join(log_dir, "moto_server.log"), "wb")
-        self.proc = subprocess.Popen([executable, "-H", "127.0.0.1", "-p", str(self.port)],
-                                     stdout=self._log, stderr=subprocess.STDOUT)
+        command = [executable, "-H", host, "-p", str(self.port)]
+        self._log = None
+        if launch is None:
+            self._log = open(os.path.join(log_dir, "moto_server.log"), "wb")
+            self.proc = subprocess.Popen(command, stdout=self._log, stderr=subprocess.STDOUT)
+        else:
+            self.proc = launch("moto_server", command)
         _wait_until_answers(self.endpoint + "/moto-api/", self.proc)
 
     def client(self, endpoint=None):
@@ -85,7 +92,8 @@ class MotoServer:
 
     def stop(self):
         _stop(self.proc)
-        self._log.close()
+        if self._log is not None:
+            self._log.close()
 
 
 class TokenServer:
@@ -183,6 +191,7 @@ class DelayProxy:
         self.port = self._listener.getsockname()[1]
         self.endpoint = "http://127.0.0.1:%d" % self.port
         self._closed = threading.Event()
+        self._open = set()  # the sockets of every connection, for `cut`
         threading.Thread(target=self._accept, daemon=True).start()
 
     def _accept(self):
@@ -196,6 +205,7 @@ class DelayProxy:
             except OSError:
                 client.close()
                 continue
+            self._open.update((client, server))
             threading.Thread(target=self._pump, args=(client, server, self._delay),
                              daemon=True).start()
             threading.Thread(target=self._pump, args=(server, client, 0), daemon=True).start()
@@ -217,6 +227,14 @@ class DelayProxy:
     def stop(self):
         self._closed.set()
         self._listener.close()
+
+    def cut(self):
+        """The store gone for its clients: no new connection, and every open one closed."""
+        self.stop()
+        for sock in list(self._open):
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+                sock.close()
 
 
 def upload_tree(put, local_dir, prefix):

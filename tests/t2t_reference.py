@@ -156,3 +156,55 @@ def _memoizing_encoder_class(memo):
                 self._cache = [(None, None)] * self._cache_size
 
     return MemoizingSubwordTextEncoder
+
+
+# Packages T2T's problem modules import at module level that its --no-deps install lacks;
+# packing uses none of them.
+_PROBLEM_IMPORT_STAND_INS = ("tensorflow_addons", "tf_slim", "tensorflow_probability",
+                             "scipy", "scipy.signal")
+
+
+def t2t_translate_problem(packed_length):
+    """T2T's `TranslateEnzhWmt8k` with `packed_length` set, as T2T's packed translate
+    problems set it (`TranslateEndeWmt8kPacked`: only the property): its `_pack_fn()` is
+    what `Text2TextProblem.generate_data` hands `generator_utils.shuffle_dataset` as
+    `extra_fn`, so it packs each shard with the spacing and chopping the problem passes.
+
+    T2T's problem modules import, at module level, packages that its --no-deps install
+    lacks and that packing never uses: stand-in modules take their place for the import
+    only, as `tf.estimator` does for `generator_utils` above, and are removed afterwards."""
+    import importlib.util
+    import sys
+    added = [name for name in _PROBLEM_IMPORT_STAND_INS
+             if name not in sys.modules and importlib.util.find_spec(name.split(".")[0]) is None]
+    for name in added:
+        sys.modules[name] = types.ModuleType(name)
+    estimator = not hasattr(tf, "estimator")
+    if estimator:
+        tf.estimator = types.SimpleNamespace(ModeKeys=types.SimpleNamespace(
+            TRAIN="train", EVAL="eval", PREDICT="infer"))
+    try:
+        from tensor2tensor.data_generators import translate_enzh
+    finally:
+        for name in added:
+            del sys.modules[name]
+        if estimator:
+            del tf.estimator
+
+    class PackedTranslateEnzh(translate_enzh.TranslateEnzhWmt8k):
+        @property
+        def packed_length(self):
+            return packed_length
+
+    return PackedTranslateEnzh()
+
+
+def t2t_shuffle_and_pack(paths, packed_length, monkeypatch):
+    """Runs T2T's `generator_utils.shuffle_dataset(paths, extra_fn=problem._pack_fn())` on
+    TFRecord files named `{name}-unshuffled`, as `Text2TextProblem.generate_data` does, with
+    `random.shuffle` left out (`monkeypatch`): the files' order stands for T2T's shuffle.
+    Returns T2T's output paths (`{name}`), in the order given."""
+    problem = t2t_translate_problem(packed_length)
+    monkeypatch.setattr(generator_utils.random, "shuffle", lambda records: None)
+    generator_utils.shuffle_dataset(list(paths), extra_fn=problem._pack_fn())
+    return [path.replace(generator_utils.UNSHUFFLED_SUFFIX, "") for path in paths]

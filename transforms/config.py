@@ -32,6 +32,7 @@ class ReadConfig:
     source_column: int               # TSV columns
     target_column: int
     encode_chunk_lines: int          # a seek point every this many lines: encode chunks start there
+    max_length: int                  # train pairs with a longer side over it are rejected (0: off)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -76,6 +77,7 @@ class JobConfig:
     num_train_shards: int
     num_dev_shards: int
     output_format: str               # a name of transforms.record_formats.FORMATS
+    packed_length: int               # pairs packed into records of this many ids (0: off)
     allow_empty: bool
     overwrite: bool
     lock_stale_seconds: float

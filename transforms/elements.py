@@ -135,15 +135,29 @@ class FragmentReport(TypedDict):
     by_dataset: List[List[int]]   # [[dataset index, records]]
 
 
-class ShardReport(TypedDict):
-    """One shard file written (`WriteShuffledShards`), as the encode result lists it."""
+class PackingReport(TypedDict):
+    """What packing one shard did (`transforms.formats.packed_examples.PackingTally`)."""
+    records: int                          # packed records written
+    pairs: int                            # pairs in them
+    ids: List[int]                        # [inputs, targets] ids, spacing excluded
+    over_length: int                      # records with a side over --packed_length
+    pairs_per_record: List[Tuple[int, int]]  # [(pairs in a record, records)]
+
+
+class _ShardReportRequired(TypedDict):
     split: str
     shard: int
     name: str
-    records: int
+    records: int  # records in the file (packed records with --packed_length)
     bytes: int  # the file's size
     crc32c: str  # the whole file's crc32c (google_crc32c's hexdigest, 8 hex digits)
-    by_dataset: List[DatasetCount]
+    by_dataset: List[DatasetCount]  # pairs per dataset
+
+
+class ShardReport(_ShardReportRequired, total=False):
+    """One shard file written (`WriteShuffledShards`), as the encode result lists it; with
+    --packed_length, what packing did."""
+    packing: PackingReport
 
 
 # -- rejects (EncodePairs, MaterializeDatasets -> WriteRejects) --------------------------------

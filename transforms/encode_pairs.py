@@ -8,7 +8,9 @@ lines to `transforms.chunk_reading` (lines -> blocks of pairs, or rejects with a
 drops pairs with an empty side silently; the lines the cleaning stage dropped,
 `chunk["dropped"]`, are skipped, or with `chunk["lengths_before"]` only measured, for the
 split's lengths before cleaning) and the blocks to `transforms.pair_encoding` (pairs ->
-serialized `tf.train.Example`s keyed for the deterministic shuffle, and their counts). A
+serialized `tf.train.Example`s keyed for the deterministic shuffle, and their counts; with
+--max_length the train pairs T2T's length filter would drop are rejected there, and the
+split's lengths before that drop measured too). A
 chunk's records are written as one sorted fragment file per shard
 (`transforms.shard_fragments`), and only the fragments' names and counts go on to the shard
 writer.
@@ -29,7 +31,7 @@ from transforms.elements import (Chunk, ChunkLengths, DatasetSpec, FileFacts, Fr
                                  FragmentReport, RejectRecord, ShardKey, TokenCounts)
 from transforms.formats.example_proto import PairExampleWriter
 from transforms.length_stats import chunk_lengths
-from transforms.formats.rejects import reject_record
+from transforms.formats.rejects import OVER_MAX_LENGTH, max_length_of, reject_record
 from transforms.job_metrics import JobCounters
 from transforms.pair_encoding import PairEncoder, PairTally, shuffle_keys
 from transforms.storage.object_stores import ObjectStores, StoreSettings
@@ -39,6 +41,8 @@ from transforms.vocab_files import VocabularyFiles
 
 REJECTS = "rejects"
 BEFORE_CLEANING = " before cleaning"  # the length figures' key of a split's pairs before it
+# ... and with --max_length but no cleaning, of the split's pairs before that filter
+BEFORE_MAX_LENGTH = " before max_length"
 STATS = "stats"
 LENGTHS = "lengths"
 
@@ -67,6 +71,7 @@ class _EncodeChunkFn(beam.DoFn):
         self._num_shards = num_shards  # {split: number of shards}
         self._on_invalid = config.read.on_invalid_utf8
         self._max_chars = config.read.max_line_chars
+        self._max_length = config.read.max_length
         self._loader = loader
 
     def setup(self) -> None:
@@ -113,6 +118,8 @@ class _EncodeChunkFn(beam.DoFn):
         written = PairTally()
         before = chunk.get("lengths_before")  # also measure the pairs cleaning dropped
         cleaned_away: List[LinePair] = []  # those of them that would be written
+        max_length = max_length_of(split, self._max_length)
+        too_long = PairTally()  # the pairs --max_length drops
         with file_io.open_text_source(span.source_path, self._stores,
                                       chunk["source_offset"]) as src, \
                 file_io.open_text_source(span.target_path, self._stores,
@@ -125,19 +132,23 @@ class _EncodeChunkFn(beam.DoFn):
                 elif item.cleaned_away:
                     cleaned_away.extend(item.pairs)
                 else:
-                    self._encoder.encode(item.pairs, key_of, ds["index"], num_shards, by_shard,
-                                         written)
+                    for number, source, target in self._encoder.encode(
+                            item.pairs, key_of, ds["index"], num_shards, by_shard, written,
+                            max_length, too_long):
+                        yield self._reject(chunk, LineReject(number, OVER_MAX_LENGTH, source,
+                                                             target))
         self._counters.inc(split + ".pairs_read", span.num_lines)
         self._counters.inc(split + ".pairs_encoded", len(written.lengths))
         yield from self._write_fragments(split, ds["index"], span.first_line, by_shard)
         yield beam.pvalue.TaggedOutput(STATS, (split, written.token_counts()))
         yield beam.pvalue.TaggedOutput(LENGTHS, (split, chunk_lengths(
             written.lengths, written.chars, written.ids)))
-        if before:
+        if before or max_length:
             measured = PairTally()
             self._encoder.measure(cleaned_away, measured)
-            both = written.plus(measured)
-            yield beam.pvalue.TaggedOutput(LENGTHS, (split + BEFORE_CLEANING, chunk_lengths(
+            both = written.plus(measured).plus(too_long)
+            label = BEFORE_CLEANING if before else BEFORE_MAX_LENGTH
+            yield beam.pvalue.TaggedOutput(LENGTHS, (split + label, chunk_lengths(
                 both.lengths, both.chars, both.ids)))
 
     def _write_fragments(self, split: str, dataset_index: int, first_line: int,

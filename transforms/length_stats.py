@@ -10,7 +10,9 @@ which keeps the hot path's cost low. `LengthReportFn` (a CombineFn, used per spl
 holds more than one histogram per length per split.
 
 Lengths count ids with EOS, as stored in the records (`inputs`, `targets`), which is what
-T2T's reader measures. The drop rule is T2T 1.15.7's (there is no `_example_too_big` in that
+T2T's reader measures. With --max_length the job applies that filter itself to the train
+split (`transforms.pair_encoding.PairEncoder.encode`, the same `dropped` rule), and its value
+joins the candidates, so the figures before the drop predict exactly how many pairs it drops. The drop rule is T2T 1.15.7's (there is no `_example_too_big` in that
 release): `utils/data_reader.input_fn` filters with `example_valid_size(example,
 hparams.min_length, max_length)`, which keeps an example when `min_length <= length <=
 max_length`, `length` being the longest feature (`example_length`: max over `inputs` and
@@ -86,8 +88,16 @@ def _distribution(histogram: Histogram) -> Dict[str, Any]:
     return figures
 
 
-def length_report(accumulator: ChunkLengths) -> Dict[str, JsonValue]:
-    """The figures of one split from its summed counts (see `chunk_lengths`): JSON-able."""
+def candidate_max_lengths(max_length: int = 0) -> Tuple[int, ...]:
+    """The `max_length`s the drops are counted at: `CANDIDATE_MAX_LENGTHS` and the run's
+    --max_length (0: none), in order (and each split's p99)."""
+    return tuple(sorted(set(CANDIDATE_MAX_LENGTHS) | ({max_length} if max_length else set())))
+
+
+def length_report(accumulator: ChunkLengths,
+                  max_lengths: Sequence[int] = CANDIDATE_MAX_LENGTHS) -> Dict[str, JsonValue]:
+    """The figures of one split from its summed counts (see `chunk_lengths`), with the drops
+    at `max_lengths` (`candidate_max_lengths`) and the p99: JSON-able."""
     inputs, targets, pair, chars, tokens = accumulator
     pairs = sum(pair.values())
     report: Dict[str, Any] = {"pairs": pairs}
@@ -97,7 +107,7 @@ def length_report(accumulator: ChunkLengths) -> Dict[str, JsonValue]:
                         "chars_per_token": round(chars[i] / tokens[i], 4) if tokens[i] else None})
         report[side] = figures
     report["pair"] = _distribution(pair)
-    candidates: List[Dict[str, Any]] = [{"max_length": m} for m in CANDIDATE_MAX_LENGTHS]
+    candidates: List[Dict[str, Any]] = [{"max_length": m} for m in max_lengths]
     if pairs:
         candidates.append({"max_length": report["pair"]["p99"], "p99": True})
     for c in candidates:
@@ -108,7 +118,12 @@ def length_report(accumulator: ChunkLengths) -> Dict[str, JsonValue]:
 
 
 class LengthReportFn(beam.CombineFn):
-    """Per-chunk counts (`chunk_lengths`) -> the split's `length_report`."""
+    """Per-chunk counts (`chunk_lengths`) -> the split's `length_report` (drops at
+    `max_lengths`: `candidate_max_lengths`)."""
+
+    def __init__(self, max_lengths: Sequence[int] = CANDIDATE_MAX_LENGTHS) -> None:
+        super().__init__()
+        self._max_lengths = tuple(max_lengths)
 
     def create_accumulator(self) -> ChunkLengths:
         return ChunkLengths({}, {}, {}, [0, 0], [0, 0])
@@ -128,16 +143,21 @@ class LengthReportFn(beam.CombineFn):
         return merged
 
     def extract_output(self, accumulator: ChunkLengths) -> Dict[str, JsonValue]:
-        return length_report(accumulator)
+        return length_report(accumulator, self._max_lengths)
 
 
-def summary_lengths(reports: Dict[str, Dict[str, JsonValue]],
-                    splits: Iterable[str]) -> Dict[str, JsonValue]:
+def summary_lengths(reports: Dict[str, Dict[str, JsonValue]], splits: Iterable[str],
+                    max_length: int = 0) -> Dict[str, JsonValue]:
     """The summary's `lengths`: the rule and candidates, and `reports` ({split:
     length_report}) for every split in `splits` (a split whose encode pass reported no counts,
-    e.g. an empty one, gets the report of no pairs)."""
+    e.g. an empty one, gets the report of no pairs); `max_length`: the run's --max_length."""
     empty = LengthReportFn().create_accumulator()
-    return {"drop_rule": DROP_RULE, "percentiles": "nearest-rank",
-            "candidate_max_lengths": list(CANDIDATE_MAX_LENGTHS) + ["p99"],
-            "splits": {split: reports.get(split) or length_report(empty)
-                       for split in sorted(splits)}}
+    candidates = candidate_max_lengths(max_length)
+    lengths: Dict[str, JsonValue] = {
+        "drop_rule": DROP_RULE, "percentiles": "nearest-rank",
+        "candidate_max_lengths": list(candidates) + ["p99"],
+        "splits": {split: reports.get(split) or length_report(empty, candidates)
+                   for split in sorted(splits)}}
+    if max_length:
+        lengths["max_length"] = max_length
+    return lengths

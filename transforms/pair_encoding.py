@@ -120,25 +120,52 @@ class PairEncoder:
         return ([sources[source] for _, source, _ in pairs],
                 [targets[target] for _, _, target in pairs])
 
-    def measure(self, pairs: List[LinePair], tally: PairTally) -> Tuple[
-            List[LineEntry], List[LineEntry]]:
-        """Adds `pairs`' counts to `tally`; returns their source and target entries."""
-        src_known, tgt_known = self._known(pairs)
+    @staticmethod
+    def _count(tally: PairTally, src_known: List[LineEntry], tgt_known: List[LineEntry]
+               ) -> None:
         for side, known in enumerate((src_known, tgt_known)):
             tally.ids[side] += sum(k[2] for k in known)
             tally.oov[side] += sum(k[3] for k in known)
             tally.chars[side] += sum(k[4] for k in known)
         tally.lengths.extend(zip([k[1] for k in src_known], [k[1] for k in tgt_known]))
+
+    def measure(self, pairs: List[LinePair], tally: PairTally) -> Tuple[
+            List[LineEntry], List[LineEntry]]:
+        """Adds `pairs`' counts to `tally`; returns their source and target entries."""
+        src_known, tgt_known = self._known(pairs)
+        self._count(tally, src_known, tgt_known)
         return src_known, tgt_known
 
     def encode(self, pairs: List[LinePair], key_of: Callable[[int], int], dataset_index: int,
                num_shards: int, by_shard: Dict[int, List[FragmentEntry]],
-               tally: PairTally) -> None:
+               tally: PairTally, max_length: int = 0,
+               too_long: Optional[PairTally] = None) -> List[LinePair]:
         """Encodes `pairs`: each pair's record, keyed by `key_of(line number)`
-        (`shuffle_keys`), goes to its shard's list in `by_shard`, its counts to `tally`."""
-        src_known, tgt_known = self.measure(pairs, tally)
+        (`shuffle_keys`), goes to its shard's list in `by_shard`, its counts to `tally`.
+
+        With `max_length` (--max_length; 0: no limit), a pair whose longer side has more ids
+        than that, as stored (EOS included), is not written, as T2T's training-time filter
+        drops it (`transforms.length_stats.dropped`): its counts go to `too_long` and the
+        pairs dropped are returned (none without `max_length`)."""
+        dropped: List[LinePair] = []
+        if not max_length:
+            src_known, tgt_known = self.measure(pairs, tally)
+        else:
+            src_known, tgt_known = self._known(pairs)
+            keep = [s[1] <= max_length and t[1] <= max_length
+                    for s, t in zip(src_known, tgt_known)]
+            if not all(keep):
+                dropped = [pair for pair, kept in zip(pairs, keep) if not kept]
+                self._count(too_long if too_long is not None else PairTally(),
+                            [s for s, kept in zip(src_known, keep) if not kept],
+                            [t for t, kept in zip(tgt_known, keep) if not kept])
+                pairs = [pair for pair, kept in zip(pairs, keep) if kept]
+                src_known = [s for s, kept in zip(src_known, keep) if kept]
+                tgt_known = [t for t, kept in zip(tgt_known, keep) if kept]
+            self._count(tally, src_known, tgt_known)
         join = self._examples.join
         for (number, _, _), src, tgt in zip(pairs, src_known, tgt_known):
             key = key_of(number)
             by_shard.setdefault(shard_of(key, num_shards), []).append(
                 (key, dataset_index, number, join(src[0], tgt[0])))
+        return dropped

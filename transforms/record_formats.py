@@ -11,8 +11,9 @@ reader and `inspect` all go through this module.
 - `tfrecord` (the default): TFRecord framing around each record, today's bytes exactly.
 - `array_record`: the same Example bytes, one ArrayRecord record each, in chunks of 16
   records compressed with zstd (`ARRAY_RECORD_OPTIONS`: see there why).
-- `parquet`: one row per pair, the Example's int64 lists as `list<int32>` columns named as
-  the features (`inputs`, `targets`), zstd, row groups of `PARQUET_ROW_GROUP_ROWS` rows.
+- `parquet`: one row per record, the Example's int64 lists as `list<int32>` columns named as
+  the features (`inputs`, `targets`; with --packed_length also the four segmentation and
+  position features), zstd, row groups of `PARQUET_ROW_GROUP_ROWS` rows.
 
 Adding a format: one `RecordFormat` subclass here, added to `FORMATS`; its name is then a
 value of `--output_format` (docs/design.md, "Record formats").
@@ -24,14 +25,15 @@ import os
 import re
 import shutil
 import tempfile
-from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from transforms.formats.example_proto import Int64FeaturesWriter
+from transforms.formats.packed_examples import PAIR_FEATURES
 from transforms.formats.tfrecord_framing import frame_record, read_records
 from transforms.storage import file_io
 from transforms.storage.object_stores import ObjectStores
 
-FEATURES = ("inputs", "targets")  # the features of every record, in this order
+FEATURES = PAIR_FEATURES  # the features of a record of one pair, in this order
 PARQUET_ROW_GROUP_ROWS = 8192     # ~2 MB of ids per group: one group in memory per read step
 # A random read (Grain's global shuffle) decompresses the record's whole chunk. TFDS writes
 # one record per chunk (`group_size:1`), right for large records; ours are ~110 bytes, where a
@@ -52,11 +54,13 @@ class RecordFormat(abc.ABC):
     @abc.abstractmethod
     def write_shard(self, path: str, records: Iterable[bytes],
                     stores: Optional[ObjectStores] = None,
-                    checksum: Optional[Any] = None) -> Tuple[int, int]:
+                    checksum: Optional[Any] = None,
+                    features: Sequence[str] = FEATURES) -> Tuple[int, int]:
         """Writes `records` (serialized Examples, in order) as the whole shard `path`, whole
         or not there (as `file_io.write_chunks`); returns (records, bytes written).
         `checksum` (a google_crc32c.Checksum), if given, is updated with every byte of the
-        file as it streams to `path`: the shard's crc32c without a second read."""
+        file as it streams to `path`: the shard's crc32c without a second read. `features`:
+        the int64 features every record holds (a columnar format's columns)."""
 
     @abc.abstractmethod
     def read_shard(self, path: str, stores: Optional[ObjectStores] = None) -> Iterator[bytes]:
@@ -76,7 +80,8 @@ class TFRecordFormat(RecordFormat):
 
     def write_shard(self, path: str, records: Iterable[bytes],
                     stores: Optional[ObjectStores] = None,
-                    checksum: Optional[Any] = None) -> Tuple[int, int]:
+                    checksum: Optional[Any] = None,
+                    features: Sequence[str] = FEATURES) -> Tuple[int, int]:
         return file_io.write_chunks(path, _summed((frame_record(r) for r in records), checksum),
                                     stores)
 
@@ -110,7 +115,8 @@ class _LocalFileFormat(RecordFormat):
     local copy."""
 
     @abc.abstractmethod
-    def _write_local(self, local_path: str, records: Iterable[bytes]) -> int:
+    def _write_local(self, local_path: str, records: Iterable[bytes],
+                     features: Sequence[str]) -> int:
         """Writes the file; returns the number of records."""
 
     @abc.abstractmethod
@@ -119,25 +125,26 @@ class _LocalFileFormat(RecordFormat):
 
     def write_shard(self, path: str, records: Iterable[bytes],
                     stores: Optional[ObjectStores] = None,
-                    checksum: Optional[Any] = None) -> Tuple[int, int]:
+                    checksum: Optional[Any] = None,
+                    features: Sequence[str] = FEATURES) -> Tuple[int, int]:
         if file_io.is_local(path):
-            return self._write_beside(path, records, checksum)
+            return self._write_beside(path, records, checksum, features)
         with tempfile.TemporaryDirectory(prefix="%s%d-" % (SCRATCH_PREFIX, os.getpid())) as tmp:
             local = os.path.join(tmp, "shard" + self.suffix)
-            count = self._write_local(local, records)
+            count = self._write_local(local, records, features)
             with open(local, "rb") as f:
                 _, size = file_io.write_chunks(
                     path, _summed(iter(lambda: f.read(_COPY_BYTES), b""), checksum), stores)
         return count, size
 
-    def _write_beside(self, path: str, records: Iterable[bytes],
-                      checksum: Optional[Any]) -> Tuple[int, int]:
+    def _write_beside(self, path: str, records: Iterable[bytes], checksum: Optional[Any],
+                      features: Sequence[str]) -> Tuple[int, int]:
         """A local shard: written under a temporary name beside `path`, summed as written to
         disk, then moved into place (nothing to copy)."""
         tmp = file_io.temporary_name(path)
         os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
         try:
-            count = self._write_local(tmp, records)
+            count = self._write_local(tmp, records, features)
             size = 0
             with open(tmp, "rb") as f:
                 for chunk in _summed(iter(lambda: f.read(_COPY_BYTES), b""), checksum):
@@ -171,7 +178,8 @@ def local_copy(path: str, stores: Optional[ObjectStores] = None) -> Iterator[str
 class ArrayRecordFormat(_LocalFileFormat):
     name, suffix = "array_record", ".array_record"
 
-    def _write_local(self, local_path: str, records: Iterable[bytes]) -> int:
+    def _write_local(self, local_path: str, records: Iterable[bytes],
+                     features: Sequence[str]) -> int:
         from array_record.python.array_record_module import ArrayRecordWriter
         writer = ArrayRecordWriter(local_path, ARRAY_RECORD_OPTIONS)
         count = 0
@@ -198,18 +206,19 @@ class ParquetFormat(_LocalFileFormat):
     name, suffix = "parquet", ".parquet"
 
     @staticmethod
-    def schema() -> "object":
+    def schema(features: Sequence[str] = FEATURES) -> "object":
         import pyarrow as pa
-        return pa.schema([(name, pa.list_(pa.int32())) for name in FEATURES])
+        return pa.schema([(name, pa.list_(pa.int32())) for name in features])
 
-    def _write_local(self, local_path: str, records: Iterable[bytes]) -> int:
+    def _write_local(self, local_path: str, records: Iterable[bytes],
+                     features: Sequence[str]) -> int:
         import pyarrow as pa
         import pyarrow.parquet as pq
         examples = Int64FeaturesWriter()
-        schema = self.schema()
+        schema = self.schema(features)
         count = 0
         with pq.ParquetWriter(local_path, schema, compression="zstd") as writer:
-            columns: Dict[str, List[List[int]]] = {name: [] for name in FEATURES}
+            columns: Dict[str, List[List[int]]] = {name: [] for name in features}
 
             def flush() -> None:
                 writer.write_table(pa.table(columns, schema=schema),
@@ -218,9 +227,9 @@ class ParquetFormat(_LocalFileFormat):
                     values.clear()
 
             for record in records:
-                features = examples.parse(bytes(record))
-                for name in FEATURES:
-                    columns[name].append(features.get(name, []))
+                values = examples.parse(bytes(record))
+                for name in features:
+                    columns[name].append(values.get(name, []))
                 count += 1
                 if count % PARQUET_ROW_GROUP_ROWS == 0:
                     flush()
@@ -231,10 +240,12 @@ class ParquetFormat(_LocalFileFormat):
     def _read_local(self, local_path: str) -> Iterator[bytes]:
         import pyarrow.parquet as pq
         examples = Int64FeaturesWriter()
-        for batch in pq.ParquetFile(local_path).iter_batches(columns=list(FEATURES)):
-            columns = [batch.column(name).to_pylist() for name in FEATURES]
+        shard = pq.ParquetFile(local_path)
+        features = shard.schema_arrow.names  # the columns written: every feature
+        for batch in shard.iter_batches(columns=features):
+            columns = [batch.column(name).to_pylist() for name in features]
             for row in zip(*columns):
-                yield examples.serialize(dict(zip(FEATURES, row)))
+                yield examples.serialize(dict(zip(features, row)))
 
 
 FORMATS: Dict[str, RecordFormat] = {f.name: f for f in (

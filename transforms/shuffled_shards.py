@@ -21,11 +21,15 @@ readers, `inspect` and reruns compare the files with them (`pipeline.output.comp
 
 The fragments hold serialized Examples; the merge streams them, in order, to the format's
 `write_shard` (for TFRecord: each framed with its length and masked CRC32Cs, today's bytes).
+With --packed_length the merged records go through the packer first
+(`transforms.formats.packed_examples`, T2T's `pack_examples`): T2T packs each shard after its
+shuffle, and here a shard's merged order is its shuffled order, so each shard is packed on
+its own, in that order, and the result depends on nothing but the seed and the input.
 """
 
 import heapq
 import json
-from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
+from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 import apache_beam as beam
 import google_crc32c
@@ -37,6 +41,8 @@ from transforms.elements import (FragmentReport, RejectRecord, RejectsReport, Sh
 from transforms.storage import file_io
 from transforms.job_metrics import JobCounters
 from transforms.storage.object_stores import ObjectStores, StoreSettings
+from transforms.formats.packed_examples import (PACKED_FEATURES, PAIR_FEATURES, PackingTally,
+                                                pack_records)
 from transforms.formats.rejects import reject_line
 from transforms.formats.text_lines import iter_raw_lines
 from transforms.record_formats import DEFAULT_FORMAT, ShardNames, record_format
@@ -55,12 +61,14 @@ class _WriteShardFn(beam.DoFn):
     client."""
 
     def __init__(self, problem: str, num_shards: Dict[str, int], tmp_dir: str,
-                 store_settings: StoreSettings, output_format: str = DEFAULT_FORMAT) -> None:
+                 store_settings: StoreSettings, output_format: str = DEFAULT_FORMAT,
+                 packed_length: int = 0) -> None:
         self._names = ShardNames(problem, record_format(output_format))
         self._num_shards = num_shards
         self._tmp_dir = tmp_dir
         self._store_settings = store_settings
         self._stores: Optional[ObjectStores] = None
+        self._packed_length = packed_length  # 0: one pair per record
 
     def setup(self) -> None:
         self._stores = ObjectStores(self._store_settings)
@@ -85,17 +93,27 @@ class _WriteShardFn(beam.DoFn):
         # Streamed (memory stays bounded); an empty shard is a 0-byte object, which Beam's
         # S3 writer cannot make, the store's own client can.
         merged = merge_fragments([frag["path"] for frag in fragments], self._stores)
+        records: Iterable[bytes] = (record for _, record in merged)
+        features: Sequence[str] = PAIR_FEATURES
+        packing: Optional[PackingTally] = None
+        if self._packed_length:
+            features, packing = PACKED_FEATURES, PackingTally()
+            records = pack_records(records, self._packed_length, packing)
         checksum = google_crc32c.Checksum()  # of the whole file, as it streams past
         written, size = self._names.format.write_shard(
-            path, (record for _, record in merged), self._stores, checksum)
+            path, records, self._stores, checksum, features)
         self._counters.inc(split + ".records_written", written)
         self._counters.inc(split + ".bytes_written", size)
-        if written != sum(by_dataset.values()):
+        pairs = written if packing is None else packing.pairs
+        if pairs != sum(by_dataset.values()):
             raise ValueError("%s: merged %d records, its fragments list %d"
-                             % (name, written, sum(by_dataset.values())))
-        yield {"split": split, "shard": shard, "name": name, "records": written,
-               "bytes": size, "crc32c": checksum.hexdigest().decode("ascii"),
-               "by_dataset": sorted(by_dataset.items())}
+                             % (name, pairs, sum(by_dataset.values())))
+        report: ShardReport = {
+            "split": split, "shard": shard, "name": name, "records": written, "bytes": size,
+            "crc32c": checksum.hexdigest().decode("ascii"), "by_dataset": sorted(by_dataset.items())}
+        if packing is not None:
+            report["packing"] = packing.report()
+        yield report
 
 
 REJECTS_FILE = "rejects_file"  # a WriteRejects element {REJECTS_FILE: path}: a whole file
@@ -176,14 +194,16 @@ class _WriteRejectsFn(beam.DoFn):
 class WriteShuffledShards(beam.PTransform):
     """((split, shard), fragment {path, records, by_dataset}) -> one report per shard file.
 
-    Every shard of every split is written, empty ones included.
+    Every shard of every split is written, empty ones included; with `packed_length`, each
+    shard's pairs packed (T2T's `pack_examples`) into its records.
     """
 
     def __init__(self, problem: str, num_shards: Mapping[str, int], tmp_dir: str,
-                 output_format: str = DEFAULT_FORMAT) -> None:
+                 output_format: str = DEFAULT_FORMAT, packed_length: int = 0) -> None:
         super().__init__()
         self._problem = problem
         self._format = output_format
+        self._packed_length = packed_length
         self._num_shards = dict(num_shards)
         self._tmp_dir = tmp_dir
 
@@ -197,7 +217,8 @@ class WriteShuffledShards(beam.PTransform):
                 | "GroupByShard" >> beam.CoGroupByKey()
                 | "WriteShard" >> beam.ParDo(_WriteShardFn(self._problem, self._num_shards,
                                                            self._tmp_dir, settings,
-                                                           self._format)))
+                                                           self._format,
+                                                           self._packed_length)))
 
 
 class WriteRejects(beam.PTransform):

@@ -17,6 +17,7 @@ from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Tuple
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
+from apache_beam.utils import shared
 
 from transforms.codecs import subword_learner as learner
 from transforms.codecs.subword_vocabulary import SubwordVocabulary
@@ -116,11 +117,14 @@ def build_vocab_pass(p: beam.Pipeline, files: Optional[SampleFiles],
     """
     from transforms.codecs.tokenizer import count_tokens  # T2T's, a batch in one regex pass
     outputs: Dict[str, Any] = {}
+    # one handle per vocabulary: a process's rounds share its loaded (or built) index
+    shared_indexes = {name: shared.Shared() for name in (files if files is not None
+                                                         else indexes or {})}
     if files is not None:
         names = sorted(files)
         counted = sample_and_count(p, files, config, count_tokens, scanned)
         index_pc = counted["totals"] | "Index" >> BuildTokenIndexes(
-            index_dir, config.vocab.max_subtoken_length)
+            index_dir, config.vocab.max_subtoken_length, shared_indexes)
         outputs.update(indexes=index_pc, sampling=counted["stats"],
                        distinct=counted["distinct"] | "DistinctToList" >> beam.Map(list))
     else:
@@ -130,7 +134,7 @@ def build_vocab_pass(p: beam.Pipeline, files: Optional[SampleFiles],
     learnt = index_pc | "Learn" >> LearnSubwordVocabs(
         names, config.vocab.vocab_size, config.vocab.vocab_partitions,
         rounds=config.vocab.bisection_rounds, lookahead=config.vocab.bisection_lookahead,
-        known=known)
+        known=known, shared_indexes=shared_indexes)
     outputs.update(vocabs=learnt["vocabs"] | "VocabReport" >> beam.Map(_round_report),
                    sizes=learnt["sizes"] | "SizesReport" >> beam.Map(_sizes_report),
                    probes=learnt["probes"] | "ProbesReport" >> beam.Map(_probes_report))

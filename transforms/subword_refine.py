@@ -60,13 +60,16 @@ class _BuildIndexFn(beam.DoFn):
     """(vocab_name, {token: count}) -> (vocab_name, {path, alphabet, distinct_tokens})."""
 
     def __init__(self, index_dir: str, max_subtoken_length: Optional[int],
-                 store_settings: StoreSettings) -> None:
+                 store_settings: StoreSettings,
+                 shared_indexes: Optional[Mapping[str, shared.Shared]] = None) -> None:
         self._dir = index_dir
         self._max_len = max_subtoken_length
         self._store_settings = store_settings
+        self._shared = shared_indexes or {}
 
     def setup(self) -> None:
         self._stores = ObjectStores(self._store_settings)
+        self._built: Dict[str, Any] = {}  # path -> the index built here, kept for the rounds
 
     def process(self, item: Tuple[str, Dict[str, int]]) -> Iterator[Tuple[str, IndexInfo]]:
         from transforms.codecs.subword_index import TokenIndex
@@ -76,6 +79,10 @@ class _BuildIndexFn(beam.DoFn):
         saved = io.BytesIO()
         index.save(saved)
         file_io.write_bytes_atomically(path, saved.getvalue(), self._stores)
+        if name in self._shared:
+            # the rounds in this process take the index as built instead of loading the
+            # file (~1 s for a large one); kept alive while this DoFn is (the pass)
+            self._built[path] = self._shared[name].acquire(lambda: index, tag=path)
         alphabet = learner.build_alphabet(counts)
         info: IndexInfo = {"path": path, "alphabet": sorted(alphabet),
                            "distinct_tokens": len(counts)}
@@ -86,17 +93,22 @@ class BuildTokenIndexes(beam.PTransform):
     """(vocab_name, {token: count}) -> (vocab_name, index info), one per vocabulary.
 
     The index of a vocabulary is built on one worker from its distinct tokens (T2T holds the
-    same token counts in one process) and written to `index_dir/{vocab_name}.npz`.
+    same token counts in one process) and written to `index_dir/{vocab_name}.npz`. With
+    `shared_indexes` ({vocab_name: Shared}, `LearnSubwordVocabs`' handles) the rounds of the
+    same pass that run in the building process use the built index without loading it.
     """
 
-    def __init__(self, index_dir: str, max_subtoken_length: Optional[int]) -> None:
+    def __init__(self, index_dir: str, max_subtoken_length: Optional[int],
+                 shared_indexes: Optional[Mapping[str, shared.Shared]] = None) -> None:
         super().__init__()
         self._dir = index_dir
         self._max_len = max_subtoken_length
+        self._shared = shared_indexes
 
     def expand(self, totals: beam.PCollection) -> beam.PCollection:
         return totals | "BuildIndex" >> beam.ParDo(_BuildIndexFn(
-            self._dir, self._max_len, StoreSettings.from_options(totals.pipeline.options)))
+            self._dir, self._max_len, StoreSettings.from_options(totals.pipeline.options),
+            self._shared))
 
 
 class _RefineProbesFn(beam.DoFn):
@@ -151,6 +163,8 @@ class _RefineProbesFn(beam.DoFn):
         first = (share + self._plan.rank(name)) % self._shares
         wanted = planned[first::self._shares]
         if not wanted:
+            if planned:  # the search goes on: have the index loaded for the next round
+                self._index(name, info["path"])
             return
         sizes: List[Tuple[int, Dict[Probe, int]]] = []
         vocabs = learner.refine_indexed(
@@ -171,17 +185,26 @@ def _work_items(item, num_shares):
         yield name, info, share
 
 
+# A round also probes the guessed path of the search as far as its turns are clear: up to
+# the first node where a guess this fraction either way (from one known size: any slope of
+# `SLOPE_RANGE`) could turn the search otherwise (`next_probes`). A wrong guess costs work,
+# never a different result.
+GUESS_MARGIN = 0.05
+
+
 class _RoundPlan:
     """The min_counts a round probes on one vocabulary: `next_probes` replayed with the sizes
     known before the pipeline and those learnt since (((vocab_name, min_count), size)
-    pairs); at least `width` while the search goes on (one per work item)."""
+    pairs); at least `width` while the search goes on (one per work item), and the guessed
+    path as far as `margin` says its turns are clear."""
 
-    def __init__(self, known, target_size, lookahead, rounds_left, width):
+    def __init__(self, known, target_size, lookahead, rounds_left, width, margin=None):
         self._known = known
         self._target = target_size
         self._lookahead = lookahead
         self._rounds_left = rounds_left
         self._width = width
+        self._margin = margin
 
     def rank(self, name):
         """The vocabulary's place among all: work items rotate their shares by it."""
@@ -191,7 +214,8 @@ class _RoundPlan:
         sizes = dict(self._known.get(name, {}))
         sizes.update((t, size) for (n, t), size in learnt if n == name)
         _, wanted = learner.next_probes(sizes, self._target, self._lookahead,
-                                        rounds_left=self._rounds_left, width=self._width)
+                                        rounds_left=self._rounds_left, width=self._width,
+                                        margin=self._margin)
         return wanted
 
 
@@ -207,7 +231,11 @@ class LearnSubwordVocabs(beam.PTransform):
     the rounds left. Where that is fewer probes than `num_partitions` (the work items of a
     vocabulary), the nodes the search will likely need next fill the round up: guessed from
     the sizes known (`subword_learner.predicted_path`), they let each work item of a round
-    advance the search by about a level. A round with nothing left to probe does no work.
+    advance the search by about a level. With `guess_margin` the round also probes the
+    guessed path as far as its turns are clear (a search walking to min_count 1000 is decided
+    in its third round, not its sixth); the work items share those probes. A round with
+    nothing left to probe does no work; an idle work item of a vocabulary still searching
+    loads its index for the rounds to come.
 
     Returns a dict of PCollections: `vocabs` ((round, {(vocab_name, min_count): vocab list}),
     one per probe), `sizes` ((round, iteration, {probe: size}), one per work item and
@@ -219,9 +247,13 @@ class LearnSubwordVocabs(beam.PTransform):
                  rounds: int = 10, lookahead: int = 0,
                  known: Optional[Mapping[str, Mapping[int, int]]] = None, num_iterations: int = 4,
                  reserved_tokens: Sequence[str] = learner.RESERVED_TOKENS,
-                 fit_rounds: bool = True) -> None:
+                 fit_rounds: bool = True,
+                 shared_indexes: Optional[Mapping[str, shared.Shared]] = None,
+                 guess_margin: Optional[float] = GUESS_MARGIN) -> None:
         super().__init__()
         self._fit_rounds = fit_rounds
+        self._margin = guess_margin
+        self._shared = shared_indexes
         self._known = {name: dict((known or {}).get(name, {})) for name in vocab_names}
         self._target = target_size
         self._parts = num_partitions
@@ -232,7 +264,7 @@ class LearnSubwordVocabs(beam.PTransform):
 
     @no_annotations  # Beam takes PCollection hints only: this returns a dict of them
     def expand(self, indexes: beam.PCollection) -> Dict[str, beam.PCollection]:
-        shared_indexes = {name: shared.Shared() for name in self._known}
+        shared_indexes = self._shared or {name: shared.Shared() for name in self._known}
         stores = StoreSettings.from_options(indexes.pipeline.options)
         work = (indexes
                 | "Work" >> beam.FlatMap(_work_items, num_shares=self._parts)
@@ -243,7 +275,8 @@ class LearnSubwordVocabs(beam.PTransform):
         probe_reports: List[Any] = []
         for r in range(1, self._rounds + 1):
             plan = _RoundPlan(self._known, self._target, self._lookahead,
-                              self._rounds - r + 1 if self._fit_rounds else None, self._parts)
+                              self._rounds - r + 1 if self._fit_rounds else None, self._parts,
+                              self._margin)
             refined = work | "Round%d" % r >> beam.ParDo(
                 _RefineProbesFn(r, self._parts, self._iterations, self._reserved,
                                 shared_indexes, plan, stores),

@@ -71,11 +71,12 @@ class VocabularyFiles:
         """Writes `files` (`Vocabulary.to_files`, or a learner's) to `path`. A directory is
         emptied first (never a new vocab.json beside an old merges.txt) and its files
         written in `file_sets[0]` order, the last one last, so `exists` never sees half a
-        vocabulary."""
+        vocabulary; files derived from those (byte_bpe's `tokenizer.json`) go first."""
         names = self.vocabulary.file_sets[0]
         if not is_single_file(self.vocabulary):
             file_io.delete_tree(path, self.stores)
             FileSystems.mkdirs(path)
+            names = tuple(name for name in files if name not in names) + names
         for name in names:
             data = files[name]
             file_io.write_bytes_atomically(

@@ -26,7 +26,7 @@ from transforms.elements import (Chunk, FileFacts, JsonValue, RejectsReport, Sha
                                  TokenCounts)
 from transforms.encode_pairs import EncodePairs, plan_chunks
 from transforms.json_result import WriteJsonResult
-from transforms.length_stats import LengthReportFn
+from transforms.length_stats import LengthReportFn, candidate_max_lengths
 from transforms.shard_fragments import fragment_chunk
 from transforms.shuffled_shards import WriteRejects, WriteShuffledShards, rejects_file_split
 
@@ -48,13 +48,15 @@ def build_encode_pass(p: beam.Pipeline, chunks: List[Chunk], vocab_paths: Tuple[
                                          vocab_paths[0], vocab_paths[1], seed, num_shards,
                                          work_dirs["fragments"], config))
     shards = encoded.records | "Write" >> WriteShuffledShards(
-        problem, num_shards, work_dirs["shards"], config.job.output_format)
+        problem, num_shards, work_dirs["shards"], config.job.output_format,
+        config.job.packed_length)
     token_stats = (encoded.stats
                    | "SumTokenStats" >> beam.CombinePerKey(
                        lambda rows: [sum(column) for column in zip(*rows)])
                    | "StatsToList" >> beam.Map(list))
     lengths = (encoded.lengths
-               | "SumLengths" >> beam.CombinePerKey(LengthReportFn())
+               | "SumLengths" >> beam.CombinePerKey(LengthReportFn(
+                   candidate_max_lengths(config.read.max_length)))
                | "LengthsToList" >> beam.Map(list))
     rejects = encoded.rejects
     if earlier_rejects:

@@ -55,8 +55,10 @@ VOCAB_INPUT_FLAGS = ("train_source", "train_target", "train_tsv", "train_tmx",
                      "filters") + GIVEN_VOCAB_FLAGS
 # Cleaning flags at their "off" values are left out, so an output or vocabulary made before
 # cleaning existed keeps its fingerprint (a rerun is still a no-op, a vocabulary reused).
-# The default --output_format is left out likewise (outputs made before formats existed).
-CLEANING_OFF = {"dedup": "none", "drop_dev_overlap": False, "output_format": "tfrecord"}
+# The default --output_format is left out likewise (outputs made before formats existed),
+# and --max_length and --packed_length when off (outputs made before they existed).
+CLEANING_OFF = {"dedup": "none", "drop_dev_overlap": False, "output_format": "tfrecord",
+                "max_length": 0, "packed_length": 0}
 
 
 # The own flags of a kind added after fingerprints existed (`fingerprint_defaults` False)

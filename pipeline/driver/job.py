@@ -17,7 +17,6 @@ import uuid
 from typing import Any, Callable, Collection, Dict, List, Optional, Tuple
 
 from apache_beam.io.filesystems import FileSystems
-from apache_beam.options.pipeline_options import PipelineOptions
 
 from pipeline.driver import fingerprint, preflight, reruns
 from pipeline.driver.cleaning import CleaningStep
@@ -35,11 +34,13 @@ from pipeline.output.lock import OutputLock
 from pipeline.runtime import staging
 from pipeline.runtime.interrupts import Interrupted
 from pipeline.runtime.job_server import check_prism_location
+from pipeline.runtime.options_views import JobOptions
 from pipeline.runtime.runners import (DatagenError, check_pipeline_options,
                                       check_workers_can_import_project,
                                       run_small_input_in_process)
-from pipeline.runtime.storage_errors import storage_error, storage_message
-from transforms.encode_pairs import BEFORE_CLEANING
+from pipeline.runtime.storage_errors import (StoreLost, storage_error, storage_message,
+                                             store_lost_message, unreachable_store)
+from transforms.encode_pairs import BEFORE_CLEANING, BEFORE_MAX_LENGTH
 from transforms.elements import RejectsReport, ShardReport, TokenCounts
 from transforms.length_stats import summary_lengths
 from transforms.storage import file_io
@@ -59,7 +60,8 @@ class DatagenJob:
 
     def __init__(self, command: Command,
                  interrupted: Callable[[], Optional[int]] = lambda: None) -> None:
-        self.options = options = PipelineOptions(command.beam_args)
+        # JobOptions: each view of the options made once (Beam parses them on every view_as)
+        self.options = options = JobOptions(command.beam_args)
         # The driver's own file work (listing, fingerprint, lock, commit) runs before any
         # Pipeline hands these options to FileSystems: without them s3:// has no endpoint
         # or credentials, gs:// no project.
@@ -170,7 +172,8 @@ class DatagenJob:
         self._lock.confirm()
         report = {split: books.split_report(
             split, items, num_shards[split], shards, rejects, tokens.get(split, [0, 0, 0, 0]),
-            self.layout.rejects_path(split), self.vocab.kind.codec.counts_oov)
+            self.layout.rejects_path(split), self.vocab.kind.codec.counts_oov,
+            self.config.job.packed_length)
             for split, items in sorted(prepared.items())}
         if not self.config.job.allow_empty:
             books.check_written(prepared, report)
@@ -211,9 +214,15 @@ class DatagenJob:
             with staging.project_sdist_once(self.options):
                 return self._run()
         except Exception as e:
-            if isinstance(e, DatagenError) or storage_error(e) is None:
+            if isinstance(e, DatagenError):
                 raise
-            raise DatagenError(storage_message(e, self.layout.output_dir)) from None
+            if storage_error(e) is not None:
+                raise DatagenError(storage_message(e, self.layout.output_dir)) from None
+            unanswered = unreachable_store(e)
+            if unanswered is not None:
+                raise StoreLost(store_lost_message(unanswered,
+                                                   self.layout.output_dir)) from None
+            raise
         finally:
             self.run_pass.close()  # worker processes the passes shared
 
@@ -224,6 +233,7 @@ class DatagenJob:
         # the --filters file is read and checked first: a bad one stops the job at once
         self.cleaning.load()
         preflight.check_file_systems(self.config)
+        preflight.check_stores_reachable(self.config, self.stores)
         preflight.check_output_directories(self.layout)
         self.vocab.check_given()
         # Inputs are listed and checked before the lock is written: bad input must leave
@@ -382,8 +392,8 @@ class DatagenJob:
         summary = self.record.summary(
             "complete", vocab=vocab, splits=split_report,
             lengths=dict(summary_lengths(lengths, list(prepared) + [
-                name for name in lengths if name.endswith(BEFORE_CLEANING)]),
-                ids_end_in_eos=self.vocab.kind.codec.ends_in_eos),
+                name for name in lengths if name.endswith((BEFORE_CLEANING, BEFORE_MAX_LENGTH))],
+                self.config.read.max_length), ids_end_in_eos=self.vocab.kind.codec.ends_in_eos),
             metrics=dict(sorted(self.run_pass.counters.items())), **cleaned)
         self.run_pass.stop_if_interrupted()
         self._lock.confirm()

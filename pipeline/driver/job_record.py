@@ -15,6 +15,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from pipeline.driver.passes import PassRunner
 from pipeline.output import commit
 from pipeline.output.layout import OutputLayout
+from pipeline.runtime.runners import one_line
 from pipeline.runtime.storage_errors import storage_error
 from transforms.config import DatagenConfig
 from transforms.storage import file_io
@@ -86,5 +87,5 @@ class JobRecord:
         try:
             file_io.write_json(self._layout.summary_path, self.summary(
                 status, error="%s: %s" % (type(error).__name__, error)), stores)
-        except Exception:  # the original error matters more
-            LOG.exception("could not write the failure summary")
+        except Exception as e:  # the original error matters more
+            LOG.warning("could not write the failure summary: %s", one_line(e))

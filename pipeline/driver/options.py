@@ -126,6 +126,16 @@ class DatagenOptions:
             help="Record format of the shards: tfrecord (tf.train.Example records, T2T's), "
                  "array_record (the same records, for Grain; names end .array_record) or "
                  "parquet (inputs/targets list<int32> columns; names end .parquet).")
+        add("--max_length", type=bounded(int, 0, INT32_MAX), default=0,
+            help="Reject train pairs whose longer side has more than this many ids, as "
+                 "stored (EOS included): T2T's training-time length filter applied at "
+                 "datagen time (reason over_max_length); dev is kept whole, as T2T's "
+                 "evaluation keeps it. 0: no limit.")
+        add("--packed_length", type=bounded(int, 0, INT32_MAX), default=0,
+            help="Pack pairs into records of at most this many ids per side, with "
+                 "inputs/targets_segmentation and _position features, as T2T 1.15.7's "
+                 "pack_examples packs a translate problem's shards (a pair longer than this "
+                 "stays alone in its record). 0: one pair per record.")
         add("--seed", type=bounded(int), default=0, help="Seed of the deterministic global shuffle.")
         add("--allow_empty", action="store_true", default=False,
             help="Write empty shards (and mark the output complete) when a split has no pair "

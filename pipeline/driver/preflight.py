@@ -3,6 +3,7 @@ directory can be written. Each failure is one line naming the flag (exit 2), whe
 would otherwise fail later with a worker's traceback."""
 
 import os
+import re
 from typing import List, Optional, Tuple
 
 from apache_beam.io.filesystems import FileSystems
@@ -13,7 +14,7 @@ from pipeline.output.layout import REJECTS_NAME, WORK_NAME, OutputLayout
 from pipeline.runtime.runners import DatagenError, one_line
 from transforms.config import DatagenConfig
 from transforms.storage import file_io
-from transforms.storage.object_stores import ObjectStores
+from transforms.storage.object_stores import ObjectStores, StoreUnreachable
 
 def named_paths(config: DatagenConfig) -> List[Tuple[str, str]]:
     """(flag, path) of every path the flags name (input patterns, vocabularies, output)."""
@@ -32,6 +33,29 @@ def check_file_systems(config: DatagenConfig) -> None:
         problem = file_io.filesystem_problem(path)
         if problem:
             raise DatagenError("%s %s" % (flag, problem))
+
+
+def check_stores_reachable(config: DatagenConfig, stores: ObjectStores) -> None:
+    """Raises DatagenError (one line naming the flag and the store's error) within about
+    30 s when a path's object store does not answer: asked once per bucket, with short
+    timeouts, since the job's own clients ride out outages of a minute or two mid-run
+    (`transforms.storage.object_stores`) and would wait that long here. A store that
+    answers with a refusal (no such bucket, access denied) is left to the step that
+    needs it, which says what is wrong."""
+    asked = set()
+    for flag, path in named_paths(config):
+        bucket = re.match(r"[a-z0-9]+://[^/]*", path)
+        if bucket is None or stores.for_path(path) is None or bucket.group(0) in asked:
+            continue
+        asked.add(bucket.group(0))
+        prefix = re.split(r"[\[*?!]", path, maxsplit=1)[0]  # before a wildcard or member
+        try:
+            file_io.check_reachable(prefix, stores)
+        except StoreUnreachable as e:
+            raise DatagenError("%s %s: cannot reach its store: %s" % (
+                flag, path, one_line(e))) from None
+        except OSError:
+            pass
 
 
 def make_local_dirs(path: str, attempts: int = 5) -> None:

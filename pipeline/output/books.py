@@ -9,6 +9,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Protocol, Sequence
 
 from pipeline.runtime.runners import DatagenError
 from transforms.elements import RejectsReport, ShardReport
+from transforms.formats.packed_examples import packing_figures
 
 SplitReport = Dict[str, Any]  # `split_report`: a split's part of the summary (JSON)
 
@@ -54,11 +55,14 @@ def _rejected_by_dataset(rejects: Iterable[RejectsReport], split: str
 
 def split_report(split: str, prepared: Sequence[PreparedDataset], num_shards: int,
                  shards: Iterable[ShardReport], rejects: Iterable[RejectsReport],
-                 tokens: Sequence[int], rejects_file: str, with_oov: bool) -> SplitReport:
+                 tokens: Sequence[int], rejects_file: str, with_oov: bool,
+                 packed_length: int = 0) -> SplitReport:
     """The summary of one split; raises BooksDoNotBalance when a pair is unaccounted for.
 
     `prepared` are the split's datasets (with `ds` and `units` read), `shards`/`rejects` the
     encode pass's reports, `tokens` [source tokens, source OOV, target tokens, target OOV].
+    With `packed_length` (--packed_length) the shards hold packed records: each shard lists
+    its pairs beside its records, and the split what packing did (`packing`).
     """
     split_shards = sorted((s for s in shards if s["split"] == split), key=lambda s: s["shard"])
     written = _written_by_dataset(split_shards)
@@ -93,13 +97,24 @@ def split_report(split: str, prepared: Sequence[PreparedDataset], num_shards: in
         "pairs_rejected": n_rejected, "rejected_by_reason": dict(sorted(totals.items())),
         "rejects_file": rejects_file if n_rejected else None,
         "datasets": datasets,
-        "shards": [{"name": s["name"], "records": s["records"], "bytes": s["bytes"],
-                    "crc32c": s["crc32c"]} for s in split_shards],
+        "shards": [_shard_entry(s, packed_length) for s in split_shards],
         "tokens": {"source": tokens[0], "target": tokens[2]}}
+    if packed_length:
+        report["packing"] = packing_figures(
+            [s["packing"] for s in split_shards if "packing" in s], packed_length)
     if with_oov:
         report["oov_rate"] = {"source": round(tokens[1] / tokens[0], 6) if tokens[0] else 0.0,
                               "target": round(tokens[3] / tokens[2], 6) if tokens[2] else 0.0}
     return report
+
+
+def _shard_entry(shard: ShardReport, packed_length: int) -> Dict[str, Any]:
+    """A shard as the summary lists it (with packing, also its pairs)."""
+    entry: Dict[str, Any] = {"name": shard["name"], "records": shard["records"],
+                             "bytes": shard["bytes"], "crc32c": shard["crc32c"]}
+    if packed_length:
+        entry["pairs"] = sum(n for _, n in shard["by_dataset"])
+    return entry
 
 
 # -- a split with nothing to write -----------------------------------------------------------
@@ -147,10 +162,12 @@ def compare_with_counters(report: Mapping[str, SplitReport], counters: Mapping[s
     reports only attempted counts may count a retried bundle twice."""
     differences = []
     for split, books in sorted(report.items()):
-        for figure, counted in (("pairs_written", "records_written"),
-                                ("pairs_read", "pairs_read")):
+        # records are pairs, or packed records with --packed_length
+        figures = {"records_written": sum(s["records"] for s in books["shards"]),
+                   "pairs_read": books["pairs_read"]}
+        for counted, figure in sorted(figures.items()):
             value = counters.get("%s.%s" % (split, counted))
-            if value is not None and value != books[figure]:
+            if value is not None and value != figure:
                 differences.append("%s %s: the counters say %d, the books %d" % (
-                    split, figure, value, books[figure]))
+                    split, counted, value, figure))
     return differences

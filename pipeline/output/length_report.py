@@ -6,12 +6,16 @@ of a rerun is byte-identical (no times in it). The page stands alone: inline CSS
 script, no network, so it opens from any copy of the output directory. Per split, a table of
 the percentiles, maxima and characters per token of each side, a table of the pairs T2T's
 length filter drops at candidate `max_length`s, and a histogram per side (lengths binned so a
-chart has at most `MAX_BINS` bars) with the p50/p90/p99 lengths marked.
+chart has at most `MAX_BINS` bars) with the p50/p90/p99 lengths marked. With --max_length, a
+note says how many train pairs it dropped (the figures "before max_length" predict the same
+number); with --packed_length, each split's packing (records, pairs per record, how full).
 """
 
 import html
 import math
 from typing import Any, Dict, List, Tuple, Union
+
+from transforms.formats.rejects import OVER_MAX_LENGTH
 
 MAX_BINS = 60
 SIDE_COLORS = {"inputs": "#3b6fb6", "targets": "#d9822b"}  # tests look for them in a screenshot
@@ -147,6 +151,43 @@ def _drops_table(report: Dict[str, Any]) -> str:
     return "".join(rows)
 
 
+def _packing_table(packing: Dict[str, Any]) -> str:
+    rows = ["<table><tr><th>packed into</th><th>records</th><th>pairs</th>"
+            "<th>pairs / record</th><th>inputs full</th><th>targets full</th>"
+            "<th>records over length</th></tr>",
+            "<tr><td class=\"name\">%s ids</td><td>%s</td><td>%s</td><td>%.2f</td>"
+            "<td>%.1f %%</td><td>%.1f %%</td><td>%s</td></tr></table>" % (
+                _fmt(packing["packed_length"]), _fmt(packing["records"]),
+                _fmt(packing["pairs"]), packing["pairs_per_record"],
+                100 * packing["fill"]["inputs"], 100 * packing["fill"]["targets"],
+                _fmt(packing["over_length"])),
+            "<table><tr><th>pairs in a record</th><th>records</th></tr>"]
+    rows += ["<tr><td class=\"name\">%d</td><td>%s</td></tr>" % (k, _fmt(n))
+             for k, n in packing["histogram"]]
+    rows.append("</table>")
+    return "".join(rows)
+
+
+def _notes(summary: Dict[str, Any]) -> List[str]:
+    """What --max_length and --packed_length did, for the page's head."""
+    notes = []
+    max_length = summary["lengths"].get("max_length")
+    if max_length:
+        dropped = sum(s.get("rejected_by_reason", {}).get(OVER_MAX_LENGTH, 0)
+                      for s in summary.get("splits", {}).values())
+        notes.append("--max_length %d dropped %s train pairs (rejects reason %s); "
+                     "<code>train before max_length</code> (or <code>before cleaning</code>) "
+                     "holds them too: its drops at %d are the same pairs. Dev is kept whole, as "
+                     "T2T evaluates it." % (max_length, _fmt(dropped), OVER_MAX_LENGTH,
+                                            max_length))
+    packed = [s["packing"]["packed_length"] for s in summary.get("splits", {}).values()
+              if s.get("packing")]
+    if packed:
+        notes.append("--packed_length %d: the lengths are of the pairs; the records pack them "
+                     "as T2T's pack_examples does (figures per split below)." % packed[0])
+    return ['<p class="note">%s</p>' % note for note in notes]
+
+
 def render_length_report(summary: Dict[str, Any]) -> str:
     """The HTML page of `summary`'s length figures (a complete summary dict)."""
     lengths = summary["lengths"]
@@ -159,6 +200,7 @@ def render_length_report(summary: Dict[str, Any]) -> str:
            "Percentiles are %s. Characters per token: characters of the stripped lines over "
            "their ids without EOS.</p>" % html.escape(lengths["percentiles"]),
            '<p class="note">Drop rule: %s.</p>' % html.escape(lengths["drop_rule"])]
+    out += _notes(summary)
     splits = lengths["splits"]
     for split in sorted(splits, key=lambda s: (not s.startswith("train"), s)):  # train first
         # ("train before cleaning", with --filters/--dedup, right after "train")
@@ -166,6 +208,9 @@ def render_length_report(summary: Dict[str, Any]) -> str:
         out.append("<h2>%s: %s pairs</h2>" % (html.escape(split), _fmt(report["pairs"])))
         out.append(_percentile_table(report))
         out.append(_drops_table(report))
+        packing = summary.get("splits", {}).get(split, {}).get("packing")
+        if packing:
+            out.append(_packing_table(packing))
         out.append('<div class="charts">%s%s</div>' % (
             _histogram_svg("inputs", report["inputs"]),
             _histogram_svg("targets", report["targets"])))

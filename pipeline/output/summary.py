@@ -49,6 +49,14 @@ def format_summary(summary: Dict[str, Any]) -> str:
                          % (len(datasets) - len(listed)))
         for reason, n in sorted(s["rejected_by_reason"].items()):
             lines.append("%-8s %32s: %d" % ("", reason, n))
+        packing = s.get("packing")
+        if packing:
+            lines.append("%-8s packed: %d pairs in %d records of %d ids (%.2f a record; "
+                         "inputs %.0f%%, targets %.0f%% full; %d over %d)" % (
+                             "", packing["pairs"], packing["records"], packing["packed_length"],
+                             packing["pairs_per_record"], 100 * packing["fill"]["inputs"],
+                             100 * packing["fill"]["targets"], packing["over_length"],
+                             packing["packed_length"]))
         if "oov_rate" in s:
             lines.append("%-8s OOV rate: source %.2f%%, target %.2f%%" % (
                 "", 100 * s["oov_rate"]["source"], 100 * s["oov_rate"]["target"]))

@@ -12,12 +12,16 @@ has the defect, so that a Beam upgrade fixing one says its patch can go):
 4. Output from `finish_bundle` is dropped (collected before `finish_bundle` runs).
 5. A side input is computed inside each task that reads it: the whole upstream is rerun for
    every consuming partition (or the set-up DoFn fails to serialize).
+6. The pipeline's options never reach the workers' `FileSystems` (Beam's SDK harness sets
+   them in every worker process): on a worker, Beam's S3 file system has no endpoint or
+   credentials, and a DoFn that opens an `s3://` path through `FileSystems` fails.
 
 `DatagenDaskRunner` keeps Beam's runner (its options, overrides, GroupByKey and Flatten
 translations, its result) and replaces exactly these: Impulse becomes a one-element bag;
 a ParDo's bundle function keeps each output's tag, collects after `finish_bundle`, and
-builds its side inputs from values computed once, as graph dependencies; a consumer takes
-its own tag's outputs; every leaf is computed. Beam's `Create` gives one partition per
+builds its side inputs from values computed once, as graph dependencies, and sets the
+pass's options on `FileSystems` before it runs (each bundle, as workers may serve several
+jobs); a consumer takes its own tag's outputs; every leaf is computed. Beam's `Create` gives one partition per
 element (its default of 128 elements a partition ran a pass's work items on one worker),
 and `Reshuffle` spreads its input over as many partitions as the cluster has threads.
 
@@ -28,6 +32,7 @@ pass's result sums the last event of every task (`DatagenDaskResult.metrics`). W
 or `pip install` the project on them (README, Runners).
 """
 
+import contextlib
 import dataclasses
 import time
 import typing as t
@@ -35,6 +40,7 @@ import uuid
 
 import apache_beam as beam
 from apache_beam import pvalue
+from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics.execution import MetricKey, MetricsContainer
 from apache_beam.metrics.metric import MetricResult, MetricResults
 from apache_beam.metrics.metricbase import MetricName
@@ -85,11 +91,13 @@ def _side_input_maps(side_inputs, materialized):
             for (view_type, view_options, window_fn), values in zip(side_inputs, materialized)]
 
 
-def _run_bundle(items, pass_id, transform, window_fn, args, kwargs, side_inputs,
+def _run_bundle(items, pass_id, options, transform, window_fn, args, kwargs, side_inputs,
                 *materialized):
     """A ParDo on one partition (a bundle): (tag, value) of every output, finish_bundle's
-    included (fixes 2, 4). Receivers are made here, per bundle: a receiver list handed in
-    with the task would be shared by the tasks of one worker thread pool."""
+    included (fixes 2, 4), with the pass's `options` on FileSystems (fix 6). Receivers are
+    made here, per bundle: a receiver list handed in with the task would be shared by the
+    tasks of one worker thread pool."""
+    FileSystems.set_options(options)
     receivers = _Receivers()
     invoker = stock.DoFnInvoker.create_invoker(
         stock.DoFnSignature(transform.fn),
@@ -156,6 +164,7 @@ class _Translator(PipelineVisitor):
     bag_kwargs: dict
     threads: int
     pass_id: str
+    options: t.Any  # the pass's PipelineOptions, for the workers' FileSystems
     bags: dict = dataclasses.field(default_factory=dict)
     consumed: set = dataclasses.field(default_factory=set)
 
@@ -190,8 +199,9 @@ class _Translator(PipelineVisitor):
                 side_bag = self._input(side.pvalue)
                 side_inputs.append((type(side), side._view_options(), side._window_mapping_fn))
                 materialized.append(dask.delayed(_concat)(*side_bag.to_delayed()))
-            bag = inputs[0].map_partitions(_run_bundle, self.pass_id, transform, window_fn,
-                                           list(args), kwargs, side_inputs, *materialized)
+            bag = inputs[0].map_partitions(_run_bundle, self.pass_id, self.options, transform,
+                                           window_fn, list(args), kwargs, side_inputs,
+                                           *materialized)
         else:  # Beam's own translation (GroupByKey, Flatten) or its identity
             op = stock.TRANSLATIONS.get(type(transform), stock.NoOp)(
                 node, bag_kwargs=self.bag_kwargs)
@@ -218,6 +228,15 @@ def _running_of(keys, dask_worker=None) -> list:
                                               "resumed")]
 
 
+def _on_each_worker(client, function, *args) -> dict:
+    """{worker: function(*args)} of every worker that answers: a worker lost at this moment
+    (its host gone, not yet removed by the scheduler) is left out, not an error, as Dask
+    reschedules its tasks."""
+    done = client.run(function, *args, on_error="return")
+    return {worker: value for worker, value in done.items()
+            if not isinstance(value, BaseException)}
+
+
 class _CounterResults(MetricResults):
     """Beam's MetricResults over the counters of one pass on Dask (committed = attempted:
     each task counted once)."""
@@ -242,11 +261,19 @@ class DatagenDaskResult(DaskRunnerResult):
     def wait_until_finish(self, duration=None) -> str:
         try:
             state = super().wait_until_finish(duration)
+        except BaseException:
+            # A failed task fails the pass, but Dask runs the pass's other tasks on: stop
+            # them before the driver removes the work directory they write into (on a
+            # cluster of other hosts they would write after it, and leave files behind).
+            with contextlib.suppress(Exception):
+                self.cancel()
+            self._state = PipelineState.FAILED
+            raise
+        try:
             self.counters = self._collect_counters()
-            return state
         finally:
-            if self._state in (PipelineState.DONE, PipelineState.FAILED):
-                self.client.close()
+            self.client.close()
+        return state
 
     def _collect_counters(self) -> dict:
         last = {}  # the last event of each bundle (a task runs one bundle of each step)
@@ -268,13 +295,16 @@ class DatagenDaskResult(DaskRunnerResult):
     def cancel(self) -> str:
         """Cancels the pass's tasks and returns once none of them runs on a worker any more
         (a cancelled task's thread runs to its end: Dask cannot stop it), so nothing of the
-        pass writes after the driver has stopped; then closes the client."""
+        pass writes after the driver has stopped; then closes the client. Once is enough
+        (a failed pass cancels itself)."""
+        if self.client.status in ("closing", "closed"):
+            return self._state
         self._state = PipelineState.CANCELLING
         try:
             self.client.cancel(self.futures, force=True)
             deadline = time.time() + CANCEL_SECONDS
-            while time.time() < deadline and any(
-                    self.client.run(_running_of, self.keys).values()):
+            while time.time() < deadline and any(_on_each_worker(
+                    self.client, _running_of, self.keys).values()):
                 time.sleep(0.2)
         finally:
             self.client.close()
@@ -293,7 +323,8 @@ class DatagenDaskRunner(DaskRunner):
         bag_kwargs = DaskOptions._extract_bag_kwargs(dask_options)
         client = ddist.Client(**dask_options)
         try:
-            missing = sorted(a for a, ok in client.run(_imports_project).items() if not ok)
+            missing = sorted(a for a, ok in _on_each_worker(client, _imports_project).items()
+                             if not ok)
             if missing:
                 raise DatagenError(
                     "Dask workers %s cannot import this project (pipeline, transforms): start "
@@ -301,7 +332,7 @@ class DatagenDaskRunner(DaskRunner):
                     "(README, Runners)" % ", ".join(missing))
             threads = sum(client.nthreads().values()) or 1
             pipeline.replace_all(dask_overrides())
-            translator = _Translator(bag_kwargs, threads, uuid.uuid4().hex)
+            translator = _Translator(bag_kwargs, threads, uuid.uuid4().hex, options)
             pipeline.visit(translator)
             leaves = dask.optimize(*translator.leaves())
             futures = client.compute(leaves)

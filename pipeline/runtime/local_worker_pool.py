@@ -40,7 +40,7 @@ import traceback
 from typing import TYPE_CHECKING, Any, Iterator, Literal, NoReturn, Optional
 
 from pipeline.runtime.interrupts import SIGNALS, holding_job_signals, process_alive
-from pipeline.runtime.memory import run_then_release
+from pipeline.runtime.memory import freeze_long_lived, run_then_release
 
 if TYPE_CHECKING:  # Beam is imported where it is used: see start_early
     from multiprocessing.connection import Connection
@@ -363,8 +363,7 @@ class _Backend:
             return self._stub
 
     def close(self):
-        """Closes the channel first: a process stopping under an open channel makes gRPC
-        log its GOAWAY on the console."""
+        """Closes the channel first (a process stopping under it makes gRPC log a GOAWAY)."""
         with self._start_lock:
             self._closed = True
         with self._lock:
@@ -475,6 +474,7 @@ def _serve(settings, pipe):
         sys.stderr = console.NoBundleTraceback(sys.stderr)
     options = PipelineOptions.from_dictionary(settings["options"])
     FileSystems.set_options(options)
+    freeze_long_lived()  # the fork server's imports: kept to the end, out of gc's way
     pickler.set_library(options.view_as(SetupOptions).pickle_library)
     with console.library_logging(settings["log_level"]):
         server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))

@@ -14,7 +14,7 @@ from typing import Any, List, Optional, Tuple
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from pipeline.runtime import local_worker_pool
-from pipeline.runtime.memory import release_free_memory
+from pipeline.runtime.memory import freeze_long_lived, release_free_memory
 from pipeline.runtime.job_server import JobServer, needs_job_server
 from pipeline.runtime.runners import (runner_for_pass, runner_name, uses_local_worker_pool,
                                       uses_worker_processes, worker_count)
@@ -33,6 +33,7 @@ class PassEngine:
         self.job_server_seconds: Optional[float] = None  # how long starting it took
         self._workers: Optional[local_worker_pool.LocalWorkerPool] = None
         self._internals_ok: Optional[bool] = None  # may local_worker_pool run Direct passes
+        self._passes = 0  # DirectRunner passes handed out
 
     def runner_and_options(self) -> Tuple[Any, PipelineOptions]:
         """(runner, options) of the next pass: DirectRunner's passes on the FnApiRunner and
@@ -64,8 +65,13 @@ class PassEngine:
             self._workers = local_worker_pool.LocalWorkerPool(
                 worker_count(self.options), self.options, self.log_level).start()
         # the local runner's buffers of the pass before (its shuffles are held here) are
-        # freed: give the pages back before this pass, as the workers do after each pass
-        release_free_memory()
+        # freed: give the pages back before this pass, as the workers do after each pass;
+        # before the first, what lives now lives to the end (modules): out of gc's way
+        if self._passes:
+            release_free_memory()
+        else:
+            freeze_long_lived()
+        self._passes += 1
         return local_worker_pool.direct_runner(options, self._workers)
 
     def runs_worker_processes(self) -> bool:

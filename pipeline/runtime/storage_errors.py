@@ -1,5 +1,7 @@
 """A disk that is full (or a quota used up, or a file system gone read-only) while the job
-writes: one line naming the output directory, exit 2, not a traceback.
+writes: one line naming the output directory, exit 2, not a traceback. An object store that
+stops answering mid-run for longer than its client's retries last: one line too
+(`StoreLost`, exit 1: a rerun starts over once the store is back).
 
 Such an error can reach the driver in three shapes: an `OSError` with its errno (a write by
 the driver itself: vocab files, summary, moving shards), an exception chained to one, or,
@@ -42,3 +44,33 @@ def storage_message(exc: BaseException, output_dir: str) -> str:
               else "free some space there, or choose another --output_dir")
     return "cannot write under %s: %s (%s); this run marked nothing complete" % (
         output_dir, error, remedy)
+
+
+# What S3's client (botocore) says when a store does not answer: no connection, timeouts,
+# a connection closed before an answer. Each names the endpoint.
+_UNANSWERED = ("Could not connect to the endpoint URL", "Connect timeout on endpoint URL",
+               "Read timeout on endpoint URL",
+               "Connection was closed before we received a valid response from endpoint URL")
+
+
+class StoreLost(RuntimeError):
+    """The object store stopped answering while the job ran (its client's retries ran
+    out): one line, no marker; a rerun starts over."""
+
+
+def unreachable_store(exc: Optional[BaseException]) -> Optional[str]:
+    """The store client's one line about a store that did not answer, in `exc` or what it
+    was raised from (a worker's error in a pass's error text too), else None."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        for line in str(exc).splitlines():
+            if any(text in line for text in _UNANSWERED):
+                return line.strip()
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+def store_lost_message(message: str, output_dir: str) -> str:
+    return ("the object store stopped answering: %s; the run stopped and marked nothing "
+            "complete under %s (rerun it once the store answers)" % (message, output_dir))

@@ -16,7 +16,12 @@ or a glob or list of globs of shard files (each glob's files sorted), checked co
 first (Grain and pyarrow's file readers want local files here).
 
 Order: with `shuffle=False`, the records in shard-name order, so the batches equal
-`make_dataset(..., shuffle=False)`'s on the TFRecord output of the same run. With
+`make_dataset(..., shuffle=False)`'s on the TFRecord output of the same run.
+
+Packed records (--packed_length; found from the records: the first ArrayRecord record, the
+Parquet columns) are batched as `make_dataset` batches them: mode "t2t" only, the
+segmentation and position features in the batch too, max_length by default the output's
+--packed_length. With
 `shuffle=True`: Grain shuffles globally (`MapDataset.shuffle`, random access: the point of
 ArrayRecord), Parquet through a buffer of `shuffle_buffer_size` pairs; each epoch reshuffled
 from `seed`.
@@ -24,13 +29,14 @@ from `seed`.
 
 import contextlib
 import random
-from typing import Any, Iterator, List, Optional, Sequence, Union
+from typing import Any, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
 from pipeline.tools import batching
-from pipeline.tools.batching import Batch, Pair
+from pipeline.tools.batching import Batch
 from transforms.formats.example_proto import Int64FeaturesWriter
+from transforms.formats.packed_examples import PACKED_FEATURES
 from transforms.record_formats import FEATURES, ArrayRecordFormat, ParquetFormat, format_of
 
 Source = Union[str, Sequence[str]]
@@ -64,19 +70,35 @@ def _check_format(files: Sequence[str], wanted: str) -> None:
             ", ".join(found), wanted, ", ".join(p for p in files if format_of(p).name != wanted)))
 
 
-def _batches(pairs: Iterator[Pair], batch_size: int, mode: str, options: Any
-             ) -> Iterator[Batch]:
+Example = Tuple[np.ndarray, ...]  # a record's features in `keys` order: (inputs, targets, ...)
+
+
+def _batches(examples: Iterator[Example], batch_size: int, mode: str, options: Any,
+             keys: Sequence[str] = FEATURES, packed_length: int = 0) -> Iterator[Batch]:
+    if mode not in ("nmt", "t2t"):
+        raise ValueError("mode must be 'nmt' or 't2t', got %r" % (mode,))
+    if tuple(keys) == PACKED_FEATURES:
+        if mode == "nmt":
+            raise ValueError("the records are packed (--packed_length): several pairs a "
+                             "record, for T2T's training; read them with mode='t2t'")
+        if options.get("max_length") is None and packed_length:
+            options = dict(options, max_length=packed_length)  # as make_dataset
     if mode == "nmt":
-        return batching.nmt_batches(pairs, batch_size, **options)
-    if mode == "t2t":
-        return batching.t2t_batches(pairs, batch_size, **options)
-    raise ValueError("mode must be 'nmt' or 't2t', got %r" % (mode,))
+        return batching.nmt_batches(((e[0], e[1]) for e in examples), batch_size, **options)
+    return batching.t2t_batches(examples, batch_size, keys=keys, **options)
 
 
-def _parse(examples: Int64FeaturesWriter, record: bytes) -> Pair:
+def _summary_packed_length(files: Sequence[str], mode: str) -> int:
+    """The --packed_length of the summary beside `files` (0: none), the mode checked
+    against it as `make_dataset` checks it."""
+    from pipeline.tools import reader
+    return reader._check_mode(files, mode)
+
+
+def _parse(examples: Int64FeaturesWriter, record: bytes, keys: Sequence[str] = FEATURES
+           ) -> Example:
     features = examples.parse(record)
-    inputs, targets = (np.asarray(features.get(name, ()), np.int32) for name in FEATURES)
-    return inputs, targets
+    return tuple(np.asarray(features.get(name, ()), np.int32) for name in keys)
 
 
 @contextlib.contextmanager
@@ -98,35 +120,50 @@ def grain_batches(source: Source, batch_size: int, mode: str = "nmt", split: str
 
     files = shard_files(source, split, require_complete)
     _check_format(files, ArrayRecordFormat.name)
+    packed_length = _summary_packed_length(files, mode)
     examples = Int64FeaturesWriter()
     with _local(files) as local:
         records = grain.MapDataset.source(grain.sources.ArrayRecordDataSource(local))
+        keys: Tuple[str, ...] = FEATURES
+        if len(records) and "inputs_segmentation" in examples.parse(records[0]):
+            keys = PACKED_FEATURES
         records = records[shard_index::num_shards]
         if skip_count:
             records = records[skip_count:]
         for epoch in range(num_epochs):
             epoch_records = records.shuffle(seed + epoch) if shuffle else records
-            pairs = epoch_records.map(lambda record: _parse(examples, record))
-            yield from _batches(iter(pairs), batch_size, mode, options)
+            pairs = epoch_records.map(lambda record: _parse(examples, record, keys))
+            yield from _batches(iter(pairs), batch_size, mode, options, keys, packed_length)
 
 
-def parquet_pairs(files: Sequence[str]) -> Iterator[Pair]:
-    """(inputs, targets) of Parquet shards in order, one row group in memory at a time."""
+def parquet_pairs(files: Sequence[str], keys: Sequence[str] = FEATURES) -> Iterator[Example]:
+    """(inputs, targets) of Parquet shards in order, one row group in memory at a time (or
+    the features `keys`: `parquet_keys`)."""
     import pyarrow.parquet as pq
     with _local(files) as local:
         for path in local:
-            for group in pq.ParquetFile(path).iter_batches(columns=list(FEATURES)):
-                columns = [group.column(name) for name in FEATURES]
+            for group in pq.ParquetFile(path).iter_batches(columns=list(keys)):
+                columns = [group.column(name) for name in keys]
                 offsets = [np.asarray(c.offsets) for c in columns]
                 values = [np.asarray(c.values, np.int32) for c in columns]
                 for i in range(len(group)):
-                    yield (values[0][offsets[0][i]:offsets[0][i + 1]],
-                           values[1][offsets[1][i]:offsets[1][i + 1]])
+                    yield tuple(v[o[i]:o[i + 1]] for v, o in zip(values, offsets))
 
 
-def _buffer_shuffled(pairs: Iterator[Pair], size: int, rng: random.Random) -> Iterator[Pair]:
+def parquet_keys(files: Sequence[str]) -> Tuple[str, ...]:
+    """The features of Parquet shards: `PACKED_FEATURES` when their columns hold them."""
+    import pyarrow.parquet as pq
+    if not files:
+        return FEATURES
+    with _local(files[:1]) as local:
+        names = pq.ParquetFile(local[0]).schema_arrow.names
+    return PACKED_FEATURES if "inputs_segmentation" in names else FEATURES
+
+
+def _buffer_shuffled(pairs: Iterator[Example], size: int, rng: random.Random
+                     ) -> Iterator[Example]:
     """tf.data's shuffle buffer: fill `size`, then yield a random one and refill."""
-    buffer: List[Pair] = []
+    buffer: List[Example] = []
     for pair in pairs:
         if len(buffer) < size:
             buffer.append(pair)
@@ -146,11 +183,14 @@ def parquet_batches(source: Source, batch_size: int, mode: str = "nmt", split: s
     """Batches of Parquet shards streamed with pyarrow (`options` as `grain_batches`)."""
     files = shard_files(source, split, require_complete)
     _check_format(files, ParquetFormat.name)
+    packed_length = _summary_packed_length(files, mode)
+    keys = parquet_keys(files)
     for epoch in range(num_epochs):
-        pairs = batching.select(parquet_pairs(files), num_shards, shard_index, skip_count)
+        pairs = batching.select(parquet_pairs(files, keys), num_shards, shard_index,
+                                skip_count)
         if shuffle:
             pairs = _buffer_shuffled(pairs, shuffle_buffer_size, random.Random(seed + epoch))
-        yield from _batches(pairs, batch_size, mode, options)
+        yield from _batches(pairs, batch_size, mode, options, keys, packed_length)
 
 
 def dataset_batches(dataset: Any, batch_size: int, mode: str = "nmt", **options: Any
@@ -158,7 +198,8 @@ def dataset_batches(dataset: Any, batch_size: int, mode: str = "nmt", **options:
     """Batches of a Hugging Face `datasets.Dataset` of our Parquet shards
     (`load_dataset("parquet", data_files=...)`), in its order (shuffle it with
     `dataset.shuffle(seed=...)` first)."""
+    keys = (PACKED_FEATURES if "inputs_segmentation" in dataset.column_names
+            else FEATURES)
     rows = dataset.with_format("numpy")
-    pairs = ((np.asarray(row["inputs"], np.int32), np.asarray(row["targets"], np.int32))
-             for row in rows)
-    return _batches(pairs, batch_size, mode, options)
+    examples = (tuple(np.asarray(row[key], np.int32) for key in keys) for row in rows)
+    return _batches(examples, batch_size, mode, options, keys)

@@ -4,7 +4,8 @@ The readers of ArrayRecord (Grain) and Parquet (pyarrow, Hugging Face datasets) 
 `pipeline.tools.batches` hand their pairs here, so every format is batched the same way:
 given the same pairs in the same order, these generators yield the batches `make_dataset`
 yields (tests/tools/test_batches.py compares them with tf.data on the TFRecord output).
-The steps and their order are `reader.py`'s (its docstring says each):
+The steps and their order are `reader.py`'s (its docstring says each); T2T's batching scheme
+(`t2t_batching_scheme`) is here, for both.
 
 - nmt: drop pairs with an empty side; cut to src_max_len / tgt_max_len; target_input =
   [sos] + target, target_output = target + [eos]; padded with eos_id; with num_buckets > 1,
@@ -12,17 +13,61 @@ The steps and their order are `reader.py`'s (its docstring says each):
   windows in key order);
 - t2t: length = max(len(inputs), len(targets)); keep min_length <= length <= max_length
   (when dropping long sequences); `bucket_by_sequence_length` with T2T's batching scheme,
-  padded with 0 to the longest of each batch.
+  padded with 0 to the longest of each batch; packed records (--packed_length) carry their
+  segmentation and position features along, each padded the same way.
 
 Shuffling is the reader's (a global shuffle in Grain, a buffer for Parquet): it cannot
 reproduce tf.data's random stream, only its semantics.
 """
 
-from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, TypeVar
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, TypeVar
 
 import numpy as np
 
-from pipeline.tools.reader import NMT_KEYS, t2t_batching_scheme
+NMT_KEYS = ("source", "target_input", "target_output", "source_sequence_length",
+            "target_sequence_length")
+
+# T2T's data_reader.batching_scheme: the window size is the largest of these <= 3 * max batch.
+_HIGHLY_COMPOSITE_NUMBERS = (
+    1, 2, 4, 6, 12, 24, 36, 48, 60, 120, 180, 240, 360, 720, 840, 1260, 1680,
+    2520, 5040, 7560, 10080, 15120, 20160, 25200, 27720, 45360, 50400, 55440,
+    83160, 110880, 166320, 221760, 277200, 332640, 498960, 554400, 665280,
+    720720, 1081080, 1441440, 2162160, 2882880, 3603600, 4324320, 6486480,
+    7207200, 8648640, 10810800, 14414400, 17297280, 21621600, 32432400,
+    36756720, 43243200, 61261200, 73513440, 110270160)
+
+
+def t2t_bucket_boundaries(max_length: int, min_length: int = 8,
+                          length_bucket_step: float = 1.1) -> List[int]:
+    """T2T's `data_reader._bucket_boundaries`: min_length, then x -> max(x + 1,
+    int(x * length_bucket_step)) while below max_length."""
+    if not length_bucket_step > 1.0:
+        raise ValueError("length_bucket_step must be > 1.0, got %r" % (length_bucket_step,))
+    x = min_length
+    boundaries = []
+    while x < max_length:
+        boundaries.append(x)
+        x = max(x + 1, int(x * length_bucket_step))
+    return boundaries
+
+
+def t2t_batching_scheme(batch_size: int, max_length: Optional[int] = None,
+                        min_length_bucket: int = 8, length_bucket_step: float = 1.1
+                        ) -> Dict[str, Any]:
+    """T2T's `data_reader.batching_scheme` (shard_multiplier = length_multiplier = 1).
+
+    Returns {"boundaries": [...], "batch_sizes": [...] (one more than boundaries),
+    "max_length": max_length or batch_size}. batch_size is in tokens.
+    """
+    max_length = max_length or batch_size
+    boundaries = t2t_bucket_boundaries(max_length, min_length_bucket, length_bucket_step)
+    batch_sizes = [max(1, batch_size // length) for length in boundaries + [max_length]]
+    max_batch_size = max(batch_sizes)
+    window_size = max(n for n in _HIGHLY_COMPOSITE_NUMBERS if n <= 3 * max_batch_size)
+    divisors = [d for d in range(1, window_size + 1) if window_size % d == 0]
+    batch_sizes = [max(d for d in divisors if d <= bs) for bs in batch_sizes]
+    return {"boundaries": boundaries, "batch_sizes": batch_sizes, "max_length": max_length}
+
 
 Pair = Tuple[np.ndarray, np.ndarray]  # (inputs, targets) as int32 arrays
 Batch = Dict[str, np.ndarray]
@@ -93,29 +138,31 @@ def nmt_batches(pairs: Iterable[Pair], batch_size: int, src_max_len: Optional[in
         yield batch(pending)
 
 
-def t2t_batches(pairs: Iterable[Pair], batch_size: int, max_length: Optional[int] = None,
-                min_length: int = 0, min_length_bucket: int = 8,
-                length_bucket_step: float = 1.1, drop_long_sequences: bool = True
-                ) -> Iterator[Batch]:
-    """T2T's length-bucketed batches (`reader.py`, mode "t2t"; batch_size counts tokens)."""
+def t2t_batches(pairs: Iterable[Sequence[np.ndarray]], batch_size: int,
+                max_length: Optional[int] = None, min_length: int = 0,
+                min_length_bucket: int = 8, length_bucket_step: float = 1.1,
+                drop_long_sequences: bool = True,
+                keys: Sequence[str] = ("inputs", "targets")) -> Iterator[Batch]:
+    """T2T's length-bucketed batches (`reader.py`, mode "t2t"; batch_size counts tokens) of
+    `pairs`: (inputs, targets), or with `keys` tuples of those features (packed records:
+    `transforms.formats.packed_examples.PACKED_FEATURES`, inputs and targets first)."""
     scheme = t2t_batching_scheme(batch_size, max_length, min_length_bucket, length_bucket_step)
     boundaries, sizes = scheme["boundaries"], scheme["batch_sizes"]
     longest = scheme["max_length"] if drop_long_sequences else 10 ** 9
 
-    def keyed() -> Iterator[Tuple[int, int, Pair]]:
-        for inputs, targets in pairs:
-            length = max(len(inputs), len(targets))
+    def keyed() -> Iterator[Tuple[int, int, Sequence[np.ndarray]]]:
+        for example in pairs:
+            length = max(len(example[0]), len(example[1]))
             if min_length <= length <= longest:
                 bucket = int(np.searchsorted(boundaries, length, side="right"))
-                yield bucket, sizes[bucket], (inputs, targets)
+                yield bucket, sizes[bucket], example
 
     for window in _group_by_window(keyed()):
-        inputs, targets = zip(*window)
-        yield {"inputs": pad(inputs, 0), "targets": pad(targets, 0)}
+        yield {key: pad(column, 0) for key, column in zip(keys, zip(*window))}
 
 
-def select(pairs: Iterable[Pair], num_shards: int = 1, shard_index: int = 0,
-           skip_count: Optional[int] = None) -> Iterator[Pair]:
+def select(pairs: Iterable[T], num_shards: int = 1, shard_index: int = 0,
+           skip_count: Optional[int] = None) -> Iterator[T]:
     """`Dataset.shard(num_shards, shard_index)` then `skip(skip_count)`."""
     skip = skip_count or 0
     for i, pair in enumerate(pairs):

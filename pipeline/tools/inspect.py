@@ -22,7 +22,9 @@ files alone:
   name is compared here;
 - without `--seed`, the first N records in shard order; with it, N records picked by
   reservoir sampling over every shard of the split with `random.Random(seed)`: the same
-  seed gives the same records, and only N records are held in memory.
+  seed gives the same records, and only N records are held in memory;
+- a packed record (--packed_length) is shown as its pairs, each decoded on its own (split
+  at its segmentation feature), with its other features in `--json`.
 
 - the output is checked against its summary first: every shard there at its recorded size
   (one listing), and with `--verify_checksums` each shard's crc32c and record count (every
@@ -60,6 +62,7 @@ from transforms.codecs.vocabulary import Vocabulary
 from transforms.storage import file_io
 from transforms.storage.object_stores import ObjectStores, StoreSettings
 from transforms.formats.example_proto import Int64FeaturesWriter
+from transforms.formats.packed_examples import unpack
 from transforms.formats.tfrecord_framing import CorruptRecordError
 from transforms.record_formats import format_of
 from transforms.codecs.kinds import CodecKind, codec_kind
@@ -263,12 +266,27 @@ def inspect(output_dir: str, problem: Optional[str] = None, split: str = "train"
         features = parse(data)
         where = "%s record %d" % (shard, index)
         inputs, targets = features.get("inputs", []), features.get("targets", [])
-        records.append({
-            "position": position, "shard": shard, "index": index,
-            "inputs_length": len(inputs), "targets_length": len(targets),
-            "source": _decode("inputs", inputs, vocabs["source"], where),
-            "target": _decode("targets", targets, vocabs["target"], where),
-            "inputs": inputs, "targets": targets})
+        record: Report = {"position": position, "shard": shard, "index": index,
+                          "inputs_length": len(inputs), "targets_length": len(targets)}
+        if "inputs_segmentation" in features:  # packed: its pairs, each decoded
+            record["pairs"] = [
+                {"source": _decode("inputs", a, vocabs["source"], where),
+                 "target": _decode("targets", b, vocabs["target"], where),
+                 "inputs": a, "targets": b} for a, b in unpack(features)]
+            record.update(sorted(features.items()))
+        else:
+            record.update({"source": _decode("inputs", inputs, vocabs["source"], where),
+                           "target": _decode("targets", targets, vocabs["target"], where),
+                           "inputs": inputs, "targets": targets})
+        records.append(record)
+    splits_report = {name: {"pairs_read": s["pairs_read"], "pairs_written": s["pairs_written"],
+                            "pairs_rejected": s["pairs_rejected"],
+                            "rejected_by_reason": s["rejected_by_reason"],
+                            "shards": len(s["shards"])}
+                     for name, s in sorted(splits.items())}
+    for name, s in splits.items():
+        if s.get("packing"):
+            splits_report[name]["packing"] = s["packing"]
     return {
         "output_dir": output_dir, "problem": problem, "split": split, "seed": seed,
         "vocab_type": kind.name, "eos_appended": bool(vocabs["source"][2]),
@@ -277,11 +295,7 @@ def inspect(output_dir: str, problem: Optional[str] = None, split: str = "train"
         "summary": {
             "status": summary["status"], "finished_at": summary.get("finished_at"),
             "seed": summary.get("seed"),
-            "splits": {name: {"pairs_read": s["pairs_read"], "pairs_written": s["pairs_written"],
-                              "pairs_rejected": s["pairs_rejected"],
-                              "rejected_by_reason": s["rejected_by_reason"],
-                              "shards": len(s["shards"])}
-                       for name, s in sorted(splits.items())},
+            "splits": splits_report,
             "vocab": {name: {"size": v["size"], "file": _basename(v["path"])}
                       for name, v in sorted(summary["vocab"].items()) if name != "passes"}}}
 
@@ -294,11 +308,15 @@ def format_report(report: Report) -> str:
         report["problem"], report["split"], len(report["records"]),
         report["records_in_split"], chosen, report["vocab_type"]), ""]
     for r in report["records"]:
-        lines.append("#%d  %s record %d  inputs %d ids, targets %d ids%s" % (
-            r["position"], r["shard"], r["index"], r["inputs_length"], r["targets_length"],
+        packed = "pairs" in r
+        lines.append("#%d  %s record %d  %sinputs %d ids, targets %d ids%s" % (
+            r["position"], r["shard"], r["index"],
+            "%d pairs packed: " % len(r["pairs"]) if packed else "",
+            r["inputs_length"], r["targets_length"],
             " (EOS included)" if report["eos_appended"] else ""))
-        lines.append("  source: " + r["source"])
-        lines.append("  target: " + r["target"])
+        for i, pair in enumerate(r["pairs"] if packed else [r], 1):
+            lines.append("  %ssource: %s" % ("[%d] " % i if packed else "", pair["source"]))
+            lines.append("  %starget: %s" % ("    " if packed else "", pair["target"]))
     s = report["summary"]
     lines += ["", "output %s, finished %s, shuffle seed %s" % (s["status"], s["finished_at"],
                                                              s["seed"]),
@@ -306,6 +324,10 @@ def format_report(report: Report) -> str:
     for name, x in s["splits"].items():
         lines.append("%-8s %10d %10d %10d %7d" % (name, x["pairs_read"], x["pairs_written"],
                                                   x["pairs_rejected"], x["shards"]))
+        if x.get("packing"):
+            lines.append("%-8s packed: %d pairs in %d records of %d ids" % (
+                "", x["packing"]["pairs"], x["packing"]["records"],
+                x["packing"]["packed_length"]))
     lines.append("")
     lines.append("%-8s %10s  %s" % ("vocab", "size", "file"))
     for name, v in s["vocab"].items():

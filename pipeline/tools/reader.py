@@ -76,6 +76,12 @@ by length the way T2T's input pipeline (`data_reader.input_fn`, GPU branch,
     the batches are shuffled with that buffer (T2T does this in training).
 
  Elements: {"inputs": int32 [batch, len_in], "targets": int32 [batch, len_tgt]}.
+ Packed records (--packed_length; found from the first record): the elements also hold
+ `inputs_segmentation`, `inputs_position`, `targets_segmentation` and `targets_position`
+ (each as long as its side, padded with 0), and max_length defaults to the output's
+ --packed_length (from the summary beside the records), as T2T's `Text2TextProblem.max_length`
+ is the problem's `packed_length`: a record holding one pair longer than that is dropped in
+ training, as T2T drops it. Mode "nmt" refuses packed records.
  Not reproduced: T2T's file-level shuffling and parallel interleave (our shards are already
  globally shuffled by datagen), the random skip at start, `shard_multiplier` /
  `length_multiplier` (multi-GPU data shards: pass the per-step global token budget as
@@ -124,49 +130,7 @@ Example training loop (t2t mode)::
 
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple, Union
 
-NMT_KEYS = ("source", "target_input", "target_output", "source_sequence_length",
-            "target_sequence_length")
-
-# T2T's data_reader.batching_scheme: the window size is the largest of these <= 3 * max batch.
-_HIGHLY_COMPOSITE_NUMBERS = (
-    1, 2, 4, 6, 12, 24, 36, 48, 60, 120, 180, 240, 360, 720, 840, 1260, 1680,
-    2520, 5040, 7560, 10080, 15120, 20160, 25200, 27720, 45360, 50400, 55440,
-    83160, 110880, 166320, 221760, 277200, 332640, 498960, 554400, 665280,
-    720720, 1081080, 1441440, 2162160, 2882880, 3603600, 4324320, 6486480,
-    7207200, 8648640, 10810800, 14414400, 17297280, 21621600, 32432400,
-    36756720, 43243200, 61261200, 73513440, 110270160)
-
-
-def t2t_bucket_boundaries(max_length: int, min_length: int = 8,
-                          length_bucket_step: float = 1.1) -> List[int]:
-    """T2T's `data_reader._bucket_boundaries`: min_length, then x -> max(x + 1,
-    int(x * length_bucket_step)) while below max_length."""
-    if not length_bucket_step > 1.0:
-        raise ValueError("length_bucket_step must be > 1.0, got %r" % (length_bucket_step,))
-    x = min_length
-    boundaries = []
-    while x < max_length:
-        boundaries.append(x)
-        x = max(x + 1, int(x * length_bucket_step))
-    return boundaries
-
-
-def t2t_batching_scheme(batch_size: int, max_length: Optional[int] = None,
-                        min_length_bucket: int = 8, length_bucket_step: float = 1.1
-                        ) -> Dict[str, Any]:
-    """T2T's `data_reader.batching_scheme` (shard_multiplier = length_multiplier = 1).
-
-    Returns {"boundaries": [...], "batch_sizes": [...] (one more than boundaries),
-    "max_length": max_length or batch_size}. batch_size is in tokens.
-    """
-    max_length = max_length or batch_size
-    boundaries = t2t_bucket_boundaries(max_length, min_length_bucket, length_bucket_step)
-    batch_sizes = [max(1, batch_size // length) for length in boundaries + [max_length]]
-    max_batch_size = max(batch_sizes)
-    window_size = max(n for n in _HIGHLY_COMPOSITE_NUMBERS if n <= 3 * max_batch_size)
-    divisors = [d for d in range(1, window_size + 1) if window_size % d == 0]
-    batch_sizes = [max(d for d in divisors if d <= bs) for bs in batch_sizes]
-    return {"boundaries": boundaries, "batch_sizes": batch_sizes, "max_length": max_length}
+from pipeline.tools.batching import NMT_KEYS, t2t_batching_scheme, t2t_bucket_boundaries  # noqa: F401
 
 
 class IncompleteOutputError(ValueError):
@@ -306,16 +270,18 @@ def _records_dataset(tf: Any, files: List[Tuple[str, bool]]) -> Any:
     return tf.data.Dataset.from_generator(records, output_signature=tf.TensorSpec((), tf.string))
 
 
-def _check_mode(files: Iterable[str], mode: str) -> None:
+def _check_mode(files: Iterable[str], mode: str) -> int:
     """Raises ValueError when a summary beside the record files says they were written for
     the other mode (word records have no EOS; subword and byte_bpe records end in one): the
-    wrong mode would train on shifted or missing end-of-sequence ids without a word."""
+    wrong mode would train on shifted or missing end-of-sequence ids without a word. Returns
+    the summary's --packed_length (0: none, or no summary)."""
     import json
 
     from apache_beam.io.filesystems import FileSystems
     from transforms.codecs.kinds import KIND_NAMES, codec_kind
 
     checked = set()
+    packed_length = 0
     for path in files:
         directory, name = FileSystems.split(path)
         if directory in checked:
@@ -329,7 +295,9 @@ def _check_mode(files: Iterable[str], mode: str) -> None:
                 continue
             try:
                 with FileSystems.open(summary_path, compression_type="uncompressed") as f:
-                    kind = json.loads(f.read().decode("utf-8"))["flags"]["vocab_type"]
+                    flags = json.loads(f.read().decode("utf-8"))["flags"]
+                kind = flags["vocab_type"]
+                packed_length = max(packed_length, int(flags.get("packed_length") or 0))
             except (OSError, ValueError, KeyError, TypeError):
                 continue  # no readable summary: nothing to check against
             wanted = (("t2t" if codec_kind(kind).ends_in_eos else "nmt")  # README, "Outputs"
@@ -338,6 +306,16 @@ def _check_mode(files: Iterable[str], mode: str) -> None:
                 raise ValueError(
                     "%s holds records of --vocab_type %s, written for mode=%r, not mode=%r "
                     "(%s)" % (directory, kind, wanted, mode, summary_path))
+    return packed_length
+
+
+def _first_record_packed(tf: Any, dataset: Any) -> bool:
+    """Whether the records are packed (--packed_length): the first one has the packed
+    features (`transforms.formats.packed_examples`)."""
+    for raw in dataset.take(1):
+        return "inputs_segmentation" in tf.train.Example.FromString(
+            raw.numpy()).features.feature
+    return False
 
 
 def make_dataset(file_pattern: Union[str, Sequence[str]], batch_size: int, mode: str = "nmt",
@@ -367,8 +345,9 @@ def make_dataset(file_pattern: Union[str, Sequence[str]], batch_size: int, mode:
     shuffle, random_seed, output_buffer_size, reshuffle_each_iteration: record shuffling.
     num_parallel_calls: parallelism of the maps (results are deterministic regardless).
     nmt only: src_max_len, tgt_max_len, num_buckets, sos_id, eos_id, as_tuple.
-    t2t only: max_length (default batch_size), min_length (0), min_length_bucket (8),
-      length_bucket_step (1.1), drop_long_sequences (True), batch_shuffle_size (512).
+    t2t only: max_length (default batch_size; for packed records the output's
+      --packed_length), min_length (0), min_length_bucket (8), length_bucket_step (1.1),
+      drop_long_sequences (True), batch_shuffle_size (512).
     """
     import tensorflow as tf
 
@@ -393,21 +372,27 @@ def make_dataset(file_pattern: Union[str, Sequence[str]], batch_size: int, mode:
     if output_buffer_size is None:
         output_buffer_size = batch_size * 1000 if mode == "nmt" else 1024
 
+    from transforms.formats.packed_examples import PACKED_FEATURES, PAIR_FEATURES
     files = _record_files(file_pattern, require_complete)
-    _check_mode([path for path, _ in files], mode)
+    packed_length = _check_mode([path for path, _ in files], mode)
     dataset = _records_dataset(tf, files)
+    keys = PACKED_FEATURES if _first_record_packed(tf, dataset) else PAIR_FEATURES
+    if keys is PACKED_FEATURES and mode == "nmt":
+        raise ValueError("the records are packed (--packed_length): several pairs a record, "
+                         "for T2T's training; read them with mode='t2t'")
+    if keys is PACKED_FEATURES and max_length is None and packed_length:
+        max_length = packed_length  # T2T: a packed problem's max_length is its packed_length
     dataset = dataset.shard(num_shards, shard_index)
     if skip_count is not None:
         dataset = dataset.skip(skip_count)
     if shuffle:
         dataset = dataset.shuffle(output_buffer_size, random_seed, reshuffle_each_iteration)
 
-    spec = {"inputs": tf.io.VarLenFeature(tf.int64), "targets": tf.io.VarLenFeature(tf.int64)}
+    spec = {key: tf.io.VarLenFeature(tf.int64) for key in keys}
 
     def parse(serialized: Any) -> Any:
         features = tf.io.parse_single_example(serialized, spec)
-        return (tf.cast(tf.sparse.to_dense(features["inputs"]), tf.int32),
-                tf.cast(tf.sparse.to_dense(features["targets"]), tf.int32))
+        return tuple(tf.cast(tf.sparse.to_dense(features[key]), tf.int32) for key in keys)
 
     dataset = dataset.map(parse, num_parallel_calls=num_parallel_calls)
     if mode == "nmt":
@@ -415,7 +400,7 @@ def make_dataset(file_pattern: Union[str, Sequence[str]], batch_size: int, mode:
                                sos_id, eos_id, num_parallel_calls, as_tuple)
     else:
         dataset = _t2t_batches(
-            tf, dataset, batch_size, num_parallel_calls,
+            tf, dataset, batch_size, num_parallel_calls, keys,
             max_length=max_length,
             min_length=0 if min_length is None else min_length,
             min_length_bucket=8 if min_length_bucket is None else min_length_bucket,
@@ -475,12 +460,13 @@ def _nmt_batches(tf: Any, dataset: Any, batch_size: int, src_max_len: Optional[i
 
 
 def _t2t_batches(tf: Any, dataset: Any, batch_size: int, num_parallel_calls: int,
-                 max_length: Optional[int], min_length: int, min_length_bucket: int,
+                 keys: Sequence[str], max_length: Optional[int], min_length: int,
+                 min_length_bucket: int,
                  length_bucket_step: float, drop_long_sequences: bool,
                  batch_shuffle_size: int, random_seed: Optional[int],
                  reshuffle_each_iteration: bool) -> Any:
     scheme = t2t_batching_scheme(batch_size, max_length, min_length_bucket, length_bucket_step)
-    dataset = dataset.map(lambda inputs, targets: {"inputs": inputs, "targets": targets},
+    dataset = dataset.map(lambda *features: dict(zip(keys, features)),
                           num_parallel_calls=num_parallel_calls)
 
     def example_length(example: Any) -> Any:

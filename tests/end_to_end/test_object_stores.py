@@ -206,6 +206,32 @@ def test_a_job_that_loses_its_s3_lease_stops_with_one_line_and_deletes_nothing(s
     assert "lost/out/p.datagen_summary.json" not in after  # no failure summary either
 
 
+def test_a_store_that_stops_answering_mid_run_is_one_line_and_no_marker(s3, monkeypatch):
+    """The store gone for good once the encode pass starts (every connection closed, none
+    taken): when the S3 client's retries run out (AWS_MAX_ATTEMPTS=2 here, so the test is
+    quick; the job's own default rides out a minute or two), the job stops with one ERROR
+    line naming the store, exit 1, and no marker."""
+    from object_store_servers import DelayProxy
+    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "2")
+    proxy = DelayProxy(s3.port, 0.03)  # each request late: the cut lands inside the pass
+    out = "s3://%s/gone/out" % BUCKET
+    proc = _start_job(out, s3, proxy.endpoint)
+    try:
+        _wait_for_line(proc, "pass 2")
+        proxy.cut()
+        err = proc.communicate(timeout=600)[1]
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    errors = [line for line in err.splitlines() if " ERROR " in line]
+    assert proc.returncode == 1 and len(errors) == 1 and "Traceback" not in err, err[-3000:]
+    assert "the object store stopped answering" in errors[0], errors
+    assert proxy.endpoint in errors[0] and "marked nothing complete" in errors[0], errors
+    assert "gone/out/p.DATAGEN_COMPLETE" not in {o["Key"] for o in s3.client().list_objects_v2(
+        Bucket=BUCKET, Prefix="gone/out/").get("Contents", [])}
+
+
 @pytest.mark.parametrize("moment", ["vocab pass", "encode pass", "commit"])
 def test_kill_9_at_any_moment_then_a_rerun_gives_the_same_bytes_and_no_stray_object(
         s3, slow_s3, local_output, moment):

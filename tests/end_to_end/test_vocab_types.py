@@ -86,10 +86,27 @@ def _pairs(out, problem):
     return [pair for p in shard_files(out, problem, "train") for pair in read_examples(p)]
 
 
+def _hf_pairs(tokenizer_json, sources, targets):
+    """The (inputs, targets) ids `tokenizers.Tokenizer.from_file(tokenizer_json)` gives."""
+    tokenizers = pytest.importorskip("tokenizers")
+    hf = tokenizers.Tokenizer.from_file(str(tokenizer_json))
+    return sorted((tuple(hf.encode(a.strip()).ids), tuple(hf.encode(b.strip()).ids))
+                  for a, b in zip(sources, targets))
+
+
 def test_byte_bpe_with_gpt2_vocab_gives_gpt2_ids_plus_endoftext(tmp_path):
+    """GPT-2's own vocabulary given: records of GPT-2's ids + <|endoftext|>, the token's
+    text inside a line encoded as text; the copied vocabulary's tokenizer.json gives the
+    same ids in Hugging Face tokenizers."""
     from transforms.codecs.byte_bpe import ByteBPE
+    sources = _lines(os.path.join(MLQE, "dev.en"))
+    targets = _lines(os.path.join(MLQE, "dev.zh"))
+    sources[3] += " <|endoftext|> and on"  # the EOS token's text in the corpus
+    targets[5] = "<|endoftext|>" + targets[5]
+    for name, lines in (("dev.en", sources), ("dev.zh", targets)):
+        (tmp_path / name).write_text("".join(line + "\n" for line in lines), encoding="utf-8")
     out = tmp_path / "out"
-    summary = run_datagen(out, os.path.join(MLQE, "dev.en"), os.path.join(MLQE, "dev.zh"),
+    summary = run_datagen(out, tmp_path / "dev.en", tmp_path / "dev.zh",
                           "--problem", "gpt", "--vocab_type", "byte_bpe", "--bpe_vocab", GPT2_DIR,
                           "--num_train_shards", 2)
     assert summary["splits"]["train"]["pairs_written"] == 1000
@@ -97,8 +114,10 @@ def test_byte_bpe_with_gpt2_vocab_gives_gpt2_ids_plus_endoftext(tmp_path):
     assert bpe.vocab_size == 50257 and bpe.eos_id == 50256
     want = sorted((tuple(bpe.encode_ordinary(a.strip()) + [50256]),
                    tuple(bpe.encode_ordinary(b.strip()) + [50256]))
-                  for a, b in zip(_lines(os.path.join(MLQE, "dev.en")), _lines(os.path.join(MLQE, "dev.zh"))))
-    assert sorted(_pairs(out, "gpt")) == want  # ByteBPE == tiktoken: tests/transforms/codecs/test_byte_bpe.py
+                  for a, b in zip(sources, targets))
+    got = sorted(_pairs(out, "gpt"))
+    assert got == want  # ByteBPE == tiktoken: tests/transforms/codecs/test_byte_bpe.py
+    assert got == _hf_pairs(out / "vocab.gpt.8192.bpe" / "tokenizer.json", sources, targets)
 
 
 def test_byte_bpe_learnt_on_the_sample_loads_in_tokenizers(tmp_path):
@@ -115,3 +134,11 @@ def test_byte_bpe_learnt_on_the_sample_loads_in_tokenizers(tmp_path):
     hf = tokenizers.ByteLevelBPETokenizer(str(out / "vocab.bpe.1000.bpe.en" / "vocab.json"),
                                           str(out / "vocab.bpe.1000.bpe.en" / "merges.txt"))
     assert all(hf.encode(t).ids == src.encode(t) for t in texts)
+    # each side's tokenizer.json gives every record's ids, EOS included
+    records = _pairs(out, "bpe")
+    for side, lang in enumerate(("en", "zh")):
+        side_hf = tokenizers.Tokenizer.from_file(
+            str(out / ("vocab.bpe.1000.bpe." + lang) / "tokenizer.json"))
+        assert sorted(pair[side] for pair in records) == sorted(
+            tuple(side_hf.encode(line.strip()).ids)
+            for line in _lines(os.path.join(MLQE, "train." + lang)))

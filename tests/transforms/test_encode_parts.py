@@ -111,3 +111,28 @@ def test_the_line_cache_changes_no_record(monkeypatch):
     measured = PairTally()
     _encoder()[1].measure([p for p in pairs], measured)
     assert (measured.lengths, measured.ids, measured.chars) == results[0][1:]
+
+
+def test_max_length_keeps_the_pairs_t2t_keeps_and_returns_the_others():
+    """--max_length: a pair goes when its longer side has more ids than that (EOS included),
+    as T2T's `example_valid_size`; the kept pairs' records and counts are those of encoding
+    them alone, the dropped ones' counts go to their own tally."""
+    vocab, encoder = _encoder()
+    pairs = [(1, "hello world", "你好世界"), (2, "hello", "world!"), (3, "hello world", "你好"),
+             (4, "hello hello hello hello", "world")]
+    lengths = {n: max(len(vocab.encode(s)), len(vocab.encode(t))) + 1 for n, s, t in pairs}
+    limit = sorted(lengths.values())[1]  # at least one pair on each side of it
+    by_shard, tally, too_long = {}, PairTally(), PairTally()
+    dropped = encoder.encode(pairs, shuffle_keys(7, "train", 0), 0, 3, by_shard, tally,
+                             limit, too_long)
+    assert dropped == [p for p in pairs if lengths[p[0]] > limit] != []
+    kept = [p for p in pairs if lengths[p[0]] <= limit]
+    alone, alone_tally = {}, PairTally()
+    _encoder()[1].encode(kept, shuffle_keys(7, "train", 0), 0, 3, alone, alone_tally)
+    assert by_shard == alone and tally.lengths == alone_tally.lengths
+    assert tally.ids == alone_tally.ids and tally.chars == alone_tally.chars
+    assert sorted(max(pair) for pair in too_long.lengths) == sorted(
+        lengths[n] for n, _, _ in dropped)
+    everything = PairTally()
+    _encoder()[1].measure(pairs, everything)
+    assert [a + b for a, b in zip(tally.ids, too_long.ids)] == everything.ids

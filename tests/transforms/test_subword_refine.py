@@ -101,7 +101,8 @@ def test_sample_count_index_and_learn_in_one_pipeline(corpus, tmp_path):
 
 
 def test_search_continues_from_known_sizes(corpus, tmp_path):
-    """One round per pipeline: each pass starts from the sizes the earlier ones learnt."""
+    """One round per pipeline: each pass starts from the sizes the earlier ones learnt
+    (without the guessed path, which would end this search in its second pass)."""
     _, counts = corpus
     known = {"target": {}}
     reports = []
@@ -110,7 +111,8 @@ def test_search_continues_from_known_sizes(corpus, tmp_path):
             infos = (p | beam.Create([("target", counts["target"])])
                      | BuildTokenIndexes(str(tmp_path), 200))
             learnt = infos | LearnSubwordVocabs(["target"], TARGET, num_partitions=3, rounds=1,
-                                                lookahead=1, known=known, fit_rounds=False)
+                                                lookahead=1, known=known, fit_rounds=False,
+                                                guess_margin=None)
             out = str(tmp_path / ("pass%d.pickle" % pass_no))
             _ = learnt["vocabs"] | beam.combiners.ToList() | beam.Map(_dump, out)
         with open(out, "rb") as f:

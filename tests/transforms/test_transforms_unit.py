@@ -415,3 +415,43 @@ def test_refinement_round_planning_pieces():
     assert _RoundPlan({"v": {}}, 100, 0, None, 2)("v", []) == [500]
     assert _RoundPlan({"v": {}}, 100, 1, None, 1)("v", []) == [250, 500, 750]
     assert plan.rank("v") == 0 and plan.rank("w") == 1
+
+
+def test_rounds_take_the_index_built_in_their_process_and_idle_shares_load_it(
+        tiny_counts, tmp_path, monkeypatch):
+    """The process that built a vocabulary's index gives it to the rounds (the same object,
+    no file read); a work item with no probe in a round of a search still going on loads its
+    index then, for the rounds to come (it would otherwise load it in the next round, where
+    every item has probes)."""
+    from apache_beam.utils import shared
+    from transforms import subword_refine
+    from transforms.storage.object_stores import StoreSettings
+    handles = {"de": shared.Shared(), "en": shared.Shared()}
+    build = subword_refine._BuildIndexFn(str(tmp_path), 200, StoreSettings(), handles)
+    build.setup()
+    (name, info), = build.process(("de", tiny_counts["de"]))
+    loads = []
+    real_load = subword_refine._load_index
+    monkeypatch.setattr(subword_refine, "_load_index",
+                        lambda path, stores=None: loads.append(path) or real_load(path, stores))
+
+    def round_fn(known):
+        plan = subword_refine._RoundPlan(known, TARGET, 0, 10, 2)
+        fn = subword_refine._RefineProbesFn(1, 2, 4, learner.RESERVED_TOKENS, handles, plan,
+                                            StoreSettings())
+        fn.setup()
+        return fn
+
+    fn = round_fn({"de": {}, "en": {}})
+    rank = fn._plan.rank("de")
+    busy = list(fn.process((name, info, (0 - rank) % 2)))  # the share with round 1's probe
+    assert busy and loads == []  # the probe ran on the index as built
+    assert fn._indexes[info["path"]] is build._built[info["path"]]
+    # another process (a fresh handle map stands in for one): the idle share loads the index
+    handles["de"] = shared.Shared()
+    idle = round_fn({"de": {}, "en": {}})
+    assert list(idle.process((name, info, (1 - rank) % 2))) == []
+    assert loads == [info["path"]] and info["path"] in idle._indexes
+    # a decided search: an idle item loads nothing
+    decided = round_fn({"de": {m: TARGET for m in range(1, 1001)}, "en": {}})
+    assert list(decided.process((name, info, 1))) == [] and loads == [info["path"]]

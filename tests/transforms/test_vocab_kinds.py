@@ -9,7 +9,7 @@ import pytest
 
 from repo_paths import DATA_DIR
 from pipeline.driver.kinds import every_plugin, kind_plugin
-from transforms.codecs.byte_bpe_vocabulary import BPE_FILES, ByteBpeVocabulary
+from transforms.codecs.byte_bpe_vocabulary import BPE_FILES, HF_TOKENIZER_FILE, ByteBpeVocabulary
 from transforms.codecs.subword_vocabulary import SubwordVocabulary
 from transforms.codecs.kinds import CODEC_KINDS, KIND_NAMES, codec_kind
 from transforms.codecs.vocabulary import SINGLE_FILE, Vocabulary, VocabularyLoader
@@ -64,7 +64,12 @@ def test_vocabulary_round_trips_through_its_files(tmp_path, vocabulary, path, eo
 def test_byte_bpe_is_written_as_hugging_face_files_and_lacks_an_unknown_eos(tmp_path):
     kind = codec_kind("byte_bpe")
     bpe = VocabularyFiles(kind.loader({})).load(GPT2)  # read from GPT-2's names
-    assert sorted(bpe.to_files()) == sorted(BPE_FILES)
+    assert sorted(bpe.to_files()) == sorted(BPE_FILES + (HF_TOKENIZER_FILE,))
+    # tokenizer.json is derived: written first, never read back, not needed to load
+    copy = str(tmp_path / "copy")
+    VocabularyFiles(kind.loader({})).write(copy, bpe.to_files())
+    assert sorted(os.listdir(copy)) == sorted(BPE_FILES + (HF_TOKENIZER_FILE,))
+    assert sorted(VocabularyFiles(kind.loader({})).read(copy)) == sorted(BPE_FILES)
     # the EOS token is an option the vocabulary is built with: --bpe_eos_token's value
     eos = VocabularyFiles(kind.loader({"bpe_eos_token": "!"})).load(GPT2)
     assert eos.eos_ids() == [0] and eos.encode("!") == [0]

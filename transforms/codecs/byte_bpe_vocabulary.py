@@ -6,15 +6,27 @@ Examples end in the id of the EOS token, `<|endoftext|>` unless --bpe_eos_token 
 otherwise (the `eos_token` option, given when the vocabulary is built: one lacking the token
 is not a vocabulary this run can use); a corpus line holding that token's text is encoded as
 plain text.
+
+Written beside them: Hugging Face's `tokenizer.json` (`hf_tokenizer_json`), which
+`tokenizers.Tokenizer.from_file` loads and whose `encode(line).ids` are the record's ids:
+GPT-2's byte-level pre-tokenizer and decoder, the BPE model of these two files, and a
+post-processor that appends the EOS token. The EOS token is not one of its `added_tokens`,
+so its text inside a line stays text, as in the records (an added token would be cut out of
+the text and become its id); `decode(..., skip_special_tokens=True)` therefore keeps it:
+drop the last id first. It is derived from the two files and never read back.
 """
 
-from typing import Any, List, Mapping, Sequence
+import json
+
+
+from typing import Any, Dict, List, Mapping, Sequence
 
 from transforms.codecs.byte_bpe import ENDOFTEXT, ByteBPE
 from transforms.codecs.varints import encode_varints
 from transforms.codecs.vocabulary import EncodedLine, VocabFiles, Vocabulary
 
 BPE_FILES = ("vocab.json", "merges.txt")
+HF_TOKENIZER_FILE = "tokenizer.json"  # written with them, derived from them
 GPT2_BPE_FILES = ("encoder.json", "vocab.bpe")  # OpenAI's names for the same two formats
 
 
@@ -31,6 +43,7 @@ class ByteBpeVocabulary(Vocabulary):
             raise ValueError("the BPE vocabulary has no %r token (see --bpe_eos_token)"
                              % eos_token)
         self._eos_ids = [eos]
+        self._eos_token = eos_token
 
     @classmethod
     def from_files(cls, files: Mapping[str, str], **options: Any) -> "ByteBpeVocabulary":
@@ -39,7 +52,9 @@ class ByteBpeVocabulary(Vocabulary):
         return cls(ByteBPE.from_texts(*(files[name] for name in names)), **options)
 
     def to_files(self) -> VocabFiles:
-        return dict(zip(BPE_FILES, (self.bpe.vocab_json_text(), self.bpe.merges_text())))
+        files = dict(zip(BPE_FILES, (self.bpe.vocab_json_text(), self.bpe.merges_text())))
+        files[HF_TOKENIZER_FILE] = hf_tokenizer_json(self.bpe, self._eos_token)
+        return files
 
     @property
     def vocab_size(self) -> int:
@@ -57,3 +72,32 @@ class ByteBpeVocabulary(Vocabulary):
 
     def eos_ids(self) -> List[int]:
         return list(self._eos_ids)
+
+
+def hf_tokenizer_json(bpe: ByteBPE, eos_token: str) -> str:
+    """Hugging Face `tokenizers`' `tokenizer.json` of `bpe` giving the job's record ids:
+    `encode(line)` is `bpe.encode_ordinary(line)` + the id of `eos_token` (see the module
+    docstring). Merges are written as "left right" strings, the form every `tokenizers`
+    release reads (byte-level tokens hold no space)."""
+    eos = {"id": eos_token, "type_id": 0}
+    byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True,
+                  "use_regex": True}
+    tokenizer: Dict[str, Any] = {
+        "version": "1.0", "truncation": None, "padding": None, "added_tokens": [],
+        "normalizer": None, "pre_tokenizer": byte_level,
+        "post_processor": {
+            "type": "TemplateProcessing",
+            "single": [{"Sequence": {"id": "A", "type_id": 0}}, {"SpecialToken": eos}],
+            "pair": [{"Sequence": {"id": "A", "type_id": 0}}, {"SpecialToken": eos},
+                     {"Sequence": {"id": "B", "type_id": 1}},
+                     {"SpecialToken": dict(eos, type_id=1)}],
+            "special_tokens": {eos_token: {"id": eos_token,
+                                           "ids": [bpe.token_to_id(eos_token)],
+                                           "tokens": [eos_token]}}},
+        "decoder": dict(byte_level, add_prefix_space=True),
+        "model": {"type": "BPE", "dropout": None, "unk_token": None,
+                  "continuing_subword_prefix": None, "end_of_word_suffix": None,
+                  "fuse_unk": False, "byte_fallback": False,
+                  "vocab": json.loads(bpe.vocab_json_text()),
+                  "merges": ["%s %s" % pair for pair in bpe.merges]}}
+    return json.dumps(tokenizer, ensure_ascii=False, separators=(",", ":"))

@@ -279,7 +279,7 @@ class TokenIndex:
     weights: np.ndarray
 
     def __init__(self, chars: Iterable[str], max_subtoken_length: Optional[int],
-                 **arrays: np.ndarray) -> None:
+                 text: Optional[str] = None, **arrays: np.ndarray) -> None:
         self.chars = list(chars)
         self.max_subtoken_length = max_subtoken_length
         for name in self.ARRAYS:
@@ -287,7 +287,7 @@ class TokenIndex:
         # sorted code points of the characters, to encode vocabulary strings
         self._points = np.array([ord(c) for c in self.chars], np.int64)
         # the text itself (separators as "\0"), so that an accepted string is one slice
-        self._text = self._decode(self.codes)
+        self._text = text if text is not None else self._decode(self.codes)
         self._partitions: dict[int, list[tuple[int, int]]] = {}
         self._capacity = 4096
         # a suffix rank of every string `select` accepted: where its range is (see
@@ -310,13 +310,12 @@ class TokenIndex:
         # Each token is followed by one separator slot; "\0" is a placeholder overwritten below.
         text = "\0".join(tokens) + "\0" if tokens else ""
         points = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), np.uint32)
-        del text
         n = len(points)
         ends = np.cumsum(lengths + 1) - 1  # separator position of each token
         starts = ends - lengths
         is_sep = np.zeros(n, np.bool_)
         is_sep[ends] = True
-        chars_points = np.unique(points[~is_sep])
+        chars_points = np.flatnonzero(np.bincount(points[~is_sep], minlength=1))  # no sort
         code_type = np.uint16 if len(chars_points) < 2 ** 16 - 1 else np.uint32
         rank = np.zeros(int(chars_points[-1]) + 1 if len(chars_points) else 1, code_type)
         rank[chars_points] = np.arange(1, len(chars_points) + 1)  # a lookup, not a search
@@ -342,7 +341,7 @@ class TokenIndex:
         weights_arr = np.asarray(counts, np.int64)
         weight_type = np.int32 if (weights_arr.size == 0 or weights_arr.max() < 2 ** 31) else np.int64
         weights = np.repeat(weights_arr.astype(weight_type), lengths + 1)[sa]
-        return cls(chars, max_subtoken_length,
+        return cls(chars, max_subtoken_length, text,
                    codes=codes, isa=isa, starts=starts.astype(np.int64), sa=sa,
                    lcp_next=lcp_next, first=codes[sa],
                    remaining=_capped(remaining, span, narrow), weights=weights)

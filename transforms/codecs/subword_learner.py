@@ -272,8 +272,8 @@ def bisect_min_count(target_size: int, size_of: SizeOf, low: int = 1, high: int 
 
 
 def next_probes(known_sizes: Mapping[int, int], target_size: int, lookahead: int, low: int = 1,
-                high: int = 1000, rounds_left: Optional[int] = None, width: int = 1
-                ) -> tuple[Optional[int], list[int]]:
+                high: int = 1000, rounds_left: Optional[int] = None, width: int = 1,
+                margin: Optional[float] = None) -> tuple[Optional[int], list[int]]:
     """Replays the bisection with the sizes known so far.
 
     `known_sizes` is {min_count: vocab size}. Returns (chosen min_count, []) when the search
@@ -283,7 +283,9 @@ def next_probes(known_sizes: Mapping[int, int], target_size: int, lookahead: int
     many rounds: the bisection of [lo, hi] needs at most floor(log2(hi - lo + 1)) + 1 levels.
     With `width` more than the probes that gives, the nodes the search is likely to need
     after them follow, up to `width` in all (`predicted_path`): a round of `width` parallel
-    probes then advances about `width` levels instead of one.
+    probes then advances about `width` levels instead of one. With `margin` (a fraction of
+    a guess) the guessed path follows as far as its turns are clear (`_sure_side`), up to and
+    including the first in doubt: a search walking to `high` ends in a few rounds.
     """
     def size_of(min_count: int, lo: int, hi: int) -> float:
         if min_count not in known_sizes:
@@ -299,6 +301,9 @@ def next_probes(known_sizes: Mapping[int, int], target_size: int, lookahead: int
             depth = max(lookahead, -(-levels // rounds_left) - 1)
         subtree = probe_subtree(need.low, need.high, depth)
         wanted = [t for t in subtree if t not in known_sizes] or [need.min_count]
+        if margin is not None:
+            wanted.extend(t for t in predicted_path(known_sizes, target_size, low, high, margin)
+                          if t not in wanted)
         if len(wanted) < width:
             for t in predicted_path(known_sizes, target_size, low, high):
                 if t not in wanted:
@@ -336,10 +341,29 @@ def predicted_size(known_sizes: Mapping[int, float], min_count: int) -> Optional
     return math.exp(math.log(s0) + slope * (math.log(min_count) - math.log(t0)))
 
 
+# Log-log slopes of size against min_count (news, en and zh: -0.44..-0.72) bound a guess.
+SLOPE_RANGE = (-0.7, -0.3)
+
+
+def _sure_side(known_sizes: Mapping[int, int], min_count: int, guess: float,
+               target_size: int, margin: float) -> bool:
+    """Whether every size the guess allows (from one known size: any slope of SLOPE_RANGE; from
+    more: `margin` x the guess either way) turns the search at `min_count` the same way."""
+    points = [(t, s) for t, s in known_sizes.items() if t > 0 and s > 0]
+    if len(points) == 1:
+        (t0, s0), = points
+        sizes = [s0 * (min_count / t0) ** slope for slope in SLOPE_RANGE]
+        low, high = min(sizes) * (1 - margin), max(sizes) * (1 + margin)
+    else:
+        low, high = guess * (1 - margin), guess * (1 + margin)
+    return low > target_size * 1.01 or high < target_size * 0.99
+
+
 def predicted_path(known_sizes: Mapping[int, int], target_size: int, low: int = 1,
-                   high: int = 1000) -> list[int]:
+                   high: int = 1000, margin: Optional[float] = None) -> list[int]:
     """The min_counts without a known size that the bisection would visit, in order, if
-    the unknown sizes were `predicted_size`'s guesses; it ends where no guess exists."""
+    the unknown sizes were `predicted_size`'s guesses; it ends where no guess exists, and
+    with `margin` after the first node where the search's turn is in doubt (`_sure_side`)."""
     path: list[int] = []
 
     def size_of(min_count: int, lo: int, hi: int) -> float:
@@ -350,12 +374,16 @@ def predicted_path(known_sizes: Mapping[int, int], target_size: int, low: int = 
             raise NeedProbe(min_count, lo, hi)
         if min_count not in path:
             path.append(min_count)
+            if margin is not None and not _sure_side(known_sizes, min_count, guess,
+                                                     target_size, margin):
+                raise NeedProbe(min_count, lo, hi)  # in doubt: the path ends here
         return guess
 
     try:
         bisect_min_count(target_size, size_of, low, high)
     except NeedProbe as need:
-        path.append(need.min_count)
+        if need.min_count not in path:
+            path.append(need.min_count)
     return path
 
 

@@ -11,7 +11,7 @@ The pool is private, under its own package name, so it never clashes with Tensor
 registration of `tensorflow.Example` when both are loaded in one process.
 """
 
-from typing import Any, Dict, List, Mapping, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
@@ -109,8 +109,7 @@ class PairExampleWriter:
     def __init__(self, first_name: str, second_name: str) -> None:
         self._writer = Int64FeaturesWriter()
         self._names = (first_name, second_name)
-        # a map entry's key field: tag 1 (length-delimited), the feature's name
-        self._keys = tuple(b"\x0a" + _varint(len(n.encode())) + n.encode() for n in self._names)
+        self._keys = tuple(_key_field(name) for name in self._names)
         a, b = self.entry(0, [1, 2]), self.entry(1, [3])
         expected = self._writer.serialize({first_name: [1, 2], second_name: [3]})
         self._swap = expected != self._joined(a, b)
@@ -126,13 +125,9 @@ class PairExampleWriter:
 
     def entry_from_varints(self, side: int, packed: bytes) -> bytes:
         """`entry(side, values)` from the values' concatenated varints
-        (`transforms.codecs.varints`), built without a message object: map entry {key, value:
-        Feature {int64_list (field 3): Int64List {value (field 1, packed)}}}, each nested
-        message behind its tag and length. Checked against `entry` at construction."""
-        int64_list = b"\x0a" + _varint(len(packed)) + packed if packed else b""
-        feature = b"\x1a" + _varint(len(int64_list)) + int64_list
-        body = self._keys[side] + b"\x12" + _varint(len(feature)) + feature
-        return b"\x0a" + _varint(len(body)) + body
+        (`transforms.codecs.varints`), built without a message object (`_entry`). Checked
+        against `entry` at construction."""
+        return _entry(self._keys[side], packed)
 
     @staticmethod
     def _joined(first: bytes, second: bytes) -> bytes:
@@ -143,6 +138,100 @@ class PairExampleWriter:
         if self._swap:
             return self._joined(second_entry, first_entry)
         return self._joined(first_entry, second_entry)
+
+
+def _key_field(name: str) -> bytes:
+    """A map entry's key field: tag 1 (length-delimited), the feature's name."""
+    return b"\x0a" + _varint(len(name.encode())) + name.encode()
+
+
+def _entry(key_field: bytes, packed: bytes) -> bytes:
+    """A feature map entry {key, value: Feature {int64_list (field 3): Int64List {value
+    (field 1, packed)}}} of the values' concatenated varints, each nested message behind its
+    tag and length."""
+    int64_list = b"\x0a" + _varint(len(packed)) + packed if packed else b""
+    feature = b"\x1a" + _varint(len(int64_list)) + int64_list
+    body = key_field + b"\x12" + _varint(len(feature)) + feature
+    return b"\x0a" + _varint(len(body)) + body
+
+
+class VarintExampleWriter:
+    """Examples of the int64 features `names`, each given as its values' concatenated
+    varints (`transforms.codecs.varints`), built without a message object: the bytes
+    `Int64FeaturesWriter.serialize` writes, entries in the order its deterministic
+    serialization sorts map keys (upb puts `inputs_position` before `inputs`), taken from
+    the runtime and checked at construction. For packed records
+    (`transforms.formats.packed_examples`), whose six features are joined from the pairs'
+    varints."""
+
+    def __init__(self, names: Sequence[str]) -> None:
+        reference = Int64FeaturesWriter()
+        order = int64_varints(reference.serialize({name: [1] for name in names}))
+        if order is None or sorted(order) != sorted(names):
+            raise RuntimeError("unexpected Example layout from the protobuf runtime")
+        self.names = tuple(order)
+        self._keys = tuple(_key_field(name) for name in self.names)
+        for values in ([1], [300, 0, 1 << 40], list(range(200)), []):
+            sample = {name: values[i:] + values[:i] for i, name in enumerate(names)}
+            if self.serialize({name: encode_varints(v) for name, v in sample.items()}) != \
+                    reference.serialize(sample):
+                raise RuntimeError("unexpected Example layout from the protobuf runtime")
+
+    def serialize(self, packed: Mapping[str, bytes]) -> bytes:
+        """{name: concatenated varints} -> bytes of the Example."""
+        inner = b"".join(_entry(key, packed[name]) for key, name in zip(self._keys, self.names))
+        return b"\x0a" + _varint(len(inner)) + inner
+
+
+def _read_varint(data: bytes, pos: int) -> Tuple[int, int]:
+    """(value, position after it) of the varint at `pos` (IndexError past the end)."""
+    value = shift = 0
+    while True:
+        byte = data[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return value, pos
+        shift += 7
+
+
+def _length_after(data: bytes, tag: int, pos: int) -> Tuple[int, int]:
+    """(length, position after it) of the length-delimited field `tag` at `pos`; ValueError
+    for another tag. Lengths under 128 (most here) are one byte."""
+    if data[pos] != tag:
+        raise ValueError("tag %d, not %d" % (data[pos], tag))
+    size = data[pos + 1]
+    if size < 0x80:
+        return size, pos + 2
+    return _read_varint(data, pos + 1)
+
+
+def int64_varints(data: bytes) -> Optional[Dict[str, bytes]]:
+    """{name: its values' concatenated varints} of a serialized Example whose features are
+    packed int64 lists in the layout this module writes, read off the wire without a
+    message object; None for any other layout (parse that one with `Int64FeaturesWriter`)."""
+    try:
+        size, pos = _length_after(data, 0x0A, 0)  # features
+        end = pos + size
+        features: Dict[str, bytes] = {}
+        while pos < end:
+            size, pos = _length_after(data, 0x0A, pos)  # a map entry
+            entry_end = pos + size
+            size, pos = _length_after(data, 0x0A, pos)  # its key
+            name = data[pos:pos + size].decode()
+            _, pos = _length_after(data, 0x12, pos + size)  # its value, a Feature
+            size, pos = _length_after(data, 0x1A, pos)  # int64_list
+            packed = b""
+            if size:
+                size, pos = _length_after(data, 0x0A, pos)  # packed values
+                packed = bytes(data[pos:pos + size])
+                pos += size
+            if pos != entry_end:
+                return None
+            features[name] = packed
+        return features if pos == end == len(data) else None
+    except (IndexError, ValueError):  # UnicodeDecodeError is a ValueError
+        return None
 
 
 def _strip_header(data: bytes) -> bytes:

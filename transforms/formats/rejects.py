@@ -11,6 +11,15 @@ from typing import Optional
 from transforms.elements import DatasetSpec, RejectRecord
 
 REJECT_TEXT_CHARS = 500  # a rejected side is kept up to this many characters
+OVER_MAX_LENGTH = "over_max_length"  # --max_length: a side has more ids than that
+
+
+def max_length_of(split: str, max_length: int) -> int:
+    """The --max_length a split's pairs are filtered at (0: none): train only. T2T filters
+    by length in training (`data_reader.input_fn` drops long sequences when training, and in
+    evaluation only with `hparams.eval_drop_long_sequences`, False by default), so its dev
+    set is evaluated whole."""
+    return max_length if split == "train" else 0
 
 
 def pair_reject_reason(source: str, target: str, max_chars: int) -> Optional[str]:

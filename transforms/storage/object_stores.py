@@ -21,6 +21,7 @@ loopback ~3 ms). Paths without a store here (local files, hdfs://) get None from
 """
 
 import dataclasses
+import os
 import threading
 from typing import IO, Any, Dict, List, Optional, Tuple, Type, Union
 
@@ -32,6 +33,11 @@ SCHEMES = ("s3", "gs")
 class PreconditionFailed(Exception):
     """A conditional write or delete found another version (or an object where none was
     expected)."""
+
+
+class StoreUnreachable(OSError):
+    """The store did not answer (no connection, timeouts), as `probe` found: unlike an
+    answer refusing the request (no such bucket, access denied)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,6 +74,21 @@ def scheme_of(path: str) -> Optional[str]:
     return scheme if scheme in SCHEMES else None
 
 
+# The S3 client's attempts per request, as patient as GCS's client (which retries for
+# 120 s): a store or a worker's link that drops for seconds to a minute mid-run is ridden
+# out, not a failed pass (botocore's default, 5 attempts, gives up within ~15 s). Standard
+# mode retries connection errors, timeouts, throttling and 5xx answers, backing off up to
+# 20 s a time. AWS's own settings win: AWS_MAX_ATTEMPTS, AWS_RETRY_MODE.
+S3_ATTEMPTS = 12
+S3_CONNECT_TIMEOUT = 10  # seconds per attempt (botocore's default: 60)
+
+
+def s3_retries() -> Dict[str, Any]:
+    """The S3 client's retry settings (botocore's `Config(retries=...)`)."""
+    return {"mode": os.environ.get("AWS_RETRY_MODE", "standard"),
+            "total_max_attempts": int(os.environ.get("AWS_MAX_ATTEMPTS", S3_ATTEMPTS))}
+
+
 class S3Store:
     """S3 (or an S3-compatible store) through boto3.
 
@@ -75,9 +96,11 @@ class S3Store:
 
     def __init__(self, settings: StoreSettings):
         import boto3  # apache-beam[aws]
+        from botocore.config import Config
         self._settings = settings
         self._boto3 = boto3
-        self._client = self._new_client()
+        self._client = self._new_client(Config(retries=s3_retries(),
+                                               connect_timeout=S3_CONNECT_TIMEOUT))
 
     def _new_client(self, config: Any = None) -> Any:
         s = self._settings
@@ -167,12 +190,15 @@ class S3Store:
         """One small listing under `prefix` with short timeouts and few retries (a client
         of its own): OSError within about 30 s when the store cannot be reached."""
         from botocore.config import Config
-        from botocore.exceptions import BotoCoreError, ClientError
+        from botocore.exceptions import (BotoCoreError, ClientError, ConnectionError,
+                                         HTTPClientError)
         _, bucket, key = split_path(prefix)
         client = self._new_client(Config(connect_timeout=5, read_timeout=10,
                                    retries={"mode": "standard", "max_attempts": 2}))
         try:
             client.list_objects_v2(Bucket=bucket, Prefix=key, MaxKeys=1)
+        except (ConnectionError, HTTPClientError) as e:
+            raise StoreUnreachable(str(e)) from None
         except (BotoCoreError, ClientError) as e:
             raise OSError(str(e)) from None
 
@@ -293,16 +319,18 @@ class GcsStore:
         """One small listing under `prefix` with a 10 s timeout and retries for 15 s at
         most (google-cloud-storage's default retries for 120 s): OSError within about
         30 s when the store cannot be reached."""
-        from google.api_core.exceptions import GoogleAPIError
+        from google.api_core.exceptions import GoogleAPIError, RetryError
         from google.cloud.storage.retry import DEFAULT_RETRY
         _, bucket, key = split_path(prefix)
         try:
             list(self._client.list_blobs(bucket, prefix=key, max_results=1, timeout=10,
                                          retry=DEFAULT_RETRY.with_timeout(15)))
-        except (GoogleAPIError, OSError) as e:
+        except RetryError as e:  # retried until the timeout: no answer
+            raise StoreUnreachable(str(e)) from None
+        except GoogleAPIError as e:  # the store's answer
             raise OSError(str(e)) from None
         except Exception as e:  # requests' and urllib3's connection errors
-            raise OSError("%s: %s" % (type(e).__name__, e)) from None
+            raise StoreUnreachable("%s: %s" % (type(e).__name__, e)) from None
 
     def copy(self, source: str, destination: str) -> None:
         """A server-side rewrite (however large, in as many calls as GCS asks for)."""

@@ -44,3 +44,17 @@ def test_output_format_at_its_default_is_left_out_and_another_is_a_difference():
     assert fingerprint.differences(default, parquet) == ["--output_format tfrecord -> parquet"]
     assert "output_format" not in fingerprint.vocab_fingerprint(
         dict(flags, output_format="parquet"))["flags"]
+
+
+def test_max_length_and_packed_length_off_are_left_out_and_set_are_output_differences():
+    """They change the shards' bytes, not the vocabulary (learnt from every pair, as T2T's
+    training-time filter leaves the vocabulary alone); off, outputs made before they existed
+    keep their fingerprint."""
+    flags = flag_defaults()
+    default = fingerprint.output_fingerprint(flags)
+    for flag, value in (("max_length", 128), ("packed_length", 256)):
+        assert flags[flag] == 0 and flag not in default["flags"]
+        changed = fingerprint.output_fingerprint(dict(flags, **{flag: value}))
+        assert fingerprint.differences(default, changed) == ["--%s None -> %d" % (flag, value)]
+        assert fingerprint.vocab_fingerprint(dict(flags, **{flag: value})) == \
+            fingerprint.vocab_fingerprint(flags)

@@ -205,6 +205,11 @@ HUGE = "100000000000000000000"  # 1e20: more than any 64-bit integer
      "--source_column: must be an integer from 0 to 2147483647, not -1"),
     (["--train_tsv", "a.tsv", "--target_column", HUGE],
      "--target_column: must be an integer from 0 to 2147483647"),
+    (["--max_length", "-1"], "--max_length: must be an integer from 0 to 2147483647, not -1"),
+    (["--max_length", HUGE], "--max_length: must be an integer from 0 to 2147483647"),
+    (["--packed_length", "-256"],
+     "--packed_length: must be an integer from 0 to 2147483647, not -256"),
+    (["--packed_length", HUGE], "--packed_length: must be an integer from 0 to 2147483647"),
     (["--vocab_type", "byte_bpe", "--bpe_min_frequency", "0"],
      "--bpe_min_frequency: must be an integer from 1 to 9223372036854775807, not 0"),
     (["--vocab_type", "byte_bpe", "--bpe_min_frequency", HUGE], "--bpe_min_frequency: must"),
@@ -235,8 +240,8 @@ def test_every_numeric_flag_declares_its_range():
     FlinkJavaOptions._add_argparse_args(parser)
     numbers = [action for action in parser.actions
                if getattr(action.type, "__name__", None) in ("int", "float")]
-    assert {"--vocab_size", "--seed", "--spm_character_coverage",
-            "--execution_retry_delay"} <= {a.option_strings[0] for a in numbers}
+    assert {"--vocab_size", "--seed", "--spm_character_coverage", "--max_length",
+            "--packed_length", "--execution_retry_delay"} <= {a.option_strings[0] for a in numbers}
     assert [a.option_strings[0] for a in numbers if a.type in (int, float)] == []
 
 

@@ -3,6 +3,7 @@ and --output_dir can be written, each checked before anything runs, as one line 
 flag."""
 
 import os
+import time
 
 import pytest
 
@@ -61,3 +62,33 @@ def test_make_local_dirs_makes_the_parents_and_accepts_an_existing_directory(tmp
     preflight.make_local_dirs(path)
     preflight.make_local_dirs(path)
     assert os.path.isdir(path)
+
+
+def _s3_stores(endpoint):
+    from transforms.storage.object_stores import ObjectStores, StoreSettings
+    return ObjectStores(StoreSettings(s3_endpoint_url=endpoint, s3_access_key_id="k",
+                                      s3_secret_access_key="s", s3_region_name="us-east-1"))
+
+
+def test_a_store_that_does_not_answer_is_one_line_naming_the_flag_at_once(tmp_path):
+    """The job's own S3 client would retry for a minute or two (object_stores.S3_ATTEMPTS):
+    at the start a store nobody answers is asked with short timeouts instead."""
+    from object_store_servers import free_port
+    endpoint = "http://127.0.0.1:%d" % free_port()
+    cfg = config(tmp_path, "--output_dir", "s3://bucket/out")
+    started = time.monotonic()
+    with pytest.raises(DatagenError) as raised:
+        preflight.check_stores_reachable(cfg, _s3_stores(endpoint))
+    assert str(raised.value).startswith("--output_dir s3://bucket/out: cannot reach its "
+                                        "store: Could not connect to the endpoint URL")
+    assert endpoint in str(raised.value)
+    assert time.monotonic() - started < 60
+    preflight.check_stores_reachable(config(tmp_path), _s3_stores(endpoint))  # local: fine
+
+
+@pytest.mark.slow
+def test_a_store_that_answers_with_a_refusal_is_left_to_the_step_that_needs_it(tmp_path, s3):
+    """No such bucket: the store answers, and the steps after say what is wrong there."""
+    cfg = config(tmp_path, "--output_dir", "s3://no-such-bucket/out", "--dev_source",
+                 "s3://datagen-test/in/dev.*", "--dev_target", "s3://datagen-test/in/dev.zh")
+    preflight.check_stores_reachable(cfg, _s3_stores(s3.endpoint))

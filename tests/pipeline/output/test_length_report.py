@@ -111,6 +111,28 @@ def test_page_is_self_contained_with_a_chart_per_split_and_side():
     assert tail.count("<rect") <= 2 * 60
 
 
+def test_page_says_what_max_length_and_packing_did():
+    pairs = _some_pairs(500, 3)
+    kept = [p for p in pairs if max(p) <= 40]
+    reports = {"train": length_report(chunk_lengths(kept, [1, 1], [1, 1]), (40, 64)),
+               "train before max_length": length_report(chunk_lengths(pairs, [1, 1], [1, 1]),
+                                                        (40, 64))}
+    packing = {"packed_length": 64, "records": 200, "pairs": len(kept), "pairs_per_record": 1.5,
+               "ids": {"inputs": 9000, "targets": 9100}, "fill": {"inputs": 0.7, "targets": 0.71},
+               "over_length": 0, "histogram": [[1, 80], [2, 120]]}
+    summary = {"problem": "p", "lengths": summary_lengths(reports, list(reports), 40),
+               "splits": {"train": {"rejected_by_reason": {
+                   "over_max_length": len(pairs) - len(kept)}, "packing": packing}}}
+    assert summary["lengths"]["candidate_max_lengths"] == [40, 64, 128, 256, 512, "p99"]
+    before = summary["lengths"]["splits"]["train before max_length"]["drops"]
+    assert before[0] == {"max_length": 40, "dropped": len(pairs) - len(kept),
+                         "dropped_fraction": round((len(pairs) - len(kept)) / len(pairs), 6)}
+    page = render_length_report(summary)
+    assert "--max_length 40 dropped %d train pairs" % (len(pairs) - len(kept)) in page
+    assert "--packed_length 64" in page and "pairs in a record" in page
+    assert page.index("<h2>train: %d pairs" % len(kept)) < page.index("<h2>train before max_length")
+
+
 def _chromium():
     for name in ("chromium", "chromium-browser", "google-chrome"):
         path = shutil.which(name)

@@ -1,19 +1,22 @@
 """The job's patch of Beam's DaskRunner (pipeline/runtime/dask_runner.py), defect by defect,
 on a real dask.distributed cluster (a scheduler and 2 worker processes started here).
 
-For each of the five defects: a pipeline of a few lines that is right on the patched runner,
+For each of the six defects: a pipeline of a few lines that is right on the patched runner,
 and the same pipeline on Beam's stock DaskRunner, asserted still wrong. When a Beam upgrade
-fixes a defect, its `test_stock_...` fails: that fix's part of the patch can go.
+fixes a defect, its `test_stock_...` fails: that fix's part of the patch can go. And the
+patch's own behaviour: a failed pass stops its other tasks before it raises.
 """
 
 import os
+import time
 
 import apache_beam as beam
 import pytest
 from apache_beam.runners.dask.dask_runner import DaskRunner
 
-from dask_cluster import (EmitInFinishBundle, MarkRun, SplitEvenOdd, WriteEach, close_clients,
-                          runner_options, running_cluster, runs, written)
+from dask_cluster import (EmitInFinishBundle, FailFirst, MarkRun, ReadFirstLine, SplitEvenOdd,
+                          WriteEach, close_clients, runner_options, running_cluster, runs,
+                          written)
 from pipeline.runtime.dask_runner import DatagenDaskRunner
 
 pytestmark = pytest.mark.slow
@@ -141,6 +144,54 @@ def test_stock_runner_computes_a_side_input_in_every_reading_task(cluster, tmp_p
     except Exception:
         return  # wrong by failing (the set-up DoFn does not serialize)
     assert runs(tmp_path / "runs") > 1
+
+
+# -- 6. The pipeline's options on the workers' FileSystems --------------------------------
+
+
+def _read_s3(out):
+    from object_store_servers import BUCKET
+    return lambda p: (p | beam.Create(["s3://%s/in/dev.en" % BUCKET])
+                      | beam.ParDo(ReadFirstLine(str(out))))
+
+
+def _forget_file_system_options(cluster):
+    """What a worker process knows before any pass (a run of the patched runner sets the
+    options on the workers it ran on)."""
+    from apache_beam.io.filesystems import FileSystems
+    with cluster.client() as client:
+        client.run(FileSystems.set_options, None)
+
+
+def test_a_worker_reads_s3_with_the_pipelines_options(cluster, s3, tmp_path, data_dir):
+    _forget_file_system_options(cluster)
+    _run(DatagenDaskRunner(), cluster, _read_s3(tmp_path / "out"), *s3.beam_flags())
+    with open(os.path.join(data_dir, "enzh-mlqe-pe", "dev.en"), encoding="utf-8") as f:
+        assert written(tmp_path / "out") == [f.readline().strip()]
+
+
+def test_stock_runner_gives_the_workers_file_systems_no_options(cluster, s3, tmp_path):
+    _forget_file_system_options(cluster)
+    with pytest.raises(Exception, match="Must provide one of client or options"):
+        _run(DaskRunner(), cluster, _read_s3(tmp_path / "out"), *s3.beam_flags())
+
+
+# -- the patch's own: a failed pass stops its other tasks ------------------------------------
+
+
+def test_a_failed_pass_has_no_task_running_when_it_raises(cluster, tmp_path):
+    """Element 0 fails while the other elements' tasks run or wait: once the pass has
+    raised, none of them runs any more and nothing more is written (the driver removes the
+    work directory next)."""
+    out = tmp_path / "out"
+    seconds = 2  # each task's run: a task running when element 0 fails ends within this
+    with pytest.raises(Exception, match="element 0 fails"):
+        _run(DatagenDaskRunner(), cluster, lambda p: (
+            p | beam.Create(list(range(12))) | beam.ParDo(FailFirst(str(out), seconds))))
+    listing = written(out)
+    assert cluster.processing() == {}
+    time.sleep(seconds + 1)
+    assert written(out) == listing
 
 
 def test_both_workers_ran_tasks(cluster):

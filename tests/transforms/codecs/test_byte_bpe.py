@@ -343,6 +343,31 @@ def test_hf_format_round_trip(gpt2, tmp_path):
         assert again.encode(SPECIAL_CASES[2] + ENDOFTEXT) == gpt2.encode(SPECIAL_CASES[2] + ENDOFTEXT)
 
 
+def test_tokenizer_json_gives_the_records_ids_eos_included_and_in_the_text(gpt2, tmp_path):
+    """`tokenizer.json` (ByteBpeVocabulary.to_files) loaded with `Tokenizer.from_file`:
+    `encode(line).ids` is what the job writes for the line, the records' ids: GPT-2's ids
+    with the EOS token's text as text, then the EOS id; also with another --bpe_eos_token.
+    Real corpus lines and the special cases, each also with the EOS token inside."""
+    from transforms.codecs.byte_bpe_vocabulary import HF_TOKENIZER_FILE, ByteBpeVocabulary
+    lines = [line.strip() for path in EVAL_FILES[:3] for line in _lines(path)[:300]]
+    lines += SPECIAL_CASES + ["a %s b" % ENDOFTEXT, ENDOFTEXT, ENDOFTEXT + ENDOFTEXT + "x",
+                              "<|endoftext", "!!! %s!" % ENDOFTEXT]
+    for eos_token in (ENDOFTEXT, "!"):
+        vocabulary = ByteBpeVocabulary(gpt2, eos_token)
+        path = tmp_path / eos_token.strip("<|>") / HF_TOKENIZER_FILE
+        path.parent.mkdir()
+        path.write_text(vocabulary.to_files()[HF_TOKENIZER_FILE], encoding="utf-8")
+        hf = tokenizers.Tokenizer.from_file(str(path))
+        assert hf.get_vocab_size() == gpt2.vocab_size
+        eos = vocabulary.eos_ids()
+        for line in lines:
+            ids = vocabulary.encode(line) + eos  # what the encode pass writes
+            assert hf.encode(line).ids == ids, line
+            assert hf.decode(ids[:-1]) == line
+        pair = hf.encode("one", "two").ids  # the pair template ends each side in EOS too
+        assert pair == vocabulary.encode("one") + eos + vocabulary.encode("two") + eos
+
+
 def test_from_dir_without_files(tmp_path):
     with pytest.raises(FileNotFoundError):
         ByteBPE.from_dir(str(tmp_path))

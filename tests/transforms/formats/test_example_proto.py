@@ -75,3 +75,26 @@ def test_entry_from_varints_is_the_runtimes_entry(inputs, targets):
     b = pairs.entry_from_varints(1, encode_varints(targets))
     assert (a, b) == (pairs.entry(0, inputs), pairs.entry(1, targets))
     assert pairs.join(a, b) == _tf_bytes({"inputs": inputs, "targets": targets})
+
+
+NAMES = ("inputs", "targets", "inputs_segmentation", "inputs_position",
+         "targets_segmentation", "targets_position")
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.integers(min_value=0, max_value=2 ** 63 - 1), min_size=1,
+                         max_size=100), min_size=6, max_size=6))
+def test_varint_examples_are_tensorflows_and_read_back_off_the_wire(values):
+    """Packed records' writer (features as varints) gives TensorFlow's bytes, and
+    `int64_varints` reads any Example of this layout back; another layout is None."""
+    from transforms.codecs.varints import encode_varints
+    from transforms.formats.example_proto import VarintExampleWriter, int64_varints
+    features = dict(zip(NAMES, values))
+    varints = {name: encode_varints(v) for name, v in features.items()}
+    data = VarintExampleWriter(NAMES).serialize(varints)
+    assert data == _tf_bytes(features) == Int64FeaturesWriter().serialize(features)
+    assert int64_varints(data) == varints
+    assert int64_varints(data[:-1]) is None and int64_varints(b"") is None
+    floats = tf.train.Example(features=tf.train.Features(feature={
+        "x": tf.train.Feature(float_list=tf.train.FloatList(value=[1.0]))}))
+    assert int64_varints(floats.SerializeToString()) is None

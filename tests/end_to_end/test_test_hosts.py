@@ -1,0 +1,117 @@
+"""The hosts the multi-host tests make (tests/network_hosts.py), checked on their own: what a
+host sees and reaches, and that nothing of them outlives a test run, also one that was
+killed. Skipped where hosts cannot be made (failed under CI=true)."""
+
+import subprocess
+import sys
+import textwrap
+import time
+import urllib.request
+
+import pytest
+
+from multihost_cluster import hidden_dirs, image_dirs
+from network_hosts import PREFIX, Network, _running, require_hosts, sweep_leftovers
+from repo_paths import REPO_ROOT, TESTS_DIR
+
+pytestmark = pytest.mark.slow
+
+
+def _ours(tag):
+    """Network namespaces and links whose names hold `tag` (a Network's)."""
+    netns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    links = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True).stdout
+    return [line.split()[0] for line in netns.splitlines() if tag in line] + [
+        line.split(":")[1].strip() for line in links.splitlines() if tag in line]
+
+
+@pytest.fixture
+def network(tmp_path):
+    require_hosts()
+    net = Network(tmp_path, hide=hidden_dirs(str(tmp_path)), keep=image_dirs())
+    net.create()
+    try:
+        yield net
+    finally:
+        net.close()
+    assert _ours(net.tag_netns) == [] and _ours(net.tag_link) == []
+
+
+def _ends(pid, seconds=120):
+    """Whether process `pid` ends within `seconds`."""
+    deadline = time.time() + seconds
+    while _running(pid) and time.time() < deadline:
+        time.sleep(0.1)
+    return not _running(pid)
+
+
+def _run_on(host, script):
+    """Output of a Python `script` run on `host` with the image's interpreter."""
+    proc = host.run("probe", [sys.executable, "-c", script])
+    assert proc.wait(120) == 0, host.network.log_tail(host.name + "-probe")
+    with open(host.network.log_path(host.name + "-probe")) as f:
+        return f.read().split()
+
+
+def test_a_host_sees_the_image_read_only_and_nothing_of_the_drivers_disk(network, tmp_path):
+    mine = tmp_path / "drivers-file"
+    mine.write_text("only here")
+    host = network.add_host("h1", "h1", 11)
+    seen = _run_on(host, textwrap.dedent("""
+        import os, socket, tempfile
+        print(os.path.exists(%r), os.listdir("/tmp") == [], socket.gethostname())
+        try:
+            open(os.path.join(%r, "x"), "w")
+            print("writable")
+        except OSError:
+            print("read-only")
+        import pipeline.datagen, apache_beam
+        print(pipeline.datagen.__file__.startswith(%r))
+    """ % (str(mine), REPO_ROOT, REPO_ROOT)))
+    assert seen == ["False", "True", "h1", "read-only", "True"]
+
+
+def test_hosts_reach_each_other_and_the_driver_reaches_them(network):
+    server = network.add_host("srv", "sv", 2)
+    client = network.add_host("cli", "cl", 3)
+    proc = server.run("http", [sys.executable, "-m", "http.server", "--bind", server.ip, "8000"])
+    url = "http://%s:8000/" % server.ip
+    seen = _run_on(client, textwrap.dedent("""
+        import time, urllib.request
+        for _ in range(600):
+            try:
+                print(urllib.request.urlopen(%r, timeout=5).status)
+                break
+            except OSError:
+                time.sleep(0.1)
+    """ % url))
+    assert seen == ["200"]
+    assert urllib.request.urlopen(url, timeout=30).status == 200
+    server.kill()  # every process of the host at once
+    assert proc.poll() is not None and server.pids() == []
+
+
+def test_what_a_killed_run_left_is_removed_by_the_next(tmp_path):
+    """A test process killed with -9 leaves its namespaces, links and host processes; the
+    next Network's `create` (`sweep_leftovers`) removes them, and nothing of a live run's."""
+    require_hosts()
+    script = textwrap.dedent("""
+        import os, signal, sys, time
+        sys.path.insert(0, %r)
+        from network_hosts import Network
+        net = Network(%r)
+        net.create()
+        host = net.add_host("h1", "h1", 11)
+        host.run("sleep", ["sleep", "600"])
+        print(net.tag_netns, net.tag_link, host.init_pid, flush=True)
+        os.kill(os.getpid(), signal.SIGKILL)
+    """ % (TESTS_DIR, str(tmp_path)))
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=300)
+    tag_netns, tag_link, init_pid = done.stdout.split()
+    assert _ours(tag_netns) and _ours(tag_link), done.stderr
+    assert _running(int(init_pid))
+    removed = sweep_leftovers()
+    assert tag_netns + "-h1" in removed and _ours(tag_netns) == [] and _ours(tag_link) == []
+    assert _ends(int(init_pid))  # its host's pid 1 (the kernel ends it once all else is)
+    assert all(name.startswith((PREFIX, "tmh")) for name in removed)
