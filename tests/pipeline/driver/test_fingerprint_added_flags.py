@@ -55,6 +55,7 @@ def test_max_length_and_packed_length_off_are_left_out_and_set_are_output_differ
     for flag, value in (("max_length", 128), ("packed_length", 256)):
         assert flags[flag] == 0 and flag not in default["flags"]
         changed = fingerprint.output_fingerprint(dict(flags, **{flag: value}))
-        assert fingerprint.differences(default, changed) == ["--%s None -> %d" % (flag, value)]
+        # the real old value, not None (issue 42 item 12)
+        assert fingerprint.differences(default, changed) == ["--%s 0 -> %d" % (flag, value)]
         assert fingerprint.vocab_fingerprint(dict(flags, **{flag: value})) == \
             fingerprint.vocab_fingerprint(flags)
