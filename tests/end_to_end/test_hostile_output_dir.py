@@ -32,8 +32,10 @@ HUGE = "100000000000000000000"
     (["--runner", "DirectRunner", "--direct_num_workers", "-3"], ["--direct_num_workers"]),
     (["--vocab_size", HUGE], ["--vocab_size: must be an integer from 1 to 2147483647"]),
     (["--num_train_shards", HUGE], ["--num_train_shards: must be an integer from 1 to 99999"]),
+    (["--max_length", "-1"], ["--max_length: must be an integer from 0 to 2147483647, not -1"]),
+    (["--packed_length", HUGE], ["--packed_length: must be an integer from 0 to 2147483647"]),
 ], ids=["unknown-runner", "no-such-class", "dataflow-options", "direct-workers",
-        "vocab-size", "shards"])
+        "vocab-size", "shards", "max-length", "packed-length"])
 def test_a_refused_run_is_one_line_before_any_pass_and_makes_no_directory(
         tmp_path, capsys, flags, words):
     src, tgt = _corpus(tmp_path / "in")
