@@ -7,7 +7,7 @@
 FROM apache/beam_python3.11_sdk:2.77.0
 
 WORKDIR /opt/t2t-beam-datagen
-COPY setup.py requirements.txt README.md ./
+COPY setup.py README.md ./
 COPY pipeline ./pipeline
 COPY transforms ./transforms
 RUN pip install --no-cache-dir . && python -c "import pipeline.datagen, transforms.encode_pairs"

@@ -9,8 +9,7 @@ import sys
 
 import pytest
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DATA_DIR = os.path.join(REPO_ROOT, "tests", "data")
+from repo_paths import DATA_DIR, REPO_ROOT
 
 if REPO_ROOT not in sys.path:
     sys.path.insert(0, REPO_ROOT)

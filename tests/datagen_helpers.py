@@ -4,8 +4,7 @@ import glob
 import os
 
 from pipeline import datagen
-
-DATA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
+from repo_paths import DATA_DIR  # noqa: F401 (the job tests' corpora, imported from here)
 
 FNAPI = ["--runner", "FnApiRunner"]
 DIRECT_1 = ["--runner", "DirectRunner", "--direct_num_workers", "1"]

@@ -6,7 +6,7 @@ depend on, so it lives in a virtualenv of its own, created once per machine unde
 `opusfilter==3.3.1` and `py3langid<0.4` (OpusFilter 3.3.1 calls
 `LanguageIdentifier.from_pickled_model`, which py3langid 0.4 removed). About a minute with a
 warm pip cache. Where PyPI cannot be reached the tests skip with pip's reason, except under
-CI=true, where a missing OpusFilter is a failure (as tests/test_airflow_dag.py does for
+CI=true, where a missing OpusFilter is a failure (as tests/end_to_end/test_airflow_dag.py does for
 Airflow).
 
 `opusfilter_drops` runs the real `opusfilter` command on real files with a YAML config of

@@ -12,6 +12,8 @@
   Beam pipeline option it accepts), of `python -m pipeline.tools.inspect`, of a benchmark
   script, or of one of the few other programs the docs show commands of (`OTHER_PROGRAMS`).
   `--spm_*` stands for the flags it prefixes.
+- Every file path a module of the project (its docstrings and comments) names exists:
+  `tests/...py`, `pipeline/...py` and the like, in pipeline/, transforms/, tests/, benchmarks/.
 
 The checks read text and build the job's flag parser; nothing runs.
 """
@@ -74,6 +76,23 @@ def _named_paths(doc):
 def test_every_named_path_exists():
     missing = ["%s: %s" % (doc, name) for doc in DOCS
                for name, path in _named_paths(doc) if not path.exists()]
+    assert missing == []
+
+
+SOURCE_DIRS = ("pipeline", "transforms", "tests", "benchmarks")
+SOURCE_PATH = re.compile(r"(?<![\w./-])((?:%s|docs|sample_data)/[\w./-]*\.(?:py|md|sh|txt|ini|json|"
+                         r"yaml|cfg))(?![\w*{%%])" % "|".join(SOURCE_DIRS))
+
+
+def test_every_path_a_module_names_exists():
+    missing = []
+    for top in SOURCE_DIRS:
+        for module in sorted((ROOT / top).rglob("*.py")):
+            text = module.read_text(encoding="utf-8")
+            missing += ["%s: %s" % (module.relative_to(ROOT), match.group(1))
+                        for match in SOURCE_PATH.finditer(text)
+                        if "..." not in match.group(1)
+                        and not (ROOT / match.group(1)).exists()]
     assert missing == []
 
 

@@ -3,7 +3,7 @@
 The readers of ArrayRecord (Grain) and Parquet (pyarrow, Hugging Face datasets) in
 `pipeline.tools.batches` hand their pairs here, so every format is batched the same way:
 given the same pairs in the same order, these generators yield the batches `make_dataset`
-yields (tests/tools/test_batches.py compares them with tf.data on the TFRecord output).
+yields (tests/end_to_end/test_output_formats.py compares them with tf.data on the TFRecord output).
 The steps and their order are `reader.py`'s (its docstring says each); T2T's batching scheme
 (`t2t_batching_scheme`) is here, for both.
 

@@ -25,7 +25,7 @@ from transforms.token_counts import SampleAndCountTokens
 # runs the same transforms on a tiny corpus in the fast suite.
 pytestmark = pytest.mark.slow
 
-DATA_DIR = os.path.join(repo_paths.DATA_DIR, "enzh-mlqe-pe")
+MLQE_DIR = os.path.join(repo_paths.DATA_DIR, "enzh-mlqe-pe")
 TARGET = 700
 
 
@@ -46,7 +46,7 @@ def corpus(tmp_path_factory):
     files, counts = {}, {}
     for name, side in (("source", "train.en"), ("target", "train.zh")):
         path = str(root / side)
-        with open(os.path.join(DATA_DIR, side), encoding="utf-8") as src, \
+        with open(os.path.join(MLQE_DIR, side), encoding="utf-8") as src, \
                 open(path, "w", encoding="utf-8") as dst:
             dst.writelines(line for _, line in zip(range(400), src))
         files[name] = path

@@ -5,7 +5,7 @@ it to serialize two int64 lists. This module declares the same message schema as
 `example.proto`/`feature.proto` (field numbers, types, packing: the wire format is the
 contract) in a private protobuf descriptor pool, so serialization is done by the protobuf
 runtime TensorFlow itself uses, and the bytes are the ones `tf.train.Example` produces
-(`tests/test_example_proto.py` checks that against TensorFlow).
+(`tests/transforms/formats/test_example_proto.py` checks that against TensorFlow).
 
 The pool is private, under its own package name, so it never clashes with TensorFlow's
 registration of `tensorflow.Example` when both are loaded in one process.

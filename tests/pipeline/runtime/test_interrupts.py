@@ -20,7 +20,11 @@ worker = subprocess.Popen(sleep)
 # a shell and its child, as Beam's workers run: both in the job's session
 shell = subprocess.Popen(["sh", "-c", " ".join(sleep[:2]) + " 'import time; time.sleep(120)'"])
 server = subprocess.Popen(sleep, start_new_session=True)
-time.sleep(1)  # the shell has started its child
+def children(pid):
+    with open("/proc/%d/task/%d/children" % (pid, pid)) as listing:
+        return listing.read().split()
+while not children(shell.pid):  # until the shell has started its child
+    time.sleep(0.05)
 kill_worker_processes()
 for p in (worker, shell):
     p.wait(timeout=60)  # killed: wait() returns

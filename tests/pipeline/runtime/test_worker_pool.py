@@ -3,10 +3,12 @@ every pass, one pass's workers in different processes, and never left behind; th
 as Beam's own worker processes; Beam's stock DirectRunner, after one warning line, when
 Beam's internals are not what the module expects."""
 
+import re
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import apache_beam as beam
@@ -142,19 +144,29 @@ def test_worker_processes_are_forked_by_one_fork_server():
 @pytest.mark.slow
 def test_a_worker_killed_during_a_pass_fails_the_pass_and_says_which():
     """An out-of-memory kill of a worker in the middle of a bundle: Beam's runner would wait
-    for it forever; the pass fails within seconds, naming the process and the signal."""
+    for it forever; the pass fails, naming the process and the signal."""
     from pipeline.driver.passes import PassRunner, WorkerDied
     run_pass = PassRunner(PipelineOptions(MP2), lambda: None)
-    start = time.time()
-    try:
-        with pytest.raises(WorkerDied, match=r"pass 1 failed: worker process \d+ killed by "
-                                             r"SIGKILL while it ran \(out of memory\?\)"):
+    raised = []
+
+    def killing_pass():
+        try:
             run_pass("killing", lambda p: p | beam.Create([1], reshuffle=False)
                      | beam.Reshuffle()
                      | beam.Map(lambda _: os.kill(os.getpid(), signal.SIGKILL)))
+        except Exception as error:  # noqa: BLE001 (checked below)
+            raised.append(error)
+
+    thread = threading.Thread(target=killing_pass, daemon=True)
+    try:
+        thread.start()
+        thread.join(600)  # a guard against waiting forever, not a measure of speed
+        assert not thread.is_alive(), "the pass still waits for its killed worker"
     finally:
         run_pass.close()
-    assert time.time() - start < 60
+    assert len(raised) == 1 and isinstance(raised[0], WorkerDied), raised
+    assert re.search(r"pass 1 failed: worker process \d+ killed by SIGKILL while it ran "
+                     r"\(out of memory\?\)", str(raised[0])), raised
 
 
 @pytest.mark.slow
@@ -187,11 +199,10 @@ def test_ready_at_once_after_start_waits_for_the_starting_thread(monkeypatch):
         original(self, context, settings)
 
     monkeypatch.setattr(LocalWorkerPool, "_start_processes", late)
-    start = time.time()
     with LocalWorkerPool(2, PipelineOptions([])) as pool:
         pool.ready()
         pids = [p.pid for p in pool.processes]
-    assert time.time() - start < 60 and len(pids) == 2 and _wait_gone(pids) == []
+    assert len(pids) == 2 and _wait_gone(pids) == []
 
 
 def test_a_dead_fork_server_is_not_a_dead_worker():
