@@ -73,7 +73,8 @@ def refuse_unknown_flags(argv: Sequence[str]) -> None:
 def run(argv: Optional[Sequence[str]] = None,
         interrupted: Callable[[], Optional[int]] = lambda: None) -> dict:
     """Runs the job; returns the summary dict. Raises DatagenError on bad input or flags,
-    Interrupted when `interrupted()` reports a signal."""
+    Interrupted when `interrupted()` reports a signal (`InterruptWatcher.claim`: the job
+    raises Interrupted itself once it returns a number)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     refuse_unknown_flags(argv)
     command = parse_command_line(argv)  # the flags, parsed once
@@ -134,7 +135,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     console.install()
     try:
         with InterruptWatcher() as watcher:
-            summary = run(argv, lambda: watcher.received)
+            summary = run(argv, watcher.claim)
     except DatagenError as e:
         LOG.error("%s", one_line(e))
         return 2

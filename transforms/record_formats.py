@@ -107,10 +107,29 @@ class TFRecordFormat(RecordFormat):
             yield from read_records(f)
 
 
+SCRATCH_PREFIX = "datagen-shard-"  # + the writing process's pid + "-": `scratch_pid`
+
+
+def scratch_pid(name: str) -> Optional[int]:
+    """The pid of the process that made a scratch directory of `_LocalFileFormat` (its name
+    in the temporary directory), or None for another name: a directory whose process is
+    gone (killed with its pass) is the driver's to remove (`pipeline.output.commit`)."""
+    m = re.match(re.escape(SCRATCH_PREFIX) + r"(\d+)-", name)
+    return int(m.group(1)) if m else None
+
+
 class _LocalFileFormat(RecordFormat):
-    """A format whose library writes and reads local files: a shard is built in a local
-    temporary file, then copied to `path` with `file_io.write_chunks` (so object stores, the
-    atomic write and a retried bundle behave as for TFRecord); read from a local copy."""
+    """A format whose library writes and reads local files.
+
+    A shard on this machine's disk (the job's work directory, local) is built beside its
+    final name under a temporary name of its own, and moved into place when whole
+    (`file_io.create_atomically`'s way): an interrupted or killed pass leaves it only in
+    the work directory, which every end of a run removes (and a rerun, after a kill -9).
+    A shard for an object store is built in a scratch directory of the system's temporary
+    directory named after the writing process (`SCRATCH_PREFIX`), then copied up with
+    `file_io.write_chunks` (so object stores, the atomic write and a retried bundle behave
+    as for TFRecord); the driver removes the scratch of processes that are gone. Read from a
+    local copy."""
 
     @abc.abstractmethod
     def _write_local(self, local_path: str, records: Iterable[bytes],
@@ -125,12 +144,33 @@ class _LocalFileFormat(RecordFormat):
                     stores: Optional["ObjectStores"] = None,
                     checksum: Optional[Any] = None,
                     features: Sequence[str] = FEATURES) -> Tuple[int, int]:
-        with tempfile.TemporaryDirectory(prefix="datagen-shard-") as tmp:
+        if _file_io().is_local(path):
+            return self._write_beside(path, records, checksum, features)
+        with tempfile.TemporaryDirectory(prefix="%s%d-" % (SCRATCH_PREFIX, os.getpid())) as tmp:
             local = os.path.join(tmp, "shard" + self.suffix)
             count = self._write_local(local, records, features)
             with open(local, "rb") as f:
                 _, size = _file_io().write_chunks(
                     path, _summed(iter(lambda: f.read(_COPY_BYTES), b""), checksum), stores)
+        return count, size
+
+    def _write_beside(self, path: str, records: Iterable[bytes], checksum: Optional[Any],
+                      features: Sequence[str]) -> Tuple[int, int]:
+        """A local shard: written under a temporary name beside `path`, summed as written to
+        disk, then moved into place (nothing to copy)."""
+        tmp = _file_io().temporary_name(path)
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        try:
+            count = self._write_local(tmp, records, features)
+            size = 0
+            with open(tmp, "rb") as f:
+                for chunk in _summed(iter(lambda: f.read(_COPY_BYTES), b""), checksum):
+                    size += len(chunk)
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+            raise
         return count, size
 
     def read_shard(self, path: str, stores: Optional["ObjectStores"] = None) -> Iterator[bytes]:

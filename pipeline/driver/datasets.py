@@ -9,6 +9,7 @@ their split; the number is part of each pair's shuffle key.
 """
 
 import dataclasses
+import errno
 import logging
 import os
 import stat
@@ -113,6 +114,7 @@ def expand_listing(patterns: Optional[str], flag: Optional[str] = None,
                 path = file_io.absolute(pattern)  # a file's own name: not a glob
                 out.extend([] if exclude and exclude(path) else [path])
                 continue
+            _check_listed(file_io.absolute(pattern), flag)
             try:
                 out.extend(file_io.expand_patterns(pattern, stores, exclude))
             except FileNotFoundError as e:
@@ -132,6 +134,7 @@ def expand_listing(patterns: Optional[str], flag: Optional[str] = None,
     for path in out:
         _check_utf8_name(path, flag)
         _check_regular(split_archive_path(path)[0], flag)
+        _check_readable(split_archive_path(path)[0], flag)
     if left_out:
         LOG.warning("--%s: %d file%s of this job's own output in --output_dir left out (a "
                     "job never reads its outputs): %s", flag, len(left_out),
@@ -171,6 +174,50 @@ def _check_regular(path: str, flag: Optional[str]) -> None:
             raise DatagenError("--%s %s is not a regular file (%s): the job reads each input "
                                "more than once; copy it to a file and name that" % (
                                    flag, path, kind))
+
+
+def _check_listed(pattern: str, flag: Optional[str]) -> None:
+    """Raises DatagenError naming the entries a local pattern matches that cannot be read as
+    files: dangling symbolic links (`file_io.unlisted_matches`), link loops. Left out, they
+    would drop their pairs without a word, or pair the files after them with the wrong
+    partners."""
+    broken = file_io.unlisted_matches(pattern)
+    if not broken:
+        return
+    more = (", and %d more: %s" % (len(broken) - 1, _names(broken[1:]))
+            if len(broken) > 1 else "")
+    raise DatagenError("--%s %s is %s%s: fix or remove %s" % (
+        flag, broken[0], _why_unreadable(broken[0]), more, "them" if more else "it"))
+
+
+def _why_unreadable(path: str) -> str:
+    """What an entry that `os.path.exists` denies is: a dangling link (and its target), a
+    loop of links, or the system's word for it."""
+    try:
+        os.stat(path)
+    except OSError as e:
+        if e.errno == errno.ENOENT and os.path.islink(path):
+            return "a dangling symbolic link (to %s, which does not exist)" % os.readlink(path)
+        if e.errno == errno.ELOOP:
+            return "a loop of symbolic links"
+        return "unreadable (%s)" % (e.strerror or e)
+    return "gone since it was listed"
+
+
+def _check_readable(path: str, flag: Optional[str]) -> None:
+    """Raises DatagenError for a local input this process cannot open (no permission, a
+    disk error): one line naming it before anything is written, not a worker's traceback
+    in the first pass that reads it."""
+    if not file_io.is_local(path):
+        return
+    try:
+        with open(path, "rb"):
+            pass
+    except FileNotFoundError:
+        return  # gone since the listing: the scan reports it
+    except OSError as e:
+        raise DatagenError("--%s %s cannot be read: %s" % (flag, path, e.strerror or e)) \
+            from None
 
 
 def _names(paths: Sequence[str], most: int = 3) -> str:

@@ -75,10 +75,17 @@ DEFAULTS_LEFT_OUT = tuple(flag for kind in _KINDS if not kind.fingerprint_defaul
 
 
 def _left_out_when_off(flags):
+    left_out = _left_out_values()
+    return {k: v for k, v in flags.items() if k not in left_out or v != left_out[k]}
+
+
+def _left_out_values() -> Dict[str, Any]:
+    """{flag: value} of the flags a fingerprint leaves out at that value: a fingerprint
+    without such a flag recorded it at that value."""
     defaults = flag_defaults()
-    return {k: v for k, v in flags.items()
-            if (k not in CLEANING_OFF or v != CLEANING_OFF[k])
-            and (k not in DEFAULTS_LEFT_OUT or v != defaults[k])}
+    values = {flag: defaults[flag] for flag in DEFAULTS_LEFT_OUT}
+    values.update(CLEANING_OFF)
+    return values
 
 FileStamps = Dict[str, Dict[str, float]]  # {path: {"size": bytes, "mtime": seconds}}
 Fingerprint = Dict[str, Any]  # {"flags": {flag: value}, "inputs": {flag: FileStamps}} (JSON)
@@ -176,9 +183,11 @@ def differences(old: Fingerprint, new: Fingerprint) -> List[str]:
     """Human-readable list of what differs between two fingerprints (empty: the same)."""
     changes = []
     old_flags, new_flags = old.get("flags", {}), new.get("flags", {})
+    left_out = _left_out_values()  # a flag not recorded was at this value (or unknown then)
     for flag in sorted(set(old_flags) | set(new_flags)):
-        if old_flags.get(flag) != new_flags.get(flag):
-            changes.append("--%s %s -> %s" % (flag, old_flags.get(flag), new_flags.get(flag)))
+        before, after = (flags.get(flag, left_out.get(flag)) for flags in (old_flags, new_flags))
+        if before != after:
+            changes.append("--%s %s -> %s" % (flag, before, after))
     old_inputs, new_inputs = old.get("inputs", {}), new.get("inputs", {})
     for flag in sorted(set(old_inputs) | set(new_inputs)):
         before, after = old_inputs.get(flag, {}), new_inputs.get(flag, {})

@@ -36,7 +36,8 @@ from pipeline.runtime import staging
 from pipeline.runtime.interrupts import Interrupted
 from pipeline.runtime.job_server import check_prism_location
 from pipeline.runtime.options_views import JobOptions
-from pipeline.runtime.runners import (DatagenError, check_workers_can_import_project,
+from pipeline.runtime.runners import (DatagenError, check_pipeline_options,
+                                      check_workers_can_import_project,
                                       run_small_input_in_process)
 from pipeline.runtime.storage_errors import (StoreLost, storage_error, storage_message,
                                              store_lost_message, unreachable_store)
@@ -112,6 +113,8 @@ class DatagenJob:
         complete now, not at the end."""
         if not self.config.job.allow_empty:
             books.check_has_pairs(prepared)
+        self.run_pass.stop_if_interrupted()
+        self._lock.confirm()  # not into an --output_dir removed or replaced meanwhile
         file_io.delete_tree(self.layout.complete_path, self.stores)
         self.record.write_running()
         self._writing = True
@@ -180,8 +183,12 @@ class DatagenJob:
                shards: List[ShardReport], rejects: List[RejectsReport],
                tokens: Dict[str, TokenCounts]) -> Dict[str, SplitReport]:
         """Checks the books of every dataset, then moves outputs into place; marker last."""
-        self._lock.check()  # a run that lost its lock must not replace the new
-        report = {split: books.split_report(  # holder's files
+        # a run stopped by a signal commits nothing (whatever became of the handler's own
+        # exception); a run that lost its lock must not replace the new holder's files, nor
+        # commit into an --output_dir removed or replaced under it
+        self.run_pass.stop_if_interrupted()
+        self._lock.confirm()
+        report = {split: books.split_report(
             split, items, num_shards[split], shards, rejects, tokens.get(split, [0, 0, 0, 0]),
             self.layout.rejects_path(split), self.vocab.kind.codec.counts_oov,
             self.config.job.packed_length)
@@ -226,6 +233,7 @@ class DatagenJob:
                 "runner": self.options.get_all_options().get("runner")}
 
     def run(self) -> dict:
+        check_pipeline_options(self.options)
         check_workers_can_import_project(self.options)
         check_prism_location(self.options)
         # A Dataflow dry run needs no network; a --setup_file sdist is built once per job.
@@ -254,6 +262,7 @@ class DatagenJob:
         self.cleaning.load()
         preflight.check_file_systems(self.config)
         preflight.check_stores_reachable(self.config, self.stores)
+        preflight.check_output_directories(self.layout)
         self.vocab.check_given()
         # Inputs are listed and checked before the lock is written: bad input must leave
         # nothing behind, not even a new output directory.
@@ -266,6 +275,18 @@ class DatagenJob:
                           run_id=self.run_id)
         self.run_pass.lock = lock
         self.record.start()
+        # what the lock creates: removed again when the run is refused before it writes
+        new_dirs = preflight.missing_local_dirs(self.layout.output_dir)
+        try:
+            return self._run_holding(lock, datasets, plan)
+        except DatagenError:
+            if not self._writing and not lock.lost:
+                preflight.remove_new_dirs(self.layout.output_dir, new_dirs)
+            raise
+
+    def _run_holding(self, lock: OutputLock, datasets: Dict[str, List[Dataset]],
+                     plan: VocabPlan) -> dict:
+        """The run under `lock`, released at the end whatever happens."""
         with contextlib.ExitStack() as held:
             try:
                 held.enter_context(lock)
@@ -324,6 +345,19 @@ class DatagenJob:
         except Exception:  # a store gone unreachable: not a change
             return None
 
+    def _output_dir_lost(self, error: Exception) -> Optional[str]:
+        """One line when this run's lock is gone (the lease deleted, taken, or unreadable:
+        --output_dir removed or replaced by a file), the cause of `error`; else None."""
+        if isinstance(error, DatagenError):
+            return None  # the job's own line says why already
+        try:
+            self._lock.confirm()
+        except DatagenError as lost:
+            return str(lost)
+        except Exception:  # a store gone unreachable: the error at hand says more
+            return None
+        return None
+
     def _run_locked(self, datasets, plan) -> dict:
         """The job, once this run holds the output directory's lock."""
         layout = self.layout
@@ -347,8 +381,10 @@ class DatagenJob:
         self._previous_pairs = {pair for split in (previous.get("splits") or {}).values()
                                 if isinstance(split, dict)
                                 for pair in split.get("language_pairs") or {}}
-        # Leftovers of a killed run must not be read back, nor look like output.
+        # Leftovers of a killed run must not be read back, nor look like output; nor fill
+        # the temporary directory (shard scratch of killed worker processes).
         file_io.delete_tree(layout.problem_work_dir, self.stores)
+        commit.remove_orphan_scratch()
         for stray in file_io.remove_temporaries(  # only this problem's: another problem's
                 layout.output_dir, self.stores,       # run may be writing its own now
                 owned=lambda name: own_outputs.is_problem_file(name, layout.problem)):
@@ -375,8 +411,9 @@ class DatagenJob:
                                                  *encoded)
             except Exception as e:
                 # A file changed, cut short or deleted mid-run is the cause of whatever the
-                # pass that read it raised (a worker's traceback, misaligned lines).
-                changed = self._changed_inputs()
+                # pass that read it raised (a worker's traceback, misaligned lines); so is an
+                # --output_dir (or its lock) removed or replaced under the run.
+                changed = self._changed_inputs() or self._output_dir_lost(e)
                 error = DatagenError(changed) if changed else e
                 if self._writing and not self._lock.lost:
                     self.record.record_failure(error)
@@ -387,6 +424,7 @@ class DatagenJob:
             # A run that lost its lock deletes nothing: the directory is another run's now.
             if not self._lock.lost:
                 commit.remove_work_dir(layout, self.stores)
+            commit.remove_orphan_scratch()  # of worker processes killed with a pass
         extra: Dict[str, dict] = {} if self.cleaned is None else {"cleaning": self.cleaned}
         if self.lang_tags:
             extra["lang_tags"] = self.lang_tags
@@ -396,7 +434,8 @@ class DatagenJob:
                 name for name in lengths if name.endswith((BEFORE_CLEANING, BEFORE_MAX_LENGTH))],
                 self.config.read.max_length), ids_end_in_eos=self.vocab.kind.codec.ends_in_eos),
             metrics=dict(sorted(self.run_pass.counters.items())), **extra)
-        self._lock.check()
+        self.run_pass.stop_if_interrupted()
+        self._lock.confirm()
         try:
             commit.mark_complete(layout, summary, self.stores)
         except Exception as e:  # a full disk at the very end: no marker, a "failed" summary

@@ -11,24 +11,38 @@ import logging
 from typing import Any, Dict, List, NamedTuple, Sequence, Tuple
 
 from pipeline.runtime.console import LOG_LEVELS
+from pipeline.runtime.flag_ranges import INT32_MAX, bounded
 from pipeline.runtime.flags import FlagParser
-from pipeline.output.names import check_name
+from pipeline.output.names import LANG_MAX, PROBLEM_MAX, check_name
 from pipeline.runtime.runners import DatagenError
 from transforms.config import DatagenConfig
 from pipeline.driver.corpora import read_corpora
 from pipeline.driver.kinds import KindPlugin, every_plugin, kind_part
 from transforms.codecs.kinds import DEFAULT_KIND, KIND_NAMES
 from transforms.record_formats import DEFAULT_FORMAT, FORMATS
+from transforms.subword_learning import MIN_COUNT_HIGH, MIN_COUNT_LOW
 from transforms.storage import file_io
 
 LOG = logging.getLogger("datagen")
 
 
+_SUBTOKEN_LENGTH = bounded(int, 0, INT32_MAX)
+
+
 def _optional_length(value):
-    """`--max_subtoken_length none` (or 0) means no limit, as T2T's None."""
+    """`--max_subtoken_length none` (or 0) means no limit, as T2T's None; else a length of
+    at most INT32_MAX (the index's C code takes no larger one)."""
     if value is None or str(value).lower() in ("none", "0", ""):
         return None
-    return int(value)
+    return _SUBTOKEN_LENGTH(value)
+
+
+# The subword search bisects min_count over [MIN_COUNT_LOW, MIN_COUNT_HIGH]: a round probes
+# at most that many min_counts, and the search is that many levels deep at most.
+_SEARCH_PROBES = MIN_COUNT_HIGH - MIN_COUNT_LOW + 1
+SEARCH_LEVELS = _SEARCH_PROBES.bit_length()
+# T2T's shard names number shards with 5 digits (`-00000-of-00010`).
+MAX_SHARDS = 99999
 
 
 IN_PROCESS_BELOW_MB_DEFAULT = 16.0
@@ -55,8 +69,10 @@ class DatagenOptions:
                 "per row, columns --source_column/--target_column." % split)
             add("--%s_tmx" % split, default=None, help="TMX file pattern(s) for %s: sides "
                 "chosen by xml:lang = --source_lang/--target_lang." % split)
-        add("--source_column", type=int, default=0, help="TSV column of the source text (0-based).")
-        add("--target_column", type=int, default=1, help="TSV column of the target text (0-based).")
+        add("--source_column", type=bounded(int, 0, INT32_MAX), default=0,
+            help="TSV column of the source text (0-based).")
+        add("--target_column", type=bounded(int, 0, INT32_MAX), default=1,
+            help="TSV column of the target text (0-based).")
         add("--on_misaligned", default="error", choices=("error", "reject"),
             help="Files with different line counts, TMX units missing a side, SGM/IWSLT "
                  "segments without a partner, TSV rows missing a column: stop with an error "
@@ -64,7 +80,7 @@ class DatagenOptions:
         add("--on_invalid_utf8", default="error", choices=("error", "reject", "replace"),
             help="A line that is not UTF-8: stop with an error naming file and line (default), "
                  "reject its pair, or decode it with U+FFFD replacement characters.")
-        add("--max_line_chars", type=int, default=0,
+        add("--max_line_chars", type=bounded(int, 0), default=0,
             help="Reject pairs with a side longer than this many characters (0: no limit).")
         add("--filters", default=None,
             help="Clean the corpus: a YAML file whose `filters:` list uses OpusFilter's filter "
@@ -78,10 +94,12 @@ class DatagenOptions:
         add("--output_dir", help="Required: where vocab, shards and the summary go (any Beam "
             "FileSystems path).")
         add("--problem", default="translate_enzh_wmt8k", help="File-name prefix, as T2T's problem "
-            "name: letters, digits and _ - . @ +, not starting with . or -.")
-        add("--source_lang", default=None, help="Source language: the vocab file's suffix, and "
-            "for TMX the xml:lang of the source side; required for TSV/TMX-only runs (default: "
-            "the source files' extension).")
+            "name: letters, digits and _ - . @ +, not starting with . or -, at most %d "
+            "characters." % PROBLEM_MAX)
+        add("--source_lang", default=None, help="Source language: the vocab file's suffix "
+            "(as --problem's characters, at most %d), and for TMX the xml:lang of the source "
+            "side; required for TSV/TMX-only runs (default: the source files' extension)."
+            % LANG_MAX)
         add("--target_lang", default=None, help="Target language: as --source_lang, for the "
             "target side (default: the target files' extension).")
         add("--corpora", default=None, help="Many language pairs in one job: a YAML file "
@@ -91,7 +109,7 @@ class DatagenOptions:
         add("--vocab_type", default=DEFAULT_KIND, choices=KIND_NAMES,
             help="; ".join("%s: %s" % (kind.name, kind.description)
                            for kind in every_plugin()) + ".")
-        add("--vocab_size", type=int, default=8192,
+        add("--vocab_size", type=bounded(int, 1, INT32_MAX), default=8192,
             help="Target vocabulary size (subword: approximate, as T2T; byte_bpe: exact, "
                  "bytes + merges + special tokens; word and sentencepiece: exact, specials "
                  "included). With a given vocabulary it only names the copy.")
@@ -100,7 +118,7 @@ class DatagenOptions:
         add("--shared_vocab", action="store_true", default=False,
             help="Learn one vocabulary from both sides, named without a language "
                  "(vocab.{problem}.{size}.subwords).")
-        add("--sampling_temperature", type=float, default=5.0,
+        add("--sampling_temperature", type=bounded(float, above=0), default=5.0,
             help="With several corpora: language l's share of the vocabulary sample (and a "
                  "pair's rate with --mix_shards) is proportional to (n_l / N) ** (1 / T) "
                  "times its corpora's weight, n_l its lines; 1 is proportional to the data.")
@@ -108,14 +126,14 @@ class DatagenOptions:
             help="Prepend the target language's tag <2xx> (a reserved vocabulary entry) to "
                  "every input: target (the default with more than one target language) or "
                  "none (the default otherwise).")
-        add("--file_byte_budget", type=float, default=1e8,
+        add("--file_byte_budget", type=bounded(float, above=0), default=1e8,
             help="Characters sampled per file for the vocabulary (T2T's file_byte_budget).")
         add("--max_subtoken_length", type=_optional_length, default=200,
             help="subword: longest subtoken counted while learning (T2T's "
                  "max_subtoken_length); 'none' or 0 for no limit.")
-        add("--num_train_shards", type=int, default=10,
+        add("--num_train_shards", type=bounded(int, 1, MAX_SHARDS), default=10,
             help="Shard files of the train split ({problem}-train-00000-of-000NN).")
-        add("--num_dev_shards", type=int, default=1,
+        add("--num_dev_shards", type=bounded(int, 1, MAX_SHARDS), default=1,
             help="Shard files of the dev split.")
         add("--output_format", default=DEFAULT_FORMAT, choices=sorted(FORMATS),
             help="Record format of the shards: tfrecord (tf.train.Example records, T2T's), "
@@ -125,17 +143,17 @@ class DatagenOptions:
             help="With several corpora: write the train pairs of every language pair into "
                  "one globally shuffled set of shards, each pair at its --sampling_temperature "
                  "rate (smaller pairs repeated), instead of shards per pair.")
-        add("--max_length", type=int, default=0,
+        add("--max_length", type=bounded(int, 0, INT32_MAX), default=0,
             help="Reject train pairs whose longer side has more than this many ids, as "
                  "stored (EOS included): T2T's training-time length filter applied at "
                  "datagen time (reason over_max_length); dev is kept whole, as T2T's "
                  "evaluation keeps it. 0: no limit.")
-        add("--packed_length", type=int, default=0,
+        add("--packed_length", type=bounded(int, 0, INT32_MAX), default=0,
             help="Pack pairs into records of at most this many ids per side, with "
                  "inputs/targets_segmentation and _position features, as T2T 1.15.7's "
                  "pack_examples packs a translate problem's shards (a pair longer than this "
                  "stays alone in its record). 0: one pair per record.")
-        add("--seed", type=int, default=0, help="Seed of the deterministic global shuffle.")
+        add("--seed", type=bounded(int), default=0, help="Seed of the deterministic global shuffle.")
         add("--allow_empty", action="store_true", default=False,
             help="Write empty shards (and mark the output complete) when a split has no pair "
                  "to write: empty input, or every pair rejected. Without it such a run "
@@ -143,31 +161,31 @@ class DatagenOptions:
         add("--overwrite", action="store_true", default=False,
             help="Replace a completed output directory, also one made from other inputs or "
                  "flags (and relearn its vocabularies); without it that is exit 2.")
-        add("--vocab_partitions", type=int, default=2,
+        add("--vocab_partitions", type=bounded(int, 1, _SEARCH_PROBES), default=2,
             help="Work items per vocabulary in each bisection round, each taking a share of "
                  "the round's probes. A round probes at least this many min_counts of a "
                  "vocabulary (the one the search needs, then those it likely needs next), "
                  "so it can advance the search that many levels (parallelism only; the "
                  "result does not depend on it).")
-        add("--bisection_rounds_per_pass", type=int, default=10,
+        add("--bisection_rounds_per_pass", type=bounded(int, 1, SEARCH_LEVELS), default=10,
             help="Bisection rounds (each: 4 refinement iterations of its probes) in one Beam "
                  "pipeline. Each round probes the min_count the search needs and enough levels "
                  "below it for the search to end within the pass's rounds (10 always decides "
                  "the search over [1, 1000] in one pass; a round left with nothing to probe "
                  "does no work); fewer rounds: fewer stages, more probes per round.")
-        add("--bisection_lookahead", type=int, default=0,
+        add("--bisection_lookahead", type=bounded(int, 0, SEARCH_LEVELS), default=0,
             help="Least number of bisection levels below the needed min_count that a round "
                  "probes too (more when the rounds left need it).")
-        add("--encode_chunk_lines", type=int, default=10000,
+        add("--encode_chunk_lines", type=bounded(int, 1), default=10000,
             help="Lines per parallel encoding chunk of an uncompressed file. Runners hand "
                  "each worker its share of the chunks up front, so small chunks keep the "
                  "workers equally busy to the end.")
-        add("--lock_stale_seconds", type=float, default=120.0,
+        add("--lock_stale_seconds", type=bounded(float, above=0), default=120.0,
             help="A run holds {output_dir}/{problem}.datagen.lock, refreshes its heartbeat and "
                  "records this value in it: another host takes the lock over once the "
                  "heartbeat is older than the holder's value (a killed run); on this host a "
                  "live holder is never taken over, a dead one at once.")
-        add("--progress_seconds", type=float, default=30.0,
+        add("--progress_seconds", type=bounded(float, above=0), default=30.0,
             help="A pass running longer says how far it is this often: its stage, round and "
                  "units done, the encode pass's pairs and shards, and the time left.")
         add("--log_level", default=None, choices=LOG_LEVELS,
@@ -175,7 +193,7 @@ class DatagenOptions:
                  "with debug); by default only their errors show, beside the job's progress.")
         add("-v", dest="log_level", action="store_const", const="info",
             help="Same as --log_level info.")
-        add("--in_process_below_mb", type=float, default=IN_PROCESS_BELOW_MB_DEFAULT,
+        add("--in_process_below_mb", type=bounded(float, 0), default=IN_PROCESS_BELOW_MB_DEFAULT,
             help="With DirectRunner's multi_processing mode, run the passes in this process "
                  "instead when the input files total less than this many MB: starting the "
                  "worker processes takes longer than such a job's work. 0 always starts "
@@ -212,8 +230,9 @@ CORPORA_REPLACE = ("train_source", "train_target", "dev_source", "dev_target", "
 
 
 def _check_general_flags(f: argparse.Namespace) -> None:
-    """Refuses impossible values of the flags every kind shares (DatagenError, exit 2); the
-    names are checked by `pipeline.output.names`, a kind's own flags by its plugin."""
+    """Refuses impossible combinations of the flags every kind shares (DatagenError, exit 2);
+    each numeric flag's range is checked where it is declared (its `bounded` type), the
+    names by `pipeline.output.names`, a kind's own flags by its plugin."""
     if not f.output_dir:
         raise DatagenError("--output_dir is required")
     if f.corpora:
@@ -224,49 +243,14 @@ def _check_general_flags(f: argparse.Namespace) -> None:
     elif not (f.train_source or f.train_target or f.train_tsv or f.train_tmx):
         raise DatagenError("no training data: pass --train_source/--train_target, "
                            "--train_tsv or --train_tmx (or --corpora)")
-    if not f.sampling_temperature > 0:
-        raise DatagenError("--sampling_temperature must be a positive number, not %s"
-                           % f.sampling_temperature)
     for split in ("train", "dev"):
         if bool(getattr(f, split + "_source")) != bool(getattr(f, split + "_target")):
             raise DatagenError("--%s_source and --%s_target go together" % (split, split))
     if (f.train_tmx or f.dev_tmx) and not (f.source_lang and f.target_lang):
         raise DatagenError("TMX input needs --source_lang and --target_lang (xml:lang of "
                            "the sides)")
-    if f.vocab_size < 1:
-        raise DatagenError("--vocab_size must be positive")
-    if not f.file_byte_budget > 0:  # also NaN: 0 divides by zero, < 0 samples nothing
-        raise DatagenError("--file_byte_budget must be a positive number of characters, "
-                           "not %s" % f.file_byte_budget)
-    if f.max_subtoken_length is not None and f.max_subtoken_length < 0:
-        raise DatagenError("--max_subtoken_length must be positive, or 'none' (or 0) for no "
-                           "limit, not %d" % f.max_subtoken_length)
-    if f.max_line_chars < 0:
-        raise DatagenError("--max_line_chars must be 0 (no limit) or positive, not %d"
-                           % f.max_line_chars)
-    if f.max_length < 0 or f.packed_length < 0:
-        raise DatagenError("--max_length and --packed_length must be 0 (off) or a positive "
-                           "number of ids, not %d" % min(f.max_length, f.packed_length))
-    if f.num_train_shards < 1 or f.num_dev_shards < 1:
-        raise DatagenError("--num_train_shards and --num_dev_shards must be at least 1")
-    if (f.encode_chunk_lines < 1 or f.vocab_partitions < 1 or f.bisection_lookahead < 0
-            or f.bisection_rounds_per_pass < 1):
-        raise DatagenError("--encode_chunk_lines, --vocab_partitions and "
-                           "--bisection_rounds_per_pass must be at least 1, "
-                           "--bisection_lookahead at least 0")
-    if not f.in_process_below_mb >= 0:
-        raise DatagenError("--in_process_below_mb must be 0 or more, not %s"
-                           % f.in_process_below_mb)
-    if not f.lock_stale_seconds > 0:
-        raise DatagenError("--lock_stale_seconds must be a positive number of seconds, not %s"
-                           % f.lock_stale_seconds)
-    if not 0 < f.progress_seconds < float("inf"):
-        raise DatagenError("--progress_seconds must be a positive number of seconds, not %s"
-                           % f.progress_seconds)
-    if (f.train_tsv or f.dev_tsv) and (min(f.source_column, f.target_column) < 0
-                                       or f.source_column == f.target_column):
-        raise DatagenError("--source_column and --target_column must be different "
-                           "non-negative column numbers")
+    if (f.train_tsv or f.dev_tsv) and f.source_column == f.target_column:
+        raise DatagenError("--source_column and --target_column must be different columns")
 
 
 class Command(NamedTuple):
@@ -286,8 +270,9 @@ def parse_command_line(argv: Sequence[str]) -> Command:
     flags, beam_args = parse_flags(argv)
     _check_general_flags(flags)
     defaults = _defaults()
-    for flag in ("problem", "source_lang", "target_lang"):
-        check_name(getattr(flags, flag), "--" + flag)
+    check_name(flags.problem, "--problem", PROBLEM_MAX)
+    for flag in ("source_lang", "target_lang"):
+        check_name(getattr(flags, flag), "--" + flag, LANG_MAX)
     part = kind_part(flags, defaults)
     output_dir = file_io.absolute(flags.output_dir)
     given = tuple(file_io.absolute(name) for name in part.given)

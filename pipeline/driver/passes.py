@@ -18,14 +18,15 @@ from apache_beam.options.pipeline_options import PipelineOptions, StandardOption
 
 from pipeline.output.lock import OutputLock
 from pipeline.runtime import console
-from pipeline.runtime.interrupts import Interrupted, kill_worker_processes
+from pipeline.runtime.interrupts import Interrupted, kill_worker_processes, stop_thread
 from pipeline.runtime.pass_engine import PassEngine
 from pipeline.runtime.runners import REMOTE_RUNNERS, is_dry_run, runner_name
 from transforms.job_metrics import counter_values
 
 LOG = logging.getLogger("datagen")
 PROGRESS_SECONDS = 30.0  # a long pass logs where it stands this often (--progress_seconds)
-WATCH_SECONDS = 0.5  # how often a pass checks that the job's worker processes live
+WATCH_SECONDS = 0.5  # how often a pass checks for a signal, a lost lock and dead workers
+STOP_SECONDS = 60.0  # at most this long for an interrupted in-process pass to end
 
 
 class WorkerDied(RuntimeError):
@@ -94,6 +95,8 @@ class PassRunner:
         self.engine = PassEngine(options, log_level)  # where the passes run
         self._submitted: Optional[float] = None  # when the running pass's job was submitted
         self._running: Any = None  # the running pass's PipelineResult, once run() returned
+        # the running pass's thread, and the event it sets when it ends
+        self._thread: Optional[Tuple[threading.Thread, threading.Event]] = None
 
     @property
     def dry_run(self) -> bool:
@@ -114,6 +117,9 @@ class PassRunner:
         a dead worker ends the pass here, with WorkerDied; a lost lock ends it with the
         lock's DatagenError. A remote runner's `run()` returns once the job is submitted."""
         outcome = {}
+        # Its end is an Event, not `thread.join`: a signal handler's exception raised in a
+        # join (CPython 3.11) marks the thread stopped while it runs on (bpo-45274's fix).
+        finished = threading.Event()
 
         def run():
             try:
@@ -124,11 +130,15 @@ class PassRunner:
                 outcome["counters"] = counter_values(result)
             except BaseException as e:  # handed to the watching thread
                 outcome["error"] = e
+            finally:
+                finished.set()
 
         thread = threading.Thread(target=run, name="datagen-pass-%d" % number, daemon=True)
+        self._thread = (thread, finished)
         thread.start()
         while True:
-            thread.join(WATCH_SECONDS)
+            finished.wait(WATCH_SECONDS)
+            self.stop_if_interrupted()
             self._log_lost_workers(number)
             if self.lock is not None:
                 self.lock.check()  # raises once another run took the lease
@@ -136,11 +146,11 @@ class PassRunner:
                 LOG.warning("pass %d: %s", number, line)
             # a dead worker either blocks the pass or is why it failed
             dead = (self.engine.dead_workers()
-                    if thread.is_alive() or "error" in outcome else [])
+                    if not finished.is_set() or "error" in outcome else [])
             if dead:
                 kill_worker_processes()  # the pass cannot finish: no worker writes on
                 raise WorkerDied(number, dead)
-            if not thread.is_alive():
+            if finished.is_set():
                 break
         self._log_lost_workers(number)  # those the pass's last moments saw
         if "error" in outcome:
@@ -157,6 +167,24 @@ class PassRunner:
         if lost is not None:
             for line in lost():
                 LOG.warning("pass %d: %s", number, line)
+    def stop_if_interrupted(self) -> None:
+        """Raises Interrupted once a signal stopped the run: before and after every pass,
+        every WATCH_SECONDS while one runs, and (the job's call) before the commit. The
+        signal handler's own exception may have been raised where Python discards it (a
+        garbage-collection callback, `pipeline.runtime.interrupts`): this flag is not lost."""
+        signum = self.interrupted()
+        if signum is not None:
+            raise Interrupted(signum)
+
+    def _stop_in_process_pass(self) -> None:
+        """An interrupted pass that runs in this process (no worker processes to kill) is
+        stopped in its thread and waited for, so that nothing writes into the work directory
+        once the job removes it."""
+        if self._thread is None or self.engine.runs_worker_processes():
+            return
+        thread, finished = self._thread
+        if not stop_thread(thread, finished, STOP_SECONDS):
+            LOG.warning("the interrupted pass did not stop within %.0f s", STOP_SECONDS)
 
     def _cancel_running(self) -> None:
         """A pass stopped by an interrupt or a failure: on a runner whose computation goes on
@@ -195,8 +223,9 @@ class PassRunner:
                  progress: Optional[Callable[[float], str]] = None) -> float:
         """Runs pass `label` built by `build(pipeline)`; `progress(seconds)`, if given, says
         where a running pass stands (a line logged every `progress_seconds`)."""
+        self.stop_if_interrupted()
         if self.lock is not None:
-            self.lock.check()
+            self.lock.confirm()  # still this run's, and --output_dir still there
         self.count += 1
         number = self.count
         LOG.info("pass %d%s: %s", number, self._of(number), label)
@@ -233,6 +262,7 @@ class PassRunner:
                 # running (an in-process signal) must not write on into the work directory.
                 console.quiet_libraries()
                 kill_worker_processes()
+                self._stop_in_process_pass()
                 raise Interrupted(signum) from None
             error = sys.exc_info()[1]
             if runner_name(self.options) in REMOTE_RUNNERS and isinstance(error, Exception):
@@ -242,6 +272,7 @@ class PassRunner:
         finally:
             stop.set()
             self._running = None
+        self.stop_if_interrupted()  # a signal as the pass ended: it must not look done
         if state not in (None, beam.runners.runner.PipelineState.DONE):
             raise RuntimeError("pass %d (%s) ended in state %s" % (number, label, state))
         seconds = time.time() - start

@@ -10,7 +10,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from pipeline.driver.datasets import split_patterns
 from pipeline.driver.fingerprint import INPUT_FLAGS, fingerprint_values, input_keys
-from pipeline.output.layout import OutputLayout
+from pipeline.output.layout import REJECTS_NAME, WORK_NAME, OutputLayout
 from pipeline.runtime.runners import DatagenError, one_line
 from transforms.config import DatagenConfig
 from transforms.storage import file_io
@@ -72,6 +72,36 @@ def make_local_dirs(path: str, attempts: int = 5) -> None:
                 raise
 
 
+def missing_local_dirs(path: str) -> Optional[str]:
+    """The outermost directory of local `path` that does not exist yet (`path` itself, or an
+    ancestor), or None when `path` exists or is not local: what a run would create, and what
+    `remove_new_dirs` removes again when the run is refused."""
+    if not file_io.is_local(path):
+        return None
+    top = None
+    while not os.path.lexists(path):
+        top, path = path, os.path.dirname(path)
+        if path == top:
+            break
+    return top
+
+
+def remove_new_dirs(path: str, top: Optional[str]) -> None:
+    """Removes `path` and its ancestors up to `top` (`missing_local_dirs`), each only if it
+    is empty (`os.rmdir`): a refused run leaves no new directory behind, and a directory
+    something else wrote into meanwhile stays."""
+    if top is None:
+        return
+    while True:
+        try:
+            os.rmdir(path)
+        except OSError:
+            return
+        if path == top:
+            return
+        path = os.path.dirname(path)
+
+
 def check_output_writable(layout: OutputLayout, stores: Optional[ObjectStores] = None) -> None:
     """Writes and deletes a 0-byte file in the work directory, so an --output_dir under a
     regular file, in /proc or without permission stops the job with one line before any
@@ -86,3 +116,18 @@ def check_output_writable(layout: OutputLayout, stores: Optional[ObjectStores] =
     except OSError as e:  # BeamIOError is an OSError, and so is every store client error
         raise DatagenError("--output_dir %s: cannot write there (%s)" % (
             layout.output_dir, one_line(e))) from None
+
+
+def check_output_directories(layout: OutputLayout) -> None:
+    """Raises DatagenError when --output_dir holds a file (not a directory) where the job
+    keeps a directory of its own: the work directory (`.datagen-work`) and `rejects`, so the
+    run stops with one line before anything runs, not with a traceback at its first write
+    (for `rejects`, after the whole encode pass). Local directories only: an object store
+    has no directories, and an object of that name does not stand in the way."""
+    for name in (WORK_NAME, REJECTS_NAME):
+        path = layout.path(name)
+        if file_io.is_local(path) and os.path.lexists(path) and not os.path.isdir(path):
+            raise DatagenError("--output_dir %s holds a file named %s, where the job keeps "
+                               "its %s directory: move it away" % (
+                                   layout.output_dir, name,
+                                   "work" if name == WORK_NAME else "rejects"))

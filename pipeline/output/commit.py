@@ -10,14 +10,18 @@ moves, so this works on object stores too (where a "directory" is only a name pr
 
 import logging
 import os
-from typing import Any, Dict, Iterable, Optional
+import shutil
+import tempfile
+from typing import Any, Dict, Iterable, List, Optional
 
 from apache_beam.io.filesystems import FileSystems
 
-from pipeline.output.layout import WORK_NAME, OutputLayout
+from pipeline.output.layout import REJECTS_NAME, WORK_NAME, OutputLayout
 from pipeline.output.length_report import render_length_report
 from pipeline.output.own_outputs import old_shards
+from pipeline.runtime.interrupts import process_alive
 from transforms.elements import RejectsReport, ShardReport
+from transforms.record_formats import scratch_pid
 from transforms.storage.object_stores import ObjectStores
 from transforms.storage import file_io
 
@@ -51,9 +55,9 @@ def promote_outputs(layout: OutputLayout, shards: Iterable[ShardReport],
     written_rejects = [r for r in rejects if r["rejected"]]
     if written_rejects:
         try:
-            FileSystems.mkdirs(layout.path("rejects"))
+            FileSystems.mkdirs(layout.path(REJECTS_NAME))
         except OSError:  # an earlier run's (emptied above: a local directory stays)
-            if not FileSystems.exists(layout.path("rejects")):
+            if not FileSystems.exists(layout.path(REJECTS_NAME)):
                 raise
         file_io.move_files(
             [FileSystems.join(layout.work("rejects"), r["name"]) for r in written_rejects],
@@ -86,3 +90,24 @@ def remove_work_dir(layout: OutputLayout, stores: Optional[ObjectStores] = None)
         os.rmdir(parent)
     except OSError:  # not empty (another problem's run), or gone already
         pass
+
+
+def remove_orphan_scratch(directory: Optional[str] = None) -> List[str]:
+    """Removes the scratch directories of shard writers (`transforms.record_formats`
+    SCRATCH_PREFIX, in the system's temporary directory, or `directory`) whose process is
+    gone: worker processes killed with an interrupted pass, or by a kill -9 of the job, could
+    not remove their own. A directory of a live process (another job's worker writing) is
+    left alone. Returns the paths removed."""
+    directory = directory or tempfile.gettempdir()
+    removed: List[str] = []
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return removed
+    for name in names:
+        pid = scratch_pid(name)
+        if pid is not None and not process_alive(pid):
+            path = os.path.join(directory, name)
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+    return removed

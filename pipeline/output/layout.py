@@ -19,6 +19,7 @@ SUMMARY_NAME = "%s.datagen_summary.json"  # % problem: several problems may shar
 COMPLETE_NAME = "%s.DATAGEN_COMPLETE"
 LENGTHS_REPORT_NAME = "%s.lengths.html"  # the length report (`pipeline.output.length_report`)
 WORK_NAME = ".datagen-work"
+REJECTS_NAME = "rejects"  # the directory of the rejected pairs' files
 
 
 def lang_of(path: str) -> str:
@@ -77,7 +78,7 @@ class OutputLayout:
         return self.path(COMPLETE_NAME % self.problem)
 
     def rejects_path(self, split: str) -> str:
-        return self.path("rejects", "%s-%s.jsonl" % (self.problem, split))
+        return self.path(REJECTS_NAME, "%s-%s.jsonl" % (self.problem, split))
 
     @property
     def problem_work_dir(self) -> str:

@@ -258,6 +258,7 @@ class OutputLock:
                       "started_at": datetime.datetime.now(datetime.timezone.utc).isoformat(
                           timespec="seconds")}
         self.lost_to: Optional[Lease] = None
+        self._lost_why = ""  # one line: why this run lost the lease (check() raises it)
         self.version: Optional[str] = None  # the version of the lease this run wrote last
         self._backend = lease_for(self.path, stores)
         self._on_lost = on_lost
@@ -386,11 +387,18 @@ class OutputLock:
         if held is not None and held[0].get("run_id") == self.run_id:
             self.version = held[1]  # our own write, whose answer was lost: still ours
             return True
-        self.lost_to = held[0] if held is not None else {"run_id": "(none: the lease was "
-                                                                   "deleted)"}
-        LOG.error("lost the lock %s to %s: this run stops and deletes nothing", self.path,
-                  describe(self.lost_to))
+        if held is None:
+            self._lose({"run_id": "(none: the lease was deleted)"},
+                       "%s was deleted while this run held it (was --output_dir removed?)"
+                       % self.path)
+        else:
+            self._lose(held[0], "%s was taken over by %s (no heartbeat from this run for "
+                       "--lock_stale_seconds?)" % (self.path, describe(held[0])))
         return False
+
+    def _lose(self, lease: Lease, why: str) -> None:
+        self.lost_to = lease
+        self._lost_why = why + "; stopping, nothing deleted, nothing marked complete"
 
     def _heartbeat(self) -> None:
         """Renews the lease until released or lost."""
@@ -408,11 +416,29 @@ class OutputLock:
         return self.lost_to is not None
 
     def check(self) -> None:
-        """Raises DatagenError when another run took the lease (this run is now stale)."""
+        """Raises DatagenError when the heartbeat found the lease taken by another run, or
+        deleted (this run is now stale)."""
         if self.lost_to is not None:
-            raise DatagenError("%s was taken over by %s (no heartbeat from this run for "
-                               "--lock_stale_seconds?); stopping, nothing deleted" % (
-                                   self.path, describe(self.lost_to)))
+            raise DatagenError(self._lost_why)
+
+    def confirm(self) -> None:
+        """Renews the lease now (one request) and raises DatagenError, as `check`, unless it
+        is still this run's: before the commit, whatever the heartbeat saw last (a beat may
+        be 30 s away), so that a run whose lock was removed, or whose --output_dir was
+        removed or replaced by a file, marks nothing complete."""
+        self.check()
+        try:
+            held = self.renew()
+        except (FileNotFoundError, NotADirectoryError) as e:  # --output_dir is a file now
+            self._lose({"run_id": "(none: the lease cannot be read)"},
+                       "%s cannot be renewed (%s): was --output_dir removed or replaced?"
+                       % (self.path, one_line(e)))
+            held = False
+        except Exception as e:  # a flaky store, a full disk: the lease lasts, as a beat's
+            LOG.warning("could not renew the lock %s: %s", self.path, one_line(e))
+            held = True
+        if not held:
+            self.check()
 
     def release(self) -> None:
         """Stops the heartbeat and deletes the lease if it is still this run's."""

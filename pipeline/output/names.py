@@ -6,7 +6,14 @@ the first input file when they are not given, end the vocab files' names. A name
 separator or `..` (`--problem ../escape`) would put files outside --output_dir; an empty one
 would make names such as `-train-00000-of-00010` or `vocab.p.8192.subwords.`. Each is one
 path component of letters, digits, `_`, `-`, `.`, `@` and `+` (language tags such as `en-US`,
-`zh_Hans`, `sr@latin`), not starting with `.` or `-`, at most 100 characters.
+`zh_Hans`, `sr@latin`), not starting with `.` or `-`: a problem name at most PROBLEM_MAX
+characters, a language at most LANG_MAX.
+
+The limits are what file systems hold: a name of at most NAME_MAX_BYTES bytes (ext4, XFS,
+btrfs, APFS, ZFS), these names being ASCII. The longest name the job writes holds both: a
+learnt vocabulary's hidden fingerprint under its temporary name,
+`..vocab.{problem}.{size}.subwords.{lang}.fingerprint.json.tmp-<32 hex digits>`, LONGEST_REST
+bytes besides the two names with the largest --vocab_size (10 digits).
 """
 
 import re
@@ -14,14 +21,20 @@ from typing import Optional
 
 from pipeline.runtime.runners import DatagenError
 
-_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.@+-]{0,99}\Z")
+NAME_MAX_BYTES = 255
+LONGEST_REST = 83  # bytes of that longest name besides the problem and the language
+PROBLEM_MAX = 100
+LANG_MAX = NAME_MAX_BYTES - LONGEST_REST - PROBLEM_MAX - 8  # 64: 8 bytes to spare
+
+_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.@+-]*\Z")
 
 
-def check_name(value: Optional[str], what: str) -> Optional[str]:
-    """Raises DatagenError (one line) unless `value` is a safe file-name part; `what` says
+def check_name(value: Optional[str], what: str, most: int = LANG_MAX) -> Optional[str]:
+    """Raises DatagenError (one line) unless `value` is a safe file-name part of at most
+    `most` characters (PROBLEM_MAX for --problem, LANG_MAX for a language); `what` says
     where it came from (`--problem`, or `the extension of FILE`)."""
-    if value is None or _NAME.match(value):
+    if value is None or (_NAME.match(value) and len(value) <= most):
         return value
     shown = value if len(value) <= 60 else value[:60] + "..."
     raise DatagenError("%s %r cannot be part of a file name: use letters, digits, _ - . @ + "
-                       "(not starting with . or -), at most 100 characters" % (what, shown))
+                       "(not starting with . or -), at most %d characters" % (what, shown, most))

@@ -12,20 +12,31 @@ signal mask), and Python leaves an ignored SIGINT ignored. So while the job runs
 driver kills them (every descendant) when it stops.
 
 The driver still hears them: they are also *blocked* in its threads, and a blocked signal is
-queued even when ignored. A watcher thread takes it with `sigtimedwait` and sends SIGUSR1 to
-the main thread, which wakes it from whatever it waits on; the SIGUSR1 handler raises
-`Interrupted` there. The driver kills its worker processes (Beam would wait for them),
-records the summary as "interrupted", releases the lock and exits 128 + signal number.
-Every thread must block the signals, or one that does not could take the queued signal and
-drop it: `python -m pipeline.datagen` blocks them before its first import starts a thread.
+queued even when ignored. A watcher thread takes it with `sigtimedwait`, records it (a flag:
+`received`) and sends SIGUSR1 to the main thread, which wakes it from whatever it waits on;
+the SIGUSR1 handler raises `Interrupted` there. The driver kills its worker processes (Beam
+would wait for them), records the summary as "interrupted", releases the lock and exits
+128 + signal number. Every thread must block the signals, or one that does not could take
+the queued signal and drop it: `python -m pipeline.datagen` blocks them before its first
+import starts a thread.
+
+The handler's exception alone can be lost: Python runs a signal handler wherever the main
+thread is, a garbage-collection or weakref callback or a `__del__` included, and there an
+exception is printed ("Exception ignored in ...") and discarded. So the flag is what counts:
+the job asks `claim()` before and after every pass, every half second while one runs, and
+before its commit, and stops there (`pipeline.driver.passes.PassRunner`); the handler only
+makes the stop prompt where the main thread waits elsewhere.
 """
 
+import contextlib
+import ctypes
 import logging
 import os
 import signal
+import sys
 import threading
 from types import FrameType
-from typing import Any, Callable, Dict, List, Literal, Optional, Set, Union
+from typing import Any, Callable, Dict, Iterator, List, Literal, Optional, Set, Union
 
 # SIGHUP: a closed terminal or ssh session, a stop as much as SIGTERM is.
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -33,6 +44,33 @@ WAKE = signal.SIGUSR1
 # How long the watcher waits for a signal before it looks whether the run is over: the end
 # of every run waits for it that long at most.
 POLL_SECONDS = 0.02
+
+
+@contextlib.contextmanager
+def holding_job_signals() -> Iterator[None]:
+    """The job's signals held while in (main thread only, before the driver's
+    `InterruptWatcher`: `pipeline.runtime.local_worker_pool.start_early`): one already
+    queued (blocked since the driver's first line) is taken, one that comes while
+    multiprocessing's resource tracker unblocks them is recorded, not raised, and the first
+    is sent again on leaving, blocked, for the watcher (exit 128 + signal). Ignoring them
+    instead (SIG_IGN) discarded a queued Ctrl-C: the job ran to its end."""
+    held: List[int] = []
+    while True:  # taken now: nothing may discard them
+        pending = signal.sigtimedwait(SIGNALS, 0)
+        if pending is None or pending.si_signo not in SIGNALS:
+            break
+        held.append(pending.si_signo)
+
+    def record(signum: int, frame: Any) -> None:
+        held.append(signum)
+    saved = {sig: signal.signal(sig, record) for sig in SIGNALS}
+    try:
+        yield
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
+        if held:
+            os.kill(os.getpid(), held[0])
 
 
 class Interrupted(BaseException):
@@ -66,10 +104,24 @@ class InterruptWatcher:
         this rather than trusting the exception's type."""
         return self._received
 
+    def claim(self) -> Optional[int]:
+        """`received`, for a caller that raises Interrupted itself when it is a number: the
+        SIGUSR1 handler raises no second one afterwards (into the caller's clean-up)."""
+        if self._received is not None:
+            self._raised = True
+        return self._received
+
     def _on_wake(self, signum: int, frame: Optional[FrameType]) -> None:
         if self._received is not None and not self._raised:
             self._raised = True  # a second Ctrl-C while cleaning up changes nothing
             raise Interrupted(self._received)
+
+    def _unraisable(self, unraisable: Any) -> None:
+        """Python's report of an exception it discards (raised in a `__del__` or a
+        garbage-collection callback): the handler's Interrupted, lost there, is no news (the
+        job stops at its next check of `claim()`); any other is reported as Python does."""
+        if not isinstance(unraisable.exc_value, Interrupted):
+            self._unraisablehook(unraisable)
 
     def _watch(self, main_ident: int) -> None:
         while not self._stop.is_set():
@@ -101,6 +153,8 @@ class InterruptWatcher:
         self._saved = {sig: signal.signal(sig, signal.SIG_IGN) for sig in SIGNALS}
         self._saved[WAKE] = signal.signal(WAKE, self._on_wake)
         self._excepthook = threading.excepthook
+        self._unraisablehook = sys.unraisablehook
+        sys.unraisablehook = self._unraisable
         self._beam_log_level = logging.getLogger("apache_beam").level
         self._thread = threading.Thread(target=self._watch, args=(threading.get_ident(),),
                                         name="datagen-signals", daemon=True)
@@ -118,8 +172,27 @@ class InterruptWatcher:
             signal.signal(sig, handler)
         signal.pthread_sigmask(signal.SIG_SETMASK, self._old_mask)
         threading.excepthook = self._excepthook
+        sys.unraisablehook = self._unraisablehook
         logging.getLogger("apache_beam").setLevel(self._beam_log_level)
         return False
+
+
+class PassStopped(BaseException):
+    """Raised inside an interrupted pass's own thread (`stop_thread`); a BaseException, so
+    that no `except Exception` of Beam's wraps or logs it on its way out."""
+
+
+def stop_thread(thread: threading.Thread, finished: threading.Event, seconds: float) -> bool:
+    """Raises PassStopped in `thread` at its next Python instruction and waits up to
+    `seconds` for it to end (`finished`: the event it sets last; `Thread.is_alive` may lie
+    once a join was interrupted); whether it ended. For a pass that runs in this process
+    (Beam's in-process runner has no cancel): interrupted, it would write on into the work
+    directory the job removes, and log a FileNotFoundError traceback there. Code in C (a
+    compiled loop, a sleep) finishes its call first."""
+    if thread.ident is not None and not finished.is_set():
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread.ident),
+                                                   ctypes.py_object(PassStopped))
+    return finished.wait(seconds)
 
 
 def _children(pid: int) -> List[int]:
@@ -169,24 +242,37 @@ def kill_worker_processes() -> None:
             pass
 
 def process_alive(pid: int) -> bool:
-    """Whether a process of this host exists (a permission error means it does)."""
+    """Whether a process of this host exists (a permission error means it does) and has not
+    ended: a zombie, killed but not yet reaped by its parent, runs no more."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    return True
+    return _state(pid) != "Z"
+
+
+def _stat_fields(pid: int) -> List[str]:
+    """The fields of `/proc/PID/stat` after the process's name (Linux: the state first,
+    field 3), or none where that cannot be read (no /proc, or no such process)."""
+    try:
+        with open("/proc/%d/stat" % pid, "rb") as f:
+            stat = f.read().decode("ascii", "replace")
+    except OSError:
+        return []
+    return stat.rsplit(")", 1)[-1].split()  # the name, in parentheses, may hold spaces
+
+
+def _state(pid: int) -> Optional[str]:
+    """A process's state letter (`Z`: a zombie), or None."""
+    fields = _stat_fields(pid)
+    return fields[0] if fields else None
 
 
 def process_start(pid: int) -> Optional[str]:
     """When a process of this host started, as the kernel counts it (Linux: field 22 of
     `/proc/PID/stat`, clock ticks since boot), so that a pid reused by another process is told
     apart; None where that cannot be read (no /proc, or no such process)."""
-    try:
-        with open("/proc/%d/stat" % pid, "rb") as f:
-            stat = f.read().decode("ascii", "replace")
-    except OSError:
-        return None
-    fields = stat.rsplit(")", 1)[-1].split()  # the name, in parentheses, may hold spaces
+    fields = _stat_fields(pid)
     return fields[19] if len(fields) > 19 else None

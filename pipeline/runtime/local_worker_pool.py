@@ -39,7 +39,7 @@ import threading
 import traceback
 from typing import TYPE_CHECKING, Any, Iterator, Literal, NoReturn, Optional
 
-from pipeline.runtime.interrupts import SIGNALS, process_alive
+from pipeline.runtime.interrupts import SIGNALS, holding_job_signals, process_alive
 from pipeline.runtime.memory import freeze_long_lived, run_then_release
 
 if TYPE_CHECKING:  # Beam is imported where it is used: see start_early
@@ -168,19 +168,6 @@ def fork_context() -> multiprocessing.context.BaseContext:
 
 
 @contextlib.contextmanager
-def ignoring_job_signals() -> Iterator[None]:
-    """SIGINT and SIGTERM ignored while in (main thread only), so that a process started
-    meanwhile inherits that through exec: the fork server and the resource tracker, started
-    before the driver's `InterruptWatcher`, would otherwise die of a Ctrl-C mid-import."""
-    saved = {sig: signal.signal(sig, signal.SIG_IGN) for sig in SIGNALS}
-    try:
-        yield
-    finally:
-        for sig, handler in saved.items():
-            signal.signal(sig, handler)
-
-
-@contextlib.contextmanager
 def keeping_signal_mask() -> Iterator[None]:
     """Restores the calling thread's signal mask on leaving: starting the first process
     starts multiprocessing's resource tracker, which unblocks SIGINT and SIGTERM in the
@@ -221,8 +208,12 @@ def start_early(argv: "list[str]") -> None:
     if any(arg in ("-h", "--help") or arg.startswith("--dry_run") for arg in argv):
         return  # no worker process will run
     if fork_context().get_start_method() == "forkserver":
-        from multiprocessing import forkserver
-        with keeping_signal_mask(), ignoring_job_signals():
+        from multiprocessing import forkserver, resource_tracker
+        with holding_job_signals():
+            with keeping_signal_mask():
+                resource_tracker.ensure_running()  # it unblocks SIGINT, SIGTERM here
+            # spawned with the job's signals blocked (the tracker runs: nothing unblocks
+            # them now), which it keeps through exec: no Ctrl-C kills it mid-import
             forkserver.ensure_running()
 
 

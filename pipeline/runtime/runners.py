@@ -14,6 +14,7 @@ uses Beam's public options only.
 
 import argparse
 import copy
+import difflib
 import importlib
 from typing import Any, List, Optional
 
@@ -21,12 +22,17 @@ from apache_beam.options.pipeline_options import (DirectOptions, PipelineOptions
                                                    PortableOptions, SetupOptions,
                                                    StandardOptions, TestOptions, WorkerOptions)
 
+from pipeline.runtime.flag_ranges import INT32_MAX, bounded
+
 REMOTE_RUNNERS = {"dataflow", "flink", "spark", "portable"}
 # Environments whose workers run in an environment the user prepared (or in this process).
 LOCAL_ENVIRONMENTS = {"LOOPBACK", "EXTERNAL", "PROCESS", "BEAM_PYTHON"}
 
 
 FLINK_BATCH_MODE = "BATCH_FORCED"
+# Most worker processes `--direct_num_workers` may ask for (0: one per CPU): more is a typo,
+# and would start that many processes before the first pass.
+MAX_DIRECT_WORKERS = 1024
 
 
 class FlinkJavaOptions(PipelineOptions):
@@ -47,11 +53,11 @@ class FlinkJavaOptions(PipelineOptions):
             help="Flink's data exchange mode of batch pipelines (default for FlinkRunner: "
                  "%s)" % FLINK_BATCH_MODE)
         parser.add_argument(
-            "--number_of_execution_retries", type=int, default=None,
-            help="Flink: times a failed pass is retried (default: the cluster's "
+            "--number_of_execution_retries", type=bounded(int, -1, INT32_MAX), default=None,
+            help="Flink: times a failed pass is retried (default, or -1: the cluster's "
                  "restart-strategy)")
         parser.add_argument(
-            "--execution_retry_delay", type=int, default=None,
+            "--execution_retry_delay", type=bounded(int, -1), default=None,
             help="Flink: milliseconds between two retries of a failed pass")
 
 
@@ -92,26 +98,78 @@ def runner_class_path(runner: str) -> Optional[str]:
     return path or (runner if "." in runner else None)
 
 
+def runner_names() -> List[str]:
+    """The `--runner` names the job resolves: Beam's known runners and the job's own
+    (DaskRunner), by class name."""
+    paths = list(StandardOptions.ALL_KNOWN_RUNNERS) + list(JOB_RUNNERS.values())
+    names = {path.rsplit(".", 1)[-1] for path in paths}
+    names.discard("DatagenDaskRunner")
+    return sorted(names | {"DaskRunner"}, key=str.lower)
+
+
+def unknown_runner(runner: str) -> DatagenError:
+    """The one-line error of a `--runner` no one knows, with the closest names."""
+    names = runner_names()
+    lower = {name.lower(): name for name in names}
+    close = difflib.get_close_matches(runner.lower(), list(lower), n=1)
+    return DatagenError("unknown --runner %s%s: the runners are %s, or a PipelineRunner "
+                        "subclass as module.Class" % (
+                            runner, " (did you mean %s?)" % lower[close[0]] if close else "",
+                            ", ".join(names)))
+
+
 def register_runner_options(argv: List[str]) -> None:
     """Imports the module of the runner `argv` names (`--runner X`), so that the options it
     declares on import are known to the flag check (Beam's DaskOptions, `--dask_*`, are
-    declared only in its runner's module); DatagenError when that module cannot be
-    imported (Dask not installed)."""
+    declared only in its runner's module); DatagenError when the runner is unknown (with the
+    closest names), or its module cannot be imported (Dask not installed) or has no such
+    class: one line before any work, where Beam would raise at the first pass."""
     runner = None
     for i, arg in enumerate(argv):
         if arg == "--runner" and i + 1 < len(argv):
             runner = argv[i + 1]
         elif arg.startswith("--runner="):
             runner = arg.split("=", 1)[1]
-    path = runner_class_path(runner) if runner else None
-    if not path:
+    if not runner:
         return
-    module = path.rsplit(".", 1)[0]
+    path = runner_class_path(runner)
+    if not path:
+        raise unknown_runner(runner)
+    module, name = path.rsplit(".", 1)
     try:
-        importlib.import_module(module)
+        imported = importlib.import_module(module)
     except ImportError as e:
         raise DatagenError("--runner %s: cannot import %s (%s)" % (
             runner, module, one_line(e))) from None
+    if not isinstance(getattr(imported, name, None), type):
+        raise DatagenError("--runner %s: %s has no class %s" % (runner, module, name))
+
+
+def check_pipeline_options(options: PipelineOptions) -> None:
+    """Raises DatagenError (one line) for Beam pipeline options that Beam itself would
+    refuse when the first pass's pipeline is made (`PipelineOptionsValidator`, as
+    `beam.Pipeline` calls it: DataflowRunner without --project, --region or
+    --temp_location, ...), and for a `--direct_num_workers` the job cannot start: before any
+    work, and before --output_dir is made."""
+    workers = options.view_as(DirectOptions).direct_num_workers
+    if workers is not None and not 0 <= workers <= MAX_DIRECT_WORKERS:
+        raise DatagenError("--direct_num_workers must be 0 (one per CPU) to %d, not %s"
+                           % (MAX_DIRECT_WORKERS, workers))
+    if is_dry_run(options):
+        return  # translated only: a Dataflow dry run needs no project (README)
+    name = options.view_as(StandardOptions).runner
+    if not isinstance(name, str) or runner_name(options) != "dataflow":
+        return  # other runners' options Beam validates are Dataflow's (GCP) only
+    from apache_beam.options.pipeline_options_validator import PipelineOptionsValidator
+    from apache_beam.runners.runner import create_runner
+    try:
+        errors = PipelineOptionsValidator(options, create_runner(name)).validate()
+    except Exception as e:  # it asks Cloud Storage about the buckets: unreachable, denied
+        raise DatagenError("--runner %s: cannot check the options (%s)" % (
+            name, one_line(e, 300))) from None
+    if errors:
+        raise DatagenError("--runner %s: %s" % (name, "; ".join(
+            e.strip().rstrip(".") for e in errors)))
 
 
 def job_runner(options: PipelineOptions) -> Any:

@@ -56,6 +56,7 @@ from pipeline.output.complete_check import shard_mismatches
 from pipeline.output.layout import SUMMARY_NAME
 from pipeline.runtime import flags
 from pipeline.tools import output_files
+from pipeline.runtime.flag_ranges import bounded
 from pipeline.runtime.runners import DatagenError, one_line
 from transforms.vocab_files import VocabularyFiles
 from transforms.codecs.vocabulary import Vocabulary
@@ -87,8 +88,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--problem", help="the problem name; may be left out when OUTPUT_DIR "
                    "holds one complete problem")
     p.add_argument("--split", default="train", help="train or dev (default: train)")
-    p.add_argument("--num_records", type=int, default=5, help="records to show (default 5)")
-    p.add_argument("--seed", type=int, default=None, help="pick the records at random "
+    p.add_argument("--num_records", type=bounded(int, 0), default=5,
+                   help="records to show (default 5)")
+    p.add_argument("--seed", type=bounded(int), default=None, help="pick the records at random "
                    "with this seed (default: the first N in shard order)")
     p.add_argument("--json", action="store_true", help="one JSON document on stdout")
     p.add_argument("--verify_checksums", action="store_true", help="also read every shard "

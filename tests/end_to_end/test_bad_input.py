@@ -196,8 +196,8 @@ def test_input_with_no_text_at_all_balances(tmp_path):
 
 
 @pytest.mark.parametrize("flags,message", [
-    (["--num_train_shards", 0], "at least 1"),
-    (["--encode_chunk_lines", 0], "at least 1"),
+    (["--num_train_shards", 0], "--num_train_shards: must be an integer from 1 to 99999"),
+    (["--encode_chunk_lines", 0], "--encode_chunk_lines: must be an integer from 1"),
     (["--vocab_type", "word", "--vocab_size", 2], "at least 3"),
     (["--vocab_type", "byte_bpe", "--vocab_size", 100], "at least 257"),
 ])

@@ -175,7 +175,7 @@ def test_a_vocabulary_learnt_without_cleaning_is_not_reused(tmp_path):
         return run_datagen(out, src, tgt, *common, *flags)
 
     assert not run()["vocab"]["source"]["reused"]
-    with pytest.raises(DatagenError, match="--dedup None -> pairs.*--filters"):
+    with pytest.raises(DatagenError, match="--dedup none -> pairs.*--filters"):
         run(*cleaning)
     assert not run(*cleaning, "--overwrite")["vocab"]["source"]["reused"]
     assert run(*cleaning)["vocab"]["source"]["reused"]

@@ -42,6 +42,62 @@ def test_language_tags_are_names():
         assert check_name(name, "--x") == name
 
 
+def test_the_longest_names_allowed_fit_a_file_name_temporaries_included():
+    """Issue 42, item 6: every name the job writes with the longest --problem and languages
+    allowed and the largest --vocab_size, under its temporary name too, fits in 255 bytes
+    (the limit of ext4, XFS, btrfs, APFS); the longest, a learnt vocabulary's fingerprint
+    under its temporary name, is what names.py counts."""
+    from pipeline.driver.fingerprint import sidecar_path
+    from pipeline.output import names
+    from pipeline.output.layout import OutputLayout
+    from transforms.codecs.kinds import CODEC_KINDS
+    from transforms.record_formats import FORMATS
+    from transforms.storage.file_io import temporary_name
+    problem, lang = "p" * names.PROBLEM_MAX, "l" * names.LANG_MAX
+    written = []
+    for fmt in FORMATS:
+        layout = OutputLayout("/out", problem, 2 ** 31 - 1, "0" * 32, fmt)
+        written += [layout.summary_path, layout.complete_path, layout.lengths_report_path,
+                    layout.rejects_path("train"), layout.path(problem + ".datagen.lock"),
+                    layout.path(layout.shards.name("train", 99998, 99999))]
+        for kind in CODEC_KINDS:
+            written += [layout.vocab_path(kind, lang), sidecar_path(layout.vocab_path(kind, lang))]
+    longest = max((temporary_name(path) for path in written), key=len)
+    assert longest.startswith("/out/..vocab.%s.2147483647.subwords.%s.fingerprint.json.tmp-"
+                              % (problem, lang))
+    name = longest.rsplit("/", 1)[1]
+    assert len(name) == names.LONGEST_REST + len(problem) + len(lang)
+    assert len(name.encode()) <= names.NAME_MAX_BYTES
+
+
+@pytest.mark.slow
+def test_the_longest_names_allowed_run_end_to_end_and_longer_ones_are_refused(
+        tmp_path, capsys):
+    """--problem and both languages at their limits, the largest --vocab_size: the job
+    completes (a learnt vocabulary's fingerprint sidecar, under its temporary name, went
+    over 255 bytes with names of 100 letters: a traceback after pass 1); one letter more
+    is one line before anything runs."""
+    from pipeline.output.names import LANG_MAX, PROBLEM_MAX
+    src, tgt = _corpus(tmp_path / "in")
+    out = tmp_path / "out"
+    problem, source, target = "p" * PROBLEM_MAX, "e" * LANG_MAX, "z" * LANG_MAX
+    argv = ["--train_source", src, "--train_target", tgt, "--dev_source", src,
+            "--dev_target", tgt, "--output_dir", out, "--problem", problem,
+            "--source_lang", source, "--target_lang", target, "--vocab_size", 2 ** 31 - 1,
+            "--num_train_shards", 2, "--runner", "FnApiRunner"]
+    code, _, err = _main(capsys, *argv)
+    assert code == 0 and "Traceback" not in err, err
+    assert os.path.exists(out / ("%s.DATAGEN_COMPLETE" % problem))
+    assert os.path.exists(out / (".vocab.%s.2147483647.subwords.%s.fingerprint.json"
+                                 % (problem, target)))
+    for flag, value in (("--problem", "p" * (PROBLEM_MAX + 1)),
+                        ("--source_lang", "e" * (LANG_MAX + 1))):
+        _one_line_error(capsys, argv + [flag, value, "--output_dir", tmp_path / "out2"], flag,
+                        "at most %d characters" % (PROBLEM_MAX if flag == "--problem"
+                                                   else LANG_MAX))
+        assert not os.path.exists(tmp_path / "out2")
+
+
 @pytest.mark.slow
 def test_output_dir_inside_the_input_pattern_is_never_read(tmp_path, capsys):
     data = tmp_path / "data"
@@ -169,7 +225,7 @@ def test_negative_max_subtoken_length_is_refused(tmp_path, capsys):
     src, tgt = _write(tmp_path / "a.en", b"x\n"), _write(tmp_path / "a.zh", b"y\n")
     _one_line_error(capsys, ["--train_source", src, "--train_target", tgt, "--output_dir",
                              tmp_path / "out", "--max_subtoken_length", "-1"] + FLAGS[2:],
-                    "--max_subtoken_length must be positive")
+                    "--max_subtoken_length: must be an integer from 0")
 
 
 def test_an_error_line_is_capped(tmp_path, capsys):

@@ -84,6 +84,32 @@ def test_a_file_name_that_is_not_utf8_is_refused_naming_it(tmp_path, capsys):
     assert not os.path.exists(out)
 
 
+@pytest.mark.parametrize("lost", [("b.en",), ("b.zh", "c.en")], ids=["one", "one-each-side"])
+def test_a_pattern_matching_a_dangling_link_is_one_line_never_fewer_pairs(
+        tmp_path, capsys, lost):
+    """Issue 42, item 2: `d/*.en` where d/b.en points at an unmounted disk ran to exit 0
+    with the pairs of the other files only; with b.zh and c.en both dangling it paired b.en
+    with c.zh. A link named in full said "no file matches"."""
+    data = tmp_path / "d"
+    data.mkdir()
+    for stem in "abc":
+        _write(data / (stem + ".en"), b"the cat %s\n" % stem.encode())
+        _write(data / (stem + ".zh"), b"\xe7\x8c\xab %s\n" % stem.encode())
+    for name in lost:
+        os.remove(data / name)
+        os.symlink("/mnt/unmounted/" + name, str(data / name))
+    out = tmp_path / "out"
+    first = sorted(lost, key=lambda n: n.endswith(".zh"))[0]  # sources are listed first
+    line = _one_line_error(capsys, _argv(data / "*.en", data / "*.zh", out),
+                           str(data / first), "dangling symbolic link", "/mnt/unmounted/")
+    assert not os.path.exists(out)
+    named = _argv(data / first, data / "a.zh", out)
+    if first.endswith(".zh"):
+        named = _argv(data / "a.en", data / first, out)
+    line = _one_line_error(capsys, named, str(data / first), "dangling symbolic link")
+    assert "no file matches" not in line and not os.path.exists(out)
+
+
 # -- inputs that are not regular files -------------------------------------------------------
 def _job(argv, **kwargs):
     """The job in its own process (a hang is a failure here, not a stuck test run)."""

@@ -130,15 +130,26 @@ def test_inspect_shows_the_same_records_in_every_format(outputs, capsys):
 
 
 def test_switching_formats_needs_overwrite_and_leaves_no_shard_of_the_old_one(
-        outputs, tmp_path, capsys):
+        outputs, tmp_path, capsys, monkeypatch):
     out = tmp_path / "out"
     shutil.copytree(outputs["tfrecord"], out)
     capsys.readouterr()
     assert _run(out, "parquet") == 2
     err = capsys.readouterr().err
-    assert "--output_format tfrecord -> parquet" in err or "output_format" in err, err
+    assert "--output_format tfrecord -> parquet" in err, err  # the real old value
     assert _shards(str(out)) == _shards(outputs["tfrecord"])  # nothing replaced
+    # what a worker killed while it wrote a Parquet shard for an object store left (issue
+    # 42, item 11): the run removes it
+    import tempfile
+    from transforms.record_formats import SCRATCH_PREFIX
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)
+    orphan = tmp_path / "tmp" / ("%s%s-x" % (SCRATCH_PREFIX, gone.stdout.strip()))
+    orphan.mkdir(parents=True)
+    (orphan / "shard.parquet").write_bytes(b"PAR1")
     assert _run(out, "parquet", "--overwrite") == 0
+    assert os.listdir(tmp_path / "tmp") == []
     assert _shards(str(out)) == _shards(outputs["parquet"])
     for name in _shards(str(out)):
         with open(os.path.join(out, name), "rb") as a, \

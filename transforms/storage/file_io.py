@@ -217,6 +217,35 @@ def match_files(pattern: str, stores: Optional[ObjectStores] = None
     return [entry for entry in listed if matches(entry[0])]
 
 
+def unlisted_matches(pattern: str) -> List[str]:
+    """Local entries a glob `pattern` names that `match_files` leaves out: Beam's local
+    listing drops every entry whose size cannot be read, so a dangling symbolic link (its
+    target on an unmounted disk) would vanish from an input pattern without a word, and a
+    file named in full would read as "no file matches". Empty for other file systems.
+
+    The candidates are listed as Beam lists them (the pattern's directory; its tree only
+    when the pattern can match below it: `**`, or a `/` after the first wildcard) and
+    matched by Beam's own pattern syntax (`FileSystem.translate_pattern`)."""
+    if not is_local(pattern):
+        return []
+    prefix = re.match(r"[^\[*?]*", pattern).group(0)  # type: ignore[union-attr]
+    if prefix == pattern:  # a plain name
+        return [pattern] if os.path.lexists(pattern) and not os.path.exists(pattern) else []
+    root = os.path.dirname(prefix)
+    if "**" in pattern or "/" in pattern[len(prefix):]:
+        candidates = [os.path.join(top, name) for top, _, names in os.walk(root)
+                      for name in names]
+    else:
+        try:
+            with os.scandir(root) as entries:
+                candidates = [entry.path for entry in entries]
+        except OSError:
+            return []
+    matches = re.compile(FileSystem.translate_pattern(pattern)).match
+    return sorted(path for path in candidates
+                  if matches(path) and not os.path.exists(path))  # exists follows links
+
+
 def read_bytes(path: str, stores: Optional[ObjectStores] = None) -> bytes:
     store = _store(path, stores)
     if store is not None:

@@ -4,6 +4,7 @@ pre-token counts (`transforms.vocab_learning.ByteBpeLearner`) or given (--bpe_vo
 from typing import Any, Optional
 
 from pipeline.driver.kinds import AddFlag, KindPlugin
+from pipeline.runtime.flag_ranges import bounded
 from transforms.codecs.byte_bpe import ENDOFTEXT
 from transforms.codecs.kinds import codec_kind
 from transforms.vocab_learning import ByteBpeLearner, ByteBpeSettings
@@ -23,12 +24,10 @@ class ByteBpePlugin(KindPlugin):
                  "vocab.json + merges.txt, or encoder.json + vocab.bpe. Nothing is learnt.")
         add("--bpe_eos_token", default=ENDOFTEXT,
             help="Token whose id ends every byte_bpe example.")
-        add("--bpe_min_frequency", type=int, default=2,
+        add("--bpe_min_frequency", type=bounded(int, 1), default=2,
             help="BPE learning stops before merging a pair seen fewer times than this.")
 
     def problem(self, settings: Any, vocab_size: int) -> Optional[str]:
-        if settings.bpe_min_frequency < 1:
-            return "--bpe_min_frequency must be at least 1"
         if settings.bpe_eos_token == "":
             return "--bpe_eos_token must not be empty"
         if vocab_size < 257 and not settings.bpe_vocab:

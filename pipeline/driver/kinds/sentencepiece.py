@@ -4,6 +4,7 @@ trainer (`transforms.sentencepiece_learning`) or given (--spm_model)."""
 from typing import Any, Optional
 
 from pipeline.driver.kinds import AddFlag, KindPlugin
+from pipeline.runtime.flag_ranges import bounded
 from transforms.codecs import sentencepiece_model
 from transforms.codecs.kinds import codec_kind
 from transforms.sentencepiece_learning import SentencePieceLearner, SentencePieceSettings
@@ -23,7 +24,7 @@ class SentencePiecePlugin(KindPlugin):
                  "SOURCE_FILE,TARGET_FILE. Nothing is learnt.")
         add("--spm_model_type", default="unigram", choices=sentencepiece_model.MODEL_TYPES,
             help="SentencePiece model learnt (its trainer's --model_type).")
-        add("--spm_character_coverage", type=float, default=0.9995,
+        add("--spm_character_coverage", type=bounded(float, above=0, high=1), default=0.9995,
             help="Characters the SentencePiece model covers (its trainer's default).")
         add("--spm_special_ids", default=sentencepiece_model.DEFAULT_SPECIAL_IDS,
             choices=tuple(sentencepiece_model.SPECIAL_IDS),
@@ -34,9 +35,6 @@ class SentencePiecePlugin(KindPlugin):
                  "split_digits=true,byte_fallback=true); recorded in the summary.")
 
     def problem(self, settings: Any, vocab_size: int) -> Optional[str]:
-        if not 0 < settings.spm_character_coverage <= 1:
-            return ("--spm_character_coverage must be in (0, 1], not %s"
-                    % settings.spm_character_coverage)
         try:
             sentencepiece_model.parse_option_list(settings.spm_trainer_options)
         except ValueError as e:

@@ -54,6 +54,91 @@ def test_a_directory_named_as_an_input_is_one_line(tmp_path):
         "%s is a directory, not a file" % (tmp_path / "d"))
 
 
+# -- entries a pattern matches that are not readable files (issue 42, item 2) --------------
+
+@pytest.mark.parametrize("pattern", ["*.en", "**.en", "[ab].en", "?.en"])
+def test_a_dangling_link_a_pattern_matches_is_one_line_naming_it(tmp_path, pattern):
+    """Beam's local listing drops an entry whose size cannot be read: the pattern would
+    lose b.en's pairs without a word (and pair the files after it with the wrong ones)."""
+    write(tmp_path / "a.en", "x\n")
+    os.symlink("/nonexistent/mount/b.en", str(tmp_path / "b.en"))
+    assert error_of(datasets.expand_listing, str(tmp_path / pattern), "train_source") == (
+        "--train_source %s is a dangling symbolic link (to /nonexistent/mount/b.en, which "
+        "does not exist): fix or remove it" % (tmp_path / "b.en"))
+
+
+def test_dangling_links_below_the_patterns_directory_and_loops_are_named(tmp_path):
+    (tmp_path / "d").mkdir()
+    write(tmp_path / "d" / "a.en", "x\n")
+    os.symlink("gone.en", str(tmp_path / "d" / "b.en"))
+    os.symlink("c.en", str(tmp_path / "d" / "c.en"))  # a link to itself
+    message = error_of(datasets.expand_listing, str(tmp_path / "*" / "*.en"), "dev_source")
+    assert message == ("--dev_source %s is a dangling symbolic link (to gone.en, which does "
+                       "not exist), and 1 more: c.en: fix or remove them" % (
+                           tmp_path / "d" / "b.en"))
+    assert error_of(datasets.expand_listing, str(tmp_path / "d" / "c*"), "dev_source") == (
+        "--dev_source %s is a loop of symbolic links: fix or remove it" % (
+            tmp_path / "d" / "c.en"))
+
+
+def test_a_dangling_link_named_in_full_is_not_no_file_matches(tmp_path):
+    os.symlink("/nonexistent/b.en", str(tmp_path / "b.en"))
+    assert error_of(datasets.expand_listing, str(tmp_path / "b.en"), "train_source") == (
+        "--train_source %s is a dangling symbolic link (to /nonexistent/b.en, which does not "
+        "exist): fix or remove it" % (tmp_path / "b.en"))
+
+
+def test_a_side_that_lost_a_file_is_never_paired(tmp_path):
+    """b.zh and c.en dangling: 2 sources and 2 targets still, which paired a.en with a.zh
+    and b.en with c.zh (misaligned, exit 0)."""
+    for name in ("a.en", "a.zh", "b.en", "c.zh"):
+        write(tmp_path / name, "x\n")
+    for name in ("b.zh", "c.en"):
+        os.symlink("/nonexistent/" + name, str(tmp_path / name))
+    message = error_of(plan, tmp_path, "--train_source", str(tmp_path / "*.en"),
+                       "--train_target", str(tmp_path / "*.zh"))
+    assert message.startswith("--train_source %s is a dangling symbolic link" % (
+        tmp_path / "c.en"))
+
+
+@pytest.fixture
+def unreadable(tmp_path_factory):
+    """(directory, a.en readable, b.en that this process cannot open). As root (CI), the
+    listing runs as `nobody` (os.seteuid): root reads any file whatever its mode."""
+    base = tmp_path_factory.mktemp("perm")
+    os.chmod(base, 0o755)  # nobody must reach it
+    for parent in base.parents:  # pytest's base directory is the user's own (0700)
+        if str(parent).startswith("/tmp/pytest-of-"):
+            os.chmod(parent, 0o755)
+    a, b = write(base / "a.en", "x\n"), write(base / "b.en", "x\n")
+    os.chmod(a, 0o644)
+    os.chmod(b, 0o000)
+    yield base, a, b
+    os.chmod(b, 0o644)
+
+
+def _as_nobody(fn, *args):
+    if os.geteuid() != 0:
+        return fn(*args)
+    import pwd
+    os.seteuid(pwd.getpwnam("nobody").pw_uid)
+    try:
+        return fn(*args)
+    finally:
+        os.seteuid(0)
+
+
+def test_an_unreadable_file_a_pattern_matches_is_one_line(unreadable):
+    base, a, b = unreadable
+
+    def listing():
+        with pytest.raises(DatagenError) as raised:
+            datasets.expand_listing(str(base / "*.en"), "train_source")
+        return str(raised.value)
+    assert _as_nobody(listing) == "--train_source %s cannot be read: Permission denied" % b
+    assert _as_nobody(datasets.expand_listing, a, "train_source") == [a]
+
+
 def test_a_file_matched_twice_is_read_once_with_a_warning(tmp_path, caplog):
     a = write(tmp_path / "a.en", "x\n")
     os.symlink(a, str(tmp_path / "link.en"))

@@ -28,7 +28,7 @@ def test_spm_flags_changed_are_recorded_and_differ():
     changed = dict(flags, vocab_type="sentencepiece", spm_model_type="bpe")
     for make in (fingerprint.output_fingerprint, fingerprint.vocab_fingerprint):
         assert make(changed)["flags"]["spm_model_type"] == "bpe"
-        assert "--spm_model_type None -> bpe" in fingerprint.differences(
+        assert "--spm_model_type unigram -> bpe" in fingerprint.differences(
             make(dict(flags, vocab_type="sentencepiece")), make(changed))
 
 
@@ -41,7 +41,7 @@ def test_output_format_at_its_default_is_left_out_and_another_is_a_difference():
     assert "output_format" not in default["flags"]
     parquet = fingerprint.output_fingerprint(dict(flags, output_format="parquet"))
     assert parquet["flags"]["output_format"] == "parquet"
-    assert fingerprint.differences(default, parquet) == ["--output_format None -> parquet"]
+    assert fingerprint.differences(default, parquet) == ["--output_format tfrecord -> parquet"]
     assert "output_format" not in fingerprint.vocab_fingerprint(
         dict(flags, output_format="parquet"))["flags"]
 
@@ -55,6 +55,7 @@ def test_max_length_and_packed_length_off_are_left_out_and_set_are_output_differ
     for flag, value in (("max_length", 128), ("packed_length", 256)):
         assert flags[flag] == 0 and flag not in default["flags"]
         changed = fingerprint.output_fingerprint(dict(flags, **{flag: value}))
-        assert fingerprint.differences(default, changed) == ["--%s None -> %d" % (flag, value)]
+        # the real old value, not None (issue 42 item 12)
+        assert fingerprint.differences(default, changed) == ["--%s 0 -> %d" % (flag, value)]
         assert fingerprint.vocab_fingerprint(dict(flags, **{flag: value})) == \
             fingerprint.vocab_fingerprint(flags)

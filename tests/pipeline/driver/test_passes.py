@@ -2,6 +2,7 @@
 against the passes the job expects, stops before a pass once the run lost its lock, and says
 why a pass failed on a remote runner or a worker died in one line."""
 
+import json
 import logging
 
 import apache_beam as beam
@@ -37,13 +38,22 @@ def test_passes_are_numbered_against_what_the_job_expects(caplog):
 
 
 def test_a_run_that_lost_its_lock_builds_no_further_pass(tmp_path):
-    run_pass = pass_runner()
-    run_pass.lock = OutputLock(str(tmp_path), "p", 120.0)
-    run_pass("first", one_stage)
-    run_pass.lock.lost_to = {"run_id": "other"}  # as its heartbeat finds another run's lease
-    with pytest.raises(DatagenError, match="p.datagen.lock was taken over by run other"):
-        run_pass("second", one_stage)
-    assert run_pass.count == 1 and len(run_pass.passes) == 1
+    """Each pass first renews the lease (whatever the heartbeat saw last): one taken over
+    by another run, or deleted, stops the run before the pass."""
+    for lost in ("taken", "deleted"):
+        run_pass = pass_runner()
+        with OutputLock(str(tmp_path), "p", 120.0) as lock:
+            run_pass.lock = lock
+            run_pass("first", one_stage)
+            if lost == "taken":  # another run's lease, as after a take-over
+                (tmp_path / "p.datagen.lock").write_text(json.dumps({"run_id": "other"}))
+                expected = "p.datagen.lock was taken over by run other"
+            else:
+                (tmp_path / "p.datagen.lock").unlink()
+                expected = "p.datagen.lock was deleted while this run held it"
+            with pytest.raises(DatagenError, match=expected):
+                run_pass("second", one_stage)
+        assert run_pass.count == 1 and len(run_pass.passes) == 1
 
 
 def test_no_job_server_on_direct_runner():

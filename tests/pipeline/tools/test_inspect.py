@@ -152,6 +152,11 @@ def test_errors_are_one_line_and_exit_2(outputs, capsys, tmp_path):
     assert "no such directory" in _one_line_error(capsys, tmp_path / "nowhere")
     assert "unknown split 'dev'" in _one_line_error(capsys, outputs["sw"], "--split", "dev")
     assert "--num_records" in _one_line_error(capsys, outputs["sw"], "--num_records", -1)
+    huge = "100000000000000000000"  # itertools.islice's ValueError traceback before ranges
+    assert "--num_records: must be an integer from 0 to 9223372036854775807" in _one_line_error(
+        capsys, outputs["sw"], "--num_records", huge)
+    assert "--seed: must be an integer from" in _one_line_error(
+        capsys, outputs["sw"], "--seed", huge)
     assert "unknown flag --bogus" in _one_line_error(capsys, outputs["sw"], "--bogus")
 
     no_vocab = tmp_path / "no_vocab"
