@@ -127,7 +127,7 @@ def test_the_command_line_reads_it_and_refuses_the_flags_it_replaces(tmp_path):
     with pytest.raises(DatagenError, match="--corpora .*missing.yaml cannot be read"):
         parse_command_line(["--corpora", str(tmp_path / "missing.yaml"),
                             "--output_dir", str(tmp_path)])
-    with pytest.raises(DatagenError, match="--sampling_temperature must be a positive"):
+    with pytest.raises(DatagenError, match="--sampling_temperature: must be a finite number above 0"):
         parse_command_line(["--corpora", str(path), "--output_dir", str(tmp_path),
                             "--sampling_temperature", "0"])
 
