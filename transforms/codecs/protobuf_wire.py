@@ -15,8 +15,8 @@ FieldValue = Union[int, bytes]  # a varint's int, or the raw bytes of the other 
 VARINT, FIXED64, LENGTH_DELIMITED, FIXED32 = 0, 1, 2, 5
 
 
-def _varint(data: memoryview, pos: int) -> Tuple[int, int]:
-    """(value, position after it) of the varint at `pos`."""
+def read_varint(data: Union[bytes, memoryview], pos: int) -> Tuple[int, int]:
+    """(value, position after it) of the varint at `pos`; ValueError when it is cut off."""
     value = shift = 0
     while True:
         if pos >= len(data):
@@ -36,16 +36,16 @@ def iter_fields(data: bytes) -> Iterator[Tuple[int, int, FieldValue]]:
     pos = 0
     view = memoryview(data)
     while pos < len(view):
-        key, pos = _varint(view, pos)
+        key, pos = read_varint(view, pos)
         number, wire_type = key >> 3, key & 7
         value: FieldValue
         if wire_type == VARINT:
-            value, pos = _varint(view, pos)
+            value, pos = read_varint(view, pos)
         elif wire_type in (FIXED64, FIXED32):
             width = 8 if wire_type == FIXED64 else 4
             value, pos = bytes(view[pos:pos + width]), pos + width
         elif wire_type == LENGTH_DELIMITED:
-            length, pos = _varint(view, pos)
+            length, pos = read_varint(view, pos)
             value, pos = bytes(view[pos:pos + length]), pos + length
         else:
             raise ValueError("unsupported wire type %d (field %d)" % (wire_type, number))

@@ -15,6 +15,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
+from transforms.codecs.protobuf_wire import read_varint
 from transforms.codecs.varints import encode_varints, varint
 
 _PACKAGE = "t2t_beam_datagen.tf_example"
@@ -241,18 +242,6 @@ class VarintExampleWriter:
         return b"\x0a" + _varint(len(inner)) + inner
 
 
-def _read_varint(data: bytes, pos: int) -> Tuple[int, int]:
-    """(value, position after it) of the varint at `pos` (IndexError past the end)."""
-    value = shift = 0
-    while True:
-        byte = data[pos]
-        pos += 1
-        value |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return value, pos
-        shift += 7
-
-
 def _length_after(data: bytes, tag: int, pos: int) -> Tuple[int, int]:
     """(length, position after it) of the length-delimited field `tag` at `pos`; ValueError
     for another tag. Lengths under 128 (most here) are one byte."""
@@ -261,7 +250,7 @@ def _length_after(data: bytes, tag: int, pos: int) -> Tuple[int, int]:
     size = data[pos + 1]
     if size < 0x80:
         return size, pos + 2
-    return _read_varint(data, pos + 1)
+    return read_varint(data, pos + 1)
 
 
 def _entry_order(data: bytes) -> List[str]:
