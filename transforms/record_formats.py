@@ -281,6 +281,7 @@ class ParquetFormat(_LocalFileFormat):
 
 FORMATS: Dict[str, RecordFormat] = {f.name: f for f in (
     TFRecordFormat(), ArrayRecordFormat(), ParquetFormat())}
+SPLITS = ("train", "dev")  # the splits a job writes, each with its own shards
 DEFAULT_FORMAT = "tfrecord"
 
 
@@ -345,5 +346,5 @@ class ShardNames:
         parsed = parse_shard_name(name)
         heads = {self.problem} | {"%s-%s" % (self.problem, pair) for pair in pairs}
         return bool(parsed and parsed[0] in heads and parsed[1] == split
-                    and split in ("train", "dev"))
+                    and split in SPLITS)
 

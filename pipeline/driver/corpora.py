@@ -36,6 +36,7 @@ from pipeline.output.names import check_name
 from pipeline.runtime.runners import DatagenError
 from transforms.config import CorpusConfig, InputConfig
 from transforms.formats.corpus_formats import split_archive_path
+from transforms.record_formats import SPLITS
 from transforms.storage import file_io
 
 ENTRY_KEYS = ("name", "source_lang", "target_lang", "train", "dev", "weight", "source_column",
@@ -173,11 +174,11 @@ def _entry(entry: Any, i: int, flags: argparse.Namespace, problems: _Problems, b
     splits = {}
     if "train" not in entry:
         problems.add(where, "train is required")
-    for split in ("train", "dev"):
+    for split in SPLITS:
         if entry.get(split) is not None:
             splits[split] = _input(entry[split], split, where, problems, base)
     inputs = InputConfig(**{"%s_%s" % (split, key): splits.get(split, {}).get(key)
-                            for split in ("train", "dev")
+                            for split in SPLITS
                             for key in ("source", "target", "tsv", "tmx")},
                          train_format=splits.get("train", {}).get("format", "auto"),
                          dev_format=splits.get("dev", {}).get("format", "auto"), corpora=None)

@@ -19,7 +19,7 @@ from transforms.config import DatagenConfig
 from pipeline.driver.corpora import read_corpora
 from pipeline.driver.kinds import KindPlugin, every_plugin, kind_part
 from transforms.codecs.kinds import DEFAULT_KIND, KIND_NAMES
-from transforms.record_formats import DEFAULT_FORMAT, FORMATS
+from transforms.record_formats import DEFAULT_FORMAT, FORMATS, SPLITS
 from transforms.subword_learning import MIN_COUNT_HIGH, MIN_COUNT_LOW
 from transforms.storage import file_io
 
@@ -61,7 +61,7 @@ class DatagenOptions:
         add("--train_target", default=None, help="File pattern(s) of the aligned training target text.")
         add("--dev_source", default=None, help="File pattern(s) of dev source text (optional).")
         add("--dev_target", default=None, help="File pattern(s) of dev target text.")
-        for split in ("train", "dev"):
+        for split in SPLITS:
             add("--%s_format" % split, default="auto", choices=("auto", "lines", "sgm", "iwslt"),
                 help="Format of --%s_source/--%s_target: from the file name (.sgm, .xml, "
                      "else lines) or as given." % (split, split))
@@ -243,7 +243,7 @@ def _check_general_flags(f: argparse.Namespace) -> None:
     elif not (f.train_source or f.train_target or f.train_tsv or f.train_tmx):
         raise DatagenError("no training data: pass --train_source/--train_target, "
                            "--train_tsv or --train_tmx (or --corpora)")
-    for split in ("train", "dev"):
+    for split in SPLITS:
         if bool(getattr(f, split + "_source")) != bool(getattr(f, split + "_target")):
             raise DatagenError("--%s_source and --%s_target go together" % (split, split))
     if (f.train_tmx or f.dev_tmx) and not (f.source_lang and f.target_lang):

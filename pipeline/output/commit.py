@@ -21,11 +21,10 @@ from pipeline.output.length_report import render_length_report
 from pipeline.output.own_outputs import old_shards
 from pipeline.runtime.interrupts import process_alive
 from transforms.elements import RejectsReport, ShardReport
-from transforms.record_formats import scratch_pid
+from transforms.record_formats import SPLITS, scratch_pid
 from transforms.storage.object_stores import ObjectStores
 from transforms.storage import file_io
 
-SPLITS = ("train", "dev")
 LOG = logging.getLogger("datagen")
 
 

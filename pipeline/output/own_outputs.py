@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Iterable, List, Optional, Tuple
 from apache_beam.io.filesystems import FileSystems
 
 from pipeline.output.layout import WORK_NAME, OutputLayout
-from transforms.record_formats import (DEFAULT_FORMAT, SHARD_NAME_PATTERN, ShardNames,
+from transforms.record_formats import (DEFAULT_FORMAT, SHARD_NAME_PATTERN, SPLITS, ShardNames,
                                       record_format)
 from transforms.codecs.kinds import CODEC_KINDS
 
@@ -47,7 +47,7 @@ def is_problem_file(name: str, problem: str) -> bool:
     others = r"%s\.(datagen_summary\.json|DATAGEN_COMPLETE|lengths\.html)" % re.escape(problem)
     if re.match(r"(%s|\.%s\.fingerprint\.json|%s)\Z" % (vocab, vocab, others), name):
         return True
-    return any(is_shard_name(name, problem, split) for split in ("train", "dev"))
+    return any(is_shard_name(name, problem, split) for split in SPLITS)
 
 
 def is_shard_name(name: str, problem: str, split: str, pairs: Iterable[str] = ()) -> bool:
