@@ -3,6 +3,8 @@
 import glob
 import os
 
+import numpy as np
+
 from pipeline import datagen
 from repo_paths import DATA_DIR  # noqa: F401 (the job tests' corpora, imported from here)
 
@@ -118,3 +120,14 @@ def small_corpus(directory, lines=400):
         path.write_text("".join(head), encoding="utf-8")
         files.append(str(path))
     return files
+
+
+def assert_same_batches(expected, got):
+    """Two readers' batches are the same: as many (more than one), each with the same
+    features and equal arrays."""
+    got = list(got)
+    assert len(got) == len(expected) > 1
+    for a, b in zip(expected, got):
+        assert sorted(a) == sorted(b)
+        for key in a:
+            assert np.array_equal(a[key], b[key]), key

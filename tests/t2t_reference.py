@@ -18,6 +18,7 @@ The helpers call T2T's own code paths:
 """
 
 import collections
+import contextlib
 import os
 import tempfile
 import types
@@ -30,16 +31,24 @@ tokenizer = pytest.importorskip("tensor2tensor.data_generators.tokenizer")
 import tensorflow.compat.v1 as tf  # noqa: E402  (already imported by tensor2tensor)
 
 
-def _import_generator_utils():
+@contextlib.contextmanager
+def _estimator_stand_in():
+    """`tf.estimator.ModeKeys`, which T2T's modules read at import, for the import only
+    (TensorFlow 2.16+ has no `tf.estimator`)."""
     added = not hasattr(tf, "estimator")
     if added:
         tf.estimator = types.SimpleNamespace(ModeKeys=types.SimpleNamespace(
             TRAIN="train", EVAL="eval", PREDICT="infer"))
     try:
-        from tensor2tensor.data_generators import generator_utils as module
+        yield
     finally:
         if added:
             del tf.estimator
+
+
+def _import_generator_utils():
+    with _estimator_stand_in():
+        from tensor2tensor.data_generators import generator_utils as module
     return module
 
 
@@ -179,17 +188,12 @@ def t2t_translate_problem(packed_length):
              if name not in sys.modules and importlib.util.find_spec(name.split(".")[0]) is None]
     for name in added:
         sys.modules[name] = types.ModuleType(name)
-    estimator = not hasattr(tf, "estimator")
-    if estimator:
-        tf.estimator = types.SimpleNamespace(ModeKeys=types.SimpleNamespace(
-            TRAIN="train", EVAL="eval", PREDICT="infer"))
     try:
-        from tensor2tensor.data_generators import translate_enzh
+        with _estimator_stand_in():
+            from tensor2tensor.data_generators import translate_enzh
     finally:
         for name in added:
             del sys.modules[name]
-        if estimator:
-            del tf.estimator
 
     class PackedTranslateEnzh(translate_enzh.TranslateEnzhWmt8k):
         @property

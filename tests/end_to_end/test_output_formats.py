@@ -11,9 +11,9 @@ import shutil
 import subprocess
 import sys
 
-import numpy as np
 import pytest
 
+from datagen_helpers import assert_same_batches
 from pipeline import datagen
 from pipeline.tools import batches, inspect, reader
 from repo_paths import REPO_ROOT as ROOT
@@ -160,15 +160,6 @@ def test_switching_formats_needs_overwrite_and_leaves_no_shard_of_the_old_one(
     assert "nothing to do" in capsys.readouterr().err
 
 
-def _assert_same_batches(expected, got):
-    got = list(got)
-    assert len(got) == len(expected) > 1
-    for a, b in zip(expected, got):
-        assert sorted(a) == sorted(b)
-        for key in a:
-            assert np.array_equal(a[key], b[key]), key
-
-
 T2T_CASES = [dict(batch_size=256), dict(batch_size=64, max_length=40, min_length=3),
              dict(batch_size=128, drop_long_sequences=False, min_length_bucket=4,
                   length_bucket_step=1.5)]
@@ -181,9 +172,9 @@ def test_t2t_batches_of_grain_pyarrow_and_datasets_equal_tf_data(outputs, option
     expected = list(reader.make_dataset(os.path.join(outputs["tfrecord"], "p-train-*"),
                                         mode="t2t", shuffle=False, **options)
                     .as_numpy_iterator())
-    _assert_same_batches(expected, batches.grain_batches(
+    assert_same_batches(expected, batches.grain_batches(
         outputs["array_record"], mode="t2t", shuffle=False, **options))
-    _assert_same_batches(expected, batches.parquet_batches(
+    assert_same_batches(expected, batches.parquet_batches(
         outputs["parquet"], mode="t2t", shuffle=False, **options))
 
 
@@ -192,9 +183,9 @@ def test_nmt_batches_of_grain_and_pyarrow_equal_tf_data(word_outputs, options):
     expected = list(reader.make_dataset(os.path.join(word_outputs["tfrecord"], "p-train-*"),
                                         mode="nmt", shuffle=False, **options)
                     .as_numpy_iterator())
-    _assert_same_batches(expected, batches.grain_batches(
+    assert_same_batches(expected, batches.grain_batches(
         word_outputs["array_record"], mode="nmt", shuffle=False, **options))
-    _assert_same_batches(expected, batches.parquet_batches(
+    assert_same_batches(expected, batches.parquet_batches(
         word_outputs["parquet"], mode="nmt", shuffle=False, **options))
 
 
@@ -204,7 +195,7 @@ def test_datasets_batches_equal_pyarrow_and_shuffled_epochs_hold_every_pair(
     files = batches.shard_files(word_outputs["parquet"])
     loaded = datasets.load_dataset("parquet", data_files=files, split="train",
                                    cache_dir=str(tmp_path / "hf"))
-    _assert_same_batches(list(batches.parquet_batches(files, 16, shuffle=False)),
+    assert_same_batches(list(batches.parquet_batches(files, 16, shuffle=False)),
                          batches.dataset_batches(loaded, 16))
 
     def pairs(batch_iter):

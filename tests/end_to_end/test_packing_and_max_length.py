@@ -18,7 +18,7 @@ import shutil
 import numpy as np
 import pytest
 
-from datagen_helpers import DATA_DIR, run_datagen, with_t2t_vocab
+from datagen_helpers import DATA_DIR, assert_same_batches, run_datagen, with_t2t_vocab
 from pipeline.output.summary import format_summary
 from pipeline.tools import batches, inspect, reader
 from transforms.formats.example_proto import Int64FeaturesWriter
@@ -127,15 +127,6 @@ def test_inspect_shows_each_packed_record_as_its_pairs(runs, capsys):
     assert "pairs packed" in text and "[2] source: " in text
 
 
-def _assert_same_batches(expected, got):
-    got = list(got)
-    assert len(got) == len(expected) > 1
-    for a, b in zip(expected, got):
-        assert sorted(a) == sorted(b)
-        for key in a:
-            assert np.array_equal(a[key], b[key]), key
-
-
 def test_readers_batch_packed_records_with_their_features_and_t2ts_max_length(runs):
     out = runs["packed"][0]
     packing = runs["packed"][1]["splits"]["train"]["packing"]
@@ -149,9 +140,9 @@ def test_readers_batch_packed_records_with_their_features_and_t2ts_max_length(ru
     # T2T's max_length of a packed problem is its packed_length: the records over it go
     assert sum(len(b["inputs"]) for b in expected) == \
         packing["records"] - packing["over_length"]
-    _assert_same_batches(expected, batches.grain_batches(
+    assert_same_batches(expected, batches.grain_batches(
         runs["packed_array_record"][0], 512, mode="t2t", shuffle=False))
-    _assert_same_batches(expected, batches.parquet_batches(
+    assert_same_batches(expected, batches.parquet_batches(
         runs["packed_parquet"][0], 512, mode="t2t", shuffle=False))
     with pytest.raises(ValueError, match="packed"):
         reader.make_dataset(reader.complete_output_files(out), 16, mode="nmt")
