@@ -2,11 +2,21 @@
 
 import glob
 import os
+import re
+import signal
+import subprocess
+import sys
+import time
 
 import numpy as np
 
 from pipeline import datagen
-from repo_paths import DATA_DIR  # noqa: F401 (the job tests' corpora, imported from here)
+from repo_paths import DATA_DIR, REPO_ROOT
+
+MLQE = os.path.join(DATA_DIR, "enzh-mlqe-pe")  # the bundled en-zh corpus (train, dev)
+# How long a wait for an event may take before the test calls it a hang: a guard against a
+# test that would otherwise never end, never a measure of speed (a busy machine is slow).
+HANG_SECONDS = 600
 
 FNAPI = ["--runner", "FnApiRunner"]
 DIRECT_1 = ["--runner", "DirectRunner", "--direct_num_workers", "1"]
@@ -114,7 +124,7 @@ def small_corpus(directory, lines=400):
     into `directory` (a pathlib.Path) as train.en and train.zh."""
     files = []
     for lang in ("en", "zh"):
-        with open(os.path.join(DATA_DIR, "enzh-mlqe-pe", "train." + lang), encoding="utf-8") as f:
+        with open(os.path.join(MLQE, "train." + lang), encoding="utf-8") as f:
             head = [next(f) for _ in range(lines)]
         path = directory / ("train." + lang)
         path.write_text("".join(head), encoding="utf-8")
@@ -131,3 +141,56 @@ def assert_same_batches(expected, got):
         assert sorted(a) == sorted(b)
         for key in a:
             assert np.array_equal(a[key], b[key]), key
+
+
+def start_job(argv, **popen):
+    """`python -m pipeline.datagen ARGV` in a session of its own (a signal or a kill -9 then
+    reaches its whole process group, as a terminal's or a scheduler's does), its stderr a
+    text pipe for `wait_for_line`."""
+    popen.setdefault("stdout", subprocess.DEVNULL)
+    return subprocess.Popen([sys.executable, "-m", "pipeline.datagen"] + [str(a) for a in argv],
+                            cwd=REPO_ROOT, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True, **popen)
+
+
+def pass_started(number=1):
+    """The pattern of the log line that starts pass `number` ("pass 1 of ~3: ...")."""
+    return r" pass %d( of ~?\d+)?: " % number
+
+
+def wait_for_line(proc, pattern):
+    """Reads `proc`'s stderr until a line matches `pattern` (a regular expression); returns
+    the lines read. The event a test acts on: fails, naming it, if the process ends first."""
+    lines = []
+    for line in proc.stderr:
+        lines.append(line)
+        if re.search(pattern, line):
+            return lines
+    raise AssertionError("the job ended (status %s) before a line matched %r: %s" % (
+        proc.wait(), pattern, "".join(lines[-20:])))
+
+
+def wait_for(condition, what, proc=None, seconds=HANG_SECONDS):
+    """Polls `condition()` until it is true (returns its value). Fails naming `what` if `proc`
+    ends first or after `seconds`, a guard against a hang and not a time window."""
+    deadline = time.monotonic() + seconds
+    while True:
+        value = condition()
+        if value:
+            return value
+        if proc is not None and proc.poll() is not None:
+            raise AssertionError("the process ended (status %s) before %s" % (proc.returncode,
+                                                                           what))
+        if time.monotonic() > deadline:
+            raise AssertionError("%s: not after %d s, taken for a hang" % (what, seconds))
+        time.sleep(0.02)
+
+
+def end_group(proc):
+    """SIGKILLs `proc`'s process group if it still runs (a test's `finally`), and reaps it."""
+    if proc.poll() is None:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:  # the group ended in between
+            pass
+    proc.wait()

@@ -14,15 +14,11 @@ from hypothesis import strategies as st
 
 from datagen_helpers import (DATA_DIR, assert_books_balance, read_examples, run_datagen,
                              shard_files, with_t2t_vocab)
+from format_readers import (CMN_HEAD as TSV, IWSLT_EN as EN_XML, IWSLT_ZH as ZH_XML,
+                            SGM_EN as EN_SGM, SGM_ZH as ZH_SGM, TMX_ENES)
 from pipeline import datagen
 from transforms.codecs.subword import SubwordEncoder
 
-FORMATS = os.path.join(DATA_DIR, "formats")
-EN_SGM = os.path.join(FORMATS, "valid.en-zh.head3000.en.sgm")
-ZH_SGM = os.path.join(FORMATS, "valid.en-zh.head3000.zh.sgm")
-EN_XML = os.path.join(FORMATS, "IWSLT17.TED.tst2017.en-zh.head5docs.en.xml")
-ZH_XML = os.path.join(FORMATS, "IWSLT17.TED.tst2017.zh-en.head5docs.zh.xml")
-TSV = os.path.join(FORMATS, "cmn.head3000.txt")
 FLAGS = ["--problem", "p", "--vocab_size", 8192, "--num_train_shards", 2,
          "--source_lang", "en", "--target_lang", "zh"]
 
@@ -80,7 +76,7 @@ def _tmx(path, units):
 
 @pytest.mark.slow
 def test_tmx_learns_a_vocab_and_rejects_units_missing_a_side(tmp_path):
-    real = os.path.join(FORMATS, "en-es.head800.tmx")
+    real = TMX_ENES
     out = tmp_path / "out"
     summary = run_datagen(out, None, None, "--problem", "p", "--vocab_size", 300,
                           "--num_train_shards", 2, "--source_lang", "en", "--target_lang", "es",

@@ -5,27 +5,28 @@ tests/object_store_servers.py). The kill -9 and lost-lease tests go through a pr
 delays every request, as a remote store does. The lock's own tests on the stores:
 tests/pipeline/output/test_lock_on_object_stores.py.
 
-Every output is compared byte for byte with the same job's output on local disk.
+Every output, in each record format (TFRecord; ArrayRecord and Parquet, read back without
+TensorFlow), is compared byte for byte with the same job's output on local disk.
 """
 
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
 import time
 
 import pytest
 
+from datagen_helpers import (MLQE as CORPUS, end_group, pass_started, start_job, wait_for,
+                             wait_for_line)
 from object_store_servers import BUCKET
 from pipeline import datagen
-from pipeline.tools import inspect
+from pipeline.tools import batches, inspect, reader
 from repo_paths import REPO_ROOT as ROOT
 
 pytestmark = pytest.mark.slow
 
-CORPUS = os.path.join(ROOT, "tests", "data", "enzh-mlqe-pe")
 FLAGS = ["--problem", "p", "--vocab_size", "2000", "--num_train_shards", "4",
          "--num_dev_shards", "2", "--max_line_chars", "150", "--runner", "FnApiRunner"]
 # Hidden per-run or per-place files: the summary and marker hold times, the vocab
@@ -38,11 +39,10 @@ def _inputs(prefix):
             "--dev_source", prefix + "dev.en", "--dev_target", prefix + "dev.zh"]
 
 
-@pytest.fixture(scope="module")
-def local_output(tmp_path_factory):
-    """{relative path: bytes} of the job's output on local disk."""
-    out = str(tmp_path_factory.mktemp("local") / "out")
-    assert datagen.main(_inputs(CORPUS + "/") + ["--output_dir", out] + FLAGS) == 0
+def _local_files(out, *extra):
+    """{relative path: bytes} of the job's output on local disk, run into `out`."""
+    assert datagen.main(_inputs(CORPUS + "/") + ["--output_dir", str(out)] + FLAGS
+                        + list(extra)) == 0
     files = {}
     for base, _, names in os.walk(out):
         for name in names:
@@ -51,11 +51,22 @@ def local_output(tmp_path_factory):
     return files
 
 
+@pytest.fixture(scope="module")
+def local_output(tmp_path_factory):
+    """{relative path: bytes} of the job's output (TFRecord) on local disk."""
+    return _local_files(tmp_path_factory.mktemp("local") / "out")
+
+
 def _objects(client, prefix):
     """{key relative to prefix: (bytes, ETag)} of every object under `prefix`."""
     listed = client.list_objects_v2(Bucket=BUCKET, Prefix=prefix).get("Contents", [])
     return {o["Key"][len(prefix):]: (client.get_object(Bucket=BUCKET, Key=o["Key"])["Body"]
                                      .read(), o["ETag"]) for o in listed}
+
+
+def _keys(client, prefix):
+    return {o["Key"] for o in client.list_objects_v2(Bucket=BUCKET, Prefix=prefix).get(
+        "Contents", [])}
 
 
 def _assert_same_output(objects, local):
@@ -103,7 +114,6 @@ def test_job_inspect_and_reader_on_s3_match_local_disk_and_a_rerun_rewrites_noth
     assert report["records_in_split"] == summary["splits"]["train"]["pairs_written"]
     assert len(report["records"]) == 2 and report["records"][0]["source"]
 
-    from pipeline.tools import reader
     reader.file_system_options(s3.beam_flags())
     files = reader.complete_output_files(out, "dev")
     assert [f.rsplit("/", 1)[1] for f in files] == ["p-dev-00000-of-00002",
@@ -121,7 +131,6 @@ def test_inspect_and_reader_refuse_an_output_without_its_marker(s3, capsys):
     assert inspect.main([out] + s3.beam_flags()) == 2
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and "no complete datagen output" in err
-    from pipeline.tools import reader
     reader.file_system_options(s3.beam_flags())
     with pytest.raises(reader.IncompleteOutputError, match="not complete"):
         reader.make_dataset(out + "/p-train-*", batch_size=10, mode="t2t")
@@ -154,26 +163,15 @@ def test_empty_shards_are_0_byte_objects_on_s3(s3, tmp_path):
 
 
 def _start_job(out, server, endpoint, *extra):
-    cmd = [sys.executable, "-m", "pipeline.datagen"] + _inputs("s3://%s/in/" % BUCKET) + [
-        "--output_dir", out] + FLAGS + server.beam_flags(endpoint) + list(extra)
-    return subprocess.Popen(cmd, cwd=ROOT, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                            text=True, start_new_session=True)
-
-
-def _wait_for_line(proc, text):
-    lines = []
-    for line in proc.stderr:
-        lines.append(line)
-        if text in line:
-            return lines
-    raise AssertionError("no %r in the job's log: %s" % (text, "".join(lines[-5:])))
+    return start_job(_inputs("s3://%s/in/" % BUCKET) + ["--output_dir", out] + FLAGS
+                     + server.beam_flags(endpoint) + list(extra))
 
 
 def test_a_job_that_loses_its_s3_lease_stops_with_one_line_and_deletes_nothing(s3, slow_s3):
     out = "s3://%s/lost/out" % BUCKET
     proc = _start_job(out, s3, slow_s3.endpoint, "--lock_stale_seconds", "2")
     try:
-        _wait_for_line(proc, "pass 1")
+        wait_for_line(proc, pass_started(1))
         client = s3.client()
         key = "lost/out/p.datagen.lock"
         intruder = {"run_id": "intruder", "host": "elsewhere", "pid": 1,
@@ -190,11 +188,9 @@ def test_a_job_that_loses_its_s3_lease_stops_with_one_line_and_deletes_nothing(s
             raise AssertionError("could not take the lease over in 50 tries")
         before = set(o["Key"] for o in client.list_objects_v2(
             Bucket=BUCKET, Prefix="lost/out/")["Contents"])
-        err = proc.communicate(timeout=120)[1]
+        err = proc.communicate(timeout=600)[1]
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        end_group(proc)
     assert proc.returncode == 2, err[-2000:]
     assert "taken over by run intruder" in err and "nothing deleted" in err
     after = set(o["Key"] for o in client.list_objects_v2(
@@ -217,13 +213,11 @@ def test_a_store_that_stops_answering_mid_run_is_one_line_and_no_marker(s3, monk
     out = "s3://%s/gone/out" % BUCKET
     proc = _start_job(out, s3, proxy.endpoint)
     try:
-        _wait_for_line(proc, "pass 2")
+        wait_for_line(proc, pass_started(2))
         proxy.cut()
         err = proc.communicate(timeout=600)[1]
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        end_group(proc)
     errors = [line for line in err.splitlines() if " ERROR " in line]
     assert proc.returncode == 1 and len(errors) == 1 and "Traceback" not in err, err[-3000:]
     assert "the object store stopped answering" in errors[0], errors
@@ -232,39 +226,89 @@ def test_a_store_that_stops_answering_mid_run_is_one_line_and_no_marker(s3, monk
         Bucket=BUCKET, Prefix="gone/out/").get("Contents", [])}
 
 
+def _killed_in_the_commit(client, out, server, endpoint, *extra):
+    """Starts the job through `endpoint` (a delaying proxy: the commit's moves are quick,
+    each request is delayed there, so the kill lands inside them) and kill -9s it once the
+    first final shard is there; the pid of the killed run."""
+    prefix = out.split("/", 3)[3] + "/"
+    proc = _start_job(out, server, endpoint, *extra)
+    try:
+        wait_for(lambda: _keys(client, prefix + "p-"), "the commit's first final shard", proc)
+    finally:
+        end_group(proc)
+        proc.stderr.close()
+    return proc.pid
+
+
+def _rerun_takes_over(out, server, killed, *extra):
+    rerun = _start_job(out, server, server.endpoint, *extra)
+    err = rerun.communicate(timeout=600)[1]
+    assert rerun.returncode == 0, err[-2000:]
+    assert "process %d on this host is gone" % killed in err  # the dead run's lock
+
+
 @pytest.mark.parametrize("moment", ["vocab pass", "encode pass", "commit"])
 def test_kill_9_at_any_moment_then_a_rerun_gives_the_same_bytes_and_no_stray_object(
         s3, slow_s3, local_output, moment):
     out = "s3://%s/kill-%s/out" % (BUCKET, moment.replace(" ", "-"))
     prefix = out.split("/", 3)[3] + "/"
     client = s3.client()
-    # the commit's moves are quick: each request is delayed there, so the kill lands inside
-    proc = _start_job(out, s3, slow_s3.endpoint if moment == "commit" else s3.endpoint)
-    try:
-        if moment == "vocab pass":
-            _wait_for_line(proc, "pass 1")
-        elif moment == "encode pass":
-            _wait_for_line(proc, "pass 2")
-            time.sleep(0.3)
-        else:  # the first final shard is there: the commit is moving them
-            deadline = time.time() + 120
-            while not client.list_objects_v2(Bucket=BUCKET, Prefix=prefix + "p-").get(
-                    "Contents"):
-                assert proc.poll() is None and time.time() < deadline
-                time.sleep(0.005)
-    finally:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-        proc.stderr.close()
-    left = {o["Key"] for o in client.list_objects_v2(Bucket=BUCKET, Prefix=prefix).get(
-        "Contents", [])}
-    assert prefix + "p.DATAGEN_COMPLETE" not in left  # killed before the marker
-    rerun = _start_job(out, s3, s3.endpoint)
-    err = rerun.communicate(timeout=180)[1]
-    assert rerun.returncode == 0, err[-2000:]
-    assert "process %d on this host is gone" % proc.pid in err  # the dead run's lock
+    if moment == "commit":
+        killed = _killed_in_the_commit(client, out, s3, slow_s3.endpoint)
+    else:
+        proc = _start_job(out, s3, s3.endpoint)
+        try:
+            if moment == "vocab pass":
+                wait_for_line(proc, pass_started(1))
+            else:  # the encode pass has written its first fragment
+                wait_for_line(proc, pass_started(2))
+                wait_for(lambda: [k for k in _keys(client, prefix) if "/fragments/" in k],
+                         "the encode pass's first fragment", proc)
+        finally:
+            end_group(proc)
+            proc.stderr.close()
+        killed = proc.pid
+    assert prefix + "p.DATAGEN_COMPLETE" not in _keys(client, prefix)  # killed before it
+    _rerun_takes_over(out, s3, killed)
     objects = _objects(client, prefix)
     _assert_same_output({k: v[0] for k, v in objects.items()}, local_output)
+
+
+@pytest.mark.parametrize("fmt", ["array_record", "parquet"])
+def test_other_formats_killed_in_the_commit_then_rerun_give_the_local_bytes_on_s3(
+        s3, slow_s3, tmp_path, capsys, fmt):
+    """ArrayRecord and Parquet: a job killed with SIGKILL while its commit moves the shards,
+    then rerun, leaves the bytes the same job leaves on local disk; a rerun after that
+    rewrites nothing; `inspect` and the readers without TensorFlow read it from the store."""
+    local = _local_files(tmp_path / "local", "--output_format", fmt)
+    assert any(name.endswith("." + fmt) for name in local)
+    out = "s3://%s/%s/out" % (BUCKET, fmt)
+    prefix = fmt + "/out/"
+    client = s3.client()
+    killed = _killed_in_the_commit(client, out, s3, slow_s3.endpoint, "--output_format", fmt)
+    assert prefix + "p.DATAGEN_COMPLETE" not in _keys(client, prefix)
+    _rerun_takes_over(out, s3, killed, "--output_format", fmt)
+    objects = _objects(client, prefix)
+    _assert_same_output({k: v[0] for k, v in objects.items()}, local)
+
+    argv = _inputs("s3://%s/in/" % BUCKET) + ["--output_dir", out, "--output_format", fmt] \
+        + FLAGS + s3.beam_flags()
+    capsys.readouterr()
+    assert datagen.main(argv) == 0  # a rerun: nothing to do, nothing rewritten
+    assert "nothing to do" in capsys.readouterr().err
+    assert {k: v[1] for k, v in _objects(client, prefix).items()} == \
+        {k: v[1] for k, v in objects.items()}
+
+    assert inspect.main([out, "--num_records", "2"] + s3.beam_flags()) == 0
+    assert "p train: 2 of" in capsys.readouterr().out
+    reader.file_system_options(s3.beam_flags())
+    read = batches.grain_batches if fmt == "array_record" else batches.parquet_batches
+    got = list(read(out, 10000, mode="t2t", split="dev", shuffle=False,
+                    drop_long_sequences=False))
+    expected = list(read(str(tmp_path / "local"), 10000, mode="t2t", split="dev",
+                         shuffle=False, drop_long_sequences=False))
+    assert len(got) == len(expected) > 0
+    assert all((a["inputs"] == b["inputs"]).all() for a, b in zip(got, expected))
 
 
 # -- gs:// against the GCS emulator ------------------------------------------------------------

@@ -1,7 +1,10 @@
-"""Scheduled, unattended runs: fingerprints, the output lock, Ctrl-C/SIGTERM and kill -9.
+"""Scheduled, unattended runs: fingerprints, the output lock and its lease terms,
+Ctrl-C/SIGTERM/SIGHUP and kill -9.
 
 Through the public command (`pipeline.datagen.main` in-process, `python -m pipeline.datagen`
 in a subprocess where signals are involved), on a few hundred lines of the sample corpus.
+Each test acts on an event (a log line, a process appearing, the job stopped with SIGSTOP),
+never after a fixed sleep: a busy machine only makes it slower.
 """
 
 import glob
@@ -9,7 +12,6 @@ import json
 import os
 import signal
 import socket
-import re
 import subprocess
 import sys
 import time
@@ -17,27 +19,23 @@ import time
 import psutil
 import pytest
 
-from datagen_helpers import DIRECT_MP2, FNAPI
+from datagen_helpers import (DIRECT_MP2, FNAPI, end_group, pass_started, small_corpus,
+                             start_job, wait_for, wait_for_line)
+from object_store_servers import BUCKET
 from pipeline import datagen
-from repo_paths import REPO_ROOT as ROOT
+from pipeline.output.lock import OutputLock, lease_for
+from pipeline.runtime.runners import DatagenError
+from repo_paths import REPO_ROOT
 
 pytestmark = pytest.mark.slow
 
-SAMPLE = os.path.join(ROOT, "sample_data", "enzh-mlqe-pe")
 FLAGS = ["--problem", "p", "--num_train_shards", "2"]
 
 
 @pytest.fixture
 def corpus(tmp_path):
-    """300 pairs of the sample corpus, copied so a test may change them."""
-    paths = []
-    for lang in ("en", "zh"):
-        with open(os.path.join(SAMPLE, "train." + lang), "rb") as f:
-            data = b"".join(f.readline() for _ in range(300))
-        path = tmp_path / ("train." + lang)
-        path.write_bytes(data)
-        paths.append(str(path))
-    return paths
+    """300 pairs of the bundled corpus, copied so a test may change them."""
+    return small_corpus(tmp_path, 300)
 
 
 def _argv(out, corpus, *extra, runner=FNAPI):
@@ -57,6 +55,7 @@ def _visible(out):
 
 
 def _write_lease(out, **lease):
+    """Another run's lease file; its terms (heartbeat_seconds, stale_seconds) only if given."""
     os.makedirs(str(out), exist_ok=True)
     base = {"run_id": "other", "host": "elsewhere", "pid": 4242,
             "started_at": "2026-01-01T00:00:00+00:00", "heartbeat_at": time.time(),
@@ -122,78 +121,69 @@ def test_held_lock_exits_2_naming_the_holder_and_stale_lock_is_taken_over(
     assert not os.path.exists(out / "p.datagen.lock")
 
 
-def _start(out, corpus, runner):
-    cmd = [sys.executable, "-m", "pipeline.datagen"] + _argv(out, corpus, runner=runner)
-    return subprocess.Popen(cmd, cwd=ROOT, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                            text=True, start_new_session=True)
+def _workers(proc):
+    """The job's worker processes, once there are some (forked by the fork server: not the
+    job's own children), and with them the job's whole family of processes."""
+    def family():
+        found = psutil.Process(proc.pid).children(recursive=True)
+        return found if [c for c in found if c.ppid() != proc.pid] else None
+    return wait_for(family, "the job's worker processes started", proc)
 
 
-def _wait_for_pass(proc, seconds):
-    """Reads stderr until the first pass starts, then lets it run `seconds`; the lines."""
-    lines = []
-    for line in proc.stderr:
-        lines.append(line)
-        if re.search(r" pass 1( of ~?\d+)?: ", line):
-            break
-    time.sleep(seconds)
-    assert proc.poll() is None, "the job ended before it could be stopped:\n" + "".join(lines)
-    return lines
+def _stopped_in_pass_1(proc, runner):
+    """Waits for pass 1 to start (with worker processes, for them too), then stops the
+    job's process group (SIGSTOP): whatever the machine's speed, the job is alive and mid-
+    pass when the test's signal comes. Returns the job's family of processes."""
+    wait_for_line(proc, pass_started(1))
+    family = (_workers(proc) if runner is DIRECT_MP2
+              else psutil.Process(proc.pid).children(recursive=True))
+    os.killpg(proc.pid, signal.SIGSTOP)
+    return family
 
 
-def _wait_for_workers(proc, timeout=60):
-    """The job's worker processes, once there are some (their start-up time depends on the
-    machine's load, so this polls rather than sleeping a fixed time)."""
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        assert proc.poll() is None, "the job ended before its workers were seen"
-        # the workers: forked by the fork server, the job's child from its first line
-        if [c for c in psutil.Process(proc.pid).children(recursive=True)
-                if c.ppid() != proc.pid]:
-            time.sleep(0.3)  # let the pass take in work, so the signal lands mid-pass
-            return psutil.Process(proc.pid).children(recursive=True)
-        time.sleep(0.1)
-    raise AssertionError("no worker processes within %d s" % timeout)
-
-
-def _signal_group(proc, sig, timeout=60):
-    """Sends `sig` to the job's process group; (exit status, stderr). The group is SIGKILLed
-    if the job does not end within `timeout` s (the test then fails on the status)."""
+def _signal_group(proc, sig):
+    """Sends `sig` to the job's process group (and SIGCONT, should the test have stopped
+    it); (exit status, stderr). The group is SIGKILLed if the job hangs."""
     try:
         os.killpg(proc.pid, sig)
+        os.killpg(proc.pid, signal.SIGCONT)  # `sig` was sent first: it is what the job meets
         err = proc.stderr.read()
-        return proc.wait(timeout=timeout), err
+        return proc.wait(timeout=600), err
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        end_group(proc)
 
 
-def _left_running(family):
-    """The pids of `family` (psutil processes) still running half a second later."""
-    time.sleep(0.5)
-    return [p.pid for p in family if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+def _assert_none_left_running(family):
+    """Every process of `family` (psutil processes of a job that has ended) ends too."""
+    def running():
+        return [p.pid for p in family if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    wait_for(lambda: not running(), "the ended job's processes ending", seconds=120)
 
 
 @pytest.mark.parametrize("sig,runner", [(signal.SIGINT, DIRECT_MP2),
                                         (signal.SIGTERM, DIRECT_MP2),
+                                        (signal.SIGHUP, DIRECT_MP2),
                                         (signal.SIGINT, FNAPI)],
-                         ids=["sigint-2-workers", "sigterm-2-workers", "sigint-fnapi"])
+                         ids=["sigint-2-workers", "sigterm-2-workers", "sighup-2-workers",
+                              "sigint-fnapi"])
 def test_signal_to_the_process_group(tmp_path, corpus, capsys, sig, runner):
+    """SIGINT (Ctrl-C), SIGTERM (a scheduler) and SIGHUP (a closed terminal or ssh session,
+    which the kernel sends to the terminal's foreground group) mid-pass: one line
+    "interrupted (SIG...)", exit 128 + the signal, the summary says interrupted, no output
+    and no lock left, no process left running, and a rerun completes."""
     out = tmp_path / "out"
-    proc = _start(out, corpus, runner)
+    proc = start_job(_argv(out, corpus, runner=runner))
     try:
-        _wait_for_pass(proc, 0.3 if runner is FNAPI else 0.5)  # the 300-pair job: ~1 s
-        family = (_wait_for_workers(proc) if runner is DIRECT_MP2
-                  else psutil.Process(proc.pid).children(recursive=True))
+        family = _stopped_in_pass_1(proc, runner)
         # a second run on the same directory meanwhile stops at once, naming the first
         assert datagen.main(_argv(out, corpus)) == 2
         assert "pid %d" % proc.pid in capsys.readouterr().err
     finally:
         status, err = _signal_group(proc, sig)
-    assert status == 128 + sig
+    assert status == 128 + sig, err
     assert "Traceback" not in err and err.strip().splitlines()[-1].endswith(
         "ERROR interrupted (%s)" % signal.Signals(sig).name), err
-    assert _left_running(family) == []
+    _assert_none_left_running(family)
     assert _summary(out)["status"] == "interrupted"
     assert _visible(out) == [] and not os.path.exists(out / "p.datagen.lock")
     if runner is DIRECT_MP2:
@@ -201,21 +191,38 @@ def test_signal_to_the_process_group(tmp_path, corpus, capsys, sig, runner):
         assert _summary(out)["status"] == "complete"
 
 
-@pytest.mark.parametrize("after", [0.3, 1.2])
-def test_ctrl_c_while_the_job_starts(tmp_path, corpus, after):
-    """A Ctrl-C during the driver's imports (0.3 s) or while the worker processes' fork server
-    imports (1.2 s): queued for the driver, not discarded, and it kills no helper process
-    with a traceback: exit 130, one line, nothing left running."""
-    proc = _start(tmp_path / "out", corpus, DIRECT_MP2)
+def _fork_server(proc):
+    for child in psutil.Process(proc.pid).children():
+        if "multiprocessing.forkserver" in " ".join(child.cmdline()):
+            return child
+    return None
+
+
+def _importing_beam(server):
+    """True once the fork server has mapped one of Beam's compiled modules: it is importing
+    Beam (its imports take about a second more)."""
+    with open("/proc/%d/maps" % server.pid) as maps:
+        return "apache_beam" in maps.read()
+
+
+@pytest.mark.parametrize("moment", ["driver-imports", "fork-server-imports"])
+def test_ctrl_c_while_the_job_starts(tmp_path, corpus, moment):
+    """A Ctrl-C during the driver's imports (the fork server has just been started, before
+    them) or while the worker processes' fork server imports Beam: queued for the driver, not
+    discarded, and it kills no helper process with a traceback: exit 130, one line, nothing
+    left running."""
+    proc = start_job(_argv(tmp_path / "out", corpus, runner=DIRECT_MP2))
     try:
-        time.sleep(after)
+        server = wait_for(lambda: _fork_server(proc), "the fork server started", proc)
+        if moment == "fork-server-imports":
+            wait_for(lambda: _importing_beam(server), "the fork server importing Beam", proc)
         family = psutil.Process(proc.pid).children(recursive=True)
     finally:
         status, err = _signal_group(proc, signal.SIGINT)
     assert status == 130, err
     assert "Traceback" not in err and "resource_tracker" not in err, err
     assert err.strip().splitlines()[-1].endswith("ERROR interrupted (SIGINT)"), err
-    assert _left_running(family) == []
+    _assert_none_left_running(family)
 
 
 def test_a_finished_run_ends_its_helpers_and_prints_everything(tmp_path, corpus):
@@ -231,15 +238,13 @@ def test_a_finished_run_ends_its_helpers_and_prints_everything(tmp_path, corpus)
            "sys.argv = ['pipeline.datagen'] + sys.argv[2:]; "
            "runpy.run_module('pipeline.datagen', run_name='__main__', alter_sys=True)",
            str(marker)] + _argv(out, corpus, runner=DIRECT_MP2)
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    proc = subprocess.Popen(cmd, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, start_new_session=True)
     try:
-        family = _wait_for_workers(proc)
-        stdout, stderr = proc.communicate(timeout=120)
+        family = _workers(proc)
+        stdout, stderr = proc.communicate(timeout=600)
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        end_group(proc)
     assert proc.returncode == 0, stderr
     assert stdout.startswith("datagen complete: problem p") and stdout.rstrip().splitlines()[
         -1].startswith("stages: "), stdout
@@ -247,17 +252,16 @@ def test_a_finished_run_ends_its_helpers_and_prints_everything(tmp_path, corpus)
         stderr and "leaked" not in stderr, stderr
     assert _summary(out)["status"] == "complete" and marker.exists()
     assert len(family) >= 4  # fork server, resource tracker, 2 workers
-    assert _left_running(family) == []
+    _assert_none_left_running(family)
 
 
 def test_kill_9_then_rerun_takes_over_the_dead_runs_lock(tmp_path, corpus, capsys):
     out = tmp_path / "out"
-    proc = _start(out, corpus, FNAPI)
+    proc = start_job(_argv(out, corpus))
     try:
-        _wait_for_pass(proc, 1.0)
+        wait_for_line(proc, pass_started(1))  # the lock is held from before pass 1
     finally:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+        end_group(proc)
     assert os.path.exists(out / "p.datagen.lock") and _visible(out) == []
     assert datagen.main(_argv(out, corpus)) == 0
     err = capsys.readouterr().err
@@ -269,8 +273,6 @@ def test_local_lock_is_taken_at_once_by_exactly_one_of_many_runs(tmp_path):
     """On a local disk a free lease is an exclusive create: no settle wait, and of runs that
     try at the same moment exactly one gets it; its heartbeat keeps the file there."""
     import threading
-    from pipeline.output.lock import OutputLock
-    from pipeline.runtime.runners import DatagenError
 
     out = str(tmp_path / "new" / "out")  # the lock makes the directory
     locks = [OutputLock(out, "p", stale_seconds=0.8) for _ in range(8)]  # heartbeat 0.2 s
@@ -293,7 +295,7 @@ def test_local_lock_is_taken_at_once_by_exactly_one_of_many_runs(tmp_path):
         t.join()
     held = [i for i, o in enumerate(outcomes) if o[0] == "held"]
     assert len(held) == 1, outcomes
-    from pipeline.output.lock import SettledLease, lease_for
+    from pipeline.output.lock import SettledLease
     assert not isinstance(lease_for(out), SettledLease)  # no settle wait on a local disk
     assert all("is in use by run %s" % locks[held[0]].lease["run_id"] in o[1]
                for o in outcomes if o[0] == "refused")
@@ -306,3 +308,93 @@ def test_local_lock_is_taken_at_once_by_exactly_one_of_many_runs(tmp_path):
     assert json.loads(open(path).read())["run_id"] == locks[held[0]].lease["run_id"]
     locks[held[0]].release()
     assert not os.path.exists(path) and os.listdir(out) == []
+
+
+# -- the lease records its holder's terms (`pipeline.output.lock`) -------------------------------
+# A taker judges staleness by the holder's recorded --lock_stale_seconds, never by its own
+# shorter one, and on this host a holder whose process is alive is never stale, on a local
+# disk and on object stores alike.
+
+def test_a_shorter_lock_stale_seconds_does_not_take_a_live_runs_lease(tmp_path, corpus,
+                                                                       capsys):
+    """A real job holds the lease (default terms: 120 s); it is stopped (SIGSTOP: alive, no
+    heartbeat) for longer than a second run's --lock_stale_seconds 0.5. The second run is
+    refused with one line and exit 2; the first goes on (SIGCONT) and ends complete."""
+    out = tmp_path / "out"
+    proc = start_job(_argv(out, corpus))
+    try:
+        lines = wait_for_line(proc, pass_started(1))
+        os.killpg(proc.pid, signal.SIGSTOP)
+        try:
+            # its last heartbeat is older than the second run's terms: no event to wait
+            # for, a lower bound on time passed, which a busy machine only lengthens
+            time.sleep(1.5)
+            assert datagen.main(_argv(out, corpus, "--lock_stale_seconds", 0.5)) == 2
+        finally:
+            os.killpg(proc.pid, signal.SIGCONT)
+        err = "".join(lines) + proc.stderr.read()
+        assert proc.wait(timeout=600) == 0, err
+    finally:
+        end_group(proc)
+    refusal = capsys.readouterr().err.strip().splitlines()
+    assert len(refusal) == 1, refusal
+    assert "is in use by run" in refusal[0] and "pid %d" % proc.pid in refusal[0]
+    assert "stale after 120 s without a heartbeat" in refusal[0]
+    assert _summary(out)["status"] == "complete"
+    assert not os.path.exists(out / "p.datagen.lock")
+
+
+def test_a_dead_holders_lease_is_taken_after_the_holders_staleness(tmp_path, corpus, capsys):
+    """Another host's lease with terms (stale after 2 s): a heartbeat 1 s old is not stale
+    even to a run with --lock_stale_seconds 0.5; one 5 s old is, even to a run with 600."""
+    out = tmp_path / "out"
+    terms = dict(pid_start=None, heartbeat_seconds=0.5, stale_seconds=2.0)
+    _write_lease(out, heartbeat_at=time.time() - 1, **terms)
+    assert datagen.main(_argv(out, corpus, "--lock_stale_seconds", 0.5)) == 2
+    err = capsys.readouterr().err
+    assert "is in use by run other (host elsewhere" in err and "stale after 2 s" in err
+    _write_lease(out, heartbeat_at=time.time() - 5, **terms)
+    assert datagen.main(_argv(out, corpus, "--lock_stale_seconds", 600)) == 0
+    err = capsys.readouterr().err
+    assert "taking over the lock" in err and "its holder's --lock_stale_seconds 2)" in err
+    assert not os.path.exists(out / "p.datagen.lock")
+
+
+def _stores(server):
+    from apache_beam.options.pipeline_options import PipelineOptions
+    from transforms.storage.object_stores import ObjectStores, StoreSettings
+    return ObjectStores(StoreSettings.from_options(PipelineOptions(
+        server.beam_flags(server.endpoint))))
+
+
+@pytest.mark.parametrize("where", ["local", "s3", "gcs"])
+def test_a_live_process_on_this_host_is_never_stale(tmp_path, request, monkeypatch, where):
+    """A lease of this host whose holder process is alive (here a `sleep`), with a heartbeat
+    far older than its terms, is refused, on a local disk, S3 and GCS; once that process is
+    gone it is taken at once."""
+    if where == "s3":
+        server = request.getfixturevalue("s3")
+        out, stores = "s3://%s/live/out" % BUCKET, _stores(server)
+    elif where == "gcs":
+        for name, value in request.getfixturevalue("gcs").env.items():
+            monkeypatch.setenv(name, value)
+        from transforms.storage.object_stores import ObjectStores, StoreSettings
+        out, stores = "gs://%s/live/out" % BUCKET, ObjectStores(StoreSettings())
+    else:
+        out, stores = str(tmp_path / "out"), None
+        os.makedirs(out)
+    holder = subprocess.Popen(["sleep", "600"])
+    try:
+        lease = {"run_id": "sleeper", "host": socket.gethostname(), "pid": holder.pid,
+                 "pid_start": None, "started_at": "then",
+                 "heartbeat_iso": "then", "heartbeat_seconds": 0.1, "stale_seconds": 0.4,
+                 "heartbeat_at": time.time() - 3600}
+        lease_for(out + "/p.datagen.lock", stores).create(json.dumps(lease).encode())
+        with pytest.raises(DatagenError, match="is in use by run sleeper"):
+            OutputLock(out, "p", 0.4, stores).acquire()
+    finally:
+        holder.kill()
+        holder.wait()
+    taker = OutputLock(out, "p", 0.4, stores)
+    taker.acquire()
+    taker.release()
