@@ -15,3 +15,10 @@ def corpus(directory, lines=40):
     en = "".join("the cat number %d sat on mat %d\n" % (i, i % 7) for i in range(lines))
     zh = "".join("\u732b %d \u5750\u5728 %d\n" % (i, i % 7) for i in range(lines))
     return write(directory / "a.en", en.encode()), write(directory / "a.zh", zh.encode())
+
+
+def word_job(directory, out, lines=40):
+    """The argv of a small word-vocabulary job over `corpus(directory)` into `out`."""
+    src, tgt = corpus(directory, lines)
+    return ["--train_source", src, "--train_target", tgt, "--output_dir", out,
+            "--vocab_type", "word", "--vocab_size", 50] + FLAGS

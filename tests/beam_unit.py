@@ -46,3 +46,21 @@ def chunked_pair(directory, source, target, split_at=3):
         (0, 0), (split_at, len("\n".join(lines[:split_at]).encode("utf-8")) + 1)]}
         for lines in (source, target)]
     return vocab, plan_chunks(ds, src, tgt, *facts)
+
+
+ENCODE_SEED = 7  # the seed of `encode_tiny_pairs`, for the shuffle keys a test expects
+
+
+def encode_tiny_pairs(vocab, work_dir, shards):
+    """EncodePairs (the default config, seed ENCODE_SEED) with the tiny vocabulary `vocab`
+    (from `chunked_pair`) on both sides and `shards` ({split: shard count}); its fragments
+    go to `work_dir`/fragments, made here. Apply it to the chunks."""
+    import os
+    from pipeline.driver.options import default_config
+    from transforms.codecs.subword_vocabulary import SubwordVocabulary
+    from transforms.codecs.vocabulary import VocabularyLoader
+    from transforms.encode_pairs import EncodePairs
+    fragments = os.path.join(str(work_dir), "fragments")
+    os.makedirs(fragments)
+    return EncodePairs(VocabularyLoader(SubwordVocabulary), vocab, vocab, ENCODE_SEED, shards,
+                       fragments, default_config())

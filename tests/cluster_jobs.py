@@ -11,11 +11,11 @@ import sys
 import threading
 import time
 
-from datagen_helpers import output_bytes
+from datagen_helpers import assert_books_balance, output_bytes
 from pipeline import datagen
+from repo_paths import REPO_ROOT as REPO, SAMPLE_DATA
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SAMPLE = os.path.join(REPO, "sample_data", "enzh-mlqe-pe")
+SAMPLE = os.path.join(SAMPLE_DATA, "enzh-mlqe-pe")
 INPUTS = ["--train_source", os.path.join(SAMPLE, "train.en"),
           "--train_target", os.path.join(SAMPLE, "train.zh"),
           "--dev_source", os.path.join(SAMPLE, "dev.en"),
@@ -85,6 +85,19 @@ class Job:
 
     def errors(self):
         return [line for line in self.lines if " ERROR " in line]
+
+
+def run_like_direct_runner(kind, runner, out, tmp_path_factory):
+    """Runs the sample job of `kind` with the `runner` flags into `out` and checks it against
+    DirectRunner's: the same bytes, the same books (balanced), no work left. The summary."""
+    expected, direct = baseline(kind, tmp_path_factory)
+    summary = datagen.run(INPUTS + COMMON + KINDS[kind] + runner + ["--output_dir", str(out)])
+    assert summary["runner"] == runner[runner.index("--runner") + 1]
+    assert output_bytes(out) == expected
+    assert books(summary) == books(direct)
+    assert_books_balance(summary)
+    assert work_leftovers(out) == []
+    return summary
 
 
 def work_leftovers(out):

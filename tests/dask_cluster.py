@@ -214,32 +214,32 @@ class SplitEvenOdd(beam.DoFn):
             yield element
 
 
-class MarkRun(beam.DoFn):
-    """Passes elements through and leaves a file in `directory` each time it runs a bundle."""
+class _Mark(beam.DoFn):
+    """Passes elements through; `mark()` leaves a file in `directory`."""
 
     def __init__(self, directory):
         self.directory = directory
+
+    def mark(self):
+        os.makedirs(self.directory, exist_ok=True)
+        open(os.path.join(self.directory, uuid.uuid4().hex), "w").close()
+
+    def process(self, element):
+        yield element
+
+
+class MarkRun(_Mark):
+    """Leaves a file in `directory` each time it runs a bundle."""
 
     def start_bundle(self):
-        os.makedirs(self.directory, exist_ok=True)
-        open(os.path.join(self.directory, uuid.uuid4().hex), "w").close()
-
-    def process(self, element):
-        yield element
+        self.mark()
 
 
-class MarkSetup(beam.DoFn):
-    """Passes elements through and leaves a file in `directory` each time it is set up."""
-
-    def __init__(self, directory):
-        self.directory = directory
+class MarkSetup(_Mark):
+    """Leaves a file in `directory` each time it is set up."""
 
     def setup(self):
-        os.makedirs(self.directory, exist_ok=True)
-        open(os.path.join(self.directory, uuid.uuid4().hex), "w").close()
-
-    def process(self, element):
-        yield element
+        self.mark()
 
 
 def idle_stages(dask_worker=None):

@@ -14,6 +14,14 @@ from pipeline import datagen
 from repo_paths import DATA_DIR, REPO_ROOT
 
 MLQE = os.path.join(DATA_DIR, "enzh-mlqe-pe")  # the bundled en-zh corpus (train, dev)
+ENVI = os.path.join(DATA_DIR, "envi-nmt-testdata")  # tensorflow/nmt's en-vi test data
+
+
+def envi(kind, lang):
+    """A file of tensorflow/nmt's en-vi test data: `kind` "tst2013" (100 lines of text) or
+    "vocab" (its word vocabulary), `lang` "en" or "vi"."""
+    return os.path.join(ENVI, "iwslt15.%s.100.%s" % (kind, lang))
+
 # How long a wait for an event may take before the test calls it a hang: a guard against a
 # test that would otherwise never end, never a measure of speed (a busy machine is slow).
 HANG_SECONDS = 600

@@ -37,17 +37,26 @@ def free_port():
         return s.getsockname()[1]
 
 
-def _wait_until_answers(url, proc, seconds=30.0):
-    deadline = time.time() + seconds
-    while time.time() < deadline:
+def wait_until_answers(ask, proc, what, seconds=300.0):
+    """Calls `ask()` until it raises no OSError: the server `proc` answers. Fails naming
+    `what` if the server exits first, or after `seconds` (a guard against a hang, not a
+    measure: a busy machine starts servers slowly)."""
+    deadline = time.monotonic() + seconds
+    while True:
         if proc.poll() is not None:
-            raise RuntimeError("server %s exited with %s" % (url, proc.returncode))
+            raise RuntimeError("%s exited with %s" % (what, proc.returncode))
         try:
-            urllib.request.urlopen(url, timeout=1).read()
+            ask()
             return
         except OSError:
+            if time.monotonic() > deadline:
+                raise RuntimeError("%s did not answer in %.0f s" % (what, seconds))
             time.sleep(0.1)
-    raise RuntimeError("server %s did not answer within %.0f s" % (url, seconds))
+
+
+def _wait_until_answers(url, proc):
+    wait_until_answers(lambda: urllib.request.urlopen(url, timeout=1).read(), proc,
+                       "server " + url)
 
 
 def _stop(proc):

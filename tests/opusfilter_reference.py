@@ -31,6 +31,16 @@ from cached_venvs import cache_dir, installed_venv
 OPUSFILTER_VERSION = "3.3.1"
 OPUSFILTER_VENV = cache_dir("opusfilter", "opusfilter", OPUSFILTER_VERSION)
 
+# A chain of OpusFilter's filters as a user's config would list it: lengths, their ratio,
+# the language, HTML tags, numerals (the cleaning job's and the parity tests' chain).
+FILTER_CHAIN = [
+    {"LengthFilter": {"unit": ["word", "char"], "min_length": 1, "max_length": [50, 90]}},
+    {"LengthRatioFilter": {"unit": ["word", "char"], "threshold": 4}},
+    {"LangidFilter": {"languages": ["en", "zh"]}},
+    {"HtmlTagFilter": {}},
+    {"NonZeroNumeralsFilter": {}},
+]
+
 
 def install_opusfilter():
     """bin/opusfilter of the cached virtualenv (OpusFilter 3.3.1 runs only with py3langid

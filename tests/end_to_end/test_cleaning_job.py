@@ -13,19 +13,13 @@ import pytest
 
 from datagen_helpers import (DIRECT_MP2, assert_books_balance, assert_no_output,
                              one_line_error, output_bytes, run_datagen)
-from opusfilter_reference import opusfilter_drops
+from opusfilter_reference import FILTER_CHAIN, opusfilter_drops
 from repo_paths import DATA_DIR
 
 pytestmark = pytest.mark.slow
 
 NOISY = os.path.join(DATA_DIR, "noisy-enzh")
-FILTERS = [
-    {"LengthFilter": {"unit": ["word", "char"], "min_length": 1, "max_length": [50, 90]}},
-    {"LengthRatioFilter": {"unit": ["word", "char"], "threshold": 4}},
-    {"LangidFilter": {"languages": ["en", "zh"]}},
-    {"HtmlTagFilter": {}},
-    {"NonZeroNumeralsFilter": {}},
-]
+FILTERS = FILTER_CHAIN
 TRAIN = [os.path.join(NOISY, "train-a"), os.path.join(NOISY, "train-b")]
 DEV = os.path.join(NOISY, "dev")
 

@@ -16,8 +16,9 @@ import time
 import pytest
 
 import clusters
-from cluster_jobs import COMMON, INPUTS, KINDS, Job, baseline, books, work_leftovers
-from datagen_helpers import assert_books_balance, output_bytes
+from cluster_jobs import (COMMON, INPUTS, KINDS, Job, baseline, run_like_direct_runner,
+                          work_leftovers)
+from datagen_helpers import output_bytes
 from pipeline import datagen
 
 pytestmark = pytest.mark.slow
@@ -73,16 +74,9 @@ def _finished_jobs(cluster):
 def test_every_pass_runs_on_flink_byte_identical_to_direct_runner(flink, kind, tmp_path,
                                                                    tmp_path_factory):
     cluster, _, runner = flink
-    expected, direct = baseline(kind, tmp_path_factory)
     before = len(_finished_jobs(cluster))
-    summary = datagen.run(INPUTS + COMMON + KINDS[kind] + runner + [
-        "--output_dir", str(tmp_path / "out")])
-    assert summary["runner"] == "FlinkRunner"
-    assert output_bytes(tmp_path / "out") == expected
-    assert books(summary) == books(direct)
-    assert_books_balance(summary)
+    summary = run_like_direct_runner(kind, runner, tmp_path / "out", tmp_path_factory)
     assert len(_finished_jobs(cluster)) - before == summary["passes"]  # each pass a job
-    assert work_leftovers(tmp_path / "out") == []
 
 
 def _run_killing(runner, out, kill, extra=()):

@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from bad_input_files import FLAGS, corpus as _corpus, write as _write
+from bad_input_files import word_job as _word_job, write as _write
 from datagen_helpers import shard_files
 from datagen_helpers import main_errors as _main, one_line_error as _one_line_error
 from pipeline import datagen
@@ -141,10 +141,8 @@ def read_only_disk(tmp_path):
 @pytest.mark.slow
 def test_rerun_over_a_complete_read_only_output_exits_0(tmp_path, capsys, read_only_disk):
     import subprocess
-    src, tgt = _corpus(tmp_path / "data")
     out = read_only_disk / "out"
-    argv = ["--train_source", src, "--train_target", tgt, "--output_dir", out,
-            "--vocab_type", "word", "--vocab_size", 50] + FLAGS
+    argv = _word_job(tmp_path / "data", out)
     code, _, err = _main(capsys, *argv)
     assert code == 0, err
     subprocess.run(["mount", "-o", "remount,ro", str(read_only_disk)], check=True)
@@ -159,7 +157,6 @@ def test_disk_full_while_writing_the_marker_leaves_a_failed_summary(tmp_path, ca
     import errno
     import json
     from transforms.storage import file_io
-    src, tgt = _corpus(tmp_path / "data")
     out = tmp_path / "out"
     real = file_io.write_bytes_atomically
 
@@ -169,9 +166,8 @@ def test_disk_full_while_writing_the_marker_leaves_a_failed_summary(tmp_path, ca
         return real(path, data, stores)
 
     monkeypatch.setattr(file_io, "write_bytes_atomically", full_at_the_marker)
-    _one_line_error(capsys, ["--train_source", src, "--train_target", tgt, "--output_dir", out,
-                             "--vocab_type", "word", "--vocab_size", 50] + FLAGS,
-                    "No space left on device", str(out))
+    _one_line_error(capsys, _word_job(tmp_path / "data", out), "No space left on device",
+                    str(out))
     assert not os.path.exists(out / "p.DATAGEN_COMPLETE")
     summary = json.loads((out / "p.datagen_summary.json").read_text())
     assert summary["status"] == "failed" and "No space left" in summary["error"]

@@ -10,7 +10,7 @@ import os
 
 import pytest
 
-from bad_input_files import FLAGS, corpus as _corpus, write as _write
+from bad_input_files import FLAGS, corpus as _corpus, word_job as _word_job, write as _write
 from datagen_helpers import main_errors as _main, one_line_error as _one_line_error
 from pipeline import datagen
 
@@ -200,10 +200,8 @@ def test_a_file_name_with_commas_or_brackets_is_taken_literally(tmp_path):
 
 @pytest.mark.slow
 def test_rerun_after_a_shard_was_deleted_redoes_it(tmp_path, capsys):
-    src, tgt = _corpus(tmp_path / "data")
     out = tmp_path / "out"
-    argv = ["--train_source", src, "--train_target", tgt, "--output_dir", out,
-            "--vocab_type", "word", "--vocab_size", 50] + FLAGS
+    argv = _word_job(tmp_path / "data", out)
     code, _, err = _main(capsys, *argv)
     assert code == 0, err
     shard = out / "p-train-00001-of-00002"
@@ -246,10 +244,8 @@ def test_an_error_line_is_capped(tmp_path, capsys):
 
 @pytest.mark.slow
 def test_rerun_after_a_failed_run_with_another_max_line_chars(tmp_path, capsys):
-    src, tgt = _corpus(tmp_path / "data")
     out = tmp_path / "out"
-    argv = ["--train_source", src, "--train_target", tgt, "--output_dir", out,
-            "--vocab_type", "word", "--vocab_size", 50] + FLAGS
+    argv = _word_job(tmp_path / "data", out)
     code, errors, err = _main(capsys, *argv, "--max_line_chars", 1)  # every pair rejected
     assert code == 2 and "no pairs to write" in errors[0], err
     assert os.path.exists(out / "vocab.p.50.words.en")

@@ -167,26 +167,18 @@ NMT_CASES = [dict(batch_size=16), dict(batch_size=8, src_max_len=10, tgt_max_len
                                        num_buckets=3), dict(batch_size=32, num_buckets=4)]
 
 
-@pytest.mark.parametrize("options", T2T_CASES)
-def test_t2t_batches_of_grain_pyarrow_and_datasets_equal_tf_data(outputs, options):
-    expected = list(reader.make_dataset(os.path.join(outputs["tfrecord"], "p-train-*"),
-                                        mode="t2t", shuffle=False, **options)
+@pytest.mark.parametrize("mode,fixture,options",
+                         [("t2t", "outputs", o) for o in T2T_CASES]
+                         + [("nmt", "word_outputs", o) for o in NMT_CASES])
+def test_batches_of_grain_and_pyarrow_equal_tf_data(request, mode, fixture, options):
+    """T2T's batching (subword outputs) and tensorflow/nmt's (word outputs)."""
+    written = request.getfixturevalue(fixture)
+    expected = list(reader.make_dataset(os.path.join(written["tfrecord"], "p-train-*"),
+                                        mode=mode, shuffle=False, **options)
                     .as_numpy_iterator())
-    assert_same_batches(expected, batches.grain_batches(
-        outputs["array_record"], mode="t2t", shuffle=False, **options))
-    assert_same_batches(expected, batches.parquet_batches(
-        outputs["parquet"], mode="t2t", shuffle=False, **options))
-
-
-@pytest.mark.parametrize("options", NMT_CASES)
-def test_nmt_batches_of_grain_and_pyarrow_equal_tf_data(word_outputs, options):
-    expected = list(reader.make_dataset(os.path.join(word_outputs["tfrecord"], "p-train-*"),
-                                        mode="nmt", shuffle=False, **options)
-                    .as_numpy_iterator())
-    assert_same_batches(expected, batches.grain_batches(
-        word_outputs["array_record"], mode="nmt", shuffle=False, **options))
-    assert_same_batches(expected, batches.parquet_batches(
-        word_outputs["parquet"], mode="nmt", shuffle=False, **options))
+    for read, fmt in ((batches.grain_batches, "array_record"),
+                      (batches.parquet_batches, "parquet")):
+        assert_same_batches(expected, read(written[fmt], mode=mode, shuffle=False, **options))
 
 
 def test_datasets_batches_equal_pyarrow_and_shuffled_epochs_hold_every_pair(

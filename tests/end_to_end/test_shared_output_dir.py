@@ -9,18 +9,15 @@ while the other is mid-pass) is made certain with SIGSTOP/SIGCONT, not with timi
 import os
 import re
 import signal
-import subprocess
-import sys
 
 import pytest
 
-from datagen_helpers import FNAPI, output_bytes
+from datagen_helpers import (FNAPI, MLQE, end_group, output_bytes, pass_started, start_job,
+                             wait_for_line)
 from pipeline import datagen
-from repo_paths import REPO_ROOT as ROOT
 
 pytestmark = pytest.mark.slow
 
-SAMPLE = os.path.join(ROOT, "sample_data", "enzh-mlqe-pe")
 PROBLEMS = ("a", "b")
 
 
@@ -31,7 +28,7 @@ def corpus(tmp_path_factory):
     directory = tmp_path_factory.mktemp("corpus")
     paths = []
     for lang in ("en", "zh"):
-        with open(os.path.join(SAMPLE, "train." + lang), "rb") as f:
+        with open(os.path.join(MLQE, "train." + lang), "rb") as f:
             lines = [f.readline() for _ in range(300)]
             data = b"".join(lines + lines[:20])
         path = directory / ("train." + lang)
@@ -58,9 +55,7 @@ def alone(corpus, tmp_path_factory):
 
 
 def _start(out, corpus, problem, *extra):
-    return subprocess.Popen([sys.executable, "-m", "pipeline.datagen"] + _argv(
-        out, corpus, problem) + list(extra), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-        text=True, start_new_session=True)
+    return start_job(_argv(out, corpus, problem) + list(extra))
 
 
 def _finish(proc, before=""):
@@ -69,19 +64,26 @@ def _finish(proc, before=""):
         err = before + proc.stderr.read()
         return proc.wait(timeout=600), err
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        end_group(proc)
 
 
-def _until_pass(proc, number):
-    """Reads the run's stderr until pass `number` starts; the lines read."""
-    lines = []
-    for line in proc.stderr:
-        lines.append(line)
-        if re.search(r" pass %d( of ~?\d+)?: " % number, line):
-            return "".join(lines)
-    raise AssertionError("the run ended before pass %d:\n%s" % (number, "".join(lines)))
+def _b_stopped_mid_pass_while_a_runs(start):
+    """b, started by `start(problem)`, is stopped (SIGSTOP) as its vocab pass starts; a
+    runs start to end; b goes on (SIGCONT) and ends. Both must end with status 0."""
+    b = start("b")
+    try:
+        b_err = "".join(wait_for_line(b, pass_started(3)))
+        os.killpg(b.pid, signal.SIGSTOP)
+        try:
+            a_status, a_err = _finish(start("a"))
+        finally:
+            os.killpg(b.pid, signal.SIGCONT)
+        b_status, b_err = _finish(b, b_err)
+    finally:
+        end_group(b)
+    assert a_status == 0, a_err
+    assert b_status == 0, b_err
+    assert "Traceback" not in a_err + b_err
 
 
 def _assert_both_complete(out, alone):
@@ -99,22 +101,7 @@ def test_one_problem_ends_while_the_other_is_mid_pass(tmp_path, corpus, alone):
     prepare and clean passes wrote; a runs start to end in the same directory; b goes on
     (SIGCONT), reads that work, and ends complete too."""
     out = tmp_path / "shared"
-    b = _start(out, corpus, "b")
-    try:
-        b_err = _until_pass(b, 3)
-        os.killpg(b.pid, signal.SIGSTOP)
-        try:
-            a_status, a_err = _finish(_start(out, corpus, "a"))
-        finally:
-            os.killpg(b.pid, signal.SIGCONT)
-        b_status, b_err = _finish(b, b_err)
-    finally:
-        if b.poll() is None:
-            os.killpg(b.pid, signal.SIGKILL)
-            b.wait()
-    assert a_status == 0, a_err
-    assert b_status == 0, b_err
-    assert "Traceback" not in a_err + b_err
+    _b_stopped_mid_pass_while_a_runs(lambda problem: _start(out, corpus, problem))
     _assert_both_complete(out, alone)
 
 
@@ -160,26 +147,8 @@ def test_on_s3_one_problem_ends_while_the_other_is_mid_pass(s3, corpus, alone):
         inputs.append("s3://%s/%s" % (BUCKET, key))
     out = "s3://%s/shared-out" % BUCKET
 
-    def start(problem):
-        return subprocess.Popen([sys.executable, "-m", "pipeline.datagen"] + _argv(
-            out, inputs, problem) + s3.beam_flags(), cwd=ROOT, stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE, text=True, start_new_session=True)
-
-    b = start("b")
-    try:
-        b_err = _until_pass(b, 3)
-        os.killpg(b.pid, signal.SIGSTOP)
-        try:
-            a_status, a_err = _finish(start("a"))
-        finally:
-            os.killpg(b.pid, signal.SIGCONT)
-        b_status, b_err = _finish(b, b_err)
-    finally:
-        if b.poll() is None:
-            os.killpg(b.pid, signal.SIGKILL)
-            b.wait()
-    assert a_status == 0, a_err
-    assert b_status == 0, b_err
+    _b_stopped_mid_pass_while_a_runs(
+        lambda problem: start_job(_argv(out, inputs, problem) + s3.beam_flags()))
     listed = client.list_objects_v2(Bucket=BUCKET, Prefix="shared-out/").get("Contents", [])
     objects = {o["Key"][len("shared-out/"):]: client.get_object(
         Bucket=BUCKET, Key=o["Key"])["Body"].read() for o in listed}

@@ -8,9 +8,7 @@ the reason (fails under CI=true).
 import pytest
 
 import clusters
-from cluster_jobs import COMMON, INPUTS, KINDS, baseline, books, work_leftovers
-from datagen_helpers import assert_books_balance, output_bytes
-from pipeline import datagen
+from cluster_jobs import run_like_direct_runner
 
 pytestmark = pytest.mark.slow
 
@@ -30,14 +28,7 @@ def spark(tmp_path_factory):
 def test_every_pass_runs_on_spark_byte_identical_to_direct_runner(spark, kind, tmp_path,
                                                                    tmp_path_factory):
     cluster, runner = spark
-    expected, direct = baseline(kind, tmp_path_factory)
     before = len(cluster.state()["completedapps"])
-    summary = datagen.run(INPUTS + COMMON + KINDS[kind] + runner + [
-        "--output_dir", str(tmp_path / "out")])
-    assert summary["runner"] == "SparkRunner"
-    assert output_bytes(tmp_path / "out") == expected
-    assert books(summary) == books(direct)
-    assert_books_balance(summary)
+    summary = run_like_direct_runner(kind, runner, tmp_path / "out", tmp_path_factory)
     # each pass an application of the cluster's
     assert len(cluster.state()["completedapps"]) - before == summary["passes"]
-    assert work_leftovers(tmp_path / "out") == []

@@ -122,12 +122,12 @@ def test_held_lock_exits_2_naming_the_holder_and_stale_lock_is_taken_over(
 
 
 def _workers(proc):
-    """The job's worker processes, once there are some (forked by the fork server: not the
-    job's own children), and with them the job's whole family of processes."""
+    """The job's family of processes, once both its worker processes (DIRECT_MP2: forked
+    by the fork server, not the job's own children) are up."""
     def family():
         found = psutil.Process(proc.pid).children(recursive=True)
-        return found if [c for c in found if c.ppid() != proc.pid] else None
-    return wait_for(family, "the job's worker processes started", proc)
+        return found if len([c for c in found if c.ppid() != proc.pid]) >= 2 else None
+    return wait_for(family, "the job's two worker processes started", proc)
 
 
 def _stopped_in_pass_1(proc, runner):

@@ -7,18 +7,15 @@ import os
 import pytest
 
 
-from datagen_helpers import DATA_DIR, read_examples, run_datagen, shard_files
+from datagen_helpers import DATA_DIR, envi, read_examples, run_datagen, shard_files
 from transforms.codecs.word_vocab import WordVocab
 from transforms.pair_encoding import shuffle_key
 
 # Every test runs the whole job: the full suite only.
 pytestmark = pytest.mark.slow
 
-ENVI = os.path.join(DATA_DIR, "envi-nmt-testdata")
-SRC = os.path.join(ENVI, "iwslt15.tst2013.100.en")
-TGT = os.path.join(ENVI, "iwslt15.tst2013.100.vi")
-SRC_VOCAB = os.path.join(ENVI, "iwslt15.vocab.100.en")
-TGT_VOCAB = os.path.join(ENVI, "iwslt15.vocab.100.vi")
+SRC, TGT = envi("tst2013", "en"), envi("tst2013", "vi")
+SRC_VOCAB, TGT_VOCAB = envi("vocab", "en"), envi("vocab", "vi")
 
 
 def _lines(path):

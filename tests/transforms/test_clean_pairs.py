@@ -99,17 +99,11 @@ def test_is_dropped_bits():
 def test_encoder_skips_the_dropped_lines(tmp_path):
     """Lines 1 and 4 are dropped: neither encoded nor rejected again by the encoder (their
     rejects are the cleaning stage's), line 2 is still rejected as empty."""
-    import os
-
     import apache_beam as beam
     from apache_beam.testing.util import assert_that, equal_to
 
-    from beam_unit import chunked_pair, test_pipeline
-    from pipeline.driver.options import default_config
+    from beam_unit import chunked_pair, encode_tiny_pairs, test_pipeline
     from transforms.cleaning.dropped_lines import mark, new_bitmap
-    from transforms.codecs.subword_vocabulary import SubwordVocabulary
-    from transforms.codecs.vocabulary import VocabularyLoader
-    from transforms.encode_pairs import EncodePairs
     vocab, chunks = chunked_pair(tmp_path, ["hello", "", "world", "hello world"],
                                  ["你好", "世界", "世界", "你好世界"], split_at=2)
     bitmap = new_bitmap(4)
@@ -117,12 +111,8 @@ def test_encoder_skips_the_dropped_lines(tmp_path):
     mark(bitmap, 4)
     (tmp_path / "d.dropped").write_bytes(bytes(bitmap))
     chunks = [dict(c, dropped=str(tmp_path / "d.dropped")) for c in chunks]
-    os.makedirs(tmp_path / "fragments")
     with test_pipeline() as p:
-        out = (p | beam.Create(chunks)
-               | EncodePairs(VocabularyLoader(SubwordVocabulary), vocab, vocab, 7, {"train": 1},
-                             str(tmp_path / "fragments"),
-                             default_config()))
+        out = p | beam.Create(chunks) | encode_tiny_pairs(vocab, tmp_path, {"train": 1})
         assert_that(out.rejects | beam.MapTuple(lambda split, r: (r["where"], r["reason"])),
                     equal_to([("line 2", "empty_source")]), label="rejects")
         assert_that(out.records | beam.MapTuple(lambda where, f: f["records"])

@@ -11,13 +11,10 @@ import apache_beam as beam
 import pytest
 from apache_beam.testing.util import assert_that, equal_to
 
-from beam_unit import TINY_SUBTOKENS, chunked_pair, test_pipeline
-from pipeline.driver.options import default_config
+from beam_unit import (ENCODE_SEED, TINY_SUBTOKENS, chunked_pair, encode_tiny_pairs,
+                       test_pipeline)
 from transforms.codecs.subword import SubwordEncoder
 from transforms import chunk_reading, pair_encoding
-from transforms.codecs.subword_vocabulary import SubwordVocabulary
-from transforms.codecs.vocabulary import VocabularyLoader
-from transforms.encode_pairs import EncodePairs
 from transforms.pair_encoding import shard_of, shuffle_key
 from transforms.formats.example_proto import Int64FeaturesWriter
 from transforms.shard_fragments import read_fragment
@@ -35,12 +32,8 @@ def test_chunks_become_sorted_fragments_and_rejects(tmp_path, monkeypatch, block
     encoder = SubwordEncoder(TINY_SUBTOKENS)
     assert [(c["first_line"], c["num_lines"]) for c in chunks] == [(0, 3), (3, 3)]
     fragment_dir = tmp_path / "fragments"
-    os.makedirs(fragment_dir)
     with test_pipeline() as p:
-        out = (p | beam.Create(chunks)
-               | EncodePairs(VocabularyLoader(SubwordVocabulary), vocab, vocab, 7, {"train": 2},
-                             str(fragment_dir),
-                             default_config()))
+        out = p | beam.Create(chunks) | encode_tiny_pairs(vocab, tmp_path, {"train": 2})
         assert_that(out.rejects | beam.MapTuple(lambda split, r: (split, r["where"], r["reason"])),
                     equal_to([("train", "line 2", "empty_source"),
                               ("train", "line 4", "empty_target"),
@@ -57,7 +50,7 @@ def test_chunks_become_sorted_fragments_and_rejects(tmp_path, monkeypatch, block
     examples = Int64FeaturesWriter()
     expected = {}
     for number in (1, 3, 6):  # the pairs with both sides
-        key = shuffle_key(7, "train", 0, number)
+        key = shuffle_key(ENCODE_SEED, "train", 0, number)
         ids = {"inputs": encoder.encode(source[number - 1]) + [1],
                "targets": encoder.encode(target[number - 1]) + [1]}
         expected.setdefault(shard_of(key, 2), []).append((key, number, ids))

@@ -3,21 +3,16 @@ their combine on TestPipeline, and the encode DoFn's counts of the pairs it writ
 summary's `lengths` of a real job and the HTML page: tests/pipeline/output/test_length_report.py."""
 
 import collections
-import os
 import random
 
 import apache_beam as beam
 import numpy as np
 from apache_beam.testing.util import assert_that, equal_to
 
-from beam_unit import TINY_SUBTOKENS, chunked_pair, test_pipeline
+from beam_unit import TINY_SUBTOKENS, chunked_pair, encode_tiny_pairs, test_pipeline
 from length_figures import expected_report as _expected_report
 from pipeline.output.length_report import render_length_report
-from pipeline.driver.options import default_config
 from transforms.codecs.subword import SubwordEncoder
-from transforms.codecs.subword_vocabulary import SubwordVocabulary
-from transforms.codecs.vocabulary import VocabularyLoader
-from transforms.encode_pairs import EncodePairs
 from transforms.length_stats import (CANDIDATE_MAX_LENGTHS, LengthReportFn, chunk_lengths,
                                      length_report, percentile, summary_lengths)
 
@@ -97,11 +92,7 @@ def test_encode_pairs_counts_written_pairs_only(tmp_path):
         [(len(a) + 1, len(b) + 1) for a, b in ids],
         [sum(len(s) for s, _ in written), sum(len(t) for _, t in written)],
         [sum(len(a) for a, _ in ids), sum(len(b) for _, b in ids)])
-    os.makedirs(tmp_path / "fragments")
     with test_pipeline() as p:
-        out = (p | beam.Create(chunks)
-               | EncodePairs(VocabularyLoader(SubwordVocabulary), vocab, vocab, 7, {"train": 2},
-                             str(tmp_path / "fragments"),
-                             default_config()))
+        out = p | beam.Create(chunks) | encode_tiny_pairs(vocab, tmp_path, {"train": 2})
         assert_that(out.lengths | beam.CombinePerKey(LengthReportFn()),
                     equal_to([("train", expected)]))

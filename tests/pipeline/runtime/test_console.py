@@ -10,6 +10,7 @@ import sys
 import pytest
 from apache_beam.options.pipeline_options import PipelineOptions
 
+from datagen_helpers import envi
 from pipeline.runtime import console
 from pipeline import datagen
 from pipeline.driver.encode import EncodeStep
@@ -61,9 +62,7 @@ def test_sample_job_with_two_worker_processes_prints_only_its_own_short_lines(tm
 
 @pytest.mark.slow
 def test_log_level_brings_beams_logging_back(tmp_path):
-    corpus = os.path.join(ROOT, "tests", "data", "envi-nmt-testdata")
-    argv = ["--train_source", os.path.join(corpus, "iwslt15.tst2013.100.en"),
-            "--train_target", os.path.join(corpus, "iwslt15.tst2013.100.vi"),
+    argv = ["--train_source", envi("tst2013", "en"), "--train_target", envi("tst2013", "vi"),
             "--vocab_type", "word", "--runner", "FnApiRunner"]
     quiet = _datagen(*argv, "--output_dir", str(tmp_path / "quiet"))
     loud = _datagen(*argv, "--output_dir", str(tmp_path / "loud"), "--log_level", "info")

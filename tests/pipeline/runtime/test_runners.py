@@ -16,6 +16,7 @@ import pytest
 
 from datagen_helpers import (DIRECT_MP2, FNAPI, output_bytes, read_examples, small_corpus,
                              run_datagen, shard_files)
+from object_store_servers import free_port, wait_until_answers
 from pipeline import datagen
 from repo_paths import REPO_ROOT as REPO
 from transforms import shuffled_shards
@@ -105,23 +106,9 @@ def test_in_process_switch_only_for_small_inputs_of_multi_processing():
                   "--direct_num_workers", "2"], 10) == (False, "multi_threading", 2)
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("localhost", 0))
-        return s.getsockname()[1]
-
-
-def _wait_for_port(port, proc, seconds=90):
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError("service exited with %s" % proc.returncode)
-        try:
-            with socket.create_connection(("localhost", port), timeout=1):
-                return
-        except OSError:
-            time.sleep(0.3)
-    raise TimeoutError("port %d did not open" % port)
+def _wait_for_port(port, proc):
+    wait_until_answers(lambda: socket.create_connection(("localhost", port), timeout=1).close(),
+                       proc, "the service on port %d" % port)
 
 
 @pytest.fixture(scope="module")
@@ -130,7 +117,7 @@ def portable_services(tmp_path_factory):
     logs = tmp_path_factory.mktemp("services")
     env = dict(os.environ)
     env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
-    job_port, pool_port = _free_port(), _free_port()
+    job_port, pool_port = free_port(), free_port()
     commands = [
         [sys.executable, "-m", "apache_beam.runners.portability.local_job_service_main",
          "--port", str(job_port)],

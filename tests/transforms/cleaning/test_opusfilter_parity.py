@@ -13,7 +13,7 @@ import os
 
 import pytest
 
-from opusfilter_reference import opusfilter_drops, opusfilter_python
+from opusfilter_reference import FILTER_CHAIN, opusfilter_drops, opusfilter_python
 from repo_paths import DATA_DIR as DATA
 
 pytestmark = pytest.mark.slow
@@ -48,14 +48,7 @@ SINGLE = {
     "languageid": [{"LanguageIDFilter": {"languages": ["en", "zh"], "id_method": "langid",
                                          "thresholds": [0.5, 0.5]}}],
 }
-COMBINED = [
-    {"LengthFilter": {"unit": ["word", "char"], "min_length": 1, "max_length": [50, 90]}},
-    {"LengthRatioFilter": {"unit": ["word", "char"], "threshold": 4}},
-    {"LangidFilter": {"languages": ["en", "zh"]}},
-    {"HtmlTagFilter": {}},
-    {"NonZeroNumeralsFilter": {}},
-    {"RepetitionFilter": {}},
-]
+COMBINED = FILTER_CHAIN + [{"RepetitionFilter": {}}]
 
 
 def our_drops(source, target, filters, batched=False):
