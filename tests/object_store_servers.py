@@ -8,6 +8,7 @@
   credentials, and with none on the machine retries for ~24 s per process; the tests give it
   a service-account key file (a fresh RSA key) whose token endpoint is a tiny local server
   (`TokenServer`), so credentials resolve at once and no request leaves the machine.
+- `DroppingEndpoint`: takes each connection and resets it, counting them.
 - `DelayProxy`: a TCP proxy that holds each chunk a client sends for a few tens of
   milliseconds before passing it on (`cut()`: the store gone, every connection closed). On loopback the servers answer in ~1 ms, which hides
   the windows a remote store leaves open (a lease missing for a moment, a read racing a
@@ -244,6 +245,36 @@ class DelayProxy:
             with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
                 sock.close()
+
+
+class DroppingEndpoint:
+    """An endpoint on 127.0.0.1 that takes each connection and resets it at once, as a
+    store nobody answers for does, counting them (`connections`): a refused connection
+    cannot be counted. Tests judge a client's retries by that count, never by a clock."""
+
+    def __init__(self):
+        self._listener = socket.socket()
+        self._listener.bind(("127.0.0.1", 0))
+        self._listener.listen(64)
+        self.endpoint = "http://127.0.0.1:%d" % self._listener.getsockname()[1]
+        self.connections = 0
+        threading.Thread(target=self._drop, daemon=True).start()
+
+    def _drop(self):
+        while True:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return
+            self.connections += 1
+            client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\0\0\0\0\0\0\0")
+            client.close()  # linger 0: a reset, not an orderly close
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self._listener.close()
 
 
 def upload_tree(put, local_dir, prefix):
