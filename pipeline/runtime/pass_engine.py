@@ -46,7 +46,10 @@ class PassEngine:
         runner, options = self._direct_runner()
         if needs_job_server(self.options):
             if self.job_server is None:
-                self.job_server = JobServer(self.options).start()
+                # held before it starts: an interrupt that lands once the server runs, even
+                # as start() returns, leaves it to close() (it has a session of its own)
+                self.job_server = JobServer(self.options)
+                self.job_server.start()
                 assert self.job_server.seconds is not None  # set by start()
                 self.job_server_seconds = round(self.job_server.seconds, 3)
             options = self.job_server.pass_options(options)

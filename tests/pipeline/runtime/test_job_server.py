@@ -14,7 +14,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 
 import pytest
 from apache_beam.options.pipeline_options import PipelineOptions
@@ -311,14 +310,28 @@ _COMMAND = textwrap.dedent("""
     from pipeline.runtime import job_server
     import test_job_server
     job_server.job_server_command = test_job_server._python_job_service([])
+    if {at_return!r}:  # the Ctrl-C as the job server's start returns: made certain
+        import os, time
+        start = job_server.JobServer.start
+        def start_then_ctrl_c(self):
+            start(self)
+            os.killpg(0, signal.SIGINT)  # to the job's group, as a terminal sends it
+            deadline = time.monotonic() + 600
+            while time.monotonic() < deadline:
+                time.sleep(0.01)  # the job's Interrupted is raised in here
+            return self
+        job_server.JobServer.start = start_then_ctrl_c
     datagen._leave(datagen.main(sys.argv[1:]))
 """)
 
 
 @pytest.mark.slow
-def test_ctrl_c_to_the_jobs_process_group_stops_its_job_server(tmp_path):
+@pytest.mark.parametrize("at_return", [False, True], ids=["once-started", "as-start-returns"])
+def test_ctrl_c_to_the_jobs_process_group_stops_its_job_server(tmp_path, at_return):
     """A terminal's Ctrl-C reaches the job's process group, not the job server's session:
-    the job handles it (exit 130, one line) and stops the job server itself."""
+    the job handles it (exit 130, one line) and stops the job server itself, also when it
+    lands as the server's start returns (the job held no reference to it yet: the server
+    was left running)."""
     tests = os.path.dirname(os.path.abspath(__file__))
     argv = ["--output_dir", str(tmp_path / "out"), "--train_source",
             os.path.join(SAMPLE, "train.en"), "--train_target", os.path.join(SAMPLE, "train.zh"),
@@ -326,7 +339,8 @@ def test_ctrl_c_to_the_jobs_process_group_stops_its_job_server(tmp_path):
                 str(f) for f in FLAGS]
     proc = subprocess.Popen(
         [sys.executable, "-c",
-         _COMMAND.format(tests=tests, helpers=TESTS_DIR, repo=REPO_ROOT)] + argv,
+         _COMMAND.format(tests=tests, helpers=TESTS_DIR, repo=REPO_ROOT, at_return=at_return)]
+        + argv,
         stderr=subprocess.PIPE, text=True, start_new_session=True)
     lines = []
     try:
@@ -343,7 +357,7 @@ def test_ctrl_c_to_the_jobs_process_group_stops_its_job_server(tmp_path):
     assert proc.returncode == 130, "".join(lines) + rest
     errors = [line for line in rest.splitlines() if " ERROR " in line]
     assert errors == [errors[0]] and "interrupted (SIGINT)" in errors[0]
-    assert not _alive(server)
+    assert not _alive(server), "".join(lines) + rest
     left = [p for p in os.listdir("/proc") if p.isdigit() and _group_of(p) == server]
     assert not left, [open("/proc/%s/stat" % p).read()[:120] for p in left]
 
