@@ -116,6 +116,17 @@ class DaskCluster:
             return {names.get(a, a): list(keys) for a, keys in client.processing().items()
                     if keys}
 
+    def running_tasks(self):
+        """{worker name: keys of the tasks a thread of it executes now}, busy workers only:
+        what the workers themselves run (`Worker.active_threads`), whatever the scheduler
+        was told."""
+        with self.client() as client:
+            names = {a: w["name"] for a, w in
+                     client.scheduler_info(n_workers=-1)["workers"].items()}
+            running = client.run(lambda dask_worker: [str(k) for k in list(
+                dask_worker.active_threads.values())])
+            return {names.get(a, a): keys for a, keys in running.items() if keys}
+
     def stop(self):
         self.procs.stop()
 

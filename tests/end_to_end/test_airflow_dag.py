@@ -170,8 +170,9 @@ def _processes_with_env(entry):
     return pids
 
 
-def _left_running(entry, seconds=10.0):
-    """The processes still holding `entry` after up to `seconds`."""
+def _left_running(entry, seconds=120.0):
+    """The processes still holding `entry` once none does, or after `seconds` (a guard
+    against a hang: they were signalled, a busy machine only makes them slower to end)."""
     deadline = time.time() + seconds
     while _processes_with_env(entry) and time.time() < deadline:
         time.sleep(0.1)

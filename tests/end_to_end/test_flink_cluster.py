@@ -11,14 +11,13 @@ CI=true).
 
 import os
 import signal
-import time
 
 import pytest
 
 import clusters
 from cluster_jobs import (COMMON, INPUTS, KINDS, Job, baseline, run_like_direct_runner,
                           work_leftovers)
-from datagen_helpers import output_bytes
+from datagen_helpers import output_bytes, wait_for
 from pipeline import datagen
 
 pytestmark = pytest.mark.slow
@@ -93,28 +92,25 @@ def _run_killing(runner, out, kill, extra=()):
     return job
 
 
-def _kill_an_sdk_worker(cluster, pool, seconds=60):
-    """Kills (SIGKILL) an SDK worker of the encode pass once its Flink job runs."""
-    _wait_for_running_job(cluster)
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        workers = pool.sdk_workers()
-        if workers:
-            os.kill(workers[-1], signal.SIGKILL)
-            return workers[-1]
-        time.sleep(0.05)
-    raise TimeoutError("no SDK worker started")
+def _kill_an_sdk_worker(cluster, pool):
+    """Kills (SIGKILL) an SDK worker of the encode pass once its Flink job runs tasks."""
+    _wait_for_running_tasks(cluster)
+    workers = wait_for(pool.sdk_workers, "an SDK worker started")
+    os.kill(workers[-1], signal.SIGKILL)
+    return workers[-1]
 
 
-def _wait_for_running_job(cluster, seconds=120):
-    """Waits until a job of the cluster is RUNNING and has run half a second."""
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        if [j for j in cluster.jobs() if j["state"] == "RUNNING"]:
-            time.sleep(0.5)
-            return
-        time.sleep(0.05)
-    raise TimeoutError("no running Flink job")
+def _wait_for_running_tasks(cluster):
+    """Waits until a job of the cluster is RUNNING with tasks deployed and running (its
+    vertices' task counts, from Flink's REST API)."""
+    def running_tasks():
+        for job in cluster.jobs():
+            if job["state"] == "RUNNING" and any(
+                    v["tasks"].get("RUNNING", 0) for v in
+                    cluster.get("/jobs/%s" % job["jid"])["vertices"]):
+                return True
+        return False
+    wait_for(running_tasks, "a Flink job running its tasks")
 
 
 def _restarts(cluster, job):
@@ -160,7 +156,7 @@ def test_a_task_manager_killed_during_encoding_is_survived(flink, tmp_path, tmp_
     victim = cluster.task_manager_procs[0]
 
     def kill():
-        _wait_for_running_job(cluster)  # the encode pass's job, its tasks deployed
+        _wait_for_running_tasks(cluster)  # the encode pass's job, its tasks deployed
         os.killpg(victim.pid, signal.SIGKILL)
     job = _run_killing(runner, tmp_path / "out", kill)
     victim.wait()

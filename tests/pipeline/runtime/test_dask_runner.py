@@ -10,7 +10,6 @@ patch's own behaviour: a failed pass stops its other tasks before it raises.
 """
 
 import os
-import time
 
 import apache_beam as beam
 import pytest
@@ -19,6 +18,7 @@ from apache_beam.runners.dask.dask_runner import DaskRunner
 from dask_cluster import (EmitInFinishBundle, FailFirst, MarkRun, MarkSetup, ReadFirstLine,
                           SplitEvenOdd, WriteEach, close_clients, idle_stages, runner_options,
                           running_cluster, runs, written)
+from datagen_helpers import wait_for
 from pipeline.runtime.dask_runner import DatagenDaskRunner
 
 pytestmark = pytest.mark.slow
@@ -172,10 +172,9 @@ def test_a_finished_pass_leaves_no_set_up_dofns_on_the_workers(cluster, tmp_path
         _set_up(tmp_path / "setups")(pipeline)
         pipeline.run().wait_until_finish()
         client = runner.session.client
-        deadline = time.time() + 60  # the workers are told, not waited for
-        while sum(client.run(idle_stages).values()) and time.time() < deadline:
-            time.sleep(0.1)
-        assert sum(client.run(idle_stages).values()) == 0
+        # the workers are told, not waited for: until they have dropped them
+        wait_for(lambda: sum(client.run(idle_stages).values()) == 0,
+                 "the workers dropping the pass's set-up DoFns", seconds=300)
     finally:
         runner.close()
     assert runs(tmp_path / "setups") >= 1
@@ -219,14 +218,14 @@ def test_a_failed_pass_has_no_task_running_when_it_raises(cluster, tmp_path):
     raised, none of them runs any more and nothing more is written (the driver removes the
     work directory next)."""
     out = tmp_path / "out"
-    seconds = 2  # each task's run: a task running when element 0 fails ends within this
+    seconds = 2  # each task's run: tasks are running and waiting when element 0 fails
     with pytest.raises(Exception, match="element 0 fails"):
         _run(DatagenDaskRunner(), cluster, lambda p: (
             p | beam.Create(list(range(12))) | beam.ParDo(FailFirst(str(out), seconds))))
     listing = written(out)
-    assert cluster.processing() == {}
-    time.sleep(seconds + 1)
-    assert written(out) == listing
+    assert cluster.processing() == {}  # the scheduler's view
+    assert cluster.running_tasks() == {}  # the workers': no thread still in a task, so
+    assert written(out) == listing        # nothing can be written after the raise
 
 
 def test_both_workers_ran_tasks(cluster):

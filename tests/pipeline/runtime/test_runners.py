@@ -10,12 +10,11 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 
 import pytest
 
 from datagen_helpers import (DIRECT_MP2, FNAPI, output_bytes, read_examples, small_corpus,
-                             run_datagen, shard_files)
+                             run_datagen, shard_files, wait_for)
 from object_store_servers import free_port, wait_until_answers
 from pipeline import datagen
 from repo_paths import REPO_ROOT as REPO
@@ -306,10 +305,8 @@ def test_kill_9_during_encoding_then_rerun_completes(tmp_path, baseline):
             if ": encode " in line:
                 break
         work = out / ".datagen-work" / "p"
-        deadline = time.time() + 60
-        while not any(work.glob("*/fragments/*.frag")):
-            assert proc.poll() is None and time.time() < deadline, "no fragment was written"
-            time.sleep(0.02)  # killed once encoding has written something, well before its end
+        # killed once encoding has written something, well before its end
+        wait_for(lambda: any(work.glob("*/fragments/*.frag")), "a first fragment", proc)
     finally:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()

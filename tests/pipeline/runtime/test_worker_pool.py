@@ -36,9 +36,10 @@ def _alive(pid):
         return False
 
 
-def _wait_gone(pids, seconds=20):
-    deadline = time.time() + seconds
-    while any(_alive(p) for p in pids) and time.time() < deadline:
+def _wait_gone(pids, seconds=300):
+    """The pids of `pids` still alive once all have ended or `seconds` (a hang guard) passed."""
+    deadline = time.monotonic() + seconds
+    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
         time.sleep(0.05)
     return [p for p in pids if _alive(p)]
 
@@ -183,7 +184,7 @@ def test_starting_the_fork_server_keeps_the_signals_blocked():
               "blocked = signal.pthread_sigmask(signal.SIG_BLOCK, ())\n"
               "print(signal.SIGINT in blocked, signal.SIGTERM in blocked)\n" % REPO)
     run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                         timeout=60)
+                         timeout=600)
     assert run.returncode == 0, run.stderr
     assert run.stdout.split() == ["True", "True"]
 
@@ -192,13 +193,20 @@ def test_starting_the_fork_server_keeps_the_signals_blocked():
 def test_ready_at_once_after_start_waits_for_the_starting_thread(monkeypatch):
     """`ready()` (or a pass's first worker request) before the thread that starts the
     processes got to them: it waits for them, it does not lock them out."""
-    original = LocalWorkerPool._start_processes
+    import threading
+    original_start, original_ready = LocalWorkerPool._start_processes, LocalWorkerPool.ready
+    asked = threading.Event()
 
-    def late(self, context, settings):
-        time.sleep(1.0)
-        original(self, context, settings)
+    def late(self, context, settings):  # only once ready() has been called
+        assert asked.wait(600), "ready() was never called"
+        original_start(self, context, settings)
+
+    def ready(self):
+        asked.set()
+        original_ready(self)
 
     monkeypatch.setattr(LocalWorkerPool, "_start_processes", late)
+    monkeypatch.setattr(LocalWorkerPool, "ready", ready)
     with LocalWorkerPool(2, PipelineOptions([])) as pool:
         pool.ready()
         pids = [p.pid for p in pool.processes]
@@ -218,7 +226,7 @@ def test_a_dead_fork_server_is_not_a_dead_worker():
             server = int(f.read().split(")")[-1].split()[1])
         os.kill(server, signal.SIGKILL)
         assert _wait_gone([server]) == []
-        time.sleep(0.5)
+        # the server gone, its end is read at once (EOF on its pipe): no wait for a report
         assert all(_alive(p) for p in pids) and pool.dead() == []
     assert _wait_gone(pids) == []
 
