@@ -140,6 +140,7 @@ def test_empty_input_is_an_error(tmp_path, capsys):
     assert not glob.glob(os.path.join(out, "vocab.*"))
 
 
+@pytest.mark.slow  # a whole job
 def test_every_pair_rejected_is_an_error_unless_allowed(tmp_path, capsys):
     src = _write(tmp_path / "r.en", _sample("en", 50))
     tgt = _write(tmp_path / "r.zh", _sample("zh", 50))
@@ -158,6 +159,7 @@ def test_every_pair_rejected_is_an_error_unless_allowed(tmp_path, capsys):
     assert os.path.exists(os.path.join(out, "p.DATAGEN_COMPLETE"))
 
 
+@pytest.mark.slow  # a whole job
 def test_allow_empty_writes_empty_shards_and_balanced_books(tmp_path, capsys):
     src, tgt = _write(tmp_path / "e.en", b""), _write(tmp_path / "e.zh", b"")
     out = with_t2t_vocab(tmp_path / "out", problem="p")
@@ -168,6 +170,7 @@ def test_allow_empty_writes_empty_shards_and_balanced_books(tmp_path, capsys):
     assert len(shard_files(out, "p", "train")) == 2
 
 
+@pytest.mark.slow  # a whole job
 def test_learnt_bpe_carries_its_eos_token(tmp_path, capsys):
     """--bpe_eos_token with a learnt vocabulary: the token is the vocabulary's special token
     (it used to be missing, failing the encode pass), and every example ends in its id."""
@@ -218,6 +221,7 @@ def test_bad_flags_stop_before_anything_runs_or_is_deleted(tmp_path, capsys, fla
     assert marker.read_text() == "earlier run\n"
 
 
+@pytest.mark.slow  # a whole job
 def test_beam_pipeline_options_still_pass_through(tmp_path, capsys):
     """Only flags Beam does not know are refused: its own options (here ones the in-process
     runner ignores) are accepted."""

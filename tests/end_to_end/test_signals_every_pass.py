@@ -70,7 +70,7 @@ _SWALLOWED = textwrap.dedent(r'''
         """Its __del__ is where the signal's handler runs: Python discards what it raises."""
         def __del__(self):
             os.kill(os.getpid(), signal.SIGTERM)
-            deadline = time.time() + 60
+            deadline = time.time() + 600  # a guard: the handler runs at once
             while time.time() < deadline and not handled:
                 time.sleep(0.01)  # the handler runs in here, and raises in here
 
@@ -106,22 +106,36 @@ def test_a_signal_whose_exception_python_discards_still_stops_the_job(tmp_path):
 _WRITES_ON = textwrap.dedent(r'''
     import signal
     signal.pthread_sigmask(signal.SIG_BLOCK, (signal.SIGINT, signal.SIGTERM, signal.SIGHUP))
-    import os, sys, time
+    import os, sys, threading
     from pipeline import datagen
+    from pipeline.runtime import interrupts
     from transforms.storage import file_io
     write = file_io.write_chunks
+    woken, returned = threading.Event(), threading.Event()
+    writers, after_return = [], []
+
+    wake = interrupts.InterruptWatcher._on_wake
+    def on_wake(self, signum, frame):
+        woken.set()
+        wake(self, signum, frame)
+    interrupts.InterruptWatcher._on_wake = on_wake
 
     def slow_write(path, chunks, stores=None):
-        """The encode pass's first shard: SIGINT, then a pause, as a write that takes long."""
-        if "/shards/" in path and not slow_write.signalled:
-            slow_write.signalled = True
+        # the encode pass's first shard: SIGINT, and the write goes on only once the
+        # driver has the signal (it is stopping the job meanwhile), as a write that takes long
+        if returned.is_set():
+            after_return.append(path)
+        if "/shards/" in path and not writers:
+            writers.append(threading.current_thread())
             os.kill(os.getpid(), signal.SIGINT)
-            time.sleep(5)
+            assert woken.wait(600), "the driver never had the signal"
         return write(path, chunks, stores)
-    slow_write.signalled = False
     file_io.write_chunks = slow_write
     status = datagen.main(sys.argv[1:])
-    time.sleep(8)  # the process lives on (an in-process caller): does the pass write on?
+    returned.set()  # the process lives on (an in-process caller): does the pass write on?
+    for thread in writers:
+        thread.join(600)  # to its end: whatever it still writes is seen
+    print("written after the job returned: %s" % after_return)
     datagen._leave(status)
 ''')
 
@@ -135,13 +149,14 @@ def test_an_interrupted_in_process_pass_writes_nothing_after_the_job_cleaned_up(
                           capture_output=True, text=True, timeout=600,
                           env=dict(os.environ, PYTHONPATH=REPO_ROOT))
     _assert_stopped(str(tmp_path / "out"), done.returncode, done.stderr, signal.SIGINT)
+    assert "written after the job returned: []" in done.stdout, done.stdout
 
 
 def test_a_signal_queued_before_the_job_blocked_it_is_not_lost(tmp_path):
     """A Ctrl-C in the driver's first moments is queued (its signals are blocked from its
     first line; here from its start). Starting the worker processes' fork server set them to
     SIG_IGN, which discards a queued signal (POSIX): the job ran to exit 0 (seen under load
-    as test_ctrl_c_while_the_job_starts[0.3] failing)."""
+    as test_ctrl_c_while_the_job_starts[driver-imports], then a 0.3 s sleep, failing)."""
     def blocked():
         signal.pthread_sigmask(signal.SIG_BLOCK, (signal.SIGINT,))
     proc = subprocess.Popen([sys.executable, "-m", "pipeline.datagen"]

@@ -69,21 +69,31 @@ def _s3_stores(endpoint):
                                       s3_secret_access_key="s", s3_region_name="us-east-1"))
 
 
-def test_a_store_that_does_not_answer_is_one_line_naming_the_flag_at_once(tmp_path):
+def test_a_store_that_does_not_answer_is_one_line_naming_the_flag_at_once(tmp_path,
+                                                                          monkeypatch):
     """The job's own S3 client would retry for a minute or two (object_stores.S3_ATTEMPTS
     attempts): at the start a store nobody answers is asked with short timeouts and few
-    attempts instead, as the connections the endpoint saw show."""
-    from object_store_servers import DroppingEndpoint
-    from transforms.storage.object_stores import S3_ATTEMPTS
+    attempts instead, as the requests its client sent show."""
+    from object_store_servers import free_port
+    from transforms.storage.object_stores import S3_ATTEMPTS, S3Store
+    sent = []
+    new_client = S3Store._new_client
+
+    def counting_client(self, config=None):
+        client = new_client(self, config)
+        client.meta.events.register("before-send.s3", lambda **_: sent.append(1))
+        return client
+
+    monkeypatch.setattr(S3Store, "_new_client", counting_client)
+    endpoint = "http://127.0.0.1:%d" % free_port()
     cfg = config(tmp_path, "--output_dir", "s3://bucket/out")
-    with DroppingEndpoint() as store:
-        with pytest.raises(DatagenError) as raised:
-            preflight.check_stores_reachable(cfg, _s3_stores(store.endpoint))
-        assert 0 < store.connections < S3_ATTEMPTS
+    with pytest.raises(DatagenError) as raised:
+        preflight.check_stores_reachable(cfg, _s3_stores(endpoint))
     assert str(raised.value).startswith("--output_dir s3://bucket/out: cannot reach its "
                                         "store: Could not connect to the endpoint URL")
-    assert store.endpoint in str(raised.value)
-    preflight.check_stores_reachable(config(tmp_path), _s3_stores(store.endpoint))  # local
+    assert endpoint in str(raised.value)
+    assert 0 < len(sent) < S3_ATTEMPTS
+    preflight.check_stores_reachable(config(tmp_path), _s3_stores(endpoint))  # local: fine
 
 
 @pytest.mark.slow

@@ -184,10 +184,10 @@ def test_command_line(outputs):
     env = dict(os.environ, PYTHONPATH=ROOT)
     cmd = [sys.executable, "-m", "pipeline.tools.inspect"]
     done = subprocess.run(cmd + [str(outputs["sw"]), "--num_records", "2", "--seed", "7"],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
     assert "2 of 100 records, picked at random (seed 7)" in done.stdout
     failed = subprocess.run(cmd + [str(outputs["sw"]), "--split", "test"], cwd=ROOT, env=env,
-                            capture_output=True, text=True, timeout=120)
+                            capture_output=True, text=True, timeout=600)
     assert failed.returncode == 2 and failed.stdout == ""
     assert failed.stderr.count("\n") == 1 and "unknown split 'test'" in failed.stderr
