@@ -37,7 +37,7 @@ def chunked_pair(directory, source, target, split_at=3):
     lines) under `directory`; returns (vocab path, the encode chunks of the pair: lines
     before `split_at` and from it, with the seek points a scan would find)."""
     from transforms.codecs.subword import vocab_file_text
-    from transforms.encode_pairs import plan_chunks
+    from transforms.encode.encode_pairs import plan_chunks
     vocab = write(directory / "vocab.txt", vocab_file_text(TINY_SUBTOKENS))
     src = write(directory / "s.en", "\n".join(source) + "\n")
     tgt = write(directory / "s.zh", "\n".join(target) + "\n")

@@ -18,7 +18,7 @@ from datagen_helpers import FNAPI
 from object_store_servers import BUCKET
 from pipeline import datagen
 from pipeline.output.lock import OutputLock, lease_for
-from pipeline.runtime.runners import DatagenError
+from pipeline.runtime.errors import DatagenError
 from repo_paths import REPO_ROOT as ROOT
 
 pytestmark = pytest.mark.slow

@@ -270,7 +270,7 @@ def test_local_lock_is_taken_at_once_by_exactly_one_of_many_runs(tmp_path):
     try at the same moment exactly one gets it; its heartbeat keeps the file there."""
     import threading
     from pipeline.output.lock import OutputLock
-    from pipeline.runtime.runners import DatagenError
+    from pipeline.runtime.errors import DatagenError
 
     out = str(tmp_path / "new" / "out")  # the lock makes the directory
     locks = [OutputLock(out, "p", stale_seconds=0.8) for _ in range(8)]  # heartbeat 0.2 s

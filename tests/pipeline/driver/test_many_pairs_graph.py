@@ -9,9 +9,9 @@ from pipeline.driver.datasets import plan_datasets
 from pipeline.driver.encode import build_encode_pass, plan_shards
 from pipeline.driver.options import parse_command_line
 from pipeline.driver.prepare import Prepared
-from transforms.encode_pairs import plan_chunks
-from transforms.subword_learning import SubwordLearner
-from transforms.vocab_learning import LearnerInputs
+from transforms.encode.encode_pairs import plan_chunks
+from transforms.vocab.subword_learning import SubwordLearner
+from transforms.vocab.learners import LearnerInputs
 
 
 def _config(tmp_path, pairs, *flags):

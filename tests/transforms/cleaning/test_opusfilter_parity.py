@@ -1,7 +1,7 @@
 """The cleaning stage against OpusFilter 3.3.1 itself: the same lines dropped, by line number.
 
 OpusFilter runs from its own cached virtualenv (tests/opusfilter_reference.py) on the real
-files; our side reads the same files as the job does (`transforms.clean_pairs`). Corpora:
+files; our side reads the same files as the job does (`transforms.clean.clean_pairs`). Corpora:
 tests/data/noisy-enzh (the bundled en-zh sample with web-crawl noise mixed in, see its
 make_noisy.py) for every filter, the combined config and de-duplication across two train
 files and a dev set; tests/data/ende-opennmt (en-de, not used to tune anything) for the

@@ -1,0 +1,29 @@
+"""The two registries of vocabulary kinds (`transforms.codecs.kinds` and the driver's plugins)
+name each kind's parts."""
+
+import os
+
+import pytest
+
+from repo_paths import DATA_DIR
+from pipeline.driver.kinds import every_plugin, kind_plugin
+from transforms.codecs.kinds import CODEC_KINDS, KIND_NAMES, codec_kind
+from transforms.codecs.vocabulary import Vocabulary
+from transforms.vocab.learners import VocabLearner
+
+DATA = DATA_DIR
+SUBWORDS = os.path.join(DATA, "t2t_vocab", "vocab.translate_ende_wmt8k.8192.subwords")
+GPT2 = os.path.join(DATA, "gpt2")
+WORDS = os.path.join(DATA, "nmt_vocab", "vocab.en")
+TEXT = "Hello world, the vocabulary kinds"
+
+
+def test_registry_names_each_kinds_parts():
+    assert KIND_NAMES == ("subword", "byte_bpe", "word", "sentencepiece")
+    for kind, plugin in zip(CODEC_KINDS, every_plugin()):
+        assert issubclass(kind.vocabulary, Vocabulary)
+        assert codec_kind(kind.name) is kind
+        assert plugin.codec is kind and kind_plugin(kind.name) is plugin
+        assert issubclass(plugin.learner, VocabLearner)
+    with pytest.raises(ValueError):
+        codec_kind("nope")
