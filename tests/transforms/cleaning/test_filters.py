@@ -1,5 +1,5 @@
 """transforms/cleaning: the filters' decisions on small cases, the config reader's checks and
-the dedup key. (Parity with OpusFilter itself, on real files: test_opusfilter_parity.py.)"""
+the dedup key. (Parity with OpusFilter itself, on real files: test_filters_opusfilter_parity.py.)"""
 
 import math
 
