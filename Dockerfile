@@ -13,7 +13,7 @@ WORKDIR /opt/t2t-beam-datagen
 COPY setup.py README.md ./
 COPY pipeline ./pipeline
 COPY transforms ./transforms
-RUN pip install --no-cache-dir . && python -c "import pipeline.datagen, transforms.encode_pairs"
+RUN pip install --no-cache-dir . && python -c "import pipeline.datagen, transforms.encode.encode_pairs"
 # Dask workers of this image warm up (Beam, the project, compiled loops) as they start.
 ENV DASK_DISTRIBUTED__WORKER__PRELOAD='["pipeline.runtime.dask_worker"]'
 # `dask-worker ...`, `dask-scheduler ...` (the Dask Kubernetes operator's args) and `dask ...`

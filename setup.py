@@ -48,7 +48,7 @@ REQUIRED = [
     "dask>=2024.4.2",
     "distributed>=2024.4.2",
     "cloudpickle>=3",
-    # --output_format array_record / parquet (transforms/record_formats.py): ArrayRecord's
+    # --output_format array_record / parquet (transforms/shards/record_formats.py): ArrayRecord's
     # writer and pyarrow's Parquet writer, so a plain install writes every format.
     "array-record>=0.8",
     "pyarrow>=17",

@@ -3,7 +3,7 @@
 OpusFilter runs as its users run it: one `opusfilter` command with a `remove_duplicates`
 step and a `filter` step on its output, from its own virtualenv (created on first use as the
 parity tests create it, tests/opusfilter_reference.py). Ours runs as
-`--mode stage`: the cleaning stage alone (`transforms.clean_pairs.CleanPairs` on the scan's
+`--mode stage`: the cleaning stage alone (`transforms.clean.clean_pairs.CleanPairs` on the scan's
 chunks, a Beam pipeline on the DirectRunner's worker processes), or `--mode job`: the whole
 datagen job with `--filters` and `--dedup pairs` and, for the cost of cleaning, the same job
 without them. Each command is timed with its whole process tree's peak RSS sampled
@@ -88,12 +88,12 @@ def _stage_main(argv):
     """--_stage config.json: the cleaning stage alone; prints {"dropped": n, "reasons"}."""
     import apache_beam as beam
     from apache_beam.options.pipeline_options import PipelineOptions
-    from transforms.clean_pairs import CleanPairs, with_chunk_facts
+    from transforms.clean.clean_pairs import CleanPairs, with_chunk_facts
     from transforms.cleaning.config import parse_cleaning_config
-    from transforms.encode_pairs import plan_chunks
+    from transforms.encode.encode_pairs import plan_chunks
     from transforms.formats.text_lines import scan_stream
     from transforms.storage import file_io
-    from transforms.json_result import WriteJsonResult
+    from transforms.reporting.json_result import WriteJsonResult
     spec = json.load(open(argv[0]))
     import yaml
     cleaning = parse_cleaning_config(yaml.safe_dump({"filters": TYPICAL}), "typical", "pairs")

@@ -85,7 +85,7 @@ def read_throughput(reader, files, work):
 
 
 def same_records(out, base):
-    from transforms.record_formats import format_of
+    from transforms.shards.record_formats import format_of
     for path in sorted(glob.glob(os.path.join(base, "p-*-of-*"))):
         name = os.path.basename(path)
         (other,) = glob.glob(os.path.join(out, name + "*"))

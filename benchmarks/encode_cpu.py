@@ -23,7 +23,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from transforms.encode_pairs import _EncodeChunkFn  # noqa: E402
+from transforms.encode.encode_pairs import _EncodeChunkFn  # noqa: E402
 
 
 def _config(vocab_type):

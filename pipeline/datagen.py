@@ -55,7 +55,7 @@ from pipeline.driver.passes import PassFailed, WorkerDied
 from pipeline.output.summary import format_summary
 from pipeline.runtime import console, flags, local_worker_pool
 from pipeline.runtime.interrupts import InterruptWatcher, Interrupted
-from pipeline.runtime.runners import DatagenError, one_line
+from pipeline.runtime.errors import DatagenError, one_line
 from pipeline.runtime.storage_errors import StoreLost
 
 LOG = logging.getLogger("datagen")

@@ -37,7 +37,7 @@ def chunked_pair(directory, source, target, split_at=3):
     lines) under `directory`; returns (vocab path, the encode chunks of the pair: lines
     before `split_at` and from it, with the seek points a scan would find)."""
     from transforms.codecs.subword import vocab_file_text
-    from transforms.encode_pairs import plan_chunks
+    from transforms.encode.encode_pairs import plan_chunks
     vocab = write(directory / "vocab.txt", vocab_file_text(TINY_SUBTOKENS))
     src = write(directory / "s.en", "\n".join(source) + "\n")
     tgt = write(directory / "s.zh", "\n".join(target) + "\n")
@@ -59,7 +59,7 @@ def encode_tiny_pairs(vocab, work_dir, shards):
     from pipeline.driver.options import default_config
     from transforms.codecs.subword_vocabulary import SubwordVocabulary
     from transforms.codecs.vocabulary import VocabularyLoader
-    from transforms.encode_pairs import EncodePairs
+    from transforms.encode.encode_pairs import EncodePairs
     fragments = os.path.join(str(work_dir), "fragments")
     os.makedirs(fragments)
     return EncodePairs(VocabularyLoader(SubwordVocabulary), vocab, vocab, ENCODE_SEED, shards,

@@ -1,4 +1,4 @@
-"""Running the cleaning stage (`transforms.clean_pairs.CleanPairs`) on real files in a test."""
+"""Running the cleaning stage (`transforms.clean.clean_pairs.CleanPairs`) on real files in a test."""
 
 import json
 import os
@@ -6,11 +6,11 @@ import os
 import apache_beam as beam
 
 from beam_unit import test_pipeline
-from transforms.clean_pairs import CleanPairs, with_chunk_facts
+from transforms.clean.clean_pairs import CleanPairs, with_chunk_facts
 from transforms.cleaning.dropped_lines import is_dropped
-from transforms.encode_pairs import plan_chunks
+from transforms.encode.encode_pairs import plan_chunks
 from transforms.formats.text_lines import scan_stream
-from transforms.json_result import WriteJsonResult
+from transforms.reporting.json_result import WriteJsonResult
 
 
 def scan(path, every):

@@ -27,7 +27,7 @@ from pipeline.driver.vocab_passes import VocabPassDriver
 from pipeline.driver.vocabularies import VocabStep
 from pipeline.output.layout import OutputLayout
 from transforms.cleaning.config import CleaningConfig
-from transforms.config import DatagenConfig
+from transforms.contracts.config import DatagenConfig
 from transforms.storage import file_io
 from transforms.storage.object_stores import ObjectStores, StoreSettings
 

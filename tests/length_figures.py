@@ -1,5 +1,5 @@
 """The length figures computed directly, the oracle of the length tests
-(tests/transforms/test_length_stats.py for `transforms.length_stats`, and
+(tests/transforms/encode/test_length_stats.py for `transforms.encode.length_stats`, and
 tests/pipeline/output/test_length_report.py for a job's summary): histograms, numpy's
 nearest-rank percentiles ("inverted_cdf"), chars per token and the drops at every candidate
 `max_length`."""
@@ -8,7 +8,7 @@ import collections
 
 import numpy as np
 
-from transforms.length_stats import CANDIDATE_MAX_LENGTHS
+from transforms.encode.length_stats import CANDIDATE_MAX_LENGTHS
 
 
 def hist(lengths):

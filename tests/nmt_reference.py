@@ -6,7 +6,7 @@ sos/eos/bucketing/padded_batch with TF ops the way nmt does), and batches compar
 import numpy as np
 import tensorflow as tf
 
-from transforms.codecs.word_vocab import EOS, SOS, UNK_ID
+from transforms.codecs.word import EOS, SOS, UNK_ID
 
 NMT_KEYS = ("source", "target_input", "target_output", "source_sequence_length",
             "target_sequence_length")

@@ -1,37 +1,22 @@
-"""The package rules of docs/design.md, checked on the code: which package may import which, no
-import cycle, Beam's internals in at most one module, no module over 500 lines.
+"""The package rules, checked on the code: which package may import which, no import cycle,
+Beam's internals in at most one module, no module over 500 lines.
 
-Every import counts, function-local ones too (a lazy import is still a dependency). The rules
-are read from the imports' text (`ast`), so nothing of the project is run.
+Each package's `__init__` docstring states its rule, once: a line `May import: a, b.` (the
+project's packages it may import besides its own; `none`), and a first paragraph that says
+"no Apache Beam, no TensorFlow" for a pure package. A package without the line (a nested one)
+follows its parent's. Every import counts, function-local ones too (a lazy import is still a
+dependency). The rules and imports are read from the text (`ast`), so nothing of the project
+is run.
 """
 
 import ast
 import pathlib
+import re
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PACKAGES = ("pipeline", "transforms")
 MAX_LINES = 500
-
-# package prefix -> prefixes of the project it must not import
-FORBIDDEN = {
-    "transforms.codecs": ("pipeline", "transforms.formats", "transforms.storage",
-                          "transforms."),  # codecs import codecs only (checked below)
-    "transforms.formats": ("pipeline", "transforms.storage"),
-    "transforms.cleaning": ("pipeline", "transforms.storage", "transforms.formats",
-                            "transforms.codecs"),
-    "transforms.storage": ("pipeline",),
-    "transforms.chunk_reading": ("pipeline", "transforms.storage"),
-    "transforms.pair_encoding": ("pipeline", "transforms.storage"),
-    "transforms": ("pipeline",),
-    "pipeline.runtime": ("pipeline.output", "pipeline.driver", "pipeline.tools",
-                         "pipeline.datagen"),
-    "pipeline.output": ("pipeline.driver", "pipeline.tools", "pipeline.datagen"),
-    "pipeline.driver": ("pipeline.tools", "pipeline.datagen"),
-    "pipeline.tools": ("pipeline.driver", "pipeline.datagen"),
-}
-# no Beam, no TF: the pure packages, and the encode pass's pure parts
-PURE = ("transforms.codecs", "transforms.formats", "transforms.cleaning",
-        "transforms.chunk_reading", "transforms.pair_encoding")
+PURE_WORDS = "no apache beam, no tensorflow"
 # Beam's internals: its runner's and SDK harness's insides, not its user API.
 BEAM_INTERNALS = ("apache_beam.runners.portability.fn_api_runner",
                   "apache_beam.runners.portability.portable_runner",
@@ -78,31 +63,69 @@ def _graph():
     return graph
 
 
-def _package_of(name):
-    """The longest FORBIDDEN key that `name` lies in."""
-    keys = [k for k in FORBIDDEN if name == k or name.startswith(k + ".")]
-    return max(keys, key=len) if keys else None
+def _package_rules():
+    """{package: (the packages it may import, whether it is pure)}, from the `__init__`s."""
+    rules = {}
+    for name, path in _modules():
+        if path.name != "__init__.py":
+            continue
+        doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
+        line = re.search(r"^May import: (.*)$", doc, re.M)
+        first = " ".join(doc.split("\n\n")[0].lower().split())
+        allowed = None
+        if line:
+            allowed = tuple(p.strip() for p in line.group(1).rstrip(".").split(",")
+                            if p.strip() and p.strip() != "none")
+        rules[name] = (allowed, PURE_WORDS in first)
+    return rules
+
+
+def _rule_of(name, rules):
+    """(package, allowed, pure) of the innermost package of `name` with a `May import:` line;
+    pure when that package or one around it says so."""
+    parts = name.split(".")
+    pure = any(rules.get(".".join(parts[:i]), (None, False))[1] for i in range(1, len(parts) + 1))
+    for i in range(len(parts), 0, -1):
+        package = ".".join(parts[:i])
+        if package in rules and rules[package][0] is not None:
+            return package, rules[package][0], pure
+    return None, (), pure
+
+
+def _within(full, packages):
+    return any(full == p or full.startswith(p + ".") for p in packages)
+
+
+def test_top_level_packages_state_their_rule():
+    rules = _package_rules()
+    missing = [name for name in rules
+               if name.count(".") <= 1 and rules[name][0] is None]
+    assert not missing, "no `May import:` line in the docstring of %s" % missing
 
 
 def test_no_import_runs_against_the_package_rules():
+    rules = _package_rules()
     broken = []
     for name, path in _modules():
-        package = _package_of(name)
+        package, allowed, pure = _rule_of(name, rules)
         for base, attr, line in _imports(name, path):
             full = base + ("." + attr if attr else "")
-            if package is None:
-                continue
-            if package == "transforms.codecs":
-                bad = full.startswith(("pipeline", "transforms.")) and not full.startswith(
-                    "transforms.codecs")
-            else:
-                bad = any(full == f or full.startswith(f + ".") or base == f
-                          for f in FORBIDDEN[package])
-            if package in PURE and base.split(".")[0] in ("apache_beam", "tensorflow"):
+            ours = base.split(".")[0] in PACKAGES
+            bad = ours and not _within(base, (package,) + allowed) and not (
+                base in PACKAGES and attr and _within(full, (package,) + allowed))
+            if pure and base.split(".")[0] in ("apache_beam", "tensorflow"):
                 bad = True
             if bad:
-                broken.append("%s:%d imports %s" % (path.relative_to(ROOT), line, full))
+                broken.append("%s:%d imports %s (%s may import %s)" % (
+                    path.relative_to(ROOT), line, full, package, ", ".join(allowed) or "none"))
     assert not broken, "\n".join(broken)
+
+
+def test_the_pure_packages_are_those_the_guide_names():
+    """The guide's pure packages stay pure, and so do the config and the pair codecs."""
+    pure = {name for name, (_, is_pure) in _package_rules().items() if is_pure}
+    assert {"transforms.codecs", "transforms.formats", "transforms.cleaning",
+            "transforms.contracts", "transforms.pairs"} <= pure, pure
 
 
 def test_no_import_cycle():
@@ -208,16 +231,16 @@ def test_no_module_outside_the_kind_declarations_names_a_kind():
 
 
 def test_the_encode_pass_stands_on_the_vocabulary_interface_only():
-    """`transforms.encode_pairs` (and what it imports) needs a `Vocabulary`, not the learning
+    """`transforms.encode.encode_pairs` (and what it imports) needs a `Vocabulary`, not the learning
     stack nor a kind: its caller hands it the kind's Vocabulary class."""
     graph = _graph()
-    reached, todo = set(), ["transforms.encode_pairs"]
+    reached, todo = set(), ["transforms.encode.encode_pairs"]
     while todo:
         for target in graph[todo.pop()] - reached:
             reached.add(target)
             todo.append(target)
     learning = sorted(m for m in reached
-                      if m in ("transforms.codecs.kinds", "transforms.token_counts")
+                      if m in ("transforms.codecs.kinds", "transforms.vocab.token_counts")
                       or m.endswith(("_learning", "_vocabulary", "_refine", "_train")))
     assert "transforms.codecs.vocabulary" in reached
     assert not learning, learning

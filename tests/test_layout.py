@@ -8,6 +8,9 @@
   for transforms/codecs/, tests/pipeline/runtime/ for pipeline/runtime/, ...), or in
   tests/end_to_end/ when they run the whole job; only the checks of the whole tree sit at the
   top (`TREE_CHECKS`).
+- A unit test module is named after the module it tests: `test_<module>.py`, or
+  `test_<module>_<aspect>.py` beside it (tests/pipeline/runtime/test_dask_runner_stages.py), so
+  the tests of X are where one would look.
 - No `__init__.py` under tests/ and no two test modules of the same name: pytest imports each
   test module by its bare name, with its directory on sys.path.
 - No module over 500 lines (the house rule for every module).
@@ -77,6 +80,21 @@ def test_test_modules_mirror_the_packages():
         if top not in OWN_DIRECTORIES and not os.path.isfile(package):
             misplaced.append(rel)
     assert misplaced == [], "test modules in no package's directory"
+
+
+def test_unit_test_modules_are_named_after_a_module_of_their_package():
+    unnamed = []
+    for rel in _python_files():
+        top = rel.split(os.sep)[0]
+        if not _is_test_module(rel) or rel in TREE_CHECKS or top in OWN_DIRECTORIES:
+            continue
+        package = os.path.join(REPO_ROOT, os.path.dirname(rel))
+        modules = [name[:-3] for name in os.listdir(package)
+                   if name.endswith(".py") and name != "__init__.py"]
+        tested = os.path.basename(rel)[len("test_"):-len(".py")]
+        if not any(tested == m or tested.startswith(m + "_") for m in modules):
+            unnamed.append(rel)
+    assert unnamed == [], "test modules named after no module of their package"
 
 
 def test_test_modules_are_importable_by_their_bare_name():

@@ -2,7 +2,7 @@
 
 The `--filters` file is read and checked when the job starts (`load_cleaning`: an unknown
 filter or parameter is one error line, exit 2, before anything runs). After the prepare step
-the cleaning pass (`transforms.clean_pairs.CleanPairs`) reads every prepared dataset in the
+the cleaning pass (`transforms.clean.clean_pairs.CleanPairs`) reads every prepared dataset in the
 encoder's chunks and writes, per dataset with drops, a bitmap of the dropped lines and their
 rejects (with reasons) under the work directory. Each `Prepared` then carries them
 (`dropped`, `dropped_bytes`, `cleaning_rejects`): the vocab sample reads only the kept lines
@@ -16,14 +16,14 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from pipeline.driver.prepare import Prepared
 from pipeline.output.layout import OutputLayout
-from pipeline.runtime.runners import DatagenError
-from transforms.clean_pairs import CleanPairs, DatasetLines, with_chunk_facts
+from pipeline.runtime.errors import DatagenError
+from transforms.clean.clean_pairs import CleanPairs, DatasetLines, with_chunk_facts
 from transforms.cleaning.config import CleaningConfig, parse_cleaning_config
 from transforms.cleaning.errors import CleaningConfigError
-from transforms.encode_pairs import plan_chunks
-from transforms.json_result import WriteJsonResult
-from transforms.config import CleanConfig, InputConfig
-from transforms.elements import Chunk
+from transforms.encode.encode_pairs import plan_chunks
+from transforms.reporting.json_result import WriteJsonResult
+from transforms.contracts.config import CleanConfig, InputConfig
+from transforms.contracts.elements import Chunk
 from transforms.storage import file_io
 from transforms.storage.object_stores import ObjectStores
 

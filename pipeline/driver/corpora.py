@@ -20,11 +20,11 @@ entry's `source_column`/`target_column`, else the flags'), `tmx` (sides chosen b
 languages); each a pattern, a comma-separated list or a YAML list, archives (`a.tgz!dir/x`)
 and buckets as the flags take them. A relative path is relative to the corpora file's
 directory. `weight` (default 1) multiplies the entry's share of the vocabulary sample and its
-mixing rate (`transforms.mixing`).
+mixing rate (`transforms.pairs.mixing`).
 
 Every malformed entry is named, with the file and the key, in one error (exit 2) before
 anything runs. The single-pair flags are the same as a corpora file of one entry
-(`transforms.config.CorpusConfig`, built by `DatagenConfig.from_flags`).
+(`transforms.contracts.config.CorpusConfig`, built by `DatagenConfig.from_flags`).
 """
 
 import argparse
@@ -33,10 +33,10 @@ import os
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from pipeline.output.names import check_name
-from pipeline.runtime.runners import DatagenError
-from transforms.config import CorpusConfig, InputConfig
+from pipeline.runtime.errors import DatagenError
+from transforms.contracts.config import CorpusConfig, InputConfig
 from transforms.formats.corpus_formats import split_archive_path
-from transforms.record_formats import SPLITS
+from transforms.shards.record_formats import SPLITS
 from transforms.storage import file_io
 
 ENTRY_KEYS = ("name", "source_lang", "target_lang", "train", "dev", "weight", "source_column",

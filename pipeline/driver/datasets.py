@@ -16,9 +16,9 @@ import stat
 from typing import Callable, List, Optional, Sequence, cast
 
 from pipeline.output.own_outputs import exclude_own
-from pipeline.runtime.runners import DatagenError
-from transforms.config import DatagenConfig
-from transforms.elements import DatasetSpec
+from pipeline.runtime.errors import DatagenError
+from transforms.contracts.config import DatagenConfig
+from transforms.contracts.elements import DatasetSpec
 from transforms.storage import file_io
 from transforms.storage.object_stores import ObjectStores
 from transforms.formats.corpus_formats import FormatError, detect_format, split_archive_path

@@ -19,17 +19,17 @@ from pipeline.driver.datasets import Dataset
 from pipeline.driver.passes import PassRunner
 from pipeline.driver.prepare import Prepared, every_dataset
 from pipeline.output.layout import OutputLayout
-from transforms.config import DatagenConfig
+from transforms.contracts.config import DatagenConfig
 from transforms.storage import file_io
 from transforms.storage.object_stores import ObjectStores
-from transforms.elements import (Chunk, FileFacts, JsonValue, RejectsReport, ShardReport,
+from transforms.contracts.elements import (Chunk, FileFacts, JsonValue, RejectsReport, ShardReport,
                                  TokenCounts)
-from transforms.encode_pairs import EncodePairs, plan_chunks
-from transforms.json_result import WriteJsonResult
-from transforms.length_stats import LengthReportFn, candidate_max_lengths
-from transforms.shard_fragments import fragment_chunk
-from transforms import mixing
-from transforms.shuffled_shards import (PairShards, WriteRejects, WriteShuffledShards,
+from transforms.encode.encode_pairs import EncodePairs, plan_chunks
+from transforms.reporting.json_result import WriteJsonResult
+from transforms.encode.length_stats import LengthReportFn, candidate_max_lengths
+from transforms.shards.shard_fragments import fragment_chunk
+from transforms.pairs import mixing
+from transforms.encode.shuffled_shards import (PairShards, WriteRejects, WriteShuffledShards,
                                         rejects_file_split)
 
 WORK_DIRS = ("fragments", "shards", "rejects")
@@ -51,7 +51,7 @@ def plan_shards(prepared: Mapping[str, Sequence[Prepared]], config: DatagenConfi
     With one corpus: the flags' shards per split. With several: each pair gets its own
     shards, as many as its share of the split's lines (pairs read) of the flag's number, at
     least one; with --mix_shards the train split is one set of the flag's shards, where each
-    pair is repeated to its rate p (`transforms.mixing.temperature_shares` of its lines at
+    pair is repeated to its rate p (`transforms.pairs.mixing.temperature_shares` of its lines at
     --sampling_temperature, weights multiplied): the pair whose lines are largest against
     its rate is written once, every other pair's lines give p / p_that * its lines records
     (each line once or more, evenly)."""
@@ -120,7 +120,7 @@ def build_encode_pass(p: beam.Pipeline, chunks: List[Chunk], vocab_paths: Tuple[
                | "LengthsToList" >> beam.Map(list))
     rejects = encoded.rejects
     if earlier_rejects:
-        # by name: the writer streams them (`transforms.shuffled_shards._WriteRejectsFn`)
+        # by name: the writer streams them (`transforms.encode.shuffled_shards._WriteRejectsFn`)
         earlier = (p | "RejectFiles" >> beam.Create(list(earlier_rejects), reshuffle=False)
                    | "RejectFileSplits" >> beam.FlatMap(rejects_file_split))
         rejects = (rejects, earlier) | "AllRejects" >> beam.Flatten()

@@ -23,8 +23,8 @@ from pipeline.driver.datasets import is_local_file, split_patterns
 from pipeline.driver.kinds import every_plugin
 from pipeline.driver.options import flag_defaults
 from pipeline.output.own_outputs import exclude_own
-from pipeline.runtime.runners import DatagenError
-from transforms.config import DatagenConfig
+from pipeline.runtime.errors import DatagenError
+from transforms.contracts.config import DatagenConfig
 
 from transforms.storage import file_io
 from transforms.storage.object_stores import ObjectStores

@@ -36,15 +36,14 @@ from pipeline.runtime import staging
 from pipeline.runtime.interrupts import Interrupted
 from pipeline.runtime.job_server import check_prism_location
 from pipeline.runtime.options_views import JobOptions
-from pipeline.runtime.runners import (DatagenError, check_pipeline_options,
-                                      check_workers_can_import_project,
-                                      run_small_input_in_process)
+from pipeline.runtime.runners import check_pipeline_options, check_workers_can_import_project, run_small_input_in_process
+from pipeline.runtime.errors import DatagenError
 from pipeline.runtime.storage_errors import (StoreLost, storage_error, storage_message,
                                              store_lost_message, unreachable_store)
-from transforms import mixing
-from transforms.encode_pairs import BEFORE_CLEANING, BEFORE_MAX_LENGTH
-from transforms.elements import RejectsReport, ShardReport, TokenCounts
-from transforms.length_stats import summary_lengths
+from transforms.pairs import mixing
+from transforms.encode.encode_pairs import BEFORE_CLEANING, BEFORE_MAX_LENGTH
+from transforms.contracts.elements import RejectsReport, ShardReport, TokenCounts
+from transforms.encode.length_stats import summary_lengths
 from transforms.storage import file_io
 from transforms.storage.object_stores import ObjectStores, StoreSettings
 

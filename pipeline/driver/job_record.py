@@ -15,9 +15,9 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from pipeline.driver.passes import PassRunner
 from pipeline.output import commit
 from pipeline.output.layout import OutputLayout
-from pipeline.runtime.runners import one_line
+from pipeline.runtime.errors import one_line
 from pipeline.runtime.storage_errors import storage_error
-from transforms.config import DatagenConfig
+from transforms.contracts.config import DatagenConfig
 from transforms.storage import file_io
 from transforms.storage.object_stores import ObjectStores
 

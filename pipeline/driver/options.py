@@ -14,13 +14,13 @@ from pipeline.runtime.console import LOG_LEVELS
 from pipeline.runtime.flag_ranges import INT32_MAX, bounded
 from pipeline.runtime.flags import FlagParser
 from pipeline.output.names import LANG_MAX, PROBLEM_MAX, check_name
-from pipeline.runtime.runners import DatagenError
-from transforms.config import DatagenConfig
+from pipeline.runtime.errors import DatagenError
+from transforms.contracts.config import DatagenConfig
 from pipeline.driver.corpora import read_corpora
 from pipeline.driver.kinds import KindPlugin, every_plugin, kind_part
 from transforms.codecs.kinds import DEFAULT_KIND, KIND_NAMES
-from transforms.record_formats import DEFAULT_FORMAT, FORMATS, SPLITS
-from transforms.subword_learning import MIN_COUNT_HIGH, MIN_COUNT_LOW
+from transforms.shards.record_formats import DEFAULT_FORMAT, FORMATS, SPLITS
+from transforms.vocab.subword_learning import MIN_COUNT_HIGH, MIN_COUNT_LOW
 from transforms.storage import file_io
 
 LOG = logging.getLogger("datagen")

@@ -21,7 +21,7 @@ from pipeline.runtime import console
 from pipeline.runtime.interrupts import Interrupted, kill_worker_processes, stop_thread
 from pipeline.runtime.pass_engine import PassEngine
 from pipeline.runtime.runners import REMOTE_RUNNERS, is_dry_run, runner_name
-from transforms.job_metrics import counter_values
+from transforms.reporting.job_metrics import counter_values
 
 LOG = logging.getLogger("datagen")
 PROGRESS_SECONDS = 30.0  # a long pass logs where it stands this often (--progress_seconds)

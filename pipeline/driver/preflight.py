@@ -11,8 +11,8 @@ from apache_beam.io.filesystems import FileSystems
 from pipeline.driver.datasets import split_patterns
 from pipeline.driver.fingerprint import INPUT_FLAGS, fingerprint_values, input_keys
 from pipeline.output.layout import REJECTS_NAME, WORK_NAME, OutputLayout
-from pipeline.runtime.runners import DatagenError, one_line
-from transforms.config import DatagenConfig
+from pipeline.runtime.errors import DatagenError, one_line
+from transforms.contracts.config import DatagenConfig
 from transforms.storage import file_io
 from transforms.storage.object_stores import ObjectStores, StoreUnreachable
 

@@ -23,13 +23,13 @@ from apache_beam.typehints.decorators import no_annotations
 from pipeline.driver.datasets import Dataset
 from pipeline.driver.passes import PassRunner
 from pipeline.output.layout import OutputLayout
-from pipeline.runtime.runners import DatagenError
-from transforms.config import ReadConfig
-from transforms.elements import DatasetSpec, FileFacts
+from pipeline.runtime.errors import DatagenError
+from transforms.contracts.config import ReadConfig
+from transforms.contracts.elements import DatasetSpec, FileFacts
 from transforms.storage import file_io
-from transforms.file_scan import ScanTextFiles
-from transforms.json_result import WriteJsonResult
-from transforms.materialize import MaterializeDatasets
+from transforms.prepare.file_scan import ScanTextFiles
+from transforms.reporting.json_result import WriteJsonResult
+from transforms.prepare.materialize import MaterializeDatasets
 from transforms.storage.object_stores import ObjectStores
 
 LOG = logging.getLogger("datagen")
@@ -65,7 +65,7 @@ class PrepareInputs(beam.PTransform):
         self._paths = paths
         self._structured = structured
         self._work_dir = work_dir
-        self._read = read  # transforms.config.ReadConfig
+        self._read = read  # transforms.contracts.config.ReadConfig
         self._result_path = result_path
 
     @no_annotations  # Beam takes PCollection hints only: this one may return None

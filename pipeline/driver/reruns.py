@@ -10,7 +10,7 @@ from typing import List, Optional, Tuple
 from pipeline.driver import fingerprint
 from pipeline.output.complete_check import here, missing_outputs, read_summary, recorded_dir
 from pipeline.output.layout import OutputLayout
-from pipeline.runtime.runners import DatagenError
+from pipeline.runtime.errors import DatagenError
 from transforms.storage import file_io
 from transforms.storage.object_stores import ObjectStores
 

@@ -1,6 +1,6 @@
 """The vocab passes' driver: runs the passes a learner states, through the job's PassRunner.
 
-A learner (`transforms.vocab_learning.VocabLearner`: the subword bisection, or the one
+A learner (`transforms.vocab.learners.VocabLearner`: the subword bisection, or the one
 counting pass of word and byte_bpe) only describes its passes (`VocabPass`: the stages that
 build it, where its result lands, how that result is read back). This module runs each,
 with the prepare stage riding along when the job says so, reads its result file back into
@@ -15,11 +15,11 @@ from typing import Callable, Optional
 from pipeline.driver.passes import PassRunner
 from pipeline.driver.prepare import RidingPrepare
 from pipeline.runtime import console
-from pipeline.runtime.runners import DatagenError
-from transforms.progress_marks import read_marks, stage_progress
+from pipeline.runtime.errors import DatagenError
+from transforms.reporting.progress_marks import read_marks, stage_progress
 from transforms.storage import file_io
 from transforms.storage.object_stores import ObjectStores
-from transforms.vocab_learning import Learnt, SamplingFailed, VocabLearner, VocabPass
+from transforms.vocab.learners import Learnt, SamplingFailed, VocabLearner, VocabPass
 
 LOG = logging.getLogger("datagen")
 
@@ -40,7 +40,7 @@ class VocabPassDriver:
 
     def progress(self, vocab_pass: VocabPass) -> Optional[Callable[[float], str]]:
         """progress(seconds): where the pass's stages stand, from the marks they left
-        (`transforms.progress_marks`): the stage, round, and how far it is."""
+        (`transforms.reporting.progress_marks`): the stage, round, and how far it is."""
         if vocab_pass.marks_dir is None or not vocab_pass.progress:
             return None
         marks_dir = vocab_pass.marks_dir

@@ -6,12 +6,12 @@ or learnt; writing them into the output directory.
 - reused: a vocab file already in the output directory whose fingerprint sidecar matches
   this run's vocab inputs and flags (one without a sidecar was put there by hand and is
   reused as T2T does);
-- learnt: by the kind's learner (`transforms.vocab_learning`), whose passes
+- learnt: by the kind's learner (`transforms.vocab.learners`), whose passes
   `pipeline.driver.vocab_passes` runs.
 
 Everything that differs between kinds is asked of the run's kind plugin
 (`pipeline.driver.kinds`: its learner, its given flag) and of the config's `vocab.loader`;
-files are read and written by one `transforms.vocab_files.VocabularyFiles`.
+files are read and written by one `transforms.storage.vocab_files.VocabularyFiles`.
 """
 
 import logging
@@ -26,14 +26,14 @@ from pipeline.driver.prepare import Prepared, RidingPrepare
 from pipeline.driver.vocab_passes import VocabPassDriver
 from pipeline.output.layout import OutputLayout, lang_of
 from pipeline.output.names import check_name
-from pipeline.runtime.runners import DatagenError, one_line
-from transforms import mixing
+from pipeline.runtime.errors import DatagenError, one_line
+from transforms.pairs import mixing
 from transforms.storage.object_stores import ObjectStores
-from transforms.vocab_files import VocabularyFiles
+from transforms.storage.vocab_files import VocabularyFiles
 from transforms.codecs.vocabulary import VocabFiles
 from pipeline.driver.kinds import KindPlugin
-from transforms.config import DatagenConfig
-from transforms.vocab_learning import LearnerInputs, VocabLearner
+from transforms.contracts.config import DatagenConfig
+from transforms.vocab.learners import LearnerInputs, VocabLearner
 
 LOG = logging.getLogger("datagen")
 
@@ -260,7 +260,7 @@ class VocabStep:
             if p is not None and p.dropped:
                 return path, facts["bytes"] - p.dropped_bytes[side], None, p.dropped
             # A converted dataset's side with rejected units: its `.rejected` lines are
-            # sampled too, in place (`transforms.materialize`), and count in the size.
+            # sampled too, in place (`transforms.prepare.materialize`), and count in the size.
             if facts.get("rejected_lines"):
                 return path, facts["bytes"] + facts["rejected_bytes"], facts["rejected_lines"]
             return path, facts["bytes"]
@@ -283,7 +283,7 @@ class VocabStep:
                            ) -> Tuple[Dict[str, List[tuple]], Dict[str, str]]:
         """With several corpora: ({name: [(path, size, None, dropped, (lines, take))]},
         {path: language}) of every side of every train dataset, each file taking the lines
-        the temperature-sampled mix gives it (`transforms.mixing.plan_mix`; files it takes
+        the temperature-sampled mix gives it (`transforms.pairs.mixing.plan_mix`; files it takes
         nothing from are left out). The plan's figures are kept for the report (`mix`)."""
         weights = {number: corpus.weight for number, corpus in enumerate(self._config.corpora)}
         by_index = {p.ds["index"]: p for p in prepared.get("train", [])}

@@ -1,3 +1,3 @@
 """The output transaction: names under --output_dir, the lock, the commit, the summary and its books.
 
-May import pipeline.runtime and transforms; never pipeline.driver, pipeline.tools or pipeline.datagen."""
+May import: pipeline.runtime, transforms."""

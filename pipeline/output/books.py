@@ -7,8 +7,8 @@ balance, or that is missing a shard, fails instead of looking complete.
 
 from typing import Any, Dict, Iterable, List, Mapping, Protocol, Sequence
 
-from pipeline.runtime.runners import DatagenError
-from transforms.elements import RejectsReport, ShardReport
+from pipeline.runtime.errors import DatagenError
+from transforms.contracts.elements import RejectsReport, ShardReport
 from transforms.formats.packed_examples import packing_figures
 
 SplitReport = Dict[str, Any]  # `split_report`: a split's part of the summary (JSON)
@@ -198,7 +198,7 @@ def check_written(prepared: Mapping[str, Sequence[PreparedDataset]],
 
 def compare_with_counters(report: Mapping[str, SplitReport], counters: Mapping[str, int]
                           ) -> List[str]:
-    """Lines naming where the runner's Beam counters (`transforms.job_metrics`) disagree with
+    """Lines naming where the runner's Beam counters (`transforms.reporting.job_metrics`) disagree with
     the books of `report` ({split: split_report}); empty when they agree or the runner reported
     no counters. The books (the files themselves) are what the job trusts; a runner that
     reports only attempted counts may count a retried bundle twice."""

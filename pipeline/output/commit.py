@@ -20,8 +20,8 @@ from pipeline.output.layout import REJECTS_NAME, WORK_NAME, OutputLayout
 from pipeline.output.length_report import render_length_report
 from pipeline.output.own_outputs import old_shards
 from pipeline.runtime.interrupts import process_alive
-from transforms.elements import RejectsReport, ShardReport
-from transforms.record_formats import SPLITS, scratch_pid
+from transforms.contracts.elements import RejectsReport, ShardReport
+from transforms.shards.record_formats import SPLITS, scratch_pid
 from transforms.storage.object_stores import ObjectStores
 from transforms.storage import file_io
 
@@ -92,7 +92,7 @@ def remove_work_dir(layout: OutputLayout, stores: Optional[ObjectStores] = None)
 
 
 def remove_orphan_scratch(directory: Optional[str] = None) -> List[str]:
-    """Removes the scratch directories of shard writers (`transforms.record_formats`
+    """Removes the scratch directories of shard writers (`transforms.shards.record_formats`
     SCRATCH_PREFIX, in the system's temporary directory, or `directory`) whose process is
     gone: worker processes killed with an interrupted pass, or by a kill -9 of the job, could
     not remove their own. A directory of a live process (another job's worker writing) is

@@ -5,7 +5,7 @@ A rerun over `{problem}.DATAGEN_COMPLETE` of the same inputs and flags does noth
 shard deleted by hand, or cut short at a record boundary by a partial copy or sync, would
 leave a marker over missing pairs, and readers and the rerun would take it as whole. The
 summary lists every shard with its record count, byte size and the crc32c of the whole file
-(summed as the shard was written: `transforms.shuffled_shards`), and the rejects file and
+(summed as the shard was written: `transforms.encode.shuffled_shards`), and the rejects file and
 vocab files the run wrote.
 
 - `shard_mismatches` compares the shards with that record: by default one listing of the
@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Dict, IO, Iterator, List, Optional, Tuple
 import google_crc32c
 
 from transforms.formats.tfrecord_framing import CorruptRecordError, read_records
-from transforms.record_formats import format_of
+from transforms.shards.record_formats import format_of
 from transforms.storage import paths
 
 if TYPE_CHECKING:

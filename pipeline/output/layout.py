@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Callable, Optional
 
 from transforms.formats.checked_decompress import strip_compression_suffix
 from transforms.storage import paths
-from transforms.record_formats import DEFAULT_FORMAT, ShardNames, record_format
+from transforms.shards.record_formats import DEFAULT_FORMAT, ShardNames, record_format
 
 if TYPE_CHECKING:
     from transforms.codecs.kinds import CodecKind

@@ -1,7 +1,7 @@
 """The length report, `{problem}.lengths.html`: the summary's `lengths` as a page.
 
 `render_length_report(summary) -> str` is a pure function of the summary dict (its `problem`
-and `lengths`, see `transforms.length_stats`), so it is tested without a run and the page
+and `lengths`, see `transforms.encode.length_stats`), so it is tested without a run and the page
 of a rerun is byte-identical (no times in it). The page stands alone: inline CSS and SVG, no
 script, no network, so it opens from any copy of the output directory. Per split, a table of
 the percentiles, maxima and characters per token of each side, a table of the pairs T2T's

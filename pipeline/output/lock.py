@@ -47,7 +47,7 @@ from typing import Any, Callable, Dict, Iterator, Literal, Optional, Protocol, T
 from apache_beam.io.filesystems import FileSystems
 
 from pipeline.runtime.interrupts import process_alive, process_start
-from pipeline.runtime.runners import DatagenError, one_line
+from pipeline.runtime.errors import DatagenError, one_line
 from transforms.storage import file_io
 from transforms.storage.object_stores import ObjectStores, PreconditionFailed, Store
 

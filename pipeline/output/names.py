@@ -19,7 +19,7 @@ bytes besides the two names with the largest --vocab_size (10 digits).
 import re
 from typing import Optional
 
-from pipeline.runtime.runners import DatagenError
+from pipeline.runtime.errors import DatagenError
 
 NAME_MAX_BYTES = 255
 LONGEST_REST = 83  # bytes of that longest name besides the problem and the language

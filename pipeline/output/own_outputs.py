@@ -6,7 +6,7 @@ files the first run wrote (`vocab.p.8192.subwords.en`): read as a corpus, they w
 the vocabulary and the pairs. Patterns are therefore expanded with every file this job (of
 any problem) writes under --output_dir left out, and the job says which (`exclude_own`).
 The names are those of `pipeline.output.layout` and T2T's: vocab files and their sidecars, shards
-`{problem}-{split}-NNNNN-of-NNNNN` in any record format (`transforms.record_formats`), the summary, marker, lock, length report, rejects, the
+`{problem}-{split}-NNNNN-of-NNNNN` in any record format (`transforms.shards.record_formats`), the summary, marker, lock, length report, rejects, the
 work directory and the temporary names of atomic writes.
 
 The other way round, a run replaces only shards named as T2T names them: a user's
@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Iterable, List, Optional, Tuple
 from apache_beam.io.filesystems import FileSystems
 
 from pipeline.output.layout import WORK_NAME, OutputLayout
-from transforms.record_formats import (DEFAULT_FORMAT, SHARD_NAME_PATTERN, SPLITS, ShardNames,
+from transforms.shards.record_formats import (DEFAULT_FORMAT, SHARD_NAME_PATTERN, SPLITS, ShardNames,
                                       record_format)
 from transforms.codecs.kinds import CODEC_KINDS
 

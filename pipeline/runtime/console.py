@@ -264,7 +264,7 @@ def _duration(seconds: float) -> str:
 
 def stages_line(stages: Sequence[Tuple[str, str, int, Optional[int]]], seconds: float) -> str:
     """Where a pass of stages stands (`stages`: (label, unit, done, total or None) in order,
-    `transforms.progress_marks.stage_progress`): the furthest stage started and how far it
+    `transforms.reporting.progress_marks.stage_progress`): the furthest stage started and how far it
     is, then the latest earlier one not finished yet, if any: `round 3: 2 of 4 probes
     learnt, 1 min 10 s so far`; before any unit is done, the first stage."""
     def far(label: str, unit: str, done: int, total: Optional[int]) -> str:

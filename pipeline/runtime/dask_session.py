@@ -36,7 +36,7 @@ from apache_beam.runners.dask.dask_runner import DaskRunnerResult
 from apache_beam.runners.runner import PipelineState
 
 from pipeline.runtime import dask_worker
-from pipeline.runtime.runners import DatagenError, one_line
+from pipeline.runtime.errors import DatagenError, one_line
 
 LOG = logging.getLogger("datagen")
 CLIENT_LOG = logging.getLogger("distributed.client")

@@ -36,10 +36,12 @@ PLUGIN_NAME = "t2t-beam-datagen"
 SOURCE_SUFFIXES = (".py", ".json")  # the packages' code and package data
 # What a worker imports before its first task: Beam, the Dask stage executor, the passes'
 # transforms, and (worker_warmup) the compiled loops of the token index and the encoder.
-WARM_MODULES = ("apache_beam", "pipeline.runtime.dask_runner", "transforms.file_scan",
-                "transforms.vocab_learning", "transforms.token_counts", "transforms.subword_refine",
-                "transforms.encode_pairs", "transforms.shuffled_shards",
-                "transforms.json_result", "pipeline.runtime.worker_warmup")
+WARM_MODULES = ("apache_beam", "pipeline.runtime.dask_runner", "transforms.prepare.file_scan",
+                "transforms.vocab.learners", "transforms.vocab.word_learning",
+                "transforms.vocab.byte_bpe_learning", "transforms.vocab.token_counts",
+                "transforms.vocab.subword_refine", "transforms.encode.encode_pairs",
+                "transforms.encode.shuffled_shards", "transforms.reporting.json_result",
+                "pipeline.runtime.worker_warmup")
 LOG = logging.getLogger("distributed")
 
 

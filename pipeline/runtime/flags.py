@@ -12,7 +12,8 @@ from typing import Any, Dict, List, NoReturn, Optional, Type
 
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from pipeline.runtime.runners import DatagenError, register_runner_options
+from pipeline.runtime.runners import register_runner_options
+from pipeline.runtime.errors import DatagenError
 
 
 class FlagParser(argparse.ArgumentParser):

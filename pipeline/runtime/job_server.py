@@ -42,7 +42,8 @@ from apache_beam.options.pipeline_options import (FlinkRunnerOptions, JobServerO
                                                    SparkRunnerOptions)
 
 from pipeline.runtime.interrupts import SIGNALS
-from pipeline.runtime.runners import DatagenError, is_dry_run, one_line, runner_name
+from pipeline.runtime.runners import is_dry_run, runner_name
+from pipeline.runtime.errors import DatagenError, one_line
 
 LOG = logging.getLogger("datagen")
 START_SECONDS = 120  # a job server's JVM answers in a few seconds; a cold disk takes longer

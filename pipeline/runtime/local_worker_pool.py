@@ -76,10 +76,12 @@ REQUIRED_INTERNALS = [
 # `worker_start` first: the console set-up, before Beam's import logs "apitools not found ..."
 # (the fork server is a fresh interpreter).
 PRELOAD = ("pipeline.runtime.worker_start", "apache_beam", SDK_WORKER,
-           "pipeline.runtime.local_worker_pool", "transforms.token_counts",
-           "transforms.subword_refine", "transforms.encode_pairs", "transforms.codecs.kinds",
-           "transforms.vocab_learning", "transforms.subword_learning",
-           "transforms.sentencepiece_learning", "pipeline.runtime.worker_warmup")
+           "pipeline.runtime.local_worker_pool", "transforms.vocab.token_counts",
+           "transforms.vocab.subword_refine", "transforms.encode.encode_pairs",
+           "transforms.codecs.kinds", "transforms.vocab.learners",
+           "transforms.vocab.word_learning", "transforms.vocab.byte_bpe_learning",
+           "transforms.vocab.subword_learning", "transforms.vocab.sentencepiece_learning",
+           "pipeline.runtime.worker_warmup")
 
 
 def internals_missing() -> Optional[str]:

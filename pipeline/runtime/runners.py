@@ -22,6 +22,7 @@ from apache_beam.options.pipeline_options import (DirectOptions, PipelineOptions
                                                    PortableOptions, SetupOptions,
                                                    StandardOptions, TestOptions, WorkerOptions)
 
+from pipeline.runtime.errors import DatagenError, one_line
 from pipeline.runtime.flag_ranges import INT32_MAX, bounded
 
 REMOTE_RUNNERS = {"dataflow", "flink", "spark", "portable"}
@@ -59,23 +60,6 @@ class FlinkJavaOptions(PipelineOptions):
         parser.add_argument(
             "--execution_retry_delay", type=bounded(int, -1), default=None,
             help="Flink: milliseconds between two retries of a failed pass")
-
-
-class DatagenError(Exception):
-    """A problem with the job's input or flags, reported without a traceback."""
-
-
-MAX_ERROR_CHARS = 1000  # of one error line: it names the file, it need not quote it all
-
-
-def one_line(text: object, limit: int = MAX_ERROR_CHARS) -> str:
-    """A message as one line: a scheduler's log shows one line per failure. A message longer
-    than `limit` characters (a long input line quoted, hundreds of file names) is cut, and
-    says how much was left out."""
-    line = "; ".join(part.strip() for part in str(text).splitlines() if part.strip())
-    if len(line) > limit:
-        line = "%s... [%d more characters]" % (line[:limit], len(line) - limit)
-    return line
 
 
 # Runners the job resolves by short name itself: Beam resolves no short name `DaskRunner`,

@@ -29,7 +29,8 @@ from typing import Any, Iterator, List, Optional
 from apache_beam.options.pipeline_options import GoogleCloudOptions, SetupOptions
 from apache_beam.options.pipeline_options_validator import PipelineOptionsValidator
 
-from pipeline.runtime.runners import REMOTE_RUNNERS, DatagenError, is_dry_run, one_line, runner_name
+from pipeline.runtime.runners import REMOTE_RUNNERS, is_dry_run, runner_name
+from pipeline.runtime.errors import DatagenError, one_line
 
 LOG = logging.getLogger("datagen")
 

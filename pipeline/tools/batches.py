@@ -6,7 +6,7 @@ imports no Beam either (`pipeline.tools.output_files`; tests check `sys.modules`
 interpreter): a trainer's process pays neither import, and nothing is printed (Grain's
 start-up lines are held back, `console.quiet_import`). A gs:// or s3:// source goes through
 Beam's FileSystems, as everywhere in the project. Batches are dicts of numpy int32
-arrays, keyed as `make_dataset`'s (`pipeline.tools.batching` does the batching); a PyTorch
+arrays, keyed as `make_dataset`'s (`pipeline.tools.bucketing` does the batching); a PyTorch
 `DataLoader` takes them through an `IterableDataset` (examples/read_parquet_torch.py).
 
     from pipeline.tools.batches import grain_batches, parquet_batches
@@ -39,12 +39,12 @@ from typing import Any, Iterator, List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from pipeline.runtime import console
-from pipeline.tools import batching, output_files
-from pipeline.tools.batching import Batch
+from pipeline.tools import bucketing, output_files
+from pipeline.tools.bucketing import Batch
 from pipeline.tools.mixture import Mixture
 from transforms.formats.example_proto import Int64FeaturesWriter
 from transforms.formats.packed_examples import PACKED_FEATURES
-from transforms.record_formats import FEATURES, ArrayRecordFormat, ParquetFormat, format_of
+from transforms.shards.record_formats import FEATURES, ArrayRecordFormat, ParquetFormat, format_of
 from transforms.storage import paths
 
 Source = Union[str, Sequence[str]]
@@ -104,8 +104,8 @@ def _batches(examples: Iterator[Example], batch_size: int, mode: str, options: A
         if options.get("max_length") is None and packed_length:
             options = dict(options, max_length=packed_length)  # as make_dataset
     if mode == "nmt":
-        return batching.nmt_batches(((e[0], e[1]) for e in examples), batch_size, **options)
-    return batching.t2t_batches(examples, batch_size, keys=keys, **options)
+        return bucketing.nmt_batches(((e[0], e[1]) for e in examples), batch_size, **options)
+    return bucketing.t2t_batches(examples, batch_size, keys=keys, **options)
 
 
 def _summary_packed_length(files: Sequence[str], mode: str) -> int:
@@ -123,7 +123,7 @@ def _parse(examples: Int64FeaturesWriter, record: bytes, keys: Sequence[str] = F
 
 @contextlib.contextmanager
 def _local(files: Sequence[str]) -> Iterator[List[str]]:
-    from transforms.record_formats import local_copy
+    from transforms.shards.record_formats import local_copy
     with contextlib.ExitStack() as stack:
         yield [stack.enter_context(local_copy(path)) for path in files]
 
@@ -135,7 +135,7 @@ def mixture_pairs(source: Mixture, num_shards: int = 1, shard_index: int = 0,
     record format (or the features `keys`: a packed output's `PACKED_FEATURES`);
     `num_shards`, `shard_index`, `skip_count` as `Dataset.shard` / `skip`."""
     examples = Int64FeaturesWriter()
-    return batching.select((_parse(examples, record, keys) for _, record in source.records()),
+    return bucketing.select((_parse(examples, record, keys) for _, record in source.records()),
                            num_shards, shard_index, skip_count)
 
 
@@ -243,7 +243,7 @@ def parquet_batches(source: Union[Source, Mixture], batch_size: int, mode: str =
     packed_length = _summary_packed_length(files, mode)
     keys = parquet_keys(files)
     for epoch in range(num_epochs):
-        pairs = batching.select(parquet_pairs(files, keys), num_shards, shard_index,
+        pairs = bucketing.select(parquet_pairs(files, keys), num_shards, shard_index,
                                 skip_count)
         if shuffle:
             pairs = _buffer_shuffled(pairs, shuffle_buffer_size, random.Random(seed + epoch))

@@ -18,7 +18,7 @@ files alone:
   to import). Files go through Beam's FileSystems, as everywhere in the project, so gs://
   works; importing it loads the `apache_beam` package (~1.5 s) but runs nothing;
 - decoding is the run's kind's `Vocabulary` (`transforms.codecs.kinds`, read by
-  `transforms.vocab_files`): its EOS ids (stripped before decoding), its `decode`. No kind
+  `transforms.storage.vocab_files`): its EOS ids (stripped before decoding), its `decode`. No kind
   name is compared here;
 - without `--seed`, the first N records in shard order; with it, N records picked by
   reservoir sampling over every shard of the split with `random.Random(seed)`: the same
@@ -57,15 +57,15 @@ from pipeline.output.layout import SUMMARY_NAME
 from pipeline.runtime import flags
 from pipeline.tools import output_files
 from pipeline.runtime.flag_ranges import bounded
-from pipeline.runtime.runners import DatagenError, one_line
-from transforms.vocab_files import VocabularyFiles
+from pipeline.runtime.errors import DatagenError, one_line
+from transforms.storage.vocab_files import VocabularyFiles
 from transforms.codecs.vocabulary import Vocabulary
 from transforms.storage import file_io
 from transforms.storage.object_stores import ObjectStores, StoreSettings
 from transforms.formats.example_proto import PAIR_FEATURE, Int64FeaturesWriter
 from transforms.formats.packed_examples import unpack
 from transforms.formats.tfrecord_framing import CorruptRecordError
-from transforms.record_formats import format_of
+from transforms.shards.record_formats import format_of
 from transforms.codecs.kinds import CodecKind, codec_kind
 
 PROG = "python -m pipeline.tools.inspect"
@@ -158,7 +158,7 @@ def split_records(output_dir: str, shard_names: Iterable[str]
         path = FileSystems.join(output_dir, name)
         if not file_io.exists(path):
             raise DatagenError("%s: shard missing (the summary lists it)" % path)
-        try:  # the shard's format from its name (`transforms.record_formats`)
+        try:  # the shard's format from its name (`transforms.shards.record_formats`)
             for i, data in enumerate(format_of(name).read_shard(path)):
                 yield name, i, data
         except (CorruptRecordError, ValueError, OSError, RuntimeError) as e:

@@ -12,7 +12,7 @@ A job with several corpora writes each language pair's records in shards of its 
 (`{problem}-{src}-{tgt}-train-...`, listed per pair in the summary's `language_pairs`), so
 the rate of each pair is the trainer's to choose. `Mixture` takes the output directory (its
 complete output: `reader.complete_output_files`' checks) and either a temperature (pair p's
-rate is (n_p / N) ** (1 / T) times its corpora's weight, normalized: `transforms.mixing`,
+rate is (n_p / N) ** (1 / T) times its corpora's weight, normalized: `transforms.pairs.mixing`,
 n_p its pairs written) or per-pair rates (normalized; a pair left out is not read). Packed
 records (--packed_length) are drawn at a pair's rate over its pairs per record, so that the
 pairs, not the records, arrive at the rates.
@@ -32,8 +32,8 @@ from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
-from transforms import mixing
-from transforms.record_formats import format_of
+from transforms.pairs import mixing
+from transforms.shards.record_formats import format_of
 
 DRAW_BLOCK = 4096  # pair choices drawn at once (the stream is the same for any block size)
 
@@ -151,7 +151,7 @@ class Mixture:
 def _summary(output_dir: str, problem: Optional[str]) -> Dict[str, Any]:
     from apache_beam.io.filesystems import FileSystems
     from pipeline.output.layout import SUMMARY_NAME
-    from pipeline.runtime.runners import DatagenError
+    from pipeline.runtime.errors import DatagenError
     from pipeline.tools import inspect
     from transforms.storage import file_io
     try:

@@ -21,7 +21,7 @@ from typing import Any, Dict, Iterable, List, Optional, Set, Tuple
 from pipeline.output.complete_check import shard_mismatches
 from pipeline.output.layout import COMPLETE_NAME, SUMMARY_NAME, marked_problem
 from pipeline.runtime import console
-from transforms.record_formats import parse_shard_name
+from transforms.shards.record_formats import parse_shard_name
 from transforms.storage import paths
 
 READER_HOW = "pass problem=<name>"  # what the readers' errors ask for

@@ -12,7 +12,7 @@ tensorflow/nmt's iterator (re-initialized every epoch). Use `.repeat()` for T2T-
 step-based training.
 
 mode="nmt" -- records of word-vocabulary ids WITHOUT EOS (what `--vocab_type word` writes),
-vocabulary ids as in `transforms.codecs.word_vocab` (<unk>=0, <s>=1, </s>=2). The pipeline is
+vocabulary ids as in `transforms.codecs.word` (<unk>=0, <s>=1, </s>=2). The pipeline is
 tensorflow/nmt's `iterator_utils.get_iterator`, step for step and in its order, except that
 the text split and vocabulary lookup are already done (our records hold the ids
 `index_table_from_file` would give, since tokenization and ids are the same):
@@ -132,7 +132,7 @@ from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tupl
 
 from pipeline.runtime import console
 from pipeline.tools import output_files
-from pipeline.tools.batching import NMT_KEYS, t2t_batching_scheme, t2t_bucket_boundaries  # noqa: F401
+from pipeline.tools.bucketing import NMT_KEYS, t2t_batching_scheme, t2t_bucket_boundaries  # noqa: F401
 from pipeline.tools.output_files import IncompleteOutputError, check_complete
 
 __all__ = ["IncompleteOutputError", "StoreUnreachableError", "check_complete",
@@ -192,7 +192,7 @@ def complete_output_files(output_dir: str, split: str = "train",
     from apache_beam.options.pipeline_options import PipelineOptions
     from pipeline.tools import inspect
     from pipeline.output.layout import SUMMARY_NAME
-    from pipeline.runtime.runners import DatagenError
+    from pipeline.runtime.errors import DatagenError
     from transforms.storage import file_io
     from transforms.storage.object_stores import ObjectStores, StoreSettings
     stores = None
@@ -236,7 +236,7 @@ def _records_dataset(tf: Any, files: List[Tuple[str, bool]]) -> Any:
     """The serialized records of `files` in order: TFRecordDataset where TensorFlow reads
     the files, else a generator reading them through Beam's FileSystems with the project's
     TFRecord reader (checksums checked)."""
-    from transforms.record_formats import TFRecordFormat, format_of
+    from transforms.shards.record_formats import TFRecordFormat, format_of
     others = sorted({format_of(path).name for path, _ in files} - {TFRecordFormat.name})
     if others:
         raise ValueError("make_dataset reads TFRecord shards; these are %s: read them with "

@@ -156,7 +156,7 @@ def test_a_vocabulary_learnt_without_cleaning_is_not_reused(tmp_path):
     learnt from the uncleaned corpus is not taken for a cleaned run (an error naming the
     change, relearnt with --overwrite), and one learnt with the same cleaning is reused
     (each run after the first finds the vocab files of an output whose marker is gone)."""
-    from pipeline.runtime.runners import DatagenError
+    from pipeline.runtime.errors import DatagenError
     src, tgt = TRAIN[0] + ".en", TRAIN[0] + ".zh"
     common = ["--problem", "p", "--vocab_size", "1000"]
     cleaning = ["--filters", _config(tmp_path), "--dedup", "pairs"]

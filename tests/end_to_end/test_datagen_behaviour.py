@@ -79,7 +79,7 @@ def test_outputs_and_summary(baseline):
     # every record ends in EOS; shard 0 holds the lowest quarter of the shuffle keys, in key
     # order (not input order)
     from transforms.codecs.subword import SubwordEncoder
-    from transforms.pair_encoding import shard_of, shuffle_key
+    from transforms.pairs.pair_encoding import shard_of, shuffle_key
     examples = read_examples(shard_files(out, "p", "train")[0])
     assert examples and all(i[-1] == 1 and t[-1] == 1 for i, t in examples)
     en = SubwordEncoder.from_file(str(out / "vocab.p.400.subwords.en"))

@@ -90,7 +90,7 @@ def test_every_compression_cut_or_corrupt_is_an_error(tmp_path, suffix):
 def test_compressed_archive_member_is_checked(tmp_path):
     import tarfile
     from transforms.storage import file_io
-    from transforms.materialize import open_member
+    from transforms.prepare.materialize import open_member
     member = tmp_path / "m.en.xz"
     member.write_bytes(_compressors()[".xz"](TEXT)[:-20])
     archive = tmp_path / "c.tar"

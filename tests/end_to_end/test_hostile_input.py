@@ -51,7 +51,7 @@ def test_the_longest_names_allowed_fit_a_file_name_temporaries_included():
     from pipeline.output import names
     from pipeline.output.layout import OutputLayout
     from transforms.codecs.kinds import CODEC_KINDS
-    from transforms.record_formats import FORMATS
+    from transforms.shards.record_formats import FORMATS
     from transforms.storage.file_io import temporary_name
     problem, lang = "p" * names.PROBLEM_MAX, "l" * names.LANG_MAX
     written = []
@@ -235,7 +235,7 @@ def test_an_error_line_is_capped(tmp_path, capsys):
                                     "--output_dir", tmp_path / "out"] + FLAGS[2:],
                            "300 source files but 1 target files")
     assert len(line) < 1200
-    from pipeline.runtime.runners import one_line
+    from pipeline.runtime.errors import one_line
     capped = one_line("x" * 24000)
     assert len(capped) < 1100 and capped.endswith("[23000 more characters]")
 
@@ -313,7 +313,7 @@ def test_reader_refuses_the_other_mode(tmp_path, capsys):
 
 def test_a_pattern_matching_only_own_outputs_is_an_error(tmp_path):
     from pipeline.driver.datasets import expand_listing as _expand
-    from pipeline.runtime.runners import DatagenError
+    from pipeline.runtime.errors import DatagenError
     _write(tmp_path / "vocab.p.8192.subwords.en", b"'a_'\n")
     with pytest.raises(DatagenError, match="matches only files this job writes"):
         _expand(str(tmp_path / "*.en"), "train_source", str(tmp_path))
@@ -344,7 +344,7 @@ def test_odd_file_names_through_the_job_and_its_fingerprint(tmp_path, capsys):
 
 
 def test_an_input_gone_since_it_was_listed_is_an_error_fact(tmp_path):
-    from transforms.file_scan import _ScanFileFn
+    from transforms.prepare.file_scan import _ScanFileFn
     from transforms.storage.object_stores import StoreSettings
     scan = _ScanFileFn(100, StoreSettings())
     scan.setup()

@@ -180,7 +180,7 @@ def test_the_mixture_reader_realizes_its_rates(three_pairs):
     import collections
     from pipeline.tools import batches
     from pipeline.tools.mixture import Mixture
-    from transforms import mixing
+    from transforms.pairs import mixing
     _, out, summary = three_pairs
     books = summary["splits"]["train"]["language_pairs"]
     n = 8000
@@ -237,7 +237,7 @@ def test_mix_shards_write_one_set_at_the_rates_in_parquet(tmp_path):
     assert [s["name"] for s in train["shards"]] == [
         "p-train-%05d-of-00003.parquet" % i for i in range(3)]
     books = train["language_pairs"]
-    from transforms import mixing
+    from transforms.pairs import mixing
     rates = mixing.temperature_shares(
         {name: [(lines, weight)] for name, _, _, _, _, lines, weight in CORPORA}, 5.0)
     # the largest pair against its rate is written once, the others repeated to their rates
@@ -273,7 +273,7 @@ def test_a_rerun_is_a_no_op_and_an_edited_corpora_file_is_refused(three_pairs):
     edited["corpora"][2]["weight"] = 3.0
     other = base / "data" / "edited.yaml"
     other.write_text(json.dumps(edited))
-    from pipeline.runtime.runners import DatagenError
+    from pipeline.runtime.errors import DatagenError
     with pytest.raises(DatagenError, match="--corpora .*weight.*3.0"):
         datagen.run(flags[:1] + [str(other)] + flags[2:])
 
@@ -424,7 +424,7 @@ def test_packing_and_max_length_per_pair_and_on_mixed_shards(tmp_path):
     per_pair = {pair: e for pair, e in runs[False, True][1]["splits"]["train"][
         "language_pairs"].items()}
     pair_rates = {p: r * per_pair[p]["packing"]["pairs_per_record"] for p, r in mixed.rates.items()}
-    from transforms import mixing
+    from transforms.pairs import mixing
     shares = mixing.temperature_shares({p: [(e["pairs_written"], e.get("weight", 1.0))]
                                         for p, e in per_pair.items()}, 5.0)
     for p, rate in pair_rates.items():  # the pairs, not the packed records, at the rates

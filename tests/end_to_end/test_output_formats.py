@@ -17,7 +17,7 @@ from datagen_helpers import assert_same_batches
 from pipeline import datagen
 from pipeline.tools import batches, inspect, reader
 from repo_paths import REPO_ROOT as ROOT
-from transforms.record_formats import FORMATS, PARQUET_ROW_GROUP_ROWS, format_of
+from transforms.shards.record_formats import FORMATS, PARQUET_ROW_GROUP_ROWS, format_of
 
 pytestmark = pytest.mark.slow
 
@@ -141,7 +141,7 @@ def test_switching_formats_needs_overwrite_and_leaves_no_shard_of_the_old_one(
     # what a worker killed while it wrote a Parquet shard for an object store left (issue
     # 42, item 11): the run removes it
     import tempfile
-    from transforms.record_formats import SCRATCH_PREFIX
+    from transforms.shards.record_formats import SCRATCH_PREFIX
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
     gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
                           capture_output=True, text=True, check=True)

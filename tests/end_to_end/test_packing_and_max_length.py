@@ -23,7 +23,7 @@ from pipeline.output.summary import format_summary
 from pipeline.tools import batches, inspect, reader
 from transforms.formats.example_proto import Int64FeaturesWriter
 from transforms.formats.packed_examples import PACKED_FEATURES, unpack
-from transforms.record_formats import format_of
+from transforms.shards.record_formats import format_of
 
 pytestmark = pytest.mark.slow
 

@@ -24,7 +24,7 @@ from datagen_helpers import (DIRECT_MP2, FNAPI, end_group, pass_started, small_c
 from object_store_servers import BUCKET
 from pipeline import datagen
 from pipeline.output.lock import OutputLock, lease_for
-from pipeline.runtime.runners import DatagenError
+from pipeline.runtime.errors import DatagenError
 from repo_paths import REPO_ROOT
 
 pytestmark = pytest.mark.slow

@@ -8,8 +8,8 @@ import pytest
 
 
 from datagen_helpers import DATA_DIR, envi, read_examples, run_datagen, shard_files
-from transforms.codecs.word_vocab import WordVocab
-from transforms.pair_encoding import shuffle_key
+from transforms.codecs.word import WordVocab
+from transforms.pairs.pair_encoding import shuffle_key
 
 # Every test runs the whole job: the full suite only.
 pytestmark = pytest.mark.slow

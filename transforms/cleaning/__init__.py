@@ -4,6 +4,8 @@
 the same names do, `dedup` normalizes a pair into its de-duplication key as OpusFilter's
 `remove_duplicates` does, `dropped_lines` is the bitmap of dropped line numbers, and `config`
 reads the `--filters` YAML file and checks every filter name and parameter before the job
-starts. The Beam stage is `transforms.clean_pairs`. Imports only transforms.cleaning (and
-regex, PyYAML, py3langid, threadpoolctl).
+starts. The Beam stage is `transforms.clean.clean_pairs`. Beyond the standard library it
+uses regex, PyYAML, py3langid and threadpoolctl.
+
+May import: none.
 """

@@ -2,7 +2,7 @@
 
 One bit per pair (bit n-1 of the file for line n, least significant bit first): 95 KB for the
 760k-pair bench corpus, read whole by every reader of the dataset (the vocab sample, each
-encode chunk) and asked per line in constant time. `transforms.clean_pairs` writes it.
+encode chunk) and asked per line in constant time. `transforms.clean.clean_pairs` writes it.
 """
 
 from typing import Iterable, Iterator, Union

@@ -69,7 +69,7 @@ class PairFilter:
     PARAMS: Dict[str, Any] = {}
     # A costly filter (a language model): the cleaning stage runs it, and every filter after
     # it, only on the pairs that passed the filters before it and de-duplication, as
-    # OpusFilter's recipe does (`transforms.clean_pairs`).
+    # OpusFilter's recipe does (`transforms.clean.clean_pairs`).
     COSTLY = False
     # Checks and keeps the parameters (each filter's own signature: its PARAMS).
     configure: Callable[..., None]

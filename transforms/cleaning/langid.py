@@ -6,7 +6,7 @@ to two decimals, takes 0 when the label is not the side's language (and 1 for an
 and passes the pair when every side's value is above its threshold (default 0). It runs only
 with py3langid < 0.4 (0.4 removed `from_pickled_model` and ships another model), so the
 project depends on the same 0.3 line: the labels are then the same by construction, which
-`tests/transforms/cleaning/test_opusfilter_parity.py` checks against OpusFilter itself.
+`tests/transforms/cleaning/test_filters_opusfilter_parity.py` checks against OpusFilter itself.
 
 Batches (`accept_many`, what the cleaning stage calls): py3langid spends most of a line in
 `np.dot` of the line's feature counts with the 7480 x 97 model matrix, one matrix read per

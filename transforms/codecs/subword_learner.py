@@ -24,7 +24,7 @@ result as T2T's single loop:
    their raw count and the amount subtracted from them as sums that add up across partitions.
 4. `assemble_vocab`: merges the partitions' results into T2T's vocabulary order.
 
-`learn_vocab` runs the stages in-process (for library users and tests); `transforms.subword_learning`
+`learn_vocab` runs the stages in-process (for library users and tests); `transforms.vocab.subword_learning`
 runs the same functions as Beam passes.
 """
 

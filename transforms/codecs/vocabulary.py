@@ -3,7 +3,7 @@
 Built like seqio's `Vocabulary` (and T2T's `TextEncoder`): one object per loaded vocabulary
 that encodes, decodes, knows its size and the ids that end an example, and turns into and
 from the *contents* of its files. Reading and writing those files is not its job: the Beam
-and driver layers do it through `transforms.storage.file_io` (`transforms.vocab_files`), so
+and driver layers do it through `transforms.storage.file_io` (`transforms.storage.vocab_files`), so
 a vocabulary here never touches a file system and anyone can load one from strings.
 
 A vocabulary lies on disk as one file (`file_sets == ((SINGLE_FILE,),)`: the path itself)

@@ -1,4 +1,4 @@
-"""WordVocabulary: tensorflow/nmt word vocabularies (`word_vocab.WordVocab`) as a
+"""WordVocabulary: tensorflow/nmt word vocabularies (`word.WordVocab`) as a
 `Vocabulary`.
 
 One word per line, `<unk>`, `<s>`, `</s>` first. Examples carry the plain word ids, no EOS:
@@ -10,7 +10,7 @@ from typing import Any, List, Mapping, Optional, Sequence, Tuple
 
 from transforms.codecs.varints import encode_varints
 from transforms.codecs.vocabulary import SINGLE_FILE, EncodedLine, VocabFiles, Vocabulary
-from transforms.codecs.word_vocab import WordVocab
+from transforms.codecs.word import WordVocab
 
 
 class WordVocabulary(Vocabulary):

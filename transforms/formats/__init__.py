@@ -1,3 +1,4 @@
-"""Pure formats: corpus readers (TSV, TMX, SGM, ...), text lines, compression checks, TFRecord framing, Examples, rejects.
+"""Pure formats (no Apache Beam, no TensorFlow): corpus readers (TSV, TMX, SGM, ...), text
+lines, compression checks, TFRecord framing, Examples, rejects.
 
-No Apache Beam, no TensorFlow; may import transforms.codecs and each other only."""
+May import: transforms.codecs, transforms.contracts."""

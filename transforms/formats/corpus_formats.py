@@ -64,7 +64,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from typing import Iterator, List, Optional
 
-from transforms.elements import Pair, Reject, Unit
+from transforms.contracts.elements import Pair, Reject, Unit
 from transforms.formats.archives import open_archive_member, split_archive_path
 from transforms.formats.checked_decompress import strip_compression_suffix
 from transforms.formats.sgm_xml import read_iwslt_xml_pair, read_sgm_pair

@@ -25,7 +25,7 @@ own `SerializeToString()` writes the map in the protobuf runtime's hash order, s
 with T2T is of the features, record by record (tests/end_to_end/test_packing_and_max_length.py
 runs T2T's `_pack_fn` itself on the same shards).
 
-Pure Python: no Beam, no TensorFlow. The shard writer (`transforms.shuffled_shards`) packs
+Pure Python: no Beam, no TensorFlow. The shard writer (`transforms.encode.shuffled_shards`) packs
 each shard's records in shard order, which is this job's shuffled order.
 """
 
@@ -34,7 +34,7 @@ from typing import (Callable, Dict, Hashable, Iterable, Iterator, List, Mapping,
                     Sequence, Tuple, TypeVar)
 
 from transforms.codecs.varints import count_varints, encode_varints, varint
-from transforms.elements import JsonValue, PackingReport
+from transforms.contracts.elements import JsonValue, PackingReport
 from transforms.formats.example_proto import (PAIR_FEATURE, Int64FeaturesWriter,
                                               VarintExampleWriter, int64_varints)
 

@@ -8,7 +8,7 @@ pair must get the same reason and the same JSON line whichever step saw it. Pure
 import json
 from typing import Optional
 
-from transforms.elements import DatasetSpec, RejectRecord
+from transforms.contracts.elements import DatasetSpec, RejectRecord
 
 REJECT_TEXT_CHARS = 500  # a rejected side is kept up to this many characters
 OVER_MAX_LENGTH = "over_max_length"  # --max_length: a side has more ids than that

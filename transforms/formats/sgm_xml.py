@@ -37,7 +37,7 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Tuple
 
-from transforms.elements import Pair, Reject, Unit
+from transforms.contracts.elements import Pair, Reject, Unit
 from transforms.formats.text_lines import ByteStream, FormatError, iter_raw_lines
 
 __all__ = ["read_sgm_pair", "read_iwslt_xml_pair", "unescape_xml"]

@@ -358,7 +358,7 @@ def mixture_lines(raw_lines: Iterable[bytes], lines: int, take: int, path: str =
                   on_invalid: str = "error", number: int = 0, offset: int = 0,
                   end: Optional[int] = None) -> Iterator[str]:
     """The lines a file of `lines` lines gives a mixed sample of `take` lines
-    (`transforms.mixing.take_count`: evenly spread, each decoded, stripped line as often as
+    (`transforms.pairs.mixing.take_count`: evenly spread, each decoded, stripped line as often as
     it is taken). `raw_lines` are the file's lines from byte `offset` on, `number` lines in;
     lines starting at or after byte `end` are not read (a part of `plan_line_parts`). A line
     that is not UTF-8 with `on_invalid="reject"` gives nothing."""

@@ -1,3 +1,5 @@
 """Files on any file system: helpers over Beam's FileSystems, and direct object-store clients for what FileSystems cannot say.
 
-May import transforms.formats and transforms.codecs; never a Beam stage or pipeline."""
+Also `vocab_files`: a vocabulary's files read and written on any file system. Never a Beam stage.
+
+May import: transforms.codecs, transforms.formats."""

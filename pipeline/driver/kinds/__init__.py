@@ -21,10 +21,10 @@ import importlib
 import logging
 from typing import Any, Callable, List, Mapping, NamedTuple, Optional, Tuple, Type
 
-from pipeline.runtime.runners import DatagenError
+from pipeline.runtime.errors import DatagenError
 from transforms.codecs.kinds import CODEC_KINDS, CodecKind
 from transforms.codecs.vocabulary import VocabularyLoader
-from transforms.vocab_learning import VocabLearner
+from transforms.vocab.learners import VocabLearner
 
 LOG = logging.getLogger("datagen")
 

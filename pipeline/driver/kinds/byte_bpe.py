@@ -1,5 +1,5 @@
 """The byte_bpe kind's driver plugin: GPT-2 style byte-level BPE, learnt from sampled
-pre-token counts (`transforms.vocab_learning.ByteBpeLearner`) or given (--bpe_vocab)."""
+pre-token counts (`transforms.vocab.byte_bpe_learning.ByteBpeLearner`) or given (--bpe_vocab)."""
 
 from typing import Any, Optional
 
@@ -7,7 +7,7 @@ from pipeline.driver.kinds import AddFlag, KindPlugin
 from pipeline.runtime.flag_ranges import bounded
 from transforms.codecs.byte_bpe import ENDOFTEXT
 from transforms.codecs.kinds import codec_kind
-from transforms.vocab_learning import ByteBpeLearner, ByteBpeSettings
+from transforms.vocab.byte_bpe_learning import ByteBpeLearner, ByteBpeSettings
 
 
 class ByteBpePlugin(KindPlugin):

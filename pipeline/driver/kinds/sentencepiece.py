@@ -1,5 +1,5 @@
 """The sentencepiece kind's driver plugin: a SentencePiece model learnt by SentencePiece's own
-trainer (`transforms.sentencepiece_learning`) or given (--spm_model)."""
+trainer (`transforms.vocab.sentencepiece_learning`) or given (--spm_model)."""
 
 from typing import Any, Optional
 
@@ -7,7 +7,7 @@ from pipeline.driver.kinds import AddFlag, KindPlugin
 from pipeline.runtime.flag_ranges import bounded
 from transforms.codecs import sentencepiece_model
 from transforms.codecs.kinds import codec_kind
-from transforms.sentencepiece_learning import SentencePieceLearner, SentencePieceSettings
+from transforms.vocab.sentencepiece_learning import SentencePieceLearner, SentencePieceSettings
 
 
 class SentencePiecePlugin(KindPlugin):

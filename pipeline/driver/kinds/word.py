@@ -1,11 +1,11 @@
 """The word kind's driver plugin: tensorflow/nmt word vocabularies, the most frequent sampled
-words (`transforms.vocab_learning.WordLearner`) or given (--word_vocab)."""
+words (`transforms.vocab.word_learning.WordLearner`) or given (--word_vocab)."""
 
 from typing import Any, Optional
 
 from pipeline.driver.kinds import AddFlag, KindPlugin
 from transforms.codecs.kinds import codec_kind
-from transforms.vocab_learning import WordLearner, WordSettings
+from transforms.vocab.word_learning import WordLearner, WordSettings
 
 
 class WordPlugin(KindPlugin):

@@ -9,7 +9,7 @@ import pytest
 
 from driver_fixtures import (cleaning_config, cleaning_step, config, corpus, layout, pass_runner,
                              prepared, write)
-from pipeline.runtime.runners import DatagenError
+from pipeline.runtime.errors import DatagenError
 
 LENGTH = "filters:\n  - LengthFilter: {unit: word, min_length: 1, max_length: 5}\n"
 

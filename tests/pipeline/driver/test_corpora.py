@@ -7,7 +7,7 @@ import pytest
 
 from pipeline.driver.corpora import parse_corpora
 from pipeline.driver.options import parse_command_line, parse_flags
-from pipeline.runtime.runners import DatagenError
+from pipeline.runtime.errors import DatagenError
 
 FLAGS = parse_flags([])[0]
 

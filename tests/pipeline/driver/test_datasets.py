@@ -8,7 +8,7 @@ import pytest
 
 from driver_fixtures import config, corpus, write
 from pipeline.driver import datasets
-from pipeline.runtime.runners import DatagenError
+from pipeline.runtime.errors import DatagenError
 
 
 def plan(tmp_path, *flags, split="train", train=None):

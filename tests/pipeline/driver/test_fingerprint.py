@@ -9,7 +9,7 @@ import pytest
 
 from driver_fixtures import config, corpus, write
 from pipeline.driver import fingerprint
-from pipeline.runtime.runners import DatagenError
+from pipeline.runtime.errors import DatagenError
 
 
 def flags_of(tmp_path, *argv, train=None):

@@ -10,7 +10,7 @@ from apache_beam.options.pipeline_options import DirectOptions
 
 from driver_fixtures import config, corpus, datagen_job, layout, write
 from pipeline.driver import fingerprint
-from pipeline.runtime.runners import DatagenError
+from pipeline.runtime.errors import DatagenError
 
 
 def error_of(fn):

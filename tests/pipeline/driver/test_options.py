@@ -9,7 +9,7 @@ import pytest
 
 from driver_fixtures import command_line
 from pipeline.driver.options import default_config, flag_defaults
-from pipeline.runtime.runners import DatagenError
+from pipeline.runtime.errors import DatagenError
 
 BASE = ["--output_dir", "/tmp/out", "--train_source", "a.en", "--train_target", "a.de"]
 

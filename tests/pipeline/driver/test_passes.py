@@ -11,7 +11,7 @@ import pytest
 from driver_fixtures import pass_runner
 from pipeline.driver.passes import PassFailed, WorkerDied
 from pipeline.output.lock import OutputLock
-from pipeline.runtime.runners import DatagenError
+from pipeline.runtime.errors import DatagenError
 
 
 def one_stage(p):

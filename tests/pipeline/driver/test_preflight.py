@@ -8,7 +8,7 @@ import pytest
 
 from driver_fixtures import config, layout, write
 from pipeline.driver import preflight
-from pipeline.runtime.runners import DatagenError
+from pipeline.runtime.errors import DatagenError
 
 
 def test_named_paths_lists_the_output_then_every_input_pattern(tmp_path):

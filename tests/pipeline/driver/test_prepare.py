@@ -10,7 +10,7 @@ import pytest
 from driver_fixtures import config, corpus, facts, layout, pass_runner, prepare_step, write
 from pipeline.driver.datasets import plan_datasets
 from pipeline.driver.prepare import rides_along
-from pipeline.runtime.runners import DatagenError
+from pipeline.runtime.errors import DatagenError
 
 
 def setup(tmp_path, *flags, dev=False):

@@ -9,7 +9,7 @@ import pytest
 
 from driver_fixtures import config, layout, write
 from pipeline.driver import fingerprint, reruns
-from pipeline.runtime.runners import DatagenError
+from pipeline.runtime.errors import DatagenError
 
 
 @pytest.fixture

@@ -19,9 +19,9 @@ import pytest
 from driver_fixtures import (applied, config, layout, pass_runner, prepare_step,
                              vocab_pass_driver, vocab_step, write)
 from pipeline.driver.datasets import plan_datasets
-from pipeline.runtime.runners import DatagenError
-from transforms.json_result import WriteJsonResult
-from transforms.vocab_learning import (LearnerInputs, Learnt, LearningStats, PassReport,
+from pipeline.runtime.errors import DatagenError
+from transforms.reporting.json_result import WriteJsonResult
+from transforms.vocab.learners import (LearnerInputs, Learnt, LearningStats, PassReport,
                                        VocabLearner, VocabPass)
 
 

@@ -12,7 +12,7 @@ from driver_fixtures import (config, layout, pass_runner, prepared, vocab_pass_d
                              vocab_step, write)
 from pipeline.driver import fingerprint
 from pipeline.driver.datasets import plan_datasets
-from pipeline.runtime.runners import DatagenError
+from pipeline.runtime.errors import DatagenError
 
 WORDS = "<unk>\n<s>\n</s>\nhello\n"
 

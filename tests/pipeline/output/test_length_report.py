@@ -1,6 +1,6 @@
 """The length report: the summary's `lengths` of a real job against the records it wrote, and
 the HTML page (`pipeline.output.length_report`), also rendered by headless Chromium when it is
-installed. The figures themselves (`transforms.length_stats`): tests/transforms/test_length_stats.py."""
+installed. The figures themselves (`transforms.encode.length_stats`): tests/transforms/encode/test_length_stats.py."""
 
 import collections
 import json
@@ -14,7 +14,7 @@ import pytest
 from datagen_helpers import DATA_DIR, read_examples, run_datagen, shard_files
 from length_figures import expected_report as _expected_report
 from pipeline.output.length_report import SIDE_COLORS, render_length_report
-from transforms.length_stats import chunk_lengths, length_report, summary_lengths
+from transforms.encode.length_stats import chunk_lengths, length_report, summary_lengths
 
 
 # -- a real job: the summary against the records ------------------------------------------

@@ -17,7 +17,7 @@ import pytest
 
 from object_store_servers import BUCKET
 from pipeline.output.lock import OutputLock
-from pipeline.runtime.runners import DatagenError
+from pipeline.runtime.errors import DatagenError
 
 pytestmark = pytest.mark.slow
 

@@ -18,7 +18,7 @@ from pipeline.output.layout import OutputLayout
 from pipeline.driver.options import DatagenOptions, default_config, job_flag_parser, parse_flags
 from pipeline.driver.passes import PassRunner
 from repo_paths import REPO_ROOT as ROOT
-from transforms.shard_fragments import fragment_chunk, fragment_name
+from transforms.shards.shard_fragments import fragment_chunk, fragment_name
 
 SAMPLE = os.path.join(ROOT, "sample_data", "enzh-mlqe-pe")
 # What Beam's and TensorFlow's own logging looks like on this console.

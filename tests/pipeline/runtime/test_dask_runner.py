@@ -5,7 +5,7 @@ For each of the five defects, for the DoFns set up for every bundle (fix 8) and 
 options missing from the workers' FileSystems (fix 11): a pipeline of a few lines that is
 right on the patched runner, and the same pipeline on Beam's stock DaskRunner, asserted still
 wrong. When a Beam upgrade fixes a defect, its `test_stock_...` fails: that fix's part of the
-patch can go. (Fixes 6, 7 and 9 show in the graph alone: test_dask_stages.py.) And the
+patch can go. (Fixes 6, 7 and 9 show in the graph alone: test_dask_runner_stages.py.) And the
 patch's own behaviour: a failed pass stops its other tasks before it raises.
 """
 

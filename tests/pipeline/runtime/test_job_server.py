@@ -199,7 +199,7 @@ def test_a_failed_pass_is_one_line_then_a_rerun_completes_byte_identical(
     strategy): exit 1, one ERROR line naming the pass and the runner, the job server
     stopped, nothing left but the vocab files and a failed summary; the rerun reuses them
     and writes what FnApiRunner writes."""
-    from transforms import encode_pairs
+    from transforms.encode import encode_pairs
     started = []
     monkeypatch.setattr(job_server, "job_server_command", _python_job_service(started))
 

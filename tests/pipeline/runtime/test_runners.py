@@ -18,7 +18,7 @@ from datagen_helpers import (DIRECT_MP2, FNAPI, output_bytes, read_examples, sma
 from object_store_servers import free_port, wait_until_answers
 from pipeline import datagen
 from repo_paths import REPO_ROOT as REPO
-from transforms import shuffled_shards
+from transforms.encode import shuffled_shards
 
 FLAGS = ["--problem", "p", "--vocab_size", 300, "--num_train_shards", 3, "--seed", 11]
 
@@ -359,7 +359,8 @@ def test_every_runners_own_flags_pass_the_flag_check_and_short_names_resolve():
     """`--runner DaskRunner` as a user types it (Beam resolves no such short name), and
     the flags Beam declares only in a runner's own module (DaskOptions) or for Prism."""
     from pipeline.datagen import refuse_unknown_flags
-    from pipeline.runtime.runners import DatagenError, runner_class_path
+    from pipeline.runtime.runners import runner_class_path
+    from pipeline.runtime.errors import DatagenError
     base = ["--train_source", "a", "--train_target", "b", "--output_dir", "o"]
     refuse_unknown_flags(base + ["--runner", "DaskRunner", "--dask_client_address",
                               "tcp://127.0.0.1:1", "--dask_connection_timeout", "5"])

@@ -16,7 +16,7 @@ import pytest
 
 from pipeline.tools import batches, output_files, reader
 from transforms.formats.example_proto import Int64FeaturesWriter
-from transforms.record_formats import ArrayRecordFormat, ParquetFormat
+from transforms.shards.record_formats import ArrayRecordFormat, ParquetFormat
 
 PAIRS = {"a": [([5, 6, 1], [7, 1])] * 3, "b": [([9, 1], [8, 8, 8, 1])] * 4}
 

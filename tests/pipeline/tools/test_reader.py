@@ -17,7 +17,7 @@ import pytest
 from nmt_reference import (assert_same_batches as _assert_same_batches, as_numpy as _as_numpy,
                            dict_batches as _dict_batches, nmt_get_iterator)
 from repo_paths import DATA_DIR
-from transforms.codecs.word_vocab import EOS_ID, SOS_ID, UNK, UNK_ID, WordVocab, tokenize
+from transforms.codecs.word import EOS_ID, SOS_ID, UNK, UNK_ID, WordVocab, tokenize
 
 
 tf = pytest.importorskip("tensorflow")

@@ -1,4 +1,4 @@
-"""SentencePieceVocabulary: a model's files through `transforms.vocab_files` (the model kept as
+"""SentencePieceVocabulary: a model's files through `transforms.storage.vocab_files` (the model kept as
 bytes), a given `.model` file or a directory, ids and EOS as SentencePiece gives them."""
 
 import os
@@ -8,7 +8,7 @@ import sentencepiece
 
 from repo_paths import DATA_DIR
 from transforms.codecs.vocabulary import VocabularyLoader
-from transforms.vocab_files import VocabularyFiles
+from transforms.storage.vocab_files import VocabularyFiles
 from transforms.codecs.sentencepiece_vocabulary import (MODEL_FILE, VOCAB_FILE,
                                                         SentencePieceVocabulary)
 

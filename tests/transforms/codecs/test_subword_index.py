@@ -1,7 +1,7 @@
 """The suffix-array learner (`subword_index`) against the string-keyed one (`subword_learner`).
 
 The string-keyed stages count every window and prefix as T2T does (they are tested against
-T2T itself in test_learner_parity.py); the index must give the same segmentations, the same
+T2T itself in test_subword_learner_parity.py); the index must give the same segmentations, the same
 selections (accepted strings and counts, per-character raw and taken counts) and so the same
 vocabularies, on random strings (hypothesis) and on the real corpora, for every partitioning.
 """

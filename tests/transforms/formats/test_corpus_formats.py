@@ -1,6 +1,6 @@
 """transforms.formats.corpus_formats: the TSV and TMX readers on real files, format detection
-and the shape of a FormatError. The SGM and IWSLT readers: test_sgm_iwslt.py; archive
-members: test_corpus_archives.py; fuzz of every reader: test_corpus_formats_fuzz.py.
+and the shape of a FormatError. The SGM and IWSLT readers: test_sgm_xml.py; archive
+members: test_archives.py; fuzz of every reader: test_corpus_formats_fuzz.py.
 
 Fixtures are slices of real public files in tests/data/formats (provenance in its README.md).
 """

@@ -1,0 +1,136 @@
+"""The record formats' containers as their readers see them, and where their shards are built
+(transforms/shards/record_formats.py).
+
+ArrayRecord: Grain opens the shards without a word (it logs an ERROR per file of any group
+size but 1, and Grain's global shuffle is why the format is offered), the records come back
+in order, and a shard's size is the format's own: a 64 KiB-block footer and a 64 KiB
+postscript block after the records, nothing more (README, "Output formats").
+
+Where (issue 42, item 11): a shard of a format whose library writes local files (ArrayRecord,
+Parquet) is built beside its name in the job's work directory, never in the system's
+temporary directory, where a pass killed by a signal or a kill -9 left
+`$TMPDIR/datagen-shard-*/shard.parquet` behind for good.
+"""
+
+import logging
+import os
+import tempfile
+
+import google_crc32c
+import pytest
+
+from transforms.shards.record_formats import ARRAY_RECORD_OPTIONS, FORMATS, ArrayRecordFormat
+
+BLOCK = 64 * 1024
+
+
+def _records(n):
+    return [b"\x0a" + bytes([i % 251]) * (100 + i % 60) for i in range(n)]
+
+
+@pytest.fixture(scope="module")
+def grain_module():
+    from pipeline.runtime import console
+    return console.quiet_import("grain")
+
+
+def test_grain_reads_an_array_record_shard_without_a_log_line(tmp_path, grain_module, caplog):
+    path = str(tmp_path / "p-train-00000-of-00001.array_record")
+    records = _records(700)
+    assert ArrayRecordFormat().write_shard(path, records)[0] == 700
+    with caplog.at_level(logging.DEBUG):
+        source = grain_module.sources.ArrayRecordDataSource([path])
+        got = [source[i] for i in range(len(source))]
+        shuffled = list(grain_module.MapDataset.source(source).shuffle(seed=3))
+    assert got == records
+    assert sorted(shuffled) == sorted(records)
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+    from array_record.python.array_record_module import ArrayRecordReader
+    reader = ArrayRecordReader(path)
+    try:
+        assert reader.writer_options_string().startswith("group_size:1,")
+    finally:
+        reader.close()
+
+
+def test_array_record_shards_are_the_records_plus_the_formats_two_tail_blocks(tmp_path):
+    """Not a byte of padding beyond the format's: its footer ends on a 64 KiB boundary and a
+    64 KiB postscript block follows (array_record pads both whatever the writer options say;
+    its reader looks for the postscript at size - 64 KiB). So an empty shard is 128 KiB and
+    the records' chunks are not padded to blocks."""
+    fmt = ArrayRecordFormat()
+    empty = str(tmp_path / "empty.array_record")
+    assert fmt.write_shard(empty, []) == (0, 2 * BLOCK)
+    records = _records(2000)
+    full = str(tmp_path / "full.array_record")
+    _, size = fmt.write_shard(full, records)
+    assert size == os.path.getsize(full) and size % BLOCK == 0
+    payload = sum(len(r) for r in records)
+    # the records' chunks (each record plus its chunk header), then at most the footer's
+    # block and the postscript's block
+    assert payload < size <= payload + 80 * len(records) + 2 * BLOCK
+    assert list(fmt.read_shard(full)) == records
+    assert "pad_to_block_boundary" not in ARRAY_RECORD_OPTIONS
+
+
+def _examples(n):
+    from transforms.formats.example_proto import Int64FeaturesWriter
+    writer = Int64FeaturesWriter()
+    return [writer.serialize({"inputs": [i, 1], "targets": [i + 1, 2, 1]}) for i in range(n)]
+
+
+@pytest.fixture
+def scratch(tmp_path, monkeypatch):
+    """The system's temporary directory, empty, for this test."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
+    return tmp
+
+
+@pytest.mark.parametrize("name", ["array_record", "parquet"])
+def test_a_local_shard_is_built_beside_its_name_not_in_the_temporary_directory(
+        tmp_path, scratch, name):
+    fmt = FORMATS[name]
+    path = str(tmp_path / "work" / "shards" / ("p-train-00000-of-00001" + fmt.suffix))
+    records = _examples(100)
+    seen = []
+
+    def watched():
+        for i, record in enumerate(records):
+            if i == 50:  # mid-write: where is the shard?
+                seen.append((sorted(os.listdir(scratch)),
+                             sorted(os.listdir(os.path.dirname(path)))))
+            yield record
+    checksum = google_crc32c.Checksum()
+    count, size = fmt.write_shard(path, watched(), checksum=checksum)
+    (in_tmp, beside), = seen
+    assert in_tmp == []
+    assert len(beside) == 1 and beside[0].startswith(".p-train-00000-of-00001" + fmt.suffix
+                                                     + ".tmp-")
+    assert os.listdir(os.path.dirname(path)) == [os.path.basename(path)]
+    with open(path, "rb") as f:
+        data = f.read()
+    assert (count, size) == (100, len(data))
+    assert checksum.digest() == google_crc32c.Checksum(data).digest()
+    assert list(fmt.read_shard(path)) == records
+
+
+@pytest.mark.parametrize("name", ["array_record", "parquet"])
+def test_an_interrupted_local_shard_leaves_no_file(tmp_path, scratch, name):
+    fmt = FORMATS[name]
+    path = str(tmp_path / "shards" / ("p-train-00000-of-00001" + fmt.suffix))
+
+    def interrupted():
+        yield from _examples(10)
+        raise KeyboardInterrupt  # as a pass stopped in its thread (PassStopped) is
+    with pytest.raises(KeyboardInterrupt):
+        fmt.write_shard(path, interrupted())
+    assert os.listdir(tmp_path / "shards") == [] and os.listdir(scratch) == []
+
+
+def test_scratch_names_carry_the_writers_pid():
+    from transforms.shards.record_formats import scratch_pid
+    assert scratch_pid("datagen-shard-4242-abc_12") == 4242
+    assert scratch_pid("datagen-read-4242-abc") is None
+    assert scratch_pid("datagen-shard-x-abc") is None

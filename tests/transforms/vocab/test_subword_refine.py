@@ -1,0 +1,162 @@
+"""Unit tests of the subword refinement PTransforms (`transforms.vocab.subword_refine`) on
+TestPipeline with a tiny corpus, against the plain-Python reference learner: BuildTokenIndexes,
+LearnSubwordVocabs, the planning of a round's work items (the same on a real corpus:
+test_subword_refine_real_corpus.py, slow)."""
+
+import collections
+import os
+
+import apache_beam as beam
+import pytest
+from apache_beam.testing.util import assert_that, equal_to
+
+from beam_unit import test_pipeline
+from repo_paths import DATA_DIR
+from transforms.codecs import subword_learner as learner
+from transforms.codecs import tokenizer
+from transforms.vocab.subword_refine import (BuildTokenIndexes, LearnSubwordVocabs,
+                                       _RoundPlan, _work_items)
+
+
+TARGET = 120
+
+
+@pytest.fixture(scope="module")
+def tiny_counts():
+    """T2T token counts of the first 30 lines of an English and a German file."""
+    counts = {}
+    for name, side in (("de", "ende-opennmt/train.de"), ("en", "enzh-mlqe-pe/train.en")):
+        c = collections.Counter()
+        with open(os.path.join(DATA_DIR, side), encoding="utf-8") as f:
+            for _, line in zip(range(30), f):
+                c.update(tokenizer.encode(line.strip()))
+        counts[name] = dict(c)
+    return counts
+
+
+def _chosen(reports):
+    """[(round, {(name, min_count): vocab})] -> [(name, probes still wanted, chosen vocab)]."""
+    vocabs, sizes = {}, collections.defaultdict(dict)
+    for _, round_vocabs in reports:
+        vocabs.update(round_vocabs)
+        for (name, min_count), vocab in round_vocabs.items():
+            sizes[name][min_count] = len(vocab)
+    out = []
+    for name in sorted(sizes):
+        chosen, wanted = learner.next_probes(sizes[name], TARGET, 0)
+        out.append((name, wanted, vocabs.get((name, chosen))))
+    return out
+
+
+def test_build_token_indexes_writes_an_index_per_vocab(tiny_counts, tmp_path):
+    from transforms.codecs.subword_index import TokenIndex
+    with test_pipeline() as p:
+        infos = (p | beam.Create(sorted(tiny_counts.items()))
+                 | BuildTokenIndexes(str(tmp_path), 200)
+                 | beam.MapTuple(lambda n, info: (n, os.path.basename(info["path"]),
+                                                  info["alphabet"], info["distinct_tokens"])))
+        assert_that(infos, equal_to([
+            (name, name + ".npz", sorted(learner.build_alphabet(counts)), len(counts))
+            for name, counts in tiny_counts.items()]))
+    for name, counts in tiny_counts.items():
+        with open(tmp_path / (name + ".npz"), "rb") as f:
+            index = TokenIndex.load(f.read())
+        alphabet = sorted(learner.build_alphabet(counts))
+        assert (learner.refine_indexed(index, alphabet, [3])
+                == learner.refine(counts.items(), alphabet, [3], 200))
+
+
+def test_learn_subword_vocabs_equals_the_reference_learner(tiny_counts, tmp_path):
+    expected = [(name, [], learner.learn_vocab(counts, TARGET, 200, indexed=False))
+                for name, counts in sorted(tiny_counts.items())]
+    with test_pipeline() as p:
+        learnt = (p | beam.Create(sorted(tiny_counts.items()))
+                  | BuildTokenIndexes(str(tmp_path), 200)
+                  | LearnSubwordVocabs(["de", "en"], TARGET, num_partitions=2, rounds=2))
+        chosen = learnt["vocabs"] | beam.combiners.ToList() | beam.FlatMap(_chosen)
+        assert_that(chosen, equal_to(expected), label="Chosen")
+        # every round's probes are reported, and each probe has 4 iterations of sizes
+        rounds = learnt["probes"] | beam.MapTuple(lambda r, probes: (r, sorted(probes)))
+        assert_that(rounds, equal_to([(1, ["de"]), (1, ["en"]), (2, ["de"]), (2, ["en"])]),
+                    label="Rounds")  # one report per vocabulary and round
+        iterations = (learnt["sizes"] | beam.MapTuple(lambda r, it, sizes: it)
+                      | beam.Distinct())
+        assert_that(iterations, equal_to([1, 2, 3, 4]), label="Iterations")
+
+
+def test_learn_subword_vocabs_does_no_work_once_the_search_is_decided(tiny_counts):
+    from transforms.codecs.subword_index import TokenIndex
+    counts = tiny_counts["en"]
+    alphabet = sorted(learner.build_alphabet(counts))
+    index = TokenIndex.build(counts.items(), 200)
+    known = {}
+
+    def size_of(min_count, _lo, _hi):
+        known[min_count] = len(learner.refine_indexed(index, alphabet, [min_count])[min_count])
+        return known[min_count]
+
+    learner.bisect_min_count(TARGET, size_of)
+    # The index file does not exist: loading it would fail the test.
+    info = {"path": "/nonexistent/en.npz", "alphabet": alphabet, "distinct_tokens": len(counts)}
+    with test_pipeline() as p:
+        learnt = (p | beam.Create([("en", info)])
+                  | LearnSubwordVocabs(["en"], TARGET, num_partitions=2, rounds=1,
+                                       known={"en": known}))
+        assert_that(learnt["vocabs"], equal_to([]), label="Vocabs")
+        assert_that(learnt["probes"], equal_to([]), label="Probes")
+        assert_that(learnt["sizes"], equal_to([]), label="Sizes")
+
+
+def test_refinement_round_planning_pieces():
+    assert list(_work_items(("v", {"path": "p"}), 3)) == [
+        ("v", {"path": "p"}, 0), ("v", {"path": "p"}, 1), ("v", {"path": "p"}, 2)]
+    # sizes known before the pipeline and learnt by earlier rounds (other vocabularies' too)
+    learnt = [(("v", 250), 150), (("v", 375), 120), (("w", 1), 5)]
+    plan = _RoundPlan({"v": {500: 90}, "w": {}}, 100, 0, None, 1)
+    assert plan("v", learnt) == [437]  # 500 -> 90 < 100, 250 -> 150, 375 -> 120: then 437
+    # width 2: the node after it on the path the known sizes predict (437 -> ~103 > 100)
+    assert _RoundPlan({"v": {500: 90}}, 100, 0, None, 2)("v", learnt) == [437, 468]
+    # the first probe of a fresh search is the middle of T2T's [1, 1000]; nothing to guess from
+    assert _RoundPlan({"v": {}}, 100, 0, None, 2)("v", []) == [500]
+    assert _RoundPlan({"v": {}}, 100, 1, None, 1)("v", []) == [250, 500, 750]
+    assert plan.rank("v") == 0 and plan.rank("w") == 1
+
+
+def test_rounds_take_the_index_built_in_their_process_and_idle_shares_load_it(
+        tiny_counts, tmp_path, monkeypatch):
+    """The process that built a vocabulary's index gives it to the rounds (the same object,
+    no file read); a work item with no probe in a round of a search still going on loads its
+    index then, for the rounds to come (it would otherwise load it in the next round, where
+    every item has probes)."""
+    from apache_beam.utils import shared
+    from transforms.vocab import subword_refine
+    from transforms.storage.object_stores import StoreSettings
+    handles = {"de": shared.Shared(), "en": shared.Shared()}
+    build = subword_refine._BuildIndexFn(str(tmp_path), 200, StoreSettings(), handles)
+    build.setup()
+    (name, info), = build.process(("de", tiny_counts["de"]))
+    loads = []
+    real_load = subword_refine._load_index
+    monkeypatch.setattr(subword_refine, "_load_index",
+                        lambda path, stores=None: loads.append(path) or real_load(path, stores))
+
+    def round_fn(known):
+        plan = subword_refine._RoundPlan(known, TARGET, 0, 10, 2)
+        fn = subword_refine._RefineProbesFn(1, 2, 4, learner.RESERVED_TOKENS, handles, plan,
+                                            StoreSettings())
+        fn.setup()
+        return fn
+
+    fn = round_fn({"de": {}, "en": {}})
+    rank = fn._plan.rank("de")
+    busy = list(fn.process((name, info, (0 - rank) % 2)))  # the share with round 1's probe
+    assert busy and loads == []  # the probe ran on the index as built
+    assert fn._indexes[info["path"]] is build._built[info["path"]]
+    # another process (a fresh handle map stands in for one): the idle share loads the index
+    handles["de"] = shared.Shared()
+    idle = round_fn({"de": {}, "en": {}})
+    assert list(idle.process((name, info, (1 - rank) % 2))) == []
+    assert loads == [info["path"]] and info["path"] in idle._indexes
+    # a decided search: an idle item loads nothing
+    decided = round_fn({"de": {m: TARGET for m in range(1, 1001)}, "en": {}})
+    assert list(decided.process((name, info, 1))) == [] and loads == [info["path"]]

@@ -1,0 +1,461 @@
+"""CleanPairs: which pairs the `--filters` and `--dedup` settings drop, and why.
+
+The chunks are the encode pass's own (`encode_pairs.plan_chunks` of the prepared datasets),
+each with its files' line and byte counts. `_ScoreChunkFn` reads a chunk as the encoder does
+and decides each pair with the configured filters (`transforms.cleaning`), in parallel on
+every worker; the filters see each line as OpusFilter sees it (right-stripped). A costly
+filter (language identification, `PairFilter.COSTLY`) and the filters after it run only on
+the pairs that passed the filters before it and de-duplication, as OpusFilter's recipe
+orders them (`remove_duplicates`, then `filter`), and in batches (`accept_many`): most of the
+stage's time is that filter's, and a duplicate or a pair a cheap filter drops never needs it.
+A pair's reason is the same as if every filter ran on every pair: a duplicate is `duplicate`
+(not also charged to a filter), otherwise the first failing filter in the file's order.
+
+With de-duplication on, every pair goes, keyed by its 16-byte de-duplication key, through
+one `GroupByKey`, so no worker ever holds more than the pairs of one key: the first
+occurrence in input order (dataset, then line, within a split) is kept and the others are
+dropped as `duplicate` with the first one named (`duplicate_of`; a filter may drop that one
+too); with `--drop_dev_overlap` a train pair whose key occurs in dev is dropped as
+`dev_overlap`. Only positions and sizes go through that shuffle, not the texts. The kept
+pairs that still await a costly filter go, as line numbers, back to their chunk
+(`CoGroupByKey` with the chunks), which `_LateScoreFn` reads again to run the rest of the
+filters on them. Without de-duplication `_ScoreChunkFn` runs them itself, on the chunk's
+pairs that passed the cheap filters.
+
+The drops are grouped per dataset and `_WriteDroppedFn` writes, under `work_dir`, a bitmap of
+the dropped line numbers (`transforms.cleaning.dropped_lines`: read by the vocab sample and
+the encoder to skip exactly those lines) and the rejects records (JSON lines,
+`transforms.formats.rejects`), and reports per dataset the drops per reason and the bytes of
+the dropped lines per side (the sampler sizes a cleaned file's sample from what is left).
+"""
+
+import struct
+from typing import IO, Any, Dict, Iterable, Iterator, List, Optional, Tuple
+
+import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
+
+from transforms.cleaning.config import CleaningConfig
+from transforms.cleaning.dropped_lines import mark, new_bitmap
+from transforms.contracts.elements import Chunk, DatasetSpec, FileFacts
+from transforms.formats.rejects import REJECT_TEXT_CHARS, reject_line, reject_record
+from transforms.formats.text_lines import decode_line, iter_raw_lines
+from transforms.reporting.job_metrics import JobCounters
+from transforms.storage import file_io
+from transforms.storage.object_stores import ObjectStores, StoreSettings
+
+KEYED = "keyed"
+BATCHES = "batches"
+PENDING = "pending"
+LATER = "(later)"  # the reason of a pair that awaits the costly filters; never written
+SCORE_BATCH_PAIRS = 10000  # the default --encode_chunk_lines: plain files' chunks stay whole
+DUPLICATE = "duplicate"
+DEV_OVERLAP = "dev_overlap"
+SPLIT_ORDER = {"train": 0, "dev": 1}  # the order splits are read in
+# (number, source, target, source newline, target newline, source bytes, target bytes)
+ReadPair = Tuple[int, str, str, str, str, int, int]
+# (split, dataset index, number, filter reason or LATER or None, first line of its chunk,
+# source bytes, target bytes): a pair in its dedup group, packed by `Occurrences`
+Occurrence = Tuple[str, int, int, Optional[str], int, int, int]
+# (number, reason, first occurrence [split, dataset index, line] or None, source text,
+# target text, source bytes, target bytes)
+Drop = Tuple[Any, ...]
+# (dataset dict, its line count, source line file, target line file)
+DatasetLines = Tuple[DatasetSpec, int, str, str]
+# (split, dataset index, first line): a chunk, as the pairs awaiting costly filters name it
+ChunkKey = Tuple[str, int, int]
+
+
+def chunk_key(chunk: Chunk) -> ChunkKey:
+    return chunk["ds"]["split"], chunk["ds"]["index"], chunk["first_line"]
+
+
+class Occurrences:
+    """Packs an Occurrence into 39 bytes for the dedup shuffle, and back.
+
+    Every pair of the corpus goes through that `GroupByKey`, which the local runner holds in
+    the driver as Python objects until the pass ends: a tuple of ten fields cost ~330 bytes a
+    pair there (~250 MB at the bench corpus' 760k pairs), the packed bytes ~70. Big-endian,
+    split (in SPLIT_ORDER), dataset index and line number first: the bytes sort in input
+    order. `splits`: every split name of the job; `reasons`: the filters' reasons."""
+
+    LAYOUT = struct.Struct(">BIQHQQQ")
+
+    def __init__(self, splits: Iterable[str], reasons: Iterable[str]) -> None:
+        self.splits = sorted(set(splits), key=lambda split: (SPLIT_ORDER.get(split, 2), split))
+        self.reasons: List[Optional[str]] = [None, LATER] + list(dict.fromkeys(reasons))
+        self._split_codes = {split: code for code, split in enumerate(self.splits)}
+        self._reason_codes = {reason: code for code, reason in enumerate(self.reasons)}
+
+    def pack(self, split: str, index: int, number: int, reason: Optional[str],
+             chunk_first: int, src_bytes: int, tgt_bytes: int) -> bytes:
+        return self.LAYOUT.pack(self._split_codes[split], index, number,
+                                self._reason_codes[reason], chunk_first, src_bytes, tgt_bytes)
+
+    def unpack(self, packed: bytes) -> Occurrence:
+        split, index, number, reason, chunk_first, src_bytes, tgt_bytes = \
+            self.LAYOUT.unpack(packed)
+        return (self.splits[split], index, number, self.reasons[reason], chunk_first,
+                src_bytes, tgt_bytes)
+
+
+def dropped_paths(work_dir: str, split: str, index: int) -> Tuple[str, str]:
+    """(bitmap, rejects) paths of dataset `index` of `split` under `work_dir`."""
+    base = FileSystems.join(work_dir, "%s-%d" % (split, index))
+    return base + ".dropped", base + ".rejects.jsonl"
+
+
+def with_chunk_facts(chunk: Chunk, source_facts: FileFacts, target_facts: FileFacts) -> Chunk:
+    """A `plan_chunks` chunk with its files' line and byte counts (a line's newline is known
+    from them: only the last line of a file may lack one, and it changes the dedup key)."""
+    with_facts = Chunk(**chunk)
+    with_facts["source_file"] = [source_facts["lines"], source_facts["bytes"]]
+    with_facts["target_file"] = [target_facts["lines"], target_facts["bytes"]]
+    return with_facts
+
+
+def _lines(stream: IO[bytes], first_number: int, offset: int,
+           file_facts: List[int]) -> Iterator[Tuple[int, bytes, str]]:
+    """(1-based number, raw bytes, newline) of the lines from `stream`, which starts at line
+    `first_number` and byte `offset` of a file of `file_facts` [lines, bytes]."""
+    lines, size = file_facts
+    position = offset
+    for number, raw in enumerate(iter_raw_lines(stream), first_number):
+        position += len(raw) + 1
+        yield number, raw, "\n" if number < lines or position <= size else ""
+
+
+class _Scorer(beam.DoFn):
+    """What the scoring DoFns share (`_ScoreChunkFn`, `_ScoreBatchFn`, `_LateScoreFn`).
+
+    chunk -> drops ((split, dataset index), drop) decided by the filters alone, or with
+    de-duplication on, every pair keyed for the dedup group (KEYED output), its reason LATER
+    when it passed the cheap filters and awaits the costly ones. A chunk of more than
+    SCORE_BATCH_PAIRS lines (a compressed file is one chunk: it cannot be split) is only
+    read here, its pairs going out in batches (BATCHES output) that `_ScoreBatchFn` scores on
+    any worker.
+
+    A drop is (line number, reason, first occurrence or None, source text, target text,
+    source bytes, target bytes): the texts cut as rejects keep them, the bytes the raw
+    line's with its newline."""
+
+    def __init__(self, cleaning: CleaningConfig, on_invalid: str,
+                 store_settings: StoreSettings, occurrences: Occurrences) -> None:
+        self._cleaning = cleaning  # transforms.cleaning.config.CleaningConfig
+        self._on_invalid = on_invalid
+        self._store_settings = store_settings
+        self._occurrences = occurrences
+
+    def setup(self) -> None:
+        self._stores = ObjectStores(self._store_settings)
+        filters = self._cleaning.build_filters()
+        costly = next((i for i, f in enumerate(filters) if f.COSTLY), len(filters))
+        self._cheap, self._late = filters[:costly], filters[costly:]
+        for f in self._cheap:  # the costly ones when first used (`_late_reasons`): the
+            f.setup()          # DoFns of the dedup path that do not run them load no model
+        self._dedup = self._cleaning.key_options
+        self._counters = JobCounters()
+
+    def _reason(self, source: str, target: str) -> Optional[str]:
+        """The first cheap filter that drops the pair, else LATER (costly filters follow)
+        or None."""
+        for f in self._cheap:
+            if not f.accept(source, target):
+                return f.reason
+        return LATER if self._late else None
+
+    def _late_reasons(self, pairs: List[Tuple[str, str]],
+                      languages: Optional[Tuple[str, str]] = None) -> List[Optional[str]]:
+        """Per (source, target), the first of the costly filters and those after them that
+        drops it, or None: each filter runs on the pairs all earlier ones passed."""
+        reasons: List[Optional[str]] = [None] * len(pairs)
+        left = list(range(len(pairs)))
+        for f in self._late:
+            if not left:
+                break
+            f.setup()
+            verdicts = f.accept_many([pairs[i] for i in left], languages)
+            for i, ok in zip(left, verdicts):
+                if not ok:
+                    reasons[i] = f.reason
+            left = [i for i, ok in zip(left, verdicts) if ok]
+        self._counters.inc("cleaning.pairs_scored_late", len(pairs))
+        return reasons
+
+    def _score_late(self, ds: DatasetSpec, pairs: List[ReadPair]) -> Iterator[Any]:
+        """Drops ((split, dataset index), drop) among `pairs` by the costly filters and
+        those after them."""
+        where = (ds["split"], ds["index"])
+        reasons = self._late_reasons([(p[1].rstrip(), p[2].rstrip()) for p in pairs],
+                                     (ds.get("source_lang", ""), ds.get("target_lang", "")))
+        for (number, source, target, _, _, src_bytes, tgt_bytes), reason in zip(pairs, reasons):
+            if reason:
+                yield where, (number, reason, None, source.strip()[:REJECT_TEXT_CHARS],
+                              target.strip()[:REJECT_TEXT_CHARS], src_bytes, tgt_bytes)
+
+    def _read(self, chunk: Chunk) -> Iterator[ReadPair]:
+        """(number, source, target, source newline, target newline, source bytes, target
+        bytes) of each pair of the chunk that decodes (an invalid UTF-8 line's pair is the
+        encoder's to reject)."""
+        src_path, tgt_path = chunk["source"], chunk["target"]
+        first = chunk["first_line"] + 1
+        with file_io.open_text_source(src_path, self._stores, chunk["source_offset"]) as s, \
+                file_io.open_text_source(tgt_path, self._stores, chunk["target_offset"]) as t:
+            pairs = zip(_lines(s, first, chunk["source_offset"], chunk["source_file"]),
+                        _lines(t, first, chunk["target_offset"], chunk["target_file"]))
+            for _ in range(chunk["num_lines"]):
+                (number, raw_s, end_s), (_, raw_t, end_t) = next(pairs)
+                source = decode_line(raw_s, src_path, number, self._on_invalid)
+                target = decode_line(raw_t, tgt_path, number, self._on_invalid)
+                if source is not None and target is not None:
+                    yield (number, source, target, end_s, end_t, len(raw_s) + len(end_s),
+                           len(raw_t) + len(end_t))
+
+    def _score(self, ds: DatasetSpec, chunk_first: int,
+               pairs: Iterable[ReadPair]) -> Iterator[Any]:
+        """Drops and keyed pairs of `pairs`, read from the chunk at line `chunk_first`."""
+        where = (ds["split"], ds["index"])
+        pack = self._occurrences.pack
+        scored = 0
+        later: List[ReadPair] = []  # without dedup: the pairs for the costly filters
+        for pair in pairs:
+            number, source, target, end_s, end_t, src_bytes, tgt_bytes = pair
+            scored += 1
+            reason = self._reason(source.rstrip(), target.rstrip())
+            if self._dedup is not None:
+                # no texts through the shuffle: the writer reads the dropped ones again
+                key = self._dedup.key((source + end_s, target + end_t))
+                if "pair" in ds:  # several language pairs: duplicates within a pair only
+                    key = ds["pair"].encode() + b"\0" + key
+                yield beam.pvalue.TaggedOutput(KEYED, (key, pack(
+                    ds["split"], ds["index"], number, reason, chunk_first, src_bytes,
+                    tgt_bytes)))
+            elif reason == LATER:
+                later.append(pair)
+            elif reason:
+                yield where, (number, reason, None, source.strip()[:REJECT_TEXT_CHARS],
+                              target.strip()[:REJECT_TEXT_CHARS], src_bytes, tgt_bytes)
+        self._counters.inc("cleaning.pairs_scored", scored)
+        if later:
+            yield from self._score_late(ds, later)
+
+
+
+class _ScoreChunkFn(_Scorer):
+    """chunk -> drops or keyed pairs, or, for a long chunk, batches of its pairs."""
+
+    def process(self, chunk: Chunk) -> Iterator[Any]:
+        if chunk.get("unmatched"):
+            return
+        pairs = self._read(chunk)
+        if chunk["num_lines"] <= SCORE_BATCH_PAIRS:
+            yield from self._score(chunk["ds"], chunk["first_line"], pairs)
+            return
+        yield from _batches(chunk, False, pairs)
+
+
+def _batches(chunk: Chunk, late: bool, pairs: Iterable[ReadPair]) -> Iterator[Any]:
+    """BATCHES output: (dataset, chunk's first line, late, [pair]) of SCORE_BATCH_PAIRS
+    `pairs` each; `late`: for the costly filters only."""
+    batch: List[ReadPair] = []
+    for pair in pairs:
+        batch.append(pair)
+        if len(batch) == SCORE_BATCH_PAIRS:
+            yield beam.pvalue.TaggedOutput(BATCHES, (chunk["ds"], chunk["first_line"], late,
+                                                     batch))
+            batch = []
+    if batch:
+        yield beam.pvalue.TaggedOutput(BATCHES, (chunk["ds"], chunk["first_line"], late, batch))
+
+
+class _ScoreBatchFn(_Scorer):
+    """(dataset, chunk's first line, late, [pair as `_ScoreChunkFn._read` gives it]) ->
+    drops or keyed pairs (late: drops by the costly filters)."""
+
+    def process(self, batch: Tuple[DatasetSpec, int, bool, List[ReadPair]]) -> Iterator[Any]:
+        ds, chunk_first, late, pairs = batch
+        if late:
+            yield from self._score_late(ds, pairs)
+        else:
+            yield from self._score(ds, chunk_first, pairs)
+
+
+class _LateScoreFn(_Scorer):
+    """(chunk key, {"chunk": [chunk], "numbers": [line number]}) -> the drops among those
+    lines of the chunk (pairs de-duplication kept, awaiting the costly filters) by the
+    costly filters and those after them; a long chunk's pairs go out in batches."""
+
+    def process(self, item: Tuple[ChunkKey, Dict[str, List[Any]]]) -> Iterator[Any]:
+        _, joined = item
+        if not joined["numbers"] or not joined["chunk"]:
+            return
+        chunk = joined["chunk"][0]
+        wanted = set(joined["numbers"])
+        pairs = (pair for pair in self._read(chunk) if pair[0] in wanted)
+        if chunk["num_lines"] <= SCORE_BATCH_PAIRS:
+            yield from self._score_late(chunk["ds"], list(pairs))
+        else:
+            yield from _batches(chunk, True, pairs)
+
+
+def decide_group(packed: Iterable[bytes], codec: Occurrences, dedup_on: bool,
+                 drop_dev_overlap: bool) -> Iterator[Any]:
+    """The drops among the occurrences of one dedup key (`packed` by `codec`). Yields
+    ((split, dataset index), drop) as `_ScoreChunkFn` does, the texts None (the writer reads
+    them), and for a kept occurrence that awaits the costly filters, (PENDING, ((split,
+    dataset index, chunk's first line), line number))."""
+    occurrences = [codec.unpack(o) for o in sorted(packed)]  # in input order
+    kept: Dict[str, Occurrence] = {}  # split -> its first occurrence
+    for o in occurrences:
+        kept.setdefault(o[0], o)
+    dev_first = kept.get("dev") if drop_dev_overlap else None
+    for o in occurrences:
+        split, index, number, reason, chunk_first, src_bytes, tgt_bytes = o
+        first = None
+        if dev_first is not None and split == "train":
+            reason, first = DEV_OVERLAP, dev_first
+        elif dedup_on and kept[split] is not o:
+            reason, first = DUPLICATE, kept[split]
+        if reason == LATER:
+            yield PENDING, ((split, index, chunk_first), number)
+        elif reason:
+            named = None if first is None else [first[0], first[1], first[2]]
+            yield (split, index), (number, reason, named, None, None, src_bytes, tgt_bytes)
+
+
+def _split_pending(decided: Tuple[Any, Any]) -> Iterator[Any]:
+    """decide_group's items: drops to the main output, pending pairs to PENDING."""
+    if decided[0] == PENDING:
+        yield beam.pvalue.TaggedOutput(PENDING, decided[1])
+    else:
+        yield decided
+
+
+class _WriteDroppedFn(beam.DoFn):
+    """((split, dataset index), drops) -> the dataset's bitmap and rejects file (in line
+    order), and its report {split, index, dropped, reasons, dropped_bytes, bitmap, rejects}.
+
+    With de-duplication on, the drops come without their texts (every pair went through the
+    dedup shuffle; carrying its text there made the local runner hold the corpus twice, 4 GB
+    at full bench size), so the dataset's line files are read once more, up to the last
+    dropped line, for the texts the rejects keep."""
+
+    def __init__(self, work_dir: str, datasets: Dict[str, DatasetLines],
+                 store_settings: StoreSettings) -> None:
+        self._work_dir = work_dir
+        self._datasets = datasets  # {"split/index": (dataset dict, lines, line files)}
+        self._store_settings = store_settings
+
+    def setup(self) -> None:
+        self._stores = ObjectStores(self._store_settings)
+
+    def _texts(self, paths: Tuple[str, str],
+               numbers: Iterator[int]) -> Iterator[Tuple[str, str]]:
+        """(source, target) as rejects keep them of each of the ascending line `numbers`,
+        in turn, read as they are asked for (the texts are not all held at once)."""
+        next_number: Optional[int] = next(numbers, None)
+        if next_number is None:
+            return
+        with file_io.open_text_source(paths[0], self._stores) as s, \
+                file_io.open_text_source(paths[1], self._stores) as t:
+            for number, (raw_s, raw_t) in enumerate(zip(iter_raw_lines(s), iter_raw_lines(t)),
+                                                    1):
+                if number == next_number:
+                    yield (
+                        decode_line(raw_s, paths[0], number, "replace").strip()[:REJECT_TEXT_CHARS],
+                        decode_line(raw_t, paths[1], number, "replace").strip()[:REJECT_TEXT_CHARS])
+                    next_number = next(numbers, None)
+                    if next_number is None:
+                        return
+
+    def process(self, item: Tuple[Tuple[str, int], Iterable[Drop]]) -> Iterator[Dict[str, Any]]:
+        (split, index), unsorted = item
+        ds, lines, source_lines, target_lines = self._datasets["%s/%d" % (split, index)]
+        drops = sorted(unsorted, key=lambda drop: drop[0])
+        texts = self._texts((source_lines, target_lines),
+                            (drop[0] for drop in drops if drop[3] is None))
+        bitmap = new_bitmap(lines)
+        reasons: Dict[str, int] = {}
+        dropped_bytes = [0, 0]
+        bitmap_path, rejects_path = dropped_paths(self._work_dir, split, index)
+
+        def records() -> Iterator[bytes]:
+            for number, reason, first, source, target, src_bytes, tgt_bytes in drops:
+                if source is None:
+                    source, target = next(texts)
+                mark(bitmap, number)
+                reasons[reason] = reasons.get(reason, 0) + 1
+                dropped_bytes[0] += src_bytes
+                dropped_bytes[1] += tgt_bytes
+                record = reject_record(ds, number, "line %d" % number, reason, source, target)
+                if first is not None:
+                    known = self._datasets.get("%s/%d" % (first[0], first[1]))
+                    record["duplicate_of"] = {"split": first[0], "line": first[2],
+                                              "dataset": known[0]["name"] if known else None}
+                yield reject_line(record)
+
+        file_io.write_chunks(rejects_path, records(), self._stores)
+        file_io.write_bytes_atomically(bitmap_path, bytes(bitmap), self._stores)
+        yield {"split": split, "index": index, "dropped": sum(reasons.values()),
+               "reasons": sorted(reasons.items()), "dropped_bytes": dropped_bytes,
+               "bitmap": bitmap_path, "rejects": rejects_path}
+
+
+class CleanPairs(beam.PTransform):
+    """Chunks (`with_chunk_facts`) -> one report per dataset with drops, its bitmap and
+    rejects file written under `work_dir`.
+
+    `cleaning`: the run's CleaningConfig; `on_invalid`: --on_invalid_utf8; `datasets`:
+    {"split/index": (dataset dict, its line count, source line file, target line file)} of
+    every dataset."""
+
+    def __init__(self, cleaning: CleaningConfig, on_invalid: str,
+                 datasets: Dict[str, DatasetLines], work_dir: str) -> None:
+        super().__init__()
+        self._cleaning = cleaning
+        self._on_invalid = on_invalid
+        self._datasets = datasets
+        self._work_dir = work_dir
+
+    def expand(self, chunks: beam.PCollection) -> beam.PCollection:
+        settings = StoreSettings.from_options(chunks.pipeline.options)
+        codec = Occurrences((key.split("/")[0] for key in self._datasets),
+                            (f.reason for f in self._cleaning.build_filters()))
+        scored = (chunks
+                  | "Spread" >> beam.Reshuffle()
+                  | "Score" >> beam.ParDo(_ScoreChunkFn(
+                      self._cleaning, self._on_invalid, settings, codec)).with_outputs(
+                          KEYED, BATCHES, main="drops"))
+        batches = (scored[BATCHES]
+                   | "SpreadBatches" >> beam.Reshuffle()
+                   | "ScoreBatches" >> beam.ParDo(_ScoreBatchFn(
+                       self._cleaning, self._on_invalid, settings, codec)).with_outputs(
+                           KEYED, main="drops"))
+        drops = (scored.drops, batches.drops) | "FilterDrops" >> beam.Flatten()
+        keyed = (scored[KEYED], batches[KEYED]) | "AllKeyed" >> beam.Flatten()
+        if self._cleaning.key_options is not None:
+            dedup_on = self._cleaning.dedup is not None
+            overlap = self._cleaning.drop_dev_overlap
+            decided = (keyed
+                       | "GroupByKey" >> beam.GroupByKey()
+                       | "Decide" >> beam.FlatMap(
+                           lambda kv: decide_group(kv[1], codec, dedup_on, overlap))
+                       | "SplitPending" >> beam.FlatMap(_split_pending).with_outputs(
+                           PENDING, main="drops"))
+            by_chunk = chunks | "ByChunk" >> beam.FlatMap(
+                lambda chunk: [] if chunk.get("unmatched") else [(chunk_key(chunk), chunk)])
+            late = ({"chunk": by_chunk, "numbers": decided[PENDING]}
+                    | "PendingByChunk" >> beam.CoGroupByKey()
+                    | "ScoreLate" >> beam.ParDo(_LateScoreFn(
+                        self._cleaning, self._on_invalid, settings, codec)).with_outputs(
+                            BATCHES, main="drops"))
+            late_batches = (late[BATCHES]
+                            | "SpreadLateBatches" >> beam.Reshuffle()
+                            | "ScoreLateBatches" >> beam.ParDo(_ScoreBatchFn(
+                                self._cleaning, self._on_invalid, settings, codec)))
+            drops = ((drops, decided.drops, late.drops, late_batches)
+                     | "AllDrops" >> beam.Flatten())
+        return (drops
+                | "GroupByDataset" >> beam.GroupByKey()
+                | "WriteDropped" >> beam.ParDo(_WriteDroppedFn(self._work_dir, self._datasets,
+                                                               settings)))

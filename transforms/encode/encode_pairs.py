@@ -1,0 +1,303 @@
+"""EncodePairs: read line-aligned chunks of source/target files and encode them in parallel.
+
+Each element is one chunk: a range of lines of a source/target file pair, with the byte offsets
+where the range starts in both files (found by `ScanTextFiles`), so chunks are read by
+different workers. The DoFn here only wires the pure parts to Beam and the file systems: it
+loads both vocabularies once per worker in `setup`, opens the chunk's files, and hands their
+lines to `transforms.pairs.chunk_reading` (lines -> blocks of pairs, or rejects with a reason: T2T
+drops pairs with an empty side silently; the lines the cleaning stage dropped,
+`chunk["dropped"]`, are skipped, or with `chunk["lengths_before"]` only measured, for the
+split's lengths before cleaning) and the blocks to `transforms.pairs.pair_encoding` (pairs ->
+serialized `tf.train.Example`s keyed for the deterministic shuffle, and their counts; with
+--max_length the train pairs T2T's length filter would drop are rejected there, and the
+split's lengths before that drop measured too). A
+chunk's records are written as one sorted fragment file per shard
+(`transforms.shards.shard_fragments`), and only the fragments' names and counts go on to the shard
+writer.
+"""
+
+from typing import Dict, Iterator, List, Literal, Optional, Tuple, TypeAlias, Union
+
+import apache_beam as beam
+from apache_beam.pvalue import DoOutputsTuple, TaggedOutput
+from apache_beam.typehints.decorators import no_annotations
+from apache_beam.io.filesystems import FileSystems
+
+from transforms.pairs.chunk_reading import ChunkSpan, LineReject, LinePair, read_chunk, read_unmatched
+from transforms.codecs.varints import encode_varints
+from transforms.codecs.vocabulary import VocabularyLoader
+from transforms.storage import file_io
+from transforms.contracts.config import DatagenConfig
+from transforms.contracts.elements import (Chunk, ChunkLengths, DatasetSpec, FileFacts, FragmentEntry,
+                                 FragmentReport, RejectRecord, ShardKey, TokenCounts)
+from transforms.formats.example_proto import PAIR_FEATURE, PairExampleWriter
+from transforms.encode.length_stats import chunk_lengths
+from transforms.formats.rejects import OVER_MAX_LENGTH, max_length_of, reject_record
+from transforms.reporting.job_metrics import JobCounters
+from transforms.pairs.mixing import take_count
+from transforms.pairs.pair_encoding import (PairEncoder, PairTally, copy_keys, shard_of,
+                                      shuffle_keys)
+from transforms.storage.object_stores import ObjectStores, StoreSettings
+from transforms.shards.shard_fragments import fragment_name, write_fragment
+from transforms.formats.text_lines import iter_raw_lines
+from transforms.storage.vocab_files import VocabularyFiles
+
+REJECTS = "rejects"
+COPY_BATCH_RECORDS = 1 << 16  # --mix_shards: repeated records written per fragment batch
+BEFORE_CLEANING = " before cleaning"  # the length figures' key of a split's pairs before it
+# ... and with --max_length but no cleaning, of the split's pairs before that filter
+BEFORE_MAX_LENGTH = " before max_length"
+STATS = "stats"
+LENGTHS = "lengths"
+
+
+def pair_lengths_key(split: str, pair: str) -> str:
+    """The length figures' key of a language pair's pairs of a split (several corpora)."""
+    return "%s\t%s" % (split, pair)
+
+# What the encode DoFn yields: a fragment report (main output) and, tagged, rejects, token
+# counts and length counts, each keyed by split. Beam reads these hints (`TaggedOutput[...]`)
+# for the tagged outputs' element types.
+RejectOut: TypeAlias = TaggedOutput[Literal["rejects"], Tuple[str, RejectRecord]]
+StatsOut: TypeAlias = TaggedOutput[Literal["stats"], Tuple[str, TokenCounts]]
+LengthsOut: TypeAlias = TaggedOutput[Literal["lengths"], Tuple[str, ChunkLengths]]
+EncodeOut = Union[Tuple[ShardKey, FragmentReport], RejectOut, StatsOut, LengthsOut]
+
+
+class _EncodeChunkFn(beam.DoFn):
+    """One chunk -> its shard fragments written, its rejects and its counts; `loader`: the
+    run's Vocabulary class and its options (the class pickles by reference), whose files
+    are read in `setup`."""
+
+    def __init__(self, loader: VocabularyLoader, source_vocab_path: str,
+                 target_vocab_path: str, seed: int, num_shards: Dict[str, int],
+                 fragment_dir: str, config: DatagenConfig,
+                 store_settings: Optional[StoreSettings] = None,
+                 prefixes: Optional[Dict[str, List[int]]] = None) -> None:
+        self._store_settings = store_settings or StoreSettings()
+        # {pair ("" with one corpus): ids put before every input: its language tag}
+        self._prefixes = dict(prefixes or {})
+        self._paths = (source_vocab_path, target_vocab_path)
+        self._fragment_dir = fragment_dir
+        self._seed = seed
+        self._num_shards = num_shards  # {split: number of shards}
+        self._on_invalid = config.read.on_invalid_utf8
+        self._max_chars = config.read.max_line_chars
+        self._max_length = config.read.max_length
+        self._loader = loader
+
+    def setup(self) -> None:
+        # Fragments go to an object store through one reused client (see write_fragment).
+        self._stores = ObjectStores(self._store_settings)
+        self._counters = JobCounters()
+        vocabularies = VocabularyFiles(self._loader, self._stores)
+        source = vocabularies.load(self._paths[0], for_encoding=True)
+        target = (source if self._paths[1] == self._paths[0]
+                  else vocabularies.load(self._paths[1], for_encoding=True))
+        self._examples = PairExampleWriter("inputs", "targets")  # without TensorFlow
+        self._encoder = PairEncoder(source, target, self._examples)
+        self._prefix_varints = {pair: (encode_varints(ids), len(ids))
+                                for pair, ids in self._prefixes.items()}
+        self._pair_entries: Dict[str, bytes] = {}  # pair -> its `lang_pair` feature entry
+        # bitmap path -> the cleaning stage's dropped lines of a dataset
+        self._dropped: Dict[str, bytes] = {}
+
+    def _dropped_lines(self, chunk: Chunk) -> Optional[bytes]:
+        """The dataset's dropped-lines bitmap (`transforms.clean.clean_pairs`), or None: the lines
+        the cleaning stage dropped, whose rejects it wrote; read once per worker."""
+        path = chunk.get("dropped")
+        if path is None:
+            return None
+        if path not in self._dropped:
+            self._dropped = {path: file_io.read_bytes(path, self._stores)}
+        return self._dropped[path]
+
+    def _reject(self, chunk: Chunk, reject: LineReject) -> RejectOut:
+        ds = chunk["ds"]
+        self._counters.inc("%s.rejected.%s" % (ds["split"], reject.reason))
+        return beam.pvalue.TaggedOutput(REJECTS, (ds["split"], reject_record(
+            ds, reject.number, "line %d" % reject.number, reject.reason, reject.source,
+            reject.target)))
+
+    def _pair_entry(self, pair: Optional[str]) -> bytes:
+        """The `lang_pair` feature entry of a pair's records (none with one corpus)."""
+        if not pair:
+            return b""
+        if pair not in self._pair_entries:
+            self._pair_entries[pair] = self._examples.bytes_entry(PAIR_FEATURE, pair.encode())
+        return self._pair_entries[pair]
+
+    def process(self, chunk: Chunk) -> Iterator[EncodeOut]:
+        if chunk.get("unmatched"):
+            yield from self._unmatched(chunk)
+            return
+        ds = chunk["ds"]
+        split = ds["split"]
+        pair = ds.get("pair")
+        span = ChunkSpan(chunk["source"], chunk["target"], chunk["first_line"],
+                         chunk["num_lines"])
+        key_of = shuffle_keys(self._seed, split, ds["index"])
+        # the range of the split's shards this pair's records go to (all of them, but with
+        # several pairs: its own, `pipeline.driver.encode`)
+        first_shard, num_shards = chunk.get("shards") or (0, self._num_shards[split])
+        pair_entry = self._pair_entry(pair)
+        by_shard: Dict[int, List[FragmentEntry]] = {}  # shard -> [(key, dataset, line, record)]
+        written = PairTally()
+        prefix = self._prefix_varints.get(ds.get("pair", ""), (b"", 0))
+        before = chunk.get("lengths_before")  # also measure the pairs cleaning dropped
+        cleaned_away: List[LinePair] = []  # those of them that would be written
+        max_length = max_length_of(split, self._max_length)
+        too_long = PairTally()  # the pairs --max_length drops
+        with file_io.open_text_source(span.source_path, self._stores,
+                                      chunk["source_offset"]) as src, \
+                file_io.open_text_source(span.target_path, self._stores,
+                                         chunk["target_offset"]) as tgt:
+            for item in read_chunk(iter_raw_lines(src), iter_raw_lines(tgt), span,
+                                   self._on_invalid, self._max_chars,
+                                   self._dropped_lines(chunk), bool(before)):
+                if isinstance(item, LineReject):
+                    yield self._reject(chunk, item)
+                elif item.cleaned_away:
+                    cleaned_away.extend(item.pairs)
+                else:
+                    for number, source, target in self._encoder.encode(
+                            item.pairs, key_of, ds["index"], num_shards, by_shard, written,
+                            max_length, too_long, prefix, pair_entry):
+                        yield self._reject(chunk, LineReject(number, OVER_MAX_LENGTH, source,
+                                                             target))
+        self._counters.inc(split + ".pairs_read", span.num_lines)
+        self._counters.inc(split + ".pairs_encoded", len(written.lengths))
+        yield from self._write_fragments(split, ds["index"], span.first_line, by_shard,
+                                         first_shard)
+        if chunk.get("copies"):
+            yield from self._write_copies(chunk, by_shard, first_shard, num_shards)
+        yield beam.pvalue.TaggedOutput(STATS, (split, written.token_counts()))
+        lengths = chunk_lengths(written.lengths, written.chars, written.ids)
+        yield beam.pvalue.TaggedOutput(LENGTHS, (split, lengths))
+        if pair:  # and the pair's own figures
+            yield beam.pvalue.TaggedOutput(LENGTHS, (pair_lengths_key(split, pair), lengths))
+        if before or max_length:
+            measured = PairTally()
+            self._encoder.measure(cleaned_away, measured, prefix)
+            both = written.plus(measured).plus(too_long)
+            label = BEFORE_CLEANING if before else BEFORE_MAX_LENGTH
+            yield beam.pvalue.TaggedOutput(LENGTHS, (split + label, chunk_lengths(
+                both.lengths, both.chars, both.ids)))
+
+    def _write_fragments(self, split: str, dataset_index: int, first_line: int,
+                         by_shard: Dict[int, List[FragmentEntry]], first_shard: int = 0,
+                         copies: int = 0) -> Iterator[Tuple[ShardKey, FragmentReport]]:
+        """Writes each shard's entries as one fragment file; yields its report. `by_shard`
+        counts shards from `first_shard`; `copies` (> 0): they are repeated records, the
+        batch from that copy on."""
+        for shard, entries in sorted(by_shard.items()):
+            shard += first_shard
+            path = FileSystems.join(self._fragment_dir, fragment_name(
+                split, shard, dataset_index, first_line, copies))
+            write_fragment(path, entries, self._stores)
+            report: FragmentReport = {"path": path, "records": len(entries),
+                                      "by_dataset": [[dataset_index, len(entries)]]}
+            if copies:
+                report["copies"] = [[dataset_index, len(entries)]]
+            yield (split, shard), report
+
+    def _write_copies(self, chunk: Chunk, by_shard: Dict[int, List[FragmentEntry]],
+                      first_shard: int, num_shards: int
+                      ) -> Iterator[Tuple[ShardKey, FragmentReport]]:
+        """--mix_shards: the chunk's records repeated as their pair's rate asks (`copies`:
+        [the dataset's first line's index in its pair, the pair's lines, the records they
+        give]; a line gives `mixing.take_count` records), each copy with a key of its own,
+        written in batches of about COPY_BATCH_RECORDS so memory stays bounded."""
+        ds = chunk["ds"]
+        split, index = ds["split"], ds["index"]
+        offset, lines, take = chunk["copies"]
+        base = [entry for entries in by_shard.values() for entry in entries]
+        extra = {number: take_count(offset + number - 1, lines, take) - 1
+                 for _, _, number, _ in base}
+        key_of = copy_keys(self._seed, split, index)
+        batch: Dict[int, List[FragmentEntry]] = {}
+        size, start, most = 0, 1, max(extra.values(), default=0)
+        for copy in range(1, most + 1):
+            for _, _, number, record in base:
+                if extra[number] >= copy:
+                    key = key_of(number, copy)
+                    batch.setdefault(shard_of(key, num_shards), []).append(
+                        (key, index, number, record))
+                    size += 1
+            if size >= COPY_BATCH_RECORDS or copy == most:
+                yield from self._write_fragments(split, index, chunk["first_line"], batch,
+                                                 first_shard, start)
+                self._counters.inc(split + ".records_repeated", size)
+                batch, size, start = {}, 0, copy + 1
+
+    def _unmatched(self, chunk: Chunk) -> Iterator[RejectOut]:
+        """Lines of the longer file of a misaligned pair (--on_misaligned reject)."""
+        side = chunk["unmatched"]
+        path = chunk["source"] if side == "source" else chunk["target"]
+        read = 0
+        with file_io.open_text_source(path, self._stores, chunk["offset"]) as f:
+            for reject in read_unmatched(iter_raw_lines(f), path, side, chunk["first_line"],
+                                         chunk["skip"]):
+                read += 1
+                yield self._reject(chunk, reject)
+        self._counters.inc(chunk["ds"]["split"] + ".pairs_read", read)
+
+
+def plan_chunks(ds: DatasetSpec, source_path: str, target_path: str, source_scan: FileFacts,
+                target_scan: FileFacts) -> List[Chunk]:
+    """Chunks of a line-aligned file pair of dataset `ds` (a dict).
+
+    Line ranges start at a seek point present in both files. When the files have different
+    line counts, a last chunk covers the extra lines of the longer one (they are rejected).
+    """
+    total = min(source_scan["lines"], target_scan["lines"])
+    src_points = {line: offset for line, offset in source_scan["checkpoints"]}
+    tgt_points = {line: offset for line, offset in target_scan["checkpoints"]}
+    starts = sorted(set(src_points) & set(tgt_points) | {0})
+    starts = [s for s in starts if s < total] or [0]
+    chunks: List[Chunk] = []
+    for i, start in enumerate(starts):
+        end = starts[i + 1] if i + 1 < len(starts) else total
+        chunks.append({"ds": ds, "source": source_path, "target": target_path,
+                       "first_line": start, "num_lines": end - start,
+                       "source_offset": src_points.get(start, 0),
+                       "target_offset": tgt_points.get(start, 0)})
+    if source_scan["lines"] != target_scan["lines"]:
+        side, points = (("source", src_points) if source_scan["lines"] > total
+                        else ("target", tgt_points))
+        start = max(line for line in points if line <= total)
+        chunks.append({"ds": ds, "source": source_path, "target": target_path, "unmatched": side,
+                       "first_line": total, "offset": points[start], "skip": total - start})
+    return chunks
+
+
+@beam.typehints.with_input_types(Chunk)
+class EncodePairs(beam.PTransform):
+    """Chunks -> ((split, shard), fragment {path, records, by_dataset}) for each shard fragment
+    written under `fragment_dir`, rejects, per-chunk token counts
+    (split, [source tokens, source OOV, target tokens, target OOV]) and per-chunk length counts
+    (split, `transforms.encode.length_stats.chunk_lengths`), for `LengthReportFn`.
+
+    `loader`: how the run's vocabularies load (`VocabConfig.loader`: the kind's Vocabulary
+    class and the options it is built with, its EOS token included), whose files are at the
+    two paths; `config`: the run's `transforms.contracts.config.DatagenConfig` (how lines are read and
+    rejected); `prefixes`: {pair: ids} put before every input of the pair's datasets (its
+    language tag; "" is the pair of a one-corpus run)."""
+
+    def __init__(self, loader: VocabularyLoader, source_vocab_path: str,
+                 target_vocab_path: str, seed: int, num_shards: Dict[str, int],
+                 fragment_dir: str, config: DatagenConfig,
+                 prefixes: Optional[Dict[str, List[int]]] = None) -> None:
+        super().__init__()
+        self._args = (loader, source_vocab_path, target_vocab_path, seed, num_shards,
+                      fragment_dir, config)
+        self._prefixes = prefixes
+
+    @no_annotations  # Beam takes PCollection hints only here: the outputs' are `EncodeOut`
+    def expand(self, chunks: beam.PCollection) -> DoOutputsTuple:
+        fn = _EncodeChunkFn(*self._args, StoreSettings.from_options(chunks.pipeline.options),
+                            self._prefixes)
+        return (chunks
+                | "Spread" >> beam.Reshuffle()
+                | "Encode" >> beam.ParDo(fn).with_outputs(REJECTS, STATS, LENGTHS,
+                                                              main="records"))

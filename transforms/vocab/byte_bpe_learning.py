@@ -1,0 +1,55 @@
+"""ByteBpeLearner: GPT-2 style byte-level BPE learnt in one Beam pass (a `CountedLearner`):
+the job's sample counted by pre-tokens, the merges learnt on one worker per vocabulary.
+`ByteBpeSettings` is the byte_bpe kind's part of the config (its own flags)."""
+
+import dataclasses
+from typing import Callable, List, Optional, Tuple
+
+import apache_beam as beam
+
+from transforms.codecs.byte_bpe_vocabulary import ByteBpeVocabulary
+from transforms.codecs.vocabulary import VocabFiles
+from transforms.contracts.config import VocabConfig
+from transforms.vocab.learners import CountedLearner
+
+
+@dataclasses.dataclass(frozen=True)
+class ByteBpeSettings:
+    """The byte_bpe kind's part of the config (`VocabConfig.kind_settings`): its own flags."""
+    bpe_vocab: Optional[str]         # a given byte-level BPE (a directory)
+    bpe_min_frequency: int           # learning merges no pair seen fewer times
+    bpe_eos_token: str               # the token whose id ends every example
+
+
+class ByteBpeLearner(CountedLearner):
+    """GPT-2 style byte-level BPE: merges learnt from each vocabulary's pre-token counts on
+    one worker (`transforms.codecs.byte_bpe_learner.learn_byte_bpe`)."""
+
+    @staticmethod
+    def tokenizer() -> Callable[[str], List[str]]:
+        from transforms.codecs.byte_bpe import pretokenize
+        return pretokenize
+
+    @staticmethod
+    def vocabs_from_counts(totals: beam.PCollection, vocab: VocabConfig,
+                           reserved: Tuple[str, ...] = ()) -> beam.PCollection:
+        bpe: ByteBpeSettings = vocab.kind_settings
+        return totals | "LearnMerges" >> beam.Map(
+            _learn_bpe, vocab_size=vocab.vocab_size, min_frequency=bpe.bpe_min_frequency,
+            eos_token=bpe.bpe_eos_token, reserved=tuple(reserved))
+
+    @staticmethod
+    def empty_files(vocab: VocabConfig, reserved: Tuple[str, ...] = ()) -> VocabFiles:
+        bpe: ByteBpeSettings = vocab.kind_settings
+        return _learn_bpe((None, []), vocab.vocab_size, bpe.bpe_min_frequency,
+                          bpe.bpe_eos_token, tuple(reserved))[1]
+
+
+def _learn_bpe(name_items, vocab_size, min_frequency, eos_token, reserved=()):
+    """A learnt BPE whose special tokens are `eos_token` (--bpe_eos_token), so the id that
+    ends every example is in the vocabulary whatever token was chosen, then `reserved`."""
+    from transforms.codecs.byte_bpe_learner import learn_byte_bpe
+    name, items = name_items
+    bpe = learn_byte_bpe(dict(items), vocab_size, special_tokens=(eos_token,) + tuple(reserved),
+                         min_frequency=min_frequency)
+    return [name, ByteBpeVocabulary(bpe, eos_token).to_files()]
