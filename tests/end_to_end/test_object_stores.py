@@ -3,7 +3,7 @@ real S3 server (`moto_server`) and gs:// against a real GCS emulator (fake-gcs-s
 started on 127.0.0.1 by the `s3`, `slow_s3` and `gcs` fixtures (tests/conftest.py,
 tests/object_store_servers.py). The kill -9 and lost-lease tests go through a proxy that
 delays every request, as a remote store does. The lock's own tests on the stores:
-tests/pipeline/output/test_lock_on_object_stores.py.
+tests/pipeline/output/test_lock.py.
 
 Every output, in each record format (TFRecord; ArrayRecord and Parquet, read back without
 TensorFlow), is compared byte for byte with the same job's output on local disk.

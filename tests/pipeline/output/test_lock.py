@@ -1,4 +1,6 @@
-"""The output lock (`pipeline.output.lock.OutputLock`) on object stores: s3:// against a real S3
+"""The output lock (`pipeline.output.lock.OutputLock`): on a local disk a free lease is an
+exclusive create; a lease of this host whose holder process is alive is never stale, on a
+local disk, S3 and GCS. On object stores: s3:// against a real S3
 server (`moto_server`) and gs:// against a real GCS emulator (fake-gcs-server), started on
 127.0.0.1 by the `s3`, `slow_s3` and `gcs` fixtures (tests/conftest.py). The S3 tests go
 through a proxy that delays every request, as a remote store does: the lease is never missing
@@ -10,13 +12,15 @@ tests/end_to_end/test_object_stores.py.
 
 import json
 import os
+import socket
+import subprocess
 import threading
 import time
 
 import pytest
 
 from object_store_servers import BUCKET
-from pipeline.output.lock import OutputLock
+from pipeline.output.lock import OutputLock, lease_for
 from pipeline.runtime.errors import DatagenError
 
 pytestmark = pytest.mark.slow
@@ -188,3 +192,82 @@ def test_settled_lease_of_other_file_systems_takes_renews_and_releases(tmp_path,
     finally:
         holder.release()
     assert not os.path.exists(os.path.join(out, "p.datagen.lock"))
+
+
+def test_local_lock_is_taken_at_once_by_exactly_one_of_many_runs(tmp_path):
+    """On a local disk a free lease is an exclusive create: no settle wait, and of runs that
+    try at the same moment exactly one gets it; its heartbeat keeps the file there."""
+    out = str(tmp_path / "new" / "out")  # the lock makes the directory
+    locks = [OutputLock(out, "p", stale_seconds=0.8) for _ in range(8)]  # heartbeat 0.2 s
+    outcomes = [None] * len(locks)
+    start = threading.Barrier(len(locks))
+
+    def take(i):
+        start.wait()
+        began = time.time()
+        try:
+            locks[i].acquire()
+            outcomes[i] = ("held", time.time() - began)
+        except DatagenError as e:
+            outcomes[i] = ("refused", str(e))
+
+    threads = [threading.Thread(target=take, args=(i,)) for i in range(len(locks))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    held = [i for i, o in enumerate(outcomes) if o[0] == "held"]
+    assert len(held) == 1, outcomes
+    from pipeline.output.lock import SettledLease
+    assert not isinstance(lease_for(out), SettledLease)  # no settle wait on a local disk
+    assert all("is in use by run %s" % locks[held[0]].lease["run_id"] in o[1]
+               for o in outcomes if o[0] == "refused")
+    path = os.path.join(out, "p.datagen.lock")
+    versions = {locks[held[0]].version}  # five heartbeats: the lease file is never missing
+    deadline = time.monotonic() + 600  # a bound on a hang only: the heartbeats are the events
+    while len(versions) <= 5:
+        assert os.path.exists(path) and time.monotonic() < deadline
+        versions.add(locks[held[0]].version)
+    assert json.loads(open(path).read())["run_id"] == locks[held[0]].lease["run_id"]
+    locks[held[0]].release()
+    assert not os.path.exists(path) and os.listdir(out) == []
+
+
+def _stores_of(server):
+    from apache_beam.options.pipeline_options import PipelineOptions
+    from transforms.storage.object_stores import ObjectStores, StoreSettings
+    return ObjectStores(StoreSettings.from_options(PipelineOptions(
+        server.beam_flags(server.endpoint))))
+
+
+@pytest.mark.parametrize("where", ["local", "s3", "gcs"])
+def test_a_live_process_on_this_host_is_never_stale(tmp_path, request, monkeypatch, where):
+    """A lease of this host whose holder process is alive (here a `sleep`), with a heartbeat
+    far older than its terms, is refused, on a local disk, S3 and GCS; once that process is
+    gone it is taken at once."""
+    if where == "s3":
+        server = request.getfixturevalue("s3")
+        out, stores = "s3://%s/live/out" % BUCKET, _stores_of(server)
+    elif where == "gcs":
+        for name, value in request.getfixturevalue("gcs").env.items():
+            monkeypatch.setenv(name, value)
+        from transforms.storage.object_stores import ObjectStores, StoreSettings
+        out, stores = "gs://%s/live/out" % BUCKET, ObjectStores(StoreSettings())
+    else:
+        out, stores = str(tmp_path / "out"), None
+        os.makedirs(out)
+    holder = subprocess.Popen(["sleep", "600"])
+    try:
+        lease = {"run_id": "sleeper", "host": socket.gethostname(), "pid": holder.pid,
+                 "pid_start": None, "started_at": "then",
+                 "heartbeat_iso": "then", "heartbeat_seconds": 0.1, "stale_seconds": 0.4,
+                 "heartbeat_at": time.time() - 3600}
+        lease_for(out + "/p.datagen.lock", stores).create(json.dumps(lease).encode())
+        with pytest.raises(DatagenError, match="is in use by run sleeper"):
+            OutputLock(out, "p", 0.4, stores).acquire()
+    finally:
+        holder.kill()
+        holder.wait()
+    taker = OutputLock(out, "p", 0.4, stores)
+    taker.acquire()
+    taker.release()
