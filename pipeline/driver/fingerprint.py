@@ -21,57 +21,38 @@ from apache_beam.io.filesystems import FileSystems
 
 from pipeline.driver.datasets import is_local_file, split_patterns
 from pipeline.driver.kinds import every_plugin
-from pipeline.driver.options import flag_defaults
+from pipeline.driver.options import declared_flags, flag_defaults
 from pipeline.output.own_outputs import exclude_own
 from pipeline.runtime.errors import DatagenError
 from transforms.contracts.config import DatagenConfig
+from transforms.contracts.settings import INPUT, OPERATIONAL
 
 from transforms.storage import file_io
 from transforms.storage.object_stores import ObjectStores
 
+# Each flag's role is declared with it (`transforms.contracts.settings.Flag`): the lists here
+# are derived from the declarations (`pipeline.driver.options.declared_flags`).
+_FLAGS = tuple(declared_flags())
 # Flags that change no byte of the output: where it goes, how the job runs or how it is
 # parallelized (the vocab search and the encode chunks give the same result for any value,
 # README "flags"), and what happens to an existing or empty output.
-OPERATIONAL_FLAGS = frozenset((
-    "output_dir", "problem", "overwrite", "allow_empty", "vocab_partitions",
-    "bisection_rounds_per_pass", "bisection_lookahead", "encode_chunk_lines",
-    "lock_stale_seconds", "progress_seconds", "in_process_below_mb", "log_level"))
+OPERATIONAL_FLAGS = frozenset(name for name, flag in _FLAGS if flag.role == OPERATIONAL)
 # Flags naming existing vocabularies (each kind's `given_flag`), and every flag naming input
 # files: compared through the files they name, not their spelling.
-_KINDS = every_plugin()
-GIVEN_VOCAB_FLAGS = tuple(kind.given_flag for kind in _KINDS if kind.given_flag)
-INPUT_FLAGS = ("train_source", "train_target", "train_tsv", "train_tmx", "dev_source",
-               "dev_target", "dev_tsv", "dev_tmx", "filters") + GIVEN_VOCAB_FLAGS
+GIVEN_VOCAB_FLAGS = tuple(kind.given_flag for kind in every_plugin() if kind.given_flag)
+INPUT_FLAGS = tuple(name for name, flag in _FLAGS if flag.role == INPUT)
 # Flags that determine a vocabulary (with the train inputs and the given vocab files): the
 # general ones and every kind's own. Not --max_line_chars: the pairs it rejects are still
 # sampled (README, "Vocabulary sample").
-_KIND_FLAGS = tuple(flag for kind in _KINDS for flag in kind.own_flags()
-                    if flag not in GIVEN_VOCAB_FLAGS)
-VOCAB_FLAGS = (("vocab_type", "vocab_size", "shared_vocab", "file_byte_budget",
-                "max_subtoken_length", "corpora", "sampling_temperature", "lang_tags")
-               + _KIND_FLAGS
-               + ("on_invalid_utf8", "on_misaligned", "source_lang", "target_lang",
-                  "source_column", "target_column", "train_format", "dedup",
-                  "drop_dev_overlap"))
-VOCAB_INPUT_FLAGS = ("train_source", "train_target", "train_tsv", "train_tmx",
-                     "filters") + GIVEN_VOCAB_FLAGS
-# Cleaning flags at their "off" values are left out, so an output or vocabulary made before
-# cleaning existed keeps its fingerprint (a rerun is still a no-op, a vocabulary reused).
-# The default --output_format is left out likewise (outputs made before formats existed),
-# and --max_length and --packed_length when off (outputs made before they existed).
-CLEANING_OFF = {"dedup": "none", "drop_dev_overlap": False, "output_format": "tfrecord",
-                "max_length": 0, "packed_length": 0,
-                # and the flags of many language pairs (outputs made before them)
-                "corpora": None, "sampling_temperature": 5.0, "lang_tags": None,
-                "mix_shards": False}
+VOCAB_FLAGS = tuple(name for name, flag in _FLAGS if flag.vocab and flag.role != INPUT)
+VOCAB_INPUT_FLAGS = tuple(name for name, flag in _FLAGS if flag.vocab and flag.role == INPUT)
+# Flags added after fingerprints existed (`Flag.new`: cleaning, formats, lengths, many pairs,
+# SentencePiece's options) are left out at their defaults, so an output or vocabulary made
+# before them keeps its fingerprint (a rerun is still a no-op, a vocabulary reused); changed,
+# they are recorded.
+LEFT_OUT_AT_DEFAULT = tuple(name for name, flag in _FLAGS if flag.new)
 # A corpora file's inputs are fingerprinted as `corpora.{name}.{input flag}` entries.
 CORPUS_INPUT = "corpora.%s.%s"
-
-
-# The own flags of a kind added after fingerprints existed (`fingerprint_defaults` False)
-# are left out at their defaults too, for the same reason; changed, they are recorded.
-DEFAULTS_LEFT_OUT = tuple(flag for kind in _KINDS if not kind.fingerprint_defaults
-                          for flag in kind.own_flags() if flag not in GIVEN_VOCAB_FLAGS)
 
 
 def _left_out_when_off(flags):
@@ -83,9 +64,7 @@ def _left_out_values() -> Dict[str, Any]:
     """{flag: value} of the flags a fingerprint leaves out at that value: a fingerprint
     without such a flag recorded it at that value."""
     defaults = flag_defaults()
-    values = {flag: defaults[flag] for flag in DEFAULTS_LEFT_OUT}
-    values.update(CLEANING_OFF)
-    return values
+    return {flag: defaults[flag] for flag in LEFT_OUT_AT_DEFAULT}
 
 FileStamps = Dict[str, Dict[str, float]]  # {path: {"size": bytes, "mtime": seconds}}
 Fingerprint = Dict[str, Any]  # {"flags": {flag: value}, "inputs": {flag: FileStamps}} (JSON)

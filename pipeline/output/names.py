@@ -20,11 +20,8 @@ import re
 from typing import Optional
 
 from pipeline.runtime.errors import DatagenError
-
-NAME_MAX_BYTES = 255
-LONGEST_REST = 83  # bytes of that longest name besides the problem and the language
-PROBLEM_MAX = 100
-LANG_MAX = NAME_MAX_BYTES - LONGEST_REST - PROBLEM_MAX - 8  # 64: 8 bytes to spare
+# declared beside the flags they limit (--problem, --source_lang, --target_lang)
+from transforms.contracts.settings import LANG_MAX, LONGEST_REST, NAME_MAX_BYTES, PROBLEM_MAX  # noqa: F401
 
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.@+-]*\Z")
 

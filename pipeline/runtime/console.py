@@ -22,8 +22,9 @@ import sys
 import tempfile
 from typing import Any, Dict, Iterator, List, Optional, Sequence, TextIO, Tuple
 
+from transforms.contracts.settings import LOG_LEVELS  # noqa: F401 (the flag's choices)
+
 LOG = logging.getLogger("datagen")
-LOG_LEVELS = ("debug", "info", "warning", "error")
 LIBRARY_LOGGERS = ("apache_beam", "tensorflow", "absl")
 # The loggers of a failing bundle: Beam logs the DoFn's exception there (with its traceback),
 # in a worker process or in this one (in-process runners), and raises it in the driver too,

@@ -47,14 +47,21 @@ class FlagParser(argparse.ArgumentParser):
 def with_beam_options(parser: FlagParser, argv: Optional[List[str]] = None) -> FlagParser:
     """`parser` with every Beam pipeline option added (each PipelineOptions subclass once, as
     `PipelineOptions.get_all_options` collects them), those of the runner `argv` names
-    included (`pipeline.runtime.runners.register_runner_options`)."""
+    included: `--runner` is read from this parser's own result, then its module imported
+    (`pipeline.runtime.runners.register_runner_options`) and the options it declares added."""
+    added: Dict[str, Type[PipelineOptions]] = {}
+
+    def add_new_classes() -> None:
+        for cls in PipelineOptions.__subclasses__():
+            if str(cls) not in added:
+                added[str(cls)] = cls
+                cls._add_argparse_args(parser)
+
+    add_new_classes()
     if argv is not None:
-        register_runner_options(argv)
-    classes: Dict[str, Type[PipelineOptions]] = {}
-    for cls in PipelineOptions.__subclasses__():
-        classes.setdefault(str(cls), cls)
-    for cls in classes.values():
-        cls._add_argparse_args(parser)
+        known, _ = parser.parse_known_args(list(argv))
+        register_runner_options(getattr(known, "runner", None))
+        add_new_classes()
     return parser
 
 

@@ -184,15 +184,24 @@ def keeping_signal_mask() -> Iterator[None]:
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
 
-def _last_value(argv: "list[str]", flag: str) -> Optional[str]:
-    """The value of `flag` in `argv` (the last one wins, as argparse), or None."""
-    value = None
-    for i, arg in enumerate(argv):
-        if arg == flag and i + 1 < len(argv):
-            value = argv[i + 1]
-        elif arg.startswith(flag + "="):
-            value = arg.split("=", 1)[1]
-    return value
+def _early_flags(argv: "list[str]") -> Any:
+    """The few flags `start_early` reads, parsed (argparse: the last one wins, `--flag=value`
+    too) before Beam's import, which declares them for the real parse: a look ahead, so
+    the fork server's imports overlap the driver's."""
+    import argparse
+
+    class Quiet(argparse.ArgumentParser):
+        def error(self, message: str) -> NoReturn:
+            raise ValueError(message)
+
+    parser = Quiet(add_help=False, allow_abbrev=False)
+    for flag in ("--runner", "--direct_running_mode", "--local_worker_pool", "--dry_run"):
+        parser.add_argument(flag)
+    parser.add_argument("-h", "--help", action="store_true")
+    try:
+        return parser.parse_known_args(list(argv))[0]
+    except ValueError:  # a flag without its value: the real parse says so
+        return None
 
 
 def start_early(argv: "list[str]") -> None:
@@ -200,14 +209,12 @@ def start_early(argv: "list[str]") -> None:
     command line) asks for DirectRunner's multi_processing mode with the pool. The job may
     still run in one process (`--in_process_below_mb`): the server then cost its imports, on
     another core."""
-    if not any(arg.endswith("multi_processing") for arg in argv):
+    flags = _early_flags(argv)
+    if flags is None or flags.direct_running_mode != "multi_processing":
         return
-    runner = _last_value(argv, "--runner")
-    if runner and runner.rsplit(".", 1)[-1] != "DirectRunner":
+    if flags.runner and flags.runner.rsplit(".", 1)[-1] != "DirectRunner":
         return  # the pool only ever serves DirectRunner's passes
-    if _last_value(argv, "--local_worker_pool") == "off":
-        return
-    if any(arg in ("-h", "--help") or arg.startswith("--dry_run") for arg in argv):
+    if flags.local_worker_pool == "off" or flags.help or flags.dry_run is not None:
         return  # no worker process will run
     if fork_context().get_start_method() == "forkserver":
         from multiprocessing import forkserver, resource_tracker

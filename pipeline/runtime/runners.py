@@ -23,7 +23,7 @@ from apache_beam.options.pipeline_options import (DirectOptions, PipelineOptions
                                                    StandardOptions, TestOptions, WorkerOptions)
 
 from pipeline.runtime.errors import DatagenError, one_line
-from pipeline.runtime.flag_ranges import INT32_MAX, bounded
+from transforms.contracts.flag_ranges import INT32_MAX, bounded
 
 REMOTE_RUNNERS = {"dataflow", "flink", "spark", "portable"}
 # Environments whose workers run in an environment the user prepared (or in this process).
@@ -102,18 +102,13 @@ def unknown_runner(runner: str) -> DatagenError:
                             ", ".join(names)))
 
 
-def register_runner_options(argv: List[str]) -> None:
-    """Imports the module of the runner `argv` names (`--runner X`), so that the options it
-    declares on import are known to the flag check (Beam's DaskOptions, `--dask_*`, are
-    declared only in its runner's module); DatagenError when the runner is unknown (with the
-    closest names), or its module cannot be imported (Dask not installed) or has no such
-    class: one line before any work, where Beam would raise at the first pass."""
-    runner = None
-    for i, arg in enumerate(argv):
-        if arg == "--runner" and i + 1 < len(argv):
-            runner = argv[i + 1]
-        elif arg.startswith("--runner="):
-            runner = arg.split("=", 1)[1]
+def register_runner_options(runner: Optional[str]) -> None:
+    """Imports the module of the runner `runner` names (a `--runner` value, as parsed), so
+    that the options it declares on import are known to the flag check (Beam's DaskOptions,
+    `--dask_*`, are declared only in its runner's module); DatagenError when the runner is
+    unknown (with the closest names), or its module cannot be imported (Dask not installed)
+    or has no such class: one line before any work, where Beam would raise at the first
+    pass."""
     if not runner:
         return
     path = runner_class_path(runner)

@@ -56,7 +56,7 @@ from pipeline.output.complete_check import shard_mismatches
 from pipeline.output.layout import SUMMARY_NAME
 from pipeline.runtime import flags
 from pipeline.tools import output_files
-from pipeline.runtime.flag_ranges import bounded
+from transforms.contracts.flag_ranges import bounded
 from pipeline.runtime.errors import DatagenError, one_line
 from transforms.storage.vocab_files import VocabularyFiles
 from transforms.codecs.vocabulary import Vocabulary

@@ -32,6 +32,7 @@ from transforms.codecs.word_vocabulary import WordVocabulary
 class CodecKind:
     """One kind of vocabulary: its class and the facts about its files and records."""
     name: str                          # the --vocab_type value
+    description: str                   # what --vocab_type NAME means, for --help
     vocabulary: Type[Vocabulary]
     file_suffix: str                   # vocab.{problem}.{size}.{file_suffix}[.{lang}]
     ends_in_eos: bool                  # records end in `eos_ids()` (else the reader adds them)
@@ -49,14 +50,16 @@ class CodecKind:
 
 
 CODEC_KINDS = (
-    CodecKind("subword", SubwordVocabulary, "subwords", ends_in_eos=True),
-    CodecKind("byte_bpe", ByteBpeVocabulary, "bpe", ends_in_eos=True,
+    CodecKind("subword", "T2T SubwordTextEncoder", SubwordVocabulary, "subwords", ends_in_eos=True),
+    CodecKind("byte_bpe", "GPT-2 style byte-level BPE", ByteBpeVocabulary, "bpe", ends_in_eos=True,
               option_flags=(("bpe_eos_token", "eos_token"),)),
-    CodecKind("word", WordVocabulary, "words", ends_in_eos=False, counts_oov=True),
-    CodecKind("sentencepiece", SentencePieceVocabulary, "spm", ends_in_eos=True),
+    CodecKind("word", "tensorflow/nmt word vocabulary", WordVocabulary, "words", ends_in_eos=False, counts_oov=True),
+    CodecKind("sentencepiece",
+              "a SentencePiece model (SentencePiece's own trainer)", SentencePieceVocabulary, "spm", ends_in_eos=True),
 )
 KIND_NAMES = tuple(kind.name for kind in CODEC_KINDS)  # --vocab_type's choices
 DEFAULT_KIND = CODEC_KINDS[0].name
+KINDS_HELP = "; ".join("%s: %s" % (kind.name, kind.description) for kind in CODEC_KINDS) + "."
 
 
 def codec_kind(name: str) -> CodecKind:

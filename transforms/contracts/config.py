@@ -2,9 +2,10 @@
 
 `pipeline.driver.options.parse_command_line` builds it once from the checked flags
 (`DatagenConfig.from_flags`) and the driver hands each step and transform the parts it reads,
-instead of dicts re-defaulted wherever they were read. So a setting has one name and one default, the flag's (these classes have no
-defaults on purpose), and a misspelt setting is an AttributeError at once rather than a
-silent `.get` default. Nothing below `pipeline.driver.options` sees the argparse Namespace:
+instead of dicts re-defaulted wherever they were read. Each field of a part is also its flag,
+declared once in the field's metadata (`transforms.contracts.settings.setting`: name, default,
+help, type, fingerprint role), so a setting has one name and one default, and a misspelt
+setting is an AttributeError at once rather than a silent `.get` default. Nothing below `pipeline.driver.options` sees the argparse Namespace:
 the job's own settings (`JobConfig`) and its input patterns (`InputConfig`) are here too, and
 `flag_values` keeps every flag's value, in the flags' order, for the summary and the
 fingerprint.
@@ -19,20 +20,113 @@ import dataclasses
 from typing import Any, Dict, Mapping, Optional, Tuple
 
 from transforms.codecs.vocabulary import VocabularyLoader
+from transforms.contracts.flag_ranges import INT32_MAX, bounded
+from transforms.contracts.settings import (INPUT, LANG_MAX, LOG_LEVELS, MAX_SHARDS, OPERATIONAL,
+                                           PROBLEM_MAX, Declared, derived, flag_fields,
+                                           optional_length, setting)
+
+MIN_COUNT_LOW, MIN_COUNT_HIGH = 1, 1000  # T2T's subword bisection over min_count
+# The subword search bisects min_count over [MIN_COUNT_LOW, MIN_COUNT_HIGH]: a round probes
+# at most that many min_counts, and the search is that many levels deep at most.
+SEARCH_PROBES = MIN_COUNT_HIGH - MIN_COUNT_LOW + 1
+SEARCH_LEVELS = SEARCH_PROBES.bit_length()
+_COLUMN = bounded(int, 0, INT32_MAX)
+
+
+def _format_help(split: str) -> str:
+    return ("Format of --%s_source/--%s_target: from the file name (.sgm, .xml, else lines) "
+            "or as given." % (split, split))
+
+
+@dataclasses.dataclass(frozen=True)
+class InputConfig:
+    """The input flags as given (comma-separated patterns; listed by `pipeline.driver.datasets`)."""
+    train_source: Optional[str] = setting(
+        "File pattern(s), comma-separated, of training source text: one sentence per line "
+        "(plain, .gz, .bz2, .zst, .xz, ...), or SGM/IWSLT XML; `archive.tgz!path/inside` reads "
+        "a member of a .tar/.tar.gz/.tgz/.zip archive. The i-th source file (sorted) pairs "
+        "with the i-th target file.", role=INPUT, vocab=True, corpora_replace=True)
+    train_target: Optional[str] = setting(
+        "File pattern(s) of the aligned training target text.", role=INPUT, vocab=True,
+        corpora_replace=True)
+    dev_source: Optional[str] = setting(
+        "File pattern(s) of dev source text (optional).", role=INPUT, corpora_replace=True)
+    dev_target: Optional[str] = setting(
+        "File pattern(s) of dev target text.", role=INPUT, corpora_replace=True)
+    train_format: str = setting(_format_help("train"), "auto",
+                                choices=("auto", "lines", "sgm", "iwslt"), vocab=True)
+    train_tsv: Optional[str] = setting(
+        "TSV file pattern(s) for train: one pair per row, columns "
+        "--source_column/--target_column.", role=INPUT, vocab=True, corpora_replace=True)
+    train_tmx: Optional[str] = setting(
+        "TMX file pattern(s) for train: sides chosen by xml:lang = --source_lang/--target_lang.",
+        role=INPUT, vocab=True, corpora_replace=True)
+    dev_format: str = setting(_format_help("dev"), "auto",
+                              choices=("auto", "lines", "sgm", "iwslt"))
+    dev_tsv: Optional[str] = setting(
+        "TSV file pattern(s) for dev: one pair per row, columns "
+        "--source_column/--target_column.", role=INPUT, corpora_replace=True)
+    dev_tmx: Optional[str] = setting(
+        "TMX file pattern(s) for dev: sides chosen by xml:lang = --source_lang/--target_lang.",
+        role=INPUT, corpora_replace=True)
+    corpora: Optional[str] = setting(
+        "Many language pairs in one job: a YAML file listing named corpora, each with "
+        "source_lang, target_lang, train (and dev) inputs in any form the input flags take, "
+        "and an optional weight (README, Many language pairs). Replaces the input and "
+        "language flags.", vocab=True, new=True)
 
 
 @dataclasses.dataclass(frozen=True)
 class ReadConfig:
     """How input is read and which pairs are rejected (prepare, vocab sample and encode)."""
-    on_invalid_utf8: str             # error | reject | replace
-    on_misaligned: str               # error | reject
-    max_line_chars: int              # 0: no limit
-    source_lang: Optional[str]       # TMX xml:lang of the source side
-    target_lang: Optional[str]
-    source_column: int               # TSV columns
-    target_column: int
-    encode_chunk_lines: int          # a seek point every this many lines: encode chunks start there
-    max_length: int                  # train pairs with a longer side over it are rejected (0: off)
+    source_column: int = setting("TSV column of the source text (0-based).", 0,
+                                 type=_COLUMN, vocab=True)
+    target_column: int = setting("TSV column of the target text (0-based).", 1,
+                                 type=_COLUMN, vocab=True)
+    on_misaligned: str = setting(
+        "Files with different line counts, TMX units missing a side, SGM/IWSLT segments "
+        "without a partner, TSV rows missing a column: stop with an error naming the first "
+        "one (default), or reject them and go on.", "error", choices=("error", "reject"),
+        vocab=True)
+    on_invalid_utf8: str = setting(
+        "A line that is not UTF-8: stop with an error naming file and line (default), "
+        "reject its pair, or decode it with U+FFFD replacement characters.", "error",
+        choices=("error", "reject", "replace"), vocab=True)
+    max_line_chars: int = setting(
+        "Reject pairs with a side longer than this many characters (0: no limit).", 0,
+        type=bounded(int, 0))
+    source_lang: Optional[str] = setting(
+        "Source language: the vocab file's suffix (as --problem's characters, at most %d), "
+        "and for TMX the xml:lang of the source side; required for TSV/TMX-only runs "
+        "(default: the source files' extension)." % LANG_MAX, vocab=True, corpora_replace=True)
+    target_lang: Optional[str] = setting(
+        "Target language: as --source_lang, for the target side (default: the target "
+        "files' extension).", vocab=True, corpora_replace=True)
+    encode_chunk_lines: int = setting(
+        "Lines per parallel encoding chunk of an uncompressed file. Runners hand each worker "
+        "its share of the chunks up front, so small chunks keep the workers equally busy to "
+        "the end.", 10000, type=bounded(int, 1), role=OPERATIONAL)
+    max_length: int = setting(
+        "Reject train pairs whose longer side has more than this many ids, as stored (EOS "
+        "included): T2T's training-time length filter applied at datagen time (reason "
+        "over_max_length); dev is kept whole, as T2T's evaluation keeps it. 0: no limit.", 0,
+        type=bounded(int, 0, INT32_MAX), new=True)
+
+
+@dataclasses.dataclass(frozen=True)
+class CleanConfig:
+    """Corpus cleaning (`transforms.cleaning`): off with no --filters and --dedup none. The
+    --filters file is read and checked by the driver (`pipeline.driver.cleaning`)."""
+    filters: Optional[str] = setting(
+        "Clean the corpus: a YAML file whose `filters:` list uses OpusFilter's filter names "
+        "and parameters (README, Cleaning); dropped pairs go to the rejects with the "
+        "filter's name.", role=INPUT, vocab=True)
+    dedup: str = setting(
+        "Drop exact duplicate pairs (or pairs with a duplicate source) within each split, "
+        "keeping the first in input order, as OpusFilter's remove_duplicates.", "none",
+        choices=("none", "pairs", "source"), vocab=True, new=True)
+    drop_dev_overlap: bool = setting("Drop train pairs that also occur in dev.", False,
+                                     switch=True, vocab=True, new=True)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,63 +134,119 @@ class VocabConfig:
     """What the vocabulary is and how it is learnt. The kind's own flags are its part,
     `kind_settings` (`pipeline.driver.kinds`); `loader` loads its vocabularies with the
     options they are built with (byte_bpe's EOS token)."""
-    vocab_type: str
-    vocab_size: int
-    file_byte_budget: float
-    max_subtoken_length: Optional[int]
-    vocab_partitions: int
-    bisection_lookahead: int
-    bisection_rounds: int            # --bisection_rounds_per_pass
-    shared_vocab: bool               # one vocabulary of both sides
-    sampling_temperature: float      # several corpora: T of the languages' shares in the sample
-    lang_tags: Optional[str]         # target | none | None (target with several target languages)
-    given: Tuple[str, ...]           # absolute paths of given vocabularies (none: learnt)
-    loader: VocabularyLoader
-    kind_settings: Any               # a frozen dataclass of the kind's own flags, or None
-
-
-@dataclasses.dataclass(frozen=True)
-class InputConfig:
-    """The input flags as given (comma-separated patterns; listed by `pipeline.driver.datasets`)."""
-    train_source: Optional[str]
-    train_target: Optional[str]
-    dev_source: Optional[str]
-    dev_target: Optional[str]
-    train_format: str                # auto | lines | sgm | iwslt
-    dev_format: str
-    train_tsv: Optional[str]
-    dev_tsv: Optional[str]
-    train_tmx: Optional[str]
-    dev_tmx: Optional[str]
-    corpora: Optional[str]           # a corpora file (`pipeline.driver.corpora`), or None
+    vocab_type: str = setting(  # the kinds are declared in transforms.codecs.kinds
+        Declared("transforms.codecs.kinds", "KINDS_HELP"),
+        Declared("transforms.codecs.kinds", "DEFAULT_KIND"),
+        choices=Declared("transforms.codecs.kinds", "KIND_NAMES"), vocab=True)
+    vocab_size: int = setting(
+        "Target vocabulary size (subword: approximate, as T2T; byte_bpe: exact, bytes + "
+        "merges + special tokens; word and sentencepiece: exact, specials included). With a "
+        "given vocabulary it only names the copy.", 8192, type=bounded(int, 1, INT32_MAX),
+        vocab=True)
+    shared_vocab: bool = setting(
+        "Learn one vocabulary from both sides, named without a language "
+        "(vocab.{problem}.{size}.subwords).", False, switch=True, vocab=True)
+    sampling_temperature: float = setting(
+        "With several corpora: language l's share of the vocabulary sample (and a pair's "
+        "rate with --mix_shards) is proportional to (n_l / N) ** (1 / T) times its corpora's "
+        "weight, n_l its lines; 1 is proportional to the data.", 5.0,
+        type=bounded(float, above=0), vocab=True, new=True)
+    lang_tags: Optional[str] = setting(
+        "Prepend the target language's tag <2xx> (a reserved vocabulary entry) to every "
+        "input: target (the default with more than one target language) or none (the "
+        "default otherwise).", choices=("target", "none"), vocab=True, new=True)
+    file_byte_budget: float = setting(
+        "Characters sampled per file for the vocabulary (T2T's file_byte_budget).", 1e8,
+        type=bounded(float, above=0), vocab=True)
+    max_subtoken_length: Optional[int] = setting(
+        "subword: longest subtoken counted while learning (T2T's max_subtoken_length); "
+        "'none' or 0 for no limit.", 200, type=optional_length, vocab=True)
+    vocab_partitions: int = setting(
+        "Work items per vocabulary in each bisection round, each taking a share of the "
+        "round's probes. A round probes at least this many min_counts of a vocabulary (the "
+        "one the search needs, then those it likely needs next), so it can advance the "
+        "search that many levels (parallelism only; the result does not depend on it).", 2,
+        type=bounded(int, 1, SEARCH_PROBES), role=OPERATIONAL)
+    bisection_rounds: int = setting(
+        "Bisection rounds (each: 4 refinement iterations of its probes) in one Beam "
+        "pipeline. Each round probes the min_count the search needs and enough levels below "
+        "it for the search to end within the pass's rounds (10 always decides the search "
+        "over [1, 1000] in one pass; a round left with nothing to probe does no work); fewer "
+        "rounds: fewer stages, more probes per round.", 10,
+        type=bounded(int, 1, SEARCH_LEVELS), flag="bisection_rounds_per_pass",
+        role=OPERATIONAL)
+    bisection_lookahead: int = setting(
+        "Least number of bisection levels below the needed min_count that a round probes "
+        "too (more when the rounds left need it).", 0, type=bounded(int, 0, SEARCH_LEVELS),
+        role=OPERATIONAL)
+    given: Tuple[str, ...] = derived("absolute paths of the given vocabularies (none: learnt)")
+    loader: VocabularyLoader = derived("the kind's Vocabulary class and its build options")
+    kind_settings: Any = derived("a frozen dataclass of the kind's own flags, or None")
 
 
 @dataclasses.dataclass(frozen=True)
 class JobConfig:
     """Where the output goes and how the job runs (the driver's own settings)."""
-    output_dir: str
-    problem: str
-    seed: int
-    num_train_shards: int
-    num_dev_shards: int
-    output_format: str               # a name of transforms.shards.record_formats.FORMATS
-    mix_shards: bool                 # several pairs: one shuffled set at the mixing rates
-    packed_length: int               # pairs packed into records of this many ids (0: off)
-    allow_empty: bool
-    overwrite: bool
-    lock_stale_seconds: float
-    progress_seconds: float          # a running pass's progress line comes this often
-    in_process_below_mb: float
-    log_level: Optional[str]
+    output_dir: str = setting(
+        "Required: where vocab, shards and the summary go (any Beam FileSystems path).",
+        role=OPERATIONAL)
+    problem: str = setting(
+        "File-name prefix, as T2T's problem name: letters, digits and _ - . @ +, not "
+        "starting with . or -, at most %d characters." % PROBLEM_MAX, "translate_enzh_wmt8k",
+        role=OPERATIONAL)
+    num_train_shards: int = setting(
+        "Shard files of the train split ({problem}-train-00000-of-000NN).", 10,
+        type=bounded(int, 1, MAX_SHARDS))
+    num_dev_shards: int = setting("Shard files of the dev split.", 1,
+                                  type=bounded(int, 1, MAX_SHARDS))
+    output_format: str = setting(
+        "Record format of the shards: tfrecord (tf.train.Example records, T2T's), "
+        "array_record (the same records, for Grain; names end .array_record) or parquet "
+        "(inputs/targets list<int32> columns; names end .parquet).",
+        Declared("transforms.shards.record_formats", "DEFAULT_FORMAT"),
+        choices=Declared("transforms.shards.record_formats", "FORMAT_NAMES"), new=True)
+    mix_shards: bool = setting(
+        "With several corpora: write the train pairs of every language pair into one "
+        "globally shuffled set of shards, each pair at its --sampling_temperature rate "
+        "(smaller pairs repeated), instead of shards per pair.", False, switch=True, new=True)
+    packed_length: int = setting(
+        "Pack pairs into records of at most this many ids per side, with "
+        "inputs/targets_segmentation and _position features, as T2T 1.15.7's pack_examples "
+        "packs a translate problem's shards (a pair longer than this stays alone in its "
+        "record). 0: one pair per record.", 0, type=bounded(int, 0, INT32_MAX), new=True)
+    seed: int = setting("Seed of the deterministic global shuffle.", 0, type=bounded(int))
+    allow_empty: bool = setting(
+        "Write empty shards (and mark the output complete) when a split has no pair to "
+        "write: empty input, or every pair rejected. Without it such a run exits 2 (\"no "
+        "pairs to write\").", False, switch=True, role=OPERATIONAL)
+    overwrite: bool = setting(
+        "Replace a completed output directory, also one made from other inputs or flags "
+        "(and relearn its vocabularies); without it that is exit 2.", False, switch=True,
+        role=OPERATIONAL)
+    lock_stale_seconds: float = setting(
+        "A run holds {output_dir}/{problem}.datagen.lock, refreshes its heartbeat and "
+        "records this value in it: another host takes the lock over once the heartbeat is "
+        "older than the holder's value (a killed run); on this host a live holder is never "
+        "taken over, a dead one at once.", 120.0, type=bounded(float, above=0),
+        role=OPERATIONAL)
+    progress_seconds: float = setting(
+        "A pass running longer says how far it is this often: its stage, round and units "
+        "done, the encode pass's pairs and shards, and the time left.", 30.0,
+        type=bounded(float, above=0), role=OPERATIONAL)
+    log_level: Optional[str] = setting(
+        "Beam's and TensorFlow's own logging at this level (and the job's debug lines with "
+        "debug); by default only their errors show, beside the job's progress.",
+        choices=LOG_LEVELS, role=OPERATIONAL, alias=("-v", "info"))
+    in_process_below_mb: float = setting(
+        "With DirectRunner's multi_processing mode, run the passes in this process instead "
+        "when the input files total less than this many MB: starting the worker processes "
+        "takes longer than such a job's work. 0 always starts the workers. The output is the "
+        "same either way.", 16.0, type=bounded(float, 0), role=OPERATIONAL)
 
 
-@dataclasses.dataclass(frozen=True)
-class CleanConfig:
-    """Corpus cleaning (`transforms.cleaning`): off with no --filters and --dedup none. The
-    --filters file is read and checked by the driver (`pipeline.driver.cleaning`)."""
-    filters: Optional[str]           # a YAML file of OpusFilter filters
-    dedup: str                       # none | pairs | source
-    drop_dev_overlap: bool
+# The parts whose fields are the job's general flags, in --help's order (a kind's own flags
+# follow VocabConfig's: `pipeline.driver.options`).
+FLAG_PARTS = (InputConfig, ReadConfig, CleanConfig, VocabConfig, JobConfig)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -126,9 +276,13 @@ class DatagenConfig:
     @classmethod
     def from_flags(cls, flags: Mapping[str, Any], **derived: Any) -> "DatagenConfig":
         """The config of the job's flag values ({flag: value}, in the flags' order; checked
-        by `pipeline.driver.options`): each field takes the flag of its name, but for the
+        by `pipeline.driver.options`): each field takes its flag's value, but for the
         fields `derived` names (values made from flags: absolute paths, the kind's part)."""
-        values = dict(flags, bisection_rounds=flags["bisection_rounds_per_pass"], **derived)
+        values = dict(flags, **derived)
+        for part in FLAG_PARTS:  # fields named apart from their flag
+            for field, flag, _ in flag_fields(part):
+                if field != flag and field not in derived:
+                    values[field] = flags[flag]
 
         def part(part_class):
             return part_class(**{field.name: values[field.name]

@@ -282,7 +282,8 @@ class ParquetFormat(_LocalFileFormat):
 FORMATS: Dict[str, RecordFormat] = {f.name: f for f in (
     TFRecordFormat(), ArrayRecordFormat(), ParquetFormat())}
 SPLITS = ("train", "dev")  # the splits a job writes, each with its own shards
-DEFAULT_FORMAT = "tfrecord"
+FORMAT_NAMES = tuple(sorted(FORMATS))  # --output_format's choices
+DEFAULT_FORMAT = "tfrecord"  # --output_format's default, and older outputs' format
 
 
 def record_format(name: str) -> RecordFormat:

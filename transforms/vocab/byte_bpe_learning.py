@@ -9,16 +9,25 @@ import apache_beam as beam
 
 from transforms.codecs.byte_bpe_vocabulary import ByteBpeVocabulary
 from transforms.codecs.vocabulary import VocabFiles
+from transforms.codecs.byte_bpe import ENDOFTEXT
 from transforms.contracts.config import VocabConfig
+from transforms.contracts.flag_ranges import bounded
+from transforms.contracts.settings import INPUT, setting
 from transforms.vocab.learners import CountedLearner
 
 
 @dataclasses.dataclass(frozen=True)
 class ByteBpeSettings:
-    """The byte_bpe kind's part of the config (`VocabConfig.kind_settings`): its own flags."""
-    bpe_vocab: Optional[str]         # a given byte-level BPE (a directory)
-    bpe_min_frequency: int           # learning merges no pair seen fewer times
-    bpe_eos_token: str               # the token whose id ends every example
+    """The byte_bpe kind's part of the config (`VocabConfig.kind_settings`): its own flags,
+    each declared by its field."""
+    bpe_vocab: Optional[str] = setting(
+        "Existing byte-level BPE for both sides (e.g. GPT-2's): a directory with vocab.json + "
+        "merges.txt, or encoder.json + vocab.bpe. Nothing is learnt.", role=INPUT, vocab=True)
+    bpe_eos_token: str = setting("Token whose id ends every byte_bpe example.", ENDOFTEXT,
+                                 vocab=True)
+    bpe_min_frequency: int = setting(
+        "BPE learning stops before merging a pair seen fewer times than this.", 2,
+        type=bounded(int, 1), vocab=True)
 
 
 class ByteBpeLearner(CountedLearner):

@@ -39,6 +39,8 @@ from transforms.codecs import sentencepiece_model
 from transforms.codecs.sentencepiece_vocabulary import SentencePieceVocabulary
 from transforms.contracts.config import VocabConfig
 from transforms.contracts.elements import SampleFile, SampleTask
+from transforms.contracts.flag_ranges import bounded
+from transforms.contracts.settings import INPUT, setting
 from transforms.formats.text_lines import InputError
 from transforms.reporting.job_metrics import JobCounters
 from transforms.reporting.json_result import WriteJsonResult
@@ -178,11 +180,24 @@ class TrainSentencePiece(beam.PTransform):
 class SentencePieceSettings:
     """The sentencepiece kind's part of the config (`VocabConfig.kind_settings`): its own
     flags."""
-    spm_model: Optional[str]         # given models: FILE or SOURCE_FILE,TARGET_FILE
-    spm_model_type: str              # unigram | bpe
-    spm_character_coverage: float
-    spm_special_ids: str             # t5 | sentencepiece
-    spm_trainer_options: str         # key=value,... (any further trainer option)
+    spm_model: Optional[str] = setting(
+        "Existing SentencePiece model: FILE (.model) for both sides, or SOURCE_FILE,TARGET_FILE. "
+        "Nothing is learnt.", role=INPUT, vocab=True)
+    spm_model_type: str = setting("SentencePiece model learnt (its trainer's --model_type).",
+                                  "unigram", choices=sentencepiece_model.MODEL_TYPES,
+                                  vocab=True, new=True)
+    spm_character_coverage: float = setting(
+        "Characters the SentencePiece model covers (its trainer's default).", 0.9995,
+        type=bounded(float, above=0, high=1), vocab=True, new=True)
+    spm_special_ids: str = setting(
+        "Ids of the specials of a learnt SentencePiece model: t5 (pad=0, eos=1, unk=2, no "
+        "bos; T2T's and seqio's) or sentencepiece (unk=0, bos=1, eos=2).",
+        sentencepiece_model.DEFAULT_SPECIAL_IDS,
+        choices=tuple(sentencepiece_model.SPECIAL_IDS), vocab=True, new=True)
+    spm_trainer_options: str = setting(
+        "Further SentencePiece trainer options, key=value,... (e.g. "
+        "split_digits=true,byte_fallback=true); recorded in the summary.", "", vocab=True,
+        new=True)
 
 
 def trainer_options(vocab: VocabConfig, reserved: Tuple[str, ...] = ()) -> Dict[str, Any]:

@@ -26,12 +26,12 @@ from transforms.reporting.json_result import WriteJsonResult
 from transforms.reporting.progress_marks import MarkEach, ProgressMarks, ProgressStage
 from transforms.vocab.subword_refine import (PROBES_LEARNT, PROBES_PLANNED, BuildTokenIndexes,
                                       LearnSubwordVocabs, round_mark_prefix)
+from transforms.contracts.config import MIN_COUNT_HIGH, MIN_COUNT_LOW
 from transforms.vocab.learners import (SAMPLE_STAGE, LearnerInputs, Learnt, LearningStats,
                                        PassReport, SampleFiles, VocabLearner, VocabPass,
                                        check_sampling, distinct_tokens, pass_marks,
                                        pass_marks_dir, sample_and_count)
 
-MIN_COUNT_LOW, MIN_COUNT_HIGH = 1, 1000
 
 
 class ProbeKey(NamedTuple):

@@ -10,14 +10,18 @@ import apache_beam as beam
 from transforms.codecs.vocabulary import VocabFiles
 from transforms.codecs.word_vocabulary import WordVocabulary
 from transforms.contracts.config import VocabConfig
+from transforms.contracts.settings import INPUT, setting
 from transforms.vocab.learners import CountedLearner
 from transforms.vocab.token_counts import count_triples
 
 
 @dataclasses.dataclass(frozen=True)
 class WordSettings:
-    """The word kind's part of the config (`VocabConfig.kind_settings`): its own flags."""
-    word_vocab: Optional[str]        # given word vocabularies: FILE or SOURCE_FILE,TARGET_FILE
+    """The word kind's part of the config (`VocabConfig.kind_settings`): its own flags, each
+    declared by its field."""
+    word_vocab: Optional[str] = setting(
+        "Existing word vocabulary: FILE for both sides, or SOURCE_FILE,TARGET_FILE. Missing or "
+        "misplaced <unk>, <s>, </s> are moved to the front.", role=INPUT, vocab=True)
 
 
 class WordLearner(CountedLearner):

@@ -3,9 +3,9 @@ named after it (`pipeline.driver.kinds.<name>`, its `PLUGIN`).
 
 A kind's pure facts (its Vocabulary class, file suffix, whether records end in EOS, the flags
 its vocabularies are built with) are its `CodecKind` (`transforms.codecs.kinds`, the one list
-of kinds); its plugin adds what the driver needs: its learner, its flags (`add_flags`), its
-part of the config (`settings`: a frozen dataclass whose fields are exactly its own flags),
-what it refuses (`problem`) and the flag naming given vocabularies (`given_flag`).
+of kinds); its plugin adds what the driver needs: its learner, its part of the config
+(`settings_type`: a frozen dataclass whose fields are exactly its own flags, each declaring
+its flag), what it refuses (`problem`) and the flag naming given vocabularies (`given_flag`).
 `kind_part` checks a command line's kind flags once; the options, the fingerprint and the
 vocab step derive their lists from the plugins. Adding a kind touches its Vocabulary module,
 `CODEC_KINDS` and its plugin (with its learner, or a learner module of its own):
@@ -24,39 +24,32 @@ from typing import Any, Callable, List, Mapping, NamedTuple, Optional, Tuple, Ty
 from pipeline.runtime.errors import DatagenError
 from transforms.codecs.kinds import CODEC_KINDS, CodecKind
 from transforms.codecs.vocabulary import VocabularyLoader
+from transforms.contracts.settings import flag_fields
 from transforms.vocab.learners import VocabLearner
 
 LOG = logging.getLogger("datagen")
 
-AddFlag = Callable[..., Any]  # argparse's add_argument
-
 
 class KindPlugin:
     """The driver's part of one vocabulary kind. Subclasses set the class attributes and
-    override `add_flags` and `problem` as their flags need."""
+    override `problem` as their flags need."""
 
     codec: CodecKind
     learner: Type[VocabLearner]
-    description: str = ""                # what --vocab_type NAME means, for --help
     settings_type: Optional[type] = None  # frozen dataclass of its own flags, or None
     given_flag: Optional[str] = None      # its flag naming existing vocabularies
     given_most: int = 2                   # FILE, or SOURCE_FILE,TARGET_FILE
-    # own flags at their defaults are recorded in fingerprints (a kind added after
-    # fingerprints existed leaves them out, so older outputs keep theirs)
-    fingerprint_defaults: bool = True
 
     @property
     def name(self) -> str:
         return self.codec.name
 
-    def add_flags(self, add: AddFlag) -> None:
-        """Adds the kind's own flags (one per field of `settings_type`)."""
-
     def own_flags(self) -> Tuple[str, ...]:
-        """The flags that mean something for this kind only: the fields of its settings."""
+        """The flags that mean something for this kind only: the fields of its settings,
+        each declaring its flag (`transforms.contracts.settings.setting`)."""
         if self.settings_type is None:
             return ()
-        return tuple(field.name for field in dataclasses.fields(self.settings_type))
+        return tuple(flag for _, flag, _ in flag_fields(self.settings_type))
 
     def settings(self, flags: argparse.Namespace) -> Any:
         """The kind's part of the config: its own flags' values (None without flags)."""

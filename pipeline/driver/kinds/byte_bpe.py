@@ -3,8 +3,7 @@ pre-token counts (`transforms.vocab.byte_bpe_learning.ByteBpeLearner`) or given 
 
 from typing import Any, Optional
 
-from pipeline.driver.kinds import AddFlag, KindPlugin
-from pipeline.runtime.flag_ranges import bounded
+from pipeline.driver.kinds import KindPlugin
 from transforms.codecs.byte_bpe import ENDOFTEXT
 from transforms.codecs.kinds import codec_kind
 from transforms.vocab.byte_bpe_learning import ByteBpeLearner, ByteBpeSettings
@@ -13,19 +12,9 @@ from transforms.vocab.byte_bpe_learning import ByteBpeLearner, ByteBpeSettings
 class ByteBpePlugin(KindPlugin):
     codec = codec_kind("byte_bpe")
     learner = ByteBpeLearner
-    description = "GPT-2 style byte-level BPE"
     settings_type = ByteBpeSettings
     given_flag = "bpe_vocab"
     given_most = 1  # a directory, for both sides
-
-    def add_flags(self, add: AddFlag) -> None:
-        add("--bpe_vocab", default=None,
-            help="Existing byte-level BPE for both sides (e.g. GPT-2's): a directory with "
-                 "vocab.json + merges.txt, or encoder.json + vocab.bpe. Nothing is learnt.")
-        add("--bpe_eos_token", default=ENDOFTEXT,
-            help="Token whose id ends every byte_bpe example.")
-        add("--bpe_min_frequency", type=bounded(int, 1), default=2,
-            help="BPE learning stops before merging a pair seen fewer times than this.")
 
     def problem(self, settings: Any, vocab_size: int) -> Optional[str]:
         if settings.bpe_eos_token == "":

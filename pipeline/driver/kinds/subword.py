@@ -9,7 +9,6 @@ from transforms.vocab.subword_learning import SubwordLearner
 class SubwordPlugin(KindPlugin):
     codec = codec_kind("subword")
     learner = SubwordLearner
-    description = "T2T SubwordTextEncoder"
 
 
 PLUGIN = SubwordPlugin()

@@ -3,7 +3,7 @@ words (`transforms.vocab.word_learning.WordLearner`) or given (--word_vocab)."""
 
 from typing import Any, Optional
 
-from pipeline.driver.kinds import AddFlag, KindPlugin
+from pipeline.driver.kinds import KindPlugin
 from transforms.codecs.kinds import codec_kind
 from transforms.vocab.word_learning import WordLearner, WordSettings
 
@@ -11,14 +11,8 @@ from transforms.vocab.word_learning import WordLearner, WordSettings
 class WordPlugin(KindPlugin):
     codec = codec_kind("word")
     learner = WordLearner
-    description = "tensorflow/nmt word vocabulary"
     settings_type = WordSettings
     given_flag = "word_vocab"
-
-    def add_flags(self, add: AddFlag) -> None:
-        add("--word_vocab", default=None,
-            help="Existing word vocabulary: FILE for both sides, or SOURCE_FILE,TARGET_FILE. "
-                 "Missing or misplaced <unk>, <s>, </s> are moved to the front.")
 
     def problem(self, settings: Any, vocab_size: int) -> Optional[str]:
         if vocab_size < 3 and not settings.word_vocab:

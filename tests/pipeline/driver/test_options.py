@@ -232,7 +232,7 @@ def test_a_number_out_of_its_flags_range_is_one_line_naming_the_range(flags, exp
 
 def test_every_numeric_flag_declares_its_range():
     """Each flag of the job that takes a number has a `bounded` type beside it
-    (`pipeline.runtime.flag_ranges`), so no value
+    (`transforms.contracts.flag_ranges`), so no value
     reaches a pass that Beam or the pass cannot take; a plain int or float would not."""
     from pipeline.driver.options import job_flag_parser
     from pipeline.runtime.runners import FlinkJavaOptions
