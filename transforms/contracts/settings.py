@@ -18,7 +18,7 @@ Pure: argparse types, no Beam, no TensorFlow.
 
 import dataclasses
 import importlib
-from typing import Any, Callable, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, Callable, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 from transforms.contracts.flag_ranges import INT32_MAX, bounded
 
@@ -70,7 +70,7 @@ class Flag:
     alias: Optional[Tuple[str, Any]] = None  # a short flag setting a value (-v: info)
 
 
-def setting(help: str, default: Any = None, **declared: Any) -> Any:
+def setting(help: Union[str, Declared], default: Any = None, **declared: Any) -> Any:
     """A field that is a flag (`Flag`'s fields as keywords)."""
     return dataclasses.field(metadata={FLAG: Flag(help, default, **declared)})
 
