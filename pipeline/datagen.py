@@ -53,7 +53,7 @@ from pipeline.driver.job import DatagenJob
 from pipeline.driver.options import job_flag_parser, parse_command_line
 from pipeline.driver.passes import PassFailed, WorkerDied
 from pipeline.output.summary import format_summary
-from pipeline.runtime import console, flags, local_worker_pool
+from pipeline.runtime import console, local_worker_pool
 from pipeline.runtime.interrupts import InterruptWatcher, Interrupted
 from pipeline.runtime.errors import DatagenError, one_line
 from pipeline.runtime.storage_errors import StoreLost
@@ -64,20 +64,13 @@ LOG = logging.getLogger("datagen")
 WORKER_DIED_STATUS = 1  # as any other failure, but with one line and no traceback
 
 
-def refuse_unknown_flags(argv: Sequence[str]) -> None:
-    """Raises DatagenError for a flag that is neither the job's nor a Beam pipeline option
-    (the options of the runner --runner names included)."""
-    flags.refuse_unknown_flags(list(argv), job_flag_parser(), "a flag of this job (see --help)")
-
-
 def run(argv: Optional[Sequence[str]] = None,
         interrupted: Callable[[], Optional[int]] = lambda: None) -> dict:
     """Runs the job; returns the summary dict. Raises DatagenError on bad input or flags,
     Interrupted when `interrupted()` reports a signal (`InterruptWatcher.claim`: the job
     raises Interrupted itself once it returns a number)."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    refuse_unknown_flags(argv)
-    command = parse_command_line(argv)  # the flags, parsed once
+    command = parse_command_line(argv)  # the flags, parsed and checked once
     with console.library_logging(command.config.job.log_level):
         return DatagenJob(command, interrupted).run()
 

@@ -19,7 +19,7 @@ from pipeline.driver.encode import EncodeStep
 from pipeline.driver.job import DatagenJob
 from pipeline.driver.job_record import JobRecord
 from pipeline.driver.kinds import kind_plugin
-from pipeline.datagen import refuse_unknown_flags
+from pipeline.driver.options import refuse_unknown_flags
 from pipeline.driver.options import Command, parse_command_line
 from pipeline.driver.passes import PassRunner
 from pipeline.driver.prepare import Prepared, PrepareStep

@@ -16,6 +16,7 @@ import argparse
 import logging
 from typing import Any, Dict, Iterator, List, NamedTuple, Sequence, Tuple
 
+from pipeline.runtime import flags as flag_parsing
 from pipeline.runtime.flags import FlagParser
 from pipeline.output.names import LANG_MAX, PROBLEM_MAX, check_name
 from pipeline.runtime.errors import DatagenError
@@ -69,6 +70,12 @@ def job_flag_parser(**kwargs: Any) -> FlagParser:
     return parser
 
 
+def refuse_unknown_flags(argv: Sequence[str]) -> None:
+    """Raises DatagenError for a flag that is neither the job's nor a Beam pipeline option
+    (the options of the runner --runner names included)."""
+    flag_parsing.refuse_unknown_flags(list(argv), job_flag_parser(), "a flag of this job (see --help)")
+
+
 def parse_flags(argv: Sequence[str]) -> "tuple[argparse.Namespace, list[str]]":
     """(the job's flags: an argparse Namespace, Beam's arguments: a list) of a command line.
 
@@ -118,11 +125,12 @@ class Command(NamedTuple):
 
 def parse_command_line(argv: Sequence[str]) -> Command:
     """The one place a run's command line is parsed and checked (DatagenError: one line,
-    exit 2); flags no one defines are refused before (`pipeline.datagen.refuse_unknown_flags`).
+    exit 2): first a flag no one defines is refused (`refuse_unknown_flags`).
 
     In order: the general flags; the names that become file names; the kind's own flags
     (its plugin); the paths made absolute (a relative path means the same thing to every
     pass, worker and rerun)."""
+    refuse_unknown_flags(argv)
     flags, beam_args = parse_flags(argv)
     _check_general_flags(flags)
     defaults = flag_defaults()

@@ -279,8 +279,8 @@ class DatagenConfig:
         by `pipeline.driver.options`): each field takes its flag's value, but for the
         fields `derived` names (values made from flags: absolute paths, the kind's part)."""
         values = dict(flags, **derived)
-        for part in FLAG_PARTS:  # fields named apart from their flag
-            for field, flag, _ in flag_fields(part):
+        for flag_part in FLAG_PARTS:  # fields named apart from their flag
+            for field, flag, _ in flag_fields(flag_part):
                 if field != flag and field not in derived:
                     values[field] = flags[flag]
 

@@ -71,7 +71,7 @@ class Flag:
     group: str = ""                  # its group in --help (the part's, by default)
 
 
-def setting(help: str, default: Any = None, **declared: Any) -> Any:
+def setting(help: Any, default: Any = None, **declared: Any) -> Any:
     """A field that is a flag (`Flag`'s fields as keywords)."""
     return dataclasses.field(metadata={FLAG: Flag(help, default, **declared)})
 

@@ -358,7 +358,7 @@ def test_problems_sharing_a_directory_and_overwrite_without_dev(tmp_path, baseli
 def test_every_runners_own_flags_pass_the_flag_check_and_short_names_resolve():
     """`--runner DaskRunner` as a user types it (Beam resolves no such short name), and
     the flags Beam declares only in a runner's own module (DaskOptions) or for Prism."""
-    from pipeline.datagen import refuse_unknown_flags
+    from pipeline.driver.options import refuse_unknown_flags
     from pipeline.runtime.runners import runner_class_path
     from pipeline.runtime.errors import DatagenError
     base = ["--train_source", "a", "--train_target", "b", "--output_dir", "o"]
