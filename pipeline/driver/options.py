@@ -70,10 +70,13 @@ def job_flag_parser(**kwargs: Any) -> FlagParser:
     return parser
 
 
+OWN_FLAGS = "a flag of this job (see --help)"  # what an unknown flag is not
+
+
 def refuse_unknown_flags(argv: Sequence[str]) -> None:
     """Raises DatagenError for a flag that is neither the job's nor a Beam pipeline option
     (the options of the runner --runner names included)."""
-    flag_parsing.refuse_unknown_flags(list(argv), job_flag_parser(), "a flag of this job (see --help)")
+    flag_parsing.refuse_unknown_flags(list(argv), job_flag_parser(), OWN_FLAGS)
 
 
 def parse_flags(argv: Sequence[str]) -> "tuple[argparse.Namespace, list[str]]":
@@ -125,13 +128,12 @@ class Command(NamedTuple):
 
 def parse_command_line(argv: Sequence[str]) -> Command:
     """The one place a run's command line is parsed and checked (DatagenError: one line,
-    exit 2): first a flag no one defines is refused (`refuse_unknown_flags`).
+    exit 2): first a flag no one defines is refused (`pipeline.runtime.flags`).
 
     In order: the general flags; the names that become file names; the kind's own flags
     (its plugin); the paths made absolute (a relative path means the same thing to every
     pass, worker and rerun)."""
-    refuse_unknown_flags(argv)
-    flags, beam_args = parse_flags(argv)
+    flags, beam_args = flag_parsing.split_command_line(list(argv), job_flag_parser, OWN_FLAGS)
     _check_general_flags(flags)
     defaults = flag_defaults()
     check_name(flags.problem, "--problem", PROBLEM_MAX)

@@ -8,7 +8,7 @@ the job's options (`pipeline.driver.options`) and by the consumer tools (`pipeli
 
 import argparse
 import difflib
-from typing import Any, Dict, List, NoReturn, Optional, Type
+from typing import Any, Callable, Dict, List, NoReturn, Optional, Tuple, Type
 
 from apache_beam.options.pipeline_options import PipelineOptions
 
@@ -84,3 +84,12 @@ def refuse_unknown_flags(argv: List[str], parser: FlagParser, own: str) -> None:
     if unknown:
         raise DatagenError("unexpected argument%s %s: every value goes after its --flag" % (
             "s" if len(unknown) > 1 else "", " ".join(repr(a) for a in unknown)))
+
+
+def split_command_line(argv: List[str], new_parser: Callable[[], FlagParser], own: str
+                       ) -> Tuple[argparse.Namespace, List[str]]:
+    """(a program's own flags, Beam's arguments in their order) of a command line, after
+    `refuse_unknown_flags` (`new_parser` makes the program's parser: the check adds Beam's
+    options to one, the split takes the program's flags out with another)."""
+    refuse_unknown_flags(argv, new_parser(), own)
+    return new_parser().parse_known_args(list(argv))
