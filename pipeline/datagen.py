@@ -70,7 +70,7 @@ def run(argv: Optional[Sequence[str]] = None,
     Interrupted when `interrupted()` reports a signal (`InterruptWatcher.claim`: the job
     raises Interrupted itself once it returns a number)."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    command = parse_command_line(argv)  # the flags, parsed and checked once
+    command = parse_command_line(argv)  # the flags, parsed once (unknown ones refused)
     with console.library_logging(command.config.job.log_level):
         return DatagenJob(command, interrupted).run()
 

@@ -19,7 +19,6 @@ from pipeline.driver.encode import EncodeStep
 from pipeline.driver.job import DatagenJob
 from pipeline.driver.job_record import JobRecord
 from pipeline.driver.kinds import kind_plugin
-from pipeline.driver.options import refuse_unknown_flags
 from pipeline.driver.options import Command, parse_command_line
 from pipeline.driver.passes import PassRunner
 from pipeline.driver.prepare import Prepared, PrepareStep
@@ -36,11 +35,9 @@ DIRECT = ("--runner", "DirectRunner")
 
 def command_line(argv: Sequence[str]) -> Tuple[DatagenConfig, List[str]]:
     """(config, Beam's arguments) of a command line, checked as `python -m pipeline.datagen`
-    checks it before any work: unknown flags first, then the job's own flags. Raises
-    DatagenError (the command's exit 2) for a bad one."""
-    argv = list(argv)
-    refuse_unknown_flags(argv)
-    command = parse_command_line(argv)
+    checks it before any work (`parse_command_line`: unknown flags refused, then the job's
+    own flags checked). Raises DatagenError (the command's exit 2) for a bad one."""
+    command = parse_command_line(list(argv))
     return command.config, command.beam_args
 
 

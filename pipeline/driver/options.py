@@ -16,8 +16,7 @@ import argparse
 import logging
 from typing import Any, Dict, Iterator, List, NamedTuple, Sequence, Tuple
 
-from pipeline.runtime import flags as flag_parsing
-from pipeline.runtime.flags import FlagParser
+from pipeline.runtime.flags import FlagParser, split_command_line
 from pipeline.output.names import LANG_MAX, PROBLEM_MAX, check_name
 from pipeline.runtime.errors import DatagenError
 from transforms.contracts.config import FLAG_PARTS, DatagenConfig, VocabConfig
@@ -30,37 +29,45 @@ from transforms.storage import file_io
 LOG = logging.getLogger("datagen")
 
 
-def declared_flags() -> Iterator[Tuple[str, Flag]]:
-    """(flag name, Flag) of every flag of the job, in --help's order: the config parts'
-    fields, each kind's own flags after the vocabulary's."""
+def flag_groups() -> Iterator[Tuple[str, List[Tuple[str, Flag]]]]:
+    """(title, [(flag name, Flag)]) of every group of the job's flags, in --help's order:
+    each config part's fields (titled by its `flags_title`), each kind's own flags after
+    the vocabulary's."""
     for part in FLAG_PARTS:
-        for _, name, flag in flag_fields(part):
-            yield name, flag
+        yield part.flags_title, [(name, flag) for _, name, flag in flag_fields(part)]
         if part is VocabConfig:
             for kind in every_plugin():
                 if kind.settings_type is not None:
-                    for _, name, flag in flag_fields(kind.settings_type):
-                        yield name, flag
+                    yield ("--vocab_type %s only" % kind.name,
+                           [(name, flag) for _, name, flag in flag_fields(kind.settings_type)])
+
+
+def declared_flags() -> Iterator[Tuple[str, Flag]]:
+    """(flag name, Flag) of every flag of the job, in --help's order (`flag_groups`)."""
+    for _, group in flag_groups():
+        yield from group
 
 
 class DatagenOptions:
     """Flags of `python -m pipeline.datagen` (Beam's own, like --runner, are parsed by Beam)."""
 
     @classmethod
-    def _add_argparse_args(cls, parser):
-        for name, flag in declared_flags():
-            declared: Dict[str, Any] = {"default": flag.default, "help": flag.help}
-            if flag.switch:
-                declared["action"] = "store_true"
-            if flag.type is not None:
-                declared["type"] = flag.type
-            if flag.choices is not None:
-                declared["choices"] = flag.choices
-            parser.add_argument("--" + name, **declared)
-            if flag.alias:
-                short, value = flag.alias
-                parser.add_argument(short, dest=name, action="store_const", const=value,
-                                    help="Same as --%s %s." % (name, value))
+    def _add_argparse_args(cls, parser: FlagParser) -> None:
+        for title, group in flag_groups():
+            add = parser.group_adder(title)
+            for name, flag in group:
+                declared: Dict[str, Any] = {"default": flag.default, "help": flag.help}
+                if flag.switch:
+                    declared["action"] = "store_true"
+                if flag.type is not None:
+                    declared["type"] = flag.type
+                if flag.choices is not None:
+                    declared["choices"] = flag.choices
+                add("--" + name, **declared)
+                if flag.alias:
+                    short, value = flag.alias
+                    add(short, dest=name, action="store_const", const=value,
+                        help="Same as --%s %s." % (name, value))
 
 
 def job_flag_parser(**kwargs: Any) -> FlagParser:
@@ -70,20 +77,13 @@ def job_flag_parser(**kwargs: Any) -> FlagParser:
     return parser
 
 
-OWN_FLAGS = "a flag of this job (see --help)"  # what an unknown flag is not
-
-
-def refuse_unknown_flags(argv: Sequence[str]) -> None:
-    """Raises DatagenError for a flag that is neither the job's nor a Beam pipeline option
-    (the options of the runner --runner names included)."""
-    flag_parsing.refuse_unknown_flags(list(argv), job_flag_parser(), OWN_FLAGS)
-
-
 def parse_flags(argv: Sequence[str]) -> "tuple[argparse.Namespace, list[str]]":
-    """(the job's flags: an argparse Namespace, Beam's arguments: a list) of a command line.
-
-    Every job flag is taken out; what is left, in its order, is for `PipelineOptions`."""
-    return job_flag_parser().parse_known_args(list(argv))
+    """(the job's flags: an argparse Namespace, Beam's arguments: a list) of a command line,
+    parsed once (`pipeline.runtime.flags.split_command_line`): every job flag is taken out;
+    what is left, in its order, is for `PipelineOptions`, and must be Beam's pipeline
+    options (those of the runner --runner names included), else DatagenError ("unknown
+    flag --vocab_sise (did you mean --vocab_size?)")."""
+    return split_command_line(argv, job_flag_parser(), "a flag of this job (see --help)")
 
 
 def flag_defaults() -> Dict[str, Any]:
@@ -127,13 +127,13 @@ class Command(NamedTuple):
 
 
 def parse_command_line(argv: Sequence[str]) -> Command:
-    """The one place a run's command line is parsed and checked (DatagenError: one line,
-    exit 2): first a flag no one defines is refused (`pipeline.runtime.flags`).
+    """The one place a run's command line is parsed (`parse_flags`, once) and checked
+    (DatagenError: one line, exit 2): a flag neither the job's nor Beam's is refused there.
 
     In order: the general flags; the names that become file names; the kind's own flags
     (its plugin); the paths made absolute (a relative path means the same thing to every
     pass, worker and rerun)."""
-    flags, beam_args = flag_parsing.split_command_line(list(argv), job_flag_parser, OWN_FLAGS)
+    flags, beam_args = parse_flags(argv)
     _check_general_flags(flags)
     defaults = flag_defaults()
     check_name(flags.problem, "--problem", PROBLEM_MAX)

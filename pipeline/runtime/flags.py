@@ -1,5 +1,6 @@
-"""Command-line flags checked with public APIs only: a job's or tool's own flags and Beam's
-pipeline options in one parser, and an unknown flag as one line with the closest known one.
+"""Command-line flags checked with public APIs only: a command line split once into a job's or
+tool's own flags and Beam's pipeline options (`split_command_line`), and an unknown flag as
+one line with the closest known one.
 
 Beam only warns about a flag it does not know and drops it, so a typo (`--vocab_sise 100`)
 would run a whole job with the default; a scheduled job must fail at once instead. Used by
@@ -8,7 +9,7 @@ the job's options (`pipeline.driver.options`) and by the consumer tools (`pipeli
 
 import argparse
 import difflib
-from typing import Any, Callable, Dict, List, NoReturn, Optional, Tuple, Type
+from typing import Any, Callable, Dict, List, NoReturn, Optional, Sequence, Tuple, Type
 
 from apache_beam.options.pipeline_options import PipelineOptions
 
@@ -26,7 +27,7 @@ class FlagParser(argparse.ArgumentParser):
     hook Beam documents for defining options, which hands them an argparse parser: they
     call `add_argument` and, for template options, `add_value_provider_argument`, a plain
     flag here (its name and its value's type are all a check needs). A flag added through
-    an argument group is parsed but not suggested."""
+    an argument group is kept only when the group's `group_adder` added it."""
 
     def __init__(self, **kwargs: Any) -> None:
         self.actions: List[argparse.Action] = []  # before super().__init__, which adds -h
@@ -39,6 +40,17 @@ class FlagParser(argparse.ArgumentParser):
 
     def add_value_provider_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
         return self.add_argument(*args, **kwargs)
+
+    def group_adder(self, title: str) -> Callable[..., argparse.Action]:
+        """`add_argument` of a new group of --help named `title`, whose flags are kept in
+        `actions` as the parser's own."""
+        group = self.add_argument_group(title)
+
+        def add(*args: Any, **kwargs: Any) -> argparse.Action:
+            action = group.add_argument(*args, **kwargs)
+            self.actions.append(action)
+            return action
+        return add
 
     def error(self, message: str) -> NoReturn:
         raise DatagenError(message)
@@ -65,31 +77,35 @@ def with_beam_options(parser: FlagParser, argv: Optional[List[str]] = None) -> F
     return parser
 
 
-def refuse_unknown_flags(argv: List[str], parser: FlagParser, own: str) -> None:
-    """Raises DatagenError for an argument of `argv` that neither `parser` (a job's or
-    tool's own flags) nor Beam's pipeline options (those of the runner `argv` names
-    included: `with_beam_options`) take: "unknown flag --x (did you mean --y?): neither
-    {own} nor a Beam pipeline option"."""
-    parser = with_beam_options(parser, argv)
-    _, unknown = parser.parse_known_args(argv)
+def split_command_line(argv: Sequence[str], own: FlagParser, what: str
+                       ) -> Tuple[argparse.Namespace, List[str]]:
+    """The one parse of a command line: (`own`'s flags, an argparse Namespace; the rest, in
+    order, for Beam's `PipelineOptions`). The rest must be Beam's pipeline options
+    (`refuse_unknown_flags`), else DatagenError naming the flag; `what`: what `own`'s flags
+    are, for that error ("a flag of this job (see --help)")."""
+    parsed, rest = own.parse_known_args(list(argv))
+    refuse_unknown_flags(rest, what, own)
+    return parsed, rest
+
+
+def refuse_unknown_flags(rest: List[str], what: str, own: Optional[FlagParser] = None) -> None:
+    """Raises DatagenError for an argument of `rest` (what a job's or tool's own parser
+    `own` left of a command line) that Beam's pipeline options (those of the runner `rest`
+    names included: `with_beam_options`) do not take: "unknown flag --x (did you mean
+    --y?): neither {what} nor a Beam pipeline option", the closest of `own`'s and Beam's
+    flags."""
+    parser = with_beam_options(FlagParser(), rest)
+    _, unknown = parser.parse_known_args(rest)
     flags = [a for a in unknown if a.startswith("-")]
     if flags:
-        known = [s for action in parser.actions for s in action.option_strings]
+        known = [s for action in (own.actions if own else []) + parser.actions
+                 for s in action.option_strings]
         names = []
         for flag in flags:
             close = difflib.get_close_matches(flag.split("=", 1)[0], known, n=1)
             names.append(flag + (" (did you mean %s?)" % close[0] if close else ""))
         raise DatagenError("unknown flag%s %s: neither %s nor a Beam pipeline option" % (
-            "s" if len(flags) > 1 else "", ", ".join(names), own))
+            "s" if len(flags) > 1 else "", ", ".join(names), what))
     if unknown:
         raise DatagenError("unexpected argument%s %s: every value goes after its --flag" % (
             "s" if len(unknown) > 1 else "", " ".join(repr(a) for a in unknown)))
-
-
-def split_command_line(argv: List[str], new_parser: Callable[[], FlagParser], own: str
-                       ) -> Tuple[argparse.Namespace, List[str]]:
-    """(a program's own flags, Beam's arguments in their order) of a command line, after
-    `refuse_unknown_flags` (`new_parser` makes the program's parser: the check adds Beam's
-    options to one, the split takes the program's flags out with another)."""
-    refuse_unknown_flags(argv, new_parser(), own)
-    return new_parser().parse_known_args(list(argv))

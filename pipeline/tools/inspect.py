@@ -105,7 +105,7 @@ def _parser() -> argparse.ArgumentParser:
 def file_system_options(argv: List[str]) -> PipelineOptions:
     """Beam's pipeline options of `argv` (the file system flags), handed to FileSystems in
     this process; DatagenError for any other unknown flag."""
-    flags.refuse_unknown_flags(argv, flags.FlagParser(), "a flag of %s (see --help)" % PROG)
+    flags.refuse_unknown_flags(argv, "a flag of %s (see --help)" % PROG)
     options = PipelineOptions(argv)
     FileSystems.set_options(options)
     return options

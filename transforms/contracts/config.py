@@ -17,7 +17,7 @@ imports nothing of the driver.
 """
 
 import dataclasses
-from typing import Any, Dict, Mapping, Optional, Tuple
+from typing import Any, ClassVar, Dict, Mapping, Optional, Tuple
 
 from transforms.codecs.vocabulary import VocabularyLoader
 from transforms.contracts.flag_ranges import INT32_MAX, bounded
@@ -41,6 +41,7 @@ def _format_help(split: str) -> str:
 @dataclasses.dataclass(frozen=True)
 class InputConfig:
     """The input flags as given (comma-separated patterns; listed by `pipeline.driver.datasets`)."""
+    flags_title: ClassVar[str] = "input (the training and dev data)"  # its group in --help
     train_source: Optional[str] = setting(
         "File pattern(s), comma-separated, of training source text: one sentence per line "
         "(plain, .gz, .bz2, .zst, .xz, ...), or SGM/IWSLT XML; `archive.tgz!path/inside` reads "
@@ -79,6 +80,7 @@ class InputConfig:
 @dataclasses.dataclass(frozen=True)
 class ReadConfig:
     """How input is read and which pairs are rejected (prepare, vocab sample and encode)."""
+    flags_title: ClassVar[str] = "reading the input"
     source_column: int = setting("TSV column of the source text (0-based).", 0,
                                  type=_COLUMN, vocab=True)
     target_column: int = setting("TSV column of the target text (0-based).", 1,
@@ -117,6 +119,7 @@ class ReadConfig:
 class CleanConfig:
     """Corpus cleaning (`transforms.cleaning`): off with no --filters and --dedup none. The
     --filters file is read and checked by the driver (`pipeline.driver.cleaning`)."""
+    flags_title: ClassVar[str] = "cleaning"
     filters: Optional[str] = setting(
         "Clean the corpus: a YAML file whose `filters:` list uses OpusFilter's filter names "
         "and parameters (README, Cleaning); dropped pairs go to the rejects with the "
@@ -134,6 +137,7 @@ class VocabConfig:
     """What the vocabulary is and how it is learnt. The kind's own flags are its part,
     `kind_settings` (`pipeline.driver.kinds`); `loader` loads its vocabularies with the
     options they are built with (byte_bpe's EOS token)."""
+    flags_title: ClassVar[str] = "vocabulary"
     vocab_type: str = setting(  # the kinds are declared in transforms.codecs.kinds
         Declared("transforms.codecs.kinds", "KINDS_HELP"),
         Declared("transforms.codecs.kinds", "DEFAULT_KIND"),
@@ -187,6 +191,7 @@ class VocabConfig:
 @dataclasses.dataclass(frozen=True)
 class JobConfig:
     """Where the output goes and how the job runs (the driver's own settings)."""
+    flags_title: ClassVar[str] = "output and run"
     output_dir: str = setting(
         "Required: where vocab, shards and the summary go (any Beam FileSystems path).",
         role=OPERATIONAL)
@@ -244,8 +249,9 @@ class JobConfig:
         "same either way.", 16.0, type=bounded(float, 0), role=OPERATIONAL)
 
 
-# The parts whose fields are the job's general flags, in --help's order (a kind's own flags
-# follow VocabConfig's: `pipeline.driver.options`).
+# The parts whose fields are the job's general flags, in --help's order, each a group of
+# --help titled by its `flags_title` (a kind's own flags follow VocabConfig's:
+# `pipeline.driver.options`).
 FLAG_PARTS = (InputConfig, ReadConfig, CleanConfig, VocabConfig, JobConfig)
 
 

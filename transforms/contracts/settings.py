@@ -68,7 +68,6 @@ class Flag:
     new: bool = False
     corpora_replace: bool = False    # a --corpora file names it for each corpus instead
     alias: Optional[Tuple[str, Any]] = None  # a short flag setting a value (-v: info)
-    group: str = ""                  # its group in --help (the part's, by default)
 
 
 def setting(help: Any, default: Any = None, **declared: Any) -> Any:

@@ -223,10 +223,8 @@ HUGE = "100000000000000000000"  # 1e20: more than any 64-bit integer
      "--execution_retry_delay: must be an integer from -1 to 9223372036854775807"),
 ])
 def test_a_number_out_of_its_flags_range_is_one_line_naming_the_range(flags, expected):
-    from pipeline.driver.options import refuse_unknown_flags
     with pytest.raises(DatagenError) as raised:
-        refuse_unknown_flags(BASE + flags)  # as the command checks them: Beam's options too
-        command_line(BASE + flags)
+        command_line(BASE + flags)  # as the command checks them: Beam's options too
     assert str(raised.value).startswith("argument " + expected), raised.value
 
 

@@ -122,3 +122,121 @@ def test_fingerprints_of_existing_command_lines_are_unchanged(tmp_path):
         values = fingerprint.fingerprint_values(config)
         assert fingerprint.output_fingerprint(values, listed={})["flags"] == output_flags
         assert fingerprint.vocab_fingerprint(values, listed={})["flags"] == vocab_flags
+
+
+# More command lines, as ce5ee9c computed their fingerprints: the defaults, the cleaning and
+# format flags, a given vocabulary, and a corpora file (its corpora recorded, its inputs as
+# `corpora.{name}.{flag}` entries). Inputs are pinned by the files they name (the sizes and
+# mtimes are the checkout's own).
+SAMPLE = "sample_data/enzh-mlqe-pe/"
+PAIR = ["--train_source", SAMPLE + "train.en", "--train_target", SAMPLE + "train.zh"]
+DEFAULT_OUTPUT = {
+    "bpe_eos_token": "<|endoftext|>", "bpe_min_frequency": 2, "dev_format": "auto",
+    "file_byte_budget": 100000000.0, "max_line_chars": 0, "max_subtoken_length": 200,
+    "num_dev_shards": 1, "num_train_shards": 10, "on_invalid_utf8": "error",
+    "on_misaligned": "error", "seed": 0, "shared_vocab": False, "source_column": 0,
+    "source_lang": None, "target_column": 1, "target_lang": None, "train_format": "auto",
+    "vocab_size": 8192, "vocab_type": "subword"}
+DEFAULT_VOCAB = {k: v for k, v in DEFAULT_OUTPUT.items() if k not in (
+    "dev_format", "max_line_chars", "num_dev_shards", "num_train_shards", "seed")}
+CORPORA = [dict(name=name, source_lang="en", target_lang=lang, weight=weight, source_column=0,
+                target_column=1, train_format="auto", dev_format="auto")
+           for name, lang, weight in (("en-zh", "zh", 1.0), ("en-de", "de", 1.0),
+                                      ("en-vi", "vi", 2.0))]
+MANY = {"corpora": CORPORA, "mix_shards": True, "sampling_temperature": 2.0,
+        "lang_tags": "target"}
+PAIR_INPUTS = {"train_source": [SAMPLE + "train.en"], "train_target": [SAMPLE + "train.zh"]}
+CORPUS_TRAIN = {
+    "corpora.en-zh.train_source": [SAMPLE + "train.en"],
+    "corpora.en-zh.train_target": [SAMPLE + "train.zh"],
+    "corpora.en-de.train_source": ["sample_data/many-pairs/ende-opennmt/train.en"],
+    "corpora.en-de.train_target": ["sample_data/many-pairs/ende-opennmt/train.de"],
+    "corpora.en-vi.train_source": ["sample_data/many-pairs/envi-iwslt15/train.en"],
+    "corpora.en-vi.train_target": ["sample_data/many-pairs/envi-iwslt15/train.vi"]}
+CORPUS_DEV = {
+    "corpora.en-zh.dev_source": [SAMPLE + "dev.en"],
+    "corpora.en-zh.dev_target": [SAMPLE + "dev.zh"],
+    "corpora.en-de.dev_source": ["sample_data/many-pairs/ende-opennmt/dev.en"],
+    "corpora.en-de.dev_target": ["sample_data/many-pairs/ende-opennmt/dev.de"]}
+CLEAN = {"dedup": "pairs", "drop_dev_overlap": True, "on_invalid_utf8": "replace",
+         "shared_vocab": True}
+PINNED_WITH_INPUTS = [
+    (PAIR, DEFAULT_OUTPUT, DEFAULT_VOCAB, PAIR_INPUTS, PAIR_INPUTS),
+    (PAIR + ["--dedup", "pairs", "--drop_dev_overlap", "--max_length", "100", "--output_format",
+             "parquet", "--max_line_chars", "500", "--on_invalid_utf8", "replace",
+             "--shared_vocab"],
+     dict(DEFAULT_OUTPUT, max_length=100, output_format="parquet", max_line_chars=500, **CLEAN),
+     dict(DEFAULT_VOCAB, **CLEAN), PAIR_INPUTS, PAIR_INPUTS),
+    (PAIR + ["--vocab_type", "word", "--word_vocab", SAMPLE + "train.en"],
+     dict(DEFAULT_OUTPUT, vocab_type="word"), dict(DEFAULT_VOCAB, vocab_type="word"),
+     dict(PAIR_INPUTS, word_vocab=[SAMPLE + "train.en"]),
+     dict(PAIR_INPUTS, word_vocab=[SAMPLE + "train.en"])),
+    (["--corpora", "sample_data/many-pairs/corpora.yaml", "--mix_shards",
+      "--sampling_temperature", "2", "--lang_tags", "target"],
+     dict(DEFAULT_OUTPUT, **MANY),
+     dict(DEFAULT_VOCAB, **{k: v for k, v in MANY.items() if k != "mix_shards"}),
+     dict(CORPUS_TRAIN, **CORPUS_DEV), CORPUS_TRAIN),
+]
+
+
+def _files(fingerprint_inputs):
+    return {flag: sorted(pathlib.Path(path).relative_to(REPO_ROOT).as_posix() for path in files)
+            for flag, files in fingerprint_inputs.items()}
+
+
+def test_fingerprints_with_inputs_of_existing_command_lines_are_unchanged(tmp_path, monkeypatch):
+    monkeypatch.chdir(REPO_ROOT)
+    for flags, output_flags, vocab_flags, output_inputs, vocab_inputs in PINNED_WITH_INPUTS:
+        config = parse_command_line(flags + ["--output_dir", str(tmp_path)]).config
+        values = fingerprint.fingerprint_values(config)
+        output, vocab = fingerprint.output_fingerprint(values), fingerprint.vocab_fingerprint(values)
+        assert (output["flags"], vocab["flags"]) == (output_flags, vocab_flags), flags
+        assert _files(output["inputs"]) == output_inputs, flags
+        assert _files(vocab["inputs"]) == vocab_inputs, flags
+
+
+def test_help_shows_every_flag_in_the_group_of_the_part_declaring_it(capsys):
+    from pipeline import datagen
+    from pipeline.driver.options import flag_groups
+    datagen.print_help()
+    text = capsys.readouterr().out
+    titles = [title for title, _ in flag_groups()]
+    assert {title.split(" ")[0] for title in titles} >= {"input", "reading", "cleaning",
+                                                        "vocabulary", "output", "--vocab_type"}
+    for title, group in flag_groups():
+        section = text.split("\n%s:\n" % title, 1)[1].split("\n\n", 1)[0]
+        for name, _ in group:
+            assert "  --%s" % name in section, (title, name)
+    assert "  -v " in text  # --log_level's alias, beside it
+
+
+def test_the_command_line_is_parsed_once(monkeypatch, tmp_path):
+    """The command (`datagen.run`) reads the whole command line in one argparse pass (the
+    job's flags taken out); Beam's check sees only the rest (a pre-parse for --runner, then
+    the check)."""
+    import argparse
+    from pipeline import datagen
+    seen, commands = [], []
+    parse = argparse.ArgumentParser.parse_known_args
+
+    def counted(self, args=None, namespace=None):
+        seen.append(list(args))
+        return parse(self, args, namespace)
+
+    class Job:  # the job's steps are not run: only its command line is read
+        def __init__(self, command, interrupted):
+            commands.append(command)
+
+        def run(self):
+            return {}
+    monkeypatch.setattr(argparse.ArgumentParser, "parse_known_args", counted)
+    monkeypatch.setattr(datagen, "DatagenJob", Job)
+    argv = PAIR + ["--output_dir", str(tmp_path), "--runner", "DirectRunner",
+                   "--direct_num_workers", "2", "--vocab_size", "300"]
+    monkeypatch.chdir(REPO_ROOT)
+    datagen.run(argv)
+    beam_args = ["--runner", "DirectRunner", "--direct_num_workers", "2"]
+    assert commands[0].beam_args == beam_args
+    assert commands[0].config.vocab.vocab_size == 300
+    assert seen.count(argv) == 1
+    assert all(args == beam_args for args in seen if args != argv)

@@ -170,6 +170,32 @@ def test_a_worker_killed_during_a_pass_fails_the_pass_and_says_which():
                      r"\(out of memory\?\)", str(raised[0])), raised
 
 
+@pytest.mark.parametrize("argv", [
+    ["--direct_running_mode", "multi_processing", "--vocab_size", "300"],
+    ["--runner=DirectRunner", "--direct_running_mode=multi_processing", "--runner", "Flink"],
+    ["--local_worker_pool", "off", "--direct_running_mode", "in_memory", "--dry_run", "True"],
+    ["--output_dir", "--runner"],  # a value missing: neither parse reads on
+])
+def test_the_early_look_at_the_flags_reads_them_as_beams_parser_does(argv):
+    """`start_early` reads a few of Beam's options before Beam's import: the flags Beam's
+    parser declares (each taking a value), read as that parser reads them."""
+    from pipeline.runtime import flags
+    from pipeline.runtime.errors import DatagenError
+    beam = flags.with_beam_options(flags.FlagParser())
+    takes_value = {s: action.nargs is None and action.const is None
+                   for action in beam.actions for s in action.option_strings}
+    assert all(takes_value.get(flag) for flag in local_worker_pool.EARLY_FLAGS)
+    early = local_worker_pool._early_flags(argv)
+    try:
+        known = beam.parse_known_args(argv)[0]
+    except DatagenError:
+        assert early is None
+        return
+    for flag in local_worker_pool.EARLY_FLAGS:
+        assert getattr(early, flag[2:]) == (getattr(known, flag[2:]) if flag in argv or any(
+            a.startswith(flag + "=") for a in argv) else None), flag
+
+
 @pytest.mark.slow
 def test_starting_the_fork_server_keeps_the_signals_blocked():
     """multiprocessing's resource tracker unblocks SIGINT/SIGTERM in the thread that starts

@@ -358,15 +358,15 @@ def test_problems_sharing_a_directory_and_overwrite_without_dev(tmp_path, baseli
 def test_every_runners_own_flags_pass_the_flag_check_and_short_names_resolve():
     """`--runner DaskRunner` as a user types it (Beam resolves no such short name), and
     the flags Beam declares only in a runner's own module (DaskOptions) or for Prism."""
-    from pipeline.driver.options import refuse_unknown_flags
+    from pipeline.driver.options import parse_flags
     from pipeline.runtime.runners import runner_class_path
     from pipeline.runtime.errors import DatagenError
     base = ["--train_source", "a", "--train_target", "b", "--output_dir", "o"]
-    refuse_unknown_flags(base + ["--runner", "DaskRunner", "--dask_client_address",
-                              "tcp://127.0.0.1:1", "--dask_connection_timeout", "5"])
-    refuse_unknown_flags(base + ["--runner=DaskRunner", "--dask_npartitions", "4"])
-    refuse_unknown_flags(base + ["--runner", "PrismRunner", "--prism_location", "/p",
-                              "--prism_log_level", "warn"])
+    parse_flags(base + ["--runner", "DaskRunner", "--dask_client_address",
+                        "tcp://127.0.0.1:1", "--dask_connection_timeout", "5"])
+    parse_flags(base + ["--runner=DaskRunner", "--dask_npartitions", "4"])
+    parse_flags(base + ["--runner", "PrismRunner", "--prism_location", "/p",
+                        "--prism_log_level", "warn"])
     assert runner_class_path("DaskRunner") == \
         "pipeline.runtime.dask_runner.DatagenDaskRunner"
     assert runner_class_path("Dask") == "pipeline.runtime.dask_runner.DatagenDaskRunner"
@@ -374,7 +374,7 @@ def test_every_runners_own_flags_pass_the_flag_check_and_short_names_resolve():
     assert runner_class_path("NoSuchRunner") is None
     with pytest.raises(DatagenError, match=r"--dask_clinet_address \(did you mean "
                                            r"--dask_client_address\?\)"):
-        refuse_unknown_flags(base + ["--runner", "DaskRunner", "--dask_clinet_address", "x"])
+        parse_flags(base + ["--runner", "DaskRunner", "--dask_clinet_address", "x"])
 
 
 def test_the_job_runs_beams_dask_runner_patched():
