@@ -184,23 +184,23 @@ def keeping_signal_mask() -> Iterator[None]:
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
 
+# The Beam pipeline options `start_early` reads (Beam's and `runners.LocalWorkerPoolOptions`
+# declare them; a test holds these names to those declarations): Beam's own parser needs
+# Beam's import, which the fork server's imports are to overlap.
+EARLY_FLAGS = ("--runner", "--direct_running_mode", "--local_worker_pool", "--dry_run")
+
+
 def _early_flags(argv: "list[str]") -> Any:
-    """The few flags `start_early` reads, parsed (argparse: the last one wins, `--flag=value`
-    too) before Beam's import, which declares them for the real parse: a look ahead, so
-    the fork server's imports overlap the driver's."""
+    """The flags `start_early` reads, parsed before Beam's import (which declares them for
+    the real parse); None for a flag without its value (the real parse says so)."""
     import argparse
-
-    class Quiet(argparse.ArgumentParser):
-        def error(self, message: str) -> NoReturn:
-            raise ValueError(message)
-
-    parser = Quiet(add_help=False, allow_abbrev=False)
+    parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False, exit_on_error=False)
     for flag in ("--runner", "--direct_running_mode", "--local_worker_pool", "--dry_run"):
         parser.add_argument(flag)
     parser.add_argument("-h", "--help", action="store_true")
     try:
         return parser.parse_known_args(list(argv))[0]
-    except ValueError:  # a flag without its value: the real parse says so
+    except argparse.ArgumentError:
         return None
 
 
