@@ -195,7 +195,7 @@ def _early_flags(argv: "list[str]") -> Any:
     the real parse); None for a flag without its value (the real parse says so)."""
     import argparse
     parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False, exit_on_error=False)
-    for flag in ("--runner", "--direct_running_mode", "--local_worker_pool", "--dry_run"):
+    for flag in EARLY_FLAGS:
         parser.add_argument(flag)
     parser.add_argument("-h", "--help", action="store_true")
     try:

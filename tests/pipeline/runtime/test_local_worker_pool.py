@@ -186,7 +186,8 @@ def test_the_early_look_at_the_flags_reads_them_as_beams_parser_does(argv):
                    for action in beam.actions for s in action.option_strings}
     read_early = ["--" + name for name in vars(local_worker_pool._early_flags([]))
                   if name != "help"]
-    assert len(read_early) == 4 and all(takes_value.get(flag) for flag in read_early)
+    assert read_early == list(local_worker_pool.EARLY_FLAGS)
+    assert all(takes_value.get(flag) for flag in read_early)
     early = local_worker_pool._early_flags(argv)
     try:
         known = beam.parse_known_args(argv)[0]
