@@ -93,6 +93,8 @@ def flag_defaults() -> Dict[str, Any]:
 
 # the flags a corpora file replaces (each entry names its inputs and languages)
 CORPORA_REPLACE = tuple(name for name, flag in declared_flags() if flag.corpora_replace)
+# the flags that mean something with several corpora only (refused, not ignored, without)
+SEVERAL_ONLY = tuple(name for name, flag in declared_flags() if flag.several_only)
 
 
 def _check_general_flags(f: argparse.Namespace) -> None:
@@ -147,7 +149,7 @@ def parse_command_line(argv: Sequence[str]) -> Command:
     if several and len(given) > 1:
         raise DatagenError("--%s: several corpora share one vocabulary: give one, not %d"
                            % (part.kind.given_flag, len(given)))
-    for flag in ("mix_shards", "sampling_temperature"):  # not ignored: refused
+    for flag in SEVERAL_ONLY:
         if not several and getattr(flags, flag) != defaults[flag]:
             raise DatagenError("--%s applies to several corpora (a --corpora file of two or "
                                "more) only" % flag)

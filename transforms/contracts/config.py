@@ -154,7 +154,7 @@ class VocabConfig:
         "With several corpora: language l's share of the vocabulary sample (and a pair's "
         "rate with --mix_shards) is proportional to (n_l / N) ** (1 / T) times its corpora's "
         "weight, n_l its lines; 1 is proportional to the data.", 5.0,
-        type=bounded(float, above=0), vocab=True, new=True)
+        type=bounded(float, above=0), vocab=True, new=True, several_only=True)
     lang_tags: Optional[str] = setting(
         "Prepend the target language's tag <2xx> (a reserved vocabulary entry) to every "
         "input: target (the default with more than one target language) or none (the "
@@ -213,7 +213,8 @@ class JobConfig:
     mix_shards: bool = setting(
         "With several corpora: write the train pairs of every language pair into one "
         "globally shuffled set of shards, each pair at its --sampling_temperature rate "
-        "(smaller pairs repeated), instead of shards per pair.", False, switch=True, new=True)
+        "(smaller pairs repeated), instead of shards per pair.", False, switch=True, new=True,
+        several_only=True)
     packed_length: int = setting(
         "Pack pairs into records of at most this many ids per side, with "
         "inputs/targets_segmentation and _position features, as T2T 1.15.7's pack_examples "

@@ -67,6 +67,7 @@ class Flag:
     # the outputs made before keep theirs
     new: bool = False
     corpora_replace: bool = False    # a --corpora file names it for each corpus instead
+    several_only: bool = False       # means something with several corpora only: else refused
     alias: Optional[Tuple[str, Any]] = None  # a short flag setting a value (-v: info)
 
 

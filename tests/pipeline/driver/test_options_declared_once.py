@@ -11,8 +11,8 @@ import pathlib
 
 from pipeline.driver import fingerprint
 from pipeline.driver.kinds import every_plugin
-from pipeline.driver.options import (CORPORA_REPLACE, declared_flags, flag_defaults,
-                                     job_flag_parser, parse_command_line)
+from pipeline.driver.options import (CORPORA_REPLACE, SEVERAL_ONLY, declared_flags,
+                                     flag_defaults, job_flag_parser, parse_command_line)
 from repo_paths import REPO_ROOT as _ROOT
 from transforms.contracts.config import FLAG_PARTS
 from transforms.contracts.settings import DERIVED, FLAG, INPUT, OPERATIONAL
@@ -76,6 +76,7 @@ def test_the_fingerprint_lists_follow_the_roles_declared():
     assert set(fingerprint.GIVEN_VOCAB_FLAGS) <= set(fingerprint.VOCAB_INPUT_FLAGS)
     assert {"train_source", "filters", "spm_model"} <= set(fingerprint.VOCAB_INPUT_FLAGS)
     assert "max_line_chars" not in fingerprint.VOCAB_FLAGS  # its rejects are still sampled
+    assert set(SEVERAL_ONLY) == {"mix_shards", "sampling_temperature"}
     assert set(CORPORA_REPLACE) == {"train_source", "train_target", "dev_source", "dev_target",
                                     "train_tsv", "dev_tsv", "train_tmx", "dev_tmx",
                                     "source_lang", "target_lang"}
