@@ -83,3 +83,19 @@ def hosts(tmp_path_factory):
     with running_hosts(tmp_path_factory.mktemp("hosts"), warm_numba_cache(str(cache)),
                        fill_store=put_sample) as cluster:
         yield cluster
+
+
+# The longest test files (whole jobs on clusters, stores and schedulers; minutes each), run
+# first: `./run_tests.sh` hands whole files to its two processes (`--dist loadfile`) in
+# collection order, and a long file started last leaves the other process idle at the end.
+LONGEST_FILES_FIRST = ("test_airflow_dag.py", "test_multihost_faults.py",
+                       "test_multihost_jobs.py", "test_object_stores.py", "test_unattended.py",
+                       "test_dask_cluster.py", "test_signals_every_pass.py",
+                       "test_console_noise.py", "test_completeness.py", "test_prism_runner.py")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Files of LONGEST_FILES_FIRST first, in that order; every file's tests stay together
+    and in their order (module fixtures are shared within a file)."""
+    rank = {name: i for i, name in enumerate(LONGEST_FILES_FIRST)}
+    items.sort(key=lambda item: rank.get(os.path.basename(str(item.fspath)), len(rank)))
