@@ -94,11 +94,6 @@ def flag_fields(cls: type) -> List[Tuple[str, str, Flag]]:
     return found
 
 
-def flag_default(cls: type, name: str) -> Any:
-    """The default of the flag of `cls`'s field `name` (for the facts that follow from it)."""
-    return next(flag.default for field, _, flag in flag_fields(cls) if field == name)
-
-
 def optional_length(value: Any) -> Optional[int]:
     """`--max_subtoken_length none` (or 0) means no limit, as T2T's None; else a length of
     at most INT32_MAX (the index's C code takes no larger one)."""
