@@ -71,7 +71,8 @@ def _stop(proc):
 
 
 class MotoServer:
-    """`moto_server` on 127.0.0.1: `endpoint`, `client()` (boto3), `beam_flags(endpoint)`.
+    """`moto_server` on 127.0.0.1: `endpoint`, `client()` (boto3), `beam_flags(endpoint)`,
+    `record()` (the requests it answered).
 
     `host`, `port` and `launch` start it elsewhere: `launch(name, argv)` returns the Popen
     of a command started on another host (tests/network_hosts.py), which listens on `host`."""
@@ -82,9 +83,13 @@ class MotoServer:
         executable = os.path.join(os.path.dirname(sys.executable), "moto_server")
         command = [executable, "-H", host, "-p", str(self.port)]
         self._log = None
+        # moto's own request log, off until `record()` (each request's method, URL, headers)
+        self.recording = os.path.join(log_dir, "moto_recording.jsonl")
         if launch is None:
             self._log = open(os.path.join(log_dir, "moto_server.log"), "wb")
-            self.proc = subprocess.Popen(command, stdout=self._log, stderr=subprocess.STDOUT)
+            self.proc = subprocess.Popen(command, stdout=self._log, stderr=subprocess.STDOUT,
+                                         env=dict(os.environ,
+                                                  MOTO_RECORDER_FILEPATH=self.recording))
         else:
             self.proc = launch("moto_server", command)
         _wait_until_answers(self.endpoint + "/moto-api/", self.proc)
@@ -94,6 +99,26 @@ class MotoServer:
         return boto3.session.Session().client(
             "s3", endpoint_url=endpoint or self.endpoint, aws_access_key_id=ACCESS_KEY,
             aws_secret_access_key=SECRET_KEY, region_name=REGION)
+
+    @contextlib.contextmanager
+    def record(self):
+        """Yields a list that, once the block ends, holds the requests the server answered
+        inside it, from moto's own recorder: [(method, URL, {header: value})]."""
+        def recorder(action):
+            request = urllib.request.Request(
+                "%s/moto-api/recorder/%s" % (self.endpoint, action), data=b"", method="POST")
+            urllib.request.urlopen(request, timeout=60).read()
+        recorder("reset-recording")
+        recorder("start-recording")
+        requests = []
+        try:
+            yield requests
+        finally:
+            recorder("stop-recording")
+        with open(self.recording) as f:
+            for line in f:
+                entry = json.loads(line)
+                requests.append((entry["method"], entry["url"], entry["headers"]))
 
     def beam_flags(self, endpoint=None):
         """Beam's standard S3 options, as a user passes them to the job."""
