@@ -52,6 +52,10 @@ S3_COPY_PART_BYTES = 256 * 1024 ** 2
 # requests in flight, which the S3 client's connection pool holds.
 COPY_THREADS = 8
 S3_COPY_PART_THREADS = 4
+# Connections an S3 client keeps: what it has in flight at most, the commit's copies above or
+# a shard merge's streams (`transforms.shards.shard_fragments.MERGE_FAN_IN` and the run it
+# writes); urllib3 would drop each connection over its pool with a WARNING line.
+S3_CONNECTIONS = 72
 
 
 @dataclasses.dataclass(frozen=True)
@@ -117,7 +121,7 @@ class S3Store:
         self._boto3 = boto3
         self._client = self._new_client(Config(
             retries=s3_retries(), connect_timeout=S3_CONNECT_TIMEOUT,
-            max_pool_connections=COPY_THREADS * S3_COPY_PART_THREADS))
+            max_pool_connections=S3_CONNECTIONS))
 
     def _new_client(self, config: Any = None) -> Any:
         s = self._settings
