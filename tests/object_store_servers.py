@@ -8,6 +8,8 @@
   credentials, and with none on the machine retries for ~24 s per process; the tests give it
   a service-account key file (a fresh RSA key) whose token endpoint is a tiny local server
   (`TokenServer`), so credentials resolve at once and no request leaves the machine.
+- `GatheringProxy`: holds a client's requests of one kind until it has sent some number of them
+  at once (a client's parallel requests, shown by the event).
 - `DroppingEndpoint`: takes each connection and resets it, counting them.
 - `DelayProxy`: a TCP proxy that holds each chunk a client sends for a few tens of
   milliseconds before passing it on (`cut()`: the store gone, every connection closed). On loopback the servers answer in ~1 ms, which hides
@@ -270,6 +272,69 @@ class DelayProxy:
             with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
                 sock.close()
+
+
+class GatheringProxy:
+    """A TCP proxy on 127.0.0.1 in front of `port` that holds every request whose first chunk
+    holds `marker` (e.g. `x-amz-copy-source`: an S3 copy) until `gather` of them are held at
+    once, then lets them all through, and from then on every request: what shows that a client
+    sends that many at once, by the event, not by a clock. `most`: the most held at once;
+    `gathered`: whether `gather` came (after `seconds`, a guard against a hang, the held ones
+    go on without it, and the test fails on `gathered`)."""
+
+    def __init__(self, port, marker, gather, seconds=600.0):
+        self._target = ("127.0.0.1", port)
+        self._marker = marker.lower().encode()
+        self._gather = gather
+        self._seconds = seconds
+        self._lock = threading.Condition()
+        self._held = 0
+        self.most = 0
+        self.gathered = False
+        self._listener = socket.socket()
+        self._listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._listener.bind(("127.0.0.1", 0))
+        self._listener.listen(64)
+        self.endpoint = "http://127.0.0.1:%d" % self._listener.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return
+            server = socket.create_connection(self._target)
+            threading.Thread(target=self._pump, args=(client, server, True),
+                             daemon=True).start()
+            threading.Thread(target=self._pump, args=(server, client, False),
+                             daemon=True).start()
+
+    def _hold(self):
+        with self._lock:
+            self._held += 1
+            self.most = max(self.most, self._held)
+            if self._held >= self._gather:
+                self.gathered = True
+                self._lock.notify_all()
+            self._lock.wait_for(lambda: self.gathered, self._seconds)
+            self._held -= 1
+
+    def _pump(self, source, sink, requests):
+        with contextlib.suppress(OSError):
+            while True:
+                data = source.recv(65536)
+                if not data:
+                    break
+                if requests and not self.gathered and self._marker in data.lower():
+                    self._hold()
+                sink.sendall(data)
+        for s in (source, sink):
+            with contextlib.suppress(OSError):
+                s.shutdown(socket.SHUT_RDWR)
+
+    def stop(self):
+        self._listener.close()
 
 
 class DroppingEndpoint:

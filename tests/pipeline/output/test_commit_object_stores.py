@@ -99,3 +99,30 @@ def test_gcs_commit_moves_every_shard_byte_identical(gcs, monkeypatch):
         assert bucket.blob("commit-out/" + name).download_as_bytes() == data, name
     assert list(bucket.list_blobs(prefix="commit-out/.datagen-work/")) == []
     assert os.environ["STORAGE_EMULATOR_HOST"] == gcs.endpoint
+
+
+def test_the_commit_sends_copy_threads_copies_at_once(s3):
+    """Seen by the event: a proxy holds each copy request until COPY_THREADS of them are held
+    at once; copies made one after another would never get there (its hang guard then lets
+    them through and `gathered` stays False)."""
+    from object_store_servers import GatheringProxy
+    from transforms.storage.object_stores import COPY_THREADS
+    proxy = GatheringProxy(s3.port, "x-amz-copy-source", COPY_THREADS)
+    try:
+        stores = ObjectStores(StoreSettings(
+            s3_endpoint_url=proxy.endpoint, s3_access_key_id="test-key",
+            s3_secret_access_key="test-secret", s3_region_name="us-east-1"))
+        layout = OutputLayout("s3://%s/parallel-out" % BUCKET, "p", 100, run_id="r1")
+        client = s3.client()
+        names = [layout.shards.name("train", i, 2 * COPY_THREADS) for i in range(2 * COPY_THREADS)]
+        for name in names:
+            client.put_object(Bucket=BUCKET, Key=_key(layout.work("shards", name)),
+                              Body=name.encode())
+        promote_outputs(layout, [{"split": "train", "shard": i, "name": name}
+                                 for i, name in enumerate(names)], [], stores)
+    finally:
+        proxy.stop()
+    assert proxy.gathered and proxy.most == COPY_THREADS
+    for name in names:
+        got = client.get_object(Bucket=BUCKET, Key="parallel-out/" + name)["Body"].read()
+        assert got == name.encode()
