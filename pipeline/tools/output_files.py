@@ -91,6 +91,31 @@ def find_problem(output_dir: str, problem: Optional[str], how: str = READER_HOW)
     return problem
 
 
+def read_summary(output_dir: str, problem: str, stores: Any = None) -> Dict[str, Any]:
+    """The summary of `problem`'s output in `output_dir`, whose marker was found.
+    IncompleteOutputError (one line) when it is missing or not a summary: a copy cut short
+    leaves exactly that (`p.DATAGEN_COMPLETE` sorts before `p.datagen_summary.json`), and
+    without the summary nothing says which shards the output holds. `stores`: the
+    object-store clients of a path with a scheme (`transforms.storage.file_io`)."""
+    path = paths.join(output_dir, SUMMARY_NAME % problem)
+    try:
+        if paths.is_local(path):
+            summary = read_json(path)
+        else:
+            from transforms.storage import file_io
+            summary = file_io.read_json(path, stores)
+    except (OSError, ValueError) as e:  # missing (Beam's is an OSError); not UTF-8 or JSON
+        why = "missing" if not exists(path) else "unreadable: %s" % " ".join(str(e).split())
+        summary = None
+    else:
+        why = "not a summary"
+    if not isinstance(summary, dict) or not isinstance(summary.get("splits"), dict):
+        raise IncompleteOutputError(
+            "incomplete output: %s is %s, though %s is there (a copy cut short?): copy the "
+            "output again, or rerun the job" % (path, why, COMPLETE_NAME % problem))
+    return summary
+
+
 def _unfinished(output_dir: str, problem: str) -> str:
     """What a summary without a marker says (a run still going, failed or interrupted)."""
     states = []
@@ -110,7 +135,7 @@ def local_split_shards(output_dir: str, split: str, problem: Optional[str],
     (one listing); IncompleteOutputError naming the first that is not, ValueError for a
     split the output does not have."""
     problem = find_problem(output_dir, problem, how)
-    summary = read_json(os.path.join(output_dir, SUMMARY_NAME % problem))
+    summary = read_summary(output_dir, problem)
     if split not in summary["splits"]:
         raise ValueError("%s: problem %s has no split %r" % (output_dir, problem, split))
     with os.scandir(output_dir) as entries:

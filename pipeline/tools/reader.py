@@ -191,9 +191,7 @@ def complete_output_files(output_dir: str, split: str = "train",
     FileSystems = output_files.beam_file_systems()
     from apache_beam.options.pipeline_options import PipelineOptions
     from pipeline.tools import inspect
-    from pipeline.output.layout import SUMMARY_NAME
     from pipeline.runtime.errors import DatagenError
-    from transforms.storage import file_io
     from transforms.storage.object_stores import ObjectStores, StoreSettings
     stores = None
     if flags is not None:
@@ -205,7 +203,7 @@ def complete_output_files(output_dir: str, split: str = "train",
         except DatagenError as e:
             raise StoreUnreachableError(str(e)) from None
     problem = output_files.find_problem(output_dir, problem)
-    summary = file_io.read_json(FileSystems.join(output_dir, SUMMARY_NAME % problem), stores)
+    summary = output_files.read_summary(output_dir, problem, stores)
     if split not in summary["splits"]:
         raise ValueError("%s: problem %s has no split %r" % (output_dir, problem, split))
     try:
