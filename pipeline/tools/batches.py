@@ -129,30 +129,38 @@ def _local(files: Sequence[str]) -> Iterator[List[str]]:
 
 
 def mixture_pairs(source: Mixture, num_shards: int = 1, shard_index: int = 0,
-                  skip_count: Optional[int] = None, keys: Sequence[str] = FEATURES
-                  ) -> Iterator[Example]:
+                  skip_count: Optional[int] = None, keys: Sequence[str] = FEATURES,
+                  shuffle: bool = True, seed: Optional[int] = None) -> Iterator[Example]:
     """(inputs, targets) of a mixture's stream (`pipeline.tools.mixture`), in its order, any
     record format (or the features `keys`: a packed output's `PACKED_FEATURES`);
-    `num_shards`, `shard_index`, `skip_count` as `Dataset.shard` / `skip`."""
+    `num_shards`, `shard_index`, `skip_count` as `Dataset.shard` / `skip`; `shuffle`,
+    `seed` as `Mixture.records` takes them."""
     examples = Int64FeaturesWriter()
-    return bucketing.select((_parse(examples, record, keys) for _, record in source.records()),
+    records = source.records(shuffle, seed)
+    return bucketing.select((_parse(examples, record, keys) for _, record in records),
                            num_shards, shard_index, skip_count)
 
 
 def _mixture_batches(source: Mixture, batch_size: int, mode: str, wanted: str,
                      num_shards: int, shard_index: int, skip_count: Optional[int],
+                     shuffle: bool, seed: Optional[int], num_epochs: int,
                      options: Any) -> Iterator[Batch]:
     """Batches of a mixture's stream whose shards are all of format `wanted` (packed
-    records, with --packed_length, as the summary says)."""
+    records, with --packed_length, as the summary says), reshuffled as `shuffle` and `seed`
+    say; a stream has no epochs (its length is the mixture's `num_records`)."""
+    if num_epochs != 1:
+        raise ValueError("a Mixture's stream has no epochs (num_epochs=%r): each pair is "
+                         "read again and again; bound it with Mixture(num_records=...)"
+                         % (num_epochs,))
     _check_format(source.all_files(), wanted)
     packed_length = _summary_packed_length(source.all_files(), mode)
     keys = PACKED_FEATURES if packed_length else FEATURES
-    return _batches(mixture_pairs(source, num_shards, shard_index, skip_count, keys),
-                    batch_size, mode, options, keys, packed_length)
+    return _batches(mixture_pairs(source, num_shards, shard_index, skip_count, keys, shuffle,
+                                  seed), batch_size, mode, options, keys, packed_length)
 
 
 def grain_batches(source: Union[Source, Mixture], batch_size: int, mode: str = "nmt",
-                  split: str = "train", shuffle: bool = True, seed: int = 0,
+                  split: str = "train", shuffle: bool = True, seed: Optional[int] = None,
                   num_epochs: int = 1, num_shards: int = 1, shard_index: int = 0,
                   skip_count: Optional[int] = None, require_complete: bool = True,
                   problem: Optional[str] = None,
@@ -161,11 +169,14 @@ def grain_batches(source: Union[Source, Mixture], batch_size: int, mode: str = "
     `options`: the mode's, as `make_dataset` takes them (nmt: src_max_len, tgt_max_len,
     num_buckets, sos_id, eos_id; t2t: max_length, min_length, min_length_bucket,
     length_bucket_step, drop_long_sequences). `problem`: as `shard_files`. Grain is imported
-    without its start-up lines (`console.quiet_import`). A `Mixture` source is its stream,
-    in its order (shuffle, seed and num_epochs are the mixture's own)."""
+    without its start-up lines (`console.quiet_import`). `seed`: default 0. A `Mixture`
+    source is its stream (`Mixture.records`): `shuffle` reshuffles each pair every cycle,
+    `seed` (default the mixture's own) seeds the draw and the orders, and num_epochs must
+    be 1 (the stream's length is the mixture's `num_records`)."""
     if isinstance(source, Mixture):
         yield from _mixture_batches(source, batch_size, mode, ArrayRecordFormat.name, num_shards,
-                                    shard_index, skip_count, options)
+                                    shard_index, skip_count, shuffle, seed, num_epochs,
+                                    options)
         return
     grain = console.quiet_import("grain")
 
@@ -182,7 +193,7 @@ def grain_batches(source: Union[Source, Mixture], batch_size: int, mode: str = "
         if skip_count:
             records = records[skip_count:]
         for epoch in range(num_epochs):
-            epoch_records = records.shuffle(seed + epoch) if shuffle else records
+            epoch_records = records.shuffle((seed or 0) + epoch) if shuffle else records
             pairs = epoch_records.map(lambda record: _parse(examples, record, keys))
             yield from _batches(iter(pairs), batch_size, mode, options, keys, packed_length)
 
@@ -211,23 +222,8 @@ def parquet_keys(files: Sequence[str]) -> Tuple[str, ...]:
     return PACKED_FEATURES if "inputs_segmentation" in names else FEATURES
 
 
-def _buffer_shuffled(pairs: Iterator[Example], size: int, rng: random.Random
-                     ) -> Iterator[Example]:
-    """tf.data's shuffle buffer: fill `size`, then yield a random one and refill."""
-    buffer: List[Example] = []
-    for pair in pairs:
-        if len(buffer) < size:
-            buffer.append(pair)
-            continue
-        i = rng.randrange(size)
-        yield buffer[i]
-        buffer[i] = pair
-    rng.shuffle(buffer)
-    yield from buffer
-
-
 def parquet_batches(source: Union[Source, Mixture], batch_size: int, mode: str = "nmt",
-                    split: str = "train", shuffle: bool = True, seed: int = 0,
+                    split: str = "train", shuffle: bool = True, seed: Optional[int] = None,
                     num_epochs: int = 1, shuffle_buffer_size: int = 100_000,
                     num_shards: int = 1, shard_index: int = 0,
                     skip_count: Optional[int] = None, require_complete: bool = True,
@@ -236,7 +232,8 @@ def parquet_batches(source: Union[Source, Mixture], batch_size: int, mode: str =
     `grain_batches`; a `Mixture` source as there)."""
     if isinstance(source, Mixture):
         yield from _mixture_batches(source, batch_size, mode, ParquetFormat.name, num_shards,
-                                    shard_index, skip_count, options)
+                                    shard_index, skip_count, shuffle, seed, num_epochs,
+                                    options)
         return
     files = shard_files(source, split, require_complete, problem)
     _check_format(files, ParquetFormat.name)
@@ -246,7 +243,8 @@ def parquet_batches(source: Union[Source, Mixture], batch_size: int, mode: str =
         pairs = bucketing.select(parquet_pairs(files, keys), num_shards, shard_index,
                                 skip_count)
         if shuffle:
-            pairs = _buffer_shuffled(pairs, shuffle_buffer_size, random.Random(seed + epoch))
+            pairs = bucketing.buffer_shuffled(pairs, shuffle_buffer_size,
+                                              random.Random((seed or 0) + epoch))
         yield from _batches(pairs, batch_size, mode, options, keys, packed_length)
 
 

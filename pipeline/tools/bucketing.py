@@ -20,6 +20,7 @@ Shuffling is the reader's (a global shuffle in Grain, a buffer for Parquet): it 
 reproduce tf.data's random stream, only its semantics.
 """
 
+import random
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, TypeVar
 
 import numpy as np
@@ -171,3 +172,17 @@ def select(pairs: Iterable[T], num_shards: int = 1, shard_index: int = 0,
                 skip -= 1
                 continue
             yield pair
+
+
+def buffer_shuffled(items: Iterable[T], size: int, rng: random.Random) -> Iterator[T]:
+    """tf.data's shuffle buffer: fill `size`, then yield a random one and refill."""
+    buffer: List[T] = []
+    for item in items:
+        if len(buffer) < size:
+            buffer.append(item)
+            continue
+        i = rng.randrange(size)
+        yield buffer[i]
+        buffer[i] = item
+    rng.shuffle(buffer)
+    yield from buffer

@@ -357,7 +357,8 @@ def make_dataset(file_pattern: Any, batch_size: int, mode: str = "nmt",
     files = [] if mixture else _record_files(file_pattern, require_complete)
     packed_length = _check_mode(
         file_pattern.all_files() if mixture else [path for path, _ in files], mode)
-    dataset = file_pattern.tf_records(tf) if mixture else _records_dataset(tf, files)
+    dataset = (file_pattern.tf_records(tf, shuffle, random_seed) if mixture
+               else _records_dataset(tf, files))
     keys = PACKED_FEATURES if _first_record_packed(tf, dataset) else PAIR_FEATURES
     if keys is PACKED_FEATURES and mode == "nmt":
         raise ValueError("the records are packed (--packed_length): several pairs a record, "
