@@ -12,14 +12,16 @@ from transforms.formats.example_proto import Int64FeaturesWriter
 
 def write_output(directory, problem, fmt, pairs_by_lang, shards=2, flags=None, vocab=None):
     """One complete output of `problem` in the record format `fmt` into `directory`.
-    `pairs_by_lang`: {language pair: [(inputs, targets), ...]}; a single key None writes one
-    pair's shards (`{problem}-train-...`), else each pair's own (`{problem}-{pair}-train-...`)
-    and the summary's `language_pairs`. Returns the summary written."""
+    `pairs_by_lang`: {language pair: [(inputs, targets) or {feature: ids}, ...]}; a single
+    key None writes one pair's shards (`{problem}-train-...`), else each pair's own
+    (`{problem}-{pair}-train-...`) and the summary's `language_pairs`. Returns the summary
+    written."""
     examples = Int64FeaturesWriter()
     listed, books = [], {}
     for lang_pair, pairs in sorted(pairs_by_lang.items(), key=lambda kv: kv[0] or ""):
         head = problem if lang_pair is None else "%s-%s" % (problem, lang_pair)
-        records = [examples.serialize({"inputs": i, "targets": t}) for i, t in pairs]
+        records = [examples.serialize(p if isinstance(p, dict) else
+                                      {"inputs": p[0], "targets": p[1]}) for p in pairs]
         names = []
         for shard in range(shards):
             name = "%s-train-%05d-of-%05d%s" % (head, shard, shards, fmt.suffix)

@@ -7,6 +7,10 @@ order, read one after another, so with `shuffle=False` the order is the files' o
 record is a `tf.train.Example` with int64 list features `inputs` and `targets`; other features
 are ignored. Ids come out as int32 (tensorflow/nmt's dtype; T2T's `cast_ints_to_int32`).
 
+Both modes build in eager and in graph mode (a `tf.compat.v1` graph run by a `Session` through
+an initializable iterator, as tensorflow/nmt trains; T2T's Estimator `input_fn`): nothing here
+iterates a dataset while building it.
+
 Neither mode repeats the data: one pass over the dataset is one epoch, as with
 tensorflow/nmt's iterator (re-initialized every epoch). Use `.repeat()` for T2T-style
 step-based training.
@@ -76,7 +80,8 @@ by length the way T2T's input pipeline (`data_reader.input_fn`, GPU branch,
     the batches are shuffled with that buffer (T2T does this in training).
 
  Elements: {"inputs": int32 [batch, len_in], "targets": int32 [batch, len_tgt]}.
- Packed records (--packed_length; found from the first record): the elements also hold
+ Packed records (--packed_length; found from the first record, read in Python, so that
+ `make_dataset` builds in graph mode too): the elements also hold
  `inputs_segmentation`, `inputs_position`, `targets_segmentation` and `targets_position`
  (each as long as its side, padded with 0), and max_length defaults to the output's
  --packed_length (from the summary beside the records), as T2T's `Text2TextProblem.max_length`
@@ -289,12 +294,22 @@ def _check_mode(files: Iterable[str], mode: str) -> int:
     return packed_length
 
 
-def _first_record_packed(tf: Any, dataset: Any) -> bool:
-    """Whether the records are packed (--packed_length): the first one has the packed
-    features (`transforms.formats.packed_examples`)."""
-    for raw in dataset.take(1):
-        return "inputs_segmentation" in tf.train.Example.FromString(
-            raw.numpy()).features.feature
+def _first_record_packed(files: Sequence[Tuple[str, bool]]) -> bool:
+    """Whether the records are packed (--packed_length): the first record of the first file
+    holding one has the packed features (`transforms.formats.packed_examples`). Read in
+    Python with the project's TFRecord framing (`tf.io.gfile` where TensorFlow reads the
+    file, else Beam's FileSystems), not by iterating a tf.data.Dataset: the features are
+    the dataset's structure, decided while it is built, and graph mode (a TF1 `Session`, an
+    Estimator's `input_fn`) cannot iterate one."""
+    from transforms.formats.example_proto import Int64FeaturesWriter
+    from transforms.formats.tfrecord_framing import read_records
+    tf = _tensorflow()
+    for path, by_tf in files:
+        opened = (tf.io.gfile.GFile(path, "rb") if by_tf else output_files.beam_file_systems()
+                  .open(path, compression_type="uncompressed"))
+        with opened as f:
+            for raw in read_records(f):
+                return "inputs_segmentation" in Int64FeaturesWriter().parse(raw)
     return False
 
 
@@ -354,12 +369,12 @@ def make_dataset(file_pattern: Any, batch_size: int, mode: str = "nmt",
 
     from transforms.formats.packed_examples import PACKED_FEATURES, PAIR_FEATURES
     mixture = hasattr(file_pattern, "tf_records")  # a `pipeline.tools.mixture.Mixture`
-    files = [] if mixture else _record_files(file_pattern, require_complete)
-    packed_length = _check_mode(
-        file_pattern.all_files() if mixture else [path for path, _ in files], mode)
+    files = (_record_files(file_pattern.all_files(), False) if mixture
+             else _record_files(file_pattern, require_complete))
+    packed_length = _check_mode([path for path, _ in files], mode)
     dataset = (file_pattern.tf_records(tf, shuffle, random_seed) if mixture
                else _records_dataset(tf, files))
-    keys = PACKED_FEATURES if _first_record_packed(tf, dataset) else PAIR_FEATURES
+    keys = PACKED_FEATURES if _first_record_packed(files) else PAIR_FEATURES
     if keys is PACKED_FEATURES and mode == "nmt":
         raise ValueError("the records are packed (--packed_length): several pairs a record, "
                          "for T2T's training; read them with mode='t2t'")
