@@ -11,7 +11,7 @@ arrays, keyed as `make_dataset`'s (`pipeline.tools.bucketing` does the batching)
 
     from pipeline.tools.batches import grain_batches, parquet_batches
     for batch in grain_batches("out", batch_size=4096, mode="t2t", seed=42):
-        ...  # batch["inputs"], batch["targets"]: int32 [rows, longest], 0-padded
+        ...  # batch["inputs"], batch["targets"]: int32 [rows, longest], padded with the pad id
 
 `source`: an output directory (its complete shards of `split`, as its summary lists them;
 `problem=` names the problem where the directory holds several), or a glob or list of globs
@@ -94,7 +94,8 @@ Example = Tuple[np.ndarray, ...]  # a record's features in `keys` order: (inputs
 
 
 def _batches(examples: Iterator[Example], batch_size: int, mode: str, options: Any,
-             keys: Sequence[str] = FEATURES, packed_length: int = 0) -> Iterator[Batch]:
+             keys: Sequence[str] = FEATURES, packed_length: int = 0, pad_id: int = 0
+             ) -> Iterator[Batch]:
     if mode not in ("nmt", "t2t"):
         raise ValueError("mode must be 'nmt' or 't2t', got %r" % (mode,))
     if tuple(keys) == PACKED_FEATURES:
@@ -105,14 +106,13 @@ def _batches(examples: Iterator[Example], batch_size: int, mode: str, options: A
             options = dict(options, max_length=packed_length)  # as make_dataset
     if mode == "nmt":
         return bucketing.nmt_batches(((e[0], e[1]) for e in examples), batch_size, **options)
-    return bucketing.t2t_batches(examples, batch_size, keys=keys, **options)
+    return bucketing.t2t_batches(examples, batch_size, keys=keys, pad_id=pad_id, **options)
 
 
-def _summary_packed_length(files: Sequence[str], mode: str) -> int:
-    """The --packed_length of the summary beside `files` (0: none), the mode checked
-    against it as `make_dataset` checks it."""
-    from pipeline.tools import reader
-    return reader._check_mode(files, mode)
+def _summary_facts(files: Sequence[str], mode: str) -> Tuple[int, int]:
+    """(--packed_length, pad id) of the summary beside `files` (`output_files.OutputFacts`), the
+    mode checked against it as `make_dataset` checks it."""
+    return output_files.output_facts(files, mode)
 
 
 def _parse(examples: Int64FeaturesWriter, record: bytes, keys: Sequence[str] = FEATURES
@@ -153,10 +153,11 @@ def _mixture_batches(source: Mixture, batch_size: int, mode: str, wanted: str,
                          "read again and again; bound it with Mixture(num_records=...)"
                          % (num_epochs,))
     _check_format(source.all_files(), wanted)
-    packed_length = _summary_packed_length(source.all_files(), mode)
+    packed_length, pad_id = _summary_facts(source.all_files(), mode)
     keys = PACKED_FEATURES if packed_length else FEATURES
     return _batches(mixture_pairs(source, num_shards, shard_index, skip_count, keys, shuffle,
-                                  seed), batch_size, mode, options, keys, packed_length)
+                                  seed), batch_size, mode, options, keys, packed_length,
+                    pad_id)
 
 
 def grain_batches(source: Union[Source, Mixture], batch_size: int, mode: str = "nmt",
@@ -182,7 +183,7 @@ def grain_batches(source: Union[Source, Mixture], batch_size: int, mode: str = "
 
     files = shard_files(source, split, require_complete, problem)
     _check_format(files, ArrayRecordFormat.name)
-    packed_length = _summary_packed_length(files, mode)
+    packed_length, pad_id = _summary_facts(files, mode)
     examples = Int64FeaturesWriter()
     with _local(files) as local:
         records = grain.MapDataset.source(grain.sources.ArrayRecordDataSource(local))
@@ -195,7 +196,8 @@ def grain_batches(source: Union[Source, Mixture], batch_size: int, mode: str = "
         for epoch in range(num_epochs):
             epoch_records = records.shuffle((seed or 0) + epoch) if shuffle else records
             pairs = epoch_records.map(lambda record: _parse(examples, record, keys))
-            yield from _batches(iter(pairs), batch_size, mode, options, keys, packed_length)
+            yield from _batches(iter(pairs), batch_size, mode, options, keys, packed_length,
+                                pad_id)
 
 
 def parquet_pairs(files: Sequence[str], keys: Sequence[str] = FEATURES) -> Iterator[Example]:
@@ -237,7 +239,7 @@ def parquet_batches(source: Union[Source, Mixture], batch_size: int, mode: str =
         return
     files = shard_files(source, split, require_complete, problem)
     _check_format(files, ParquetFormat.name)
-    packed_length = _summary_packed_length(files, mode)
+    packed_length, pad_id = _summary_facts(files, mode)
     keys = parquet_keys(files)
     for epoch in range(num_epochs):
         pairs = bucketing.select(parquet_pairs(files, keys), num_shards, shard_index,
@@ -245,16 +247,17 @@ def parquet_batches(source: Union[Source, Mixture], batch_size: int, mode: str =
         if shuffle:
             pairs = bucketing.buffer_shuffled(pairs, shuffle_buffer_size,
                                               random.Random((seed or 0) + epoch))
-        yield from _batches(pairs, batch_size, mode, options, keys, packed_length)
+        yield from _batches(pairs, batch_size, mode, options, keys, packed_length, pad_id)
 
 
-def dataset_batches(dataset: Any, batch_size: int, mode: str = "nmt", **options: Any
-                    ) -> Iterator[Batch]:
+def dataset_batches(dataset: Any, batch_size: int, mode: str = "nmt", pad_id: int = 0,
+                    **options: Any) -> Iterator[Batch]:
     """Batches of a Hugging Face `datasets.Dataset` of our Parquet shards
     (`load_dataset("parquet", data_files=...)`), in its order (shuffle it with
-    `dataset.shuffle(seed=...)` first)."""
+    `dataset.shuffle(seed=...)` first). `pad_id` (mode t2t): the summary's `vocab` entries
+    say it (`pad_id`); a Dataset does not carry it."""
     keys = (PACKED_FEATURES if "inputs_segmentation" in dataset.column_names
             else FEATURES)
     rows = dataset.with_format("numpy")
     examples = (tuple(np.asarray(row[key], np.int32) for key in keys) for row in rows)
-    return _batches(examples, batch_size, mode, options, keys)
+    return _batches(examples, batch_size, mode, options, keys, pad_id=pad_id)

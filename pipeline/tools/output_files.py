@@ -16,7 +16,7 @@ directory takes the problem too, and the error that asks for it names the caller
 import glob
 import json
 import os
-from typing import Any, Dict, Iterable, List, Optional, Set, Tuple
+from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Set, Tuple
 
 from pipeline.output.complete_check import shard_mismatches
 from pipeline.output.layout import COMPLETE_NAME, SUMMARY_NAME, marked_problem
@@ -175,3 +175,52 @@ def problems_of(files: Iterable[str]) -> List[str]:
     """The problems whose shards are among `files`, sorted."""
     return sorted({parsed[0] for parsed in map(parse_shard_name, map(_basename, files))
                    if parsed})
+
+
+class OutputFacts(NamedTuple):
+    """What the summary beside record files says about reading them."""
+    packed_length: int  # --packed_length (0: none, or no summary)
+    pad_id: int         # the id inputs and targets are padded with (mode t2t)
+
+
+def output_facts(files: Iterable[str], mode: str) -> OutputFacts:
+    """Raises ValueError when a summary beside the record files says they were written for
+    the other mode (word records have no EOS; subword and byte_bpe records end in one): the
+    wrong mode would train on shifted or missing end-of-sequence ids without a word. Returns
+    the summary's --packed_length and its vocabularies' pad id (`Vocabulary.pad_id`, as the
+    job records it; 0, T2T's, for no summary or one written before pad ids were recorded)."""
+    from transforms.codecs.kinds import KIND_NAMES, codec_kind
+
+    suffix = SUMMARY_NAME % ""
+    checked = set()
+    packed_length = 0
+    pad_ids: Set[int] = set()
+    for path in files:
+        directory, name = paths.split(path)
+        if directory in checked:
+            continue
+        checked.add(directory)
+        pattern = paths.join(glob_literal(directory), SUMMARY_NAME % "*")
+        for summary_path in match(pattern):
+            problem = paths.split(summary_path)[1][:-len(suffix)]
+            if not name.startswith(problem + "-"):
+                continue
+            try:
+                summary = read_json(summary_path)
+                flags = summary["flags"]
+                kind = flags["vocab_type"]
+                packed_length = max(packed_length, int(flags.get("packed_length") or 0))
+                pad_ids.update(int(v["pad_id"]) for v in (summary.get("vocab") or {}).values()
+                               if isinstance(v, dict) and "pad_id" in v)
+            except (OSError, ValueError, KeyError, TypeError):
+                continue  # no readable summary: nothing to check against
+            wanted = (("t2t" if codec_kind(kind).ends_in_eos else "nmt")  # README, "Outputs"
+                      if kind in KIND_NAMES else None)
+            if wanted and wanted != mode:
+                raise ValueError(
+                    "%s holds records of --vocab_type %s, written for mode=%r, not mode=%r "
+                    "(%s)" % (directory, kind, wanted, mode, summary_path))
+    if len(pad_ids) > 1:
+        raise ValueError("the records' vocabularies pad with different ids (%s): read them "
+                         "one output at a time" % ", ".join(map(str, sorted(pad_ids))))
+    return OutputFacts(packed_length, pad_ids.pop() if pad_ids else 0)

@@ -74,7 +74,8 @@ by length the way T2T's input pipeline (`data_reader.input_fn`, GPU branch,
     max(1, batch_size // boundaries[i]) (last: batch_size // max_length), rounded down to a
     divisor of T2T's highly composite window size exactly as T2T does. So batch_size counts
     TOKENS: a batch's padded token count (batch rows x longest sequence in it) is at most
-    about batch_size. Batches are padded with 0 (PAD) to the longest sequence in the batch
+    about batch_size. Batches are padded with the pad id (0, T2T's PAD; the vocabulary's own
+    as the summary records it: `Vocabulary.pad_id`) to the longest sequence in the batch
     (`inputs` and `targets` padded separately);
  6. if shuffle and batch_shuffle_size (default 512, T2T's `hparams.batch_shuffle_size`):
     the batches are shuffled with that buffer (T2T does this in training).
@@ -257,43 +258,6 @@ def _records_dataset(tf: Any, files: List[Tuple[str, bool]]) -> Any:
     return tf.data.Dataset.from_generator(records, output_signature=tf.TensorSpec((), tf.string))
 
 
-def _check_mode(files: Iterable[str], mode: str) -> int:
-    """Raises ValueError when a summary beside the record files says they were written for
-    the other mode (word records have no EOS; subword and byte_bpe records end in one): the
-    wrong mode would train on shifted or missing end-of-sequence ids without a word. Returns
-    the summary's --packed_length (0: none, or no summary)."""
-    from pipeline.output.layout import SUMMARY_NAME
-    from transforms.codecs.kinds import KIND_NAMES, codec_kind
-    from transforms.storage import paths
-
-    suffix = SUMMARY_NAME % ""
-    checked = set()
-    packed_length = 0
-    for path in files:
-        directory, name = paths.split(path)
-        if directory in checked:
-            continue
-        checked.add(directory)
-        pattern = paths.join(output_files.glob_literal(directory), SUMMARY_NAME % "*")
-        for summary_path in output_files.match(pattern):
-            problem = paths.split(summary_path)[1][:-len(suffix)]
-            if not name.startswith(problem + "-"):
-                continue
-            try:
-                flags = output_files.read_json(summary_path)["flags"]
-                kind = flags["vocab_type"]
-                packed_length = max(packed_length, int(flags.get("packed_length") or 0))
-            except (OSError, ValueError, KeyError, TypeError):
-                continue  # no readable summary: nothing to check against
-            wanted = (("t2t" if codec_kind(kind).ends_in_eos else "nmt")  # README, "Outputs"
-                      if kind in KIND_NAMES else None)
-            if wanted and wanted != mode:
-                raise ValueError(
-                    "%s holds records of --vocab_type %s, written for mode=%r, not mode=%r "
-                    "(%s)" % (directory, kind, wanted, mode, summary_path))
-    return packed_length
-
-
 def _first_record_packed(files: Sequence[Tuple[str, bool]]) -> bool:
     """Whether the records are packed (--packed_length): the first record of the first file
     holding one has the packed features (`transforms.formats.packed_examples`). Read in
@@ -371,7 +335,7 @@ def make_dataset(file_pattern: Any, batch_size: int, mode: str = "nmt",
     mixture = hasattr(file_pattern, "tf_records")  # a `pipeline.tools.mixture.Mixture`
     files = (_record_files(file_pattern.all_files(), False) if mixture
              else _record_files(file_pattern, require_complete))
-    packed_length = _check_mode([path for path, _ in files], mode)
+    packed_length, pad_id = output_files.output_facts([path for path, _ in files], mode)
     dataset = (file_pattern.tf_records(tf, shuffle, random_seed) if mixture
                else _records_dataset(tf, files))
     keys = PACKED_FEATURES if _first_record_packed(files) else PAIR_FEATURES
@@ -404,6 +368,7 @@ def make_dataset(file_pattern: Any, batch_size: int, mode: str = "nmt",
             min_length_bucket=8 if min_length_bucket is None else min_length_bucket,
             length_bucket_step=1.1 if length_bucket_step is None else length_bucket_step,
             drop_long_sequences=True if drop_long_sequences is None else drop_long_sequences,
+            pad_id=pad_id,
             batch_shuffle_size=(512 if batch_shuffle_size is None else batch_shuffle_size)
             if shuffle else 0,
             random_seed=random_seed, reshuffle_each_iteration=reshuffle_each_iteration)
@@ -462,7 +427,7 @@ def _t2t_batches(tf: Any, dataset: Any, batch_size: int, num_parallel_calls: int
                  min_length_bucket: int,
                  length_bucket_step: float, drop_long_sequences: bool,
                  batch_shuffle_size: int, random_seed: Optional[int],
-                 reshuffle_each_iteration: bool) -> Any:
+                 reshuffle_each_iteration: bool, pad_id: int = 0) -> Any:
     scheme = t2t_batching_scheme(batch_size, max_length, min_length_bucket, length_bucket_step)
     dataset = dataset.map(lambda *features: dict(zip(keys, features)),
                           num_parallel_calls=num_parallel_calls)
@@ -473,8 +438,10 @@ def _t2t_batches(tf: Any, dataset: Any, batch_size: int, num_parallel_calls: int
     longest = scheme["max_length"] if drop_long_sequences else 10 ** 9
     dataset = dataset.filter(lambda ex: tf.logical_and(example_length(ex) >= min_length,
                                                        example_length(ex) <= longest))
+    padding = {key: tf.constant(pad_id if key in ("inputs", "targets") else 0, tf.int32)
+               for key in keys}  # the packed features with 0, as T2T pads them
     dataset = dataset.bucket_by_sequence_length(
-        example_length, scheme["boundaries"], scheme["batch_sizes"])
+        example_length, scheme["boundaries"], scheme["batch_sizes"], padding_values=padding)
     if batch_shuffle_size:
         seed = None if random_seed is None else random_seed + 1
         dataset = dataset.shuffle(batch_shuffle_size, seed, reshuffle_each_iteration)

@@ -293,3 +293,36 @@ def test_t2t_mode_shuffled_and_long_sequences(t2t_records):
     everything = list(reader.make_dataset(pattern, 512, mode="t2t", shuffle=False, max_length=64,
                                           drop_long_sequences=False).as_numpy_iterator())
     _check_t2t_batches(everything, scheme, pairs)
+
+
+@pytest.mark.parametrize("pad", [0, 50257])
+def test_t2t_mode_pads_with_the_pad_id_the_summary_records(tmp_path, pad):
+    """Every reader pads inputs and targets with the vocabularies' pad id as the job records
+    it (`Vocabulary.pad_id`; issue 50, item 2): GPT-2's own files pad with 50257, since
+    their 0 is `!`, which records hold; the packed features stay 0-padded."""
+    from pipeline.tools import batches
+    from reader_outputs import write_output
+    from transforms.shards.record_formats import ParquetFormat, TFRecordFormat
+    pairs = [([0, 17250, 0, 50256], [0, 50256]), ([17250, 50256], [9, 9, 9, 50256])] * 3
+    ids = {"pad_id": pad, "eos_ids": [50256]}
+    for fmt in (TFRecordFormat(), ParquetFormat()):
+        directory = tmp_path / fmt.name
+        directory.mkdir()
+        write_output(directory, "gpt", fmt, {None: pairs}, flags={"vocab_type": "byte_bpe"},
+                     vocab={"source": dict(ids), "target": dict(ids), "passes": 2})
+    tf_batches = list(reader.make_dataset(str(tmp_path / "tfrecord" / "gpt-train-*"), 64,
+                                          mode="t2t", shuffle=False).as_numpy_iterator())
+    for got in (tf_batches, list(batches.parquet_batches(str(tmp_path / "parquet"), 64,
+                                                          mode="t2t", shuffle=False))):
+        rows = []
+        for batch in got:
+            for side in ("inputs", "targets"):
+                for row in batch[side]:
+                    end = len(row) - next(i for i, x in enumerate(row[::-1]) if x != pad)
+                    assert row[end - 1] == 50256 and (row[end:] == pad).all()
+                    rows.append((side, tuple(row[:end])))
+        assert sorted(rows) == sorted([("inputs", tuple(i)) for i, _ in pairs]
+                                      + [("targets", tuple(t)) for _, t in pairs])
+        assert any(len(batch["targets"][0]) > 2 for batch in got)
+        padded = np.concatenate([b["targets"].ravel() for b in got])
+        assert (padded == pad).any()  # some row was padded
