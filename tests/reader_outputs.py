@@ -10,12 +10,13 @@ import os
 from transforms.formats.example_proto import Int64FeaturesWriter
 
 
-def write_output(directory, problem, fmt, pairs_by_lang, shards=2, flags=None, vocab=None):
+def write_output(directory, problem, fmt, pairs_by_lang, shards=2, flags=None, vocab=None,
+                 **summary_fields):
     """One complete output of `problem` in the record format `fmt` into `directory`.
     `pairs_by_lang`: {language pair: [(inputs, targets) or {feature: ids}, ...]}; a single
     key None writes one pair's shards (`{problem}-train-...`), else each pair's own
     (`{problem}-{pair}-train-...`) and the summary's `language_pairs`. Returns the summary
-    written."""
+    written. `summary_fields`: more of the summary's fields (a `fingerprint`)."""
     examples = Int64FeaturesWriter()
     listed, books = [], {}
     for lang_pair, pairs in sorted(pairs_by_lang.items(), key=lambda kv: kv[0] or ""):
@@ -38,6 +39,7 @@ def write_output(directory, problem, fmt, pairs_by_lang, shards=2, flags=None, v
                "splits": {"train": train}}
     if vocab is not None:
         summary["vocab"] = vocab
+    summary.update(summary_fields)
     with open(os.path.join(directory, "%s.datagen_summary.json" % problem), "w") as f:
         json.dump(summary, f)
     with open(os.path.join(directory, "%s.DATAGEN_COMPLETE" % problem), "w") as f:

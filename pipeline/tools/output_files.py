@@ -210,10 +210,17 @@ def output_facts(files: Iterable[str], mode: str) -> OutputFacts:
                 flags = summary["flags"]
                 kind = flags["vocab_type"]
                 packed_length = max(packed_length, int(flags.get("packed_length") or 0))
-                pad_ids.update(int(v["pad_id"]) for v in (summary.get("vocab") or {}).values()
-                               if isinstance(v, dict) and "pad_id" in v)
+                vocabs = [v for v in (summary.get("vocab") or {}).values() if isinstance(v, dict)]
+                pad_ids.update(int(v["pad_id"]) for v in vocabs if "pad_id" in v)
             except (OSError, ValueError, KeyError, TypeError):
                 continue  # no readable summary: nothing to check against
+            layout = codec_kind(kind).learnt_layout if kind in KIND_NAMES else ""
+            if (layout and (summary.get("fingerprint") or {}).get("layout") != layout
+                    and not any("given" in v for v in vocabs)):
+                raise ValueError(
+                    "%s holds --vocab_type %s records learnt with an earlier id layout (not %s: "
+                    "their EOS is the id batches are padded with); rerun the job with "
+                    "--overwrite (%s)" % (directory, kind, layout, summary_path))
             wanted = (("t2t" if codec_kind(kind).ends_in_eos else "nmt")  # README, "Outputs"
                       if kind in KIND_NAMES else None)
             if wanted and wanted != mode:

@@ -304,12 +304,14 @@ def test_t2t_mode_pads_with_the_pad_id_the_summary_records(tmp_path, pad):
     from reader_outputs import write_output
     from transforms.shards.record_formats import ParquetFormat, TFRecordFormat
     pairs = [([0, 17250, 0, 50256], [0, 50256]), ([17250, 50256], [9, 9, 9, 50256])] * 3
-    ids = {"pad_id": pad, "eos_ids": [50256]}
+    # 50257: GPT-2's files given; 0: a learnt vocabulary of today's layout
+    ids = dict({"pad_id": pad, "eos_ids": [50256]}, **({"given": "gpt2"} if pad else {}))
     for fmt in (TFRecordFormat(), ParquetFormat()):
         directory = tmp_path / fmt.name
         directory.mkdir()
         write_output(directory, "gpt", fmt, {None: pairs}, flags={"vocab_type": "byte_bpe"},
-                     vocab={"source": dict(ids), "target": dict(ids), "passes": 2})
+                     vocab={"source": dict(ids), "target": dict(ids), "passes": 2},
+                     fingerprint={"flags": {}, "inputs": {}, "layout": "<pad> 0, EOS 1"})
     tf_batches = list(reader.make_dataset(str(tmp_path / "tfrecord" / "gpt-train-*"), 64,
                                           mode="t2t", shuffle=False).as_numpy_iterator())
     for got in (tf_batches, list(batches.parquet_batches(str(tmp_path / "parquet"), 64,
@@ -326,3 +328,22 @@ def test_t2t_mode_pads_with_the_pad_id_the_summary_records(tmp_path, pad):
         assert any(len(batch["targets"][0]) > 2 for batch in got)
         padded = np.concatenate([b["targets"].ravel() for b in got])
         assert (padded == pad).any()  # some row was padded
+
+
+def test_a_byte_bpe_output_learnt_with_eos_0_is_refused_by_the_readers(tmp_path):
+    """An output learnt before `<pad>` took id 0 (its EOS is 0: the summary records neither
+    pad id nor layout) is refused, not padded with its EOS (issue 50, item 2)."""
+    from pipeline.tools import batches
+    from reader_outputs import write_output
+    from transforms.shards.record_formats import ParquetFormat, TFRecordFormat
+    for fmt in (TFRecordFormat(), ParquetFormat()):
+        (tmp_path / fmt.name).mkdir()
+        write_output(tmp_path / fmt.name, "old", fmt, {None: [([5, 0], [6, 7, 0])] * 4},
+                     flags={"vocab_type": "byte_bpe"}, vocab={"source": {"size": 300}},
+                     fingerprint={"flags": {}, "inputs": {}})
+    for call in (lambda: reader.make_dataset(str(tmp_path / "tfrecord" / "old-*"), 64,
+                                             mode="t2t"),
+                 lambda: next(batches.parquet_batches(str(tmp_path / "parquet"), 64,
+                                                      mode="t2t"))):
+        with pytest.raises(ValueError, match="earlier id layout .*--overwrite"):
+            call()
