@@ -12,6 +12,7 @@ counted (`merge_range_scans` takes them in file order). A compressed stream cann
 one range, read whole.
 """
 
+from itertools import accumulate
 from typing import Iterator, List, Optional, Tuple
 
 from transforms.formats.text_lines import (_CHUNK, _HEAD, ByteStream, Marks, _head_marks,
@@ -21,9 +22,10 @@ RangeScan = Tuple[int, int, Optional[int], List[Tuple[int, int]]]
 
 
 class RangeLines:
-    """The raw lines of range [start, end) of a stream at byte max(0, start - 1); `first`:
-    the offset of its first line (known once iteration began), `unterminated`: whether the
-    last one yielded ended the file without a `\n`."""
+    """The raw lines of range [start, end) of a stream at byte max(0, start - 1), a block of
+    them a read (`blocks`: the bytes they span, `\n`s included, and their list) or one by one
+    (iterating); `first`: the offset of its first line (known once reading began),
+    `unterminated`: whether the last one ended the file without a `\n`."""
 
     def __init__(self, stream: ByteStream, start: int, end: int) -> None:
         self._stream, self._start, self._end = stream, start, end
@@ -46,23 +48,35 @@ class RangeLines:
                 return chunk[at + 1:]
             offset += len(chunk)
 
-    def __iter__(self) -> Iterator[bytes]:
+    def blocks(self) -> Iterator[Tuple[bytes, List[bytes]]]:
         pending = self._skip()
         offset, end = self.first, self._end
         while offset < end:
             chunk = self._stream.read(_CHUNK)
-            parts = (pending + chunk).split(b"\n")
+            data = pending + chunk
+            parts = data.split(b"\n")
             pending = parts.pop()
-            for part in parts:
-                if offset >= end:
-                    return
-                yield part
-                offset += len(part) + 1
-            if not chunk:
-                if pending and offset < end:  # the file's last line, without a `\n`
-                    self.unterminated = True
-                    yield pending
+            used = len(data) - len(pending)
+            if parts and offset + used - len(parts[-1]) - 1 >= end:  # the range ends here
+                kept, used = 0, 0
+                while kept < len(parts) and offset + used < end:
+                    used += len(parts[kept]) + 1
+                    kept += 1
+                parts = parts[:kept]
+            if parts:
+                yield data[:used], parts
+            offset += used
+            if offset >= end:
                 return
+            if not chunk:
+                if pending:  # the file's last line, without a `\n`
+                    self.unterminated = True
+                    yield pending, [pending]
+                return
+
+    def __iter__(self) -> Iterator[bytes]:
+        for _, parts in self.blocks():
+            yield from parts
 
 
 def scan_range(stream: ByteStream, start: int, end: int, checkpoint_every: int,
@@ -72,31 +86,37 @@ def scan_range(stream: ByteStream, start: int, end: int, checkpoint_every: int,
     UTF-8 or None, checkpoints). Its checkpoints are the (line, offset) of every
     `checkpoint_every`-th line of the file that starts right after one of its lines, known
     with the file's number of its first line only (`first_line`: 0 for the first range).
-    `marks` gets its lines' `lone_cr` and `nul` (and the byte-order marks when start is 0):
-    `merge_range_scans` makes the file's facts of its ranges'."""
+    `marks` gets its lines' `lone_cr` and `nul` (and the byte-order marks when start is 0);
+    without `marks` (a second read, for the checkpoints) UTF-8 is not checked again.
+    `merge_range_scans` makes the file's facts of its ranges'. A block of lines is checked
+    at once (UTF-8 splits at `\n` into valid lines only if it is valid whole)."""
     lines = size = 0
     first_invalid: Optional[int] = None
     checkpoints: List[Tuple[int, int]] = []
     lone_cr = nul = 0
     head = b""
     reader = RangeLines(stream, start, end)
-    for raw in reader:
-        if first_invalid is None and not _is_utf8(raw):
-            first_invalid = lines + 1
-        lines += 1
-        size += len(raw) + 1
-        if b"\r" in raw:
-            lone_cr += raw.count(b"\r") - raw.endswith(b"\r")
-        if b"\0" in raw:
-            nul += raw.count(b"\0")
-        if start == 0 and len(head) < _HEAD:
-            head += (raw + b"\n")[:_HEAD - len(head)]
-        if first_line is not None and (first_line + lines) % checkpoint_every == 0:
-            checkpoints.append((first_line + lines, reader.first + size))
-    if reader.unterminated:
-        size -= 1
-        lone_cr += raw.endswith(b"\r")
-        head = head[:size]
+    for region, parts in reader.blocks():
+        if marks is not None:
+            if first_invalid is None and not _is_utf8(region):
+                first_invalid = lines + next(i for i, raw in enumerate(parts, 1)
+                                             if not _is_utf8(raw))
+            if b"\r" in region:
+                lone_cr += region.count(b"\r") - region.count(b"\r\n")
+            if b"\0" in region:
+                nul += region.count(b"\0")
+            if start == 0 and len(head) < _HEAD:
+                head += region[:_HEAD - len(head)]
+        if first_line is not None:  # after line j of the block: line before + j + 1
+            before = first_line + lines
+            first_due = (-before - 1) % checkpoint_every
+            if first_due < len(parts):
+                ends = list(accumulate(len(raw) + 1 for raw in parts))
+                base = reader.first + size
+                checkpoints.extend((before + j + 1, base + ends[j])
+                                   for j in range(first_due, len(parts), checkpoint_every))
+        lines += len(parts)
+        size += len(region)
     if marks is not None:
         marks["lone_cr"], marks["nul"] = lone_cr, nul
         if start == 0:

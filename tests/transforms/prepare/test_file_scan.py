@@ -67,3 +67,20 @@ def test_a_file_scanned_in_ranges_has_the_facts_and_warnings_of_one_scan(tmp_pat
         assert_that(missing, equal_to([(gone, {"error": "%s: cannot be read (No such file "
                                                         "or directory)" % gone})]),
                     label="gone")
+
+
+def test_the_sample_corpus_in_64_kib_ranges_has_the_facts_of_whole_scans():
+    """Facts are all the later passes take from the scan (chunks start at its seek points),
+    so equal facts make equal outputs."""
+    import os
+    from repo_paths import SAMPLE_DATA
+    paths = [os.path.join(SAMPLE_DATA, "enzh-mlqe-pe", name) for name in ("train.en", "train.zh")]
+    with test_pipeline() as p:
+        whole = p | beam.Create(paths) | "Whole" >> ScanTextFiles(1000)
+        ranges = p | "Paths" >> beam.Create(paths) | "Ranges" >> ScanTextFiles(1000, 64 << 10)
+        both = ((whole | "W" >> beam.Map(lambda pf: (pf[0], ("whole", pf[1]))),
+                 ranges | "R" >> beam.Map(lambda pf: (pf[0], ("ranges", pf[1]))))
+                | beam.Flatten() | beam.GroupByKey()
+                | beam.MapTuple(lambda path, facts: (path, dict(facts)["whole"] == dict(facts)[
+                    "ranges"] and len(dict(facts)["whole"]["checkpoints"]) > 5)))
+        assert_that(both, equal_to([(path, True) for path in paths]))
