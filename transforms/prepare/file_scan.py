@@ -10,10 +10,11 @@ reading a 1B-line file would be a serial floor of 15-25 minutes. Its seek points
 range's first line number, known once every range before it is counted, so the ranges after
 the first are read a second time, in parallel too, for their seek points only (a second read
 of the bytes; a file's lines are not known before the first). A compressed file cannot seek
-and is read whole, as is a file no larger than a range.
+and is read whole, as is a file no larger than a range; when the driver knows that no file
+is larger (`range_bytes` None), the pass has no range stages at all.
 """
 
-from typing import Any, Dict, Iterable, Iterator, List, Tuple
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple
 
 import apache_beam as beam
 
@@ -172,13 +173,16 @@ class ScanTextFiles(beam.PTransform):
     one) scanned by one worker in parallel; a seek point every `chunk_lines` lines
     (--encode_chunk_lines: the encode chunks start there)."""
 
-    def __init__(self, chunk_lines: int, range_bytes: int = RANGE_BYTES) -> None:
+    def __init__(self, chunk_lines: int, range_bytes: Optional[int] = RANGE_BYTES) -> None:
         super().__init__()
         self._every = chunk_lines
-        self._range_bytes = range_bytes
+        self._range_bytes = range_bytes  # None: every file whole (none is bigger)
 
     def expand(self, paths: beam.PCollection[str]) -> beam.PCollection[ScannedFile]:
         settings = StoreSettings.from_options(paths.pipeline.options)
+        if self._range_bytes is None:  # a pipeline's stages cost a small job's time
+            return (paths | "Spread" >> beam.Reshuffle()
+                    | "Scan" >> beam.ParDo(_ScanFileFn(self._every, settings)))
         ranges = (paths
                   | "Ranges" >> beam.ParDo(_PlanRangesFn(self._range_bytes, settings))
                   | "Spread" >> beam.Reshuffle())
