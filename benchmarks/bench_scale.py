@@ -46,6 +46,7 @@ import tempfile
 import threading
 import time
 import urllib.parse
+import urllib.request
 
 import psutil
 
@@ -155,7 +156,32 @@ def request_kind(method, url, headers):
                                       "partNumber")]
     if "list-type" in names or ("prefix" in names and method == "GET"):
         names = ["list"]
+    if WORK_NAME in urllib.parse.unquote(urllib.parse.urlparse(url).path):
+        extra.append("work")  # a key under .datagen-work: fragments, parts, markers
     return " ".join([method] + extra + names)
+
+
+def recorder(server, action):
+    """Turns moto's request recorder on or off (as `MotoServer.record` does)."""
+    request = urllib.request.Request("%s/moto-api/recorder/%s" % (server.endpoint, action),
+                                     data=b"", method="POST")
+    urllib.request.urlopen(request, timeout=60).read()
+
+
+def recorded(path):
+    """[(method, URL, headers)] from moto's recording. Its threaded server sometimes writes two
+    entries on one line (`MotoServer.record`'s json.loads per line then fails), so each line
+    is decoded object by object; bodies are dropped as they are read."""
+    decoder, found = json.JSONDecoder(), []
+    with open(path) as f:
+        for line in f:
+            line, i = line.strip(), 0
+            while i < len(line):
+                entry, i = decoder.raw_decode(line, i)
+                found.append((entry["method"], entry["url"], entry["headers"]))
+                while i < len(line) and line[i].isspace():
+                    i += 1
+    return found
 
 
 def run_scale(args, scale, inputs, pairs, s3):
@@ -178,16 +204,34 @@ def run_scale(args, scale, inputs, pairs, s3):
            "--runner", "DirectRunner", "--direct_running_mode", "multi_processing",
            "--direct_num_workers", str(args.workers)] + extra
     temp_dirs = [tmp] + ([] if s3 else [os.path.join(out, WORK_NAME)])
+    try:
+        row = _measured(args, scale, pairs, s3, cmd, env, temp_dirs, run_dir, server)
+    finally:
+        if server is not None:
+            server.stop()
+    if not args.keep:
+        shutil.rmtree(run_dir, ignore_errors=True)
+    return row
+
+
+def _measured(args, scale, pairs, s3, cmd, env, temp_dirs, run_dir, server):
+    """run_scale's measured run and its figures (the server still up, for its listing)."""
+    out = cmd[cmd.index("--output_dir") + 1]
     sampler = ScaleSampler(temp_dirs, args.interval)
-    requests = None
+    requests = []
     load_before = os.getloadavg()[0]
     with open(os.path.join(run_dir, "job.log"), "wb") as log:
         sampler.start()
         try:
             if s3:
-                with server.record() as requests:
+                recorder(server, "reset-recording")
+                recorder(server, "start-recording")
+                try:
                     result = run_tree(cmd, cwd=REPO_ROOT, env=env, interval=args.interval,
                                       stdout=log, stderr=subprocess.STDOUT)
+                finally:
+                    recorder(server, "stop-recording")
+                requests = recorded(server.recording)
             else:
                 result = run_tree(cmd, cwd=REPO_ROOT, env=env, interval=args.interval,
                                   stdout=log, stderr=subprocess.STDOUT)
@@ -209,11 +253,10 @@ def run_scale(args, scale, inputs, pairs, s3):
         kinds = collections.Counter(request_kind(*r) for r in requests)
         row.update({"output_bytes": sum(sizes), "objects_final": len(sizes),
                     "requests": len(requests), "request_kinds": dict(kinds),
-                    "objects_written": sum(n for k, n in kinds.items()
-                                           if k.startswith("PUT") and "partNumber" not in k
-                                           and "copy" not in k)
-                    + sum(n for k, n in kinds.items() if k.startswith("POST uploadId"))})
-        server.stop()
+                    # a PUT of a whole object or a copy, or a completed multipart upload
+                    "objects_written": sum(n for k, n in kinds.items() if (
+                        k.startswith("PUT") and "partNumber" not in k) or (
+                        k.startswith("POST") and k.endswith("uploadId")))})
     else:
         row["output_bytes"] = dir_bytes(out)  # .datagen-work is gone once the job ends
         row["work_left"] = os.path.exists(os.path.join(out, WORK_NAME))
@@ -221,8 +264,6 @@ def run_scale(args, scale, inputs, pairs, s3):
     if not s3 and os.path.exists(summary):
         with open(summary) as f:
             row["summary"] = json.load(f)
-    if not args.keep:
-        shutil.rmtree(run_dir, ignore_errors=True)
     return row
 
 
