@@ -113,6 +113,7 @@ class ScaleSampler(threading.Thread):
         self.temp_dirs, self.interval = temp_dirs, interval
         self.driver_rss = self.fds = self.temp = 0
         self.fds_who = None
+        self.by_dir = [0] * len(temp_dirs)  # each directory's own peak
         self._halt = threading.Event()
 
     def run(self):
@@ -135,7 +136,9 @@ class ScaleSampler(threading.Thread):
                     self.fds, self.fds_who = fds, proc.pid
                 if driver:
                     self.driver_rss = max(self.driver_rss, rss)
-            self.temp = max(self.temp, sum(dir_bytes(d) for d in self.temp_dirs))
+            sizes = [dir_bytes(d) for d in self.temp_dirs]
+            self.temp = max(self.temp, sum(sizes))
+            self.by_dir = [max(a, b) for a, b in zip(self.by_dir, sizes)]
             if self._halt.wait(self.interval):
                 return
 
@@ -242,7 +245,8 @@ def _measured(args, scale, pairs, s3, cmd, env, temp_dirs, run_dir, server):
            "cpu_us_per_pair": result["cpu_s"] / pairs * 1e6,
            "peak_largest_mb": result["peak_largest_mb"], "peak_sum_mb": result["peak_sum_mb"],
            "driver_peak_mb": sampler.driver_rss / 2.0 ** 20, "max_fds": sampler.fds,
-           "temp_peak_bytes": sampler.temp, "load_before": load_before,
+           "temp_peak_bytes": sampler.temp,
+           "temp_peak_by_dir": dict(zip(temp_dirs, sampler.by_dir)), "load_before": load_before,
            "load_after": os.getloadavg()[0], "command": cmd}
     if s3:
         client = server.client()
