@@ -8,7 +8,7 @@ cd "$(dirname "$0")"
 
 # The first run's set-up is minutes of pip: it says so first, then pip shows its progress.
 FIRST_RUN="run_local.sh: first run: creating .venv and installing the project and its \
-dependencies with pip (once: about 3 GB, TensorFlow alone 1.3 GB; about 10 minutes, a few \
+dependencies with pip (once: about 3 GB, TensorFlow alone 1.3 GB; about 9 minutes, a few \
 with pip's cache warm); later runs start the job at once"
 if [ ! -x .venv/bin/python ]; then
   echo "$FIRST_RUN" >&2
