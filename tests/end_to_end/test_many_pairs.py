@@ -266,7 +266,8 @@ def test_mix_shards_write_one_set_at_the_rates_in_parquet(tmp_path):
     table = format_summary(summary).splitlines()
     assert table[table.index(next(line for line in table if line.startswith("split")))].split(
         ) == ["split", "read", "written", "rejected", "shards", "records"]
-    [train_line] = [line for line in table if line.startswith("train ")]
+    [train_line] = [line for line in table if line.split()[:2] == ["train", str(
+        train["pairs_read"])]]
     assert train_line.split()[-1] == str(train["records"])
     for pair, entry in books.items():
         [line] = [line for line in table if line.strip().startswith(pair + " ")]
