@@ -38,6 +38,11 @@ EncodedLine = Tuple[bytes, int, int]
 words). A plain tuple, not a NamedTuple: the encode pass makes one per distinct line."""
 
 
+EntryFrame = Sequence[Tuple[bytes, int]]
+"""How an encoded line is framed as a record's part: nested length-delimited protobuf fields
+around its varints, innermost first, each (bytes before its tag, tag); the innermost is left
+out when its content is empty (`example_proto.PairExampleWriter.entry_frame`)."""
+
 class Vocabulary(abc.ABC):
     """A loaded vocabulary of one kind. Subclasses fill in the abstract methods."""
 
@@ -106,6 +111,14 @@ class Vocabulary(abc.ABC):
             out.append((encode_varints(ids), len(ids), oov))
         return out
 
+
+    def encode_entries_many(self, texts: Sequence[str], frame: EntryFrame, head: bytes,
+                            eos: bytes) -> List[Optional[Tuple[bytes, int]]]:
+        """For each of `texts` (distinct stripped lines): (`frame` around `head` + its ids'
+        varints + `eos`, how many ids it has, without head and EOS), or None for a line left
+        to `encode_varints_many`: every line, unless a kind encodes and frames lines in one
+        compiled call (subword: `subword_kernel`). Its out-of-vocabulary words are 0."""
+        return [None] * len(texts)
 
 @dataclasses.dataclass(frozen=True)
 class VocabularyLoader:

@@ -92,8 +92,9 @@ class PairEncoder:
 
     Parallel corpora repeat lines a lot (on the en-zh bench corpus 76% of English and 52% of
     Chinese lines occur more than once), so each side keeps its recent lines' entries, already
-    serialized; the lines not kept are encoded together (`Vocabulary.encode_varints_many`: a
-    subword encoder segments their new tokens in one compiled call).
+    serialized; the lines not kept are encoded together: framed as entries by the vocabulary
+    where it can (`Vocabulary.encode_entries_many`: the subword kernel, one compiled call a
+    block), else as varints (`Vocabulary.encode_varints_many`) framed here.
     """
 
     def __init__(self, source: Vocabulary, target: Vocabulary,
@@ -124,15 +125,26 @@ class PairEncoder:
         new = [text for text, known in entries.items() if known is None]
         if new:
             eos, eos_count = self._eos[side]
-            entry = self._examples.entry_from_varints
             if len(cache) + len(new) > LINE_CACHE_SIZE:
                 cache.clear()
             head, head_count = prefix
-            for text, (packed, count, oov) in zip(
-                    new, self._vocabularies[side].encode_varints_many(new)):
-                entries[text] = cache[text] = (
-                    entry(side, head + packed + eos), head_count + count + eos_count,
-                    head_count + count, oov, len(text))
+            vocabulary = self._vocabularies[side]
+            rest = []  # the lines the vocabulary did not frame itself
+            for text, framed in zip(new, vocabulary.encode_entries_many(
+                    new, self._examples.entry_frame(side), head, eos)):
+                if framed is None:
+                    rest.append(text)
+                else:
+                    entries[text] = cache[text] = (
+                        framed[0], head_count + framed[1] + eos_count,
+                        head_count + framed[1], 0, len(text))
+            if rest:
+                entry = self._examples.entry_from_varints
+                for text, (packed, count, oov) in zip(
+                        rest, vocabulary.encode_varints_many(rest)):
+                    entries[text] = cache[text] = (
+                        entry(side, head + packed + eos), head_count + count + eos_count,
+                        head_count + count, oov, len(text))
         return entries  # type: ignore[return-value]  # every value is set now
 
     def _known(self, pairs: List[LinePair], prefix: Tuple[bytes, int] = (b"", 0)
