@@ -304,11 +304,13 @@ class KernelSubwordEncoder(BatchSubwordEncoder):
         return known
 
     def encode_entries_many(self, texts: Sequence[str], frame: EntryFrame, head: bytes,
-                            eos: bytes) -> list[Optional[tuple[bytes, int]]]:
-        """(`frame` around `head` + the ids' varints of the text + `eos`, how many ids the
-        text has) of each of `texts`, or None for a text left to the Python path."""
+                            eos: bytes) -> tuple[list[Optional[bytes]], list[int]]:
+        """`frame` around `head` + the ids' varints of the text + `eos` for each of `texts`
+        (None for a text left to the Python path), and how many ids each text has. Two
+        lists, so a caller zips them in C."""
+        entries: list[Optional[bytes]] = []
         if not texts:
-            return []
+            return entries, []
         if self._used[_TOKENS] > self._token_limit:  # the cache is full: empty it
             self._new_table(self._INITIAL_TOKENS, 1 << 20)
         frame_bytes, frame_ends, frame_tags, reserve = self._frame_arrays(frame)
@@ -317,24 +319,24 @@ class KernelSubwordEncoder(BatchSubwordEncoder):
         id_counts = np.zeros(len(texts), np.int64)
         head_array, eos_array = _as_bytes(head), _as_bytes(eos)
         max_token = subword_batch.BATCH_TOKEN_CHARS
-        results: list[Optional[tuple[bytes, int]]] = []
         first = 0
         while first < len(texts):
             reached, used, why = _encode_lines(
                 codes, line_ends, first, self._alnum, self._in_alphabet, *self._trie,
-                self._varints, self._varint_ends, max_token, self._table, self._pool, self._token_bytes, self._used, frame_bytes,
-                frame_ends, frame_tags, reserve, head_array, eos_array, self._out, bounds,
-                id_counts)
+                self._varints, self._varint_ends, max_token, self._table, self._pool,
+                self._token_bytes, self._used, frame_bytes, frame_ends, frame_tags, reserve,
+                head_array, eos_array, self._out, bounds, id_counts)
             data = self._out[:used].tobytes()
-            results.extend([(data[start:end], count) if start >= 0 else None
-                            for (start, end), count in zip(bounds[first:reached].tolist(),
-                                                           id_counts[first:reached].tolist())])
+            entries.extend(map(data.__getitem__, map(slice, bounds[first:reached, 0].tolist(),
+                                                     bounds[first:reached, 1].tolist())))
             first = reached
             if why == _GROW_OUT:
                 self._out = np.empty(2 * len(self._out), np.uint8)
             elif why == _GROW_TABLE:
                 self._grow_table(max_token)
-        return results
+        for line in np.flatnonzero(bounds[:, 0] < 0).tolist():  # left to the Python path
+            entries[line] = None
+        return entries, id_counts.tolist()
 
 
 def warm_up() -> None:

@@ -62,8 +62,8 @@ class SubwordVocabulary(Vocabulary):
                 for data in self.encoder.encode_varints_many(texts)]
 
     def encode_entries_many(self, texts: Sequence[str], frame: EntryFrame, head: bytes,
-                            eos: bytes) -> List[Optional[Tuple[bytes, int]]]:
+                            eos: bytes) -> Tuple[List[Optional[bytes]], List[int]]:
         encode = getattr(self.encoder, "encode_entries_many", None)  # the kernel's, if loaded
         if encode is None:
-            return [None] * len(texts)
+            return super().encode_entries_many(texts, frame, head, eos)
         return encode(texts, frame, head, eos)

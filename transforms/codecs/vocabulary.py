@@ -113,12 +113,14 @@ class Vocabulary(abc.ABC):
 
 
     def encode_entries_many(self, texts: Sequence[str], frame: EntryFrame, head: bytes,
-                            eos: bytes) -> List[Optional[Tuple[bytes, int]]]:
-        """For each of `texts` (distinct stripped lines): (`frame` around `head` + its ids'
-        varints + `eos`, how many ids it has, without head and EOS), or None for a line left
-        to `encode_varints_many`: every line, unless a kind encodes and frames lines in one
-        compiled call (subword: `subword_kernel`). Its out-of-vocabulary words are 0."""
-        return [None] * len(texts)
+                            eos: bytes) -> Tuple[List[Optional[bytes]], List[int]]:
+        """For `texts` (distinct stripped lines): each one's `frame` around `head` + its
+        ids' varints + `eos`, or None for a line left to `encode_varints_many` (every line,
+        unless a kind encodes and frames lines in one compiled call: subword's
+        `subword_kernel`), and how many ids each has (without head and EOS; 0 for a line
+        left). A line it frames has no out-of-vocabulary words."""
+        return [None] * len(texts), [0] * len(texts)
+
 
 @dataclasses.dataclass(frozen=True)
 class VocabularyLoader:

@@ -12,6 +12,7 @@ key space, so a pair lands in the same shard at the same place whichever worker 
 """
 
 import hashlib
+from itertools import repeat
 from typing import Callable, Dict, List, Optional, Tuple
 
 from transforms.pairs.chunk_reading import LinePair
@@ -120,8 +121,8 @@ class PairEncoder:
             if self._prefixed[0] != prefix[0]:
                 self._prefixed = (prefix[0], {})
             cache = self._prefixed[1]
-        entries: Dict[str, Optional[LineEntry]] = {
-            text: cache.get(text) for text in dict.fromkeys(texts)}
+        distinct = list(dict.fromkeys(texts))
+        entries: Dict[str, Optional[LineEntry]] = dict(zip(distinct, map(cache.get, distinct)))
         new = [text for text, known in entries.items() if known is None]
         if new:
             eos, eos_count = self._eos[side]
@@ -129,22 +130,21 @@ class PairEncoder:
                 cache.clear()
             head, head_count = prefix
             vocabulary = self._vocabularies[side]
-            rest = []  # the lines the vocabulary did not frame itself
-            for text, framed in zip(new, vocabulary.encode_entries_many(
-                    new, self._examples.entry_frame(side), head, eos)):
-                if framed is None:
-                    rest.append(text)
-                else:
-                    entries[text] = cache[text] = (
-                        framed[0], head_count + framed[1] + eos_count,
-                        head_count + framed[1], 0, len(text))
-            if rest:
+            framed, counts = vocabulary.encode_entries_many(
+                new, self._examples.entry_frame(side), head, eos)
+            made: Dict[str, LineEntry] = dict(zip(new, zip(  # a None entry is replaced below
+                framed, map((head_count + eos_count).__add__, counts),  # type: ignore[arg-type]
+                map(head_count.__add__, counts), repeat(0), map(len, new))))
+            if None in framed:  # the lines the vocabulary did not frame: framed here
+                rest = [text for text, entry in zip(new, framed) if entry is None]
                 entry = self._examples.entry_from_varints
                 for text, (packed, count, oov) in zip(
                         rest, vocabulary.encode_varints_many(rest)):
-                    entries[text] = cache[text] = (
+                    made[text] = (
                         entry(side, head + packed + eos), head_count + count + eos_count,
                         head_count + count, oov, len(text))
+            cache.update(made)
+            entries.update(made)
         return entries  # type: ignore[return-value]  # every value is set now
 
     def _known(self, pairs: List[LinePair], prefix: Tuple[bytes, int] = (b"", 0)

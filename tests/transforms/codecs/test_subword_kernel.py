@@ -34,13 +34,19 @@ def python_path(plain, texts, side=0, head=b"", eos=b"\x01"):
     return out
 
 
+def entries_of(kernel, texts, side=0, head=b"", eos=b"\x01"):
+    """(entry, id count) of each line from the kernel, None for a line it leaves to the
+    Python path."""
+    entries, counts = kernel.encode_entries_many(texts, WRITER.entry_frame(side), head, eos)
+    assert len(entries) == len(counts) == len(texts)
+    return [None if entry is None else (entry, count) for entry, count in zip(entries, counts)]
+
+
 def kernel_path(kernel, texts, block, side=0, head=b"", eos=b"\x01"):
-    """The kernel's entries in blocks of `block` lines; a line it leaves to the Python path
-    stays None."""
+    """`entries_of` in blocks of `block` lines."""
     out = []
     for i in range(0, len(texts), block):
-        out.extend(kernel.encode_entries_many(texts[i:i + block], WRITER.entry_frame(side),
-                                              head, eos))
+        out.extend(entries_of(kernel, texts[i:i + block], side, head, eos))
     return out
 
 
@@ -115,8 +121,7 @@ unicode_text = st.lists(st.one_of(piece, script_digits, combining, astral,
 def test_real_vocab_any_text_equals_the_python_path(texts, heads):
     plain, kernel = zh_encoders()
     head, eos = heads
-    assert kernel.encode_entries_many(texts, WRITER.entry_frame(1), head, eos) == \
-        python_path(plain, texts, 1, head, eos)
+    assert entries_of(kernel, texts, 1, head, eos) == python_path(plain, texts, 1, head, eos)
 
 
 @HYPOTHESIS
@@ -133,7 +138,7 @@ def test_any_vocabulary_equals_the_python_path_or_leaves_the_line_to_it(subtoken
     strings = ["<pad>", "<EOS>"] + subtokens + sorted(single)
     plain = SubwordEncoder(strings)
     kernel = KernelSubwordEncoder(strings, cache_size=4)
-    got = kernel.encode_entries_many(texts, WRITER.entry_frame(0), b"", b"\x01")
+    got = entries_of(kernel, texts)
     for text, entry in zip(texts, got):
         try:
             expected = python_path(plain, [text])[0]
