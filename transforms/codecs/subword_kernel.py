@@ -38,6 +38,7 @@ from transforms.codecs import subword_batch, tokenizer
 from transforms.codecs.subword_batch import (_DONE, _MAX_ESCAPE, MAX_CODE_POINT,
                                              BatchSubwordEncoder, code_points, escape_into,
                                              segment_into)
+from transforms.codecs.vocabulary import EntryFrame
 
 _NJIT = dict(cache=True, nogil=True)
 
@@ -56,9 +57,6 @@ _COLUMNS = 6
 _TOKENS, _POOL, _TOKEN_BYTES = range(3)
 # why `_encode_lines` stopped before the last line: the output or the token table is full
 _GROW_OUT, _GROW_TABLE = 1, 2
-
-EntryFrame = Sequence[tuple[bytes, int]]
-"""Nested length-delimited fields, innermost first: (bytes before the tag, tag)."""
 
 
 @numba.njit(**_NJIT)
