@@ -32,6 +32,7 @@ import math
 import os
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from pipeline.driver import corpora_yaml
 from pipeline.output.names import check_name
 from pipeline.runtime.errors import DatagenError
 from transforms.contracts.config import CorpusConfig, InputConfig
@@ -188,13 +189,34 @@ def _entry(entry: Any, i: int, flags: argparse.Namespace, problems: _Problems, b
                         weight, inputs, columns[0], columns[1])
 
 
+def _check_pair_name(corpus: CorpusConfig, i: int,
+                     languages: Dict[str, Tuple[str, str, str]], problems: _Problems) -> None:
+    """A language pair is named `{source_lang}-{target_lang}` (its shards, books, rates and
+    records' `lang_pair`); codes with `-` (`en-US`) let two other pairs of languages have
+    one name (`en-US`->`de` and `en`->`US-de`): their records would share shards. Such a
+    collision is a problem naming both entries."""
+    if not (corpus.source_lang and corpus.target_lang):
+        return
+    name = "%s-%s" % (corpus.source_lang, corpus.target_lang)
+    where = "corpora[%d] (%s)" % (i, corpus.name)
+    known = languages.setdefault(name, (where, corpus.source_lang, corpus.target_lang))
+    if known[1:] != (corpus.source_lang, corpus.target_lang):
+        problems.add(where, "source_lang %r and target_lang %r make the language pair %r, as "
+                            "%s's %r and %r do: rename a language code" % (
+                                corpus.source_lang, corpus.target_lang, name, *known))
+
+
 def parse_corpora(text: str, path: str, flags: argparse.Namespace) -> Tuple[CorpusConfig, ...]:
     """The corpora of a corpora file's `text` (read from `path`; relative paths in it are
     relative to its directory); DatagenError naming every malformed entry and key."""
     import yaml
     problems = _Problems(path)
     try:
-        data = yaml.safe_load(text)
+        data = corpora_yaml.load(text)
+    except corpora_yaml.RepeatedKey as e:
+        raise DatagenError("--corpora %s: %skey %r given twice (line %d; YAML keeps only the "
+                           "last)" % (path, e.where + ": " if e.where else "", e.key, e.line)
+                           ) from None
     except yaml.YAMLError as e:
         raise DatagenError("--corpora %s: not YAML: %s"
                            % (path, " ".join(str(e).split()))) from None
@@ -209,6 +231,7 @@ def parse_corpora(text: str, path: str, flags: argparse.Namespace) -> Tuple[Corp
     base = path.rsplit("/", 1)[0] if "://" in path else os.path.dirname(path)
     corpora: List[CorpusConfig] = []
     seen: Dict[str, int] = {}
+    languages: Dict[str, Tuple[str, str, str]] = {}  # {pair name: (entry, source, target)}
     for i, entry in enumerate(data["corpora"]):
         corpus = _entry(entry, i, flags, problems, base)
         if corpus is None:
@@ -217,6 +240,7 @@ def parse_corpora(text: str, path: str, flags: argparse.Namespace) -> Tuple[Corp
             problems.add("corpora[%d] (%s)" % (i, corpus.name),
                          "name already used by corpora[%d]" % seen[corpus.name])
         seen.setdefault(corpus.name, i)
+        _check_pair_name(corpus, i, languages, problems)
         corpora.append(corpus)
     problems.raise_any()
     return tuple(corpora)

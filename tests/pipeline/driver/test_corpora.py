@@ -152,3 +152,53 @@ def test_the_mixing_flags_are_refused_with_one_corpus(tmp_path):
     path.write_text("corpora: [{name: a, source_lang: en, target_lang: de, train: {tsv: a}}]")
     with pytest.raises(DatagenError, match="--mix_shards applies to several corpora"):
         parse_command_line(["--corpora", str(path), "--output_dir", "/tmp/o", "--mix_shards"])
+
+
+@pytest.mark.parametrize("text,where", [
+    ("corpora: [{name: a, source_lang: en, target_lang: de, train: {tsv: a}}]\n"
+     "corpora: [{name: b, source_lang: en, target_lang: fr, train: {tsv: b}}]\n",
+     "key 'corpora' given twice (line 2"),
+    ("corpora:\n  - name: a\n    source_lang: en\n    target_lang: de\n"
+     "    train: {tsv: a}\n    train: {tsv: b}\n", "corpora[0] (a): key 'train' given twice (line 6"),
+    ("corpora:\n  - name: a\n    source_lang: en\n    target_lang: de\n"
+     "    train: {tsv: a, tsv: b}\n", "corpora[0] (a): train: key 'tsv' given twice (line 5"),
+])
+def test_a_repeated_key_is_refused_naming_the_file_entry_and_key(text, where):
+    """YAML keeps the last of a repeated key: `cat a.yaml b.yaml` lost a's corpora."""
+    with pytest.raises(DatagenError) as e:
+        _parse(text)
+    message = str(e.value)
+    assert "\n" not in message and message.startswith("--corpora /data/c.yaml: " + where)
+
+
+def test_yaml_1_1_readings_are_not_applied_numbers_and_language_codes_stay_as_written():
+    """`1e-3` is a number (YAML 1.1: a string), `no` (Norwegian) a language code (YAML
+    1.1: False), `on`/`yes` too."""
+    a, b = _parse("""
+corpora:
+  - {name: a, source_lang: en, target_lang: no, train: {tsv: a}, weight: 1e-3}
+  - {name: b, source_lang: on, target_lang: yes, train: {tsv: b}, weight: 2E+2}
+""")
+    assert (a.target_lang, a.weight) == ("no", 0.001)
+    assert (b.source_lang, b.target_lang, b.weight) == ("on", "yes", 200.0)
+
+
+def test_two_entries_making_one_pair_name_are_refused_naming_both():
+    """`en-US`->`de` and `en`->`US-de` are both `en-US-de`: their records would share
+    shards and books."""
+    with pytest.raises(DatagenError) as e:
+        _parse("""
+corpora:
+  - {name: us, source_lang: en-US, target_lang: de, train: {tsv: a}}
+  - {name: de, source_lang: en, target_lang: US-de, train: {tsv: b}}
+""")
+    message = str(e.value)
+    assert "\n" not in message
+    assert message.startswith("--corpora /data/c.yaml: corpora[1] (de): ")
+    assert "'en-US-de'" in message and "corpora[0] (us)" in message
+    # the same languages twice are one pair (two corpora of it), not a collision
+    assert len(_parse("""
+corpora:
+  - {name: a, source_lang: en-US, target_lang: de, train: {tsv: a}}
+  - {name: b, source_lang: en-US, target_lang: de, train: {tsv: b}}
+""")) == 2
