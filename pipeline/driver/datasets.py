@@ -260,9 +260,18 @@ def plan_datasets(config: DatagenConfig, split: str,
         inputs = corpus.inputs
 
         def listed(key):
-            flag = ("corpora %s %s.%s" % (corpus.name, split, key.split("_", 1)[1])
-                    if several else key)
-            return expand(getattr(inputs, key), flag=flag, output_dir=config.job.output_dir)
+            if not config.inputs.corpora:
+                return expand(getattr(inputs, key), flag=key, output_dir=config.job.output_dir)
+            # a corpora file's input is named as its other problems are: file, entry, key
+            flag = "corpora %s: corpora[%d] (%s): %s.%s" % (
+                config.inputs.corpora, number, corpus.name, split, key.split("_", 1)[1])
+            try:
+                return expand(getattr(inputs, key), flag=flag,
+                              output_dir=config.job.output_dir)
+            except DatagenError as e:
+                if str(e).startswith("--corpora "):
+                    raise
+                raise DatagenError("--%s: %s" % (flag, e)) from None
 
         sources = listed(split + "_source")
         targets = listed(split + "_target")
