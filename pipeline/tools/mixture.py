@@ -9,7 +9,7 @@ at a rate, as seqio's Mixtures, Grain's mixing and fairseq's sampling do.
     for pair, record in mixed.records(): ...                     # serialized Examples
 
 A job with several corpora writes each language pair's records in shards of its own
-(`{problem}-{src}-{tgt}-train-...`, listed per pair in the summary's `language_pairs`), so
+(`{problem}~{src}-{tgt}-train-...`, listed per pair in the summary's `language_pairs`), so
 the rate of each pair is the trainer's to choose. `Mixture` takes the output directory (its
 complete output: `reader.complete_output_files`' checks) and either a temperature (pair p's
 rate is (n_p / N) ** (1 / T) times its corpora's weight, normalized: `transforms.pairs.mixing`,

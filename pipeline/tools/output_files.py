@@ -21,7 +21,7 @@ from typing import Any, Dict, Iterable, List, Optional, Set, Tuple
 from pipeline.output.complete_check import shard_mismatches
 from pipeline.output.layout import COMPLETE_NAME, SUMMARY_NAME, marked_problem
 from pipeline.runtime import console
-from transforms.shards.record_formats import parse_shard_name
+from transforms.shards.record_formats import parse_shard_name, problem_of_head
 from transforms.storage import paths
 
 READER_HOW = "pass problem=<name>"  # what the readers' errors ask for
@@ -148,5 +148,5 @@ def check_complete(files: Iterable[str]) -> None:
 
 def problems_of(files: Iterable[str]) -> List[str]:
     """The problems whose shards are among `files`, sorted."""
-    return sorted({parsed[0] for parsed in map(parse_shard_name, map(_basename, files))
-                   if parsed})
+    return sorted({problem_of_head(parsed[0])
+                   for parsed in map(parse_shard_name, map(_basename, files)) if parsed})

@@ -137,8 +137,8 @@ def test_each_pair_has_its_own_shards_books_and_lengths(three_pairs):
     # --num_train_shards 10 shared by the pairs' lines: 300, 200 and 60 of 560
     assert {pair: len(entry["shards"]) for pair, entry in pairs.items()} == {
         "en-de": 4, "en-vi": 1, "en-zh": 5}
-    assert pairs["en-de"]["shards"] == ["p-en-de-train-%05d-of-00004" % i for i in range(4)]
-    assert sorted(name for name in os.listdir(out) if name.startswith("p-")) == sorted(
+    assert pairs["en-de"]["shards"] == ["p~en-de-train-%05d-of-00004" % i for i in range(4)]
+    assert sorted(name for name in os.listdir(out) if name.startswith("p~")) == sorted(
         name for entry in pairs.values() for name in entry["shards"])
     import tensorflow as tf
     parse = tf.train.Example.FromString
@@ -165,7 +165,7 @@ def test_each_pair_has_its_own_shards_books_and_lengths(three_pairs):
     assert {r["lang_pair"] for r in report["records"]} == set(pairs)
     # a reader finds a pair's own shards complete (the marker is the problem's)
     from pipeline.tools.reader import make_dataset
-    batched = make_dataset(str(out / "p-en-vi-train-*"), batch_size=4096, mode="t2t",
+    batched = make_dataset(str(out / "p~en-vi-train-*"), batch_size=4096, mode="t2t",
                            shuffle=False, drop_long_sequences=False)
     assert sum(int(b["inputs"].shape[0]) for b in batched) == pairs["en-vi"]["pairs_written"]
 
