@@ -33,7 +33,7 @@ import os
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from pipeline.driver import corpora_yaml
-from pipeline.output.names import check_name
+from pipeline.output.names import NAME_MAX_BYTES, check_name, longest_pair_shard_name
 from pipeline.runtime.errors import DatagenError
 from transforms.contracts.config import CorpusConfig, InputConfig
 from transforms.formats.corpus_formats import split_archive_path
@@ -206,6 +206,24 @@ def _check_pair_name(corpus: CorpusConfig, i: int,
                                 corpus.source_lang, corpus.target_lang, name, *known))
 
 
+def _check_name_lengths(corpora: Sequence[CorpusConfig], problem: str, problems: _Problems
+                        ) -> None:
+    """A pair's own shards are named with the problem and both languages; the documented
+    limits of each (--problem 100 characters, a language 64) together exceed a file name's
+    NAME_MAX_BYTES: such a pair is a problem, before anything runs, not ENAMETOOLONG after
+    two passes."""
+    for i, corpus in enumerate(corpora):
+        pair = "%s-%s" % (corpus.source_lang, corpus.target_lang)
+        longest = longest_pair_shard_name(problem, pair)
+        if longest > NAME_MAX_BYTES:
+            problems.add("corpora[%d] (%s)" % (i, corpus.name), (
+                "source_lang and target_lang: with --problem %s (%d characters) the pair "
+                "%s's shards get names of %d bytes, over the %d a file name may hold: "
+                "shorten the problem or the language codes by %d" % (
+                    problem if len(problem) <= 40 else problem[:40] + "...", len(problem),
+                    pair, longest, NAME_MAX_BYTES, longest - NAME_MAX_BYTES)))
+
+
 def parse_corpora(text: str, path: str, flags: argparse.Namespace) -> Tuple[CorpusConfig, ...]:
     """The corpora of a corpora file's `text` (read from `path`; relative paths in it are
     relative to its directory); DatagenError naming every malformed entry and key."""
@@ -242,6 +260,8 @@ def parse_corpora(text: str, path: str, flags: argparse.Namespace) -> Tuple[Corp
         seen.setdefault(corpus.name, i)
         _check_pair_name(corpus, i, languages, problems)
         corpora.append(corpus)
+    if len(corpora) > 1 and not problems.found:  # (indices of corpora: entries')
+        _check_name_lengths(corpora, flags.problem, problems)
     problems.raise_any()
     return tuple(corpora)
 

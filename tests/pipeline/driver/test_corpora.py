@@ -202,3 +202,23 @@ corpora:
   - {name: a, source_lang: en-US, target_lang: de, train: {tsv: a}}
   - {name: b, source_lang: en-US, target_lang: de, train: {tsv: b}}
 """)) == 2
+
+
+def test_a_pair_whose_shard_names_exceed_a_file_name_is_refused_up_front(tmp_path):
+    """--problem of 100 characters and languages of 64 are each within their limits, but a
+    pair's shard names hold all three: ENAMETOOLONG came after two passes."""
+    lang = "l" * 64
+    path = tmp_path / "c.yaml"
+    path.write_text("corpora:\n"
+                    "  - {name: a, source_lang: en, target_lang: de, train: {tsv: a.tsv}}\n"
+                    "  - {name: b, source_lang: %s, target_lang: %s, train: {tsv: b.tsv}}\n"
+                    % (lang, lang.upper()))
+    argv = ["--corpora", str(path), "--output_dir", str(tmp_path / "out")]
+    with pytest.raises(DatagenError) as e:
+        parse_command_line(argv + ["--problem", "p" * 100])
+    message = str(e.value)
+    assert "\n" not in message and message.startswith(
+        "--corpora %s: corpora[1] (b): source_lang and target_lang: " % path)
+    assert "over the 255 a file name may hold" in message
+    assert not (tmp_path / "out").exists()
+    assert len(parse_command_line(argv + ["--problem", "p" * 40]).config.corpora) == 2
