@@ -30,12 +30,12 @@ anything runs. The single-pair flags are the same as a corpora file of one entry
 import argparse
 import math
 import os
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from pipeline.driver import corpora_yaml
 from pipeline.output.names import NAME_MAX_BYTES, check_name, longest_pair_shard_name
 from pipeline.runtime.errors import DatagenError
-from transforms.contracts.config import CorpusConfig, InputConfig
+from transforms.contracts.config import CorpusConfig, DatagenConfig, InputConfig
 from transforms.formats.corpus_formats import split_archive_path
 from transforms.shards.record_formats import SPLITS
 from transforms.storage import file_io
@@ -281,3 +281,30 @@ def read_corpora(flags: argparse.Namespace, beam_args: Sequence[str]
         raise DatagenError("--corpora %s cannot be read: %s" % (
             flags.corpora, " ".join(str(e).split()))) from None
     return parse_corpora(text, path, flags)
+
+
+def entry_where(config: DatagenConfig, number: int) -> str:
+    """How a corpora file's messages name entry `number` of the run's corpora."""
+    return "--corpora %s: corpora[%d] (%s)" % (config.inputs.corpora, number,
+                                               config.corpora[number].name)
+
+
+def check_corpora_have_pairs(prepared: Mapping[str, Sequence[Any]], config: DatagenConfig
+                             ) -> None:
+    """With several corpora, every entry's split must hold pairs, as a single pair's must
+    (`pipeline.output.books.check_has_pairs`): an entry with empty files wrote an empty
+    shard, reserved its tag and dropped out of a Mixture's rates, exit 0. Checked once the
+    prepare step has counted the lines, before anything is written (`--allow_empty`
+    skips it, as the single-pair check)."""
+    if not config.several_corpora:
+        return
+    for split in sorted(prepared):
+        for number in range(len(config.corpora)):
+            own = [p for p in prepared[split] if p.ds.get("corpus") == number]
+            if own and not sum(min(p.source_facts["lines"], p.target_facts["lines"])
+                               for p in own):
+                read = sum(p.units for p in own)
+                raise DatagenError("%s: %s: no pairs to write (%s); pass --allow_empty to write "
+                                   "empty shards" % (entry_where(config, number), split,
+                                                     "the input is empty" if not read else
+                                                     "all %d units read were rejected" % read))

@@ -28,6 +28,7 @@ on any machine. tf.data (`reader.make_dataset`) draws with `tf.data.Dataset
 Importing this module imports no TensorFlow (`pipeline.tools.batches` uses it).
 """
 
+import warnings
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
@@ -43,7 +44,9 @@ class Mixture:
     `rates` ({pair: rate}), drawn with `seed`; `num_records` (None: no end) bounds the
     stream. `flags`: Beam's file system flags for an object store (as
     `reader.complete_output_files` takes them). ValueError for an output of one language
-    pair, an unknown pair, or a split written as one mixed set (--mix_shards)."""
+    pair, an unknown pair, a rate for a pair without records, or a split written as one
+    mixed set (--mix_shards); a UserWarning names the pairs without records (every pair
+    rejected) a temperature leaves out."""
 
     def __init__(self, output_dir: str, temperature: Optional[float] = None,
                  rates: Optional[Mapping[str, float]] = None, seed: int = 0,
@@ -71,6 +74,8 @@ class Mixture:
         self.files: Dict[str, List[str]] = {
             pair: [FileSystems.join(output_dir, name) for name in sorted(entry["shards"])]
             for pair, entry in sorted(books.items())}
+        # a pair of which every pair was rejected (--max_length) has no records to mix
+        empty = sorted(pair for pair, entry in books.items() if not entry["pairs_written"])
         if rates is not None:
             unknown = sorted(set(rates) - set(books))
             if unknown:
@@ -78,9 +83,18 @@ class Mixture:
                     ", ".join(unknown), output_dir, ", ".join(sorted(books))))
             if any(not rate >= 0 for rate in rates.values()) or not sum(rates.values()) > 0:
                 raise ValueError("rates must be 0 or more, some more than 0: %r" % (rates,))
+            named = [pair for pair in empty if rates.get(pair, 0) > 0]
+            if named:
+                raise ValueError("%s: language pair %s has no records (every pair of it was "
+                                 "rejected: its books in the summary say why): give it no rate"
+                                 % (output_dir, ", ".join(named)))
             total = float(sum(rates.values()))
             chosen = {pair: rates.get(pair, 0.0) / total for pair in sorted(books)}
         else:
+            if empty:
+                warnings.warn("%s: language pair %s has no records (every pair of it was "
+                              "rejected: its books in the summary say why), left out of the "
+                              "mixture" % (output_dir, ", ".join(empty)), stacklevel=2)
             chosen = mixing.temperature_shares(
                 {pair: [(entry["pairs_written"], entry.get("weight", 1.0))]
                  for pair, entry in books.items()}, 5.0 if temperature is None else temperature)

@@ -261,6 +261,7 @@ def _check_mode(files: Iterable[str], mode: str) -> int:
     the summary's --packed_length (0: none, or no summary)."""
     from pipeline.output.layout import SUMMARY_NAME
     from transforms.codecs.kinds import KIND_NAMES, codec_kind
+    from transforms.shards.record_formats import PAIR_SEPARATOR
     from transforms.storage import paths
 
     suffix = SUMMARY_NAME % ""
@@ -274,7 +275,7 @@ def _check_mode(files: Iterable[str], mode: str) -> int:
         pattern = paths.join(output_files.glob_literal(directory), SUMMARY_NAME % "*")
         for summary_path in output_files.match(pattern):
             problem = paths.split(summary_path)[1][:-len(suffix)]
-            if not name.startswith(problem + "-"):
+            if not name.startswith((problem + "-", problem + PAIR_SEPARATOR)):  # (a pair's)
                 continue
             try:
                 flags = output_files.read_json(summary_path)["flags"]

@@ -222,3 +222,30 @@ def test_a_pair_whose_shard_names_exceed_a_file_name_is_refused_up_front(tmp_pat
     assert "over the 255 a file name may hold" in message
     assert not (tmp_path / "out").exists()
     assert len(parse_command_line(argv + ["--problem", "p" * 40]).config.corpora) == 2
+
+
+def test_an_entry_whose_files_hold_no_pair_is_refused_once_counted(tmp_path):
+    """Files that are not 0 bytes but hold no pair (an empty .gz, every unit rejected by
+    the prepare step) are found once the prepare step counted them: one line naming the
+    entry and split, before anything is written (as a single pair's empty split)."""
+    from types import SimpleNamespace
+    from pipeline.driver.corpora import check_corpora_have_pairs
+    path = tmp_path / "c.yaml"
+    path.write_text("corpora:\n"
+                    "  - {name: a, source_lang: en, target_lang: de, train: {tsv: a.tsv}}\n"
+                    "  - {name: b, source_lang: en, target_lang: fr, train: {tsv: b.tsv}}\n")
+    argv = ["--corpora", str(path), "--output_dir", str(tmp_path / "out")]
+    config = parse_command_line(argv).config
+
+    def prepared(corpus, lines, units):
+        facts = {"lines": lines}
+        return SimpleNamespace(ds={"corpus": corpus}, source_facts=facts, target_facts=facts,
+                               units=units)
+    check_corpora_have_pairs({"train": [prepared(0, 5, 5), prepared(1, 3, 3)]}, config)
+    with pytest.raises(DatagenError) as e:
+        check_corpora_have_pairs({"train": [prepared(0, 5, 5), prepared(1, 0, 4)]}, config)
+    assert str(e.value) == (
+        "--corpora %s: corpora[1] (b): train: no pairs to write (all 4 units read were "
+        "rejected); pass --allow_empty to write empty shards" % path)
+    allowed = parse_command_line(argv + ["--allow_empty"]).config
+    assert allowed.job.allow_empty  # the job skips the check then, as the single pair's
