@@ -340,7 +340,7 @@ def test_cleaning_takes_each_pairs_languages_and_dedups_within_a_pair(tmp_path):
     assert mix["de"]["sampled_lines"] == mix["de"]["sample_lines"] > 0
 
 
-PACKED_LENGTH, MAX_LENGTH = 48, 40
+PACKED_LENGTH, MAX_LENGTH = 128, 100
 
 
 def _records(path):
@@ -395,6 +395,7 @@ def test_packing_and_max_length_per_pair_and_on_mixed_shards(tmp_path):
         over[pair] = sum(not short(r) for r in records)
         assert entry["rejected_by_reason"].get("over_max_length", 0) == over[pair]
         assert entry["pairs_written"] == ref_entry["pairs_written"] - over[pair]
+        assert entry["pairs_written"]  # every pair is packed
         assert entry["packing"]["pairs"] == entry["pairs_written"]
         for name in entry["shards"]:
             packed = _records(out / name)
