@@ -92,6 +92,12 @@ class Vocabulary(abc.ABC):
         None."""
         return None
 
+    def text_gives(self, token: str) -> Optional[str]:
+        """None, or why text holding `token` (an entry: a language tag) encodes to the entry's
+        id whatever `reserving` does (a SentencePiece model's user-defined symbol): a given
+        vocabulary with such a tag is refused."""
+        return None
+
     def reserving(self, ids: Collection[int]) -> "Vocabulary":
         """This vocabulary, encoding so that text never gives `ids` (the language tags the
         run puts before inputs: a `<2de>` inside a sentence is text). Subword and byte_bpe
