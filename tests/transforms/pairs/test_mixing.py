@@ -103,11 +103,11 @@ def test_plan_mix_samples_as_many_lines_as_the_data_within_the_budget():
 def test_shares_at_a_tiny_temperature_go_to_the_largest_instead_of_all_underflowing():
     """--sampling_temperature 1e-4 is in range: (n / N) ** 10000 underflows to 0 for every
     language, and the shares were all 0 (then a KeyError after the vocab pass)."""
-    shares = mixing.temperature_shares({"de": [(100, 1.0)], "zh": [(7000, 1.0)],
+    shares = mixing.temperature_shares({"de": [(3500, 1.0)], "zh": [(3600, 1.0)],
                                         "vi": [(0, 1.0)]}, 1e-4)
-    assert shares == {"de": 0.0, "zh": 1.0, "vi": 0.0}
-    plan = mixing.plan_mix([mixing.MixFile("de", 100, 900, 1.0),
-                            mixing.MixFile("zh", 7000, 90000, 1.0)], 1e-4, 1e9)
+    assert shares["zh"] == 1.0 and 0 < shares["de"] < 1e-100 and shares["vi"] == 0.0
+    plan = mixing.plan_mix([mixing.MixFile("de", 3500, 9000, 1.0),
+                            mixing.MixFile("zh", 3600, 9000, 1.0)], 1e-4, 1e9)
     assert plan.takes == [0, plan.sample_lines] and plan.sample_lines > 0
 
 
