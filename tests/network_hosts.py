@@ -85,7 +85,7 @@ def require_hosts():
         pytest.skip(reason)
 
 
-def _owner_gone(pid):
+def owner_gone(pid):
     """Whether the process that made a namespace or link named after `pid` is gone (a pid
     since reused by a process that is not Python counts as gone)."""
     try:
@@ -122,13 +122,13 @@ def sweep_leftovers():
     for line in _ip("netns", "list", check=False).splitlines():
         netns = line.split()[0] if line.strip() else ""
         found = re.match(r"%s-(\d+)-" % PREFIX, netns)
-        if found and _owner_gone(int(found.group(1))):
+        if found and owner_gone(int(found.group(1))):
             _kill_netns_processes(netns)
             _ip("netns", "del", netns, check=False)
             removed.append(netns)
     for line in _ip("-o", "link", "show", check=False).splitlines():
         found = re.match(r"\d+: (%s(\d+)[a-z][a-z0-9]+)[@:]" % LINK_PREFIX, line)
-        if found and _owner_gone(int(found.group(2))):
+        if found and owner_gone(int(found.group(2))):
             _ip("link", "del", found.group(1), check=False)
             removed.append(found.group(1))
     return removed
