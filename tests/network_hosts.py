@@ -18,7 +18,7 @@ namespace (the bridge's address, .1): no host has a route anywhere else.
   it made, by name and pid, also after a failed test.
 - `hosts_unavailable()`: why hosts cannot be made here (not root, no `ip`/`unshare`/
   `nsenter`, namespaces refused), or None; `require_hosts()` skips a test with that reason,
-  or fails it under CI=true.
+  or fails it under CI=true (`require(reason)`: the same for any missing prerequisite).
 """
 
 import contextlib
@@ -77,8 +77,13 @@ def hosts_unavailable():
 
 def require_hosts():
     """Skips the calling test when hosts cannot be made here; fails it under CI=true."""
+    require(hosts_unavailable())
+
+
+def require(reason):
+    """Skips the calling test for `reason` (what is missing here; None: nothing), or fails
+    it under CI=true (CI must run it)."""
     import pytest
-    reason = hosts_unavailable()
     if reason is not None:
         if os.environ.get("CI") == "true":
             pytest.fail("CI=true and " + reason)

@@ -46,7 +46,7 @@ import psutil
 
 from clusters import Processes, free_port, wait_for
 from multihost_cluster import hidden_dirs, image_dirs
-from network_hosts import Network, hosts_unavailable, owner_gone
+from network_hosts import Network, hosts_unavailable, owner_gone, require
 
 PREFIX = "t2tslurm"
 NODES = {"n1": ("n1", 11), "n2": ("n2", 12)}  # name: (link code, address)
@@ -75,12 +75,7 @@ def slurm_unavailable():
 
 def require_slurm():
     """Skips the calling test when SLURM cannot run here; fails it under CI=true."""
-    import pytest
-    reason = slurm_unavailable()
-    if reason is not None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("CI=true and " + reason)
-        pytest.skip(reason)
+    require(slurm_unavailable())
 
 
 def _which(tool):
