@@ -137,8 +137,9 @@ def replay(manifest: Dict[str, Any], fragment_dir: str) -> Iterator[Any]:
             report["path"] = paths.join(fragment_dir, value["path"])
             yield tuple(key), report
         elif isinstance(value, list) and len(value) == 5 and tag == "lengths":
-            hists = [{int(k): n for k, n in h} for h in value[:3]]
-            yield TaggedOutput(tag, (key, ChunkLengths(*hists, value[3], value[4])))
+            inputs, targets, pair = ({int(k): n for k, n in h} for h in value[:3])
+            yield TaggedOutput(tag, (key, ChunkLengths(inputs, targets, pair, value[3],
+                                                       value[4])))
         else:
             yield TaggedOutput(tag, (key, value))
 
