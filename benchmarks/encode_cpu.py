@@ -9,14 +9,17 @@ checkout), e.g. on the first 100k bench pairs with the vocab files a bench run w
         --source_vocab W/ours/out/vocab.translate_enzh_wmt8k.8192.subwords.en \\
         --target_vocab W/ours/out/vocab.translate_enzh_wmt8k.8192.subwords.zh
 
-(`W` is a `bench_datagen.py --work_dir`). Prints CPU seconds, microseconds per pair and the
-SHA-256 of the fragments written, which must not change between versions.
+(`W` is a `bench_datagen.py --work_dir`). Prints CPU seconds, microseconds per pair, the
+process's peak RSS and the SHA-256 of the fragments written, which must not change between
+versions. `--resume`: the DoFn also checksums its fragments and writes the chunk's manifest,
+as in a job (`transforms.encode.chunk_manifests`; ignored by a checkout without them).
 """
 
 import argparse
 import hashlib
 import inspect
 import os
+import resource
 import sys
 import tempfile
 import time
@@ -60,6 +63,8 @@ def main(argv=None):
     parser.add_argument("--vocab_type", default="subword")
     parser.add_argument("--num_shards", type=int, default=10)
     parser.add_argument("--repeat", type=int, default=2, help="runs; the fastest is printed")
+    parser.add_argument("--resume", action="store_true",
+                        help="write chunk manifests, as a job does")
     args = parser.parse_args(argv)
 
     lines = min(_line_count(args.source), _line_count(args.target))
@@ -68,10 +73,15 @@ def main(argv=None):
              "source_offset": 0, "target_offset": 0}
     best = None
     for _ in range(args.repeat):
-        with tempfile.TemporaryDirectory() as fragments:
+        with tempfile.TemporaryDirectory() as fragments, \
+                tempfile.TemporaryDirectory() as manifests:
+            extra = {}
+            if args.resume and "resume" in inspect.signature(_EncodeChunkFn).parameters:
+                from transforms.encode.chunk_manifests import Resume
+                extra["resume"] = Resume("bench", manifests, "/nowhere", False)
             fn = _EncodeChunkFn(*_vocabulary(args.vocab_type), args.source_vocab,
                                 args.target_vocab, 1, {"train": args.num_shards}, fragments,
-                                _config(args.vocab_type))
+                                _config(args.vocab_type), **extra)
             fn.setup()  # a new DoFn each run: its line cache starts empty
             start = time.process_time()
             for _ in fn.process(chunk):
@@ -82,8 +92,10 @@ def main(argv=None):
                 with open(os.path.join(fragments, name), "rb") as f:
                     digest.update(name.encode() + b"\0" + f.read())
         best = seconds if best is None else min(best, seconds)
-    print("pairs %d  cpu %.2f s  %.1f us/pair  fragments sha256 %s"
-          % (lines, best, best / max(lines, 1) * 1e6, digest.hexdigest()[:16]))
+    print("pairs %d  cpu %.2f s  %.1f us/pair  peak rss %.0f MB  fragments sha256 %s"
+          % (lines, best, best / max(lines, 1) * 1e6,
+             resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
+             digest.hexdigest()[:16]))
 
 
 if __name__ == "__main__":
