@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The test command: sets up .venv on a fresh machine (project, test requirements and the
 # Tensor2Tensor 1.15.7 reference, installed --no-deps), then runs the whole suite.
-# Extra arguments go to pytest, e.g. ./run_tests.sh -k parity -x
+# Extra arguments go to pytest, e.g. ./run_tests.sh -k parity -x, or ./run_tests.sh tests/test_docs.py
 # Tests run in TEST_WORKERS (default 2) pytest-xdist processes, one test file per process at a
 # time (module fixtures stay shared); TEST_WORKERS=0 runs them in this process.
 set -euo pipefail
@@ -38,4 +38,10 @@ if [ ! -x "$PRISM_BINARY" ] && command -v go >/dev/null 2>&1; then
       go install "github.com/apache/beam/sdks/v2/go/cmd/prism@v$BEAM_VERSION" >/dev/null 2>&1 \
     || echo "run_tests.sh: could not build Prism; its tests skip (fail under CI=true)" >&2
 fi
-exec .venv/bin/python -m pytest tests -n "${TEST_WORKERS:-2}" --dist loadfile "$@"
+# A test path among the arguments (tests/..., e.g. ./run_tests.sh tests/test_docs.py) runs only
+# what it names; otherwise the whole of tests/.
+WHERE=tests
+for arg in "$@"; do
+  case "$arg" in tests/*) WHERE= ;; esac
+done
+exec .venv/bin/python -m pytest $WHERE -n "${TEST_WORKERS:-2}" --dist loadfile "$@"

@@ -87,3 +87,40 @@ def test_the_fork_servers_start_up_hook_sets_the_console_up_once():
             os.environ.pop("GRPC_VERBOSITY", None)
         else:
             os.environ["GRPC_VERBOSITY"] = saved[1]
+
+
+_MIX_A_LOCAL_OUTPUT = r'''
+import json, sys
+from pipeline.tools import batches
+from pipeline.tools.mixture import Mixture
+counts = {}
+for name, directory in zip(("tfrecord", "array_record"), sys.argv[1:3]):
+    mixture = Mixture(directory, temperature=2, seed=1, num_records=40)
+    counts[name] = sum(1 for _ in mixture.records())
+counts["grain"] = sum(len(b["inputs"]) for b in batches.grain_batches(mixture, 64, mode="t2t"))
+print(json.dumps({"counts": counts, "imported": sorted(
+    {m.split(".")[0] for m in sys.modules} & {"apache_beam", "tensorflow"})}))
+'''
+
+
+def test_a_mixture_of_a_local_output_imports_no_beam_and_prints_nothing(tmp_path):
+    """`Mixture` on a local output, its records and `grain_batches` of it, in a fresh
+    interpreter: neither Beam nor TensorFlow is imported, and nothing is printed (issue 50,
+    item 14: `Mixture` imported Beam, which printed `WARNING:root:apitools not found`)."""
+    from reader_outputs import numbered_pairs, write_output
+    from transforms.shards.record_formats import ArrayRecordFormat, TFRecordFormat
+    pairs = {"en-de": numbered_pairs(100, 6), "en-fr": numbered_pairs(200, 6)}
+    outputs = []
+    for fmt in (TFRecordFormat(), ArrayRecordFormat()):
+        outputs.append(str(tmp_path / fmt.name))
+        os.mkdir(outputs[-1])
+        write_output(outputs[-1], "p", fmt, pairs)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GRPC_", "TF_"))}
+    env["PYTHONPATH"] = ROOT
+    done = subprocess.run([sys.executable, "-c", _MIX_A_LOCAL_OUTPUT] + outputs, cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stderr == ""
+    result = json.loads(done.stdout)
+    assert result == {"counts": {"tfrecord": 40, "array_record": 40, "grain": 40},
+                      "imported": []}

@@ -20,7 +20,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 from apache_beam.io.filesystems import FileSystems
 
 from pipeline.driver.datasets import is_local_file, split_patterns
-from pipeline.driver.kinds import every_plugin
+from pipeline.driver.kinds import every_plugin, kind_plugin
 from pipeline.driver.options import declared_flags, flag_defaults
 from pipeline.output.own_outputs import exclude_own
 from pipeline.runtime.errors import DatagenError
@@ -137,16 +137,31 @@ def _inputs(flag_values, flags, listed=None, stores=None):
     return inputs
 
 
+def _with_layout(fingerprint: Fingerprint, flag_values: Mapping[str, Any]) -> Fingerprint:
+    """`fingerprint` with the run's kind's `learnt_layout` (`transforms.codecs.kinds`) when it
+    learns its vocabularies (none given) and the kind declares one: a vocabulary or output
+    learnt with an earlier layout (recorded without it) then differs, and is refused, never
+    reused. Other kinds' fingerprints stay as they were."""
+    try:
+        plugin = kind_plugin(flag_values.get("vocab_type") or "")
+    except ValueError:
+        return fingerprint
+    given = plugin.given_flag and flag_values.get(plugin.given_flag)
+    if plugin.codec.learnt_layout and not given:
+        fingerprint["layout"] = plugin.codec.learnt_layout
+    return fingerprint
+
+
 def output_fingerprint(flag_values: Mapping[str, Any],
                        listed: Optional[Dict[str, FileStamps]] = None,
                        stores: Optional[ObjectStores] = None) -> Fingerprint:
     """What determines the whole output: output-affecting flags and every input file
     (`listed`: as `_inputs`)."""
-    return {"flags": _left_out_when_off(
-                {k: v for k, v in sorted(flag_values.items())
-                 if k not in OPERATIONAL_FLAGS and k not in INPUT_FLAGS
-                 and not k.startswith("corpora.")}),
-            "inputs": _inputs(flag_values, INPUT_FLAGS, listed, stores)}
+    return _with_layout({"flags": _left_out_when_off(
+        {k: v for k, v in sorted(flag_values.items())
+         if k not in OPERATIONAL_FLAGS and k not in INPUT_FLAGS
+         and not k.startswith("corpora.")}),
+        "inputs": _inputs(flag_values, INPUT_FLAGS, listed, stores)}, flag_values)
 
 
 def vocab_fingerprint(flag_values: Mapping[str, Any],
@@ -154,13 +169,17 @@ def vocab_fingerprint(flag_values: Mapping[str, Any],
                       stores: Optional[ObjectStores] = None) -> Fingerprint:
     """What determines a vocabulary: the vocab flags and the train (and given vocab) files
     (`listed`: as `_inputs`)."""
-    return {"flags": _left_out_when_off({k: flag_values.get(k) for k in VOCAB_FLAGS}),
-            "inputs": _inputs(flag_values, VOCAB_INPUT_FLAGS, listed, stores)}
+    return _with_layout({"flags": _left_out_when_off({k: flag_values.get(k) for k in VOCAB_FLAGS}),
+                         "inputs": _inputs(flag_values, VOCAB_INPUT_FLAGS, listed, stores)},
+                        flag_values)
 
 
 def differences(old: Fingerprint, new: Fingerprint) -> List[str]:
     """Human-readable list of what differs between two fingerprints (empty: the same)."""
     changes = []
+    if old.get("layout") != new.get("layout"):
+        changes.append("the vocabulary's id layout %s -> %s" % (
+            old.get("layout") or "of an earlier version", new.get("layout") or "none"))
     old_flags, new_flags = old.get("flags", {}), new.get("flags", {})
     left_out = _left_out_values()  # a flag not recorded was at this value (or unknown then)
     for flag in sorted(set(old_flags) | set(new_flags)):

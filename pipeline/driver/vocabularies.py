@@ -30,7 +30,7 @@ from pipeline.runtime.errors import DatagenError, one_line
 from transforms.pairs import mixing
 from transforms.storage.object_stores import ObjectStores
 from transforms.storage.vocab_files import VocabularyFiles
-from transforms.codecs.vocabulary import VocabFiles
+from transforms.codecs.vocabulary import VocabFiles, Vocabulary
 from pipeline.driver.kinds import KindPlugin
 from transforms.contracts.config import DatagenConfig
 from transforms.vocab.learners import LearnerInputs, VocabLearner
@@ -219,7 +219,8 @@ class VocabStep:
                     vocabulary = self.files.load(path)
                 except ValueError as e:
                     raise DatagenError("%s: %s" % (path, one_line(e))) from None
-                reused[name] = {"path": path, "size": vocabulary.vocab_size, "reused": True}
+                reused[name] = {"path": path, "size": vocabulary.vocab_size, "reused": True,
+                                **id_facts(vocabulary)}
                 continue
             to_learn[name] = train
         return VocabChoice(reused, given, to_learn)
@@ -241,7 +242,7 @@ class VocabStep:
                 LOG.info("vocab %s: %s %s", name, given[name], vocabulary.load_note)
             self._write(plan[name][0], vocabulary.to_files())
             report[name] = {"path": plan[name][0], "size": vocabulary.vocab_size,
-                            "reused": False, "given": given[name]}
+                            "reused": False, "given": given[name], **id_facts(vocabulary)}
         return report
 
     @staticmethod
@@ -345,9 +346,11 @@ class VocabStep:
             path = plan[name][0]
             self._write(path, files)
             sampling = [s for s in stats.sampling if s["vocab"] == name]
+            vocabulary = self.files.load(path)
             report[name] = {
                 "path": path,
-                "size": self.files.load(path).vocab_size,
+                "size": vocabulary.vocab_size,
+                **id_facts(vocabulary),
                 "reused": False,
                 "sampled_lines": sum(s["sampled_lines"] for s in sampling),
                 "sampled_chars": sum(s["sampled_chars"] for s in sampling),
@@ -372,3 +375,10 @@ class VocabStep:
                  for name, (_, train) in plan.items()}
         self.passes.translate(self.kind.learner(LearnerInputs(
             self._layout.work_dir, files, self._config, self.reserved)), riding)
+
+
+def id_facts(vocabulary: Vocabulary) -> Dict[str, Any]:
+    """The summary's `pad_id` and `eos_ids` of a vocabulary (its kind's codec declares them):
+    what the readers pad its records with and what ends each one, read from the summary by
+    the readers (`pipeline.tools.reader`), so a trainer need not know the kind's layout."""
+    return {"pad_id": vocabulary.pad_id(), "eos_ids": vocabulary.eos_ids()}

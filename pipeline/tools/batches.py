@@ -11,7 +11,7 @@ arrays, keyed as `make_dataset`'s (`pipeline.tools.bucketing` does the batching)
 
     from pipeline.tools.batches import grain_batches, parquet_batches
     for batch in grain_batches("out", batch_size=4096, mode="t2t", seed=42):
-        ...  # batch["inputs"], batch["targets"]: int32 [rows, longest], 0-padded
+        ...  # batch["inputs"], batch["targets"]: int32 [rows, longest], padded with the pad id
 
 `source`: an output directory (its complete shards of `split`, as its summary lists them;
 `problem=` names the problem where the directory holds several), or a glob or list of globs
@@ -94,7 +94,8 @@ Example = Tuple[np.ndarray, ...]  # a record's features in `keys` order: (inputs
 
 
 def _batches(examples: Iterator[Example], batch_size: int, mode: str, options: Any,
-             keys: Sequence[str] = FEATURES, packed_length: int = 0) -> Iterator[Batch]:
+             keys: Sequence[str] = FEATURES, packed_length: int = 0, pad_id: int = 0
+             ) -> Iterator[Batch]:
     if mode not in ("nmt", "t2t"):
         raise ValueError("mode must be 'nmt' or 't2t', got %r" % (mode,))
     if tuple(keys) == PACKED_FEATURES:
@@ -105,14 +106,13 @@ def _batches(examples: Iterator[Example], batch_size: int, mode: str, options: A
             options = dict(options, max_length=packed_length)  # as make_dataset
     if mode == "nmt":
         return bucketing.nmt_batches(((e[0], e[1]) for e in examples), batch_size, **options)
-    return bucketing.t2t_batches(examples, batch_size, keys=keys, **options)
+    return bucketing.t2t_batches(examples, batch_size, keys=keys, pad_id=pad_id, **options)
 
 
-def _summary_packed_length(files: Sequence[str], mode: str) -> int:
-    """The --packed_length of the summary beside `files` (0: none), the mode checked
-    against it as `make_dataset` checks it."""
-    from pipeline.tools import reader
-    return reader._check_mode(files, mode)
+def _summary_facts(files: Sequence[str], mode: str) -> Tuple[int, int]:
+    """(--packed_length, pad id) of the summary beside `files` (`output_files.OutputFacts`), the
+    mode checked against it as `make_dataset` checks it."""
+    return output_files.output_facts(files, mode)
 
 
 def _parse(examples: Int64FeaturesWriter, record: bytes, keys: Sequence[str] = FEATURES
@@ -129,30 +129,39 @@ def _local(files: Sequence[str]) -> Iterator[List[str]]:
 
 
 def mixture_pairs(source: Mixture, num_shards: int = 1, shard_index: int = 0,
-                  skip_count: Optional[int] = None, keys: Sequence[str] = FEATURES
-                  ) -> Iterator[Example]:
+                  skip_count: Optional[int] = None, keys: Sequence[str] = FEATURES,
+                  shuffle: bool = True, seed: Optional[int] = None) -> Iterator[Example]:
     """(inputs, targets) of a mixture's stream (`pipeline.tools.mixture`), in its order, any
     record format (or the features `keys`: a packed output's `PACKED_FEATURES`);
-    `num_shards`, `shard_index`, `skip_count` as `Dataset.shard` / `skip`."""
+    `num_shards`, `shard_index`, `skip_count` as `Dataset.shard` / `skip`; `shuffle`,
+    `seed` as `Mixture.records` takes them."""
     examples = Int64FeaturesWriter()
-    return bucketing.select((_parse(examples, record, keys) for _, record in source.records()),
+    records = source.records(shuffle, seed)
+    return bucketing.select((_parse(examples, record, keys) for _, record in records),
                            num_shards, shard_index, skip_count)
 
 
 def _mixture_batches(source: Mixture, batch_size: int, mode: str, wanted: str,
                      num_shards: int, shard_index: int, skip_count: Optional[int],
+                     shuffle: bool, seed: Optional[int], num_epochs: int,
                      options: Any) -> Iterator[Batch]:
     """Batches of a mixture's stream whose shards are all of format `wanted` (packed
-    records, with --packed_length, as the summary says)."""
+    records, with --packed_length, as the summary says), reshuffled as `shuffle` and `seed`
+    say; a stream has no epochs (its length is the mixture's `num_records`)."""
+    if num_epochs != 1:
+        raise ValueError("a Mixture's stream has no epochs (num_epochs=%r): each pair is "
+                         "read again and again; bound it with Mixture(num_records=...)"
+                         % (num_epochs,))
     _check_format(source.all_files(), wanted)
-    packed_length = _summary_packed_length(source.all_files(), mode)
+    packed_length, pad_id = _summary_facts(source.all_files(), mode)
     keys = PACKED_FEATURES if packed_length else FEATURES
-    return _batches(mixture_pairs(source, num_shards, shard_index, skip_count, keys),
-                    batch_size, mode, options, keys, packed_length)
+    return _batches(mixture_pairs(source, num_shards, shard_index, skip_count, keys, shuffle,
+                                  seed), batch_size, mode, options, keys, packed_length,
+                    pad_id)
 
 
 def grain_batches(source: Union[Source, Mixture], batch_size: int, mode: str = "nmt",
-                  split: str = "train", shuffle: bool = True, seed: int = 0,
+                  split: str = "train", shuffle: bool = True, seed: Optional[int] = None,
                   num_epochs: int = 1, num_shards: int = 1, shard_index: int = 0,
                   skip_count: Optional[int] = None, require_complete: bool = True,
                   problem: Optional[str] = None,
@@ -161,17 +170,20 @@ def grain_batches(source: Union[Source, Mixture], batch_size: int, mode: str = "
     `options`: the mode's, as `make_dataset` takes them (nmt: src_max_len, tgt_max_len,
     num_buckets, sos_id, eos_id; t2t: max_length, min_length, min_length_bucket,
     length_bucket_step, drop_long_sequences). `problem`: as `shard_files`. Grain is imported
-    without its start-up lines (`console.quiet_import`). A `Mixture` source is its stream,
-    in its order (shuffle, seed and num_epochs are the mixture's own)."""
+    without its start-up lines (`console.quiet_import`). `seed`: default 0. A `Mixture`
+    source is its stream (`Mixture.records`): `shuffle` reshuffles each pair every cycle,
+    `seed` (default the mixture's own) seeds the draw and the orders, and num_epochs must
+    be 1 (the stream's length is the mixture's `num_records`)."""
     if isinstance(source, Mixture):
         yield from _mixture_batches(source, batch_size, mode, ArrayRecordFormat.name, num_shards,
-                                    shard_index, skip_count, options)
+                                    shard_index, skip_count, shuffle, seed, num_epochs,
+                                    options)
         return
     grain = console.quiet_import("grain")
 
     files = shard_files(source, split, require_complete, problem)
     _check_format(files, ArrayRecordFormat.name)
-    packed_length = _summary_packed_length(files, mode)
+    packed_length, pad_id = _summary_facts(files, mode)
     examples = Int64FeaturesWriter()
     with _local(files) as local:
         records = grain.MapDataset.source(grain.sources.ArrayRecordDataSource(local))
@@ -182,9 +194,10 @@ def grain_batches(source: Union[Source, Mixture], batch_size: int, mode: str = "
         if skip_count:
             records = records[skip_count:]
         for epoch in range(num_epochs):
-            epoch_records = records.shuffle(seed + epoch) if shuffle else records
+            epoch_records = records.shuffle((seed or 0) + epoch) if shuffle else records
             pairs = epoch_records.map(lambda record: _parse(examples, record, keys))
-            yield from _batches(iter(pairs), batch_size, mode, options, keys, packed_length)
+            yield from _batches(iter(pairs), batch_size, mode, options, keys, packed_length,
+                                pad_id)
 
 
 def parquet_pairs(files: Sequence[str], keys: Sequence[str] = FEATURES) -> Iterator[Example]:
@@ -211,23 +224,8 @@ def parquet_keys(files: Sequence[str]) -> Tuple[str, ...]:
     return PACKED_FEATURES if "inputs_segmentation" in names else FEATURES
 
 
-def _buffer_shuffled(pairs: Iterator[Example], size: int, rng: random.Random
-                     ) -> Iterator[Example]:
-    """tf.data's shuffle buffer: fill `size`, then yield a random one and refill."""
-    buffer: List[Example] = []
-    for pair in pairs:
-        if len(buffer) < size:
-            buffer.append(pair)
-            continue
-        i = rng.randrange(size)
-        yield buffer[i]
-        buffer[i] = pair
-    rng.shuffle(buffer)
-    yield from buffer
-
-
 def parquet_batches(source: Union[Source, Mixture], batch_size: int, mode: str = "nmt",
-                    split: str = "train", shuffle: bool = True, seed: int = 0,
+                    split: str = "train", shuffle: bool = True, seed: Optional[int] = None,
                     num_epochs: int = 1, shuffle_buffer_size: int = 100_000,
                     num_shards: int = 1, shard_index: int = 0,
                     skip_count: Optional[int] = None, require_complete: bool = True,
@@ -236,27 +234,30 @@ def parquet_batches(source: Union[Source, Mixture], batch_size: int, mode: str =
     `grain_batches`; a `Mixture` source as there)."""
     if isinstance(source, Mixture):
         yield from _mixture_batches(source, batch_size, mode, ParquetFormat.name, num_shards,
-                                    shard_index, skip_count, options)
+                                    shard_index, skip_count, shuffle, seed, num_epochs,
+                                    options)
         return
     files = shard_files(source, split, require_complete, problem)
     _check_format(files, ParquetFormat.name)
-    packed_length = _summary_packed_length(files, mode)
+    packed_length, pad_id = _summary_facts(files, mode)
     keys = parquet_keys(files)
     for epoch in range(num_epochs):
         pairs = bucketing.select(parquet_pairs(files, keys), num_shards, shard_index,
                                 skip_count)
         if shuffle:
-            pairs = _buffer_shuffled(pairs, shuffle_buffer_size, random.Random(seed + epoch))
-        yield from _batches(pairs, batch_size, mode, options, keys, packed_length)
+            pairs = bucketing.buffer_shuffled(pairs, shuffle_buffer_size,
+                                              random.Random((seed or 0) + epoch))
+        yield from _batches(pairs, batch_size, mode, options, keys, packed_length, pad_id)
 
 
-def dataset_batches(dataset: Any, batch_size: int, mode: str = "nmt", **options: Any
-                    ) -> Iterator[Batch]:
+def dataset_batches(dataset: Any, batch_size: int, mode: str = "nmt", pad_id: int = 0,
+                    **options: Any) -> Iterator[Batch]:
     """Batches of a Hugging Face `datasets.Dataset` of our Parquet shards
     (`load_dataset("parquet", data_files=...)`), in its order (shuffle it with
-    `dataset.shuffle(seed=...)` first)."""
+    `dataset.shuffle(seed=...)` first). `pad_id` (mode t2t): the summary's `vocab` entries
+    say it (`pad_id`); a Dataset does not carry it."""
     keys = (PACKED_FEATURES if "inputs_segmentation" in dataset.column_names
             else FEATURES)
     rows = dataset.with_format("numpy")
     examples = (tuple(np.asarray(row[key], np.int32) for key in keys) for row in rows)
-    return _batches(examples, batch_size, mode, options, keys)
+    return _batches(examples, batch_size, mode, options, keys, pad_id=pad_id)

@@ -20,6 +20,7 @@ Shuffling is the reader's (a global shuffle in Grain, a buffer for Parquet): it 
 reproduce tf.data's random stream, only its semantics.
 """
 
+import random
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, TypeVar
 
 import numpy as np
@@ -142,10 +143,13 @@ def t2t_batches(pairs: Iterable[Sequence[np.ndarray]], batch_size: int,
                 max_length: Optional[int] = None, min_length: int = 0,
                 min_length_bucket: int = 8, length_bucket_step: float = 1.1,
                 drop_long_sequences: bool = True,
-                keys: Sequence[str] = ("inputs", "targets")) -> Iterator[Batch]:
+                keys: Sequence[str] = ("inputs", "targets"), pad_id: int = 0
+                ) -> Iterator[Batch]:
     """T2T's length-bucketed batches (`reader.py`, mode "t2t"; batch_size counts tokens) of
     `pairs`: (inputs, targets), or with `keys` tuples of those features (packed records:
-    `transforms.formats.packed_examples.PACKED_FEATURES`, inputs and targets first)."""
+    `transforms.formats.packed_examples.PACKED_FEATURES`, inputs and targets first).
+    Inputs and targets are padded with `pad_id` (the vocabulary's), the packed features
+    with 0."""
     scheme = t2t_batching_scheme(batch_size, max_length, min_length_bucket, length_bucket_step)
     boundaries, sizes = scheme["boundaries"], scheme["batch_sizes"]
     longest = scheme["max_length"] if drop_long_sequences else 10 ** 9
@@ -158,7 +162,8 @@ def t2t_batches(pairs: Iterable[Sequence[np.ndarray]], batch_size: int,
                 yield bucket, sizes[bucket], example
 
     for window in _group_by_window(keyed()):
-        yield {key: pad(column, 0) for key, column in zip(keys, zip(*window))}
+        yield {key: pad(column, pad_id if i < 2 else 0)
+               for i, (key, column) in enumerate(zip(keys, zip(*window)))}
 
 
 def select(pairs: Iterable[T], num_shards: int = 1, shard_index: int = 0,
@@ -171,3 +176,17 @@ def select(pairs: Iterable[T], num_shards: int = 1, shard_index: int = 0,
                 skip -= 1
                 continue
             yield pair
+
+
+def buffer_shuffled(items: Iterable[T], size: int, rng: random.Random) -> Iterator[T]:
+    """tf.data's shuffle buffer: fill `size`, then yield a random one and refill."""
+    buffer: List[T] = []
+    for item in items:
+        if len(buffer) < size:
+            buffer.append(item)
+            continue
+        i = rng.randrange(size)
+        yield buffer[i]
+        buffer[i] = item
+    rng.shuffle(buffer)
+    yield from buffer

@@ -53,7 +53,6 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from pipeline.output.complete_check import shard_mismatches
-from pipeline.output.layout import SUMMARY_NAME
 from pipeline.runtime import flags
 from pipeline.tools import output_files
 from transforms.contracts.flag_ranges import bounded
@@ -228,11 +227,10 @@ def inspect(output_dir: str, problem: Optional[str] = None, split: str = "train"
     if stores is not None:
         check_store(output_dir, stores)
     problem = find_problem(output_dir, problem)
-    summary_path = FileSystems.join(output_dir, SUMMARY_NAME % problem)
-    try:
-        summary = file_io.read_json(summary_path)
-    except (OSError, ValueError) as e:
-        raise DatagenError("%s: unreadable summary (%s)" % (summary_path, one_line(e))) from None
+    try:  # a marker without a readable summary (a copy cut short) is one line
+        summary = output_files.read_summary(output_dir, problem)
+    except output_files.IncompleteOutputError as e:
+        raise DatagenError(str(e)) from None
     splits = summary["splits"]
     if split not in splits:
         raise DatagenError("unknown split %r: problem %s in %s has %s" % (

@@ -18,24 +18,35 @@ records (--packed_length) are drawn at a pair's rate over its pairs per record, 
 pairs, not the records, arrive at the rates.
 
 The stream is deterministic: record i comes from the pair a seeded numpy generator draws for
-it (`draw`), and each pair's records come from its shards in name order, from the start
-again once read (a pair is repeated, not exhausted: the stream is as long as the trainer
-takes, or `num_records`). So the share of pair p among the first n records is a multinomial
-sample of rate p (tested within its sampling error), and the same seed gives the same stream
-on any machine. tf.data (`reader.make_dataset`) draws with `tf.data.Dataset
-.sample_from_datasets` instead (TensorFlow's own, seeded).
+it (`draw`), and each pair's records are read again once read (a pair is repeated, not
+exhausted: the stream is as long as the trainer takes, or `num_records`). So the share of
+pair p among the first n records is a multinomial sample of rate p (tested within its
+sampling error), and the same seed gives the same stream on any machine. Each cycle through
+a pair comes in a new order, as fairseq resamples each epoch and Grain's `mix` shuffles its
+sources: its shards in an order drawn for that cycle, through a shuffle buffer of
+`SHUFFLE_BUFFER` records (tf.data's kind: bounded memory whatever the pair's size), both
+seeded by (seed, pair, cycle). `records(shuffle=False)` reads them in name order every cycle.
+tf.data (`reader.make_dataset`) draws with `tf.data.Dataset.sample_from_datasets` instead
+(TensorFlow's own, seeded), each pair through `Dataset.shuffle` reshuffled every repeat.
 
-Importing this module imports no TensorFlow (`pipeline.tools.batches` uses it).
+Importing this module imports no TensorFlow (`pipeline.tools.batches` uses it), and a local
+output is mixed without importing Beam (`pipeline.tools.output_files`): a trainer's process
+pays neither import, and Beam's start-up line is not printed.
 """
 
+import random
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
+from pipeline.tools import output_files
+from pipeline.tools.bucketing import buffer_shuffled
 from transforms.pairs import mixing
 from transforms.shards.record_formats import format_of
+from transforms.storage import paths
 
 DRAW_BLOCK = 4096  # pair choices drawn at once (the stream is the same for any block size)
+SHUFFLE_BUFFER = 10_000  # records of a pair shuffled at once (each pair has its own buffer)
 
 
 class Mixture:
@@ -50,13 +61,13 @@ class Mixture:
                  split: str = "train", num_records: Optional[int] = None,
                  problem: Optional[str] = None, flags: Optional[Sequence[str]] = None,
                  require_complete: bool = True) -> None:
-        from apache_beam.io.filesystems import FileSystems
         from pipeline.tools import reader
         if temperature is not None and rates is not None:
             raise ValueError("give a temperature or rates, not both")
         if require_complete:  # raises IncompleteOutputError for an incomplete output
             reader.complete_output_files(output_dir, split, problem, flags=flags)
-        summary = _summary(output_dir, problem)
+        problem = output_files.find_problem(output_dir, problem)
+        summary = output_files.read_summary(output_dir, problem)
         books = summary["splits"].get(split, {}).get("language_pairs")
         if not books:
             raise ValueError("%s: the %s split holds one language pair: read it with "
@@ -69,7 +80,7 @@ class Mixture:
         self.seed = seed
         self.num_records = num_records
         self.files: Dict[str, List[str]] = {
-            pair: [FileSystems.join(output_dir, name) for name in sorted(entry["shards"])]
+            pair: [paths.join(output_dir, name) for name in sorted(entry["shards"])]
             for pair, entry in sorted(books.items())}
         if rates is not None:
             unknown = sorted(set(rates) - set(books))
@@ -105,9 +116,10 @@ class Mixture:
         """Every shard the mixture reads."""
         return [path for pair in self.pairs for path in self.files[pair]]
 
-    def draw(self) -> Iterator[int]:
-        """The index (into `pairs`) of each record's pair, from a seeded generator."""
-        generator = np.random.default_rng(self.seed)
+    def draw(self, seed: Optional[int] = None) -> Iterator[int]:
+        """The index (into `pairs`) of each record's pair, from a generator seeded with
+        `seed` (default: the mixture's)."""
+        generator = np.random.default_rng(self.seed if seed is None else seed)
         weights = np.array([self.rates[pair] for pair in self.pairs])
         weights = weights / weights.sum()
         produced = 0
@@ -119,43 +131,50 @@ class Mixture:
                 produced += 1
                 yield index
 
-    def _pair_records(self, pair: str) -> Iterator[bytes]:
-        """A pair's records (serialized Examples) from its shards in order, over and over."""
+    def _pair_records(self, index: int, shuffle: bool, seed: int) -> Iterator[bytes]:
+        """The records (serialized Examples) of pair `pairs[index]`, over and over: each
+        cycle in a new order drawn from (seed, pair, cycle) (`shuffle`), else its shards in
+        name order."""
+        pair = self.pairs[index]
+        cycle = 0
         while True:
+            rng = random.Random("%d %s %d" % (seed, pair, cycle))
+            files = list(self.files[pair])
+            if shuffle:
+                rng.shuffle(files)
+            records = (record for path in files for record in format_of(path).read_shard(path))
             found = False
-            for path in self.files[pair]:
-                for record in format_of(path).read_shard(path):
-                    found = True
-                    yield record
+            for record in buffer_shuffled(records, SHUFFLE_BUFFER, rng) if shuffle else records:
+                found = True
+                yield record
             if not found:
                 raise ValueError("%s: language pair %s has no records" % (self.output_dir, pair))
+            cycle += 1
 
-    def records(self) -> Iterator[Tuple[str, bytes]]:
-        """(pair, serialized Example) of the mixed stream (`draw`)."""
-        streams = [self._pair_records(pair) for pair in self.pairs]
+    def records(self, shuffle: bool = True, seed: Optional[int] = None
+                ) -> Iterator[Tuple[str, bytes]]:
+        """(pair, serialized Example) of the mixed stream (`draw`), each pair reshuffled
+        every cycle unless `shuffle` is False. `seed`: the stream's, instead of the
+        mixture's own (both the draw and the orders)."""
+        seed = self.seed if seed is None else seed
+        streams = [self._pair_records(i, shuffle, seed) for i in range(len(self.pairs))]
         pairs = self.pairs
-        for index in self.draw():
+        for index in self.draw(seed):
             yield pairs[index], next(streams[index])
 
-    def tf_records(self, tf: Any) -> Any:
+    def tf_records(self, tf: Any, shuffle: bool = True, seed: Optional[int] = None) -> Any:
         """The mixed stream as a `tf.data.Dataset` of serialized records: each pair's shards
-        repeated, drawn by `tf.data.Dataset.sample_from_datasets` with this seed."""
+        repeated (with `shuffle`, through `Dataset.shuffle(SHUFFLE_BUFFER)` reshuffled every
+        repeat), drawn by `tf.data.Dataset.sample_from_datasets` with the seed."""
         from pipeline.tools.reader import _record_files, _records_dataset
-        datasets = [_records_dataset(tf, _record_files(self.files[pair], False)).repeat()
-                    for pair in self.pairs]
+        seed = self.seed if seed is None else seed
+        datasets = []
+        for index, pair in enumerate(self.pairs):
+            dataset = _records_dataset(tf, _record_files(self.files[pair], False))
+            if shuffle:
+                dataset = dataset.shuffle(SHUFFLE_BUFFER, seed=seed * 1009 + index,
+                                          reshuffle_each_iteration=True)
+            datasets.append(dataset.repeat())
         mixed = tf.data.Dataset.sample_from_datasets(
-            datasets, weights=[self.rates[pair] for pair in self.pairs], seed=self.seed)
+            datasets, weights=[self.rates[pair] for pair in self.pairs], seed=seed)
         return mixed.take(self.num_records) if self.num_records is not None else mixed
-
-
-def _summary(output_dir: str, problem: Optional[str]) -> Dict[str, Any]:
-    from apache_beam.io.filesystems import FileSystems
-    from pipeline.output.layout import SUMMARY_NAME
-    from pipeline.runtime.errors import DatagenError
-    from pipeline.tools import inspect
-    from transforms.storage import file_io
-    try:
-        problem = inspect.find_problem(output_dir, problem)
-    except DatagenError as e:
-        raise ValueError(str(e)) from None
-    return file_io.read_json(FileSystems.join(output_dir, SUMMARY_NAME % problem))

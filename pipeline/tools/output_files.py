@@ -16,7 +16,7 @@ directory takes the problem too, and the error that asks for it names the caller
 import glob
 import json
 import os
-from typing import Any, Dict, Iterable, List, Optional, Set, Tuple
+from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Set, Tuple
 
 from pipeline.output.complete_check import shard_mismatches
 from pipeline.output.layout import COMPLETE_NAME, SUMMARY_NAME, marked_problem
@@ -91,6 +91,31 @@ def find_problem(output_dir: str, problem: Optional[str], how: str = READER_HOW)
     return problem
 
 
+def read_summary(output_dir: str, problem: str, stores: Any = None) -> Dict[str, Any]:
+    """The summary of `problem`'s output in `output_dir`, whose marker was found.
+    IncompleteOutputError (one line) when it is missing or not a summary: a copy cut short
+    leaves exactly that (`p.DATAGEN_COMPLETE` sorts before `p.datagen_summary.json`), and
+    without the summary nothing says which shards the output holds. `stores`: the
+    object-store clients of a path with a scheme (`transforms.storage.file_io`)."""
+    path = paths.join(output_dir, SUMMARY_NAME % problem)
+    try:
+        if paths.is_local(path):
+            summary = read_json(path)
+        else:
+            from transforms.storage import file_io
+            summary = file_io.read_json(path, stores)
+    except (OSError, ValueError) as e:  # missing (Beam's is an OSError); not UTF-8 or JSON
+        why = "missing" if not exists(path) else "unreadable: %s" % " ".join(str(e).split())
+        summary = None
+    else:
+        why = "not a summary"
+    if not isinstance(summary, dict) or not isinstance(summary.get("splits"), dict):
+        raise IncompleteOutputError(
+            "incomplete output: %s is %s, though %s is there (a copy cut short?): copy the "
+            "output again, or rerun the job" % (path, why, COMPLETE_NAME % problem))
+    return summary
+
+
 def _unfinished(output_dir: str, problem: str) -> str:
     """What a summary without a marker says (a run still going, failed or interrupted)."""
     states = []
@@ -110,7 +135,7 @@ def local_split_shards(output_dir: str, split: str, problem: Optional[str],
     (one listing); IncompleteOutputError naming the first that is not, ValueError for a
     split the output does not have."""
     problem = find_problem(output_dir, problem, how)
-    summary = read_json(os.path.join(output_dir, SUMMARY_NAME % problem))
+    summary = read_summary(output_dir, problem)
     if split not in summary["splits"]:
         raise ValueError("%s: problem %s has no split %r" % (output_dir, problem, split))
     with os.scandir(output_dir) as entries:
@@ -150,3 +175,59 @@ def problems_of(files: Iterable[str]) -> List[str]:
     """The problems whose shards are among `files`, sorted."""
     return sorted({parsed[0] for parsed in map(parse_shard_name, map(_basename, files))
                    if parsed})
+
+
+class OutputFacts(NamedTuple):
+    """What the summary beside record files says about reading them."""
+    packed_length: int  # --packed_length (0: none, or no summary)
+    pad_id: int         # the id inputs and targets are padded with (mode t2t)
+
+
+def output_facts(files: Iterable[str], mode: str) -> OutputFacts:
+    """Raises ValueError when a summary beside the record files says they were written for
+    the other mode (word records have no EOS; subword and byte_bpe records end in one): the
+    wrong mode would train on shifted or missing end-of-sequence ids without a word. Returns
+    the summary's --packed_length and its vocabularies' pad id (`Vocabulary.pad_id`, as the
+    job records it; 0, T2T's, for no summary or one written before pad ids were recorded)."""
+    from transforms.codecs.kinds import KIND_NAMES, codec_kind
+
+    suffix = SUMMARY_NAME % ""
+    checked = set()
+    packed_length = 0
+    pad_ids: Set[int] = set()
+    for path in files:
+        directory, name = paths.split(path)
+        if directory in checked:
+            continue
+        checked.add(directory)
+        pattern = paths.join(glob_literal(directory), SUMMARY_NAME % "*")
+        for summary_path in match(pattern):
+            problem = paths.split(summary_path)[1][:-len(suffix)]
+            if not name.startswith(problem + "-"):
+                continue
+            try:
+                summary = read_json(summary_path)
+                flags = summary["flags"]
+                kind = flags["vocab_type"]
+                packed_length = max(packed_length, int(flags.get("packed_length") or 0))
+                vocabs = [v for v in (summary.get("vocab") or {}).values() if isinstance(v, dict)]
+                pad_ids.update(int(v["pad_id"]) for v in vocabs if "pad_id" in v)
+            except (OSError, ValueError, KeyError, TypeError):
+                continue  # no readable summary: nothing to check against
+            layout = codec_kind(kind).learnt_layout if kind in KIND_NAMES else ""
+            if (layout and (summary.get("fingerprint") or {}).get("layout") != layout
+                    and not any("given" in v for v in vocabs)):
+                raise ValueError(
+                    "%s holds --vocab_type %s records learnt with an earlier id layout (not %s: "
+                    "their EOS is the id batches are padded with); rerun the job with "
+                    "--overwrite (%s)" % (directory, kind, layout, summary_path))
+            wanted = (("t2t" if codec_kind(kind).ends_in_eos else "nmt")  # README, "Outputs"
+                      if kind in KIND_NAMES else None)
+            if wanted and wanted != mode:
+                raise ValueError(
+                    "%s holds records of --vocab_type %s, written for mode=%r, not mode=%r "
+                    "(%s)" % (directory, kind, wanted, mode, summary_path))
+    if len(pad_ids) > 1:
+        raise ValueError("the records' vocabularies pad with different ids (%s): read them "
+                         "one output at a time" % ", ".join(map(str, sorted(pad_ids))))
+    return OutputFacts(packed_length, pad_ids.pop() if pad_ids else 0)

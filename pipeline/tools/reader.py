@@ -7,6 +7,10 @@ order, read one after another, so with `shuffle=False` the order is the files' o
 record is a `tf.train.Example` with int64 list features `inputs` and `targets`; other features
 are ignored. Ids come out as int32 (tensorflow/nmt's dtype; T2T's `cast_ints_to_int32`).
 
+Both modes build in eager and in graph mode (a `tf.compat.v1` graph run by a `Session` through
+an initializable iterator, as tensorflow/nmt trains; T2T's Estimator `input_fn`): nothing here
+iterates a dataset while building it.
+
 Neither mode repeats the data: one pass over the dataset is one epoch, as with
 tensorflow/nmt's iterator (re-initialized every epoch). Use `.repeat()` for T2T-style
 step-based training.
@@ -70,13 +74,15 @@ by length the way T2T's input pipeline (`data_reader.input_fn`, GPU branch,
     max(1, batch_size // boundaries[i]) (last: batch_size // max_length), rounded down to a
     divisor of T2T's highly composite window size exactly as T2T does. So batch_size counts
     TOKENS: a batch's padded token count (batch rows x longest sequence in it) is at most
-    about batch_size. Batches are padded with 0 (PAD) to the longest sequence in the batch
+    about batch_size. Batches are padded with the pad id (0, T2T's PAD; the vocabulary's own
+    as the summary records it: `Vocabulary.pad_id`) to the longest sequence in the batch
     (`inputs` and `targets` padded separately);
  6. if shuffle and batch_shuffle_size (default 512, T2T's `hparams.batch_shuffle_size`):
     the batches are shuffled with that buffer (T2T does this in training).
 
  Elements: {"inputs": int32 [batch, len_in], "targets": int32 [batch, len_tgt]}.
- Packed records (--packed_length; found from the first record): the elements also hold
+ Packed records (--packed_length; found from the first record, read in Python, so that
+ `make_dataset` builds in graph mode too): the elements also hold
  `inputs_segmentation`, `inputs_position`, `targets_segmentation` and `targets_position`
  (each as long as its side, padded with 0), and max_length defaults to the output's
  --packed_length (from the summary beside the records), as T2T's `Text2TextProblem.max_length`
@@ -191,9 +197,7 @@ def complete_output_files(output_dir: str, split: str = "train",
     FileSystems = output_files.beam_file_systems()
     from apache_beam.options.pipeline_options import PipelineOptions
     from pipeline.tools import inspect
-    from pipeline.output.layout import SUMMARY_NAME
     from pipeline.runtime.errors import DatagenError
-    from transforms.storage import file_io
     from transforms.storage.object_stores import ObjectStores, StoreSettings
     stores = None
     if flags is not None:
@@ -205,7 +209,7 @@ def complete_output_files(output_dir: str, split: str = "train",
         except DatagenError as e:
             raise StoreUnreachableError(str(e)) from None
     problem = output_files.find_problem(output_dir, problem)
-    summary = file_io.read_json(FileSystems.join(output_dir, SUMMARY_NAME % problem), stores)
+    summary = output_files.read_summary(output_dir, problem, stores)
     if split not in summary["splits"]:
         raise ValueError("%s: problem %s has no split %r" % (output_dir, problem, split))
     try:
@@ -254,49 +258,22 @@ def _records_dataset(tf: Any, files: List[Tuple[str, bool]]) -> Any:
     return tf.data.Dataset.from_generator(records, output_signature=tf.TensorSpec((), tf.string))
 
 
-def _check_mode(files: Iterable[str], mode: str) -> int:
-    """Raises ValueError when a summary beside the record files says they were written for
-    the other mode (word records have no EOS; subword and byte_bpe records end in one): the
-    wrong mode would train on shifted or missing end-of-sequence ids without a word. Returns
-    the summary's --packed_length (0: none, or no summary)."""
-    from pipeline.output.layout import SUMMARY_NAME
-    from transforms.codecs.kinds import KIND_NAMES, codec_kind
-    from transforms.storage import paths
-
-    suffix = SUMMARY_NAME % ""
-    checked = set()
-    packed_length = 0
-    for path in files:
-        directory, name = paths.split(path)
-        if directory in checked:
-            continue
-        checked.add(directory)
-        pattern = paths.join(output_files.glob_literal(directory), SUMMARY_NAME % "*")
-        for summary_path in output_files.match(pattern):
-            problem = paths.split(summary_path)[1][:-len(suffix)]
-            if not name.startswith(problem + "-"):
-                continue
-            try:
-                flags = output_files.read_json(summary_path)["flags"]
-                kind = flags["vocab_type"]
-                packed_length = max(packed_length, int(flags.get("packed_length") or 0))
-            except (OSError, ValueError, KeyError, TypeError):
-                continue  # no readable summary: nothing to check against
-            wanted = (("t2t" if codec_kind(kind).ends_in_eos else "nmt")  # README, "Outputs"
-                      if kind in KIND_NAMES else None)
-            if wanted and wanted != mode:
-                raise ValueError(
-                    "%s holds records of --vocab_type %s, written for mode=%r, not mode=%r "
-                    "(%s)" % (directory, kind, wanted, mode, summary_path))
-    return packed_length
-
-
-def _first_record_packed(tf: Any, dataset: Any) -> bool:
-    """Whether the records are packed (--packed_length): the first one has the packed
-    features (`transforms.formats.packed_examples`)."""
-    for raw in dataset.take(1):
-        return "inputs_segmentation" in tf.train.Example.FromString(
-            raw.numpy()).features.feature
+def _first_record_packed(files: Sequence[Tuple[str, bool]]) -> bool:
+    """Whether the records are packed (--packed_length): the first record of the first file
+    holding one has the packed features (`transforms.formats.packed_examples`). Read in
+    Python with the project's TFRecord framing (`tf.io.gfile` where TensorFlow reads the
+    file, else Beam's FileSystems), not by iterating a tf.data.Dataset: the features are
+    the dataset's structure, decided while it is built, and graph mode (a TF1 `Session`, an
+    Estimator's `input_fn`) cannot iterate one."""
+    from transforms.formats.example_proto import Int64FeaturesWriter
+    from transforms.formats.tfrecord_framing import read_records
+    tf = _tensorflow()
+    for path, by_tf in files:
+        opened = (tf.io.gfile.GFile(path, "rb") if by_tf else output_files.beam_file_systems()
+                  .open(path, compression_type="uncompressed"))
+        with opened as f:
+            for raw in read_records(f):
+                return "inputs_segmentation" in Int64FeaturesWriter().parse(raw)
     return False
 
 
@@ -356,11 +333,12 @@ def make_dataset(file_pattern: Any, batch_size: int, mode: str = "nmt",
 
     from transforms.formats.packed_examples import PACKED_FEATURES, PAIR_FEATURES
     mixture = hasattr(file_pattern, "tf_records")  # a `pipeline.tools.mixture.Mixture`
-    files = [] if mixture else _record_files(file_pattern, require_complete)
-    packed_length = _check_mode(
-        file_pattern.all_files() if mixture else [path for path, _ in files], mode)
-    dataset = file_pattern.tf_records(tf) if mixture else _records_dataset(tf, files)
-    keys = PACKED_FEATURES if _first_record_packed(tf, dataset) else PAIR_FEATURES
+    files = (_record_files(file_pattern.all_files(), False) if mixture
+             else _record_files(file_pattern, require_complete))
+    packed_length, pad_id = output_files.output_facts([path for path, _ in files], mode)
+    dataset = (file_pattern.tf_records(tf, shuffle, random_seed) if mixture
+               else _records_dataset(tf, files))
+    keys = PACKED_FEATURES if _first_record_packed(files) else PAIR_FEATURES
     if keys is PACKED_FEATURES and mode == "nmt":
         raise ValueError("the records are packed (--packed_length): several pairs a record, "
                          "for T2T's training; read them with mode='t2t'")
@@ -390,6 +368,7 @@ def make_dataset(file_pattern: Any, batch_size: int, mode: str = "nmt",
             min_length_bucket=8 if min_length_bucket is None else min_length_bucket,
             length_bucket_step=1.1 if length_bucket_step is None else length_bucket_step,
             drop_long_sequences=True if drop_long_sequences is None else drop_long_sequences,
+            pad_id=pad_id,
             batch_shuffle_size=(512 if batch_shuffle_size is None else batch_shuffle_size)
             if shuffle else 0,
             random_seed=random_seed, reshuffle_each_iteration=reshuffle_each_iteration)
@@ -448,7 +427,7 @@ def _t2t_batches(tf: Any, dataset: Any, batch_size: int, num_parallel_calls: int
                  min_length_bucket: int,
                  length_bucket_step: float, drop_long_sequences: bool,
                  batch_shuffle_size: int, random_seed: Optional[int],
-                 reshuffle_each_iteration: bool) -> Any:
+                 reshuffle_each_iteration: bool, pad_id: int = 0) -> Any:
     scheme = t2t_batching_scheme(batch_size, max_length, min_length_bucket, length_bucket_step)
     dataset = dataset.map(lambda *features: dict(zip(keys, features)),
                           num_parallel_calls=num_parallel_calls)
@@ -459,8 +438,10 @@ def _t2t_batches(tf: Any, dataset: Any, batch_size: int, num_parallel_calls: int
     longest = scheme["max_length"] if drop_long_sequences else 10 ** 9
     dataset = dataset.filter(lambda ex: tf.logical_and(example_length(ex) >= min_length,
                                                        example_length(ex) <= longest))
+    padding = {key: tf.constant(pad_id if key in ("inputs", "targets") else 0, tf.int32)
+               for key in keys}  # the packed features with 0, as T2T pads them
     dataset = dataset.bucket_by_sequence_length(
-        example_length, scheme["boundaries"], scheme["batch_sizes"])
+        example_length, scheme["boundaries"], scheme["batch_sizes"], padding_values=padding)
     if batch_shuffle_size:
         seed = None if random_seed is None else random_seed + 1
         dataset = dataset.shuffle(batch_shuffle_size, seed, reshuffle_each_iteration)

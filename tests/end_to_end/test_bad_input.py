@@ -199,7 +199,7 @@ def test_input_with_no_text_at_all_balances(tmp_path):
     (["--num_train_shards", 0], "--num_train_shards: must be an integer from 1 to 99999"),
     (["--encode_chunk_lines", 0], "--encode_chunk_lines: must be an integer from 1"),
     (["--vocab_type", "word", "--vocab_size", 2], "at least 3"),
-    (["--vocab_type", "byte_bpe", "--vocab_size", 100], "at least 257"),
+    (["--vocab_type", "byte_bpe", "--vocab_size", 100], "at least 258"),
 ])
 def test_bad_flags_are_refused_before_any_work(tmp_path, flags, message, capsys):
     src, tgt = _files(tmp_path, b"a\n", b"b\n")

@@ -182,10 +182,10 @@ def test_learnt_bpe_carries_its_eos_token(tmp_path, capsys):
                               260, "--bpe_eos_token", "</s>", *FLAGS)
     assert code == 0 and not errors, err
     with open(os.path.join(out, "vocab.p.260.bpe.en", "vocab.json"), encoding="utf-8") as f:
-        assert f.read().startswith('{"</s>":0,')
+        assert f.read().startswith('{"<pad>":0,"</s>":1,')  # <pad> first: issue 50, item 2
     examples = [e for path in shard_files(out, "p", "train") for e in _examples(path)]
     assert len(examples) == 50
-    assert all(e["inputs"][-1] == 0 and e["targets"][-1] == 0 for e in examples)
+    assert all(e["inputs"][-1] == 1 and e["targets"][-1] == 1 for e in examples)
 
 
 # -- 6. flags checked before anything runs or is deleted ---------------------------------

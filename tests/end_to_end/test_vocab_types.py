@@ -2,6 +2,7 @@
 back with `pipeline.tools.reader.make_dataset` and compared batch for batch with tensorflow/nmt's
 iterator) and GPT-2 style byte-level BPE."""
 
+import json
 import os
 
 import pytest
@@ -117,7 +118,7 @@ def test_byte_bpe_with_gpt2_vocab_gives_gpt2_ids_plus_endoftext(tmp_path):
     assert got == _hf_pairs(out / "vocab.gpt.8192.bpe" / "tokenizer.json", sources, targets)
 
 
-def test_byte_bpe_learnt_on_the_sample_loads_in_tokenizers(tmp_path):
+def test_byte_bpe_learnt_on_the_sample_loads_in_tokenizers(tmp_path, capsys):
     out = tmp_path / "out"
     summary = run_datagen(out, os.path.join(MLQE, "train.en"), os.path.join(MLQE, "train.zh"),
                           "--problem", "bpe", "--vocab_type", "byte_bpe", "--vocab_size", 1000,
@@ -139,3 +140,22 @@ def test_byte_bpe_learnt_on_the_sample_loads_in_tokenizers(tmp_path):
         assert sorted(pair[side] for pair in records) == sorted(
             tuple(side_hf.encode(line.strip()).ids)
             for line in _lines(os.path.join(MLQE, "train." + lang)))
+    # <pad> = 0, EOS = 1 (issue 50, item 2): every record ends in 1 and holds no 0, the
+    # summary says so, and the readers pad with 0
+    assert all(side[-1] == 1 and 0 not in side and 1 not in side[:-1]
+               for pair in records for side in pair)
+    assert {name: (v["pad_id"], v["eos_ids"]) for name, v in summary["vocab"].items()
+            if name != "passes"} == {"source": (0, [1]), "target": (0, [1])}
+    # an output learnt with the old layout (its fingerprint has none) is refused on a rerun,
+    # not passed off as this layout's
+    from datagen_helpers import one_line_error
+    summary_path = out / "bpe.datagen_summary.json"
+    recorded = json.loads(summary_path.read_text())
+    del recorded["fingerprint"]["layout"]
+    summary_path.write_text(json.dumps(recorded))
+    argv = ["--output_dir", out, "--runner", "FnApiRunner", "--problem", "bpe",
+            "--vocab_type", "byte_bpe", "--vocab_size", 1000, "--num_train_shards", 2,
+            "--train_source", os.path.join(MLQE, "train.en"),
+            "--train_target", os.path.join(MLQE, "train.zh")]
+    one_line_error(capsys, argv, "id layout of an earlier version -> <pad> 0, EOS 1",
+                   "--overwrite")

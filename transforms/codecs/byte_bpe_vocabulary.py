@@ -14,6 +14,14 @@ post-processor that appends the EOS token. The EOS token is not one of its `adde
 so its text inside a line stays text, as in the records (an added token would be cut out of
 the text and become its id); `decode(..., skip_special_tokens=True)` therefore keeps it:
 drop the last id first. It is derived from the two files and never read back.
+
+Padding (`pad_id`): a learnt vocabulary reserves `<pad>` = 0 before its EOS token (1), as
+T2T's reserved tokens are `<pad>` = 0 and `<EOS>` = 1, so the readers' padding and T2T's
+`weights_nonzero` never hide an EOS (`transforms.vocab.byte_bpe_learning`). A vocabulary
+without `<pad>` (GPT-2's own, where 0 is `!`) pads with the first id past it, which no record
+holds. `tokenizer.json` names the same id in its `padding`. Like the EOS token, `<pad>` is no
+added token: its text in a line stays text (the pre-tokenizer splits `<`, `pad`, `>`, so no
+merge reaches it).
 """
 
 import json
@@ -26,6 +34,7 @@ from transforms.codecs.vocabulary import EncodedLine, VocabFiles, Vocabulary
 BPE_FILES = ("vocab.json", "merges.txt")
 HF_TOKENIZER_FILE = "tokenizer.json"  # written with them, derived from them
 GPT2_BPE_FILES = ("encoder.json", "vocab.bpe")  # OpenAI's names for the same two formats
+PAD_TOKEN = "<pad>"  # a learnt vocabulary's id 0 (T2T's reserved `<pad>`)
 
 
 class ByteBpeVocabulary(Vocabulary):
@@ -51,7 +60,7 @@ class ByteBpeVocabulary(Vocabulary):
 
     def to_files(self) -> VocabFiles:
         files = dict(zip(BPE_FILES, (self.bpe.vocab_json_text(), self.bpe.merges_text())))
-        files[HF_TOKENIZER_FILE] = hf_tokenizer_json(self.bpe, self._eos_token)
+        files[HF_TOKENIZER_FILE] = hf_tokenizer_json(self.bpe, self._eos_token, self.pad_id())
         return files
 
     @property
@@ -71,20 +80,28 @@ class ByteBpeVocabulary(Vocabulary):
     def eos_ids(self) -> List[int]:
         return list(self._eos_ids)
 
+    def pad_id(self) -> int:
+        pad = self.bpe.token_to_id(PAD_TOKEN)
+        return self.bpe.vocab_size if pad is None else pad
+
     def token_id(self, token: str) -> Optional[int]:
         return self.bpe.token_to_id(token)
 
 
-def hf_tokenizer_json(bpe: ByteBPE, eos_token: str) -> str:
+def hf_tokenizer_json(bpe: ByteBPE, eos_token: str, pad_id: int) -> str:
     """Hugging Face `tokenizers`' `tokenizer.json` of `bpe` giving the job's record ids:
     `encode(line)` is `bpe.encode_ordinary(line)` + the id of `eos_token` (see the module
-    docstring). Merges are written as "left right" strings, the form every `tokenizers`
-    release reads (byte-level tokens hold no space)."""
+    docstring); `encode_batch` pads with `pad_id` (the readers' padding). Merges are written
+    as "left right" strings, the form every `tokenizers` release reads (byte-level tokens
+    hold no space)."""
     eos = {"id": eos_token, "type_id": 0}
     byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True,
                   "use_regex": True}
     tokenizer: Dict[str, Any] = {
-        "version": "1.0", "truncation": None, "padding": None, "added_tokens": [],
+        "version": "1.0", "truncation": None,
+        "padding": {"strategy": "BatchLongest", "direction": "Right", "pad_to_multiple_of": None,
+                    "pad_id": pad_id, "pad_type_id": 0, "pad_token": PAD_TOKEN},
+        "added_tokens": [],
         "normalizer": None, "pre_tokenizer": byte_level,
         "post_processor": {
             "type": "TemplateProcessing",

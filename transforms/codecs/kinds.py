@@ -10,7 +10,8 @@ from `CODEC_KINDS`.
 - `subword`: Tensor2Tensor's SubwordTextEncoder (one file); examples end in EOS = 1.
 - `byte_bpe`: GPT-2 style byte-level BPE (a directory with Hugging Face's `vocab.json` and
   `merges.txt`, or OpenAI's `encoder.json` and `vocab.bpe`); examples end in the id of the
-  EOS token (`<|endoftext|>` unless `--bpe_eos_token` says otherwise).
+  EOS token (`<|endoftext|>` unless `--bpe_eos_token` says otherwise); learnt: `<pad>` 0,
+  EOS 1.
 - `word`: tensorflow/nmt word vocabulary (one word per line, `<unk>`, `<s>`, `</s>` first);
   examples carry the plain word ids, because tensorflow/nmt's input pipeline (and
   `pipeline.tools.reader` in mode "nmt") adds `<s>`/`</s>` itself.
@@ -40,6 +41,10 @@ class CodecKind:
     # (flag, option): flags whose values are options its vocabularies are built with
     # (`Vocabulary.from_files`), e.g. the EOS token
     option_flags: Tuple[Tuple[str, str], ...] = ()
+    # how a LEARNT vocabulary's ids are laid out, once that changed after outputs existed:
+    # recorded in the fingerprints (`pipeline.driver.fingerprint`), so a vocabulary (or an
+    # output) learnt with the layout before is never reused as if it were this one
+    learnt_layout: str = ""
 
     def loader(self, flag_values: Mapping[str, Any]) -> VocabularyLoader:
         """How this kind's vocabularies are loaded under the run's flags ({flag: value}, as
@@ -52,7 +57,8 @@ class CodecKind:
 CODEC_KINDS = (
     CodecKind("subword", "T2T SubwordTextEncoder", SubwordVocabulary, "subwords", ends_in_eos=True),
     CodecKind("byte_bpe", "GPT-2 style byte-level BPE", ByteBpeVocabulary, "bpe", ends_in_eos=True,
-              option_flags=(("bpe_eos_token", "eos_token"),)),
+              option_flags=(("bpe_eos_token", "eos_token"),),
+              learnt_layout="<pad> 0, EOS 1"),  # before 2026-12-02: EOS 0, no <pad>
     CodecKind("word", "tensorflow/nmt word vocabulary", WordVocabulary, "words", ends_in_eos=False, counts_oov=True),
     CodecKind("sentencepiece",
               "a SentencePiece model (SentencePiece's own trainer)", SentencePieceVocabulary, "spm", ends_in_eos=True),

@@ -72,6 +72,12 @@ class SentencePieceVocabulary(Vocabulary):
     def eos_ids(self) -> List[int]:
         return [self.model.eos_id()]
 
+    def pad_id(self) -> int:
+        """The model's pad id (0 in `--spm_special_ids t5`), or with none (SentencePiece's
+        own layout: unk=0, which records hold) the first id past the vocabulary."""
+        pad = self.model.special_ids()["pad_id"]
+        return pad if pad >= 0 else self.vocab_size
+
     def token_id(self, token: str) -> Optional[int]:
         processor = self.model.processor
         piece = processor.piece_to_id(token)

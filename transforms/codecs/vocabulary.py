@@ -86,6 +86,12 @@ class Vocabulary(abc.ABC):
     def eos_ids(self) -> List[int]:
         """The ids appended to every example (none for a kind whose reader adds its own)."""
 
+    def pad_id(self) -> int:
+        """The id the readers pad batches with (mode `t2t`; T2T's `weights_nonzero` masks
+        0): T2T's reserved `<pad>` = 0, which no record holds. A kind whose records can hold
+        0 declares another (`README`, "Vocabulary types", has the table)."""
+        return 0
+
     def token_id(self, token: str) -> Optional[int]:
         """The id of `token` when it is one entry of the vocabulary (a reserved token such as
         a language tag `<2de>`, which is never split and never comes out of `encode`), else

@@ -10,7 +10,7 @@ from typing import Any, List, Mapping, Optional, Sequence, Tuple
 
 from transforms.codecs.varints import encode_varints
 from transforms.codecs.vocabulary import SINGLE_FILE, EncodedLine, VocabFiles, Vocabulary
-from transforms.codecs.word import WordVocab
+from transforms.codecs.word import EOS_ID, WordVocab
 
 
 class WordVocabulary(Vocabulary):
@@ -53,3 +53,6 @@ class WordVocabulary(Vocabulary):
 
     def eos_ids(self) -> List[int]:
         return []  # tensorflow/nmt's reader adds </s> itself
+
+    def pad_id(self) -> int:
+        return EOS_ID  # tensorflow/nmt pads with </s> (and masks by length): <unk> is 0

@@ -103,7 +103,9 @@ class TFRecordFormat(RecordFormat):
             path, _summed((frame_record(r) for r in records), checksum), stores)
 
     def read_shard(self, path: str, stores: Optional["ObjectStores"] = None) -> Iterator[bytes]:
-        with _file_io().open_for_read(path, stores) as f:
+        # a local shard with `open`: a reader in a trainer's process imports no Beam for it
+        with (open(path, "rb") if paths.is_local(path)
+              else _file_io().open_for_read(path, stores)) as f:
             yield from read_records(f)
 
 

@@ -7,7 +7,7 @@ from typing import Callable, List, Optional, Tuple
 
 import apache_beam as beam
 
-from transforms.codecs.byte_bpe_vocabulary import ByteBpeVocabulary
+from transforms.codecs.byte_bpe_vocabulary import PAD_TOKEN, ByteBpeVocabulary
 from transforms.codecs.vocabulary import VocabFiles
 from transforms.codecs.byte_bpe import ENDOFTEXT
 from transforms.contracts.config import VocabConfig
@@ -55,10 +55,14 @@ class ByteBpeLearner(CountedLearner):
 
 
 def _learn_bpe(name_items, vocab_size, min_frequency, eos_token, reserved=()):
-    """A learnt BPE whose special tokens are `eos_token` (--bpe_eos_token), so the id that
-    ends every example is in the vocabulary whatever token was chosen, then `reserved`."""
+    """A learnt BPE whose special tokens are `<pad>` (id 0: the readers pad with it and T2T's
+    `weights_nonzero` masks it, so it must be no id a record holds, as T2T reserves it),
+    `eos_token` (--bpe_eos_token, id 1), so the id that ends every example is in the
+    vocabulary whatever token was chosen, then `reserved`. The files are what `tokenizers`'
+    trainer writes given these special tokens in this order."""
     from transforms.codecs.byte_bpe_learner import learn_byte_bpe
     name, items = name_items
-    bpe = learn_byte_bpe(dict(items), vocab_size, special_tokens=(eos_token,) + tuple(reserved),
+    specials = (PAD_TOKEN, eos_token) + tuple(reserved)
+    bpe = learn_byte_bpe(dict(items), vocab_size, special_tokens=specials,
                          min_frequency=min_frequency)
     return [name, ByteBpeVocabulary(bpe, eos_token).to_files()]

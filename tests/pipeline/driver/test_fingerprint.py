@@ -209,3 +209,23 @@ def test_a_corrupt_sidecar_is_one_line_naming_it(tmp_path, content, problem):
     assert message.endswith("cannot tell what %s was made from; pass --overwrite to "
                             "relearn it" % vocab)
     assert "\n" not in message
+
+
+def test_a_byte_bpe_vocabulary_learnt_with_the_old_id_layout_is_a_difference(tmp_path):
+    """A learnt byte_bpe vocabulary's ids changed (issue 50, item 2: `<pad>` 0 and EOS 1, was
+    EOS 0): its fingerprints record the layout, so a vocabulary or output learnt before
+    (recorded without one) is refused, not reused; given ones and other kinds keep theirs."""
+    learnt = dict(flags_of(tmp_path), vocab_type="byte_bpe")
+    for make in (fingerprint.vocab_fingerprint, fingerprint.output_fingerprint):
+        now = make(learnt)
+        assert now["layout"] == "<pad> 0, EOS 1"
+        before = {k: v for k, v in now.items() if k != "layout"}  # as an older job wrote it
+        assert fingerprint.differences(before, now) == [
+            "the vocabulary's id layout of an earlier version -> <pad> 0, EOS 1"]
+    gpt2 = tmp_path / "gpt2"
+    write(gpt2 / "vocab.json", "{}")
+    write(gpt2 / "merges.txt", "#\n")
+    for flags in (dict(learnt, bpe_vocab=str(gpt2)), flags_of(tmp_path),
+                  dict(flags_of(tmp_path), vocab_type="word")):
+        for make in (fingerprint.vocab_fingerprint, fingerprint.output_fingerprint):
+            assert "layout" not in make(flags)

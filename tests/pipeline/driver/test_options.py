@@ -146,7 +146,10 @@ TMX = ["--output_dir", "/tmp/out", "--train_tmx", "a.tmx"]
     (BASE + ["--vocab_type", "byte_bpe", "--bpe_eos_token", ""],
      "--bpe_eos_token must not be empty"),
     (BASE + ["--vocab_type", "byte_bpe", "--vocab_size", "256"],
-     "--vocab_size for byte_bpe counts the 256 byte symbols and <|endoftext|>: at least 257"),
+     "--vocab_size for byte_bpe counts the 256 byte symbols, <pad> and <|endoftext|>: "
+     "at least 258"),
+    (BASE + ["--vocab_type", "byte_bpe", "--bpe_eos_token", "<pad>"],
+     "--bpe_eos_token must not be <pad>: a learnt vocabulary reserves it for padding (id 0)"),
     (BASE + ["--vocab_type", "word", "--vocab_size", "2"],
      "--vocab_size for a word vocabulary counts <unk>, <s>, </s>: at least 3"),
     (BASE + ["--vocab_type", "word", "--word_vocab", "a,b,c"],

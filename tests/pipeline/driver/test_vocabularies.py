@@ -136,7 +136,8 @@ def test_a_vocabulary_put_there_by_hand_is_reused(tmp_path, caplog):
     path = write(out.path("vocab.translate_enzh_wmt8k.10.words"), WORDS)
     with caplog.at_level(logging.INFO, logger="datagen"):
         choice = step.choose(step.plan(planned))
-    assert choice.reused == {"shared": {"path": path, "size": 4, "reused": True}}
+    assert choice.reused == {"shared": {"path": path, "size": 4, "reused": True,
+                                        "pad_id": 2, "eos_ids": []}}  # word: nmt's
     assert choice.to_learn == {}
     assert "%s has no %s: reused as given" % (path, fingerprint.sidecar_path(path)) in (
         caplog.messages)
@@ -174,7 +175,8 @@ def test_a_given_vocabulary_is_copied_into_the_output_after_its_sidecar(tmp_path
     copy = out.path("vocab.translate_enzh_wmt8k.8192.words")
     os.makedirs(out.output_dir)
     assert step.write_given(plan, choice.given) == {
-        "shared": {"path": copy, "size": 4, "reused": False, "given": words}}
+        "shared": {"path": copy, "size": 4, "reused": False, "given": words, "pad_id": 2,
+                   "eos_ids": []}}
     assert read(copy) == "<unk>\n<s>\n</s>\nhello\n"
     assert fingerprint.read_sidecar(copy) == step.fingerprint
 
@@ -194,7 +196,8 @@ def test_a_learnt_vocabulary_is_written_with_its_sidecar_and_reported(tmp_path):
     path = out.path("vocab.translate_enzh_wmt8k.10.words")
     assert read(path) == WORDS
     assert fingerprint.read_sidecar(path) == step.fingerprint
-    assert report["shared"] == {"path": path, "size": 4, "reused": False, "sampled_lines": 6,
+    assert report["shared"] == {"path": path, "size": 4, "pad_id": 2, "eos_ids": [],
+                                "reused": False, "sampled_lines": 6,
                                 "sampled_chars": 40, "files": stats[::-1],  # by path
                                 "distinct_tokens": 6}
     assert "passes" in report

@@ -191,3 +191,14 @@ def test_command_line(outputs):
                             capture_output=True, text=True, timeout=600)
     assert failed.returncode == 2 and failed.stdout == ""
     assert failed.stderr.count("\n") == 1 and "unknown split 'test'" in failed.stderr
+
+
+@pytest.mark.parametrize("summary", [b"", b"[1, 2]"], ids=["cut short", "not a summary"])
+def test_a_marker_without_a_readable_summary_is_one_line(tmp_path, capsys, summary):
+    """A copy cut short (issue 50, item 13): exit 2 and one line naming the summary."""
+    (tmp_path / "p.DATAGEN_COMPLETE").write_text("2026-12-01T00:00:00+00:00\n")
+    (tmp_path / "p.datagen_summary.json").write_bytes(summary)
+    status, out, err = _run(capsys, tmp_path)
+    assert status == 2 and out == "" and "Traceback" not in err
+    assert err.count("\n") == 1 and "incomplete output: %s" % (
+        tmp_path / "p.datagen_summary.json") in err, err

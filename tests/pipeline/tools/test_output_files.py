@@ -117,3 +117,31 @@ def test_a_directory_with_glob_characters_is_taken_literally(tmp_path):
     assert output_files.find_problem(str(literal), None) == "a"
     assert np.concatenate([b["inputs"] for b in batches.parquet_batches(
         str(literal), 64, mode="t2t", shuffle=False)]).shape[0] == 3
+
+
+@pytest.mark.parametrize("summary", ["missing", "cut short", "not a summary"])
+def test_a_marker_without_a_readable_summary_is_an_incomplete_output(tmp_path, summary):
+    """A copy cut short leaves the marker without its summary (`p.DATAGEN_COMPLETE` sorts
+    before `p.datagen_summary.json`): every reader that takes the directory says the output
+    is incomplete, in one line naming the summary, not FileNotFoundError or
+    JSONDecodeError (issue 50, item 13)."""
+    from pipeline.tools import mixture
+    from reader_outputs import numbered_pairs, write_output
+    write_output(tmp_path, "p", ParquetFormat(), {"en-de": numbered_pairs(10, 4),
+                                                  "en-fr": numbered_pairs(50, 4)})
+    path = tmp_path / "p.datagen_summary.json"
+    if summary == "missing":
+        path.unlink()
+    else:
+        path.write_bytes(path.read_bytes()[:40] if summary == "cut short" else b"[1, 2]")
+    for call in (lambda: reader.complete_output_files(str(tmp_path)),
+                 lambda: reader.complete_output_files(str(tmp_path), problem="p"),
+                 lambda: batches.shard_files(str(tmp_path)),
+                 lambda: next(batches.parquet_batches(str(tmp_path), 16, mode="t2t")),
+                 lambda: mixture.Mixture(str(tmp_path)),
+                 lambda: mixture.Mixture(str(tmp_path), require_complete=False)):
+        with pytest.raises(reader.IncompleteOutputError) as raised:
+            call()
+        message = str(raised.value)
+        assert "\n" not in message and str(path) in message, message
+        assert "summary" in message and "incomplete" in message, message

@@ -293,3 +293,57 @@ def test_t2t_mode_shuffled_and_long_sequences(t2t_records):
     everything = list(reader.make_dataset(pattern, 512, mode="t2t", shuffle=False, max_length=64,
                                           drop_long_sequences=False).as_numpy_iterator())
     _check_t2t_batches(everything, scheme, pairs)
+
+
+@pytest.mark.parametrize("pad", [0, 50257])
+def test_t2t_mode_pads_with_the_pad_id_the_summary_records(tmp_path, pad):
+    """Every reader pads inputs and targets with the vocabularies' pad id as the job records
+    it (`Vocabulary.pad_id`; issue 50, item 2): GPT-2's own files pad with 50257, since
+    their 0 is `!`, which records hold; the packed features stay 0-padded."""
+    from pipeline.tools import batches
+    from reader_outputs import write_output
+    from transforms.shards.record_formats import ParquetFormat, TFRecordFormat
+    pairs = [([0, 17250, 0, 50256], [0, 50256]), ([17250, 50256], [9, 9, 9, 50256])] * 3
+    # 50257: GPT-2's files given; 0: a learnt vocabulary of today's layout
+    ids = dict({"pad_id": pad, "eos_ids": [50256]}, **({"given": "gpt2"} if pad else {}))
+    for fmt in (TFRecordFormat(), ParquetFormat()):
+        directory = tmp_path / fmt.name
+        directory.mkdir()
+        write_output(directory, "gpt", fmt, {None: pairs}, flags={"vocab_type": "byte_bpe"},
+                     vocab={"source": dict(ids), "target": dict(ids), "passes": 2},
+                     fingerprint={"flags": {}, "inputs": {}, "layout": "<pad> 0, EOS 1"})
+    tf_batches = list(reader.make_dataset(str(tmp_path / "tfrecord" / "gpt-train-*"), 64,
+                                          mode="t2t", shuffle=False).as_numpy_iterator())
+    for got in (tf_batches, list(batches.parquet_batches(str(tmp_path / "parquet"), 64,
+                                                          mode="t2t", shuffle=False))):
+        rows = []
+        for batch in got:
+            for side in ("inputs", "targets"):
+                for row in batch[side]:
+                    end = len(row) - next(i for i, x in enumerate(row[::-1]) if x != pad)
+                    assert row[end - 1] == 50256 and (row[end:] == pad).all()
+                    rows.append((side, tuple(row[:end])))
+        assert sorted(rows) == sorted([("inputs", tuple(i)) for i, _ in pairs]
+                                      + [("targets", tuple(t)) for _, t in pairs])
+        assert any(len(batch["targets"][0]) > 2 for batch in got)
+        padded = np.concatenate([b["targets"].ravel() for b in got])
+        assert (padded == pad).any()  # some row was padded
+
+
+def test_a_byte_bpe_output_learnt_with_eos_0_is_refused_by_the_readers(tmp_path):
+    """An output learnt before `<pad>` took id 0 (its EOS is 0: the summary records neither
+    pad id nor layout) is refused, not padded with its EOS (issue 50, item 2)."""
+    from pipeline.tools import batches
+    from reader_outputs import write_output
+    from transforms.shards.record_formats import ParquetFormat, TFRecordFormat
+    for fmt in (TFRecordFormat(), ParquetFormat()):
+        (tmp_path / fmt.name).mkdir()
+        write_output(tmp_path / fmt.name, "old", fmt, {None: [([5, 0], [6, 7, 0])] * 4},
+                     flags={"vocab_type": "byte_bpe"}, vocab={"source": {"size": 300}},
+                     fingerprint={"flags": {}, "inputs": {}})
+    for call in (lambda: reader.make_dataset(str(tmp_path / "tfrecord" / "old-*"), 64,
+                                             mode="t2t"),
+                 lambda: next(batches.parquet_batches(str(tmp_path / "parquet"), 64,
+                                                      mode="t2t"))):
+        with pytest.raises(ValueError, match="earlier id layout .*--overwrite"):
+            call()
