@@ -12,6 +12,9 @@ REQUIRED = [
     # file systems use (apache-beam[aws], apache-beam[gcp]).
     "boto3>=1.35,<2",
     "botocore>=1.35,<2",
+    # boto3's managed transfer, whose copy fails with its own S3CopyFailedError (the commit's
+    # multipart copy of a shard over S3's 5 GB single-copy limit).
+    "s3transfer>=0.10,<1",
     "google-cloud-storage>=2.18.2,<4",
     "google-auth>=2,<3",
     "google-api-core>=2,<3",

@@ -33,11 +33,12 @@ TESTS = os.path.join(REPO, "tests")
 class DaskCluster:
     """A scheduler and `workers` nanny-managed worker processes of `threads` threads each;
     `worker_args`: more arguments of theirs (`--preload MODULE`), `worker_env`: more
-    environment variables; `python`: the interpreter of them all (another environment's),
+    environment variables; `scheduler_args`: the scheduler's (`--preload dask_task_log`);
+    `python`: the interpreter of them all (another environment's),
     `env`: more environment variables of them all."""
 
     def __init__(self, work_dir, workers=2, threads=1, worker_args=(), worker_env=None,
-                 python=sys.executable, env=None):
+                 python=sys.executable, env=None, scheduler_args=()):
         self.port = free_port()
         self.python = python
         self.env = dict(env or {})
@@ -45,6 +46,7 @@ class DaskCluster:
         self.threads = threads
         self.worker_args = list(worker_args)
         self.worker_env = dict(worker_env or {})
+        self.scheduler_args = list(scheduler_args)
         os.makedirs(str(work_dir), exist_ok=True)
         self.procs = Processes(str(work_dir))
 
@@ -55,7 +57,8 @@ class DaskCluster:
     def start(self, seconds=120):
         self.procs.start("scheduler", [
             self.python, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
-            "--port", str(self.port), "--no-dashboard"], env=self._env(), cwd=REPO)
+            "--port", str(self.port), "--no-dashboard"] + self.scheduler_args, env=self._env(),
+            cwd=REPO)
         for i in range(self.workers):
             self._start_worker("worker-%d" % i, self.python, self.worker_args,
                                self.worker_env, REPO)

@@ -8,6 +8,8 @@
   credentials, and with none on the machine retries for ~24 s per process; the tests give it
   a service-account key file (a fresh RSA key) whose token endpoint is a tiny local server
   (`TokenServer`), so credentials resolve at once and no request leaves the machine.
+- `GatheringProxy`: holds a client's requests of one kind until it has sent some number of them
+  at once (a client's parallel requests, shown by the event).
 - `DroppingEndpoint`: takes each connection and resets it, counting them.
 - `DelayProxy`: a TCP proxy that holds each chunk a client sends for a few tens of
   milliseconds before passing it on (`cut()`: the store gone, every connection closed). On loopback the servers answer in ~1 ms, which hides
@@ -71,7 +73,8 @@ def _stop(proc):
 
 
 class MotoServer:
-    """`moto_server` on 127.0.0.1: `endpoint`, `client()` (boto3), `beam_flags(endpoint)`.
+    """`moto_server` on 127.0.0.1: `endpoint`, `client()` (boto3), `beam_flags(endpoint)`,
+    `record()` (the requests it answered).
 
     `host`, `port` and `launch` start it elsewhere: `launch(name, argv)` returns the Popen
     of a command started on another host (tests/network_hosts.py), which listens on `host`."""
@@ -82,9 +85,13 @@ class MotoServer:
         executable = os.path.join(os.path.dirname(sys.executable), "moto_server")
         command = [executable, "-H", host, "-p", str(self.port)]
         self._log = None
+        # moto's own request log, off until `record()` (each request's method, URL, headers)
+        self.recording = os.path.join(log_dir, "moto_recording.jsonl")
         if launch is None:
             self._log = open(os.path.join(log_dir, "moto_server.log"), "wb")
-            self.proc = subprocess.Popen(command, stdout=self._log, stderr=subprocess.STDOUT)
+            self.proc = subprocess.Popen(command, stdout=self._log, stderr=subprocess.STDOUT,
+                                         env=dict(os.environ,
+                                                  MOTO_RECORDER_FILEPATH=self.recording))
         else:
             self.proc = launch("moto_server", command)
         _wait_until_answers(self.endpoint + "/moto-api/", self.proc)
@@ -94,6 +101,26 @@ class MotoServer:
         return boto3.session.Session().client(
             "s3", endpoint_url=endpoint or self.endpoint, aws_access_key_id=ACCESS_KEY,
             aws_secret_access_key=SECRET_KEY, region_name=REGION)
+
+    @contextlib.contextmanager
+    def record(self):
+        """Yields a list that, once the block ends, holds the requests the server answered
+        inside it, from moto's own recorder: [(method, URL, {header: value})]."""
+        def recorder(action):
+            request = urllib.request.Request(
+                "%s/moto-api/recorder/%s" % (self.endpoint, action), data=b"", method="POST")
+            urllib.request.urlopen(request, timeout=60).read()
+        recorder("reset-recording")
+        recorder("start-recording")
+        requests = []
+        try:
+            yield requests
+        finally:
+            recorder("stop-recording")
+        with open(self.recording) as f:
+            for line in f:
+                entry = json.loads(line)
+                requests.append((entry["method"], entry["url"], entry["headers"]))
 
     def beam_flags(self, endpoint=None):
         """Beam's standard S3 options, as a user passes them to the job."""
@@ -245,6 +272,69 @@ class DelayProxy:
             with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
                 sock.close()
+
+
+class GatheringProxy:
+    """A TCP proxy on 127.0.0.1 in front of `port` that holds every request whose first chunk
+    holds `marker` (e.g. `x-amz-copy-source`: an S3 copy) until `gather` of them are held at
+    once, then lets them all through, and from then on every request: what shows that a client
+    sends that many at once, by the event, not by a clock. `most`: the most held at once;
+    `gathered`: whether `gather` came (after `seconds`, a guard against a hang, the held ones
+    go on without it, and the test fails on `gathered`)."""
+
+    def __init__(self, port, marker, gather, seconds=600.0):
+        self._target = ("127.0.0.1", port)
+        self._marker = marker.lower().encode()
+        self._gather = gather
+        self._seconds = seconds
+        self._lock = threading.Condition()
+        self._held = 0
+        self.most = 0
+        self.gathered = False
+        self._listener = socket.socket()
+        self._listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._listener.bind(("127.0.0.1", 0))
+        self._listener.listen(64)
+        self.endpoint = "http://127.0.0.1:%d" % self._listener.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return
+            server = socket.create_connection(self._target)
+            threading.Thread(target=self._pump, args=(client, server, True),
+                             daemon=True).start()
+            threading.Thread(target=self._pump, args=(server, client, False),
+                             daemon=True).start()
+
+    def _hold(self):
+        with self._lock:
+            self._held += 1
+            self.most = max(self.most, self._held)
+            if self._held >= self._gather:
+                self.gathered = True
+                self._lock.notify_all()
+            self._lock.wait_for(lambda: self.gathered, self._seconds)
+            self._held -= 1
+
+    def _pump(self, source, sink, requests):
+        with contextlib.suppress(OSError):
+            while True:
+                data = source.recv(65536)
+                if not data:
+                    break
+                if requests and not self.gathered and self._marker in data.lower():
+                    self._hold()
+                sink.sendall(data)
+        for s in (source, sink):
+            with contextlib.suppress(OSError):
+                s.shutdown(socket.SHUT_RDWR)
+
+    def stop(self):
+        self._listener.close()
 
 
 class DroppingEndpoint:

@@ -27,7 +27,7 @@ from pipeline.runtime.errors import DatagenError
 from transforms.contracts.config import ReadConfig
 from transforms.contracts.elements import DatasetSpec, FileFacts
 from transforms.storage import file_io
-from transforms.prepare.file_scan import ScanTextFiles
+from transforms.prepare.file_scan import RANGE_BYTES, ScanTextFiles
 from transforms.reporting.json_result import WriteJsonResult
 from transforms.prepare.materialize import MaterializeDatasets
 from transforms.storage.object_stores import ObjectStores
@@ -60,9 +60,10 @@ class PrepareInputs(beam.PTransform):
     """
 
     def __init__(self, paths: List[str], structured: List[DatasetSpec], work_dir: str,
-                 read: ReadConfig, result_path: str) -> None:
+                 read: ReadConfig, result_path: str, ranged: bool = True) -> None:
         super().__init__()
         self._paths = paths
+        self._ranged = ranged  # some file may be scanned in byte ranges
         self._structured = structured
         self._work_dir = work_dir
         self._read = read  # transforms.contracts.config.ReadConfig
@@ -74,7 +75,8 @@ class PrepareInputs(beam.PTransform):
         scanned = None
         if self._paths:
             scanned = (pbegin | "Paths" >> beam.Create(self._paths, reshuffle=False)
-                       | "Scan" >> ScanTextFiles(self._read.encode_chunk_lines))
+                       | "Scan" >> ScanTextFiles(self._read.encode_chunk_lines,
+                                                 RANGE_BYTES if self._ranged else None))
             outputs["files"] = scanned | "AsList" >> beam.Map(list)
         if self._structured:
             outputs["materialized"] = (
@@ -95,6 +97,17 @@ class RidingPrepare:
     it does ("scan 4 files")."""
     add: Callable[[beam.Pipeline], Optional[beam.PCollection]]
     label: str
+
+
+def _maybe_over(path: str, size: int) -> bool:
+    """Whether `path` may be larger than `size` bytes: a local file's size is known at once
+    (a file gone now is its scan's error to report); a store's is not asked on the driver."""
+    if not file_io.is_local(path):
+        return True
+    try:
+        return any(found > size for _, found, _ in file_io.match_files(file_io.glob_literal(path)))
+    except Exception:
+        return False
 
 
 def every_dataset(datasets: Mapping[str, List[Dataset]]) -> List[Dataset]:
@@ -130,7 +143,8 @@ class PrepareStep:
             "scan %d files" % len(paths) if paths else "",
             "convert %d datasets" % len(structured) if structured else "") if part)
         return PrepareInputs(paths, structured, self._layout.work("materialized"), self._read,
-                             self._layout.work("prepare.json")), label
+                             self._layout.work("prepare.json"),
+                             any(_maybe_over(path, RANGE_BYTES) for path in paths)), label
 
     def riding(self, datasets: Mapping[str, List[Dataset]]) -> "RidingPrepare":
         """The prepare stage riding along the first vocab pass (`pipeline.driver.vocab_passes`

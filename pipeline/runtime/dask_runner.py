@@ -23,10 +23,11 @@ an exchange (`GroupByKey`, `Reshuffle`), or a ParDo whose side input depends on 
 input's stage, and holds every ParDo and Flatten reachable from there. It runs as one task
 per partition, its DoFns set up once per worker thread (`dask_worker.StagePool`) from a spec
 pickled once per pass, and sets the pass's options on `FileSystems` before it runs (each
-task: a worker may serve several jobs). A task splits its outputs itself: a list per tag, hash-partitioned
-for a GroupByKey (as many partitions as the cluster has threads), dealt round-robin for a
-Reshuffle (twice as many, as `Create` is split). A side input is gathered once, a graph
-dependency of its readers. A pass is tens of tasks, growing with its data.
+task: a worker may serve several jobs). A `Create` is one partition a work item, a
+GroupByKey as many partitions as the cluster has threads, a Reshuffle at least as many as its
+producers; how the elements cross an exchange, in tasks and edges linear in the cluster's
+threads and the pass's partitions, is `pipeline.runtime.dask_exchange`'s. A side input is
+gathered once, a graph dependency of its readers.
 
 DoFns run in the workers through Beam's in-process invoker, not the Fn API: the global
 window only, no state or timers, as the job needs. Each task's Beam counters go to the
@@ -39,11 +40,9 @@ import dataclasses
 import time
 import typing as t
 import uuid
-import zlib
 
 import apache_beam as beam
 from apache_beam import pvalue
-from apache_beam.coders import FastPrimitivesCoder
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics.execution import MetricsContainer
 from apache_beam.pipeline import AppliedPTransform, PipelineVisitor
@@ -59,11 +58,12 @@ from apache_beam.utils import counters as beam_counters
 from apache_beam.utils.windowed_value import WindowedValue
 
 from pipeline.runtime import dask_worker
+from pipeline.runtime.dask_exchange import (Export, deal_reads, deal_slots, gather, grouped,
+                                            hash_reads)
 from pipeline.runtime.dask_session import (ALL_TOPIC, METRICS_TOPIC, DaskSession, DatagenDaskResult,
                                            LostWorkers)
 
 MAIN = None  # the tag of a ParDo's main output
-KEY_CODER = FastPrimitivesCoder().as_deterministic_coder("GroupByKey")  # keys -> partitions
 GLOBAL = (GlobalWindow(),)
 
 # -- on the workers: a stage's partition ------------------------------------------------
@@ -118,24 +118,6 @@ class _Tags(dict):
         return _Stream()
 
 
-class _Export:
-    """A stage's output of one stream for the next stage: a list (`list`), `n` lists by key
-    hash (`hash`, for a GroupByKey) or `n` lists dealt round-robin (`deal`, a Reshuffle)."""
-
-    def __init__(self, mode: str, n: int, partition: int) -> None:
-        self.mode, self.n, self.turn = mode, n, partition
-        self.values: list = [] if mode == "list" else [[] for _ in range(n)]
-
-    def __call__(self, value) -> None:
-        if self.mode == "list":
-            self.values.append(value)
-        elif self.mode == "hash":
-            self.values[zlib.crc32(KEY_CODER.encode(value[0])) % self.n].append(value)
-        else:
-            self.values[self.turn % self.n].append(value)
-            self.turn += 1
-
-
 class _StageExecutor:
     """A stage's DoFns, set up, wired stream to step; runs one partition at a time."""
 
@@ -168,8 +150,8 @@ class _StageExecutor:
         for stream, steps in spec.consumers.items():
             self.streams[stream].targets.extend(targets[i] for i in steps)
 
-    def run(self, elements: t.Iterable, partition: int) -> list:
-        exports = [_Export(mode, n, partition) for _, mode, n in self.spec.exports]
+    def run(self, elements: t.Iterable) -> list:
+        exports = [Export(mode, n) for _, mode, n in self.spec.exports]
         for (stream, _, _), export in zip(self.spec.exports, exports):
             self.streams[stream].sinks.append(export)
         try:
@@ -190,24 +172,18 @@ class _StageExecutor:
             invoker.invoke_teardown()
 
 
-def _elements(kind: str, source: t.Any) -> t.Iterable:
-    """A partition's input: pickled `values` (a Create's), `group`ed (one GroupByKey
-    partition of every producing task), or `concat`enated parts."""
+def _elements(kind: str, source: t.Any, picks: t.Sequence) -> t.Iterable:
+    """A partition's input: pickled `values` (a Create's), `group`ed (a GroupByKey's) or
+    gathered (`deal`, `part`) from the results `source` (`dask_exchange`'s refs)."""
     if kind == "values":
         import cloudpickle
         return cloudpickle.loads(source)
-    if kind == "group":
-        groups: dict = {}
-        for part in source:
-            for key, value in part:
-                groups.setdefault(key, []).append(value)
-        return groups.items()
-    return [value for part in source for value in part]
+    return grouped(source, picks) if kind == "group" else gather(source, picks)
 
 
-def _run_stage(name: str, spec: bytes, kind: str, partition: int, source: t.Any,
+def _run_stage(name: str, spec: bytes, kind: str, source: t.Any, picks: t.Sequence,
                side_values: t.Sequence[list]) -> list:
-    """A task: partition `partition` of stage `name`, on a set-up executor of the worker's
+    """A task: a partition of stage `name` (its input: `_elements`), on a set-up executor of the worker's
     pool (`dask_worker.StagePool`), its counters reported to the scheduler."""
     from distributed import get_worker
     worker = get_worker()
@@ -226,7 +202,7 @@ def _run_stage(name: str, spec: bytes, kind: str, partition: int, source: t.Any,
                 executor = _StageExecutor(stage_spec, side_values)
             else:
                 FileSystems.set_options(executor.spec.options)
-            outputs = executor.run(_elements(kind, source), partition)
+            outputs = executor.run(_elements(kind, source, picks))
     except BaseException:
         if executor is not None:
             executor.teardown()
@@ -243,17 +219,6 @@ def _run_stage(name: str, spec: bytes, kind: str, partition: int, source: t.Any,
         worker.log_event(METRICS_TOPIC, {"pass": executor.spec.pass_id, "task": str(
             worker.get_current_task()), "step": name, "counters": counters})
     return outputs[0] if len(outputs) == 1 else outputs
-
-
-def _export_of(outputs: list, index: int, bucket: int) -> list:
-    """Export `index` of a task's outputs (the outputs themselves if < 0: a task of one
-    export returns it alone), or `bucket` of it if >= 0."""
-    export = outputs[index] if index >= 0 else outputs
-    return export[bucket] if bucket >= 0 else export
-
-
-def _concat(parts: t.Sequence[list]) -> list:
-    return [value for part in parts for value in part]
 
 
 # -- on the driver: a pass's stages and their graph -------------------------------------
@@ -309,7 +274,10 @@ class _Translator(PipelineVisitor):
         return stage
 
     def _split(self, values: list) -> list:
-        count = self.bag_kwargs.get("npartitions") or 2 * self.threads
+        """A Create's partitions: one a work item (the job's Creates list work items sized
+        by their work: chunks, files, parts), so that the pass has work for a worker that
+        joins mid-pass; --dask_npartitions / --dask_partition_size decide otherwise."""
+        count = self.bag_kwargs.get("npartitions") or len(values)
         if self.bag_kwargs.get("partition_size"):
             count = -(-len(values) // self.bag_kwargs["partition_size"])
         count = max(1, min(count, len(values)))
@@ -333,13 +301,19 @@ class _Translator(PipelineVisitor):
             values = self._split([b""] if isinstance(transform, beam.Impulse)
                                  else list(transform.values)) or [[]]
             self._new(node, "values", len(values), outputs[0], values=values)
-        elif isinstance(transform, (_GroupByKeyOnly, _Reshuffle)):  # fix 6
-            mode = "hash" if isinstance(transform, _GroupByKeyOnly) else "deal"
-            n = self.threads if mode == "hash" else (self.bag_kwargs.get("npartitions")
-                                                     or 2 * self.threads)
-            for stage in self.producers[inputs[0]]:
-                stage.export(inputs[0], mode, n)
-            self._new(node, "group" if mode == "hash" else "deal", n, outputs[0], inputs[0])
+        elif isinstance(transform, (_GroupByKeyOnly, _Reshuffle)):  # fix 6: dask_exchange
+            producers = self.producers[inputs[0]]
+            count = sum(stage.partitions for stage in producers)
+            if isinstance(transform, _GroupByKeyOnly):
+                mode, n = "hash", self.threads
+                slots = n
+            else:
+                mode = "deal"
+                n = max(count, self.bag_kwargs.get("npartitions") or 2 * self.threads)
+                slots = deal_slots(count, n)
+            for stage in producers:
+                stage.export(inputs[0], mode, slots)
+            self._new(node, "group" if mode == "hash" else mode, n, outputs[0], inputs[0])
         elif isinstance(transform, _Flatten):
             self._flatten(node, inputs, outputs[0])
         elif isinstance(transform, beam.ParDo):
@@ -404,22 +378,18 @@ class _Translator(PipelineVisitor):
         def task(stage, i):
             return ("%s-%d-%s" % (prefix, stage.index, stage.name), i)
 
-        def exported(pcoll, mode, bucket=-1):
-            """Keys of pcollection `pcoll`'s export `mode` (its `bucket`) of every task."""
-            keys = []
+        def exported(pcoll, mode) -> list:
+            """(key, export number) of every task producing `pcoll`'s export `mode`."""
+            refs: list = []
             for stage in self.producers[pcoll]:
                 index = next(k for k, (s, m, _) in enumerate(stage.exports)
                              if s == stage.streams[pcoll] and m == mode)
-                if len(stage.exports) == 1:
-                    index = -1  # its tasks return it alone
-                for i in range(stage.partitions):
-                    if index < 0 and bucket < 0:
-                        keys.append(task(stage, i))  # no selection to make
-                        continue
-                    key = ("%s-out-%d" % (prefix, stage.index), i, index, bucket)
-                    dsk.setdefault(key, (_export_of, task(stage, i), index, bucket))
-                    keys.append(key)
-            return keys
+                index = -1 if len(stage.exports) == 1 else index  # returned alone
+                refs.extend((task(stage, i), index) for i in range(stage.partitions))
+            return refs
+
+        def reads(refs) -> tuple:
+            return [key for key, _, _ in refs], [(export, pick) for _, export, pick in refs]
 
         side_keys: dict = {}
         for stage in self.stages:
@@ -429,17 +399,23 @@ class _Translator(PipelineVisitor):
             for side in stage.sides:  # fix 5: gathered once, a dependency of the readers
                 if side not in side_keys:
                     side_keys[side] = ("%s-side" % prefix, len(side_keys))
-                    dsk[side_keys[side]] = (_concat, exported(side, "list"))
+                    dsk[side_keys[side]] = (gather, *reads(
+                        [(key, export, -1) for key, export in exported(side, "list")]))
                 sides.append(side_keys[side])
+            if stage.kind == "group":
+                inputs = hash_reads(dsk, "%s-route-%d" % (prefix, stage.index),
+                                    exported(stage.input, "hash"), stage.partitions)
+            elif stage.kind == "deal":
+                inputs = deal_reads(exported(stage.input, "deal"), stage.partitions)
+            elif stage.kind == "part":
+                inputs = [[(key, export, -1)] for key, export in exported(stage.input, "list")]
             name = "t2t-%s/%d" % (self.pass_id, stage.index)  # in the workers' StagePools
             for i in range(stage.partitions):
                 if stage.kind == "values":
-                    source: t.Any = cloudpickle.dumps(stage.values[i])
-                elif stage.kind == "part":
-                    source = exported(stage.input, "list")[i:i + 1]
+                    source: t.Any = (cloudpickle.dumps(stage.values[i]), [])
                 else:
-                    source = exported(stage.input, "hash" if stage.kind == "group" else "deal", i)
-                dsk[task(stage, i)] = (_run_stage, name, spec_key, stage.kind, i, source, sides)
+                    source = reads(inputs[i])
+                dsk[task(stage, i)] = (_run_stage, name, spec_key, stage.kind, *source, sides)
         leaves = [task(s, i) for s in self.stages if not s.exports for i in range(s.partitions)]
         return dsk, leaves
 

@@ -38,6 +38,11 @@ EncodedLine = Tuple[bytes, int, int]
 words). A plain tuple, not a NamedTuple: the encode pass makes one per distinct line."""
 
 
+EntryFrame = Sequence[Tuple[bytes, int]]
+"""How an encoded line is framed as a record's part: nested length-delimited protobuf fields
+around its varints, innermost first, each (bytes before its tag, tag); the innermost is left
+out when its content is empty (`example_proto.PairExampleWriter.entry_frame`)."""
+
 class Vocabulary(abc.ABC):
     """A loaded vocabulary of one kind. Subclasses fill in the abstract methods."""
 
@@ -111,6 +116,16 @@ class Vocabulary(abc.ABC):
             ids, oov = encode(text)
             out.append((encode_varints(ids), len(ids), oov))
         return out
+
+
+    def encode_entries_many(self, texts: Sequence[str], frame: EntryFrame, head: bytes,
+                            eos: bytes) -> Tuple[List[Optional[bytes]], List[int]]:
+        """For `texts` (distinct stripped lines): each one's `frame` around `head` + its
+        ids' varints + `eos`, or None for a line left to `encode_varints_many` (every line,
+        unless a kind encodes and frames lines in one compiled call: subword's
+        `subword_kernel`), and how many ids each has (without head and EOS; 0 for a line
+        left). A line it frames has no out-of-vocabulary words."""
+        return [None] * len(texts), [0] * len(texts)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -11,17 +11,33 @@ A fragment is a sequence of entries: a 20-byte header (shuffle key u64, dataset 
 number u32, record length u32, little-endian) and the record already framed as TFRecord, so the
 merge only copies bytes. Entries are ordered by (key, dataset index, line number), the order of
 the final shard file; the line number breaks ties, so the order never depends on the runner.
+
+A shard has a fragment per encode chunk: thousands at a large job's size, and a merge that
+opened them all at once would end with `Too many open files` under a worker's `ulimit -n`
+(1024, often, and SLURM passes the submitting shell's on). So a merge reads at most
+`MERGE_FAN_IN` streams at once: with more fragments, consecutive groups of them are first
+merged into runs (the same entry format) in the work directory, level after level, and the
+runs removed as soon as they are merged on. `heapq.merge` is stable and the groups keep the
+fragments' order, so the records come out exactly as one merge of all would give them.
 """
 
 import heapq
 import struct
-from typing import Iterable, Iterator, Optional, Tuple
+import uuid
+from typing import Iterable, Iterator, List, Optional, Tuple
 
 from transforms.contracts.elements import EntryKey, FragmentEntry
-from transforms.storage import file_io
+from transforms.storage import file_io, paths as path_syntax
 from transforms.storage.object_stores import ObjectStores
 
 _HEADER = struct.Struct("<QIII")
+
+MERGE_FAN_IN = 64
+"""The most fragments (or runs) one merge reads at once: its open files or store streams are
+these and the one it writes."""
+
+_RUN_CHUNK = 1 << 20  # bytes of entries a run's writer hands on at once
+RUNS_DIR = "merge-runs"  # beside the fragments: each merge's runs in a directory of its own
 
 
 def fragment_name(split: str, shard: int, dataset_index: int, first_line: int,
@@ -79,8 +95,70 @@ def read_fragment(path: str, stores: Optional[ObjectStores] = None
             yield (key, dataset_index, number), record
 
 
+def _merge(paths: List[str], stores: Optional[ObjectStores]
+           ) -> Iterator[Tuple[EntryKey, bytes]]:
+    return heapq.merge(*(read_fragment(p, stores) for p in paths), key=lambda entry: entry[0])
+
+
+def _entry_chunks(entries: Iterator[Tuple[EntryKey, bytes]]) -> Iterator[bytes]:
+    """`entries` in the fragment format, in chunks of about `_RUN_CHUNK` bytes."""
+    pending: List[bytes] = []
+    size = 0
+    for (key, dataset_index, number), record in entries:
+        pending.append(_HEADER.pack(key, dataset_index, number, len(record)))
+        pending.append(record)
+        size += _HEADER.size + len(record)
+        if size >= _RUN_CHUNK:
+            yield b"".join(pending)
+            pending, size = [], 0
+    if pending:
+        yield b"".join(pending)
+
+
+def _group_sizes(inputs: int) -> List[int]:
+    """The sizes of the leading groups of `inputs` one level merges into a run each. Every
+    run replaces its group by one input: the fewest inputs that leave MERGE_FAN_IN for the
+    last merge (the first group smaller, as in an optimal merge pattern: with 76 fragments
+    13 are merged into a run, not all 76 rewritten), or, when one level cannot get there,
+    every whole group of MERGE_FAN_IN."""
+    excess = inputs - MERGE_FAN_IN
+    groups = -(-excess // (MERGE_FAN_IN - 1))
+    if groups * MERGE_FAN_IN > inputs:
+        return [MERGE_FAN_IN] * (inputs // MERGE_FAN_IN)
+    return [excess - (groups - 1) * (MERGE_FAN_IN - 1) + 1] + [MERGE_FAN_IN] * (groups - 1)
+
+
+def _merged_in_levels(paths: List[str], stores: Optional[ObjectStores], run_dir: str
+                      ) -> Iterator[Tuple[EntryKey, bytes]]:
+    fragments = set(paths)
+    inputs = paths
+    level = 0
+    try:
+        while len(inputs) > MERGE_FAN_IN:
+            level += 1
+            runs, start = [], 0
+            for group, size in enumerate(_group_sizes(len(inputs))):
+                members = inputs[start:start + size]
+                start += size
+                run = path_syntax.join(run_dir, "L%d-%05d.run" % (level, group))
+                file_io.write_chunks(run, _entry_chunks(_merge(members, stores)), stores)
+                runs.append(run)
+                file_io.delete_files([p for p in members if p not in fragments], stores)
+            inputs = runs + inputs[start:]
+        yield from _merge(inputs, stores)
+    finally:  # also when the consumer stops early
+        file_io.delete_tree(run_dir, stores)
+
+
 def merge_fragments(paths: Iterable[str], stores: Optional[ObjectStores] = None
                     ) -> Iterator[Tuple[EntryKey, bytes]]:
-    """((key, dataset index, line number), record) of all fragments, in key order."""
-    return heapq.merge(*(read_fragment(p, stores) for p in sorted(paths)),
-                       key=lambda entry: entry[0])
+    """((key, dataset index, line number), record) of all fragments, in key order, reading
+    at most MERGE_FAN_IN files at once: more are merged in levels, through runs written in a
+    directory of this merge's own beside the fragments (`RUNS_DIR`; so a retried attempt of
+    the same shard never reads another's), removed when the merge ends."""
+    ordered = sorted(paths)
+    if len(ordered) <= MERGE_FAN_IN:
+        return _merge(ordered, stores)
+    run_dir = path_syntax.join(path_syntax.split(ordered[0])[0], RUNS_DIR,
+                              uuid.uuid4().hex)
+    return _merged_in_levels(ordered, stores, run_dir)

@@ -1,5 +1,6 @@
 """Small file helpers over Beam's FileSystems, so every path may be local, gs:// or s3://."""
 
+import concurrent.futures
 import contextlib
 import io
 import json
@@ -15,7 +16,7 @@ from apache_beam.io.filesystems import FileSystems
 from transforms.formats.checked_decompress import CheckedDecompressor
 from transforms.formats.text_lines import InputError
 from transforms.storage import paths as path_syntax
-from transforms.storage.object_stores import ObjectStores, Store
+from transforms.storage.object_stores import COPY_THREADS, ObjectStores, Store
 
 _READ_BUFFER = 1 << 20
 _GLOB_CHARACTERS = re.compile(r"([\[*?])")
@@ -449,16 +450,18 @@ def delete_files(paths: Iterable[str], stores: Optional[ObjectStores] = None) ->
 def move_files(sources: Iterable[str], destinations: Iterable[str],
                stores: Optional[ObjectStores] = None) -> None:
     """Moves files into place (replacing any there). On an object store a move is a copy and a
-    delete, one file after another: a reader may see some moved and some not (the commit's
-    marker says when all are); through `stores`' reused client when given."""
+    delete: through `stores`' reused client when given, up to `COPY_THREADS` server-side
+    copies at once (a copy of a large shard takes minutes; each is of any size, see
+    `S3Store.copy`), then one batch delete of the sources once every copy is done. A reader
+    may see some moved and some not (the commit's marker says when all are)."""
     moved, targets = list(sources), list(destinations)
     store = _store(moved[0], stores) if moved else None
     if store is None:
         if moved:
             FileSystems.rename(moved, targets)
         return
-    for source, destination in zip(moved, targets):
-        store.copy(source, destination)
+    with concurrent.futures.ThreadPoolExecutor(min(COPY_THREADS, len(moved))) as pool:
+        list(pool.map(store.copy, moved, targets))  # the first failure, once all have ended
     store.delete_many(moved)
 
 

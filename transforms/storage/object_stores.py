@@ -40,6 +40,24 @@ class StoreUnreachable(OSError):
     answer refusing the request (no such bucket, access denied)."""
 
 
+# S3 copies an object in one CopyObject request up to 5 GB only; a larger one is a multipart
+# copy (UploadPartCopy, each part a byte range of the source). boto3's managed `copy` picks
+# one or the other by size; parts of 256 MiB keep a 50 GB shard at 200 requests (boto3
+# raises the size where 10,000 parts would not do). `StoreSettings.copy_limit` and
+# `copy_part_bytes` default to them; a test lowers them (parts of 5 MiB at least, as S3).
+S3_SINGLE_COPY_LIMIT = 5 * 1024 ** 3
+S3_COPY_PART_BYTES = 256 * 1024 ** 2
+# Objects copied at once (`file_io.move_files`: the commit's shards), and the parts of one
+# S3 object copied at once (boto3's managed transfer threads): at most their product of
+# requests in flight, which the S3 client's connection pool holds.
+COPY_THREADS = 8
+S3_COPY_PART_THREADS = 4
+# Connections an S3 client keeps: what it has in flight at most, the commit's copies above or
+# a shard merge's streams (`transforms.shards.shard_fragments.MERGE_FAN_IN` and the run it
+# writes); urllib3 would drop each connection over its pool with a WARNING line.
+S3_CONNECTIONS = 72
+
+
 @dataclasses.dataclass(frozen=True)
 class StoreSettings:
     """The store options of a job's pipeline options, as plain values a DoFn can carry."""
@@ -52,6 +70,8 @@ class StoreSettings:
     s3_verify: Optional[str] = None
     s3_disable_ssl: bool = False
     gcs_project: Optional[str] = None
+    copy_limit: int = S3_SINGLE_COPY_LIMIT  # a test store's lower one (S3's in production)
+    copy_part_bytes: int = S3_COPY_PART_BYTES
 
     @classmethod
     def from_options(cls, options: PipelineOptions) -> "StoreSettings":
@@ -99,8 +119,9 @@ class S3Store:
         from botocore.config import Config
         self._settings = settings
         self._boto3 = boto3
-        self._client = self._new_client(Config(retries=s3_retries(),
-                                               connect_timeout=S3_CONNECT_TIMEOUT))
+        self._client = self._new_client(Config(
+            retries=s3_retries(), connect_timeout=S3_CONNECT_TIMEOUT,
+            max_pool_connections=S3_CONNECTIONS))
 
     def _new_client(self, config: Any = None) -> Any:
         s = self._settings
@@ -203,11 +224,24 @@ class S3Store:
             raise OSError(str(e)) from None
 
     def copy(self, source: str, destination: str) -> None:
-        """A server-side copy (objects up to 5 GB: shards are far smaller)."""
+        """A server-side copy of any size: boto3's managed copy, one CopyObject up to the
+        single-copy limit, a multipart copy (UploadPartCopy of byte ranges, parts copied by
+        a few threads) above it. A multipart copy that fails is aborted."""
+        from boto3.s3.transfer import TransferConfig
+        from botocore.exceptions import BotoCoreError, ClientError
+        from s3transfer.exceptions import S3CopyFailedError
         _, bucket, key = split_path(source)
         _, to_bucket, to_key = split_path(destination)
-        self._call("copy_object", CopySource={"Bucket": bucket, "Key": key},
-                   Bucket=to_bucket, Key=to_key)
+        s = self._settings
+        config = TransferConfig(multipart_threshold=s.copy_limit,
+                                multipart_chunksize=s.copy_part_bytes,
+                                max_concurrency=S3_COPY_PART_THREADS)
+        try:
+            self._client.copy({"Bucket": bucket, "Key": key}, to_bucket, to_key,
+                              Config=config)
+        except (BotoCoreError, ClientError, S3CopyFailedError) as e:
+            raise OSError("copying %s to %s: %s" % (source, destination,
+                                                     " ".join(str(e).split()))) from None
 
     def delete_many(self, paths: List[str]) -> None:
         """Deletes objects, up to 1,000 a request."""

@@ -141,3 +141,26 @@ def test_a_files_warnings_are_logged_once(tmp_path, caplog):
     with caplog.at_level(logging.WARNING, logger="datagen"):
         step.read_back(planned)
     assert caplog.messages == ["a BOM"]
+
+
+def test_the_scan_has_range_stages_only_when_a_file_may_be_over_a_range(tmp_path):
+    """Small local files: the pass has no stages of ranges (their fixed cost is a small
+    job's time); a local file over `RANGE_BYTES` (sparse here), or a store's file, whose
+    size the driver does not ask: it has."""
+    import apache_beam as beam
+    from driver_fixtures import applied
+    from transforms.prepare.file_scan import RANGE_BYTES
+
+    def labels(step, planned):
+        p = beam.Pipeline()
+        step.build(planned)[1](p)
+        return {label.rsplit("/", 1)[-1] for label in applied(p)}
+
+    step, planned, _ = setup(tmp_path)
+    assert "Scan" in labels(step, planned) and "Ranges" not in labels(step, planned)
+    step, planned, _ = setup(tmp_path / "big")
+    with open(planned["train"][0].source, "r+b") as f:
+        f.truncate(RANGE_BYTES + 1)
+    assert "Ranges" in labels(step, planned)
+    from pipeline.driver.prepare import _maybe_over
+    assert _maybe_over("gs://b/x.en", RANGE_BYTES)  # not asked (offline here)

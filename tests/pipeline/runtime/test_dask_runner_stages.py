@@ -4,10 +4,12 @@ stock DaskRunner that this works around, asserted still there (fixes 6, 7 and 9 
 module's docstring; the ones that need a cluster are in test_dask_runner.py):
 
 - a chain of ParDos, tagged outputs and a Flatten are one task per partition;
-- a `Create` is split in two partitions per cluster thread, a `GroupByKey` hashes into as
-  many partitions as threads, a `Reshuffle` deals into two a thread;
+- a `Create` is one partition a work item (its element), a `GroupByKey` hashes into as
+  many partitions as threads, a `Reshuffle` deals into two a thread, or more when more
+  tasks produce its input;
 - a ParDo whose side input depends on its own main input starts a stage of its own;
-- a pass's task count grows with its partitions, not with a shuffle's fan-out.
+- a pass's task count grows with its partitions, not with a shuffle's fan-out (the
+  exchange itself: test_dask_exchange.py).
 """
 
 import apache_beam as beam
@@ -50,7 +52,7 @@ def _split(x):
 
 
 def _chain(p):
-    parts = (p | beam.Create(list(range(100))) | "Double" >> beam.Map(lambda x: 2 * x + 1)
+    parts = (p | beam.Create(list(range(6))) | "Double" >> beam.Map(lambda x: 2 * x + 1)
              | "Split" >> beam.FlatMap(_split).with_outputs("odd", main="even"))
     both = (parts.even | "Even" >> beam.Map(str), parts.odd | "Odd" >> beam.Map(str))
     _ = both | beam.Flatten() | "Last" >> beam.Map(len)
@@ -59,22 +61,26 @@ def _chain(p):
 def test_a_chain_with_tagged_outputs_and_a_flatten_is_one_task_a_partition():
     stages, dsk, leaves = _translate(_chain)
     assert len(stages) == 1
-    assert [s.partitions for s in stages] == [4]  # 2 threads: 4 partitions
-    assert _stage_tasks(dsk) == {"Create": 4}
-    assert len(leaves) == 4
+    assert [s.partitions for s in stages] == [6]  # one a work item
+    assert _stage_tasks(dsk) == {"Create": 6}
+    assert len(leaves) == 6
 
 
 def _grouped(p):
-    _ = (p | beam.Create(list(range(1000))) | beam.Map(lambda x: (x % 7, x))
+    _ = (p | beam.Create(list(range(12))) | beam.FlatMap(lambda x: range(100 * x, 100 * x + 100))
+         | beam.Map(lambda x: (x % 7, x))
          | beam.GroupByKey() | beam.MapTuple(lambda k, v: (k, sum(v))))
 
 
 @pytest.mark.parametrize("threads", [1, 2, 8])
 def test_a_group_by_key_has_as_many_partitions_as_the_cluster_has_threads(threads):
     stages, dsk, leaves = _translate(_grouped, threads)
-    assert [s.partitions for s in stages] == [2 * threads, threads]
-    # each producing task splits its output itself: one bucket a partition, picked by key
-    assert len(dsk) == 2 + 2 * threads + 2 * threads * threads + threads
+    assert [s.partitions for s in stages] == [12, threads]
+    # each producing task returns its buckets as one result; a consumer reads at most FAN
+    # results of the exchange's tree (dask_exchange), which adds no more than its producers
+    routes = [key for key in dsk if "-route-" in key[0]]
+    assert len(dsk) == 2 + 12 + len(routes) + threads
+    assert len(routes) <= 12 + threads
     assert len(leaves) == threads
 
 
@@ -131,8 +137,11 @@ def _stock_graph(build):
 
 def test_stock_group_by_key_is_a_task_shuffle_of_hundreds_of_tasks():
     """Fix 6: the stock translation's graph of the same pipeline is a task shuffle."""
-    stock = dict(_stock_graph(_grouped)[-1].__dask_graph__())
-    ours = _translate(_grouped, 2)[1]
+    def grouped(p):  # 8 partitions of Beam's stock Create (128 elements each)
+        _ = (p | beam.Create(list(range(1000))) | beam.Map(lambda x: (x % 7, x))
+             | beam.GroupByKey() | beam.MapTuple(lambda k, v: (k, sum(v))))
+    stock = dict(_stock_graph(grouped)[-1].__dask_graph__())
+    ours = _translate(grouped, 2, npartitions=8)[1]
     assert any("shuffle" in str(key) for key in stock)
     assert len(stock) > 10 * len(ours), (len(stock), len(ours))
 
@@ -141,7 +150,7 @@ def test_stock_create_puts_up_to_128_elements_in_a_partition():
     """Fix 7: a Create of a pass's 8 work items is one partition, one task, one worker."""
     bags = _stock_graph(lambda p: p | beam.Create(list(range(8))))
     assert bags[0].npartitions == 1
-    assert _translate(lambda p: p | beam.Create(list(range(8))))[0][0].partitions == 4
+    assert _translate(lambda p: p | beam.Create(list(range(8))))[0][0].partitions == 8
 
 
 class _Stop(Exception):
