@@ -20,6 +20,7 @@ RUN_BY = {
     "cleaning": "tests/end_to_end/test_readme_examples.py",
     "s3-local": "tests/end_to_end/test_readme_examples.py",
     "airflow": "tests/end_to_end/test_airflow_dag.py",
+    "slurm": "tests/end_to_end/test_slurm_cluster.py",
 }
 _BLOCK = re.compile(r"^[ \t]*<!-- example: ([\w-]+) -->\n([ \t]*)```(\w+)\n(.*?)^\2```",
                     re.M | re.S)

@@ -18,7 +18,7 @@ from typing import Any, Callable, Collection, Dict, List, Optional, Set, Tuple
 
 from apache_beam.io.filesystems import FileSystems
 
-from pipeline.driver import fingerprint, preflight, reruns, resume
+from pipeline.driver import corpora, fingerprint, preflight, reruns, resume
 from pipeline.driver.cleaning import CleaningStep
 from pipeline.driver.datasets import Dataset, expand_listing, literal_patterns, plan_datasets
 from pipeline.driver.encode import EncodeStep
@@ -112,6 +112,7 @@ class DatagenJob:
         complete now, not at the end."""
         if not self.config.job.allow_empty:
             books.check_has_pairs(prepared)
+            corpora.check_corpora_have_pairs(prepared, self.config)
         self.run_pass.stop_if_interrupted()
         self._lock.confirm()  # not into an --output_dir removed or replaced meanwhile
         file_io.delete_tree(self.layout.complete_path, self.stores)
@@ -202,6 +203,8 @@ class DatagenJob:
             books.check_written(prepared, report)
         for difference in books.compare_with_counters(report, self.run_pass.counters):
             LOG.warning("%s", difference)
+        for unusable in books.nothing_usable(report):
+            LOG.warning("%s", unusable)
         pairs = {p.ds.get("pair", "") for split in prepared for p in prepared[split]} - {""}
         if not file_io.is_local(self.layout.output_dir):  # a copy and a delete per object
             LOG.info("moving %d shards into %s", len(shards), self.layout.output_dir)

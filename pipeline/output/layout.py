@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Callable, Optional
 
 from transforms.formats.checked_decompress import strip_compression_suffix
 from transforms.storage import paths
-from transforms.shards.record_formats import DEFAULT_FORMAT, ShardNames, record_format
+from transforms.shards.record_formats import (DEFAULT_FORMAT, ShardNames, problem_of_head,
+                                             record_format)
 
 if TYPE_CHECKING:
     from transforms.codecs.kinds import CodecKind
@@ -36,11 +37,10 @@ def lang_of(path: str) -> str:
 def marked_problem(directory: str, head: str, exists: Callable[[str], bool]
                    ) -> Optional[str]:
     """The problem with a completion marker in `directory` that a shard name's head
-    (`parse_shard_name`'s problem) belongs to: the head itself, else the longest prefix
-    before a "-" (a language pair's own shards are `{problem}-{src}-{tgt}-{split}-...`);
-    None when none has a marker."""
-    heads = [head] + [head[:i] for i in range(len(head) - 1, 0, -1) if head[i] == "-"]
-    return next((h for h in heads if exists(paths.join(directory, COMPLETE_NAME % h))), None)
+    (`parse_shard_name`'s problem) belongs to (a language pair's own shards are
+    `{problem}~{src}-{tgt}-{split}-...`: `problem_of_head`); None when it has no marker."""
+    problem = problem_of_head(head)
+    return problem if exists(paths.join(directory, COMPLETE_NAME % problem)) else None
 
 
 class OutputLayout:

@@ -18,8 +18,8 @@ driver, the encode pass's workers, `inspect`). Adding a kind: `transforms.codecs
 
 import abc
 import dataclasses
-from typing import (Any, ClassVar, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple,
-                    Type)
+from typing import (Any, ClassVar, Collection, Dict, FrozenSet, List, Mapping, Optional,
+                    Sequence, Tuple, Type)
 
 from transforms.codecs.varints import encode_varints
 
@@ -102,6 +102,21 @@ class Vocabulary(abc.ABC):
         a language tag `<2de>`, which is never split and never comes out of `encode`), else
         None."""
         return None
+
+    def text_gives(self, token: str) -> Optional[str]:
+        """None, or why text holding `token` (an entry: a language tag) encodes to the entry's
+        id whatever `reserving` does (a SentencePiece model's user-defined symbol): a given
+        vocabulary with such a tag is refused."""
+        return None
+
+    def reserving(self, ids: Collection[int]) -> "Vocabulary":
+        """This vocabulary, encoding so that text never gives `ids` (the language tags the
+        run puts before inputs: a `<2de>` inside a sentence is text). Subword and byte_bpe
+        keep their reserved tokens out of text by construction, a learnt SentencePiece model
+        holds tags as control symbols (never matched in text): they are themselves. A kind
+        whose entries text can match (word) returns a vocabulary that encodes such a token
+        as the text would be without it."""
+        return self
 
     def encode_with_oov(self, text: str) -> Tuple[List[int], int]:
         """(`encode`'s ids, number of out-of-vocabulary words: 0 unless a kind has them)."""

@@ -102,6 +102,11 @@ class _EncodeChunkFn(beam.DoFn):
         source = vocabularies.load(self._paths[0], for_encoding=True)
         target = (source if self._paths[1] == self._paths[0]
                   else vocabularies.load(self._paths[1], for_encoding=True))
+        tags = {i for ids in self._prefixes.values() for i in ids}
+        if tags:  # a tag string inside a sentence is text, never the tag's id (the tags
+            shared = source is target  # are ids of the one vocabulary of both sides)
+            source = source.reserving(tags)
+            target = source if shared else target
         self._examples = PairExampleWriter("inputs", "targets")  # without TensorFlow
         self._encoder = PairEncoder(source, target, self._examples)
         self._prefix_varints = {pair: (encode_varints(ids), len(ids))
