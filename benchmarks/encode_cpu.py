@@ -13,7 +13,9 @@ checkout), e.g. on the first 100k bench pairs with the vocab files a bench run w
 of the encode step alone (`PairEncoder._entries`: a block's lines to their Example entries,
 the line cache included) and the SHA-256 of the fragments written, which must not change
 between versions. `--repo DIR` runs another checkout's code with this script
-(`encode_ab.py` alternates two that way).
+(`encode_ab.py` alternates two that way). `--resume`: the DoFn also checksums its fragments
+and writes the chunk's manifest, as in a job (`transforms.encode.chunk_manifests`; ignored by
+a checkout without them).
 """
 
 import argparse
@@ -87,6 +89,8 @@ def main(argv=None):
     parser.add_argument("--vocab_type", default="subword")
     parser.add_argument("--num_shards", type=int, default=10)
     parser.add_argument("--repeat", type=int, default=2, help="runs; the fastest is printed")
+    parser.add_argument("--resume", action="store_true",
+                        help="write chunk manifests, as a job does")
     parser.add_argument("--repo", help="the checkout whose code runs (default: this one)")
     args = parser.parse_args(argv)
     step = _time_encode_step()
@@ -97,10 +101,15 @@ def main(argv=None):
              "source_offset": 0, "target_offset": 0}
     best = best_step = None
     for _ in range(args.repeat):
-        with tempfile.TemporaryDirectory() as fragments:
+        with tempfile.TemporaryDirectory() as fragments, \
+                tempfile.TemporaryDirectory() as manifests:
+            extra = {}
+            if args.resume and "resume" in inspect.signature(_EncodeChunkFn).parameters:
+                from transforms.encode.chunk_manifests import Resume
+                extra["resume"] = Resume("bench", manifests, "/nowhere", False)
             fn = _EncodeChunkFn(*_vocabulary(args.vocab_type), args.source_vocab,
                                 args.target_vocab, 1, {"train": args.num_shards}, fragments,
-                                _config(args.vocab_type))
+                                _config(args.vocab_type), **extra)
             fn.setup()  # a new DoFn each run: its line cache starts empty
             step[0] = 0.0
             start = time.process_time()

@@ -21,6 +21,7 @@ COMPLETE_NAME = "%s.DATAGEN_COMPLETE"
 LENGTHS_REPORT_NAME = "%s.lengths.html"  # the length report (`pipeline.output.length_report`)
 WORK_NAME = ".datagen-work"
 REJECTS_NAME = "rejects"  # the directory of the rejected pairs' files
+RESUME_PREFIX = "encode-"  # + resume key: `OutputLayout.resume_dir`
 
 
 def lang_of(path: str) -> str:
@@ -84,6 +85,12 @@ class OutputLayout:
     def problem_work_dir(self) -> str:
         """Every run's work directories of this problem (leftovers of killed runs too)."""
         return self.path(WORK_NAME, self.problem)
+
+    def resume_dir(self, key: str) -> str:
+        """The encode pass's fragments and chunk manifests of runs whose output fingerprint
+        gives resume `key`: kept when a run is killed or interrupted, so a rerun of the same
+        fingerprint reuses its finished chunks (`pipeline.driver.resume`)."""
+        return self.path(WORK_NAME, self.problem, RESUME_PREFIX + key)
 
     @property
     def work_dir(self) -> str:

@@ -102,6 +102,11 @@ def format_summary(summary: Dict[str, Any]) -> str:
                 "", 100 * s["oov_rate"]["source"], 100 * s["oov_rate"]["target"]))
         if s.get("rejects_file"):
             lines.append("%-8s rejects: %s" % ("", _within(s["rejects_file"], output_dir)))
+    reuse = summary.get("resume") or {}
+    if reuse.get("chunks_reused"):  # a rerun after a kill kept the killed run's chunks
+        lines.append("resumed: %d encode chunks reused, %d encoded, %d shards written" % (
+            reuse["chunks_reused"], reuse.get("chunks_encoded", 0),
+            reuse.get("shards_written", 0)))
     warnings = sum(len(d.get("warnings", [])) for s in summary["splits"].values()
                    for d in s.get("datasets", {}).values())
     if warnings:
