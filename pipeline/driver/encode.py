@@ -247,8 +247,9 @@ class EncodeStep:
                     for m in FileSystems.match([fragments])[0].metadata_list}
             encoded = sum(lines.get(c, 0) for c in done if c is not None)  # not another file
             if encoded < total:
-                return console.progress_line("encoded", encoded, total, seconds,
-                                             then="then %d shards" % shards)
+                return console.progress_line(encoded, total, seconds,
+                                             then="then %d shards" % shards,
+                                             chunks=len(lines))
             if not encoded_at:
                 encoded_at.append(seconds)
             names = (FileSystems.split(m.path)[1]

@@ -260,6 +260,18 @@ def test_mix_shards_write_one_set_at_the_rates_in_parquet(tmp_path):
     assert abs(len(rows["en-vi"]) / train["records"] - rates["en-vi"]) < 0.01
     assert summary["splits"]["train"]["pairs_written"] == sum(
         entry["pairs_written"] for entry in books.values())
+    # the table has the records written, repeats included (issue 50, item 17: they were in
+    # the summary JSON only)
+    from pipeline.output.summary import format_summary
+    table = format_summary(summary).splitlines()
+    assert table[table.index(next(line for line in table if line.startswith("split")))].split(
+        ) == ["split", "read", "written", "rejected", "shards", "records"]
+    [train_line] = [line for line in table if line.split()[:2] == ["train", str(
+        train["pairs_read"])]]
+    assert train_line.split()[-1] == str(train["records"])
+    for pair, entry in books.items():
+        [line] = [line for line in table if line.strip().startswith(pair + " ")]
+        assert line.split()[-2:] == ["-", str(entry["records"])]
 
 
 def test_a_rerun_is_a_no_op_and_an_edited_corpora_file_is_refused(three_pairs):
@@ -274,8 +286,12 @@ def test_a_rerun_is_a_no_op_and_an_edited_corpora_file_is_refused(three_pairs):
     other = base / "data" / "edited.yaml"
     other.write_text(json.dumps(edited))
     from pipeline.runtime.errors import DatagenError
-    with pytest.raises(DatagenError, match="--corpora .*weight.*3.0"):
+    with pytest.raises(DatagenError) as refused:
         datagen.run(flags[:1] + [str(other)] + flags[2:])
+    # what changed, not both whole lists (issue 50, item 17)
+    assert "--corpora: corpora[2] (en-vi): weight 2.0 -> 3.0; pass --overwrite" in str(
+        refused.value)
+    assert "en-zh" not in str(refused.value), refused.value
 
 
 def test_the_readme_example_runs_as_written(tmp_path):
