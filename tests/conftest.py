@@ -69,18 +69,27 @@ def gcs(tmp_path_factory):
     server.stop()
 
 
+@pytest.fixture(scope="session")
+def numba_cache(tmp_path_factory):
+    """A numba cache holding the job's compiled loops, made once per run (shared by
+    pytest-xdist's processes: in their session directory's parent), for test hosts to
+    seed their own from (tests/multihost_cluster.py)."""
+    from multihost_cluster import warm_numba_cache
+    session = tmp_path_factory.getbasetemp()
+    cache = (session.parent if os.environ.get("PYTEST_XDIST_WORKER") else session) / "numba"
+    return warm_numba_cache(str(cache))
+
+
 @pytest.fixture(scope="module")
-def hosts(tmp_path_factory):
+def hosts(tmp_path_factory, request):
     """A MultiHostCluster (store, sched, w1, w2: each a host of its own, in network, mount
     and PID namespaces) whose bucket holds the sample under `in/`; skips where hosts cannot
     be made (fails under CI=true). A test calls `hosts.ensure_up()` first."""
     from network_hosts import require_hosts
     require_hosts()
-    from multihost_cluster import running_hosts, warm_numba_cache
+    from multihost_cluster import running_hosts
     from multihost_jobs import put_sample
-    session = tmp_path_factory.getbasetemp()  # shared by pytest-xdist's processes: its parent
-    cache = (session.parent if os.environ.get("PYTEST_XDIST_WORKER") else session) / "numba"
-    with running_hosts(tmp_path_factory.mktemp("hosts"), warm_numba_cache(str(cache)),
+    with running_hosts(tmp_path_factory.mktemp("hosts"), request.getfixturevalue("numba_cache"),
                        fill_store=put_sample) as cluster:
         yield cluster
 
@@ -89,8 +98,8 @@ def hosts(tmp_path_factory):
 # first: `./run_tests.sh` hands whole files to its two processes (`--dist loadfile`) in
 # collection order, and a long file started last leaves the other process idle at the end.
 LONGEST_FILES_FIRST = ("test_airflow_dag.py", "test_multihost_faults.py",
-                       "test_multihost_jobs.py", "test_object_stores.py", "test_unattended.py",
-                       "test_dask_cluster.py", "test_signals_every_pass.py",
+                       "test_multihost_jobs.py", "test_slurm_cluster.py", "test_object_stores.py",
+                       "test_unattended.py", "test_dask_cluster.py", "test_signals_every_pass.py",
                        "test_console_noise.py", "test_completeness.py", "test_prism_runner.py")
 
 

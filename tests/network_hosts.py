@@ -18,7 +18,7 @@ namespace (the bridge's address, .1): no host has a route anywhere else.
   it made, by name and pid, also after a failed test.
 - `hosts_unavailable()`: why hosts cannot be made here (not root, no `ip`/`unshare`/
   `nsenter`, namespaces refused), or None; `require_hosts()` skips a test with that reason,
-  or fails it under CI=true.
+  or fails it under CI=true (`require(reason)`: the same for any missing prerequisite).
 """
 
 import contextlib
@@ -77,15 +77,20 @@ def hosts_unavailable():
 
 def require_hosts():
     """Skips the calling test when hosts cannot be made here; fails it under CI=true."""
+    require(hosts_unavailable())
+
+
+def require(reason):
+    """Skips the calling test for `reason` (what is missing here; None: nothing), or fails
+    it under CI=true (CI must run it)."""
     import pytest
-    reason = hosts_unavailable()
     if reason is not None:
         if os.environ.get("CI") == "true":
             pytest.fail("CI=true and " + reason)
         pytest.skip(reason)
 
 
-def _owner_gone(pid):
+def owner_gone(pid):
     """Whether the process that made a namespace or link named after `pid` is gone (a pid
     since reused by a process that is not Python counts as gone)."""
     try:
@@ -122,13 +127,13 @@ def sweep_leftovers():
     for line in _ip("netns", "list", check=False).splitlines():
         netns = line.split()[0] if line.strip() else ""
         found = re.match(r"%s-(\d+)-" % PREFIX, netns)
-        if found and _owner_gone(int(found.group(1))):
+        if found and owner_gone(int(found.group(1))):
             _kill_netns_processes(netns)
             _ip("netns", "del", netns, check=False)
             removed.append(netns)
     for line in _ip("-o", "link", "show", check=False).splitlines():
         found = re.match(r"\d+: (%s(\d+)[a-z][a-z0-9]+)[@:]" % LINK_PREFIX, line)
-        if found and _owner_gone(int(found.group(2))):
+        if found and owner_gone(int(found.group(2))):
             _ip("link", "del", found.group(1), check=False)
             removed.append(found.group(1))
     return removed

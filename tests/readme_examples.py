@@ -20,6 +20,9 @@ RUN_BY = {
     "cleaning": "tests/end_to_end/test_readme_examples.py",
     "s3-local": "tests/end_to_end/test_readme_examples.py",
     "airflow": "tests/end_to_end/test_airflow_dag.py",
+    "first-run": "tests/end_to_end/test_console_noise.py",
+    "k8s-manifest": "tests/pipeline/runtime/test_container_start.py",
+    "slurm": "tests/end_to_end/test_slurm_cluster.py",
 }
 _BLOCK = re.compile(r"^[ \t]*<!-- example: ([\w-]+) -->\n([ \t]*)```(\w+)\n(.*?)^\2```",
                     re.M | re.S)

@@ -37,6 +37,7 @@ OTHER_PROGRAMS = {
     "--nworkers": "dask worker", "--nthreads": "dask worker", "--name": "dask worker",
     "--service_port": "Beam's worker_pool_main",
     "--durations": "pytest", "--pdb": "pytest", "--strict-markers": "pytest",
+    "--chdir": "sbatch",
 }
 PATH = re.compile(r"`([\w.-]+(?:/[\w.-]+)+\.(?:py|md|sh|txt|ini|json|png|yaml|cfg))`(?! \(new\))")
 LINK = re.compile(r"\]\(([^)\s]+)\)")

@@ -30,11 +30,12 @@ anything runs. The single-pair flags are the same as a corpora file of one entry
 import argparse
 import math
 import os
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from pipeline.output.names import check_name
+from pipeline.driver import corpora_yaml
+from pipeline.output.names import NAME_MAX_BYTES, check_name, longest_pair_shard_name
 from pipeline.runtime.errors import DatagenError
-from transforms.contracts.config import CorpusConfig, InputConfig
+from transforms.contracts.config import CorpusConfig, DatagenConfig, InputConfig
 from transforms.formats.corpus_formats import split_archive_path
 from transforms.shards.record_formats import SPLITS
 from transforms.storage import file_io
@@ -188,13 +189,52 @@ def _entry(entry: Any, i: int, flags: argparse.Namespace, problems: _Problems, b
                         weight, inputs, columns[0], columns[1])
 
 
+def _check_pair_name(corpus: CorpusConfig, i: int,
+                     languages: Dict[str, Tuple[str, str, str]], problems: _Problems) -> None:
+    """A language pair is named `{source_lang}-{target_lang}` (its shards, books, rates and
+    records' `lang_pair`); codes with `-` (`en-US`) let two other pairs of languages have
+    one name (`en-US`->`de` and `en`->`US-de`): their records would share shards. Such a
+    collision is a problem naming both entries."""
+    if not (corpus.source_lang and corpus.target_lang):
+        return
+    name = "%s-%s" % (corpus.source_lang, corpus.target_lang)
+    where = "corpora[%d] (%s)" % (i, corpus.name)
+    known = languages.setdefault(name, (where, corpus.source_lang, corpus.target_lang))
+    if known[1:] != (corpus.source_lang, corpus.target_lang):
+        problems.add(where, "source_lang %r and target_lang %r make the language pair %r, as "
+                            "%s's %r and %r do: rename a language code" % (
+                                corpus.source_lang, corpus.target_lang, name, *known))
+
+
+def _check_name_lengths(corpora: Sequence[CorpusConfig], problem: str, problems: _Problems
+                        ) -> None:
+    """A pair's own shards are named with the problem and both languages; the documented
+    limits of each (--problem 100 characters, a language 64) together exceed a file name's
+    NAME_MAX_BYTES: such a pair is a problem, before anything runs, not ENAMETOOLONG after
+    two passes."""
+    for i, corpus in enumerate(corpora):
+        pair = "%s-%s" % (corpus.source_lang, corpus.target_lang)
+        longest = longest_pair_shard_name(problem, pair)
+        if longest > NAME_MAX_BYTES:
+            problems.add("corpora[%d] (%s)" % (i, corpus.name), (
+                "source_lang and target_lang: with --problem %s (%d characters) the pair "
+                "%s's shards get names of %d bytes, over the %d a file name may hold: "
+                "shorten the problem or the language codes by %d" % (
+                    problem if len(problem) <= 40 else problem[:40] + "...", len(problem),
+                    pair, longest, NAME_MAX_BYTES, longest - NAME_MAX_BYTES)))
+
+
 def parse_corpora(text: str, path: str, flags: argparse.Namespace) -> Tuple[CorpusConfig, ...]:
     """The corpora of a corpora file's `text` (read from `path`; relative paths in it are
     relative to its directory); DatagenError naming every malformed entry and key."""
     import yaml
     problems = _Problems(path)
     try:
-        data = yaml.safe_load(text)
+        data = corpora_yaml.load(text)
+    except corpora_yaml.RepeatedKey as e:
+        raise DatagenError("--corpora %s: %skey %r given twice (line %d; YAML keeps only the "
+                           "last)" % (path, e.where + ": " if e.where else "", e.key, e.line)
+                           ) from None
     except yaml.YAMLError as e:
         raise DatagenError("--corpora %s: not YAML: %s"
                            % (path, " ".join(str(e).split()))) from None
@@ -209,6 +249,7 @@ def parse_corpora(text: str, path: str, flags: argparse.Namespace) -> Tuple[Corp
     base = path.rsplit("/", 1)[0] if "://" in path else os.path.dirname(path)
     corpora: List[CorpusConfig] = []
     seen: Dict[str, int] = {}
+    languages: Dict[str, Tuple[str, str, str]] = {}  # {pair name: (entry, source, target)}
     for i, entry in enumerate(data["corpora"]):
         corpus = _entry(entry, i, flags, problems, base)
         if corpus is None:
@@ -217,7 +258,10 @@ def parse_corpora(text: str, path: str, flags: argparse.Namespace) -> Tuple[Corp
             problems.add("corpora[%d] (%s)" % (i, corpus.name),
                          "name already used by corpora[%d]" % seen[corpus.name])
         seen.setdefault(corpus.name, i)
+        _check_pair_name(corpus, i, languages, problems)
         corpora.append(corpus)
+    if len(corpora) > 1 and not problems.found:  # (indices of corpora: entries')
+        _check_name_lengths(corpora, flags.problem, problems)
     problems.raise_any()
     return tuple(corpora)
 
@@ -237,3 +281,30 @@ def read_corpora(flags: argparse.Namespace, beam_args: Sequence[str]
         raise DatagenError("--corpora %s cannot be read: %s" % (
             flags.corpora, " ".join(str(e).split()))) from None
     return parse_corpora(text, path, flags)
+
+
+def entry_where(config: DatagenConfig, number: int) -> str:
+    """How a corpora file's messages name entry `number` of the run's corpora."""
+    return "--corpora %s: corpora[%d] (%s)" % (config.inputs.corpora, number,
+                                               config.corpora[number].name)
+
+
+def check_corpora_have_pairs(prepared: Mapping[str, Sequence[Any]], config: DatagenConfig
+                             ) -> None:
+    """With several corpora, every entry's split must hold pairs, as a single pair's must
+    (`pipeline.output.books.check_has_pairs`): an entry with empty files wrote an empty
+    shard, reserved its tag and dropped out of a Mixture's rates, exit 0. Checked once the
+    prepare step has counted the lines, before anything is written (`--allow_empty`
+    skips it, as the single-pair check)."""
+    if not config.several_corpora:
+        return
+    for split in sorted(prepared):
+        for number in range(len(config.corpora)):
+            own = [p for p in prepared[split] if p.ds.get("corpus") == number]
+            if own and not sum(min(p.source_facts["lines"], p.target_facts["lines"])
+                               for p in own):
+                read = sum(p.units for p in own)
+                raise DatagenError("%s: %s: no pairs to write (%s); pass --allow_empty to write "
+                                   "empty shards" % (entry_where(config, number), split,
+                                                     "the input is empty" if not read else
+                                                     "all %d units read were rejected" % read))

@@ -246,6 +246,13 @@ def _name(path: str) -> str:
     return os.path.basename(split_archive_path(path)[1] or path)
 
 
+def _empty(ds: Dataset) -> bool:
+    """Whether a dataset's files are local files of 0 bytes (no pair, whatever the format)."""
+    files = [split_archive_path(ds.source)[0]] + (
+        [split_archive_path(ds.target)[0]] if ds.target else [])
+    return all(is_local_file(f) and os.path.getsize(f) == 0 for f in files)
+
+
 def plan_datasets(config: DatagenConfig, split: str,
                   expand: Callable[..., List[str]] = expand_listing) -> List[Dataset]:
     """The datasets of `split` ('train' or 'dev') of every corpus of the run
@@ -260,9 +267,18 @@ def plan_datasets(config: DatagenConfig, split: str,
         inputs = corpus.inputs
 
         def listed(key):
-            flag = ("corpora %s %s.%s" % (corpus.name, split, key.split("_", 1)[1])
-                    if several else key)
-            return expand(getattr(inputs, key), flag=flag, output_dir=config.job.output_dir)
+            if not config.inputs.corpora:
+                return expand(getattr(inputs, key), flag=key, output_dir=config.job.output_dir)
+            # a corpora file's input is named as its other problems are: file, entry, key
+            flag = "corpora %s: corpora[%d] (%s): %s.%s" % (
+                config.inputs.corpora, number, corpus.name, split, key.split("_", 1)[1])
+            try:
+                return expand(getattr(inputs, key), flag=flag,
+                              output_dir=config.job.output_dir)
+            except DatagenError as e:
+                if str(e).startswith("--corpora "):
+                    raise
+                raise DatagenError("--%s: %s" % (flag, e)) from None
 
         sources = listed(split + "_source")
         targets = listed(split + "_target")
@@ -282,6 +298,13 @@ def plan_datasets(config: DatagenConfig, split: str,
         for fmt in ("tsv", "tmx"):
             for path in listed("%s_%s" % (split, fmt)):
                 found.append(Dataset(split, 0, _name(path), fmt, path))
+        if several and found and not config.job.allow_empty and all(map(_empty, found)):
+            # before any pass; an entry whose files hold no pair otherwise (compressed, or
+            # all rejected) is refused once they are read (`corpora.check_corpora_have_pairs`)
+            raise DatagenError("--corpora %s: corpora[%d] (%s): %s: no pairs to write (every "
+                               "file is empty: %s); pass --allow_empty to write empty shards"
+                               % (config.inputs.corpora, number, corpus.name, split,
+                                  _names([ds.source for ds in found], 5)))
         for ds in found:
             ds.index = len(datasets)
             ds.source_lang, ds.target_lang = corpus.source_lang, corpus.target_lang

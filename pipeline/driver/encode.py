@@ -15,6 +15,7 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 from pipeline.runtime import console
+from pipeline.driver import resume as resuming
 from pipeline.driver.datasets import Dataset
 from pipeline.driver.passes import PassRunner
 from pipeline.driver.prepare import Prepared, every_dataset
@@ -24,6 +25,7 @@ from transforms.storage import file_io
 from transforms.storage.object_stores import ObjectStores
 from transforms.contracts.elements import (Chunk, FileFacts, JsonValue, RejectsReport, ShardReport,
                                  TokenCounts)
+from transforms.encode.chunk_manifests import Resume
 from transforms.encode.encode_pairs import EncodePairs, plan_chunks
 from transforms.reporting.json_result import WriteJsonResult
 from transforms.encode.length_stats import LengthReportFn, candidate_max_lengths
@@ -95,18 +97,21 @@ def build_encode_pass(p: beam.Pipeline, chunks: List[Chunk], vocab_paths: Tuple[
                       work_dirs: Dict[str, str], result_path: str, config: DatagenConfig,
                       earlier_rejects: Sequence[str] = (),
                       prefixes: Optional[Dict[str, List[int]]] = None,
-                      pair_shards: Optional[PairShards] = None) -> None:
+                      pair_shards: Optional[PairShards] = None,
+                      resume: Optional[Resume] = None) -> None:
     """Encodes `chunks`, writes shuffled shards, and all rejects (with those of `prepare`).
 
     `work_dirs`: where shard fragments, shards and rejects files are written
     ({"fragments", "shards", "rejects"}); the shard and rejects files are moved into place by
     the driver once the books balance. `prefixes`: {pair: ids before every input}, the
-    language tags; `pair_shards`: the pairs' own shards (`ShardPlan.pair_shards`).
+    language tags; `pair_shards`: the pairs' own shards (`ShardPlan.pair_shards`);
+    `resume`: where chunk manifests go and a killed run's are looked for (then the result's
+    `resume` counts the chunks reused and encoded).
     """
     encoded = (p | "Chunks" >> beam.Create(chunks, reshuffle=False)
                | "Encode" >> EncodePairs(config.vocab.loader,
                                          vocab_paths[0], vocab_paths[1], seed, num_shards,
-                                         work_dirs["fragments"], config, prefixes))
+                                         work_dirs["fragments"], config, prefixes, resume))
     shards = encoded.records | "Write" >> WriteShuffledShards(
         problem, num_shards, work_dirs["shards"], config.job.output_format, pair_shards,
         config.job.packed_length)
@@ -125,8 +130,10 @@ def build_encode_pass(p: beam.Pipeline, chunks: List[Chunk], vocab_paths: Tuple[
                    | "RejectFileSplits" >> beam.FlatMap(rejects_file_split))
         rejects = (rejects, earlier) | "AllRejects" >> beam.Flatten()
     written = rejects | "Rejects" >> WriteRejects(work_dirs["rejects"])
-    _ = {"shards": shards, "rejects": written, "tokens": token_stats, "lengths": lengths} | (
-        "Result" >> WriteJsonResult(result_path))
+    reuse = (encoded.resume | "SumResume" >> beam.CombinePerKey(sum)
+             | "ResumeToList" >> beam.Map(list))
+    _ = {"shards": shards, "rejects": written, "tokens": token_stats, "lengths": lengths,
+         "resume": reuse} | ("Result" >> WriteJsonResult(result_path))
 
 
 class EncodeStep:
@@ -143,6 +150,11 @@ class EncodeStep:
         self._stores = stores
         self.prefixes: Dict[str, List[int]] = {}  # {pair: ids before its inputs}: the tags
         self.shard_plan = ShardPlan({}, {}, {})  # set by `plan_shards` before `run`
+        # the run's resume key and whether a killed run left chunks under it (set by the
+        # job once the fingerprint is known; a dry run has none)
+        self.resume_key: Optional[str] = None
+        self.look = False
+        self.reuse: Dict[str, int] = {}  # after `run`: chunks_reused, chunks_encoded
 
     def plan_shards(self, prepared: Mapping[str, Sequence[Prepared]]) -> Dict[str, int]:
         """Plans where the records go (`plan_shards`); returns {split: shards}."""
@@ -158,8 +170,18 @@ class EncodeStep:
             "%d %s shards" % (n, s) for s, n in sorted(num_shards.items())))
         return label, lambda p: build_encode_pass(
             p, chunks, vocab_paths, self._seed, self._problem, num_shards,
-            {name: work(name) for name in WORK_DIRS}, work("encode.json"), self._config,
-            earlier_rejects, self.prefixes, self.shard_plan.pair_shards)
+            self.work_dirs(), work("encode.json"), self._config,
+            earlier_rejects, self.prefixes, self.shard_plan.pair_shards,
+            None if self.resume_key is None else resuming.resume_of(
+                self._layout, self.resume_key, self.look))
+
+    def work_dirs(self) -> Dict[str, str]:
+        """{"fragments", "shards", "rejects"}: where the pass writes; the fragments in the
+        resume directory when the run has a resume key."""
+        dirs = {name: self._layout.work(name) for name in WORK_DIRS}
+        if self.resume_key is not None:
+            dirs["fragments"] = resuming.fragment_dir(self._layout, self.resume_key)
+        return dirs
 
     def run(self, prepared: Dict[str, List[Prepared]], vocab_paths: Tuple[str, str],
             num_shards: Dict[str, int]
@@ -188,11 +210,18 @@ class EncodeStep:
         # the prepare step's rejects (materializing) and the cleaning step's
         earlier = [path for split in sorted(prepared) for p in prepared[split]
                    for path in (p.rejects_path, p.cleaning_rejects) if path]
-        for name in WORK_DIRS:  # this run's own, new work directory: nothing to delete
-            FileSystems.mkdirs(self._layout.work(name))  # (a no-op on object stores)
+        # this run's own, new work directory (and the resume directory): nothing to delete
+        directories = list(self.work_dirs().values())
+        if self.resume_key is not None:
+            directories.append(resuming.resume_of(self._layout, self.resume_key,
+                                                  self.look).manifest_dir)
+        for directory in directories:
+            if not FileSystems.exists(directory):  # a killed run's resume directory is
+                FileSystems.mkdirs(directory)      # (mkdirs: a no-op on object stores)
         self._run_pass(*self.build(chunks, vocab_paths, num_shards, earlier),
                        progress=self.progress(chunks, num_shards))
         result = file_io.read_work_json(self._layout.work("encode.json"), self._stores)
+        self.reuse = dict(result.get("resume", []))
         return (result.get("shards", []), result.get("rejects", []),
                 dict(result.get("tokens", [])), dict(result.get("lengths", [])))
 
@@ -207,7 +236,7 @@ class EncodeStep:
                  for c in chunks if not c.get("unmatched")}
         total = sum(lines.values())
         shards = sum(num_shards.values())
-        fragments = FileSystems.join(file_io.glob_literal(self._layout.work("fragments")),
+        fragments = FileSystems.join(file_io.glob_literal(self.work_dirs()["fragments"]),
                                      "*.frag")
         written_shards = FileSystems.join(file_io.glob_literal(self._layout.work("shards")),
                                           "*")
@@ -218,8 +247,9 @@ class EncodeStep:
                     for m in FileSystems.match([fragments])[0].metadata_list}
             encoded = sum(lines.get(c, 0) for c in done if c is not None)  # not another file
             if encoded < total:
-                return console.progress_line("encoded", encoded, total, seconds,
-                                             then="then %d shards" % shards)
+                return console.progress_line(encoded, total, seconds,
+                                             then="then %d shards" % shards,
+                                             chunks=len(lines))
             if not encoded_at:
                 encoded_at.append(seconds)
             names = (FileSystems.split(m.path)[1]

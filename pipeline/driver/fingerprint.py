@@ -184,7 +184,10 @@ def differences(old: Fingerprint, new: Fingerprint) -> List[str]:
     left_out = _left_out_values()  # a flag not recorded was at this value (or unknown then)
     for flag in sorted(set(old_flags) | set(new_flags)):
         before, after = (flags.get(flag, left_out.get(flag)) for flags in (old_flags, new_flags))
-        if before != after:
+        if before != after and flag == "corpora" and isinstance(before, list) \
+                and isinstance(after, list):
+            changes.extend(corpora_changes(before, after))
+        elif before != after:
             changes.append("--%s %s -> %s" % (flag, before, after))
     old_inputs, new_inputs = old.get("inputs", {}), new.get("inputs", {})
     for flag in sorted(set(old_inputs) | set(new_inputs)):
@@ -196,6 +199,29 @@ def differences(old: Fingerprint, new: Fingerprint) -> List[str]:
                 changes.append("--%s %s is a new input" % (flag, path))
             elif before[path] != after[path]:
                 changes.append("%s changed (size/mtime)" % path)
+    return changes
+
+
+def corpora_changes(before: List[Dict[str, Any]], after: List[Dict[str, Any]]) -> List[str]:
+    """What changed between two corpora files as fingerprints record them (`fingerprint_values`:
+    an entry's name, languages, weight, columns and formats): each entry added or removed,
+    and each field changed, old and new (`--corpora: corpora[2] (en-vi): weight 2.0 -> 3.0`),
+    not both whole lists. Entries are matched by name (names are unique in a file)."""
+    old = {entry.get("name"): entry for entry in before}
+    new = {entry.get("name"): (i, entry) for i, entry in enumerate(after)}
+    changes = ["--corpora: entry %s removed" % name for name in old if name not in new]
+    for name, (i, entry) in new.items():
+        if name not in old:
+            changes.append("--corpora: corpora[%d] (%s) is new" % (i, name))
+            continue
+        for field in sorted(set(entry) | set(old[name])):
+            if entry.get(field) != old[name].get(field):
+                changes.append("--corpora: corpora[%d] (%s): %s %s -> %s" % (
+                    i, name, field, old[name].get(field), entry.get(field)))
+    order = [entry.get("name") for entry in before if entry.get("name") in new]
+    if not changes and order != [entry.get("name") for entry in after]:
+        changes.append("--corpora: entries reordered: %s -> %s" % (
+            ", ".join(map(str, order)), ", ".join(str(entry.get("name")) for entry in after)))
     return changes
 
 

@@ -18,7 +18,7 @@ from typing import Any, Callable, Collection, Dict, List, Optional, Set, Tuple
 
 from apache_beam.io.filesystems import FileSystems
 
-from pipeline.driver import fingerprint, preflight, reruns
+from pipeline.driver import corpora, fingerprint, preflight, reruns, resume
 from pipeline.driver.cleaning import CleaningStep
 from pipeline.driver.datasets import Dataset, expand_listing, literal_patterns, plan_datasets
 from pipeline.driver.encode import EncodeStep
@@ -112,6 +112,7 @@ class DatagenJob:
         complete now, not at the end."""
         if not self.config.job.allow_empty:
             books.check_has_pairs(prepared)
+            corpora.check_corpora_have_pairs(prepared, self.config)
         self.run_pass.stop_if_interrupted()
         self._lock.confirm()  # not into an --output_dir removed or replaced meanwhile
         file_io.delete_tree(self.layout.complete_path, self.stores)
@@ -202,6 +203,8 @@ class DatagenJob:
             books.check_written(prepared, report)
         for difference in books.compare_with_counters(report, self.run_pass.counters):
             LOG.warning("%s", difference)
+        for unusable in books.nothing_usable(report):
+            LOG.warning("%s", unusable)
         pairs = {p.ds.get("pair", "") for split in prepared for p in prepared[split]} - {""}
         if not file_io.is_local(self.layout.output_dir):  # a copy and a delete per object
             LOG.info("moving %d shards into %s", len(shards), self.layout.output_dir)
@@ -381,8 +384,11 @@ class DatagenJob:
                                 if isinstance(split, dict)
                                 for pair in split.get("language_pairs") or {}}
         # Leftovers of a killed run must not be read back, nor look like output; nor fill
-        # the temporary directory (shard scratch of killed worker processes).
-        file_io.delete_tree(layout.problem_work_dir, self.stores)
+        # the temporary directory (shard scratch of killed worker processes). Only its
+        # finished encode chunks of this very fingerprint stay, each checked before reuse.
+        key = resume.resume_key(self.record.fingerprint, self.config.read.encode_chunk_lines)
+        self.encode.look = resume.sweep_work(layout, key, self.stores)
+        self.encode.resume_key = key
         commit.remove_orphan_scratch()
         for stray in file_io.remove_temporaries(  # only this problem's: another problem's
                 layout.output_dir, self.stores,       # run may be writing its own now
@@ -391,6 +397,7 @@ class DatagenJob:
         preflight.check_output_writable(layout, self.stores)
         self.choose_direct_mode()
         stages = self.record.stages
+        keep_chunks = False  # an interrupted run keeps its finished chunks for a rerun
         try:
             try:
                 start = time.time()
@@ -408,6 +415,9 @@ class DatagenJob:
                     raise DatagenError(changed)
                 split_report = self.record.timed("finish", self.finish, prepared, num_shards,
                                                  *encoded)
+            except (Interrupted, KeyboardInterrupt):
+                keep_chunks = True
+                raise
             except Exception as e:
                 # A file changed, cut short or deleted mid-run is the cause of whatever the
                 # pass that read it raised (a worker's traceback, misaligned lines); so is an
@@ -421,7 +431,11 @@ class DatagenJob:
                 raise error from None
         finally:
             # A run that lost its lock deletes nothing: the directory is another run's now.
-            if not self._lock.lost:
+            if self._lock.lost:
+                pass
+            elif keep_chunks and resume.keeps_chunks(layout, key, self.stores):
+                file_io.delete_tree(layout.work_dir, self.stores)  # the rest of this run's
+            else:
                 commit.remove_work_dir(layout, self.stores)
             commit.remove_orphan_scratch()  # of worker processes killed with a pass
         extra: Dict[str, dict] = {} if self.cleaned is None else {"cleaning": self.cleaned}
@@ -432,7 +446,8 @@ class DatagenJob:
             lengths=dict(summary_lengths(lengths, list(prepared) + [
                 name for name in lengths if name.endswith((BEFORE_CLEANING, BEFORE_MAX_LENGTH))],
                 self.config.read.max_length), ids_end_in_eos=self.vocab.kind.codec.ends_in_eos),
-            metrics=dict(sorted(self.run_pass.counters.items())), **extra)
+            metrics=dict(sorted(self.run_pass.counters.items())),
+            resume=dict(self.encode.reuse, shards_written=len(encoded[0])), **extra)
         self.run_pass.stop_if_interrupted()
         self._lock.confirm()
         try:

@@ -142,6 +142,13 @@ def parse_command_line(argv: Sequence[str]) -> Command:
     for flag in ("source_lang", "target_lang"):
         check_name(getattr(flags, flag), "--" + flag, LANG_MAX)
     part = kind_part(flags, defaults)
+    if flags.packed_length and not part.kind.codec.ends_in_eos:
+        # packed records are T2T's (mode "t2t"), which reads records ending in EOS only;
+        # tensorflow/nmt's reader (mode "nmt") adds EOS itself and takes no packed records
+        raise DatagenError("--packed_length: packed records are read as T2T reads them, "
+                           "records ending in EOS; --vocab_type %s writes records without "
+                           "EOS (its reader adds it), so no reader would take them"
+                           % part.kind.name)
     output_dir = file_io.absolute(flags.output_dir)
     given = tuple(file_io.absolute(name) for name in part.given)
     corpora = read_corpora(flags, beam_args) if flags.corpora else None

@@ -239,6 +239,7 @@ class PassRunner:
             LOG.info("pass %d translated (dry run)", number)
             return 0.0
         stop = threading.Event()
+        said = threading.Lock()  # a progress line is logged, or the pass ended: never both
         self._submitted = None
 
         def heartbeat():
@@ -249,9 +250,13 @@ class PassRunner:
                 except Exception as e:  # progress is news, never a reason to stop
                     LOG.debug("pass %d progress: %s", number, e)
                     where = None
-                LOG.info("pass %d: %s", number, where or "running, %.0f s so far" % seconds)
+                with said:  # a line worked out as the pass ended is old news: not logged
+                    if not stop.is_set():
+                        LOG.info("pass %d: %s", number,
+                                 where or "running, %.0f s so far" % seconds)
 
-        threading.Thread(target=heartbeat, daemon=True).start()
+        threading.Thread(target=heartbeat, name="datagen-pass-%d-progress" % number,
+                         daemon=True).start()
         try:
             state = self._run_watched(pipeline, number)
         except BaseException:
@@ -270,7 +275,8 @@ class PassRunner:
                                  error) from error
             raise
         finally:
-            stop.set()
+            with said:  # no progress line after this: it would follow the pass's end
+                stop.set()
             self._running = None
         self.stop_if_interrupted()  # a signal as the pass ended: it must not look done
         if state not in (None, beam.runners.runner.PipelineState.DONE):

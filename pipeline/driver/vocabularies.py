@@ -145,6 +145,10 @@ class VocabStep:
                 raise DatagenError("%s %s has no %s: a vocabulary for these pairs holds every "
                                    "language tag as one entry (or pass --lang_tags none)" % (
                                        flag, path, ", ".join(missing)))
+            for tag in self.reserved:  # a tag text gives would not stay text (README, Tags)
+                why = vocabulary.text_gives(tag)
+                if why:
+                    raise DatagenError("%s %s: %s" % (flag, path, why))
 
     def tag_ids(self, plan: VocabPlan) -> Dict[str, int]:
         """{target language: the id of its tag} in the run's (source side) vocabulary, once

@@ -213,3 +213,32 @@ def compare_with_counters(report: Mapping[str, SplitReport], counters: Mapping[s
                 differences.append("%s %s: the counters say %d, the books %d" % (
                     split, counted, value, figure))
     return differences
+
+
+def nothing_usable(report: Mapping[str, SplitReport]) -> List[str]:
+    """WARNING lines for what a run wrote but no training will read (`report`: {split:
+    split_report}): a language pair of which every pair was rejected (its shards are
+    empty, and a `Mixture` leaves it out), and with --packed_length a split or pair of
+    which every pair is longer than the packed length (each alone in a record, which T2T's
+    reader, whose max_length is then that length, drops)."""
+    lines = []
+    for split, books in sorted(report.items()):
+        for pair, entry in sorted(books.get("language_pairs", {}).items()):
+            if entry["pairs_read"] and not entry["pairs_written"]:
+                lines.append("%s: language pair %s: all %d pairs read were rejected (%s): its "
+                             "shards are empty and a Mixture of the output leaves it out" % (
+                                 split, pair, entry["pairs_read"], ", ".join(
+                                     "%s: %d" % kv for kv in entry["rejected_by_reason"].items())))
+        packed = [(split, books.get("packing"))] + [
+            ("%s: language pair %s" % (split, pair), entry.get("packing"))
+            for pair, entry in sorted(books.get("language_pairs", {}).items())]
+        for where, packing in packed:
+            if packing and packing["pairs"] and packing["over_length"] == packing["pairs"]:
+                lines.append("%s: every one of its %d pairs is longer than --packed_length %d: "
+                             "each is alone in its record, and T2T's reader (max_length %d) "
+                             "drops them all" % (where, packing["pairs"],
+                                                 packing["packed_length"],
+                                                 packing["packed_length"]))
+                if where == split:
+                    break  # the split's line says it for its pairs
+    return lines

@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Callable, Optional
 
 from transforms.formats.checked_decompress import strip_compression_suffix
 from transforms.storage import paths
-from transforms.shards.record_formats import DEFAULT_FORMAT, ShardNames, record_format
+from transforms.shards.record_formats import (DEFAULT_FORMAT, ShardNames, problem_of_head,
+                                             record_format)
 
 if TYPE_CHECKING:
     from transforms.codecs.kinds import CodecKind
@@ -20,6 +21,7 @@ COMPLETE_NAME = "%s.DATAGEN_COMPLETE"
 LENGTHS_REPORT_NAME = "%s.lengths.html"  # the length report (`pipeline.output.length_report`)
 WORK_NAME = ".datagen-work"
 REJECTS_NAME = "rejects"  # the directory of the rejected pairs' files
+RESUME_PREFIX = "encode-"  # + resume key: `OutputLayout.resume_dir`
 
 
 def lang_of(path: str) -> str:
@@ -35,11 +37,10 @@ def lang_of(path: str) -> str:
 def marked_problem(directory: str, head: str, exists: Callable[[str], bool]
                    ) -> Optional[str]:
     """The problem with a completion marker in `directory` that a shard name's head
-    (`parse_shard_name`'s problem) belongs to: the head itself, else the longest prefix
-    before a "-" (a language pair's own shards are `{problem}-{src}-{tgt}-{split}-...`);
-    None when none has a marker."""
-    heads = [head] + [head[:i] for i in range(len(head) - 1, 0, -1) if head[i] == "-"]
-    return next((h for h in heads if exists(paths.join(directory, COMPLETE_NAME % h))), None)
+    (`parse_shard_name`'s problem) belongs to (a language pair's own shards are
+    `{problem}~{src}-{tgt}-{split}-...`: `problem_of_head`); None when it has no marker."""
+    problem = problem_of_head(head)
+    return problem if exists(paths.join(directory, COMPLETE_NAME % problem)) else None
 
 
 class OutputLayout:
@@ -84,6 +85,12 @@ class OutputLayout:
     def problem_work_dir(self) -> str:
         """Every run's work directories of this problem (leftovers of killed runs too)."""
         return self.path(WORK_NAME, self.problem)
+
+    def resume_dir(self, key: str) -> str:
+        """The encode pass's fragments and chunk manifests of runs whose output fingerprint
+        gives resume `key`: kept when a run is killed or interrupted, so a rerun of the same
+        fingerprint reuses its finished chunks (`pipeline.driver.resume`)."""
+        return self.path(WORK_NAME, self.problem, RESUME_PREFIX + key)
 
     @property
     def work_dir(self) -> str:

@@ -13,15 +13,20 @@ The limits are what file systems hold: a name of at most NAME_MAX_BYTES bytes (e
 btrfs, APFS, ZFS), these names being ASCII. The longest name the job writes holds both: a
 learnt vocabulary's hidden fingerprint under its temporary name,
 `..vocab.{problem}.{size}.subwords.{lang}.fingerprint.json.tmp-<32 hex digits>`, LONGEST_REST
-bytes besides the two names with the largest --vocab_size (10 digits).
+bytes besides the two names with the largest --vocab_size (10 digits). With several
+language pairs, a pair's shard names hold the problem and both languages
+(`longest_pair_shard_name`), which the documented limits together do not fit: the corpora
+file is checked against it before anything runs (`pipeline.driver.corpora`).
 """
 
 import re
 from typing import Optional
 
 from pipeline.runtime.errors import DatagenError
+from transforms.shards.record_formats import FORMATS, ShardNames
 # declared beside the flags they limit (--problem, --source_lang, --target_lang)
-from transforms.contracts.settings import LANG_MAX, LONGEST_REST, NAME_MAX_BYTES, PROBLEM_MAX  # noqa: F401
+from transforms.contracts.settings import (LANG_MAX, LONGEST_REST, MAX_SHARDS,  # noqa: F401
+                                          NAME_MAX_BYTES, PROBLEM_MAX)
 
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.@+-]*\Z")
 
@@ -35,3 +40,12 @@ def check_name(value: Optional[str], what: str, most: int = LANG_MAX) -> Optiona
     shown = value if len(value) <= 60 else value[:60] + "..."
     raise DatagenError("%s %r cannot be part of a file name: use letters, digits, _ - . @ + "
                        "(not starting with . or -), at most %d characters" % (what, shown, most))
+
+
+def longest_pair_shard_name(problem: str, pair: str) -> int:
+    """Bytes of the longest name a language pair's shard is written under: the temporary
+    name (`.{name}.tmp-<32 hex digits>`, `file_io.temporary_name`) of its train shard's name
+    in the format with the longest suffix."""
+    longest = max(len(ShardNames(problem, fmt).name("train", 0, MAX_SHARDS, pair).encode())
+                  for fmt in FORMATS.values())
+    return longest + len("..tmp-") + 32

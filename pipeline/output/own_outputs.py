@@ -91,7 +91,7 @@ def old_shards(layout: OutputLayout, split: str, stores: "Optional[ObjectStores]
     """(the paths of `split`'s shards in the output directory, other files a
     `{problem}-{split}-*` glob matches there): only the first are the job's to replace.
     `stores`: the job's ObjectStores (one listing on an object store). `pairs`: language
-    pairs whose own shards (`{problem}-{pair}-{split}-...`) are the job's too (this run's and
+    pairs whose own shards (`{problem}~{pair}-{split}-...`) are the job's too (this run's and
     the previous output's: another problem may be named like a pair's shards, and its files
     are not this job's)."""
     from transforms.storage import file_io

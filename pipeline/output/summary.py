@@ -15,6 +15,12 @@ def _within(path: str, output_dir: Optional[str]) -> str:
     return path[len(prefix):] if prefix and path.startswith(prefix) else path
 
 
+def _records(books: Dict[str, Any]) -> str:
+    """The `records` column of a split's or a pair's line: its records written, repeats
+    included (--mix_shards), or its pairs written when nothing was repeated."""
+    return " %10d" % books.get("records", books["pairs_written"])
+
+
 def format_summary(summary: Dict[str, Any]) -> str:
     output_dir = summary.get("output_dir") or summary.get("flags", {}).get("output_dir")
     lines = []
@@ -52,18 +58,24 @@ def format_summary(summary: Dict[str, Any]) -> str:
             " ".join(t["token"] for t in shown_tags[:MAX_DATASET_LINES]),
             " ..." if len(shown_tags) > MAX_DATASET_LINES else ""))
     lines.append("")
-    lines.append("%-8s %10s %10s %10s %7s" % ("split", "read", "written", "rejected", "shards"))
+    # --mix_shards repeats pairs to give each its rate: the records written, repeats
+    # included, get a column of their own (`written` counts each pair once)
+    repeats = any("records" in s for s in summary["splits"].values())
+    lines.append("%-8s %10s %10s %10s %7s%s" % ("split", "read", "written", "rejected", "shards",
+                                               " %10s" % "records" if repeats else ""))
     for split, s in sorted(summary["splits"].items()):
-        lines.append("%-8s %10d %10d %10d %7d" % (split, s["pairs_read"], s["pairs_written"],
-                                                   s["pairs_rejected"], len(s["shards"])))
+        lines.append("%-8s %10d %10d %10d %7d%s" % (
+            split, s["pairs_read"], s["pairs_written"], s["pairs_rejected"], len(s["shards"]),
+            _records(s) if repeats else ""))
         datasets = s.get("datasets", {})
         pairs = s.get("language_pairs") or {}
         if pairs:  # several corpora: one line per language pair
             listed = sorted(pairs.items())[:MAX_DATASET_LINES]
             for name, d in listed:
-                lines.append("  %-20s %6s %10d %10d %10d %7s" % (
+                lines.append("  %-20s %6s %10d %10d %10d %7s%s" % (
                     name[:20], "pair", d["pairs_read"], d["pairs_written"],
-                    d["pairs_rejected"], len(d["shards"]) or "-"))
+                    d["pairs_rejected"], len(d["shards"]) or "-",
+                    _records(d) if repeats else ""))
             if len(pairs) > len(listed):
                 lines.append("  ... %d more language pairs (each in the summary JSON)"
                              % (len(pairs) - len(listed)))
@@ -90,6 +102,11 @@ def format_summary(summary: Dict[str, Any]) -> str:
                 "", 100 * s["oov_rate"]["source"], 100 * s["oov_rate"]["target"]))
         if s.get("rejects_file"):
             lines.append("%-8s rejects: %s" % ("", _within(s["rejects_file"], output_dir)))
+    reuse = summary.get("resume") or {}
+    if reuse.get("chunks_reused"):  # a rerun after a kill kept the killed run's chunks
+        lines.append("resumed: %d encode chunks reused, %d encoded, %d shards written" % (
+            reuse["chunks_reused"], reuse.get("chunks_encoded", 0),
+            reuse.get("shards_written", 0)))
     warnings = sum(len(d.get("warnings", [])) for s in summary["splits"].values()
                    for d in s.get("datasets", {}).values())
     if warnings:

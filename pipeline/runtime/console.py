@@ -283,17 +283,21 @@ def stages_line(stages: Sequence[Tuple[str, str, int, Optional[int]]], seconds: 
     return "%s, %s so far" % ("; ".join(parts), _duration(seconds))
 
 
-def progress_line(what: str, done: int, total: int, seconds: float, then: str = "") -> str:
-    """`encoded 350,000 of 760,000 pairs (46%), 12,300 pairs/s, about 33 s left, 28 s so far`;
-    with nothing done yet, only the time so far; `then`: what follows (`then 11 shards to
-    write`), before the time so far."""
+def progress_line(done: int, total: int, seconds: float, then: str = "",
+                  chunks: int = 0) -> str:
+    """The encode pass until every pair is encoded: `encoded 350,000 of 760,000 pairs (46%),
+    12,300 pairs/s, about 33 s left, 28 s so far`; `then`: what follows (`then 11 shards`), before the time so far. Pairs count once their
+    chunk is done, so with none done yet the line says the pass is starting, not "0 of N"
+    (a pass of few chunks shows nothing else until it is nearly over): `encode starting:
+    760,000 pairs, 76 chunks, none done, 31 s so far` (`chunks`: how many)."""
     after = ", %s" % then if then else ""
     if not done:
-        return "%s 0 of %s pairs%s, %s so far" % (what, format(total, ","), after,
-                                                  _duration(seconds))
+        return "encode starting: %s pairs, %s chunk%s, none done%s, %s so far" % (
+            format(total, ","), format(chunks, ","), "" if chunks == 1 else "s", after,
+            _duration(seconds))
     rate = done / seconds if seconds > 0 else 0.0
-    line = "%s %s of %s pairs (%d%%), %s pairs/s" % (
-        what, format(done, ","), format(total, ","), 100 * done // max(total, 1),
+    line = "encoded %s of %s pairs (%d%%), %s pairs/s" % (
+        format(done, ","), format(total, ","), 100 * done // max(total, 1),
         format(int(rate), ","))
     if rate > 0 and done < total:
         line += ", about %s left" % _duration((total - done) / rate)

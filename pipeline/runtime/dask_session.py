@@ -101,6 +101,10 @@ class DaskSession:
         self._identity: Dict[str, Any] = {}
         self._checked: set = set()  # workers found to run the driver's project
         self._silent: Dict[str, float] = {}  # worker -> when it was last named silent
+        # worker -> its last heartbeat (the scheduler's clock) while silent: the line for its
+        # removal says how long it was silent then
+        self.last_seen: Dict[str, float] = {}
+        self.ttl: Optional[float] = None  # the scheduler's worker-ttl, once asked
         self._next_look = 0.0
         self._looking: Optional[threading.Thread] = None  # asking the scheduler, if alive
         self._view: Optional[tuple] = None  # its last answer, not yet reported
@@ -215,7 +219,9 @@ class DaskSession:
     def news(self) -> List[str]:
         """Lines about workers that stopped answering the scheduler (or answer again), from
         the scheduler's view, asked for in a thread of its own every LOOK_SECONDS (a
-        scheduler that does not answer must not hold up the pass's watch); [] meanwhile."""
+        scheduler that does not answer must not hold up the pass's watch); [] meanwhile.
+        A silent worker the scheduler no longer lists was dropped (its nanny, if any, starts
+        a new worker at another address): the lost-worker line says so, not this one."""
         now = time.time()
         if self.client is None:
             return []
@@ -227,17 +233,21 @@ class DaskSession:
         view, self._view = self._view, None
         if view is None:
             return []
-        silent, ttl = view
+        silent, ttl, present = view
+        self.ttl = ttl
         lines = []
         for worker in silent:
+            self.last_seen[worker["address"]] = worker["last_seen"]
             named = self._silent.get(worker["address"])
             if named is None or now - named >= SILENT_REPEAT_SECONDS:
                 self._silent[worker["address"]] = now
                 lines.append(describe_silent(worker, ttl))
-        answering = set(self._silent) - {w["address"] for w in silent}
-        for address in sorted(answering):
+        not_silent = set(self._silent) - {w["address"] for w in silent}
+        for address in sorted(not_silent):
             del self._silent[address]
-            lines.append("Dask worker %s answers the scheduler again" % address)
+            if address in present:  # else dropped: the lost-worker line says it
+                self.last_seen.pop(address, None)
+                lines.append("Dask worker %s answers the scheduler again" % address)
         return lines
 
     def _look(self) -> None:
@@ -268,22 +278,29 @@ class DaskSession:
             CLIENT_LOG.setLevel(self._client_log_level)
 
 
-def silent_workers(client: Any, seconds: float) -> "tuple[List[dict], Optional[float]]":
+def silent_workers(client: Any, seconds: float
+                   ) -> "tuple[List[dict], Optional[float], set]":
     """The scheduler's view of its workers that have not sent a heartbeat for `seconds` or
-    more ([{"address", "name", "silent", "processing", "status"}]), and the scheduler's
-    worker-ttl (after which it drops such a worker and runs its tasks elsewhere)."""
+    more ([{"address", "name", "silent", "last_seen", "processing", "status"}]), the
+    scheduler's worker-ttl (after which it drops such a worker and runs its tasks
+    elsewhere), and the addresses of every worker it lists."""
     view = client.run_on_scheduler(dask_worker.scheduler_view)
-    return ([w for w in view["workers"] if w["silent"] >= seconds], view["ttl"])
+    return ([w for w in view["workers"] if w["silent"] >= seconds], view["ttl"],
+            {w["address"] for w in view["workers"]})
 
 
 def describe_silent(worker: dict, ttl: Optional[float]) -> str:
     """One short line about a silent worker, as the scheduler sees it: how long since its
-    last heartbeat, the tasks it holds, and when the scheduler gives up on it (its
-    `distributed.scheduler.worker-ttl`: then the tasks run elsewhere)."""
-    return "Dask worker %s (%s): silent %.0f s, holds %d task%s, %s" % (
+    last heartbeat, the tasks it holds, and when the scheduler gives up on it. It checks
+    every `distributed.scheduler.worker-ttl` seconds for workers silent longer than that
+    (distributed's `check_worker_ttl`), so it drops one after ttl to twice ttl of silence:
+    the line names the setting, not a time it cannot promise."""
+    return "Dask worker %s (%s): silent %.0f s, holds %d task%s; %s" % (
         worker["name"], worker["address"], worker["silent"], worker["processing"],
         "" if worker["processing"] == 1 else "s",
-        "dropped at %.0f s" % ttl if ttl else "never dropped (no worker-ttl)")
+        "the scheduler drops it after %.0f-%.0f s silent (distributed.scheduler.worker-ttl "
+        "%.0f s)" % (ttl, 2 * ttl, ttl) if ttl
+        else "never dropped (distributed.scheduler.worker-ttl is off)")
 
 
 class _CounterResults(MetricResults):
@@ -325,10 +342,10 @@ class LostWorkers:
         self._events: List[dict] = []
 
     def __call__(self, event: Any) -> None:  # in the client's event loop thread
-        _, message = event
+        at, message = event  # `at`: the scheduler's clock
         if isinstance(message, dict) and message.get("action") == "remove-worker":
             with self._lock:
-                self._events.append(message)
+                self._events.append(dict(message, at=at))
 
     def take(self) -> List[dict]:
         with self._lock:
@@ -336,11 +353,18 @@ class LostWorkers:
         return events
 
 
-def lost_worker_line(event: dict, keys: Collection[str]) -> str:
-    """One line for a worker the cluster lost while the pass (its task `keys`) ran."""
+def lost_worker_line(event: dict, keys: Collection[str],
+                     last_seen: Optional[float] = None, ttl: Optional[float] = None) -> str:
+    """One line for a worker the cluster lost while the pass (its task `keys`) ran. A worker
+    seen silent before (`last_seen`: its last heartbeat, on the scheduler's clock as the
+    event's `at`) was dropped for it: the line says after how long, by the event's time, and
+    names the setting (`ttl`: its value)."""
     running = len({str(k) for k in event.get("processing-tasks") or ()} & set(keys))
     computed = len({str(k) for k in event.get("lost-computed-tasks") or ()} & set(keys))
     how = "retired" if event.get("expected") else "lost"
+    if last_seen is not None and event.get("at") is not None and not event.get("expected"):
+        how = "dropped after %.0f s silent (distributed.scheduler.worker-ttl%s)" % (
+            event["at"] - last_seen, " %.0f s" % ttl if ttl else "")
     if not running and not computed:
         return "Dask worker %s %s; none of the pass's tasks were on it" % (
             event.get("worker"), how)
@@ -372,7 +396,9 @@ class DatagenDaskResult(DaskRunnerResult):
     def lost_workers(self) -> List[str]:
         """A line for each worker the cluster lost since the last call, while the pass ran."""
         events = self.lost.take() if self.lost is not None else []
-        return [lost_worker_line(event, self.keys) for event in events]
+        return [lost_worker_line(event, self.keys,
+                                 self.session.last_seen.pop(str(event.get("worker")), None),
+                                 self.session.ttl) for event in events]
 
     def wait_until_finish(self, duration=None) -> str:
         try:

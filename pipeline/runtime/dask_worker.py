@@ -174,14 +174,17 @@ def warm_scheduler(dask_scheduler=None) -> None:
 
 def scheduler_view(dask_scheduler=None) -> dict:
     """On the scheduler: {"ttl": seconds after which it drops a silent worker (or None),
-    "workers": [{"address", "name", "silent", "processing", "status"}]}: how long since each
-    worker's last heartbeat and how many tasks it holds."""
+    "workers": [{"address", "name", "silent", "last_seen", "processing", "status"}]}: how
+    long since each worker's last heartbeat (and when that was, on the scheduler's clock, the
+    clock of its events) and how many tasks it holds."""
     import dask
     now = time.time()
-    ttl = dask.config.get("distributed.scheduler.worker-ttl", None)
-    if ttl is not None:
-        ttl = dask.utils.parse_timedelta(ttl)
+    ttl = getattr(dask_scheduler, "worker_ttl", None)  # what it runs with: its config's value
+    if ttl is None:  # or its argument's
+        ttl = dask.utils.parse_timedelta(
+            dask.config.get("distributed.scheduler.worker-ttl", None))
     return {"ttl": ttl, "workers": [
         {"address": address, "name": str(ws.name), "silent": now - ws.last_seen,
+         "last_seen": ws.last_seen,
          "processing": len(ws.processing), "status": str(ws.status.name)}
         for address, ws in dask_scheduler.workers.items()]}

@@ -155,9 +155,31 @@ def _mixture_batches(source: Mixture, batch_size: int, mode: str, wanted: str,
     _check_format(source.all_files(), wanted)
     packed_length, pad_id = _summary_facts(source.all_files(), mode)
     keys = PACKED_FEATURES if packed_length else FEATURES
+    if mode == "t2t" and options.get("drop_long_sequences", True):
+        _check_some_record_kept(source, keys, options.get("min_length", 0),
+                                options.get("max_length") or packed_length or batch_size)
     return _batches(mixture_pairs(source, num_shards, shard_index, skip_count, keys, shuffle,
                                   seed), batch_size, mode, options, keys, packed_length,
                     pad_id)
+
+
+def _check_some_record_kept(source: Mixture, keys: Sequence[str], min_length: int,
+                            max_length: int) -> None:
+    """ValueError when no record of the mixture has a length (T2T's: its longer side) the
+    t2t batching keeps: the mixture repeats its pairs without end, so batching would read
+    and drop records forever (--packed_length below every pair makes such an output). Reads
+    each pair's records up to the first one kept (one record of a usable output)."""
+    examples = Int64FeaturesWriter()
+    for pair in source.pairs:
+        for path in source.files[pair]:
+            for record in format_of(path).read_shard(path):
+                inputs, targets = _parse(examples, record, keys)[:2]
+                if min_length <= max(len(inputs), len(targets)) <= max_length:
+                    return
+    raise ValueError("%s: no record of the mixture (%s) has a length from min_length %d to "
+                     "max_length %d, so every batch would be empty and the mixture, which "
+                     "repeats its pairs, never ends: pass a larger max_length" % (
+                         source.output_dir, ", ".join(source.pairs), min_length, max_length))
 
 
 def grain_batches(source: Union[Source, Mixture], batch_size: int, mode: str = "nmt",

@@ -9,7 +9,7 @@ at a rate, as seqio's Mixtures, Grain's mixing and fairseq's sampling do.
     for pair, record in mixed.records(): ...                     # serialized Examples
 
 A job with several corpora writes each language pair's records in shards of its own
-(`{problem}-{src}-{tgt}-train-...`, listed per pair in the summary's `language_pairs`), so
+(`{problem}~{src}-{tgt}-train-...`, listed per pair in the summary's `language_pairs`), so
 the rate of each pair is the trainer's to choose. `Mixture` takes the output directory (its
 complete output: `reader.complete_output_files`' checks) and either a temperature (pair p's
 rate is (n_p / N) ** (1 / T) times its corpora's weight, normalized: `transforms.pairs.mixing`,
@@ -35,6 +35,7 @@ pays neither import, and Beam's start-up line is not printed.
 """
 
 import random
+import warnings
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
@@ -54,7 +55,9 @@ class Mixture:
     `rates` ({pair: rate}), drawn with `seed`; `num_records` (None: no end) bounds the
     stream. `flags`: Beam's file system flags for an object store (as
     `reader.complete_output_files` takes them). ValueError for an output of one language
-    pair, an unknown pair, or a split written as one mixed set (--mix_shards)."""
+    pair, an unknown pair, a rate for a pair without records, or a split written as one
+    mixed set (--mix_shards); a UserWarning names the pairs without records (every pair
+    rejected) a temperature leaves out."""
 
     def __init__(self, output_dir: str, temperature: Optional[float] = None,
                  rates: Optional[Mapping[str, float]] = None, seed: int = 0,
@@ -82,6 +85,8 @@ class Mixture:
         self.files: Dict[str, List[str]] = {
             pair: [paths.join(output_dir, name) for name in sorted(entry["shards"])]
             for pair, entry in sorted(books.items())}
+        # a pair of which every pair was rejected (--max_length) has no records to mix
+        empty = sorted(pair for pair, entry in books.items() if not entry["pairs_written"])
         if rates is not None:
             unknown = sorted(set(rates) - set(books))
             if unknown:
@@ -89,9 +94,18 @@ class Mixture:
                     ", ".join(unknown), output_dir, ", ".join(sorted(books))))
             if any(not rate >= 0 for rate in rates.values()) or not sum(rates.values()) > 0:
                 raise ValueError("rates must be 0 or more, some more than 0: %r" % (rates,))
+            named = [pair for pair in empty if rates.get(pair, 0) > 0]
+            if named:
+                raise ValueError("%s: language pair %s has no records (every pair of it was "
+                                 "rejected: its books in the summary say why): give it no rate"
+                                 % (output_dir, ", ".join(named)))
             total = float(sum(rates.values()))
             chosen = {pair: rates.get(pair, 0.0) / total for pair in sorted(books)}
         else:
+            if empty:
+                warnings.warn("%s: language pair %s has no records (every pair of it was "
+                              "rejected: its books in the summary say why), left out of the "
+                              "mixture" % (output_dir, ", ".join(empty)), stacklevel=2)
             chosen = mixing.temperature_shares(
                 {pair: [(entry["pairs_written"], entry.get("weight", 1.0))]
                  for pair, entry in books.items()}, 5.0 if temperature is None else temperature)

@@ -21,7 +21,7 @@ from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Set, Tuple
 from pipeline.output.complete_check import shard_mismatches
 from pipeline.output.layout import COMPLETE_NAME, SUMMARY_NAME, marked_problem
 from pipeline.runtime import console
-from transforms.shards.record_formats import parse_shard_name
+from transforms.shards.record_formats import PAIR_SEPARATOR, parse_shard_name, problem_of_head
 from transforms.storage import paths
 
 READER_HOW = "pass problem=<name>"  # what the readers' errors ask for
@@ -173,8 +173,8 @@ def check_complete(files: Iterable[str]) -> None:
 
 def problems_of(files: Iterable[str]) -> List[str]:
     """The problems whose shards are among `files`, sorted."""
-    return sorted({parsed[0] for parsed in map(parse_shard_name, map(_basename, files))
-                   if parsed})
+    return sorted({problem_of_head(parsed[0])
+                   for parsed in map(parse_shard_name, map(_basename, files)) if parsed})
 
 
 class OutputFacts(NamedTuple):
@@ -203,7 +203,7 @@ def output_facts(files: Iterable[str], mode: str) -> OutputFacts:
         pattern = paths.join(glob_literal(directory), SUMMARY_NAME % "*")
         for summary_path in match(pattern):
             problem = paths.split(summary_path)[1][:-len(suffix)]
-            if not name.startswith(problem + "-"):
+            if not name.startswith((problem + "-", problem + PAIR_SEPARATOR)):  # (a pair's)
                 continue
             try:
                 summary = read_json(summary_path)

@@ -155,6 +155,26 @@ def test_run_local_sh_writes_only_the_table_to_stdout(plain_python, tmp_path):
     assert echoes and all(line.endswith(">&2") for line in echoes), echoes
 
 
+def test_run_local_sh_says_its_first_run_is_a_one_off_before_pip_runs(tmp_path):
+    """Issue 50, item 17: the first run was ~9 silent minutes of pip. In a copy of the
+    checkout without .venv, the script's first stderr line says what it does and that it is
+    once, with its size and time, as README's Quick start quotes it; the test stops the
+    script at that line (the event), before pip has installed anything."""
+    import readme_examples
+    from datagen_helpers import end_group
+    copy = copy_of_checkout(tmp_path / "clone")
+    assert not os.path.exists(os.path.join(copy, ".venv"))
+    proc = subprocess.Popen(["./run_local.sh"], cwd=copy, env=_clean_env(),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        first = proc.stderr.readline().rstrip("\n")
+    finally:
+        end_group(proc)
+    assert first == readme_examples.block("first-run").strip(), first
+    assert "once" in first and "GB" in first and "minutes" in first
+
+
 def test_a_plain_install_on_a_dask_cluster_prints_no_noise(plain_python, tmp_path):
     """A scheduler and 2 workers of the same install (a cluster's image would hold only that),
     and the job on them: the job prints nothing but its own lines, and neither a worker nor

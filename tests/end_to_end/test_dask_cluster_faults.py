@@ -10,6 +10,7 @@ traceback, and nothing committed.
 - the scheduler killed while the encode pass runs.
 """
 
+import contextlib
 import os
 import re
 import signal
@@ -123,3 +124,51 @@ def test_the_scheduler_killed_during_the_encode_pass_is_one_line(tmp_path):
     line = _one_error_line(job)
     assert "lost the Dask scheduler at %s" % cluster.address in line
     assert not (out / "p.DATAGEN_COMPLETE").exists()
+
+
+def test_a_stopped_worker_is_dropped_when_it_was_and_not_said_to_answer_again(tmp_path):
+    """Issue 50, item 17: a worker stopped (SIGSTOP) past the scheduler's
+    `distributed.scheduler.worker-ttl` (40 s here) is dropped, and its nanny kills it and
+    starts a new one. The silent line names the setting; the lost line says after how long
+    silent it was dropped (between ttl and twice ttl: the scheduler checks every ttl), by the
+    scheduler's clock; no line says the worker answers again. The job completes."""
+    ttl = 40
+    cluster = DaskCluster(tmp_path / "dask", workers=2,
+                          env={"DASK_DISTRIBUTED__SCHEDULER__WORKER_TTL": "%ds" % ttl})
+    out = tmp_path / "out"
+    try:
+        cluster.start()
+        cluster.wait_for_workers(2)
+        job = Job(INPUTS + COMMON + WORD + ["--encode_chunk_lines", "50"] + [
+            "--output_dir", str(out), "--runner", "DaskRunner",
+            "--dask_client_address", cluster.address])
+        job.wait_for_line("pass 2 of 2: encode")
+        deadline = time.time() + 300
+        while time.time() < deadline and "worker-1" not in cluster.processing():
+            time.sleep(0.05)
+        pid = cluster.worker_pids()["worker-1"]
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            job.wait_for_line(" dropped after ", seconds=900)
+        finally:
+            with contextlib.suppress(ProcessLookupError):  # its nanny killed it
+                os.kill(pid, signal.SIGCONT)
+        status = job.finish()
+    finally:
+        close_clients()
+        cluster.stop()
+    seen = "the job's log:\n" + "\n".join(job.lines)
+    assert status == 0, seen
+    silent = [line for line in job.lines if "Dask worker worker-1 (" in line]
+    assert silent and all(line.endswith(
+        "the scheduler drops it after %d-%d s silent (distributed.scheduler.worker-ttl %d s)"
+        % (ttl, 2 * ttl, ttl)) for line in silent), seen
+    [dropped] = [line for line in job.lines if " dropped after " in line]
+    after = re.search(r" WARNING pass 2: Dask worker (tcp://127\.0\.0\.1:\d+) dropped after "
+                      r"(\d+) s silent \(distributed\.scheduler\.worker-ttl %d s\): \d+ "
+                      r"running and \d+ finished tasks of the pass are computed again$" % ttl,
+                      dropped)
+    last_silent = int(re.search(r"silent (\d+) s", silent[-1]).group(1))
+    assert after and int(after.group(2)) >= max(ttl, last_silent), seen  # when it was dropped
+    assert job.lines.index(silent[0]) < job.lines.index(dropped), seen
+    assert not [line for line in job.lines if "answers the scheduler again" in line], seen

@@ -137,8 +137,8 @@ def test_each_pair_has_its_own_shards_books_and_lengths(three_pairs):
     # --num_train_shards 10 shared by the pairs' lines: 300, 200 and 60 of 560
     assert {pair: len(entry["shards"]) for pair, entry in pairs.items()} == {
         "en-de": 4, "en-vi": 1, "en-zh": 5}
-    assert pairs["en-de"]["shards"] == ["p-en-de-train-%05d-of-00004" % i for i in range(4)]
-    assert sorted(name for name in os.listdir(out) if name.startswith("p-")) == sorted(
+    assert pairs["en-de"]["shards"] == ["p~en-de-train-%05d-of-00004" % i for i in range(4)]
+    assert sorted(name for name in os.listdir(out) if name.startswith("p~")) == sorted(
         name for entry in pairs.values() for name in entry["shards"])
     import tensorflow as tf
     parse = tf.train.Example.FromString
@@ -165,7 +165,7 @@ def test_each_pair_has_its_own_shards_books_and_lengths(three_pairs):
     assert {r["lang_pair"] for r in report["records"]} == set(pairs)
     # a reader finds a pair's own shards complete (the marker is the problem's)
     from pipeline.tools.reader import make_dataset
-    batched = make_dataset(str(out / "p-en-vi-train-*"), batch_size=4096, mode="t2t",
+    batched = make_dataset(str(out / "p~en-vi-train-*"), batch_size=4096, mode="t2t",
                            shuffle=False, drop_long_sequences=False)
     assert sum(int(b["inputs"].shape[0]) for b in batched) == pairs["en-vi"]["pairs_written"]
 
@@ -260,6 +260,18 @@ def test_mix_shards_write_one_set_at_the_rates_in_parquet(tmp_path):
     assert abs(len(rows["en-vi"]) / train["records"] - rates["en-vi"]) < 0.01
     assert summary["splits"]["train"]["pairs_written"] == sum(
         entry["pairs_written"] for entry in books.values())
+    # the table has the records written, repeats included (issue 50, item 17: they were in
+    # the summary JSON only)
+    from pipeline.output.summary import format_summary
+    table = format_summary(summary).splitlines()
+    assert table[table.index(next(line for line in table if line.startswith("split")))].split(
+        ) == ["split", "read", "written", "rejected", "shards", "records"]
+    [train_line] = [line for line in table if line.split()[:2] == ["train", str(
+        train["pairs_read"])]]
+    assert train_line.split()[-1] == str(train["records"])
+    for pair, entry in books.items():
+        [line] = [line for line in table if line.strip().startswith(pair + " ")]
+        assert line.split()[-2:] == ["-", str(entry["records"])]
 
 
 def test_a_rerun_is_a_no_op_and_an_edited_corpora_file_is_refused(three_pairs):
@@ -274,8 +286,12 @@ def test_a_rerun_is_a_no_op_and_an_edited_corpora_file_is_refused(three_pairs):
     other = base / "data" / "edited.yaml"
     other.write_text(json.dumps(edited))
     from pipeline.runtime.errors import DatagenError
-    with pytest.raises(DatagenError, match="--corpora .*weight.*3.0"):
+    with pytest.raises(DatagenError) as refused:
         datagen.run(flags[:1] + [str(other)] + flags[2:])
+    # what changed, not both whole lists (issue 50, item 17)
+    assert "--corpora: corpora[2] (en-vi): weight 2.0 -> 3.0; pass --overwrite" in str(
+        refused.value)
+    assert "en-zh" not in str(refused.value), refused.value
 
 
 def test_the_readme_example_runs_as_written(tmp_path):
@@ -340,7 +356,7 @@ def test_cleaning_takes_each_pairs_languages_and_dedups_within_a_pair(tmp_path):
     assert mix["de"]["sampled_lines"] == mix["de"]["sample_lines"] > 0
 
 
-PACKED_LENGTH, MAX_LENGTH = 24, 20
+PACKED_LENGTH, MAX_LENGTH = 128, 100
 
 
 def _records(path):
@@ -371,8 +387,9 @@ def test_packing_and_max_length_per_pair_and_on_mixed_shards(tmp_path):
     rejects are counted per pair in the books, and filtered before packing."""
     from pipeline.tools import mixture
     corpora = corpora_file(str(tmp_path / "data"))
-    flags = ["--corpora", corpora, "--problem", "p", "--vocab_type", "word",
-             "--vocab_size", "300", "--num_train_shards", "2", "--runner", "FnApiRunner"]
+    # subword: --packed_length is refused for word records (no EOS: no reader takes them)
+    flags = ["--corpora", corpora, "--problem", "p", "--vocab_size", "300",
+             "--num_train_shards", "2", "--runner", "FnApiRunner"]
     runs = {}
     for mix in (False, True):
         for packed in (False, True):
@@ -394,6 +411,7 @@ def test_packing_and_max_length_per_pair_and_on_mixed_shards(tmp_path):
         over[pair] = sum(not short(r) for r in records)
         assert entry["rejected_by_reason"].get("over_max_length", 0) == over[pair]
         assert entry["pairs_written"] == ref_entry["pairs_written"] - over[pair]
+        assert entry["pairs_written"]  # every pair is packed
         assert entry["packing"]["pairs"] == entry["pairs_written"]
         for name in entry["shards"]:
             packed = _records(out / name)

@@ -55,8 +55,17 @@ def _assert_stopped(out, status, err, sig):
     with open(os.path.join(out, "p.datagen_summary.json")) as f:
         assert json.load(f)["status"] == "interrupted"
     assert sorted(n for n in os.listdir(out) if not n.startswith("vocab.")
-                  and not n.startswith(".vocab.")) == ["p.datagen_summary.json"], \
-        os.listdir(out)  # no shard, no lock, no work directory
+                  and not n.startswith(".vocab.") and n != ".datagen-work") == [
+                      "p.datagen_summary.json"], os.listdir(out)  # no shard, no lock
+    # no work directory, but the encode chunks finished before the signal, kept for a rerun
+    # (README, Resume): a resume directory with chunk manifests and fragments only
+    work = os.path.join(out, ".datagen-work")
+    if os.path.exists(work):
+        kept = [os.path.relpath(os.path.join(base, name), work)
+                for base, _, names in os.walk(work) for name in names]
+        assert kept and all(re.match(r"p/encode-[0-9a-f]{16}/(chunks/.*\.json|fragments/.*\.frag)$",
+                                     path) for path in kept), kept
+        assert any("/chunks/" in path for path in kept), kept
 
 
 _SWALLOWED = textwrap.dedent(r'''

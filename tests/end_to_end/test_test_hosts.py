@@ -2,6 +2,8 @@
 host sees and reaches, and that nothing of them outlives a test run, also one that was
 killed. Skipped where hosts cannot be made (failed under CI=true)."""
 
+import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -53,13 +55,49 @@ def _run_on(host, script):
         return f.read().split()
 
 
+def _leading_to(kept, directory):
+    """{path under `directory`: its entries} that a host's `directory` holds when it holds
+    nothing but the way to the `kept` directories that lie under it (each kept one itself
+    left out: it is the image): a checkout under /tmp is bound back in at its own path."""
+    def under(path, outer):
+        return path.startswith(outer.rstrip("/") + "/")
+
+    way = {}
+    for path in kept:
+        if not under(path, directory) or any(under(path, outer) for outer in kept):
+            continue  # not under it, or inside another kept directory (the image's venv)
+        parts = path[len(directory.rstrip("/")) + 1:].split("/")
+        for depth in range(len(parts)):
+            at = "/".join([directory.rstrip("/")] + parts[:depth])
+            way.setdefault(at, set()).add(parts[depth])
+    return {at: sorted(names) for at, names in way.items()}
+
+
+def test_leading_to_is_the_way_to_kept_directories_only():
+    assert _leading_to(["/work/repo", "/usr"], "/tmp") == {}
+    assert _leading_to(["/tmp/a/repo", "/tmp/a/repo/.venv", "/tmp/b", "/usr"], "/tmp") == {
+        "/tmp": ["a", "b"], "/tmp/a": ["repo"]}
+
+
 def test_a_host_sees_the_image_read_only_and_nothing_of_the_drivers_disk(network, tmp_path):
+    """The host's /tmp holds nothing of the driver's: nothing at all, or, for a checkout
+    under /tmp (issue 50, item 18), only the directories on the way to the image's, which
+    is bound back in read-only at its own path."""
     mine = tmp_path / "drivers-file"
     mine.write_text("only here")
+    kept = [os.path.realpath(k) for k in image_dirs()]
     host = network.add_host("h1", "h1", 11)
     seen = _run_on(host, textwrap.dedent("""
-        import os, socket, tempfile
-        print(os.path.exists(%r), os.listdir("/tmp") == [], socket.gethostname())
+        import json, os, socket
+        kept = %r
+        way = {}
+        for at, dirs, files in os.walk("/tmp"):
+            if at in kept:
+                dirs[:] = []  # the image itself: read-only, checked below
+                continue
+            way[at] = sorted(dirs + files)
+        print(os.path.exists(%r), json.dumps(way, separators=(",", ":"), sort_keys=True),
+              socket.gethostname())
         try:
             open(os.path.join(%r, "x"), "w")
             print("writable")
@@ -67,8 +105,11 @@ def test_a_host_sees_the_image_read_only_and_nothing_of_the_drivers_disk(network
             print("read-only")
         import pipeline.datagen, apache_beam
         print(pipeline.datagen.__file__.startswith(%r))
-    """ % (str(mine), REPO_ROOT, REPO_ROOT)))
-    assert seen == ["False", "True", "h1", "read-only", "True"]
+    """ % (kept, str(mine), REPO_ROOT, REPO_ROOT)))
+    way = {"/tmp": []}
+    way.update(_leading_to(kept, "/tmp"))
+    assert seen == ["False", json.dumps(way, separators=(",", ":"), sort_keys=True), "h1",
+                    "read-only", "True"], (seen, kept)
 
 
 def test_hosts_reach_each_other_and_the_driver_reaches_them(network):

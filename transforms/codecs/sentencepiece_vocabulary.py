@@ -83,6 +83,14 @@ class SentencePieceVocabulary(Vocabulary):
         piece = processor.piece_to_id(token)
         return piece if processor.id_to_piece(piece) == token else None
 
+    def text_gives(self, token: str) -> Optional[str]:
+        piece = self.token_id(token)
+        if piece is None or self.model.processor.is_control(piece):
+            return None
+        return ("%s is a user-defined symbol, which SentencePiece matches in text (a %s inside "
+                "a sentence would become the tag): a model for these pairs holds the tags as "
+                "control_symbols" % (token, token))
+
     def special_ids(self):
         """{"unk_id", "bos_id", "eos_id", "pad_id"} of the model (-1: none)."""
         return self.model.special_ids()

@@ -89,6 +89,78 @@ def _build_trie(codes, ends, ids, node_capacity):
 
 
 @numba.njit(**_NJIT)
+def escape_into(codes, start, end, in_alphabet, escaped, digits):
+    """Writes the escaped token `codes[start:end]` (its final `_` included) to `escaped`;
+    returns its length. `escaped` holds `_MAX_ESCAPE` code points a character, plus one."""
+    n = 0
+    for k in range(start, end):
+        c = codes[k]
+        if c == 92:  # "\" -> "\\"
+            escaped[n] = 92
+            escaped[n + 1] = 92
+            n += 2
+        elif c == 95:  # "_" -> "\u"
+            escaped[n] = 92
+            escaped[n + 1] = 117
+            n += 2
+        elif c == 10 or not in_alphabet[c]:  # -> "\<code point>;"
+            escaped[n] = 92
+            n += 1
+            d = 0
+            while True:
+                digits[d] = 48 + c % 10
+                d += 1
+                c //= 10
+                if c == 0:
+                    break
+            for j in range(d - 1, -1, -1):
+                escaped[n] = digits[j]
+                n += 1
+            escaped[n] = 59
+            n += 1
+        else:
+            escaped[n] = c
+            n += 1
+    escaped[n] = 95  # the "_" that ends every escaped token
+    return n + 1
+
+
+@numba.njit(**_NJIT)
+def segment_into(escaped, n, keys, children, mask, terminal, varints, varint_ends, out, o):
+    """Greedy longest match of `escaped[:n]` over the trie, the varints of its ids written
+    to `out` from `o`. Returns (where they end, how many ids, why it stopped): `_DONE`,
+    `_NO_MATCH` (no subtoken matches at some offset) or `_FULL` (they do not fit in
+    `out`); after the last two, what was written from `o` is garbage."""
+    pos = 0
+    count = 0
+    while pos < n:
+        node = 0
+        best = -1
+        best_end = pos
+        k = pos
+        while k < n:
+            key = (np.int64(node) << _CODE_BITS) | escaped[k]
+            h = _slot(keys, mask, key)
+            if keys[h] == _EMPTY:
+                break
+            node = children[h]
+            k += 1
+            if terminal[node] >= 0:
+                best = terminal[node]
+                best_end = k
+        if best < 0:
+            return o, count, _NO_MATCH
+        a, b = varint_ends[best], varint_ends[best + 1]
+        if o + b - a > len(out):
+            return o, count, _FULL
+        out[o:o + b - a] = varints[a:b]
+        o += b - a
+        count += 1
+        pos = best_end
+    return o, count, _DONE
+
+
+@numba.njit(**_NJIT)
 def _segment(codes, token_ends, in_alphabet, keys, children, mask, terminal, varints,
              varint_ends, out, out_ends):
     """Escapes and segments each token `codes[token_ends[t-1]:token_ends[t]]`, writing the
@@ -105,67 +177,17 @@ def _segment(codes, token_ends, in_alphabet, keys, children, mask, terminal, var
     o = 0
     start = 0
     for t in range(len(token_ends)):
-        n = 0
-        for k in range(start, token_ends[t]):
-            c = codes[k]
-            if c == 92:  # "\" -> "\\"
-                escaped[n] = 92
-                escaped[n + 1] = 92
-                n += 2
-            elif c == 95:  # "_" -> "\u"
-                escaped[n] = 92
-                escaped[n + 1] = 117
-                n += 2
-            elif c == 10 or not in_alphabet[c]:  # -> "\<code point>;"
-                escaped[n] = 92
-                n += 1
-                d = 0
-                while True:
-                    digits[d] = 48 + c % 10
-                    d += 1
-                    c //= 10
-                    if c == 0:
-                        break
-                for j in range(d - 1, -1, -1):
-                    escaped[n] = digits[j]
-                    n += 1
-                escaped[n] = 59
-                n += 1
-            else:
-                escaped[n] = c
-                n += 1
-        escaped[n] = 95  # the "_" that ends every escaped token
-        n += 1
+        n = escape_into(codes, start, token_ends[t], in_alphabet, escaped, digits)
         start = token_ends[t]
-        pos = 0
-        while pos < n:
-            node = 0
-            best = -1
-            best_end = pos
-            k = pos
-            while k < n:
-                key = (np.int64(node) << _CODE_BITS) | escaped[k]
-                h = _slot(keys, mask, key)
-                if keys[h] == _EMPTY:
-                    break
-                node = children[h]
-                k += 1
-                if terminal[node] >= 0:
-                    best = terminal[node]
-                    best_end = k
-            if best < 0:
-                return t, _NO_MATCH
-            a, b = varint_ends[best], varint_ends[best + 1]
-            if o + b - a > len(out):
-                return t, _FULL
-            out[o:o + b - a] = varints[a:b]
-            o += b - a
-            pos = best_end
+        o, _, why = segment_into(escaped, n, keys, children, mask, terminal, varints,
+                                 varint_ends, out, o)
+        if why != _DONE:
+            return t, why
         out_ends[t] = o
     return len(token_ends), _DONE
 
 
-def _code_points(strings: Sequence[str]) -> tuple[Any, Any]:
+def code_points(strings: Sequence[str]) -> tuple[Any, Any]:
     """The code points of `strings` joined, and where each string ends."""
     joined = "".join(strings).encode("utf-32-le", "surrogatepass")
     codes = np.frombuffer(joined, np.uint32).astype(np.int32)
@@ -180,7 +202,7 @@ class BatchSubwordEncoder(SubwordEncoder):
     def __init__(self, subtoken_strings: Iterable[str], cache_size: int = 1 << 18) -> None:
         super().__init__(subtoken_strings, cache_size)
         strings = list(self._ids)
-        codes, ends = _code_points(strings)
+        codes, ends = code_points(strings)
         ids = np.fromiter(self._ids.values(), np.int32, len(strings))
         self._trie = _build_trie(codes, ends, ids, len(codes) + 1)
         self._in_alphabet = np.zeros(MAX_CODE_POINT + 1, np.bool_)
@@ -195,7 +217,7 @@ class BatchSubwordEncoder(SubwordEncoder):
         Python path raises the usual error when a line needs it) and after the output
         buffer had to grow."""
         cache = self._varints_cache
-        codes, ends = _code_points(tokens)
+        codes, ends = code_points(tokens)
         out = np.empty(2 * (len(codes) + len(tokens)) + 16, np.uint8)
         out_ends = np.empty(len(tokens), np.int64)
         first = 0

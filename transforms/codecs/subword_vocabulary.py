@@ -2,16 +2,17 @@
 
 One file, T2T's `store_to_file` format (`subword.vocab_file_text`); examples end in T2T's
 EOS_ID (1). Encoding is `subword.SubwordEncoder`'s; the encode pass's copy
-(`for_encoding`) is `subword_batch.BatchSubwordEncoder`, which segments the new tokens of
-many lines in one compiled call (numba: imported only where a run encodes).
+(`for_encoding`) is `subword_kernel.KernelSubwordEncoder`, which encodes a block's new lines
+into finished entries in one compiled call (numba: imported only where a run encodes).
 """
 
-from typing import Any, List, Mapping, Optional, Sequence
+from typing import Any, List, Mapping, Optional, Sequence, Tuple
 
 from transforms.codecs.subword import (EOS_ID, SubwordEncoder, escape_token_all_known,
                                        vocab_file_text)
 from transforms.codecs.varints import count_varints
-from transforms.codecs.vocabulary import SINGLE_FILE, EncodedLine, VocabFiles, Vocabulary
+from transforms.codecs.vocabulary import (SINGLE_FILE, EncodedLine, EntryFrame, VocabFiles,
+                                          Vocabulary)
 
 
 class SubwordVocabulary(Vocabulary):
@@ -31,8 +32,8 @@ class SubwordVocabulary(Vocabulary):
 
     @classmethod
     def for_encoding(cls, files: Mapping[str, str], **options: Any) -> "SubwordVocabulary":
-        from transforms.codecs.subword_batch import BatchSubwordEncoder
-        return cls(BatchSubwordEncoder.from_text(files[SINGLE_FILE]))
+        from transforms.codecs.subword_kernel import KernelSubwordEncoder
+        return cls(KernelSubwordEncoder.from_text(files[SINGLE_FILE]))
 
     def to_files(self) -> VocabFiles:
         return {SINGLE_FILE: self.encoder.to_text()}
@@ -59,3 +60,10 @@ class SubwordVocabulary(Vocabulary):
         # of all the texts at once
         return [(data, count_varints(data), 0)
                 for data in self.encoder.encode_varints_many(texts)]
+
+    def encode_entries_many(self, texts: Sequence[str], frame: EntryFrame, head: bytes,
+                            eos: bytes) -> Tuple[List[Optional[bytes]], List[int]]:
+        encode = getattr(self.encoder, "encode_entries_many", None)  # the kernel's, if loaded
+        if encode is None:
+            return super().encode_entries_many(texts, frame, head, eos)
+        return encode(texts, frame, head, eos)

@@ -58,6 +58,13 @@ def _alnum_ranges() -> tuple[tuple[int, int], ...]:
     return compute_alnum_ranges()
 
 
+def alnum_ranges() -> tuple[tuple[int, int], ...]:
+    """The code-point ranges [(lo, hi), ...] this tokenizer counts as alphanumeric: the one
+    table every splitter of runs uses (the regular expressions here, the compiled encoder's
+    lookup table in `subword_kernel`)."""
+    return _alnum_ranges()
+
+
 def _class_body(bmp_only: bool = False) -> str:
     parts = []
     for lo, hi in _alnum_ranges():

@@ -18,8 +18,8 @@ driver, the encode pass's workers, `inspect`). Adding a kind: `transforms.codecs
 
 import abc
 import dataclasses
-from typing import (Any, ClassVar, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple,
-                    Type)
+from typing import (Any, ClassVar, Collection, Dict, FrozenSet, List, Mapping, Optional,
+                    Sequence, Tuple, Type)
 
 from transforms.codecs.varints import encode_varints
 
@@ -37,6 +37,11 @@ EncodedLine = Tuple[bytes, int, int]
 """One encoded line: (its ids as concatenated varints, how many ids, out-of-vocabulary
 words). A plain tuple, not a NamedTuple: the encode pass makes one per distinct line."""
 
+
+EntryFrame = Sequence[Tuple[bytes, int]]
+"""How an encoded line is framed as a record's part: nested length-delimited protobuf fields
+around its varints, innermost first, each (bytes before its tag, tag); the innermost is left
+out when its content is empty (`example_proto.PairExampleWriter.entry_frame`)."""
 
 class Vocabulary(abc.ABC):
     """A loaded vocabulary of one kind. Subclasses fill in the abstract methods."""
@@ -98,6 +103,21 @@ class Vocabulary(abc.ABC):
         None."""
         return None
 
+    def text_gives(self, token: str) -> Optional[str]:
+        """None, or why text holding `token` (an entry: a language tag) encodes to the entry's
+        id whatever `reserving` does (a SentencePiece model's user-defined symbol): a given
+        vocabulary with such a tag is refused."""
+        return None
+
+    def reserving(self, ids: Collection[int]) -> "Vocabulary":
+        """This vocabulary, encoding so that text never gives `ids` (the language tags the
+        run puts before inputs: a `<2de>` inside a sentence is text). Subword and byte_bpe
+        keep their reserved tokens out of text by construction, a learnt SentencePiece model
+        holds tags as control symbols (never matched in text): they are themselves. A kind
+        whose entries text can match (word) returns a vocabulary that encodes such a token
+        as the text would be without it."""
+        return self
+
     def encode_with_oov(self, text: str) -> Tuple[List[int], int]:
         """(`encode`'s ids, number of out-of-vocabulary words: 0 unless a kind has them)."""
         return self.encode(text), 0
@@ -111,6 +131,16 @@ class Vocabulary(abc.ABC):
             ids, oov = encode(text)
             out.append((encode_varints(ids), len(ids), oov))
         return out
+
+
+    def encode_entries_many(self, texts: Sequence[str], frame: EntryFrame, head: bytes,
+                            eos: bytes) -> Tuple[List[Optional[bytes]], List[int]]:
+        """For `texts` (distinct stripped lines): each one's `frame` around `head` + its
+        ids' varints + `eos`, or None for a line left to `encode_varints_many` (every line,
+        unless a kind encodes and frames lines in one compiled call: subword's
+        `subword_kernel`), and how many ids each has (without head and EOS; 0 for a line
+        left). A line it frames has no out-of-vocabulary words."""
+        return [None] * len(texts), [0] * len(texts)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -88,7 +88,18 @@ class WordVocab:
             ids[word] = i
         self._words = tuple(words)
         self._ids = ids
+        self._text_ids = ids  # what a text token may be: `reserving` takes words out
         self.fixed_specials = False
+
+    def reserving(self, words: Iterable[str]) -> "WordVocab":
+        """This vocabulary, but a text token equal to one of `words` (the language tags
+        before inputs) is encoded as the text would be without that entry: unknown (UNK_ID,
+        counted OOV). The entries keep their ids (`id_of`, `decode`)."""
+        reserved = set(words)
+        vocab = WordVocab.__new__(WordVocab)
+        vocab.__dict__.update(self.__dict__)
+        vocab._text_ids = {w: i for w, i in self._ids.items() if w not in reserved}
+        return vocab
 
     # -- construction -------------------------------------------------------------------------
 
@@ -187,13 +198,13 @@ class WordVocab:
 
     def encode(self, text: str) -> list[int]:
         """Ids of `tokenize(text)`; out-of-vocabulary words get UNK_ID. No SOS/EOS added."""
-        ids = self._ids
+        ids = self._text_ids
         return [ids.get(word, UNK_ID) for word in tokenize(text)]
 
     def encode_with_oov(self, text: str) -> tuple[list[int], int]:
         """(ids, number of out-of-vocabulary words). A literal "<unk>" in the text is a known
         word (id UNK_ID) and is not counted as out-of-vocabulary."""
-        ids = self._ids
+        ids = self._text_ids
         out = []
         n_oov = 0
         for word in tokenize(text):

@@ -6,7 +6,7 @@ tensorflow/nmt's input pipeline (and `pipeline.tools.reader` in mode "nmt") adds
 itself. Out-of-vocabulary words are counted for the summary.
 """
 
-from typing import Any, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Collection, List, Mapping, Optional, Sequence, Tuple
 
 from transforms.codecs.varints import encode_varints
 from transforms.codecs.vocabulary import SINGLE_FILE, EncodedLine, VocabFiles, Vocabulary
@@ -34,6 +34,12 @@ class WordVocabulary(Vocabulary):
     @property
     def vocab_size(self) -> int:
         return self.words.vocab_size
+
+    def reserving(self, ids: Collection[int]) -> "WordVocabulary":
+        words = self.words.words
+        reserved = WordVocabulary(self.words.reserving(words[i] for i in ids))
+        reserved.__dict__.update({k: v for k, v in self.__dict__.items() if k != "words"})
+        return reserved
 
     def encode(self, text: str) -> List[int]:
         return self.words.encode(text)

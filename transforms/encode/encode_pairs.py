@@ -13,7 +13,9 @@ serialized `tf.train.Example`s keyed for the deterministic shuffle, and their co
 split's lengths before that drop measured too). A
 chunk's records are written as one sorted fragment file per shard
 (`transforms.shards.shard_fragments`), and only the fragments' names and counts go on to the shard
-writer.
+writer. With a `Resume`, each chunk writes its manifest after its fragments, and a chunk whose
+manifest a killed run left and whose fragments check out is replayed, not encoded
+(`transforms.encode.chunk_manifests`); either way the chunk says so on the `resume` output.
 """
 
 from typing import Dict, Iterator, List, Literal, Optional, Tuple, TypeAlias, Union
@@ -33,12 +35,13 @@ from transforms.contracts.elements import (Chunk, ChunkLengths, DatasetSpec, Fil
 from transforms.formats.example_proto import PAIR_FEATURE, PairExampleWriter
 from transforms.encode.length_stats import chunk_lengths
 from transforms.formats.rejects import OVER_MAX_LENGTH, max_length_of, reject_record
-from transforms.reporting.job_metrics import JobCounters
 from transforms.pairs.mixing import take_count
 from transforms.pairs.pair_encoding import (PairEncoder, PairTally, copy_keys, shard_of,
                                       shuffle_keys)
 from transforms.storage.object_stores import ObjectStores, StoreSettings
 from transforms.shards.shard_fragments import fragment_name, write_fragment
+from transforms.encode.chunk_manifests import (ChunkRecorder, Resume, fragment_check, replay,
+                                               reusable, write_manifest)
 from transforms.formats.text_lines import iter_raw_lines
 from transforms.storage.vocab_files import VocabularyFiles
 
@@ -49,6 +52,7 @@ BEFORE_CLEANING = " before cleaning"  # the length figures' key of a split's pai
 BEFORE_MAX_LENGTH = " before max_length"
 STATS = "stats"
 LENGTHS = "lengths"
+RESUME = "resume"  # ("chunks_reused" | "chunks_encoded", 1) per line-aligned chunk
 
 
 def pair_lengths_key(split: str, pair: str) -> str:
@@ -61,7 +65,8 @@ def pair_lengths_key(split: str, pair: str) -> str:
 RejectOut: TypeAlias = TaggedOutput[Literal["rejects"], Tuple[str, RejectRecord]]
 StatsOut: TypeAlias = TaggedOutput[Literal["stats"], Tuple[str, TokenCounts]]
 LengthsOut: TypeAlias = TaggedOutput[Literal["lengths"], Tuple[str, ChunkLengths]]
-EncodeOut = Union[Tuple[ShardKey, FragmentReport], RejectOut, StatsOut, LengthsOut]
+ResumeOut: TypeAlias = TaggedOutput[Literal["resume"], Tuple[str, int]]
+EncodeOut = Union[Tuple[ShardKey, FragmentReport], RejectOut, StatsOut, LengthsOut, ResumeOut]
 
 
 class _EncodeChunkFn(beam.DoFn):
@@ -73,8 +78,10 @@ class _EncodeChunkFn(beam.DoFn):
                  target_vocab_path: str, seed: int, num_shards: Dict[str, int],
                  fragment_dir: str, config: DatagenConfig,
                  store_settings: Optional[StoreSettings] = None,
-                 prefixes: Optional[Dict[str, List[int]]] = None) -> None:
+                 prefixes: Optional[Dict[str, List[int]]] = None,
+                 resume: Optional[Resume] = None) -> None:
         self._store_settings = store_settings or StoreSettings()
+        self._resume = resume  # where chunk manifests are kept and looked for
         # {pair ("" with one corpus): ids put before every input: its language tag}
         self._prefixes = dict(prefixes or {})
         self._paths = (source_vocab_path, target_vocab_path)
@@ -89,11 +96,17 @@ class _EncodeChunkFn(beam.DoFn):
     def setup(self) -> None:
         # Fragments go to an object store through one reused client (see write_fragment).
         self._stores = ObjectStores(self._store_settings)
-        self._counters = JobCounters()
+        self._counters = ChunkRecorder()  # also what a chunk added, for its manifest
+        self._checks: Dict[str, List[int]] = {}  # the chunk's fragments: path -> [size, crc]
         vocabularies = VocabularyFiles(self._loader, self._stores)
         source = vocabularies.load(self._paths[0], for_encoding=True)
         target = (source if self._paths[1] == self._paths[0]
                   else vocabularies.load(self._paths[1], for_encoding=True))
+        tags = {i for ids in self._prefixes.values() for i in ids}
+        if tags:  # a tag string inside a sentence is text, never the tag's id (the tags
+            shared = source is target  # are ids of the one vocabulary of both sides)
+            source = source.reserving(tags)
+            target = source if shared else target
         self._examples = PairExampleWriter("inputs", "targets")  # without TensorFlow
         self._encoder = PairEncoder(source, target, self._examples)
         self._prefix_varints = {pair: (encode_varints(ids), len(ids))
@@ -128,6 +141,27 @@ class _EncodeChunkFn(beam.DoFn):
         return self._pair_entries[pair]
 
     def process(self, chunk: Chunk) -> Iterator[EncodeOut]:
+        resume = self._resume
+        if resume is None or chunk.get("unmatched"):  # an unmatched chunk only rejects
+            yield from self._encode(chunk)
+            return
+        self._counters.take()
+        manifest = (reusable(chunk, resume, self._fragment_dir, self._stores)
+                    if resume.look else None)
+        if manifest is not None:
+            for name, n in sorted(manifest["counters"].items()):
+                self._counters.inc(name, n)
+            yield from replay(manifest, self._fragment_dir)
+            yield beam.pvalue.TaggedOutput(RESUME, ("chunks_reused", 1))
+            return
+        self._checks = {}
+        outputs = list(self._encode(chunk))  # a chunk's: bounded by --encode_chunk_lines
+        write_manifest(chunk, outputs, self._checks, self._counters.take(), resume,
+                       self._stores)
+        yield from outputs
+        yield beam.pvalue.TaggedOutput(RESUME, ("chunks_encoded", 1))
+
+    def _encode(self, chunk: Chunk) -> Iterator[EncodeOut]:
         if chunk.get("unmatched"):
             yield from self._unmatched(chunk)
             return
@@ -194,7 +228,9 @@ class _EncodeChunkFn(beam.DoFn):
             shard += first_shard
             path = FileSystems.join(self._fragment_dir, fragment_name(
                 split, shard, dataset_index, first_line, copies))
-            write_fragment(path, entries, self._stores)
+            data = write_fragment(path, entries, self._stores)
+            if self._resume is not None:
+                self._checks[path] = fragment_check(data)
             report: FragmentReport = {"path": path, "records": len(entries),
                                       "by_dataset": [[dataset_index, len(entries)]]}
             if copies:
@@ -282,22 +318,26 @@ class EncodePairs(beam.PTransform):
     class and the options it is built with, its EOS token included), whose files are at the
     two paths; `config`: the run's `transforms.contracts.config.DatagenConfig` (how lines are read and
     rejected); `prefixes`: {pair: ids} put before every input of the pair's datasets (its
-    language tag; "" is the pair of a one-corpus run)."""
+    language tag; "" is the pair of a one-corpus run); `resume`: where chunk manifests are
+    written and a killed run's looked for (and then the `resume` output says, per chunk,
+    whether it was reused or encoded)."""
 
     def __init__(self, loader: VocabularyLoader, source_vocab_path: str,
                  target_vocab_path: str, seed: int, num_shards: Dict[str, int],
                  fragment_dir: str, config: DatagenConfig,
-                 prefixes: Optional[Dict[str, List[int]]] = None) -> None:
+                 prefixes: Optional[Dict[str, List[int]]] = None,
+                 resume: Optional[Resume] = None) -> None:
         super().__init__()
         self._args = (loader, source_vocab_path, target_vocab_path, seed, num_shards,
                       fragment_dir, config)
         self._prefixes = prefixes
+        self._resume = resume
 
     @no_annotations  # Beam takes PCollection hints only here: the outputs' are `EncodeOut`
     def expand(self, chunks: beam.PCollection) -> DoOutputsTuple:
         fn = _EncodeChunkFn(*self._args, StoreSettings.from_options(chunks.pipeline.options),
-                            self._prefixes)
+                            self._prefixes, self._resume)
         return (chunks
                 | "Spread" >> beam.Reshuffle()
-                | "Encode" >> beam.ParDo(fn).with_outputs(REJECTS, STATS, LENGTHS,
+                | "Encode" >> beam.ParDo(fn).with_outputs(REJECTS, STATS, LENGTHS, RESUME,
                                                               main="records"))

@@ -153,6 +153,12 @@ class PairExampleWriter:
         against `entry` at construction."""
         return _entry(self._keys[side], packed)
 
+    def entry_frame(self, side: int) -> Tuple[Tuple[bytes, int], ...]:
+        """The map entry of feature `side` as the nested length-delimited fields around its
+        values' varints, innermost first: (bytes before the tag, tag), as `_entry` writes
+        them; for an encoder that frames entries itself (`subword_kernel`)."""
+        return _entry_frame(self._keys[side])
+
     def bytes_entry(self, name: str, value: bytes) -> bytes:
         """The serialized map entry of a bytes feature `name` holding `value` (a record's
         language pair)."""
@@ -174,6 +180,12 @@ class PairExampleWriter:
 def _key_field(name: str) -> bytes:
     """A map entry's key field: tag 1 (length-delimited), the feature's name."""
     return b"\x0a" + _varint(len(name.encode())) + name.encode()
+
+
+def _entry_frame(key_field: bytes) -> Tuple[Tuple[bytes, int], ...]:
+    """`_entry`'s fields, innermost first: Int64List's packed `value` (field 1), Feature's
+    `int64_list` (3), the map entry's `value` (2) after its key field, the entry itself."""
+    return ((b"", 0x0A), (b"", 0x1A), (key_field, 0x12), (b"", 0x0A))
 
 
 def _entry(key_field: bytes, packed: bytes) -> bytes:

@@ -32,27 +32,38 @@ def temperature_shares(sizes: Mapping[K, Sequence[Tuple[int, float]]],
                        temperature: float) -> Dict[K, float]:
     """{key: share} of `sizes` ({key: [(lines, weight) of each corpus part]}) at
     `temperature`, by the formula of the module docstring; shares sum to 1 (all 0 when
-    there are no lines)."""
+    there are no lines).
+
+    Computed in log space (log p_l = log(n_l / N) / T + log w_l, then normalized from the
+    largest): the powers of a small temperature (1e-4: (n_l / N) ** 10000) and the
+    products of a huge weight (1.7e308 times lines) are out of a float's range, while the
+    shares are not (a share too small for a float is 0, the largest is never 0)."""
     if not temperature > 0:
         raise ValueError("temperature must be positive, not %r" % (temperature,))
     lines = {key: sum(n for n, _ in parts) for key, parts in sizes.items()}
     total = sum(lines.values())
-    raw: Dict[K, float] = {}
+    logs: Dict[K, float] = {}
     for key, parts in sizes.items():
-        if not lines[key]:
-            raw[key] = 0.0
-            continue
-        weight = sum(n * w for n, w in parts) / lines[key]
-        raw[key] = (lines[key] / total) ** (1.0 / temperature) * weight
-    z = sum(raw.values())
-    return {key: (value / z if z else 0.0) for key, value in raw.items()}
+        if lines[key]:
+            logs[key] = ((math.log(lines[key]) - math.log(total)) / temperature
+                         + math.log(mean_weight(parts)))
+    if not logs:
+        return {key: 0.0 for key in sizes}
+    top = max(logs.values())
+    raw = {key: math.exp(value - top) for key, value in logs.items()}
+    z = math.fsum(raw.values())
+    return {key: raw.get(key, 0.0) / z for key in sizes}
 
 
 def mean_weight(parts: Sequence[Tuple[int, float]]) -> float:
     """The weight of a language or pair fed by `parts` ([(lines, weight)]): their mean,
-    each counting by its lines (1 with no lines)."""
+    each counting by its lines (1 with no lines); computed against the largest weight, so
+    that no product overflows (the mean is at most the largest weight)."""
     lines = sum(n for n, _ in parts)
-    return sum(n * w for n, w in parts) / lines if lines else 1.0
+    if not lines:
+        return 1.0
+    top = max(w for n, w in parts if n)
+    return top * math.fsum(n / lines * (w / top) for n, w in parts if n)
 
 
 def apportion(total: int, shares: Mapping[K, float]) -> Dict[K, int]:
@@ -118,7 +129,8 @@ def plan_mix(files: Sequence[MixFile], temperature: float, byte_budget: float) -
     per_language = apportion(size, shares)
     takes = [0] * len(files)
     for lang, members in by_language.items():
-        weighted = {i: files[i].lines * files[i].weight for i in members}
+        top = max(files[i].weight for i in members)  # (no product overflows)
+        weighted = {i: files[i].lines * (files[i].weight / top) for i in members}
         for i, k in apportion(per_language[lang], weighted).items():
             takes[i] = k
     report = {lang: {"lines": sum(n for n, _ in parts[lang]),

@@ -12,6 +12,7 @@ key space, so a pair lands in the same shard at the same place whichever worker 
 """
 
 import hashlib
+from itertools import repeat
 from typing import Callable, Dict, List, Optional, Tuple
 
 from transforms.pairs.chunk_reading import LinePair
@@ -92,8 +93,9 @@ class PairEncoder:
 
     Parallel corpora repeat lines a lot (on the en-zh bench corpus 76% of English and 52% of
     Chinese lines occur more than once), so each side keeps its recent lines' entries, already
-    serialized; the lines not kept are encoded together (`Vocabulary.encode_varints_many`: a
-    subword encoder segments their new tokens in one compiled call).
+    serialized; the lines not kept are encoded together: framed as entries by the vocabulary
+    where it can (`Vocabulary.encode_entries_many`: the subword kernel, one compiled call a
+    block), else as varints (`Vocabulary.encode_varints_many`) framed here.
     """
 
     def __init__(self, source: Vocabulary, target: Vocabulary,
@@ -119,20 +121,30 @@ class PairEncoder:
             if self._prefixed[0] != prefix[0]:
                 self._prefixed = (prefix[0], {})
             cache = self._prefixed[1]
-        entries: Dict[str, Optional[LineEntry]] = {
-            text: cache.get(text) for text in dict.fromkeys(texts)}
+        distinct = list(dict.fromkeys(texts))
+        entries: Dict[str, Optional[LineEntry]] = dict(zip(distinct, map(cache.get, distinct)))
         new = [text for text, known in entries.items() if known is None]
         if new:
             eos, eos_count = self._eos[side]
-            entry = self._examples.entry_from_varints
             if len(cache) + len(new) > LINE_CACHE_SIZE:
                 cache.clear()
             head, head_count = prefix
-            for text, (packed, count, oov) in zip(
-                    new, self._vocabularies[side].encode_varints_many(new)):
-                entries[text] = cache[text] = (
-                    entry(side, head + packed + eos), head_count + count + eos_count,
-                    head_count + count, oov, len(text))
+            vocabulary = self._vocabularies[side]
+            framed, counts = vocabulary.encode_entries_many(
+                new, self._examples.entry_frame(side), head, eos)
+            made: Dict[str, LineEntry] = dict(zip(new, zip(  # a None entry is replaced below
+                framed, map((head_count + eos_count).__add__, counts),  # type: ignore[arg-type]
+                map(head_count.__add__, counts), repeat(0), map(len, new))))
+            if None in framed:  # the lines the vocabulary did not frame: framed here
+                rest = [text for text, entry in zip(new, framed) if entry is None]
+                entry = self._examples.entry_from_varints
+                for text, (packed, count, oov) in zip(
+                        rest, vocabulary.encode_varints_many(rest)):
+                    made[text] = (
+                        entry(side, head + packed + eos), head_count + count + eos_count,
+                        head_count + count, oov, len(text))
+            cache.update(made)
+            entries.update(made)
         return entries  # type: ignore[return-value]  # every value is set now
 
     def _known(self, pairs: List[LinePair], prefix: Tuple[bytes, int] = (b"", 0)

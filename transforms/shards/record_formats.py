@@ -321,33 +321,49 @@ def format_of(path: str) -> RecordFormat:
     return parsed[4] if parsed else FORMATS[DEFAULT_FORMAT]
 
 
+# Between the problem and a language pair in a pair's own shard names: a character no
+# problem name or language code may hold (`pipeline.output.names`), so that no problem's
+# shards can be named as another's pair shards (with "-", problem `p`'s pair en-de and
+# problem `p-en-de` both wrote `p-en-de-train-00000-of-00001`).
+PAIR_SEPARATOR = "~"
+
+
+def problem_of_head(head: str) -> str:
+    """The problem of a shard name's head (`parse_shard_name`'s first item): the head, or
+    the part before PAIR_SEPARATOR for a language pair's own shards."""
+    return head.split(PAIR_SEPARATOR, 1)[0]
+
+
 class ShardNames:
     """The shard names of one problem in one format: the only place a shard is named. With
-    several language pairs, a pair's own shards carry it after the problem:
-    `{problem}-{src}-{tgt}-{split}-00000-of-00002`."""
+    several language pairs, a pair's own shards carry it after the problem and
+    PAIR_SEPARATOR: `{problem}~{src}-{tgt}-{split}-00000-of-00002`."""
 
     def __init__(self, problem: str, fmt: RecordFormat) -> None:
         self.problem = problem
         self.format = fmt
 
+    def head(self, pair: Optional[str] = None) -> str:
+        """What a shard name starts with: the problem (T2T's), or `{problem}~{pair}`."""
+        return "%s%s%s" % (self.problem, PAIR_SEPARATOR, pair) if pair else self.problem
+
     def name(self, split: str, shard: int, num_shards: int, pair: Optional[str] = None) -> str:
-        """T2T's `{problem}-{split}-00000-of-00010` (`{problem}-{pair}-{split}-...` for a
+        """T2T's `{problem}-{split}-00000-of-00010` (`{problem}~{pair}-{split}-...` for a
         language pair's own shards), then the format's suffix."""
-        head = "%s-%s" % (self.problem, pair) if pair else self.problem
-        return "%s-%s-%05d-of-%05d%s" % (head, split, shard, num_shards, self.format.suffix)
+        return "%s-%s-%05d-of-%05d%s" % (self.head(pair), split, shard, num_shards,
+                                         self.format.suffix)
 
     def glob(self, split: str, pair: Optional[str] = None) -> str:
         """A glob of the split's shards in every format (a reader's `{problem}-train*`);
         with `pair` "*", those of every pair."""
-        head = "%s-%s" % (self.problem, pair) if pair else self.problem
-        return "%s-%s-*" % (head, split)
+        return "%s-%s-*" % (self.head(pair), split)
 
     def is_shard(self, name: str, split: str, pairs: Iterable[str] = ()) -> bool:
         """Whether base name `name` is a shard of this problem's `split`, in any format (a run
         replaces them all: switching formats leaves no shards of the old one), or one of
         `pairs`' own shards."""
         parsed = parse_shard_name(name)
-        heads = {self.problem} | {"%s-%s" % (self.problem, pair) for pair in pairs}
+        heads = {self.problem} | {self.head(pair) for pair in pairs}
         return bool(parsed and parsed[0] in heads and parsed[1] == split
                     and split in SPLITS)
 

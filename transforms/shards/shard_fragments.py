@@ -65,15 +65,17 @@ def fragment_chunk(name: str) -> Optional[Tuple[str, int, int]]:
 
 
 def write_fragment(path: str, entries: Iterable[FragmentEntry],
-                   stores: Optional[ObjectStores] = None) -> None:
+                   stores: Optional[ObjectStores] = None) -> bytes:
     """Writes `entries` [(key, dataset index, line number, record bytes)] sorted, atomically,
     so a fragment that exists is whole: on a local disk under a temporary name, then renamed;
     on an object store in one PUT of the final bytes (`stores`: the worker's ObjectStores;
     a rename there would be a copy and a delete). Either way a retried bundle and the attempt
-    it replaces, writing the same fragment at once, leave one whole file."""
+    it replaces, writing the same fragment at once, leave one whole file. Returns the bytes
+    written (a chunk's manifest records their checksum: `transforms.encode.chunk_manifests`)."""
     data = b"".join(_HEADER.pack(key, dataset_index, number, len(record)) + bytes(record)
                     for key, dataset_index, number, record in sorted(entries))
     file_io.write_bytes_atomically(path, data, stores)
+    return data
 
 
 def read_fragment(path: str, stores: Optional[ObjectStores] = None

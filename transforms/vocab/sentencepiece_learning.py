@@ -202,14 +202,20 @@ class SentencePieceSettings:
 
 def trainer_options(vocab: VocabConfig, reserved: Tuple[str, ...] = ()) -> Dict[str, Any]:
     """The trainer options of the run's flags (`sentencepiece_model.trainer_options`);
-    `reserved` tokens (language tags) become user-defined symbols, after any the options
-    name: pieces of their own, never split."""
+    `reserved` tokens (language tags) become control symbols, after any the options name:
+    pieces of their own, never split, and never matched in text (a user-defined symbol is:
+    a `<2de>` inside a sentence would become the tag's id)."""
     spm: SentencePieceSettings = vocab.kind_settings
     extra: Dict[str, Any] = dict(sentencepiece_model.parse_option_list(spm.spm_trainer_options))
     if reserved:
-        given = extra.get("user_defined_symbols") or []
-        given = given.split(",") if isinstance(given, str) else list(given)
-        extra["user_defined_symbols"] = given + [t for t in reserved if t not in given]
+        def listed(key: str) -> List[str]:
+            given = extra.get(key) or []
+            return given.split(",") if isinstance(given, str) else list(given)
+        user = listed("user_defined_symbols")
+        if user:
+            extra["user_defined_symbols"] = [t for t in user if t not in reserved]
+        control = listed("control_symbols")
+        extra["control_symbols"] = control + [t for t in reserved if t not in control]
     return sentencepiece_model.trainer_options(
         spm.spm_model_type, vocab.vocab_size, spm.spm_character_coverage,
         spm.spm_special_ids, extra)

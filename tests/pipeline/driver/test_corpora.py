@@ -152,3 +152,100 @@ def test_the_mixing_flags_are_refused_with_one_corpus(tmp_path):
     path.write_text("corpora: [{name: a, source_lang: en, target_lang: de, train: {tsv: a}}]")
     with pytest.raises(DatagenError, match="--mix_shards applies to several corpora"):
         parse_command_line(["--corpora", str(path), "--output_dir", "/tmp/o", "--mix_shards"])
+
+
+@pytest.mark.parametrize("text,where", [
+    ("corpora: [{name: a, source_lang: en, target_lang: de, train: {tsv: a}}]\n"
+     "corpora: [{name: b, source_lang: en, target_lang: fr, train: {tsv: b}}]\n",
+     "key 'corpora' given twice (line 2"),
+    ("corpora:\n  - name: a\n    source_lang: en\n    target_lang: de\n"
+     "    train: {tsv: a}\n    train: {tsv: b}\n", "corpora[0] (a): key 'train' given twice (line 6"),
+    ("corpora:\n  - name: a\n    source_lang: en\n    target_lang: de\n"
+     "    train: {tsv: a, tsv: b}\n", "corpora[0] (a): train: key 'tsv' given twice (line 5"),
+])
+def test_a_repeated_key_is_refused_naming_the_file_entry_and_key(text, where):
+    """YAML keeps the last of a repeated key: `cat a.yaml b.yaml` lost a's corpora."""
+    with pytest.raises(DatagenError) as e:
+        _parse(text)
+    message = str(e.value)
+    assert "\n" not in message and message.startswith("--corpora /data/c.yaml: " + where)
+
+
+def test_yaml_1_1_readings_are_not_applied_numbers_and_language_codes_stay_as_written():
+    """`1e-3` is a number (YAML 1.1: a string), `no` (Norwegian) a language code (YAML
+    1.1: False), `on`/`yes` too."""
+    a, b = _parse("""
+corpora:
+  - {name: a, source_lang: en, target_lang: no, train: {tsv: a}, weight: 1e-3}
+  - {name: b, source_lang: on, target_lang: yes, train: {tsv: b}, weight: 2E+2}
+""")
+    assert (a.target_lang, a.weight) == ("no", 0.001)
+    assert (b.source_lang, b.target_lang, b.weight) == ("on", "yes", 200.0)
+
+
+def test_two_entries_making_one_pair_name_are_refused_naming_both():
+    """`en-US`->`de` and `en`->`US-de` are both `en-US-de`: their records would share
+    shards and books."""
+    with pytest.raises(DatagenError) as e:
+        _parse("""
+corpora:
+  - {name: us, source_lang: en-US, target_lang: de, train: {tsv: a}}
+  - {name: de, source_lang: en, target_lang: US-de, train: {tsv: b}}
+""")
+    message = str(e.value)
+    assert "\n" not in message
+    assert message.startswith("--corpora /data/c.yaml: corpora[1] (de): ")
+    assert "'en-US-de'" in message and "corpora[0] (us)" in message
+    # the same languages twice are one pair (two corpora of it), not a collision
+    assert len(_parse("""
+corpora:
+  - {name: a, source_lang: en-US, target_lang: de, train: {tsv: a}}
+  - {name: b, source_lang: en-US, target_lang: de, train: {tsv: b}}
+""")) == 2
+
+
+def test_a_pair_whose_shard_names_exceed_a_file_name_is_refused_up_front(tmp_path):
+    """--problem of 100 characters and languages of 64 are each within their limits, but a
+    pair's shard names hold all three: ENAMETOOLONG came after two passes."""
+    lang = "l" * 64
+    path = tmp_path / "c.yaml"
+    path.write_text("corpora:\n"
+                    "  - {name: a, source_lang: en, target_lang: de, train: {tsv: a.tsv}}\n"
+                    "  - {name: b, source_lang: %s, target_lang: %s, train: {tsv: b.tsv}}\n"
+                    % (lang, lang.upper()))
+    argv = ["--corpora", str(path), "--output_dir", str(tmp_path / "out")]
+    with pytest.raises(DatagenError) as e:
+        parse_command_line(argv + ["--problem", "p" * 100])
+    message = str(e.value)
+    assert "\n" not in message and message.startswith(
+        "--corpora %s: corpora[1] (b): source_lang and target_lang: " % path)
+    assert "over the 255 a file name may hold" in message
+    assert not (tmp_path / "out").exists()
+    assert len(parse_command_line(argv + ["--problem", "p" * 40]).config.corpora) == 2
+
+
+def test_an_entry_whose_files_hold_no_pair_is_refused_once_counted(tmp_path):
+    """Files that are not 0 bytes but hold no pair (an empty .gz, every unit rejected by
+    the prepare step) are found once the prepare step counted them: one line naming the
+    entry and split, before anything is written (as a single pair's empty split)."""
+    from types import SimpleNamespace
+    from pipeline.driver.corpora import check_corpora_have_pairs
+    path = tmp_path / "c.yaml"
+    path.write_text("corpora:\n"
+                    "  - {name: a, source_lang: en, target_lang: de, train: {tsv: a.tsv}}\n"
+                    "  - {name: b, source_lang: en, target_lang: fr, train: {tsv: b.tsv}}\n")
+    argv = ["--corpora", str(path), "--output_dir", str(tmp_path / "out")]
+    config = parse_command_line(argv).config
+
+    def prepared(corpus, lines, units):
+        facts = {"lines": lines}
+        return SimpleNamespace(ds={"corpus": corpus}, source_facts=facts, target_facts=facts,
+                               units=units)
+    check_corpora_have_pairs({"train": [prepared(0, 5, 5), prepared(1, 3, 3)]}, config)
+    with pytest.raises(DatagenError) as e:
+        check_corpora_have_pairs({"train": [prepared(0, 5, 5), prepared(1, 0, 4)]}, config)
+    assert str(e.value) == (
+        "--corpora %s: corpora[1] (b): train: no pairs to write (all 4 units read were "
+        "rejected); pass --allow_empty to write empty shards" % path)
+    allowed = parse_command_line(argv + ["--allow_empty"]).config
+    assert allowed.job.allow_empty  # the job skips the check then, as the single pair's

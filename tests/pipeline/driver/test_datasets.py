@@ -262,3 +262,17 @@ def test_a_custom_lister_is_used_for_every_flag(tmp_path):
     cfg = config(tmp_path, "--train_source", "gs://b/x.en", "--train_target", "gs://b/x.de")
     planned = datasets.plan_datasets(cfg, "train", expand=datasets.literal_patterns)
     assert [(d.source, d.target) for d in planned] == [("gs://b/x.en", "gs://b/x.de")]
+
+
+def test_a_corpora_entry_naming_no_file_is_named_with_its_file_entry_and_key(tmp_path):
+    """A missing file of a corpora entry was `no file matches '...'`, without the entry or
+    the key; every other corpora message names them."""
+    source, target = corpus(tmp_path)
+    corpora = write(tmp_path / "c.yaml", (
+        "corpora:\n"
+        "  - {name: a, source_lang: en, target_lang: de, train: {source: %s, target: %s}}\n"
+        "  - {name: b, source_lang: en, target_lang: fr, train: {source: %s, target: nf.fr}}\n"
+        % (source, target, source)))
+    message = error_of(plan, tmp_path, "--corpora", corpora)
+    assert message == "--corpora %s: corpora[1] (b): train.target: no file matches %r" % (
+        corpora, str(tmp_path / "nf.fr"))

@@ -211,6 +211,26 @@ def test_a_corrupt_sidecar_is_one_line_naming_it(tmp_path, content, problem):
     assert "\n" not in message
 
 
+def test_a_changed_corpora_file_is_its_changed_entries_and_fields_not_both_lists():
+    """Issue 50, item 17: the refusal after an edited corpora file printed both whole lists."""
+    entry = {"name": "en-de", "source_lang": "en", "target_lang": "de", "weight": 1.0,
+             "source_column": 0, "target_column": 1, "train_format": "auto",
+             "dev_format": "auto"}
+    vi = dict(entry, name="en-vi", target_lang="vi", weight=2.0)
+    old = {"flags": {"corpora": [entry, vi], "problem": "p"}, "inputs": {}}
+    new = {"flags": {"corpora": [entry, dict(vi, weight=3.0)], "problem": "p"}, "inputs": {}}
+    assert fingerprint.differences(old, new) == ["--corpora: corpora[1] (en-vi): weight 2.0 -> 3.0"]
+    fr = dict(entry, name="en-fr", target_lang="fr")
+    new["flags"]["corpora"] = [dict(entry, train_format="tsv"), fr]
+    assert fingerprint.differences(old, new) == [
+        "--corpora: entry en-vi removed",
+        "--corpora: corpora[0] (en-de): train_format auto -> tsv",
+        "--corpora: corpora[1] (en-fr) is new"]
+    new["flags"]["corpora"] = [vi, entry]
+    assert fingerprint.differences(old, new) == [
+        "--corpora: entries reordered: en-de, en-vi -> en-vi, en-de"]
+
+
 def test_a_byte_bpe_vocabulary_learnt_with_the_old_id_layout_is_a_difference(tmp_path):
     """A learnt byte_bpe vocabulary's ids changed (issue 50, item 2: `<pad>` 0 and EOS 1, was
     EOS 0): its fingerprints record the layout, so a vocabulary or output learnt before

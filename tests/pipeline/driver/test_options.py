@@ -160,6 +160,10 @@ TMX = ["--output_dir", "/tmp/out", "--train_tmx", "a.tmx"]
      "--spm_model takes FILE or SOURCE_FILE,TARGET_FILE, not 'a,b,c'"),
     (TSV + ["--source_column", "1"],
      "--source_column and --target_column must be different columns"),
+    # issue 50, item 11: mode "nmt" refuses packed records, mode "t2t" word records
+    (BASE + ["--vocab_type", "word", "--packed_length", "64"],
+     "--packed_length: packed records are read as T2T reads them, records ending in EOS; "
+     "--vocab_type word writes records without EOS"),
 ])
 def test_each_impossible_setting_is_one_line(argv, expected):
     assert error_of(argv).startswith(expected)

@@ -4,12 +4,14 @@ why a pass failed on a remote runner or a worker died in one line."""
 
 import json
 import logging
+import threading
 
 import apache_beam as beam
 import pytest
+from apache_beam.options.pipeline_options import PipelineOptions
 
 from driver_fixtures import pass_runner
-from pipeline.driver.passes import PassFailed, WorkerDied
+from pipeline.driver.passes import PassFailed, PassRunner, WorkerDied
 from pipeline.output.lock import OutputLock
 from pipeline.runtime.errors import DatagenError
 
@@ -85,3 +87,54 @@ def test_a_dead_worker_says_which_and_suspects_memory_when_killed():
         "pass 2 failed: worker 123 killed by SIGKILL while it ran (out of memory?)")
     assert str(WorkerDied(1, ["worker 7 exited 1", "worker 8 exited 1"])) == (
         "pass 1 failed: worker 7 exited 1; worker 8 exited 1 while it ran")
+
+
+def _wait_for_file(element, path):
+    """The pass's one element waits until `path` exists: the pass runs until the progress
+    line has been asked for (an event, not a time)."""
+    import os
+    import time
+    for _ in range(60000):
+        if os.path.exists(path):
+            return element
+        time.sleep(0.01)
+    raise AssertionError("the pass's progress was never asked for")
+
+
+def test_no_progress_line_follows_the_end_of_its_pass(tmp_path, caplog):
+    """Issue 50, item 19: a progress line worked out while the pass ended (a listing that
+    takes long on a busy machine) was logged after `pass N done`. Here the line is worked out
+    only once the pass has said it is done: it is not logged."""
+    asked = str(tmp_path / "asked")
+    done = threading.Event()
+
+    class _Done(logging.Handler):
+        def emit(self, record):
+            if record.getMessage().startswith("pass 1 done"):
+                done.set()
+
+    heartbeat = []
+
+    def progress(seconds):
+        heartbeat.append(threading.current_thread())
+        open(asked, "w").close()
+        assert done.wait(300), "the pass never ended"
+        return "a line worked out as the pass ended"
+
+    run_pass = PassRunner(PipelineOptions(["--runner", "FnApiRunner"]), lambda: None,
+                          progress_seconds=0.01)
+    handler = _Done()
+    logging.getLogger("datagen").addHandler(handler)
+    try:
+        with caplog.at_level(logging.INFO, logger="datagen"):
+            run_pass("waits", lambda p: p | beam.Create([1]) | beam.Map(_wait_for_file, asked),
+                     progress=progress)
+            assert done.wait(300)
+            # the heartbeat, released by the end, has had its chance to log once its thread
+            # ended (it ends once it sees the pass stopped)
+            heartbeat[0].join(300)
+    finally:
+        logging.getLogger("datagen").removeHandler(handler)
+    messages = [m for m in caplog.messages if m.startswith("pass 1")]
+    assert messages[0] == "pass 1: waits" and messages[-1].startswith("pass 1 done"), messages
+    assert "pass 1: a line worked out as the pass ended" not in messages, messages

@@ -265,3 +265,24 @@ def test_a_given_vocabulary_must_hold_every_tag(tmp_path):
     assert "has no <2fr>" in error_of(step.check_given_tags, plan)
     write(tmp_path / "words", WORDS + "<2de>\n<2fr>\n")
     step.check_given_tags(plan)
+
+
+@pytest.mark.slow  # trains two small SentencePiece models
+def test_a_given_sentencepiece_model_whose_tags_text_matches_is_refused(tmp_path):
+    """Issue 50, item 7: a user-defined symbol is matched in text, so a `<2de>` inside a
+    sentence would become the tag's id; control symbols are not."""
+    from gpt2_files import TRAIN_FILES, lines as gpt2_lines
+    from transforms.codecs import sentencepiece_model
+    lines = gpt2_lines(TRAIN_FILES[0])[:400]
+    for kind, refused in (("user_defined_symbols", True), ("control_symbols", False)):
+        model = tmp_path / ("%s.model" % kind)
+        model.write_bytes(sentencepiece_model.train(lines, sentencepiece_model.trainer_options(
+            "unigram", 300, 1.0, extra={kind: ["<2de>", "<2fr>"]})))
+        step, planned = _two_pairs(tmp_path, "--vocab_type", "sentencepiece", "--spm_model",
+                                   str(model))
+        plan = step.plan(planned)
+        if refused:
+            assert "<2de> is a user-defined symbol, which SentencePiece matches in text" in (
+                error_of(step.check_given_tags, plan))
+        else:
+            step.check_given_tags(plan)

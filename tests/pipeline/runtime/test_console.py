@@ -109,16 +109,27 @@ def test_round_lines_fit_a_console_line():
 
 
 def test_progress_line_gives_rate_and_time_left():
-    assert console.progress_line("encoded", 350000, 760000, 28.0) == (
+    assert console.progress_line(350000, 760000, 28.0) == (
         "encoded 350,000 of 760,000 pairs (46%), 12,500 pairs/s, about 33 s left, 28 s so far")
-    assert console.progress_line("encoded", 0, 760000, 31.0) == \
-        "encoded 0 of 760,000 pairs, 31 s so far"
-    assert console.progress_line("encoded", 10, 10, 200.0).endswith(
+    assert console.progress_line(10, 10, 200.0).endswith(
         "(100%), 0 pairs/s, 3 min 20 s so far")
-    line = console.progress_line("encoded", 350000, 760000, 28.0, "then 11 shards")
+    line = console.progress_line(350000, 760000, 28.0, "then 11 shards")
     assert line == ("encoded 350,000 of 760,000 pairs (46%), 12,500 pairs/s, about 33 s left, "
                     "then 11 shards, 28 s so far")
     assert len("20:18:26 pass 2: " + line) <= console.MAX_LINE
+
+
+def test_progress_line_before_any_chunk_is_done_says_the_pass_is_starting():
+    """Issue 50, item 17: "encoded 0 of 8,000 pairs, 32 s so far", then done 8 s later: the
+    pairs count once their chunk is done, so until one is the line says the pass starts."""
+    line = console.progress_line(0, 8000, 32.0, "then 11 shards", chunks=2)
+    assert line == ("encode starting: 8,000 pairs, 2 chunks, none done, then 11 shards, "
+                    "32 s so far")
+    assert " 0 of " not in line
+    assert console.progress_line(0, 500, 3.0, chunks=1) == \
+        "encode starting: 500 pairs, 1 chunk, none done, 3 s so far"
+    assert len("20:18:26 pass 2: " + console.progress_line(
+        0, 1000000000, 5000.0, "then 1000 shards", chunks=100000)) <= console.MAX_LINE
 
 
 def test_shards_line_says_the_shuffle_then_the_shards_written_and_the_time_left():
@@ -176,7 +187,8 @@ def test_encode_progress_counts_the_pairs_of_chunks_with_fragments_then_the_shar
     os.makedirs(fragments)
     os.makedirs(shards)
     progress = step.progress(chunks, {"train": 2, "dev": 1})
-    assert progress(5.0) == "encoded 0 of 1,000 pairs, then 3 shards, 5 s so far"
+    assert progress(5.0) == ("encode starting: 1,000 pairs, 3 chunks, none done, then 3 shards, "
+                             "5 s so far")
     for shard in (0, 3):  # one chunk, two shards: counted once
         open(os.path.join(fragments, fragment_name("train", shard, 0, 500)), "w").close()
     open(os.path.join(fragments, fragment_name("dev", 0, 1, 0) + ".tmp"), "w").close()

@@ -256,4 +256,5 @@ def test_a_lost_workers_line_counts_only_the_passs_tasks():
     events = LostWorkers()
     events((1.0, {"action": "add-worker", "worker": "tcp://127.0.0.1:4002"}))
     events((2.0, event))
-    assert events.take() == [event] and events.take() == []
+    # with the event's time, the scheduler's clock (a dropped worker's line: how long silent)
+    assert events.take() == [dict(event, at=2.0)] and events.take() == []

@@ -65,19 +65,40 @@ def test_byte_bpe_tags_are_special_tokens_as_tokenizers_trains_them():
     assert 1 not in vocab.encode("<2de> text")
 
 
-def test_sentencepiece_tags_are_user_defined_symbols():
+def test_sentencepiece_tags_are_control_symbols_never_matched_in_text():
+    """Issue 50, item 7: as user-defined symbols (before), a `<2de>` inside a sentence
+    became the tag's id; a control symbol is an entry of its own that text never gives."""
     from transforms.codecs import sentencepiece_model
     from transforms.codecs.sentencepiece_vocabulary import SentencePieceVocabulary
+    from pipeline.driver.options import default_config
+    from transforms.vocab.sentencepiece_learning import trainer_options
     lines = gpt2_lines(TRAIN_FILES[0])[:400]
-    options = sentencepiece_model.trainer_options("unigram", 300, 1.0, extra={
-        "user_defined_symbols": list(TAGS)})
+    config = default_config(vocab_type="sentencepiece", vocab_size=300,
+                            spm_trainer_options="user_defined_symbols=<x>,<2de>")
+    options = trainer_options(config.vocab, TAGS)
+    assert options["control_symbols"] == list(TAGS)
+    assert options["user_defined_symbols"] == ["<x>"]
     vocab = SentencePieceVocabulary.from_files({"sentencepiece.model": sentencepiece_model.train(
         lines, options)})
     ids = [vocab.token_id(t) for t in TAGS]
     assert ids == [3, 4, 5]  # after pad, eos, unk (t5's layout)
     assert vocab.token_id("<2fr>") is None
-    assert ids[0] in vocab.encode("x <2de>")  # a symbol of its own, never split
-    assert vocab.decode([ids[1]]) == "<2eng_Latn>"
+    for text in ("x <2de>", "<2de>", "a<2zh>b <2eng_Latn>"):
+        assert not set(ids) & set(vocab.encode(text)), text
+    assert vocab.reserving(ids) is vocab
+
+
+def test_a_word_tag_in_the_text_is_text_not_the_tag():
+    """Issue 50, item 7: a text token equal to a tag encoded as the tag's id; with the tags
+    reserved it encodes as it would without that entry (unknown, counted OOV)."""
+    vocab = WordVocabulary(WordVocab.from_counts({"a": 5, "<2de>": 100, "b": 3}, 8, TAGS))
+    tag = vocab.token_id("<2de>")
+    assert vocab.encode("a <2de> b") == [6, tag, 7]  # the vocabulary alone: an entry
+    reserved = vocab.reserving([vocab.token_id(t) for t in TAGS])
+    assert reserved.encode("a <2de> b") == [6, 0, 7]
+    assert reserved.encode_with_oov("a <2de> <2zh>") == ([6, 0, 0], 2)
+    assert reserved.token_id("<2de>") == tag and reserved.decode([tag]) == "<2de>"
+    assert reserved.encode_varints_many(["<2de>"]) == [(encode_varints([0]), 1, 1)]
 
 
 def test_the_encoder_puts_a_tags_id_before_every_input_and_keeps_pairs_apart():

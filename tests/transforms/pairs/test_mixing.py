@@ -2,6 +2,7 @@
 lines a file gives a mix are spread evenly and sum to what it was given."""
 
 import itertools
+import math
 
 import pytest
 
@@ -97,3 +98,28 @@ def test_plan_mix_samples_as_many_lines_as_the_data_within_the_budget():
     # a budget of 50 characters per language: 4 languages -> 200 of 222,500 bytes
     small = mixing.plan_mix(files, 1.0, 50)
     assert small.sample_lines == int(3 * 50 * 2020 / 222_500)
+
+
+def test_shares_at_a_tiny_temperature_go_to_the_largest_instead_of_all_underflowing():
+    """--sampling_temperature 1e-4 is in range: (n / N) ** 10000 underflows to 0 for every
+    language, and the shares were all 0 (then a KeyError after the vocab pass)."""
+    shares = mixing.temperature_shares({"de": [(3500, 1.0)], "zh": [(3600, 1.0)],
+                                        "vi": [(0, 1.0)]}, 1e-4)
+    assert shares["zh"] == 1.0 and 0 < shares["de"] < 1e-100 and shares["vi"] == 0.0
+    plan = mixing.plan_mix([mixing.MixFile("de", 3500, 9000, 1.0),
+                            mixing.MixFile("zh", 3600, 9000, 1.0)], 1e-4, 1e9)
+    assert plan.takes == [0, plan.sample_lines] and plan.sample_lines > 0
+
+
+def test_a_huge_weight_overflows_no_product():
+    """`weight: 1.7e+308` is a finite positive number: lines * weight overflowed to inf,
+    and inf / inf made every share NaN."""
+    parts = {"vi": [(100, 1.7e308), (50, 1.7e308)], "de": [(1000, 1.0)]}
+    shares = mixing.temperature_shares(parts, 5.0)
+    assert shares["vi"] == pytest.approx(1.0) and 0 <= shares["de"] < 1e-300
+    assert mixing.mean_weight(parts["vi"]) == pytest.approx(1.7e308)
+    plan = mixing.plan_mix([mixing.MixFile("vi", 100, 900, 1.7e308),
+                            mixing.MixFile("vi", 50, 450, 1.0),
+                            mixing.MixFile("de", 1000, 9000, 1.0)], 5.0, 1e9)
+    assert sum(plan.takes) == plan.sample_lines and plan.takes[0] > 0
+    assert all(math.isfinite(v["share"]) for v in plan.languages.values())

@@ -19,7 +19,11 @@ import tempfile
 import google_crc32c
 import pytest
 
-from transforms.shards.record_formats import ARRAY_RECORD_OPTIONS, FORMATS, ArrayRecordFormat
+from pipeline.output.names import PROBLEM_MAX
+from pipeline.runtime.errors import DatagenError
+from transforms.shards.record_formats import (ARRAY_RECORD_OPTIONS, FORMATS, ArrayRecordFormat,
+                                              ShardNames, parse_shard_name, problem_of_head,
+                                              record_format)
 
 BLOCK = 64 * 1024
 
@@ -134,3 +138,21 @@ def test_scratch_names_carry_the_writers_pid():
     assert scratch_pid("datagen-shard-4242-abc_12") == 4242
     assert scratch_pid("datagen-read-4242-abc") is None
     assert scratch_pid("datagen-shard-x-abc") is None
+
+
+def test_no_problem_names_its_shards_as_another_problems_pair_shards():
+    """Problem `p`'s pair en-de and problem `p-en-de` both wrote
+    `p-en-de-train-00000-of-00001`: a second job in the directory overwrote a complete
+    output. A pair's shards carry a separator no problem name holds; a single pair's names
+    stay T2T's."""
+    from pipeline.output.names import check_name
+    tfrecord = record_format("tfrecord")
+    pair_name = ShardNames("p", tfrecord).name("train", 0, 1, "en-de")
+    assert pair_name != ShardNames("p-en-de", tfrecord).name("train", 0, 1)
+    assert ShardNames("p-en-de", tfrecord).name("train", 0, 1) == "p-en-de-train-00000-of-00001"
+    with pytest.raises(DatagenError):
+        check_name(pair_name.split("-train-")[0], "--problem", PROBLEM_MAX)
+    assert ShardNames("p", tfrecord).is_shard(pair_name, "train", ["en-de"])
+    assert not ShardNames("p", tfrecord).is_shard("p-en-de-train-00000-of-00001", "train",
+                                                  ["en-de"])
+    assert problem_of_head(parse_shard_name(pair_name)[0]) == "p"
