@@ -38,3 +38,21 @@ def corpora_file(directory, corpora=CORPORA):
     with open(path, "w") as f:
         json.dump({"corpora": entries}, f)  # JSON is YAML
     return path
+
+
+def corpora_of_texts(directory, pairs):
+    """A corpora file of English-to-X entries from texts written here: `pairs` maps each
+    target language (also the entry's name) to its (English text, target text), written as
+    `{lang}.en` / `{lang}.{lang}` beside the file."""
+    entries = []
+    os.makedirs(directory, exist_ok=True)
+    for lang, (source_text, target_text) in pairs.items():
+        for name, text in (("%s.en" % lang, source_text), ("%s.%s" % (lang, lang), target_text)):
+            with open(os.path.join(directory, name), "w", encoding="utf-8") as f:
+                f.write(text)
+        entries.append({"name": lang, "source_lang": "en", "target_lang": lang,
+                        "train": {"source": "%s.en" % lang, "target": "%s.%s" % (lang, lang)}})
+    path = os.path.join(directory, "c.yaml")
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump({"corpora": entries}, f)  # JSON is YAML
+    return path

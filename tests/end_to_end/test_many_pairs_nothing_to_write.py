@@ -8,35 +8,24 @@ whose every record the t2t batching drops raises instead of reading forever.
 """
 
 import logging
-import os
 
 import pytest
 
+from many_pairs_corpora import corpora_of_texts
 from pipeline import datagen
 from pipeline.runtime.errors import DatagenError
 
 pytestmark = pytest.mark.slow
 
 
-def _corpora(directory, long_vi=True, empty_vi=False):
+def _corpora(directory, empty_vi=False):
     """en-de of short lines; en-vi of long lines (or empty files): a corpora file."""
-    os.makedirs(directory, exist_ok=True)
     words = " ".join("w%d" % i for i in range(40))
-    files = {"de.en": "".join("a b %d\n" % i for i in range(40)),
-             "de.de": "".join("x y %d\n" % i for i in range(40)),
-             "vi.en": "" if empty_vi else "".join("%s %d\n" % (words, i) for i in range(30)),
-             "vi.vi": "" if empty_vi else "".join("%s %d\n" % (words, i) for i in range(30))}
-    for name, text in files.items():
-        with open(os.path.join(directory, name), "w", encoding="utf-8") as f:
-            f.write(text)
-    path = os.path.join(directory, "c.yaml")
-    with open(path, "w", encoding="utf-8") as f:
-        f.write("corpora:\n"
-                "  - {name: de, source_lang: en, target_lang: de, "
-                "train: {source: de.en, target: de.de}}\n"
-                "  - {name: vi, source_lang: en, target_lang: vi, "
-                "train: {source: vi.en, target: vi.vi}}\n")
-    return path
+    vi = "" if empty_vi else "".join("%s %d\n" % (words, i) for i in range(30))
+    return corpora_of_texts(directory, {
+        "de": ("".join("a b %d\n" % i for i in range(40)),
+               "".join("x y %d\n" % i for i in range(40))),
+        "vi": (vi, vi)})
 
 
 FLAGS = ["--problem", "p", "--vocab_size", "300", "--runner", "FnApiRunner"]

@@ -7,10 +7,10 @@ text. Every record's text here holds both tags.
 """
 
 import json
-import os
 
 import pytest
 
+from many_pairs_corpora import corpora_of_texts
 from pipeline import datagen
 from transforms.formats.example_proto import Int64FeaturesWriter
 from transforms.shards.record_formats import format_of
@@ -19,20 +19,10 @@ pytestmark = pytest.mark.slow
 
 
 def _corpora(directory):
-    os.makedirs(directory, exist_ok=True)
-    for lang in ("de", "fr"):
-        with open(os.path.join(directory, "%s.en" % lang), "w", encoding="utf-8") as f:
-            f.write("".join("hello <2de> world %d <2fr>\n" % i for i in range(30)))
-        with open(os.path.join(directory, "%s.%s" % (lang, lang)), "w", encoding="utf-8") as f:
-            f.write("".join("hallo <2de> welt<2fr> %d\n" % i for i in range(30)))
-    path = os.path.join(directory, "c.yaml")
-    with open(path, "w", encoding="utf-8") as f:
-        f.write("corpora:\n"
-                "  - {name: de, source_lang: en, target_lang: de, "
-                "train: {source: de.en, target: de.de}}\n"
-                "  - {name: fr, source_lang: en, target_lang: fr, "
-                "train: {source: fr.en, target: fr.fr}}\n")
-    return path
+    return corpora_of_texts(directory, {
+        lang: ("".join("hello <2de> world %d <2fr>\n" % i for i in range(30)),
+               "".join("hallo <2de> welt<2fr> %d\n" % i for i in range(30)))
+        for lang in ("de", "fr")})
 
 
 @pytest.mark.parametrize("kind,size", [("word", 60), ("sentencepiece", 45)])
