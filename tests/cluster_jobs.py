@@ -100,10 +100,27 @@ def run_like_direct_runner(kind, runner, out, tmp_path_factory):
     return summary
 
 
-def work_leftovers(out):
-    """Files a finished or failed run must not leave: its work directory, Beam temp files."""
+def kept_for_resume(out, problem="p"):
+    """The files of `out`'s work directory, relative to it, when each is what an interrupted
+    run keeps for a rerun (README, Resume): the encode chunks' manifests and fragments, at
+    least one manifest among them; None when the directory holds anything else."""
+    work = os.path.join(str(out), ".datagen-work")
+    kept = [os.path.relpath(os.path.join(base, name), work)
+            for base, _, names in os.walk(work) for name in names]
+    pattern = r"%s/encode-[0-9a-f]{16}/(chunks/.*\.json|fragments/.*\.frag)$" % re.escape(problem)
+    if kept and all(re.match(pattern, path) for path in kept) and any(
+            "/chunks/" in path for path in kept):
+        return kept
+    return None
+
+
+def work_leftovers(out, interrupted=False):
+    """Files a finished or failed run must not leave: its work directory, Beam temp files.
+    An `interrupted` run may leave its work directory when it holds only what a rerun
+    resumes from (`kept_for_resume`)."""
     names = os.listdir(out)
-    return [n for n in names if n == ".datagen-work" or n.startswith("beam-temp")]
+    return [n for n in names if (n == ".datagen-work" and not (
+        interrupted and kept_for_resume(out))) or n.startswith("beam-temp")]
 
 
 # The vocab pass's stages in the order they come (the learner's `VocabPass.progress`).

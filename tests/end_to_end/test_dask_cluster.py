@@ -197,5 +197,5 @@ def test_ctrl_c_cancels_the_pass_on_the_cluster(cluster, tmp_path):
     # nor in a worker's thread (a task the scheduler forgot may still run there): nothing
     # more can be written, no wait needed to see it
     assert cluster.running_tasks() == {}
-    assert work_leftovers(out) == []
+    assert work_leftovers(out, interrupted=True) == []  # chunks done may be kept (Resume)
     assert not (out / "p.DATAGEN_COMPLETE").exists()
