@@ -185,9 +185,11 @@ class Host:
                                      start_new_session=True)
         log.close()
         deadline = time.time() + seconds
+        # poll, not select: a test process may hold over 1024 descriptors by then
+        waiting = select.poll()
+        waiting.register(self.init.stdout, select.POLLIN | select.POLLHUP)
         while time.time() < deadline:
-            ready, _, _ = select.select([self.init.stdout], [], [], 0.5)
-            if ready:
+            if waiting.poll(500):
                 line = self.init.stdout.readline()
                 if line.strip() == b"ready":
                     break
