@@ -1,11 +1,12 @@
-"""Shared test configuration: the repository root on sys.path, the test data directory, the
-lines of its real corpora, real object-store servers holding a corpus (`s3`, `slow_s3`,
-`gcs`: tests/object_store_servers.py) for the tests of the job and its lock on object stores,
-and a Dask cluster of separate hosts with its own store (`hosts`: tests/multihost_cluster.py)."""
+"""Shared test configuration: the repository root on sys.path, a TMPDIR of the session's
+own (`session_tmpdir`), the test data directory, the lines of its real corpora, real
+object-store servers holding a corpus (`s3`, `slow_s3`, `gcs`: tests/object_store_servers.py)
+for the tests of the job and its lock on object stores, and a Dask cluster of separate hosts with its own store (`hosts`: tests/multihost_cluster.py)."""
 
 import glob
 import os
 import sys
+import tempfile
 
 import pytest
 
@@ -13,6 +14,23 @@ from repo_paths import DATA_DIR, REPO_ROOT
 
 if REPO_ROOT not in sys.path:
     sys.path.insert(0, REPO_ROOT)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def session_tmpdir(tmp_path_factory):
+    """TMPDIR, for this process and every process it starts, is a directory of the session's
+    pytest temp dir, which pytest removes a few runs later: what a job killed by a test
+    cannot remove (Beam's `beam-pipeline-temp*` and job server's `beam-temp*`,
+    multiprocessing's `pymp-*`, `datagen-job-server-*`) no longer piles up in /tmp."""
+    directory = str(tmp_path_factory.mktemp("tmpdir", numbered=False))
+    saved = os.environ.get("TMPDIR"), tempfile.tempdir
+    os.environ["TMPDIR"] = tempfile.tempdir = directory
+    yield directory
+    if saved[0] is None:
+        os.environ.pop("TMPDIR", None)
+    else:
+        os.environ["TMPDIR"] = saved[0]
+    tempfile.tempdir = saved[1]
 
 
 @pytest.fixture(scope="session")

@@ -214,6 +214,41 @@ class FakeGcsServer:
         self._log.close()
 
 
+class _Pair:
+    """A proxied connection's two sockets, closed once both of its pumps ended (or at
+    `close`): left to the garbage collector, or kept in a set, every connection a job made
+    (72 per S3 client) held two descriptors of the test process, which reached over 1024
+    and failed the select() of the tests after it."""
+
+    def __init__(self, client, server, registry=None):
+        self._sockets = (client, server)
+        self._pumps = 2
+        self._lock = threading.Lock()
+        self._registry = registry
+        if registry is not None:
+            registry.add(self)
+
+    def pump_ended(self):
+        """One direction ended: both sockets shut down (the other pump's recv returns);
+        closed once the other direction ended too."""
+        for s in self._sockets:
+            with contextlib.suppress(OSError):
+                s.shutdown(socket.SHUT_RDWR)
+        with self._lock:
+            self._pumps -= 1
+            last = self._pumps == 0
+        if last:
+            self.close()
+
+    def close(self):
+        for s in self._sockets:
+            with contextlib.suppress(OSError):
+                s.shutdown(socket.SHUT_RDWR)
+            s.close()
+        if self._registry is not None:
+            self._registry.discard(self)
+
+
 class DelayProxy:
     """A TCP proxy on 127.0.0.1 in front of `port` that delays every chunk a client sends by
     `delay` seconds (so every request is late by at least that much)."""
@@ -228,7 +263,7 @@ class DelayProxy:
         self.port = self._listener.getsockname()[1]
         self.endpoint = "http://127.0.0.1:%d" % self.port
         self._closed = threading.Event()
-        self._open = set()  # the sockets of every connection, for `cut`
+        self._open = set()  # every open connection (a _Pair), for `cut`
         threading.Thread(target=self._accept, daemon=True).start()
 
     def _accept(self):
@@ -242,13 +277,15 @@ class DelayProxy:
             except OSError:
                 client.close()
                 continue
-            self._open.update((client, server))
-            threading.Thread(target=self._pump, args=(client, server, self._delay),
+            pair = _Pair(client, server, self._open)
+            threading.Thread(target=self._pump, args=(client, server, self._delay, pair),
                              daemon=True).start()
-            threading.Thread(target=self._pump, args=(server, client, 0), daemon=True).start()
+            threading.Thread(target=self._pump, args=(server, client, 0, pair),
+                             daemon=True).start()
+            del client, server, pair  # held here, the last connection's sockets stayed open
 
     @staticmethod
-    def _pump(source, sink, delay):
+    def _pump(source, sink, delay, pair):
         with contextlib.suppress(OSError):
             while True:
                 data = source.recv(65536)
@@ -257,21 +294,18 @@ class DelayProxy:
                 if delay:
                     time.sleep(delay)
                 sink.sendall(data)
-        for s in (source, sink):
-            with contextlib.suppress(OSError):
-                s.shutdown(socket.SHUT_RDWR)
+        pair.pump_ended()
 
     def stop(self):
+        """No new connection; every open one closed."""
         self._closed.set()
         self._listener.close()
+        for pair in list(self._open):
+            pair.close()
 
     def cut(self):
         """The store gone for its clients: no new connection, and every open one closed."""
         self.stop()
-        for sock in list(self._open):
-            with contextlib.suppress(OSError):
-                sock.shutdown(socket.SHUT_RDWR)
-                sock.close()
 
 
 class GatheringProxy:
@@ -305,10 +339,12 @@ class GatheringProxy:
             except OSError:
                 return
             server = socket.create_connection(self._target)
-            threading.Thread(target=self._pump, args=(client, server, True),
+            pair = _Pair(client, server)
+            threading.Thread(target=self._pump, args=(client, server, True, pair),
                              daemon=True).start()
-            threading.Thread(target=self._pump, args=(server, client, False),
+            threading.Thread(target=self._pump, args=(server, client, False, pair),
                              daemon=True).start()
+            del client, server, pair  # held here, the last connection's sockets stayed open
 
     def _hold(self):
         with self._lock:
@@ -320,7 +356,7 @@ class GatheringProxy:
             self._lock.wait_for(lambda: self.gathered, self._seconds)
             self._held -= 1
 
-    def _pump(self, source, sink, requests):
+    def _pump(self, source, sink, requests, pair):
         with contextlib.suppress(OSError):
             while True:
                 data = source.recv(65536)
@@ -329,9 +365,7 @@ class GatheringProxy:
                 if requests and not self.gathered and self._marker in data.lower():
                     self._hold()
                 sink.sendall(data)
-        for s in (source, sink):
-            with contextlib.suppress(OSError):
-                s.shutdown(socket.SHUT_RDWR)
+        pair.pump_ended()
 
     def stop(self):
         self._listener.close()

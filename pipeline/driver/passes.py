@@ -8,6 +8,7 @@ a dry run goes through the very same builders as a real run.
 
 import logging
 import re
+import shutil
 import sys
 import threading
 import time
@@ -232,61 +233,66 @@ class PassRunner:
         start = time.time()
         runner, options = self.engine.runner_and_options()
         pipeline = beam.Pipeline(runner=runner, options=options)
-        build(pipeline)
-        if self.dry_run and runner_name(self.options) != "dataflow":
-            # Only Dataflow has a dry run of its own; elsewhere translating is the dry run.
-            pipeline.to_runner_api()
-            LOG.info("pass %d translated (dry run)", number)
-            return 0.0
-        stop = threading.Event()
-        said = threading.Lock()  # a progress line is logged, or the pass ended: never both
-        self._submitted = None
-
-        def heartbeat():
-            while not stop.wait(self.progress_seconds):
-                seconds = time.time() - start
-                try:
-                    where = progress(seconds) if progress else None
-                except Exception as e:  # progress is news, never a reason to stop
-                    LOG.debug("pass %d progress: %s", number, e)
-                    where = None
-                with said:  # a line worked out as the pass ended is old news: not logged
-                    if not stop.is_set():
-                        LOG.info("pass %d: %s", number,
-                                 where or "running, %.0f s so far" % seconds)
-
-        threading.Thread(target=heartbeat, name="datagen-pass-%d-progress" % number,
-                         daemon=True).start()
         try:
-            state = self._run_watched(pipeline, number)
-        except BaseException:
-            self._cancel_running()
-            signum = self.interrupted()
-            if signum is not None:
-                # Beam may have wrapped Interrupted into its own error; workers still
-                # running (an in-process signal) must not write on into the work directory.
-                console.quiet_libraries()
-                kill_worker_processes()
-                self._stop_in_process_pass()
-                raise Interrupted(signum) from None
-            error = sys.exc_info()[1]
-            if runner_name(self.options) in REMOTE_RUNNERS and isinstance(error, Exception):
-                raise PassFailed(number, label, self.options.view_as(StandardOptions).runner,
-                                 error) from error
-            raise
+            build(pipeline)
+            if self.dry_run and runner_name(self.options) != "dataflow":
+                # Only Dataflow has a dry run of its own; elsewhere translating is the dry run.
+                pipeline.to_runner_api()
+                LOG.info("pass %d translated (dry run)", number)
+                return 0.0
+            stop = threading.Event()
+            said = threading.Lock()  # a progress line is logged, or the pass ended: never both
+            self._submitted = None
+
+            def heartbeat():
+                while not stop.wait(self.progress_seconds):
+                    seconds = time.time() - start
+                    try:
+                        where = progress(seconds) if progress else None
+                    except Exception as e:  # progress is news, never a reason to stop
+                        LOG.debug("pass %d progress: %s", number, e)
+                        where = None
+                    with said:  # a line worked out as the pass ended is old news: not logged
+                        if not stop.is_set():
+                            LOG.info("pass %d: %s", number,
+                                     where or "running, %.0f s so far" % seconds)
+
+            threading.Thread(target=heartbeat, name="datagen-pass-%d-progress" % number,
+                             daemon=True).start()
+            try:
+                state = self._run_watched(pipeline, number)
+            except BaseException:
+                self._cancel_running()
+                signum = self.interrupted()
+                if signum is not None:
+                    # Beam may have wrapped Interrupted into its own error; workers still
+                    # running (an in-process signal) must not write on into the work directory.
+                    console.quiet_libraries()
+                    kill_worker_processes()
+                    self._stop_in_process_pass()
+                    raise Interrupted(signum) from None
+                error = sys.exc_info()[1]
+                if runner_name(self.options) in REMOTE_RUNNERS and isinstance(error, Exception):
+                    raise PassFailed(number, label, self.options.view_as(StandardOptions).runner,
+                                     error) from error
+                raise
+            finally:
+                with said:  # no progress line after this: it would follow the pass's end
+                    stop.set()
+                self._running = None
+            self.stop_if_interrupted()  # a signal as the pass ended: it must not look done
+            if state not in (None, beam.runners.runner.PipelineState.DONE):
+                raise RuntimeError("pass %d (%s) ended in state %s" % (number, label, state))
+            seconds = time.time() - start
+            if runner_name(self.options) in REMOTE_RUNNERS and self._submitted:
+                # building, translating and submitting it (the job server's Prepare, artifact
+                # staging and Run), against the runner's own time to run it
+                LOG.info("pass %d done in %.1f s (submitted after %.1f s)", number, seconds,
+                         self._submitted - start)
+            else:
+                LOG.info("pass %d done in %.1f s", number, seconds)
+            return seconds
         finally:
-            with said:  # no progress line after this: it would follow the pass's end
-                stop.set()
-            self._running = None
-        self.stop_if_interrupted()  # a signal as the pass ended: it must not look done
-        if state not in (None, beam.runners.runner.PipelineState.DONE):
-            raise RuntimeError("pass %d (%s) ended in state %s" % (number, label, state))
-        seconds = time.time() - start
-        if runner_name(self.options) in REMOTE_RUNNERS and self._submitted:
-            # building, translating and submitting it (the job server's Prepare, artifact
-            # staging and Run), against the runner's own time to run it
-            LOG.info("pass %d done in %.1f s (submitted after %.1f s)", number, seconds,
-                     self._submitted - start)
-        else:
-            LOG.info("pass %d done in %.1f s", number, seconds)
-        return seconds
+            # Beam removes the pipeline's local temp dir in run() only: a dry run, a
+            # build that failed or a pass stopped before it ran would leave it in TMPDIR.
+            shutil.rmtree(pipeline.local_tempdir, ignore_errors=True)

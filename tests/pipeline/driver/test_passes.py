@@ -4,6 +4,7 @@ why a pass failed on a remote runner or a worker died in one line."""
 
 import json
 import logging
+import tempfile
 import threading
 
 import apache_beam as beam
@@ -138,3 +139,24 @@ def test_no_progress_line_follows_the_end_of_its_pass(tmp_path, caplog):
     messages = [m for m in caplog.messages if m.startswith("pass 1")]
     assert messages[0] == "pass 1: waits" and messages[-1].startswith("pass 1 done"), messages
     assert "pass 1: a line worked out as the pass ended" not in messages, messages
+
+
+def test_no_pass_leaves_a_temp_dir(tmp_path, monkeypatch):
+    """Beam's Pipeline() makes a `beam-pipeline-temp*` dir that only run() removes: a dry
+    run's pass (translated, never run) and a pass whose build failed left one in TMPDIR each
+    (720 in /tmp after a day of tests). Nor may a pass that ran leave anything."""
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    dry = pass_runner()
+    dry("translated", one_stage)
+
+    def broken(p):
+        one_stage(p)
+        raise ValueError("a build that fails")
+
+    with pytest.raises(ValueError, match="a build that fails"):
+        dry("broken", broken)
+    ran = PassRunner(PipelineOptions(["--runner", "FnApiRunner"]), lambda: None)
+    ran("ran", one_stage)
+    assert sorted(p.name for p in temp.iterdir()) == []
