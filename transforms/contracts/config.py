@@ -268,6 +268,10 @@ class CorpusConfig:
     inputs: InputConfig              # its train/dev patterns, as the input flags take them
     source_column: int               # its TSV columns
     target_column: int
+    # what the dataset card says of it (`pipeline.output.card`): the corpora file's
+    # `license` and `source_datasets` (none from the flags); no fingerprint reads them
+    license: Optional[str] = None
+    source_datasets: Tuple[str, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
