@@ -204,8 +204,10 @@ def render_card(summary: Dict[str, Any], corpora: Sequence[CorpusConfig],
                  "Load it with `datasets.load_dataset(\"path/to/this/directory\")`"
                  + (" (`name=` a language pair)." if len(pairs) > 1 else ".")
                  if "configs" in header else
-                 "`datasets` does not read this format: read it with "
-                 "`pipeline.tools.reader` (tf.data) or `pipeline.tools.batches`."), ""]
+                 ("Line-aligned text: each shard's `.src` and `.tgt` files, for Marian, "
+                  "OpenNMT-py or Sockeye." if fmt.startswith("text") else
+                  "`datasets` does not read this format: read it with "
+                  "`pipeline.tools.reader` (tf.data) or `pipeline.tools.batches`.")), ""]
     lines += _vocabulary_lines(summary) + [""]
     dedup = (summary.get("cleaning") or {}).get("dedup", "none") != "none"
     for pair in pairs:

@@ -82,8 +82,12 @@ class SampleDecoder:
             inputs, targets = next(iter(unpack(features)))
         else:
             inputs, targets = features.get("inputs", []), features.get("targets", [])
-        out: Sample = {"position": position, "source": self._text(0, inputs),
-                       "target": self._text(1, targets)}
+        if isinstance(inputs, bytes):  # a text output's record holds the text
+            out: Sample = {"position": position, "source": inputs.decode("utf-8", "replace"),
+                           "target": targets.decode("utf-8", "replace")}
+        else:
+            out = {"position": position, "source": self._text(0, inputs),
+                   "target": self._text(1, targets)}
         if pair is not None:
             out[PAIR_FEATURE] = pair.decode("utf-8", "replace")
         return out

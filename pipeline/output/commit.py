@@ -24,7 +24,7 @@ from pipeline.output.own_outputs import old_shards
 from pipeline.runtime.interrupts import process_alive
 from transforms.contracts.config import CorpusConfig
 from transforms.contracts.elements import RejectsReport, ShardReport
-from transforms.shards.record_formats import SPLITS, scratch_pid
+from transforms.shards.record_formats import SPLITS, format_of, scratch_pid
 from transforms.storage.object_stores import ObjectStores
 from transforms.storage import file_io
 
@@ -52,8 +52,9 @@ def promote_outputs(layout: OutputLayout, shards: Iterable[ShardReport],
     file_io.delete_files(old, stores)
     for split in SPLITS:
         file_io.delete_tree(layout.rejects_path(split), stores)
-    file_io.move_files([FileSystems.join(layout.work("shards"), s["name"]) for s in shards],
-                       [layout.path(s["name"]) for s in shards], stores)
+    names = [name for s in shards for name in format_of(s["name"]).files(s["name"])]
+    file_io.move_files([FileSystems.join(layout.work("shards"), name) for name in names],
+                       [layout.path(name) for name in names], stores)
     written_rejects = [r for r in rejects if r["rejected"]]
     if written_rejects:
         try:
