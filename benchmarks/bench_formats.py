@@ -32,7 +32,7 @@ sys.path[:0] = [HERE, REPO]
 from bench_runners import DEFAULT_DATA_DIR, inputs  # noqa: E402
 from bench_runs import DEFAULT_RUNNER_ARGS, run_measured  # noqa: E402
 
-FORMATS = ("tfrecord", "array_record", "parquet")
+FORMATS = ("tfrecord", "array_record", "parquet", "text")  # tfrecord first: the base
 
 _READ = r'''
 import glob, json, sys, time
@@ -93,12 +93,19 @@ def same_records(out, base):
             raise AssertionError("%s: records differ from TFRecord's" % other)
 
 
+def _summary(out):
+    with open(os.path.join(out, "p.datagen_summary.json")) as f:
+        return json.load(f)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data_dir", default=DEFAULT_DATA_DIR)
     parser.add_argument("--lines", type=int, default=0, help="first N pairs (0: all)")
     parser.add_argument("--work_dir", default=None)
     parser.add_argument("--json", default=None, help="also write the rows here")
+    parser.add_argument("--formats", default=",".join(FORMATS),
+                        help="comma-separated, tfrecord first (the base of the ratios)")
     args = parser.parse_args()
     work = args.work_dir or tempfile.mkdtemp(prefix="bench-formats-")
     os.makedirs(work, exist_ok=True)
@@ -107,7 +114,7 @@ def main():
     argv = inputs(args, work) + ["--problem", "p", "--vocab_size", "8192"] \
         + DEFAULT_RUNNER_ARGS.split()
     rows = []
-    for fmt in FORMATS:
+    for fmt in args.formats.split(","):
         out = os.path.join(work, "out-" + fmt)
         run = run_measured([sys.executable, "-m", "pipeline.datagen"] + argv + [
             "--output_dir", out, "--output_format", fmt, "--overwrite"],
@@ -115,28 +122,33 @@ def main():
         if run["returncode"] != 0:
             raise RuntimeError("%s job failed: see %s" % (fmt, run["stderr_path"]))
         shards = sorted(glob.glob(os.path.join(out, "p-*-of-*")))
-        if fmt != "tfrecord":
+        if fmt not in ("tfrecord", "text"):  # text holds the text, not the ids
             same_records(out, os.path.join(work, "out-tfrecord"))
         train = [p for p in shards if "-train-" in os.path.basename(p)]
         readers = {"tfrecord": ["tfrecord"], "array_record": ["array_record"],
-                   "parquet": ["parquet", "datasets"]}[fmt]
+                   "parquet": ["parquet", "datasets"], "text": []}[fmt]
+        records = sum(s["records"] for s in _summary(out)["splits"]["train"]["shards"])
         throughput = {}
         for reader in readers:
             records, per_second = read_throughput(reader, train, work)
             throughput[reader] = round(per_second)
         rows.append({"format": fmt, "job_seconds": round(run["wall_seconds"], 1),
+                     "job_cpu_seconds": round(run["cpu_seconds"], 1),
                      "output_mb": round(sum(os.path.getsize(p) for p in shards) / 2 ** 20, 1),
                      "train_records": records, "read_records_per_s": throughput,
                      "peak_largest_mb": round(run["max_single_process_rss_mb"]),
                      "peak_tree_mb": round(run["tree_peak_rss_mb"])})
     base = rows[0]["job_seconds"]
-    print("%-13s %9s %7s %10s %10s %12s %12s  %s" % (
-        "format", "job s", "x tfr", "output MB", "records", "largest MB", "tree MB",
-        "read records/s"))
+    base_cpu = rows[0]["job_cpu_seconds"]
+    print("%-13s %9s %7s %9s %7s %10s %10s %12s %12s  %s" % (
+        "format", "job s", "x tfr", "job cpu s", "x tfr", "output MB", "records",
+        "largest MB", "tree MB", "read records/s"))
     for row in rows:
         row["job_vs_tfrecord"] = round(row["job_seconds"] / base, 3)
-        print("%-13s %9.1f %7.3f %10.1f %10d %12d %12d  %s" % (
-            row["format"], row["job_seconds"], row["job_vs_tfrecord"], row["output_mb"],
+        row["cpu_vs_tfrecord"] = round(row["job_cpu_seconds"] / base_cpu, 3)
+        print("%-13s %9.1f %7.3f %9.1f %7.3f %10.1f %10d %12d %12d  %s" % (
+            row["format"], row["job_seconds"], row["job_vs_tfrecord"],
+            row["job_cpu_seconds"], row["cpu_vs_tfrecord"], row["output_mb"],
             row["train_records"], row["peak_largest_mb"], row["peak_tree_mb"],
             ", ".join("%s %d" % kv for kv in row["read_records_per_s"].items())))
     if args.json:

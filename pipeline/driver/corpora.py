@@ -41,7 +41,7 @@ from transforms.shards.record_formats import SPLITS
 from transforms.storage import file_io
 
 ENTRY_KEYS = ("name", "source_lang", "target_lang", "train", "dev", "weight", "source_column",
-              "target_column")
+              "target_column", "license", "source_datasets")
 INPUT_KEYS = ("source", "target", "format", "tsv", "tmx")
 FORMATS = ("auto", "lines", "sgm", "iwslt")
 
@@ -132,6 +132,23 @@ def _language(entry: Dict[str, Any], key: str, where: str, problems: _Problems
         return None
 
 
+def _card_fields(entry: Dict[str, Any], where: str, problems: _Problems
+                 ) -> Tuple[Optional[str], Tuple[str, ...]]:
+    """The entry's `license` (a string) and `source_datasets` (a string or a list of them),
+    which only the dataset card shows (`pipeline.output.card`)."""
+    license, sources = entry.get("license"), entry.get("source_datasets", [])
+    if license is not None and not isinstance(license, str):
+        problems.add("%s: license" % where, "must be a string, not %r" % (license,))
+        license = None
+    if isinstance(sources, str):
+        sources = [sources]
+    if not (isinstance(sources, list) and all(isinstance(s, str) for s in sources)):
+        problems.add("%s: source_datasets" % where,
+                     "must be a string or a list of strings, not %r" % (sources,))
+        sources = []
+    return license, tuple(sources)
+
+
 def _number(entry: Dict[str, Any], key: str, default: Any, where: str, problems: _Problems,
             kind: type) -> Any:
     value = entry.get(key, default)
@@ -183,10 +200,11 @@ def _entry(entry: Any, i: int, flags: argparse.Namespace, problems: _Problems, b
                             for key in ("source", "target", "tsv", "tmx")},
                          train_format=splits.get("train", {}).get("format", "auto"),
                          dev_format=splits.get("dev", {}).get("format", "auto"), corpora=None)
+    license, sources = _card_fields(entry, where, problems)
     if (inputs.train_tmx or inputs.dev_tmx) and not (source_lang and target_lang):
         return None  # the missing language is named already
     return CorpusConfig(name if isinstance(name, str) else "", source_lang, target_lang,
-                        weight, inputs, columns[0], columns[1])
+                        weight, inputs, columns[0], columns[1], license, sources)
 
 
 def _check_pair_name(corpus: CorpusConfig, i: int,

@@ -451,7 +451,7 @@ class DatagenJob:
         self.run_pass.stop_if_interrupted()
         self._lock.confirm()
         try:
-            commit.mark_complete(layout, summary, self.stores)
+            commit.mark_complete(layout, summary, self.stores, self.config.corpora)
         except Exception as e:  # a full disk at the very end: no marker, a "failed" summary
             self.record.record_failure(e)
             raise

@@ -23,7 +23,7 @@ from transforms.contracts.config import FLAG_PARTS, DatagenConfig, VocabConfig
 from transforms.contracts.settings import Flag, flag_fields
 from pipeline.driver.corpora import read_corpora
 from pipeline.driver.kinds import KindPlugin, every_plugin, kind_part
-from transforms.shards.record_formats import SPLITS
+from transforms.shards.record_formats import SPLITS, TEXT_FORMATS
 from transforms.storage import file_io
 
 LOG = logging.getLogger("datagen")
@@ -119,6 +119,15 @@ def _check_general_flags(f: argparse.Namespace) -> None:
                            "the sides)")
     if (f.train_tsv or f.dev_tsv) and f.source_column == f.target_column:
         raise DatagenError("--source_column and --target_column must be different columns")
+    if f.output_format in TEXT_FORMATS and (f.packed_length or f.lang_tags == "target"):
+        raise DatagenError("--output_format %s writes the pairs' text, no ids: --%s acts on "
+                           "ids" % (f.output_format,
+                                    "packed_length" if f.packed_length else "lang_tags"))
+    if f.keep_order and (f.output_format not in TEXT_FORMATS or f.num_train_shards != 1
+                         or f.num_dev_shards != 1 or f.mix_shards):
+        raise DatagenError("--keep_order writes the pairs in input order: with "
+                           "--output_format text or text.gz, one shard a split "
+                           "(--num_train_shards 1) and no --mix_shards")
 
 
 class Command(NamedTuple):

@@ -12,16 +12,19 @@ import logging
 import os
 import shutil
 import tempfile
-from typing import Any, Dict, Iterable, List, Optional
+from typing import Any, Dict, Iterable, List, Optional, Sequence
 
 from apache_beam.io.filesystems import FileSystems
 
+from pipeline.output.card import CARD_MARK, card_pairs, render_card
+from pipeline.output.card_samples import SampleDecoder
 from pipeline.output.layout import REJECTS_NAME, WORK_NAME, OutputLayout
 from pipeline.output.length_report import render_length_report
 from pipeline.output.own_outputs import old_shards
 from pipeline.runtime.interrupts import process_alive
+from transforms.contracts.config import CorpusConfig
 from transforms.contracts.elements import RejectsReport, ShardReport
-from transforms.shards.record_formats import SPLITS, scratch_pid
+from transforms.shards.record_formats import SPLITS, format_of, scratch_pid
 from transforms.storage.object_stores import ObjectStores
 from transforms.storage import file_io
 
@@ -49,8 +52,9 @@ def promote_outputs(layout: OutputLayout, shards: Iterable[ShardReport],
     file_io.delete_files(old, stores)
     for split in SPLITS:
         file_io.delete_tree(layout.rejects_path(split), stores)
-    file_io.move_files([FileSystems.join(layout.work("shards"), s["name"]) for s in shards],
-                       [layout.path(s["name"]) for s in shards], stores)
+    names = [name for s in shards for name in format_of(s["name"]).files(s["name"])]
+    file_io.move_files([FileSystems.join(layout.work("shards"), name) for name in names],
+                       [layout.path(name) for name in names], stores)
     written_rejects = [r for r in rejects if r["rejected"]]
     if written_rejects:
         try:
@@ -64,15 +68,40 @@ def promote_outputs(layout: OutputLayout, shards: Iterable[ShardReport],
 
 
 def mark_complete(layout: OutputLayout, summary: Dict[str, Any],
-                  stores: Optional[ObjectStores] = None) -> None:
-    """Writes the length report and the summary, then the completion marker (its finish
-    time): last of all. Each is written whole (`file_io.write_bytes_atomically`; `stores`:
-    the job's ObjectStores)."""
+                  stores: Optional[ObjectStores] = None,
+                  corpora: Sequence[CorpusConfig] = ()) -> None:
+    """Writes the length report, the dataset card and the summary, then the completion
+    marker (its finish time): last of all. Each is written whole
+    (`file_io.write_bytes_atomically`; `stores`: the job's ObjectStores); `corpora`: the
+    run's, whose licences and sources the card names."""
     file_io.write_bytes_atomically(layout.lengths_report_path,
                                    render_length_report(summary).encode("utf-8"), stores)
+    write_card(layout, summary, corpora, stores)
     file_io.write_json(layout.summary_path, summary, stores)
     file_io.write_bytes_atomically(layout.complete_path,
                                    (summary["finished_at"] + "\n").encode(), stores)
+
+
+def write_card(layout: OutputLayout, summary: Dict[str, Any], corpora: Sequence[CorpusConfig],
+               stores: Optional[ObjectStores] = None) -> bool:
+    """Writes the dataset card (`pipeline.output.card`) with its samples drawn from the
+    committed shards; a README.md that is not this problem's card is left alone (False)."""
+    path = layout.card_path
+    if file_io.exists(path):
+        mark = CARD_MARK % layout.problem
+        if mark not in file_io.read_bytes(path, stores).decode("utf-8", "replace"):
+            LOG.warning("%s is not this problem's dataset card: left alone, no card written",
+                        path)
+            return False
+    decoder = SampleDecoder(layout.output_dir, summary, stores)
+    samples = {pair["name"]: {
+        split: decoder.draw(f["shard_records"], "%s\0%s\0%s" % (summary["seed"], pair["name"],
+                                                                  split))
+        for split, f in pair["splits"].items() if f["shard_records"]}
+        for pair in card_pairs(summary, corpora)}
+    file_io.write_bytes_atomically(
+        path, render_card(summary, corpora, samples).encode("utf-8"), stores)
+    return True
 
 
 def remove_work_dir(layout: OutputLayout, stores: Optional[ObjectStores] = None) -> None:

@@ -71,15 +71,17 @@ def _read_whole(path: str, stores: Optional["ObjectStores"]) -> Tuple[Optional[i
     from transforms.storage import file_io
     fmt = format_of(path)
     if fmt.name != "tfrecord":
-        with file_io.open_for_read(path, stores) as f:
-            summing = _Summing(f)
-            while summing.read(_CHUNK):
-                pass
+        checksum, size = google_crc32c.Checksum(), 0
+        for name in fmt.files(path):  # a text shard's two files, in order
+            with file_io.open_for_read(name, stores) as f:
+                for data in iter(lambda: f.read(_CHUNK), b""):
+                    checksum.update(data)
+                    size += len(data)
         try:
             records: Optional[int] = sum(1 for _ in fmt.read_shard(path, stores))
         except Exception:  # not readable as its format: the crc32c says what changed
             records = None
-        return records, summing.checksum.hexdigest().decode("ascii"), summing.size
+        return records, checksum.hexdigest().decode("ascii"), size
     with file_io.open_for_read(path, stores) as f:
         summing = _Summing(f)
         try:
@@ -110,13 +112,16 @@ def _shard_problems(output_dir: str, summary: Dict[str, Any], stores: Optional["
     problems: List[Tuple[str, str]] = []
     for shard in shards_of(summary):
         name = shard["name"]
-        if name not in listed:
-            problems.append((name, "shard missing (the summary lists it)"))
+        files = format_of(name).files(name)  # a text shard is two
+        absent = [f for f in files if f not in listed]
+        size = sum(listed.get(f, 0) for f in files)
+        if absent:
+            problems.append((absent[0], "shard missing (the summary lists it)"))
         elif "bytes" not in shard:  # written before sizes were recorded: names only
             continue
-        elif listed[name] != shard["bytes"]:
+        elif size != shard["bytes"]:
             problems.append((name, "%d bytes, the summary records %d (cut short or changed "
-                                   "since the run)" % (listed[name], shard["bytes"])))
+                                   "since the run)" % (size, shard["bytes"])))
         elif full:
             records, crc, _ = _read_whole(paths.join(output_dir, name), stores)
             if crc != shard["crc32c"]:

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 SUMMARY_NAME = "%s.datagen_summary.json"  # % problem: several problems may share a data_dir
 COMPLETE_NAME = "%s.DATAGEN_COMPLETE"
 LENGTHS_REPORT_NAME = "%s.lengths.html"  # the length report (`pipeline.output.length_report`)
+CARD_NAME = "README.md"  # the dataset card (`pipeline.output.card`): Hugging Face's name
 WORK_NAME = ".datagen-work"
 REJECTS_NAME = "rejects"  # the directory of the rejected pairs' files
 RESUME_PREFIX = "encode-"  # + resume key: `OutputLayout.resume_dir`
@@ -73,6 +74,10 @@ class OutputLayout:
     @property
     def lengths_report_path(self) -> str:
         return self.path(LENGTHS_REPORT_NAME % self.problem)
+
+    @property
+    def card_path(self) -> str:
+        return self.path(CARD_NAME)
 
     @property
     def complete_path(self) -> str:

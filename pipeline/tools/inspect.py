@@ -250,7 +250,12 @@ def inspect(output_dir: str, problem: Optional[str] = None, split: str = "train"
                           "inputs_length": len(inputs), "targets_length": len(targets)}
         if PAIR_FEATURE in features:  # several language pairs: the record's
             record[PAIR_FEATURE] = features.pop(PAIR_FEATURE).decode("utf-8", "replace")
-        if "inputs_segmentation" in features:  # packed: its pairs, each decoded
+        if isinstance(inputs, bytes):  # --output_format text: the record is the text
+            record.update({"source": inputs.decode("utf-8", "replace"),
+                           "target": targets.decode("utf-8", "replace")})
+            record.update(inputs_length=len(record["source"]),
+                          targets_length=len(record["target"]), unit="chars")
+        elif "inputs_segmentation" in features:  # packed: its pairs, each decoded
             record["pairs"] = [
                 {"source": _decode("inputs", a, vocabs["source"], where, tags),
                  "target": _decode("targets", b, vocabs["target"], where),
@@ -291,12 +296,13 @@ def format_report(report: Report) -> str:
         report["records_in_split"], chosen, report["vocab_type"]), ""]
     for r in report["records"]:
         packed = "pairs" in r
-        lines.append("#%d  %s record %d  %s%sinputs %d ids, targets %d ids%s" % (
+        unit = r.get("unit", "ids")  # a text output's records: characters
+        lines.append("#%d  %s record %d  %s%sinputs %d %s, targets %d %s%s" % (
             r["position"], r["shard"], r["index"],
             "%s: " % r[PAIR_FEATURE] if PAIR_FEATURE in r else "",
             "%d pairs packed: " % len(r["pairs"]) if packed else "",
-            r["inputs_length"], r["targets_length"],
-            " (EOS included)" if report["eos_appended"] else ""))
+            r["inputs_length"], unit, r["targets_length"], unit,
+            " (EOS included)" if report["eos_appended"] and unit == "ids" else ""))
         for i, pair in enumerate(r["pairs"] if packed else [r], 1):
             lines.append("  %ssource: %s" % ("[%d] " % i if packed else "", pair["source"]))
             lines.append("  %starget: %s" % ("    " if packed else "", pair["target"]))

@@ -242,6 +242,10 @@ def _records_dataset(tf: Any, files: List[Tuple[str, bool]]) -> Any:
     TFRecord reader (checksums checked)."""
     from transforms.shards.record_formats import TFRecordFormat, format_of
     others = sorted({format_of(path).name for path, _ in files} - {TFRecordFormat.name})
+    if any(name.startswith("text") for name in others):
+        raise ValueError("make_dataset reads TFRecord shards; these are %s: line-aligned "
+                         "text, for a trainer that tokenizes (Marian, OpenNMT-py)"
+                         % ", ".join(others))
     if others:
         raise ValueError("make_dataset reads TFRecord shards; these are %s: read them with "
                          "pipeline.tools.batches (Grain for array_record, pyarrow for parquet)"

@@ -59,7 +59,8 @@ def test_outputs_and_summary(baseline):
     out, summary = baseline
     names = sorted(os.listdir(out))
     assert names == [".vocab.p.400.subwords.en.fingerprint.json",
-                     ".vocab.p.400.subwords.zh.fingerprint.json", "p-dev-00000-of-00001"] + [
+                     ".vocab.p.400.subwords.zh.fingerprint.json", "README.md",
+                     "p-dev-00000-of-00001"] + [
         "p-train-%05d-of-00004" % i for i in range(4)] + [
         "p.DATAGEN_COMPLETE", "p.datagen_summary.json", "p.lengths.html"] + [
         "vocab.p.400.subwords.en", "vocab.p.400.subwords.zh"]

@@ -206,8 +206,9 @@ class JobConfig:
                                   type=bounded(int, 1, MAX_SHARDS))
     output_format: str = setting(
         "Record format of the shards: tfrecord (tf.train.Example records, T2T's), "
-        "array_record (the same records, for Grain; names end .array_record) or parquet "
-        "(inputs/targets list<int32> columns; names end .parquet).",
+        "array_record (the same records, for Grain; names end .array_record), parquet "
+        "(inputs/targets list<int32> columns; names end .parquet), or text / text.gz (the "
+        "cleaned pairs as line-aligned text, a shard's sides in .src and .tgt files).",
         Declared("transforms.shards.record_formats", "DEFAULT_FORMAT"),
         choices=Declared("transforms.shards.record_formats", "FORMAT_NAMES"), new=True)
     mix_shards: bool = setting(
@@ -221,6 +222,10 @@ class JobConfig:
         "packs a translate problem's shards (a pair longer than this stays alone in its "
         "record). 0: one pair per record.", 0, type=bounded(int, 0, INT32_MAX), new=True)
     seed: int = setting("Seed of the deterministic global shuffle.", 0, type=bounded(int))
+    keep_order: bool = setting(
+        "Write the pairs in input order instead of the global shuffle: with --output_format "
+        "text or text.gz and one shard a split, the files OpusFilter writes for the same "
+        "--filters.", False, switch=True, new=True)
     allow_empty: bool = setting(
         "Write empty shards (and mark the output complete) when a split has no pair to "
         "write: empty input, or every pair rejected. Without it such a run exits 2 (\"no "
@@ -268,6 +273,10 @@ class CorpusConfig:
     inputs: InputConfig              # its train/dev patterns, as the input flags take them
     source_column: int               # its TSV columns
     target_column: int
+    # what the dataset card says of it (`pipeline.output.card`): the corpora file's
+    # `license` and `source_datasets` (none from the flags); no fingerprint reads them
+    license: Optional[str] = None
+    source_datasets: Tuple[str, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)

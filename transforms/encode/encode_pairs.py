@@ -32,12 +32,13 @@ from transforms.storage import file_io
 from transforms.contracts.config import DatagenConfig
 from transforms.contracts.elements import (Chunk, ChunkLengths, DatasetSpec, FileFacts, FragmentEntry,
                                  FragmentReport, RejectRecord, ShardKey, TokenCounts)
-from transforms.formats.example_proto import PAIR_FEATURE, PairExampleWriter
+from transforms.formats.example_proto import PAIR_FEATURE, Int64FeaturesWriter, PairExampleWriter
+from transforms.shards.record_formats import TEXT_FORMATS, text_record
 from transforms.encode.length_stats import chunk_lengths
 from transforms.formats.rejects import OVER_MAX_LENGTH, max_length_of, reject_record
 from transforms.pairs.mixing import take_count
-from transforms.pairs.pair_encoding import (PairEncoder, PairTally, copy_keys, shard_of,
-                                      shuffle_keys)
+from transforms.pairs.pair_encoding import (PairEncoder, PairTally, copy_keys, order_keys,
+                                            shard_of, shuffle_keys)
 from transforms.storage.object_stores import ObjectStores, StoreSettings
 from transforms.shards.shard_fragments import fragment_name, write_fragment
 from transforms.encode.chunk_manifests import (ChunkRecorder, Resume, fragment_check, replay,
@@ -92,6 +93,10 @@ class _EncodeChunkFn(beam.DoFn):
         self._max_chars = config.read.max_line_chars
         self._max_length = config.read.max_length
         self._loader = loader
+        # --output_format text: records of the pairs' text (`record_formats.text_record`),
+        # the lines right-stripped as read; --keep_order: keyed by position, not shuffled
+        self._text = config.job.output_format in TEXT_FORMATS
+        self._keep_order = config.job.keep_order
 
     def setup(self) -> None:
         # Fragments go to an object store through one reused client (see write_fragment).
@@ -108,6 +113,7 @@ class _EncodeChunkFn(beam.DoFn):
             source = source.reserving(tags)
             target = source if shared else target
         self._examples = PairExampleWriter("inputs", "targets")  # without TensorFlow
+        self._text_examples = Int64FeaturesWriter()
         self._encoder = PairEncoder(source, target, self._examples)
         self._prefix_varints = {pair: (encode_varints(ids), len(ids))
                                 for pair, ids in self._prefixes.items()}
@@ -170,7 +176,9 @@ class _EncodeChunkFn(beam.DoFn):
         pair = ds.get("pair")
         span = ChunkSpan(chunk["source"], chunk["target"], chunk["first_line"],
                          chunk["num_lines"])
-        key_of = shuffle_keys(self._seed, split, ds["index"])
+        key_of = (order_keys(ds["index"]) if self._keep_order
+                  else shuffle_keys(self._seed, split, ds["index"]))
+        texts: Dict[int, Tuple[str, str]] = {}  # line number -> its text (text output)
         # the range of the split's shards this pair's records go to (all of them, but with
         # several pairs: its own, `pipeline.driver.encode`)
         first_shard, num_shards = chunk.get("shards") or (0, self._num_shards[split])
@@ -188,17 +196,21 @@ class _EncodeChunkFn(beam.DoFn):
                                          chunk["target_offset"]) as tgt:
             for item in read_chunk(iter_raw_lines(src), iter_raw_lines(tgt), span,
                                    self._on_invalid, self._max_chars,
-                                   self._dropped_lines(chunk), bool(before)):
+                                   self._dropped_lines(chunk), bool(before), self._text):
                 if isinstance(item, LineReject):
                     yield self._reject(chunk, item)
                 elif item.cleaned_away:
                     cleaned_away.extend(item.pairs)
                 else:
+                    if item.raw is not None:
+                        texts.update(zip((number for number, _, _ in item.pairs), item.raw))
                     for number, source, target in self._encoder.encode(
                             item.pairs, key_of, ds["index"], num_shards, by_shard, written,
                             max_length, too_long, prefix, pair_entry):
                         yield self._reject(chunk, LineReject(number, OVER_MAX_LENGTH, source,
                                                              target))
+        if self._text:
+            self._as_text(by_shard, texts)
         self._counters.inc(split + ".pairs_read", span.num_lines)
         self._counters.inc(split + ".pairs_encoded", len(written.lengths))
         yield from self._write_fragments(split, ds["index"], span.first_line, by_shard,
@@ -217,6 +229,17 @@ class _EncodeChunkFn(beam.DoFn):
             label = BEFORE_CLEANING if before else BEFORE_MAX_LENGTH
             yield beam.pvalue.TaggedOutput(LENGTHS, (split + label, chunk_lengths(
                 both.lengths, both.chars, both.ids)))
+
+    def _as_text(self, by_shard: Dict[int, List[FragmentEntry]],
+                 texts: Dict[int, Tuple[str, str]]) -> None:
+        """Replaces each entry's record by its pair's text record (the ids were only
+        counted, for the summary's figures)."""
+        examples = self._text_examples
+        for shard, entries in by_shard.items():
+            by_shard[shard] = [
+                (key, index, number, text_record(texts[number][0].encode("utf-8"),
+                                                 texts[number][1].encode("utf-8"), examples))
+                for key, index, number, _ in entries]
 
     def _write_fragments(self, split: str, dataset_index: int, first_line: int,
                          by_shard: Dict[int, List[FragmentEntry]], first_shard: int = 0,

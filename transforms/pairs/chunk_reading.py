@@ -32,6 +32,9 @@ class PairBlock(NamedTuple):
     cleaning stage dropped, only measured for the lengths before cleaning."""
     pairs: List[LinePair]
     cleaned_away: bool
+    # with `read_chunk(keep_raw=True)`: each pair's lines right-stripped only (not T2T's
+    # strip), as OpusFilter writes them: the text output's (`--output_format text`)
+    raw: Optional[List[Tuple[str, str]]] = None
 
 
 class LineReject(NamedTuple):
@@ -57,7 +60,7 @@ class ChunkSpan(NamedTuple):
 
 def read_chunk(source_lines: Iterator[bytes], target_lines: Iterator[bytes], span: ChunkSpan,
                on_invalid: str, max_chars: int, dropped: Optional[bytes] = None,
-               measure_dropped: bool = False) -> Iterator[ChunkItem]:
+               measure_dropped: bool = False, keep_raw: bool = False) -> Iterator[ChunkItem]:
     """The `span.num_lines` line pairs of `source_lines`/`target_lines` (raw lines from the
     chunk's first line on) as `PairBlock`s and `LineReject`s, in line order.
 
@@ -66,10 +69,12 @@ def read_chunk(source_lines: Iterator[bytes], target_lines: Iterator[bytes], spa
     dataset (`transforms.cleaning.dropped_lines`), whose lines are skipped, or yielded in
     `cleaned_away` blocks with `measure_dropped` (those that would have been written).
     Raises ValueError when a file ends before the span does (it changed while reading).
+    `keep_raw`: the blocks also hold each pair's lines right-stripped (`PairBlock.raw`).
     """
     src_path, tgt_path = span.source_path, span.target_path
     block_pairs = BLOCK_PAIRS
     block: List[LinePair] = []
+    raw: Optional[List[Tuple[str, str]]] = [] if keep_raw else None
     cleaned: List[LinePair] = []
     for number in range(span.first_line + 1, span.first_line + span.num_lines + 1):
         raw_src = next(source_lines, None)
@@ -96,17 +101,21 @@ def read_chunk(source_lines: Iterator[bytes], target_lines: Iterator[bytes], spa
                              decode_line(raw_src, src_path, number, "replace").strip(),
                              decode_line(raw_tgt, tgt_path, number, "replace").strip())
             continue
+        decoded = (source, target)
         source, target = source.strip(), target.strip()
         reason = pair_reject_reason(source, target, max_chars)
         if reason:
             yield LineReject(number, reason, source, target)
             continue
         block.append((number, source, target))
+        if raw is not None:
+            raw.append((decoded[0].rstrip(), decoded[1].rstrip()))
         if len(block) == block_pairs:
-            yield PairBlock(block, False)
+            yield PairBlock(block, False, raw)
             block = []
+            raw = [] if keep_raw else None
     if block:
-        yield PairBlock(block, False)
+        yield PairBlock(block, False, raw)
     if cleaned:
         yield PairBlock(cleaned, True)
 

@@ -45,6 +45,15 @@ def shuffle_keys(seed: int, split: str, pair_index: int) -> Callable[[int], int]
     return key
 
 
+def order_keys(pair_index: int) -> Callable[[int], int]:
+    """line number -> a key in input order (--keep_order): the dataset's index, then the
+    line's number, so the keys sort as the split's datasets and lines come (all in the
+    first part of the key space: one shard a split)."""
+    def key(line_number: int) -> int:
+        return (pair_index << 32) | line_number
+    return key
+
+
 def copy_keys(seed: int, split: str, pair_index: int) -> Callable[[int, int], int]:
     """(line number, copy) -> the shuffle key of a repeated record's copy 1, 2, ... (copy 0
     is the record itself, `shuffle_keys`): --mix_shards upsamples small pairs so."""

@@ -67,6 +67,15 @@ class RecordFormat(abc.ABC):
 
     name: str = ""
     suffix: str = ""
+    # the suffixes of a shard's other files, when it is more than one (`files`)
+    other_suffixes: Tuple[str, ...] = ()
+
+    def files(self, name: str) -> Tuple[str, ...]:
+        """The files (names or paths) that make shard `name`: the shard's own name, then
+        one per `other_suffixes` (a text shard is a file per side: the seam's one extension,
+        which the commit, the own-outputs and completeness checks follow)."""
+        head = name[:len(name) - len(self.suffix)]
+        return (name,) + tuple(head + other for other in self.other_suffixes)
 
     @abc.abstractmethod
     def write_shard(self, path: str, records: Iterable[bytes],
@@ -281,8 +290,89 @@ class ParquetFormat(_LocalFileFormat):
                 yield examples.serialize(values)
 
 
+class TextFormat(RecordFormat):
+    """`text`: the pairs as line-aligned text, a shard being two files, `{shard}.src` and
+    `{shard}.tgt`, each line a side's text and "\\n" (what Marian, OpenNMT-py, Sockeye and
+    OpusFilter read). A record is an Example with the two sides as bytes features `inputs`
+    and `targets` (`text_record`), so fragments, merging and the shuffle stay the formats'.
+    `text.gz`: the same files gzipped, with no name and mtime 0 in the header, so a rerun
+    writes the same bytes. The shard's size and crc32c are of its two files in order."""
+    name, suffix, other_suffixes = "text", ".src", (".tgt",)
+    compressed = False
+
+    def _sink(self, path: str) -> Any:
+        import gzip
+        raw = open(path, "wb")
+        if not self.compressed:
+            return raw
+        return _ClosingGzip(gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0), raw)
+
+    def write_shard(self, path: str, records: Iterable[bytes],
+                    stores: Optional["ObjectStores"] = None,
+                    checksum: Optional[Any] = None,
+                    features: Sequence[str] = FEATURES) -> Tuple[int, int]:
+        parse = Int64FeaturesWriter().parse_all
+        count = size = 0
+        with tempfile.TemporaryDirectory(prefix="%s%d-" % (SCRATCH_PREFIX, os.getpid())) as tmp:
+            local = [os.path.join(tmp, "source"), os.path.join(tmp, "target")]
+            with contextlib.closing(self._sink(local[0])) as source, \
+                    contextlib.closing(self._sink(local[1])) as target:
+                for record in records:
+                    sides = parse(bytes(record))
+                    source.write(sides["inputs"] + b"\n")
+                    target.write(sides["targets"] + b"\n")
+                    count += 1
+            for written, final in zip(local, self.files(path)):
+                with open(written, "rb") as f:
+                    size += _file_io().write_chunks(final, _summed(
+                        iter(lambda: f.read(_COPY_BYTES), b""), checksum), stores)[1]
+        return count, size
+
+    def read_shard(self, path: str, stores: Optional["ObjectStores"] = None) -> Iterator[bytes]:
+        import gzip
+        examples = Int64FeaturesWriter()
+        with contextlib.ExitStack() as stack:
+            sides = []
+            for name in self.files(path):
+                local = stack.enter_context(local_copy(name, stores))
+                f = stack.enter_context(gzip.open(local, "rb") if self.compressed
+                                        else open(local, "rb"))
+                sides.append(f)
+            for source, target in itertools.zip_longest(*sides):
+                if source is None or target is None:
+                    raise ValueError("%s: its two files have different line counts" % path)
+                yield text_record(source.rstrip(b"\n"), target.rstrip(b"\n"), examples)
+
+
+class GzipTextFormat(TextFormat):
+    name, suffix, other_suffixes = "text.gz", ".src.gz", (".tgt.gz",)
+    compressed = True
+
+
+class _ClosingGzip:
+    """A GzipFile that closes the file under it too (GzipFile leaves a `fileobj` open)."""
+
+    def __init__(self, gz: Any, raw: Any) -> None:
+        self._gz, self._raw = gz, raw
+
+    def write(self, data: bytes) -> int:
+        return int(self._gz.write(data))
+
+    def close(self) -> None:
+        self._gz.close()
+        self._raw.close()
+
+
+def text_record(source: bytes, target: bytes,
+                examples: Optional[Int64FeaturesWriter] = None) -> bytes:
+    """The record of a text pair: an Example with bytes features `inputs` and `targets`
+    (`examples`: a writer to reuse; making one builds its message class)."""
+    return (examples or Int64FeaturesWriter()).serialize({"inputs": source, "targets": target})
+
+
 FORMATS: Dict[str, RecordFormat] = {f.name: f for f in (
-    TFRecordFormat(), ArrayRecordFormat(), ParquetFormat())}
+    TFRecordFormat(), ArrayRecordFormat(), ParquetFormat(), TextFormat(), GzipTextFormat())}
+TEXT_FORMATS = tuple(name for name, f in FORMATS.items() if isinstance(f, TextFormat))
 SPLITS = ("train", "dev")  # the splits a job writes, each with its own shards
 FORMAT_NAMES = tuple(sorted(FORMATS))  # --output_format's choices
 DEFAULT_FORMAT = "tfrecord"  # --output_format's default, and older outputs' format
@@ -297,7 +387,10 @@ def record_format(name: str) -> RecordFormat:
                        % (name, ", ".join(sorted(FORMATS)))) from None
 
 
-_SUFFIXES = "|".join(re.escape(f.suffix) for f in FORMATS.values() if f.suffix)
+# every file's suffix of every format (a text shard's other file's too), longest first
+_FILE_SUFFIXES = {suffix: f for f in FORMATS.values()
+                  for suffix in (f.suffix,) + f.other_suffixes if suffix}
+_SUFFIXES = "|".join(re.escape(s) for s in sorted(_FILE_SUFFIXES, key=len, reverse=True))
 SHARD_NAME = re.compile(r"(?P<problem>.+)-(?P<split>[^-/]+)-(?P<shard>\d{5})-of-(?P<n>\d{5})"
                         r"(?P<suffix>%s)?\Z" % _SUFFIXES)
 # What `_OWN_NAMES` (pipeline.output.own_outputs) matches as a shard: any format's.
@@ -310,7 +403,7 @@ def parse_shard_name(name: str) -> Optional[Tuple[str, str, int, int, RecordForm
     m = SHARD_NAME.match(name)
     if not m:
         return None
-    fmt = next(f for f in FORMATS.values() if f.suffix == (m["suffix"] or ""))
+    fmt = _FILE_SUFFIXES.get(m["suffix"] or "", FORMATS[DEFAULT_FORMAT])
     return m["problem"], m["split"], int(m["shard"]), int(m["n"]), fmt
 
 

@@ -372,3 +372,20 @@ def test_the_command_exits_2_with_the_line_and_no_traceback(job_logger, capsys):
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1
     assert main(BASE + ["--vocab_size", "0"]) == 2
     assert "--vocab_size: must be an integer from 1" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("extra, named", [
+    (["--output_format", "text", "--packed_length", "64"], "--packed_length"),
+    (["--output_format", "text.gz", "--lang_tags", "target"], "--lang_tags"),
+    (["--keep_order"], "--keep_order"),
+    (["--output_format", "text", "--keep_order"], "--num_train_shards 1"),
+    (["--output_format", "text", "--keep_order", "--num_train_shards", "1",
+      "--num_dev_shards", "2"], "--keep_order")])
+def test_text_output_refuses_what_acts_on_ids_and_keep_order_needs_one_text_shard(extra,
+                                                                                   named):
+    assert named in error_of(BASE + extra)
+
+
+def test_keep_order_with_one_text_shard_a_split_is_taken():
+    config = parsed("--output_format", "text", "--keep_order", "--num_train_shards", "1")
+    assert config.job.keep_order and config.job.output_format == "text"

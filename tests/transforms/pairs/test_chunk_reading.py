@@ -28,6 +28,16 @@ def test_lines_become_blocks_and_rejects_in_line_order(monkeypatch):
         PairBlock([(16, "hello", "world")], False)]
 
 
+def test_keep_raw_blocks_hold_the_lines_right_stripped_as_opusfilter_writes_them(
+        monkeypatch):
+    monkeypatch.setattr(chunk_reading, "BLOCK_PAIRS", 2)
+    blocks = [item for item in read_chunk(iter(SOURCE), iter(TARGET), SPAN, "reject", 0,
+                                          keep_raw=True) if isinstance(item, PairBlock)]
+    assert [block.raw for block in blocks] == [
+        [("hello world", "你好"), ("  hello", "world")], [("hello", "world")]]
+    assert blocks[0].pairs[1] == (13, "hello", "world")  # T2T's strip, for the ids
+
+
 def test_invalid_utf8_fails_naming_the_file_and_line_or_is_replaced():
     with pytest.raises(InputError, match="s.en.*14"):
         _read("error")

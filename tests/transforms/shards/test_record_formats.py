@@ -156,3 +156,30 @@ def test_no_problem_names_its_shards_as_another_problems_pair_shards():
     assert not ShardNames("p", tfrecord).is_shard("p-en-de-train-00000-of-00001", "train",
                                                   ["en-de"])
     assert problem_of_head(parse_shard_name(pair_name)[0]) == "p"
+
+
+@pytest.mark.parametrize("name", ["text", "text.gz"])
+def test_a_text_shard_is_two_line_aligned_files_read_back_as_its_records(tmp_path, scratch,
+                                                                        name):
+    import gzip
+    from transforms.shards.record_formats import format_of, parse_shard_name, text_record
+    fmt = FORMATS[name]
+    path = str(tmp_path / ("p-train-00000-of-00001" + fmt.suffix))
+    pairs = [("Hello  world .", "你好 ， 世界 。"), ("a|b", "\tc")]
+    records = [text_record(s.encode(), t.encode()) for s, t in pairs]
+    checksum = google_crc32c.Checksum()
+    count, size = fmt.write_shard(path, iter(records), checksum=checksum)
+    source, target = fmt.files(path)
+    assert target == str(tmp_path / ("p-train-00000-of-00001.tgt" + fmt.suffix[4:]))
+    data = []
+    for side, file in enumerate((source, target)):
+        with open(file, "rb") as f:
+            data.append(f.read())
+    text = [gzip.decompress(d) if name == "text.gz" else d for d in data]
+    assert text == [b"".join(p[side].encode() + b"\n" for p in pairs) for side in (0, 1)]
+    assert (count, size) == (2, len(data[0]) + len(data[1]))
+    assert checksum.digest() == google_crc32c.Checksum(data[0] + data[1]).digest()
+    assert list(fmt.read_shard(path)) == records
+    for file in (source, target):  # either file names the shard's format
+        assert format_of(file) is fmt and parse_shard_name(os.path.basename(file))[4] is fmt
+    assert os.listdir(scratch) == []
