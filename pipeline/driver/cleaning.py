@@ -44,9 +44,27 @@ def load_cleaning(clean: CleanConfig, inputs: Union[InputConfig, Sequence[InputC
         raise DatagenError("--drop_dev_overlap needs dev data (--dev_source/--dev_target, "
                            "--dev_tsv or --dev_tmx)")
     try:
-        return parse_cleaning_config(text, clean.filters, clean.dedup, clean.drop_dev_overlap)
+        config = parse_cleaning_config(text, clean.filters, clean.dedup, clean.drop_dev_overlap)
     except CleaningConfigError as e:
         raise DatagenError("--filters %s" % e if clean.filters else str(e)) from None
+    return with_model_files(config, "--filters %s" % clean.filters, stores)
+
+
+def with_model_files(config: CleaningConfig, where: str,
+                     stores: Optional[ObjectStores]) -> CleaningConfig:
+    """`config` with each filter's model file (`fasttext_model_path`) made absolute (the
+    workers may run elsewhere), DatagenError naming `where` when one does not exist."""
+    filters = []
+    for (name, params), built in zip(config.filters, config.build_filters()):
+        path = getattr(built, "model_path", None)
+        if path:
+            path = file_io.absolute(path)
+            if not file_io.exists(path, stores):
+                raise DatagenError("%s: %s: fasttext_model_path %s does not exist"
+                                   % (where, built.reason, path))
+            params = dict(params, fasttext_model_path=path)
+        filters.append((name, params))
+    return dataclasses.replace(config, filters=tuple(filters))
 
 
 def _every(prepared: Dict[str, List[Prepared]]) -> List[Prepared]:

@@ -29,7 +29,10 @@ the encoder to skip exactly those lines) and the rejects records (JSON lines,
 the dropped lines per side (the sampler sizes a cleaned file's sample from what is left).
 """
 
+import hashlib
+import os
 import struct
+import tempfile
 from typing import IO, Any, Dict, Iterable, Iterator, List, Optional, Tuple
 
 import apache_beam as beam
@@ -125,6 +128,23 @@ def _lines(stream: IO[bytes], first_number: int, offset: int,
         yield number, raw, "\n" if number < lines or position <= size else ""
 
 
+def local_model(f: Any, stores: ObjectStores) -> None:
+    """A filter's model file in a bucket (`LanguageIDFilter`'s fastText model) copied once
+    per machine to a local file, which the filter then loads: fastText reads only local
+    files. Keyed by the path's hash, written under a temporary name and renamed."""
+    path = getattr(f, "model_path", None)
+    if not path or file_io.is_local(path):
+        return
+    local = os.path.join(tempfile.gettempdir(), "t2t-model-%s%s" % (
+        hashlib.sha256(path.encode("utf-8")).hexdigest()[:24], os.path.splitext(path)[1]))
+    if not os.path.exists(local):
+        fd, temporary = tempfile.mkstemp(dir=os.path.dirname(local))
+        with os.fdopen(fd, "wb") as out:
+            out.write(file_io.read_bytes(path, stores))
+        os.replace(temporary, local)
+    f.model_path = local
+
+
 class _Scorer(beam.DoFn):
     """What the scoring DoFns share (`_ScoreChunkFn`, `_ScoreBatchFn`, `_LateScoreFn`).
 
@@ -149,6 +169,8 @@ class _Scorer(beam.DoFn):
     def setup(self) -> None:
         self._stores = ObjectStores(self._store_settings)
         filters = self._cleaning.build_filters()
+        for f in filters:
+            local_model(f, self._stores)
         costly = next((i for i, f in enumerate(filters) if f.COSTLY), len(filters))
         self._cheap, self._late = filters[:costly], filters[costly:]
         for f in self._cheap:  # the costly ones when first used (`_late_reasons`): the

@@ -92,8 +92,8 @@ def _filter_entry(entry: Any) -> Tuple[str, Dict[str, Any]]:
     if not isinstance(params, dict):
         raise CleaningConfigError("%s: parameters must be a mapping, not %r" % (name, params))
     built = FILTERS[name](**params)  # every parameter checked now, not on a worker
-    if params.get("langid_languages"):
-        built.setup()  # the model says which labels exist (0.2 s)
+    if params.get("langid_languages") and params.get("id_method", "langid") == "langid":
+        built.setup()  # py3langid's model says which labels exist (0.2 s)
     return name, params
 
 
