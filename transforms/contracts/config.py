@@ -268,6 +268,7 @@ class CorpusConfig:
     inputs: InputConfig              # its train/dev patterns, as the input flags take them
     source_column: int               # its TSV columns
     target_column: int
+    filters: Optional[str] = None    # its own --filters file (a corpora entry's `filters:`)
 
 
 @dataclasses.dataclass(frozen=True)
