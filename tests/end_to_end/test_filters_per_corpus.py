@@ -106,3 +106,25 @@ def test_a_bad_filters_file_of_an_entry_names_the_entry(tmp_path, capsys):
     assert code == 2 and err == [
         "--corpora %s: corpora[0] (en-zh): filters: %s: remove_duplicates is the "
         "job's (in --filters), not a corpus's" % (corpora, tmp_path / "data" / "bad.yaml")]
+
+
+def test_the_readme_example_cleans_each_entry_by_its_own_file(tmp_path):
+    """README's corpora file with an entry's own `filters:` (the LanguageIDFilter example)
+    beside the sample's corpora file, `--filters` the README's cleaning example."""
+    pytest.importorskip("pycld2")
+    import shutil
+    import readme_examples
+    from repo_paths import SAMPLE_DATA
+    sample = tmp_path / "sample_data"
+    for name in ("many-pairs", "enzh-mlqe-pe"):
+        shutil.copytree(os.path.join(SAMPLE_DATA, name), sample / name)
+    corpora = sample / "many-pairs" / "c.yaml"
+    corpora.write_text(readme_examples.block("corpora-filters"))
+    (sample / "many-pairs" / "lid.yaml").write_text(readme_examples.block("cleaning-lid"))
+    (tmp_path / "filters.yaml").write_text(readme_examples.block("cleaning"))
+    summary = datagen.run(["--corpora", str(corpora), "--output_dir", str(tmp_path / "out"),
+                           "--filters", str(tmp_path / "filters.yaml"), "--vocab_size",
+                           "2000", "--runner", "FnApiRunner"])
+    pairs = summary["splits"]["train"]["language_pairs"]
+    assert pairs["en-zh"]["rejected_by_reason"] == {"LanguageIDFilter": 352}
+    assert pairs["en-de"]["rejected_by_reason"] == {"LengthRatioFilter": 3, "LengthFilter": 1}
