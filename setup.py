@@ -82,5 +82,10 @@ setuptools.setup(
         # Loading Parquet outputs with Hugging Face datasets (pipeline/tools/batches.py's
         # dataset_batches takes a loaded dataset; the module itself does not import it).
         "hf": ["datasets>=3"],
+        # LanguageIDFilter's other id_methods (transforms/cleaning/lid_methods.py): CLD2,
+        # lingua (OpusFilter 3.3.1's own lower bound) and fastText (the user's model file).
+        "cld2": ["pycld2>=0.41"],
+        "lingua": ["lingua-language-detector>=2.1.1"],
+        "fasttext": ["fasttext>=0.9.2"],
     },
 )

@@ -10,8 +10,16 @@ without them. Each command is timed with its whole process tree's peak RSS sampl
 (benchmarks/process_memory.py); the kept-pair counts of both sides are printed, and must be
 equal. The typical config: length, length ratio, langid, exact dedup of pairs.
 
+`--id_method cld2,fasttext` runs the comparison once per method, language ID then being
+OpusFilter's `LanguageIDFilter` with that `id_method` on both sides (fasttext: the model of
+`--fasttext_model`, or one trained here on the corpus's first 20,000 pairs, since nothing is
+downloaded; cld2 and fasttext need the extras, installed into OpusFilter's venv as the
+parity tests do), and prints each method's OpusFilter and ours side by side with CPU seconds
+(user + system of the whole process tree, less spoiled by a loaded machine than wall time).
+
     .venv/bin/python benchmarks/bench_cleaning.py --lines 20000           # a slice
     .venv/bin/python benchmarks/bench_cleaning.py --mode job              # the whole corpus
+    .venv/bin/python benchmarks/bench_cleaning.py --lines 100000 --id_method cld2,fasttext
 """
 
 import argparse
@@ -38,6 +46,31 @@ TYPICAL = [
 ]
 
 
+def typical(id_method, model_path=None):
+    """TYPICAL with its language filter by `id_method` (langid: TYPICAL itself)."""
+    if id_method == "langid":
+        return TYPICAL
+    params = {"languages": ["en", "zh"], "id_method": id_method}
+    if id_method == "fasttext":
+        params["fasttext_model_path"] = model_path
+    return TYPICAL[:2] + [{"LanguageIDFilter": params}]
+
+
+def train_fasttext(work_dir, source, target, lines=20000):
+    """A small supervised fastText language model (`__label__en`, `__label__zh`) on the
+    corpus's first `lines` pairs: the bench needs one and downloads nothing."""
+    import fasttext
+    train = os.path.join(work_dir, "lid.train")
+    with open(source, encoding="utf-8") as s, open(target, encoding="utf-8") as t, \
+            open(train, "w", encoding="utf-8") as out:
+        for _, en, zh in zip(range(lines), s, t):
+            out.write("__label__en %s\n__label__zh %s\n" % (en.strip(), zh.strip()))
+    model = fasttext.train_supervised(train, dim=16, epoch=3, minn=1, maxn=3, verbose=0)
+    path = os.path.join(work_dir, "lid.bin")
+    model.save_model(path)
+    return path
+
+
 def prepare_input(args, work_dir):
     """(source, target): the corpus (or its first --lines pairs) as plain files, which both
     sides read (a compressed file cannot be split: the job would read it with one worker)."""
@@ -61,9 +94,9 @@ def count_lines(path):
         return sum(1 for _ in f)
 
 
-def run_opusfilter(args, work_dir, source, target):
-    from opusfilter_reference import install_opusfilter
-    opus_dir = os.path.join(work_dir, "opusfilter")
+def run_opusfilter(args, work_dir, source, target, filters=TYPICAL, name="opusfilter"):
+    from opusfilter_reference import FASTTEXT_NUMPY2, install_opusfilter, opusfilter_python
+    opus_dir = os.path.join(work_dir, name)
     os.makedirs(opus_dir)
     import yaml
     config = os.path.join(opus_dir, "config.yaml")
@@ -74,11 +107,14 @@ def run_opusfilter(args, work_dir, source, target):
             {"type": "remove_duplicates", "parameters": {"inputs": [source, target],
                                                          "outputs": dedup}},
             {"type": "filter", "parameters": {"inputs": dedup, "outputs": clean,
-                                              "filters": TYPICAL}}]}, f)
+                                              "filters": filters}}]}, f)
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
     env.pop("PYTHONPATH", None)
     load = os.getloadavg()[0]
-    run = run_measured([install_opusfilter(), config], os.path.join(opus_dir, "log"), env=env)
+    command = [install_opusfilter(), config]
+    if filters is not TYPICAL:  # fastText's one-line predict made to run on NumPy 2
+        command = [opusfilter_python(), "-c", FASTTEXT_NUMPY2] + command
+    run = run_measured(command, os.path.join(opus_dir, "log"), env=env)
     run["load_before"] = load
     assert run["returncode"] == 0, open(run["stderr_path"]).read()[-2000:]
     return run, count_lines(dedup[0]), count_lines(clean[0])
@@ -96,7 +132,8 @@ def _stage_main(argv):
     from transforms.reporting.json_result import WriteJsonResult
     spec = json.load(open(argv[0]))
     import yaml
-    cleaning = parse_cleaning_config(yaml.safe_dump({"filters": TYPICAL}), "typical", "pairs")
+    cleaning = parse_cleaning_config(yaml.safe_dump({"filters": spec.get("filters", TYPICAL)}),
+                                     "typical", "pairs")
     facts = []
     for path in (spec["source"], spec["target"]):
         with file_io.open_text_source(path) as f:
@@ -121,13 +158,13 @@ def _stage_main(argv):
                       "reasons": [r["reasons"] for r in reports]}))
 
 
-def run_stage(args, work_dir, source, target):
-    stage_dir = os.path.join(work_dir, "stage")
+def run_stage(args, work_dir, source, target, filters=TYPICAL, name="stage"):
+    stage_dir = os.path.join(work_dir, name)
     os.makedirs(stage_dir)
     spec = os.path.join(stage_dir, "spec.json")
     with open(spec, "w") as f:
         json.dump({"source": source, "target": target, "work_dir": stage_dir,
-                   "runner_args": args.runner_args}, f)
+                   "runner_args": args.runner_args, "filters": filters}, f)
     load = os.getloadavg()[0]
     run = run_measured([sys.executable, os.path.abspath(__file__), "--_stage", spec],
                        os.path.join(stage_dir, "log"), cwd=REPO_ROOT, env=child_env())
@@ -174,6 +211,9 @@ def main(argv=None):
     p.add_argument("--runner_args", default=DEFAULT_RUNNER_ARGS)
     p.add_argument("--work_dir", default=None)
     p.add_argument("--json_out", default=None)
+    p.add_argument("--id_method", default=None,
+                   help="cld2,fasttext,lingua: compare with LanguageIDFilter by each method")
+    p.add_argument("--fasttext_model", default=None, help="a fastText model for fasttext")
     p.add_argument("--_stage", default=None, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args._stage:
@@ -181,6 +221,8 @@ def main(argv=None):
     work_dir = args.work_dir or tempfile.mkdtemp(prefix="bench_cleaning_")
     os.makedirs(work_dir, exist_ok=True)
     source, target = prepare_input(args, work_dir)
+    if args.id_method:
+        return compare_methods(args, work_dir, source, target)
     rows = {}
     opus, deduped, kept = run_opusfilter(args, work_dir, source, target)
     rows["opusfilter"] = dict(memory(opus), wall_seconds=opus["wall_seconds"], kept=kept,
@@ -212,6 +254,44 @@ def main(argv=None):
     if args.json_out:
         with open(args.json_out, "w") as f:
             json.dump({"lines": args.lines, "mode": args.mode, "rows": rows}, f, indent=1,
+                      default=str)
+    if not args.work_dir:
+        shutil.rmtree(work_dir, ignore_errors=True)
+    return 0
+
+
+def compare_methods(args, work_dir, source, target):
+    """--id_method: per method, OpusFilter and the cleaning stage with that language ID."""
+    from opusfilter_reference import install_lid_extras
+    install_lid_extras()
+    methods = args.id_method.split(",")
+    model = args.fasttext_model
+    if "fasttext" in methods and not model:
+        model = train_fasttext(work_dir, source, target)
+    rows = {}
+    for method in methods:
+        filters = typical(method, model)
+        opus, _, kept = run_opusfilter(args, work_dir, source, target, filters, "opus-" + method)
+        run, our_kept, _ = run_stage(args, work_dir, source, target, filters, "ours-" + method)
+        rows[method] = {"opusfilter": dict(memory(opus), wall_seconds=opus["wall_seconds"],
+                                           cpu_seconds=opus["cpu_seconds"], kept=kept),
+                        "ours": dict(memory(run), wall_seconds=run["wall_seconds"],
+                                     cpu_seconds=run["cpu_seconds"], kept=our_kept)}
+    print(json.dumps(rows, indent=1, default=str))
+    print("%-9s %-10s %9s %9s %8s %9s  %s" % ("method", "side", "wall s", "cpu s", "kept",
+                                               "largest MB", "load"))
+    for method, sides in rows.items():
+        for side, row in sides.items():
+            print("%-9s %-10s %9.1f %9.1f %8d %9.0f  %s" % (
+                method, side, row["wall_seconds"], row["cpu_seconds"], row["kept"],
+                row["largest_process_mb"], "->".join(map(str, row["load"]))))
+        o, u = sides["opusfilter"], sides["ours"]
+        print("%-9s ours %.1fx faster (wall), %.1fx less CPU; kept %s" % (
+            method, o["wall_seconds"] / u["wall_seconds"], o["cpu_seconds"] / u["cpu_seconds"],
+            "equal" if o["kept"] == u["kept"] else "DIFFERENT"))
+    if args.json_out:
+        with open(args.json_out, "w") as f:
+            json.dump({"lines": args.lines, "id_method": methods, "rows": rows}, f, indent=1,
                       default=str)
     if not args.work_dir:
         shutil.rmtree(work_dir, ignore_errors=True)

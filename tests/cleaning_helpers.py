@@ -51,3 +51,28 @@ def run_clean_pairs(work_dir, datasets, cleaning, chunk_lines=100, runner=None):
         assert sorted(records) == [n for n in range(1, lines + 1) if is_dropped(bitmap, n)]
         drops[where] = records
     return drops, by_dataset
+
+
+def our_drops(source, target, filters, batched=False):
+    """{line number: reason} of the pair as the cleaning stage's DoFn decides it, without
+    de-duplication (the filters alone, lines read as the job reads them): pair by pair
+    (`accept`) or, `batched`, each filter on all the pairs the ones before it passed
+    (`accept_many`, as the stage runs a costly filter)."""
+    from transforms.cleaning.config import CleaningConfig
+    from transforms.formats.text_lines import decode_line, iter_raw_lines
+    config = CleaningConfig(tuple((name, params) for f in filters for name, params in f.items()))
+    built = config.build_filters()
+    pairs = []
+    with open(source, "rb") as s, open(target, "rb") as t:
+        for number, (raw_s, raw_t) in enumerate(zip(iter_raw_lines(s), iter_raw_lines(t)), 1):
+            pairs.append((decode_line(raw_s, source, number).rstrip(),
+                          decode_line(raw_t, target, number).rstrip()))
+    drops = {}
+    left = list(range(len(pairs)))
+    for f in built:
+        f.setup()
+        verdicts = (f.accept_many([pairs[i] for i in left]) if batched
+                    else [f.accept(*pairs[i]) for i in left])
+        drops.update((i + 1, f.reason) for i, ok in zip(left, verdicts) if not ok)
+        left = [i for i, ok in zip(left, verdicts) if ok]
+    return drops

@@ -50,6 +50,31 @@ def install_opusfilter():
     return os.path.join(venv, "bin", "opusfilter")
 
 
+# LanguageIDFilter's other id_methods need these in OpusFilter's venv (lingua comes with it).
+LID_EXTRAS = ["pycld2", "fasttext"]
+
+
+def install_lid_extras():
+    """pycld2 and fastText installed into OpusFilter's cached virtualenv, on first use, under
+    the venv's lock (another test run may be installing)."""
+    import fcntl
+    from cached_venvs import unavailable
+    python = os.path.join(install_opusfilter().rsplit(os.sep, 2)[0], "bin", "python")
+    check = [python, "-c", "import pycld2, fasttext"]
+    if subprocess.run(check, capture_output=True).returncode == 0:
+        return
+    with open(OPUSFILTER_VENV + ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if subprocess.run(check, capture_output=True).returncode == 0:
+            return
+        run = subprocess.run([python, "-m", "pip", "install", "--quiet", *LID_EXTRAS],
+                             capture_output=True, text=True, timeout=1200)
+        if run.returncode:
+            unavailable("OpusFilter's %s" % " ".join(LID_EXTRAS),
+                        "could not install %s: %s" % (" ".join(LID_EXTRAS),
+                                                       " ".join(run.stderr.split()[-40:])))
+
+
 def opusfilter_python():
     """The virtualenv's python (OpusFilter and its py3langid importable)."""
     install_opusfilter()
@@ -75,13 +100,32 @@ def kept_numbers(inputs, outputs, keep_ends):
     return kept
 
 
+# fasttext 0.9.3's `predict` of one line ends in `np.array(probs, copy=False)`, which NumPy 2
+# (OpusFilter's venv has it) refuses: OpusFilter's fasttext method cannot run there as
+# released. This runs bin/opusfilter with that one call made `np.asarray` (NumPy's own advice;
+# the same numbers), OpusFilter itself unchanged.
+FASTTEXT_NUMPY2 = """
+import runpy, sys, numpy, fasttext.FastText as ft
+class _NumPy:
+    def __getattr__(self, name):
+        return getattr(numpy, name)
+    @staticmethod
+    def array(values, copy=True, **kwargs):
+        return numpy.asarray(values, **kwargs) if copy is False else numpy.array(values, **kwargs)
+ft.np = _NumPy()
+sys.argv = sys.argv[1:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+
 def opusfilter_drops(work_dir, source, target, filter_steps=None, dedups=None, overlap=None,
-                     seconds=None):
+                     seconds=None, fasttext_numpy2=False):
     """Runs OpusFilter on the pair `source`/`target`; returns {step name: sorted dropped line
     numbers}. `filter_steps`: {name: OpusFilter filter list}; `dedups`: {name: the
     `remove_duplicates` parameters besides inputs and outputs};
     `overlap`: [dev source, dev target] for a `remove_duplicates` step with `overlap`
-    ("overlap" in the result). `seconds`: a dict that gets the run's wall time."""
+    ("overlap" in the result). `seconds`: a dict that gets the run's wall time.
+    `fasttext_numpy2`: fastText's one-line predict made to run on NumPy 2 (FASTTEXT_NUMPY2)."""
     work_dir = str(work_dir)
     os.makedirs(work_dir, exist_ok=True)
     inputs = [os.path.abspath(source), os.path.abspath(target)]
@@ -107,8 +151,10 @@ def opusfilter_drops(work_dir, source, target, filter_steps=None, dedups=None, o
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
     env.pop("PYTHONPATH", None)
     start = time.time()
-    run = subprocess.run([install_opusfilter(), "--overwrite", config], capture_output=True,
-                         text=True, env=env, timeout=1800)
+    command = [install_opusfilter(), "--overwrite", config]
+    if fasttext_numpy2:
+        command = [opusfilter_python(), "-c", FASTTEXT_NUMPY2, command[0]] + command[1:]
+    run = subprocess.run(command, capture_output=True, text=True, env=env, timeout=1800)
     if seconds is not None:
         seconds["opusfilter"] = time.time() - start
     assert run.returncode == 0, run.stderr[-3000:]

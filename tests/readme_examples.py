@@ -18,6 +18,8 @@ from repo_paths import REPO_ROOT
 RUN_BY = {
     "pandas": "tests/end_to_end/test_readme_examples.py",
     "cleaning": "tests/end_to_end/test_readme_examples.py",
+    "cleaning-lid": "tests/end_to_end/test_readme_examples.py",
+    "corpora-filters": "tests/end_to_end/test_filters_per_corpus.py",
     "s3-local": "tests/end_to_end/test_readme_examples.py",
     "airflow": "tests/end_to_end/test_airflow_dag.py",
     "first-run": "tests/end_to_end/test_console_noise.py",

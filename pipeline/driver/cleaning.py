@@ -29,10 +29,13 @@ from transforms.storage.object_stores import ObjectStores
 
 
 def load_cleaning(clean: CleanConfig, inputs: Union[InputConfig, Sequence[InputConfig]],
-                  stores: Optional[ObjectStores] = None) -> CleaningConfig:
+                  stores: Optional[ObjectStores] = None,
+                  corpus_filters: Sequence[Tuple[str, str, Optional[str]]] = ()) -> CleaningConfig:
     """The run's CleaningConfig from its cleaning flags (`clean`) and its `inputs` (the
     input flags, or every corpus's): --filters read through the file systems, --dedup,
-    --drop_dev_overlap; DatagenError (one line, exit 2) when it cannot run."""
+    --drop_dev_overlap, and each corpus's own filters file (`corpus_filters`: per corpus
+    number, how messages name its entry, its name and its `filters:` path or None); DatagenError
+    (one line, exit 2) when it cannot run."""
     every = [inputs] if isinstance(inputs, InputConfig) else list(inputs)
     text = None
     if clean.filters:
@@ -44,9 +47,48 @@ def load_cleaning(clean: CleanConfig, inputs: Union[InputConfig, Sequence[InputC
         raise DatagenError("--drop_dev_overlap needs dev data (--dev_source/--dev_target, "
                            "--dev_tsv or --dev_tmx)")
     try:
-        return parse_cleaning_config(text, clean.filters, clean.dedup, clean.drop_dev_overlap)
+        config = parse_cleaning_config(text, clean.filters, clean.dedup, clean.drop_dev_overlap)
     except CleaningConfigError as e:
         raise DatagenError("--filters %s" % e if clean.filters else str(e)) from None
+    config = with_model_files(config, "--filters %s" % clean.filters, stores)
+    own = []
+    for number, (where, _, path) in enumerate(corpus_filters):
+        if path:
+            own.append((number, _corpus_filters(where, path, stores)))
+    return dataclasses.replace(config, per_corpus=tuple(own))
+
+
+def _corpus_filters(where: str, path: str, stores: Optional[ObjectStores]
+                    ) -> Tuple[Tuple[str, Dict[str, Any]], ...]:
+    """The filters of a corpora entry's `filters:` file (`where` names the entry)."""
+    where = "%s: filters" % where
+    try:
+        text = file_io.read_bytes(file_io.absolute(path), stores).decode("utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise DatagenError("%s: %s cannot be read: %s" % (where, path, " ".join(
+            str(e).split()))) from None
+    try:
+        config = parse_cleaning_config(text, path, of_corpus=True)
+    except CleaningConfigError as e:
+        raise DatagenError("%s: %s" % (where, e)) from None
+    return with_model_files(config, "%s: %s" % (where, path), stores).filters
+
+
+def with_model_files(config: CleaningConfig, where: str,
+                     stores: Optional[ObjectStores]) -> CleaningConfig:
+    """`config` with each filter's model file (`fasttext_model_path`) made absolute (the
+    workers may run elsewhere), DatagenError naming `where` when one does not exist."""
+    filters = []
+    for (name, params), built in zip(config.filters, config.build_filters()):
+        path = getattr(built, "model_path", None)
+        if path:
+            path = file_io.absolute(path)
+            if not file_io.exists(path, stores):
+                raise DatagenError("%s: %s: fasttext_model_path %s does not exist"
+                                   % (where, built.reason, path))
+            params = dict(params, fasttext_model_path=path)
+        filters.append((name, params))
+    return dataclasses.replace(config, filters=tuple(filters))
 
 
 def _every(prepared: Dict[str, List[Prepared]]) -> List[Prepared]:
@@ -59,16 +101,18 @@ class CleaningStep:
 
     def __init__(self, layout: OutputLayout, clean: CleanConfig,
                  inputs: Union[InputConfig, Sequence[InputConfig]],
-                 on_invalid: str, stores: Optional[ObjectStores] = None) -> None:
+                 on_invalid: str, stores: Optional[ObjectStores] = None,
+                 corpus_filters: Sequence[Tuple[str, str, Optional[str]]] = ()) -> None:
         self._layout = layout
         self._flags = (clean, inputs)
+        self._corpus_filters = corpus_filters  # (entry, name, own filters file) per corpus
         self.config = CleaningConfig()  # none until `load`
         self._on_invalid = on_invalid
         self._stores = stores
 
     def load(self) -> None:
         """Reads and checks the cleaning flags and the --filters file (`load_cleaning`)."""
-        self.config = load_cleaning(*self._flags, self._stores)
+        self.config = load_cleaning(*self._flags, self._stores, self._corpus_filters)
 
     @property
     def active(self) -> bool:
@@ -79,7 +123,9 @@ class CleaningStep:
         `languages`) gets each dataset's pair with several corpora (they travel with the
         datasets), else the flags' (--source_lang/--target_lang, written into its
         parameters); DatagenError when a dataset has none."""
-        if not any(f.needs_languages() for f in self.config.build_filters()):
+        sets = [None] + [number for number, _ in self.config.per_corpus]
+        if not any(f.needs_languages() for corpus in sets
+                   for f in self.config.build_filters(corpus)):
             return
         every = [ds for split in sorted(datasets) for ds in datasets[split]]
         if not all(ds.source_lang and ds.target_lang for ds in every):
@@ -90,10 +136,13 @@ class CleaningStep:
         if several or not every:
             return
         pair = [every[0].source_lang, every[0].target_lang]
-        built = self.config.build_filters()
-        self.config = dataclasses.replace(self.config, filters=tuple(
-            (name, dict(params, languages=pair) if f.needs_languages() else params)
-            for (name, params), f in zip(self.config.filters, built)))
+
+        def with_pair(corpus: Optional[int]) -> Tuple[Tuple[str, Dict[str, Any]], ...]:
+            return tuple((name, dict(params, languages=pair) if f.needs_languages() else params)
+                         for (name, params), f in zip(self.config.filters_of(corpus),
+                                                      self.config.build_filters(corpus)))
+        self.config = dataclasses.replace(self.config, filters=with_pair(None), per_corpus=tuple(
+            (number, with_pair(number)) for number, _ in self.config.per_corpus))
 
     def build(self, prepared: Dict[str, List[Prepared]]
               ) -> Tuple[str, Callable[[Any], None]]:
@@ -109,6 +158,8 @@ class CleaningStep:
                 ds, max(facts[0]["lines"], facts[1]["lines"]), p.source_lines, p.target_lines)
         work = self._layout.work
         parts = [", ".join(name for name, _ in self.config.filters)] if self.config.filters else []
+        if self.config.per_corpus:
+            parts.append("own filters for %d corpora" % len(self.config.per_corpus))
         if self.config.dedup:
             parts.append("dedup " + ("pairs" if len(self.config.dedup.sides) == 2 else "source"))
         if self.config.drop_dev_overlap:
@@ -150,7 +201,10 @@ class CleaningStep:
     def summary(self, dropped: Dict[str, Dict[str, int]]) -> Dict[str, Any]:
         """The summary's `cleaning`: the filters in order, the dedup and what was dropped."""
         dedup = self.config.dedup
+        own = {self._corpus_filters[number][1]: [{name: params} for name, params in filters]
+               for number, filters in self.config.per_corpus}
         return {"filters": [{name: params} for name, params in self.config.filters],
+                **({"filters_per_corpus": own} if own else {}),
                 "dedup": "none" if dedup is None else
                          "pairs" if len(dedup.sides) == 2 else "source",
                 "dedup_options": {} if dedup is None else {

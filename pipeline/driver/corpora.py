@@ -20,7 +20,8 @@ entry's `source_column`/`target_column`, else the flags'), `tmx` (sides chosen b
 languages); each a pattern, a comma-separated list or a YAML list, archives (`a.tgz!dir/x`)
 and buckets as the flags take them. A relative path is relative to the corpora file's
 directory. `weight` (default 1) multiplies the entry's share of the vocabulary sample and its
-mixing rate (`transforms.pairs.mixing`).
+mixing rate (`transforms.pairs.mixing`). `filters` names the entry's own `--filters` file
+(relative to the corpora file too), used for its pairs instead of `--filters`.
 
 Every malformed entry is named, with the file and the key, in one error (exit 2) before
 anything runs. The single-pair flags are the same as a corpora file of one entry
@@ -41,7 +42,7 @@ from transforms.shards.record_formats import SPLITS
 from transforms.storage import file_io
 
 ENTRY_KEYS = ("name", "source_lang", "target_lang", "train", "dev", "weight", "source_column",
-              "target_column", "license", "source_datasets")
+              "target_column", "license", "source_datasets", "filters")
 INPUT_KEYS = ("source", "target", "format", "tsv", "tmx")
 FORMATS = ("auto", "lines", "sgm", "iwslt")
 
@@ -201,10 +202,16 @@ def _entry(entry: Any, i: int, flags: argparse.Namespace, problems: _Problems, b
                          train_format=splits.get("train", {}).get("format", "auto"),
                          dev_format=splits.get("dev", {}).get("format", "auto"), corpora=None)
     license, sources = _card_fields(entry, where, problems)
+    filters = entry.get("filters")
+    if filters is not None and not (isinstance(filters, str) and filters.strip()):
+        problems.add("%s: filters" % where, "must be the path of a filters file, not %r"
+                     % (filters,))
+        filters = None
     if (inputs.train_tmx or inputs.dev_tmx) and not (source_lang and target_lang):
         return None  # the missing language is named already
     return CorpusConfig(name if isinstance(name, str) else "", source_lang, target_lang,
-                        weight, inputs, columns[0], columns[1], license, sources)
+                        weight, inputs, columns[0], columns[1], license, sources,
+                        _resolve(base, filters) if filters else None)
 
 
 def _check_pair_name(corpus: CorpusConfig, i: int,
@@ -305,6 +312,14 @@ def entry_where(config: DatagenConfig, number: int) -> str:
     """How a corpora file's messages name entry `number` of the run's corpora."""
     return "--corpora %s: corpora[%d] (%s)" % (config.inputs.corpora, number,
                                                config.corpora[number].name)
+
+
+def corpus_filters(config: DatagenConfig) -> List[Tuple[str, str, Optional[str]]]:
+    """Per corpus number: how messages name its entry, its name and its own filters file
+    (None: `--filters`); empty without a corpora file."""
+    if not config.inputs.corpora:
+        return []
+    return [(entry_where(config, i), c.name, c.filters) for i, c in enumerate(config.corpora)]
 
 
 def check_corpora_have_pairs(prepared: Mapping[str, Sequence[Any]], config: DatagenConfig

@@ -102,6 +102,10 @@ def fingerprint_values(config: DatagenConfig) -> Dict[str, Any]:
                           "source_column": c.source_column, "target_column": c.target_column,
                           "train_format": c.inputs.train_format,
                           "dev_format": c.inputs.dev_format} for c in config.corpora]
+    for entry, corpus in zip(values["corpora"], config.corpora):
+        if corpus.filters:  # recorded when given (older fingerprints stay as they were)
+            entry["filters"] = corpus.filters
+            values[CORPUS_INPUT % (corpus.name, "filters")] = corpus.filters
     for corpus in config.corpora:
         for flag in INPUT_FLAGS:
             value = getattr(corpus.inputs, flag, None)

@@ -81,7 +81,8 @@ class DatagenJob:
         self.encode = EncodeStep(self.layout, config, self.run_pass, self.stores)
         self.cleaning = CleaningStep(self.layout, config.clean,
                                      [corpus.inputs for corpus in config.corpora],
-                                     config.read.on_invalid_utf8, self.stores)
+                                     config.read.on_invalid_utf8, self.stores,
+                                     corpora.corpus_filters(config))
         self.record = JobRecord(config, options, self.layout, self.run_pass, self.stores)
         self._writing = False  # whether this run has started writing into --output_dir
         self.cleaned: Optional[dict] = None  # the summary's `cleaning`, when cleaning ran

@@ -53,6 +53,27 @@ def test_the_cleaning_example_fits_the_sample(cleaned):
     assert train["rejected_by_reason"] == {"LengthRatioFilter": 2}
 
 
+def test_the_language_id_example_runs_cld2_in_the_job(tmp_path):
+    """README's LanguageIDFilter example (id_method cld2) through the whole job: what it
+    drops, each under the filter's name, as README says under it."""
+    pytest.importorskip("pycld2")
+    filters = tmp_path / "filters.yaml"
+    filters.write_text(readme_examples.block("cleaning-lid"))
+    out = tmp_path / "out"
+    assert datagen.main([
+        "--train_source", os.path.join(SAMPLE, "train.en"),
+        "--train_target", os.path.join(SAMPLE, "train.zh"),
+        "--filters", str(filters), "--output_dir", str(out), "--problem", "p",
+        "--vocab_size", "2000", "--num_train_shards", "1", "--runner", "FnApiRunner"]) == 0
+    with open(out / "p.datagen_summary.json") as f:
+        train = json.load(f)["splits"]["train"]
+    assert (train["pairs_read"], train["rejected_by_reason"]) == (
+        7000, {"LanguageIDFilter": LID_EXAMPLE_DROPS})
+
+
+LID_EXAMPLE_DROPS = 352
+
+
 def test_the_pandas_example_reads_the_parquet_output(cleaned, monkeypatch):
     out, summary = cleaned
     monkeypatch.chdir(os.path.dirname(out))  # the example reads "out"

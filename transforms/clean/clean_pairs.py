@@ -29,7 +29,10 @@ the encoder to skip exactly those lines) and the rejects records (JSON lines,
 the dropped lines per side (the sampler sizes a cleaned file's sample from what is left).
 """
 
+import hashlib
+import os
 import struct
+import tempfile
 from typing import IO, Any, Dict, Iterable, Iterator, List, Optional, Tuple
 
 import apache_beam as beam
@@ -125,6 +128,23 @@ def _lines(stream: IO[bytes], first_number: int, offset: int,
         yield number, raw, "\n" if number < lines or position <= size else ""
 
 
+def local_model(f: Any, stores: ObjectStores) -> None:
+    """A filter's model file in a bucket (`LanguageIDFilter`'s fastText model) copied once
+    per machine to a local file, which the filter then loads: fastText reads only local
+    files. Keyed by the path's hash, written under a temporary name and renamed."""
+    path = getattr(f, "model_path", None)
+    if not path or file_io.is_local(path):
+        return
+    local = os.path.join(tempfile.gettempdir(), "t2t-model-%s%s" % (
+        hashlib.sha256(path.encode("utf-8")).hexdigest()[:24], os.path.splitext(path)[1]))
+    if not os.path.exists(local):
+        fd, temporary = tempfile.mkstemp(dir=os.path.dirname(local))
+        with os.fdopen(fd, "wb") as out:
+            out.write(file_io.read_bytes(path, stores))
+        os.replace(temporary, local)
+    f.model_path = local
+
+
 class _Scorer(beam.DoFn):
     """What the scoring DoFns share (`_ScoreChunkFn`, `_ScoreBatchFn`, `_LateScoreFn`).
 
@@ -148,29 +168,39 @@ class _Scorer(beam.DoFn):
 
     def setup(self) -> None:
         self._stores = ObjectStores(self._store_settings)
-        filters = self._cleaning.build_filters()
-        costly = next((i for i, f in enumerate(filters) if f.COSTLY), len(filters))
-        self._cheap, self._late = filters[:costly], filters[costly:]
-        for f in self._cheap:  # the costly ones when first used (`_late_reasons`): the
-            f.setup()          # DoFns of the dedup path that do not run them load no model
+        # (cheap, costly and after) filters of the job (None) and of each corpus with its own
+        self._sets: Dict[Optional[int], Tuple[List[Any], List[Any]]] = {}
+        for corpus in [None] + [number for number, _ in self._cleaning.per_corpus]:
+            filters = self._cleaning.build_filters(corpus)
+            for f in filters:
+                local_model(f, self._stores)
+            costly = next((i for i, f in enumerate(filters) if f.COSTLY), len(filters))
+            self._sets[corpus] = filters[:costly], filters[costly:]
+            for f in filters[:costly]:  # the costly ones when first used (`_late_reasons`):
+                f.setup()  # DoFns of the dedup path that do not run them load no model
         self._dedup = self._cleaning.key_options
         self._counters = JobCounters()
 
-    def _reason(self, source: str, target: str) -> Optional[str]:
+    def _filters(self, ds: DatasetSpec) -> Tuple[List[Any], List[Any]]:
+        """(cheap, costly and after) filters of the dataset's corpus."""
+        return self._sets.get(ds.get("corpus", 0), self._sets[None])  # one corpus: 0
+
+    def _reason(self, ds: DatasetSpec, source: str, target: str) -> Optional[str]:
         """The first cheap filter that drops the pair, else LATER (costly filters follow)
         or None."""
-        for f in self._cheap:
+        cheap, late = self._filters(ds)
+        for f in cheap:
             if not f.accept(source, target):
                 return f.reason
-        return LATER if self._late else None
+        return LATER if late else None
 
-    def _late_reasons(self, pairs: List[Tuple[str, str]],
+    def _late_reasons(self, ds: DatasetSpec, pairs: List[Tuple[str, str]],
                       languages: Optional[Tuple[str, str]] = None) -> List[Optional[str]]:
         """Per (source, target), the first of the costly filters and those after them that
         drops it, or None: each filter runs on the pairs all earlier ones passed."""
         reasons: List[Optional[str]] = [None] * len(pairs)
         left = list(range(len(pairs)))
-        for f in self._late:
+        for f in self._filters(ds)[1]:
             if not left:
                 break
             f.setup()
@@ -186,7 +216,7 @@ class _Scorer(beam.DoFn):
         """Drops ((split, dataset index), drop) among `pairs` by the costly filters and
         those after them."""
         where = (ds["split"], ds["index"])
-        reasons = self._late_reasons([(p[1].rstrip(), p[2].rstrip()) for p in pairs],
+        reasons = self._late_reasons(ds, [(p[1].rstrip(), p[2].rstrip()) for p in pairs],
                                      (ds.get("source_lang", ""), ds.get("target_lang", "")))
         for (number, source, target, _, _, src_bytes, tgt_bytes), reason in zip(pairs, reasons):
             if reason:
@@ -221,7 +251,7 @@ class _Scorer(beam.DoFn):
         for pair in pairs:
             number, source, target, end_s, end_t, src_bytes, tgt_bytes = pair
             scored += 1
-            reason = self._reason(source.rstrip(), target.rstrip())
+            reason = self._reason(ds, source.rstrip(), target.rstrip())
             if self._dedup is not None:
                 # no texts through the shuffle: the writer reads the dropped ones again
                 key = self._dedup.key((source + end_s, target + end_t))
@@ -420,7 +450,7 @@ class CleanPairs(beam.PTransform):
     def expand(self, chunks: beam.PCollection) -> beam.PCollection:
         settings = StoreSettings.from_options(chunks.pipeline.options)
         codec = Occurrences((key.split("/")[0] for key in self._datasets),
-                            (f.reason for f in self._cleaning.build_filters()))
+                            self._cleaning.reasons())
         scored = (chunks
                   | "Spread" >> beam.Reshuffle()
                   | "Score" >> beam.ParDo(_ScoreChunkFn(

@@ -56,10 +56,17 @@ class CleaningConfig:
     filters: Tuple[Tuple[str, Dict[str, Any]], ...] = ()
     dedup: Optional[DedupOptions] = None
     drop_dev_overlap: bool = False
+    # (corpus number, its filters): a corpora entry's own file, in place of `filters`
+    per_corpus: Tuple[Tuple[int, Tuple[Tuple[str, Dict[str, Any]], ...]], ...] = ()
 
     @property
     def active(self) -> bool:
-        return bool(self.filters or self.key_options)
+        return bool(self.filters or self.per_corpus or self.key_options)
+
+    def filters_of(self, corpus: Optional[int]) -> Tuple[Tuple[str, Dict[str, Any]], ...]:
+        """The filters of corpus number `corpus`'s pairs: its own, else `filters`."""
+        return dict(self.per_corpus).get(corpus, self.filters) if corpus is not None \
+            else self.filters
 
     @property
     def key_options(self) -> Optional[DedupOptions]:
@@ -69,9 +76,16 @@ class CleaningConfig:
             return DedupOptions()
         return self.dedup
 
-    def build_filters(self) -> List[PairFilter]:
-        """The filter objects, in the file's order (their models not loaded yet)."""
-        return [FILTERS[name](**params) for name, params in self.filters]
+    def reasons(self) -> List[str]:
+        """Every reason a filter of the job's or of a corpus's own may drop a pair with."""
+        every = [None] + [number for number, _ in self.per_corpus]
+        return list(dict.fromkeys(f.reason for corpus in every
+                                  for f in self.build_filters(corpus)))
+
+    def build_filters(self, corpus: Optional[int] = None) -> List[PairFilter]:
+        """The filter objects of `corpus` (`filters_of`), in the file's order (their models
+        not loaded yet)."""
+        return [FILTERS[name](**params) for name, params in self.filters_of(corpus)]
 
 
 def _filter_entry(entry: Any) -> Tuple[str, Dict[str, Any]]:
@@ -92,8 +106,8 @@ def _filter_entry(entry: Any) -> Tuple[str, Dict[str, Any]]:
     if not isinstance(params, dict):
         raise CleaningConfigError("%s: parameters must be a mapping, not %r" % (name, params))
     built = FILTERS[name](**params)  # every parameter checked now, not on a worker
-    if params.get("langid_languages"):
-        built.setup()  # the model says which labels exist (0.2 s)
+    if params.get("langid_languages") and params.get("id_method", "langid") == "langid":
+        built.setup()  # py3langid's model says which labels exist (0.2 s)
     return name, params
 
 
@@ -115,9 +129,11 @@ def _dedup_options(mode: str, options: Any) -> Optional[DedupOptions]:
 
 
 def parse_cleaning_config(text: Optional[str], path: Optional[str], dedup: str = "none",
-                          drop_dev_overlap: bool = False) -> CleaningConfig:
+                          drop_dev_overlap: bool = False, of_corpus: bool = False
+                          ) -> CleaningConfig:
     """The CleaningConfig of the `--filters` file's `text` (None: no file) with `--dedup`
-    and `--drop_dev_overlap`; CleaningConfigError ("{path}: problem") when it cannot run."""
+    and `--drop_dev_overlap`; CleaningConfigError ("{path}: problem") when it cannot run.
+    `of_corpus`: a corpora entry's file, a filter list only (de-duplication is the job's)."""
     if dedup not in DEDUP_MODES:
         raise CleaningConfigError("--dedup must be one of %s, not %r"
                                   % (", ".join(DEDUP_MODES), dedup))
@@ -135,6 +151,9 @@ def parse_cleaning_config(text: Optional[str], path: Optional[str], dedup: str =
         if unknown:
             raise CleaningConfigError("unknown key %s (it takes: %s)"
                                       % (", ".join(map(str, unknown)), ", ".join(TOP_LEVEL)))
+        if of_corpus and "remove_duplicates" in data:
+            raise CleaningConfigError("remove_duplicates is the job's (in --filters), not a "
+                                      "corpus's")
         entries = data.get("filters") or []
         if not isinstance(entries, list):
             raise CleaningConfigError("filters must be a list, not %r" % (entries,))

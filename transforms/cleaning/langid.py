@@ -19,13 +19,14 @@ rounded 1/K of K candidate languages, 0.01 for the 97 of the model: the best cla
 probability is never below 1/K), is classified by py3langid's own `classify`, so the
 decisions are OpusFilter's exactly.
 
-`LanguageIDFilter` is OpusFilter's older name; only its default `id_method: langid` is
-offered (cld2, fasttext and lingua need models or packages this job does not ship). The model
-is loaded in `setup`, once per worker, not when the configuration is read.
+`LanguageIDFilter` is OpusFilter's older name, with its `id_method`: langid (default) as
+here, cld2, lingua and fasttext from `lid_methods` (optional packages). The model is loaded
+in `setup`, once per worker, not when the configuration is read.
 """
 
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from transforms.cleaning import lid_methods
 from transforms.cleaning.errors import CleaningConfigError
 from transforms.cleaning.filters import PairFilter, check_type
 
@@ -203,21 +204,88 @@ class LangidFilter(PairFilter):
 
 
 class LanguageIDFilter(LangidFilter):
-    """OpusFilter's older language filter with `id_method: langid`, deciding as LangidFilter."""
+    """OpusFilter's older language filter. `id_method: langid` (default) decides as
+    LangidFilter; cld2, lingua and fasttext with their own parameters and confidences
+    (`transforms.cleaning.lid_methods`), each side's confidence above its threshold."""
 
     PARAMS = dict(LangidFilter.PARAMS, id_method="langid", fasttext_model_path=None,
                   cld2_options=None, lingua_mode=None)
 
     def configure(self, **params: Any) -> None:
         n = type(self).__name__
-        id_method = params.pop("id_method")
-        fasttext_model_path, cld2_options, lingua_mode = (
-            params.pop(name) for name in ("fasttext_model_path", "cld2_options", "lingua_mode"))
-        if id_method != "langid":
-            raise CleaningConfigError("%s: only id_method: langid is offered, not %r"
-                                      % (n, id_method))
-        for param, value in (("fasttext_model_path", fasttext_model_path),
-                             ("cld2_options", cld2_options), ("lingua_mode", lingua_mode)):
-            if value:
-                raise CleaningConfigError("%s: %s is only for another id_method" % (n, param))
+        self.id_method = params.pop("id_method")
+        own = {name: params.pop(name)
+               for name in ("fasttext_model_path", "cld2_options", "lingua_mode")}
+        self.method: Optional[lid_methods.Identifier] = None
+        if self.id_method == "langid":
+            for param, value in own.items():
+                if value:
+                    raise CleaningConfigError("%s: %s is only for another id_method"
+                                              % (n, param))
+        elif self.id_method in lid_methods.PACKAGES:
+            self.method = lid_methods.identifier(
+                n, self.id_method, dict(own, langid_languages=params["langid_languages"]))
+            params["langid_languages"] = None  # lingua's candidates, not py3langid's
+        else:
+            raise CleaningConfigError("%s: id_method must be one of langid, %s, not %r"
+                                      % (n, ", ".join(lid_methods.PACKAGES), self.id_method))
         super().configure(**params)
+        self._found: Dict[str, Tuple[str, float]] = {}  # text -> the method's (label, conf.)
+
+    @property
+    def model_path(self) -> Optional[str]:
+        """The fastText model file, which the Beam stage copies from a bucket before setup."""
+        return self.method.model_path if isinstance(self.method, lid_methods.FastText) else None
+
+    @model_path.setter
+    def model_path(self, path: str) -> None:
+        assert isinstance(self.method, lid_methods.FastText)
+        self.method.model_path = path
+
+    def setup(self) -> None:
+        if self.method is None:
+            super().setup()
+        elif self.identifier is None:
+            self.method.load()
+            self.identifier = self.method
+
+    def _found_of(self, texts: Sequence[str]) -> List[Tuple[str, float]]:
+        """The method's (label, confidence) of each text, each line identified once per
+        cache fill."""
+        assert self.method is not None
+        known = self._found
+        new = [text for text in dict.fromkeys(texts) if text not in known]
+        if len(known) + len(new) > CACHE_LINES:
+            known.clear()
+            new = list(dict.fromkeys(texts))
+        known.update(zip(new, self.method.identify_many(new)))
+        return [known[text] for text in texts]
+
+    def confidence(self, text: str, language: str) -> float:
+        if self.method is None:
+            return super().confidence(text, language)
+        if not text:
+            return 1.0
+        label, value = self._found_of([text])[0]
+        return value if label == language else 0.0
+
+    def accept_many(self, pairs: Sequence[Tuple[str, str]],
+                    languages: Optional[Tuple[str, str]] = None) -> List[bool]:
+        if self.method is None:
+            return super().accept_many(pairs, languages)
+        self.setup()
+        chosen = self._languages(languages)
+        verdicts = [True] * len(pairs)
+        for side in (0, 1):
+            rows = [i for i, ok in enumerate(verdicts) if ok]
+            texts = [pairs[i][side] for i in rows]
+            found = self._found_of([text for text in texts if text])
+            at = iter(found)
+            for i, text in zip(rows, texts):
+                if text:
+                    label, value = next(at)
+                    confidence = value if label == chosen[side] else 0.0
+                else:
+                    confidence = 1.0
+                verdicts[i] = confidence > self.thresholds[side]
+        return verdicts

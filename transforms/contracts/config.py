@@ -277,6 +277,7 @@ class CorpusConfig:
     # `license` and `source_datasets` (none from the flags); no fingerprint reads them
     license: Optional[str] = None
     source_datasets: Tuple[str, ...] = ()
+    filters: Optional[str] = None    # its own --filters file (a corpora entry's `filters:`)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -135,3 +135,18 @@ def test_langid_without_languages_takes_each_pairs_or_the_flags(tmp_path):
     step.check_languages({"train": plan_datasets(cfg, "train")}, False)
     assert step.config.filters == (("LangidFilter", {"thresholds": [0, 0],
                                                      "languages": ["en", "de"]}),)
+
+
+def test_a_missing_fasttext_model_is_one_line_and_a_relative_one_made_absolute(
+        tmp_path, monkeypatch):
+    pytest.importorskip("fasttext")
+    text = ("filters:\n  - LanguageIDFilter: {languages: [en, zh], id_method: fasttext, "
+            "fasttext_model_path: %s}\n")
+    path = write(tmp_path / "f.yaml", text % "lid.bin")
+    monkeypatch.chdir(tmp_path)
+    assert error_of(config(tmp_path, "--filters", path)) == (
+        "--filters %s: LanguageIDFilter: fasttext_model_path %s does not exist"
+        % (path, tmp_path / "lid.bin"))
+    write(tmp_path / "lid.bin", "not read when the job starts")
+    cleaning = cleaning_config(config(tmp_path, "--filters", path))
+    assert cleaning.filters[0][1]["fasttext_model_path"] == str(tmp_path / "lid.bin")
