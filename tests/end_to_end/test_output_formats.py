@@ -24,7 +24,7 @@ pytestmark = pytest.mark.slow
 CORPUS = os.path.join(ROOT, "tests", "data", "enzh-mlqe-pe")
 FLAGS = ["--problem", "p", "--vocab_size", "2000", "--num_train_shards", "4",
          "--num_dev_shards", "2", "--runner", "FnApiRunner"]
-SUFFIX = {"tfrecord": "", "array_record": ".array_record", "parquet": ".parquet"}
+SUFFIX = {name: fmt.suffix for name, fmt in FORMATS.items()}
 
 
 def _run(out, fmt, *extra, source="train"):

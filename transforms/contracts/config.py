@@ -206,8 +206,9 @@ class JobConfig:
                                   type=bounded(int, 1, MAX_SHARDS))
     output_format: str = setting(
         "Record format of the shards: tfrecord (tf.train.Example records, T2T's), "
-        "array_record (the same records, for Grain; names end .array_record) or parquet "
-        "(inputs/targets list<int32> columns; names end .parquet).",
+        "array_record (the same records, for Grain; names end .array_record), parquet "
+        "(inputs/targets list<int32> columns; names end .parquet) or fairseq (.fairseq "
+        "shards and {problem}.data-bin/, fairseq-preprocess's binarized data).",
         Declared("transforms.shards.record_formats", "DEFAULT_FORMAT"),
         choices=Declared("transforms.shards.record_formats", "FORMAT_NAMES"), new=True)
     mix_shards: bool = setting(
