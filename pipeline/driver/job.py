@@ -229,8 +229,9 @@ class DatagenJob:
             source = self.vocab.files.load(self._vocab_paths[0])
             target = (source if self._vocab_paths[1] == self._vocab_paths[0]
                       else self.vocab.files.load(self._vocab_paths[1]))
-            fairseq_data.write_data_bin(self.layout, shards, (source, target), self._langs,
-                                        self.stores)
+            fairseq_data.write_data_bin(
+                self.layout, shards, (source, target), self._langs, self.stores,
+                {tag["id"]: tag["token"] for tag in self.lang_tags.values()})
         return report
 
     # -- the job ---------------------------------------------------------------------------

@@ -34,6 +34,7 @@ from transforms.codecs.vocabulary import VocabFiles, Vocabulary
 from pipeline.driver.kinds import KindPlugin
 from transforms.contracts.config import DatagenConfig
 from transforms.vocab.learners import LearnerInputs, VocabLearner
+from transforms.codecs.lang_tags import lang_tag
 
 LOG = logging.getLogger("datagen")
 
@@ -48,9 +49,6 @@ class VocabChoice(NamedTuple):
 VocabPlan = Dict[str, Tuple[str, List[Dataset]]]
 
 
-def lang_tag(lang: str) -> str:
-    """The tag that asks for output in `lang` (Johnson et al., 2017), prepended to inputs."""
-    return "<2%s>" % lang  # {name: (path in the output, [train datasets])}
 
 
 def encoder_vocab_paths(plan: VocabPlan) -> Tuple[str, str]:
@@ -107,7 +105,7 @@ class VocabStep:
             raise DatagenError("source and target language are both %r: pass --source_lang/"
                                "--target_lang, or --shared_vocab" % src_lang)
         if self.tags:  # a tag is an entry of the vocabulary of the inputs it starts
-            raise DatagenError("--lang_tags target with one corpus needs --shared_vocab "
+            raise DatagenError("--lang_tags with one corpus needs --shared_vocab "
                                "(the tags are entries of one vocabulary of both sides)")
         return {"source": (self._layout.vocab_path(kind.codec, src_lang), train),
                 "target": (self._layout.vocab_path(kind.codec, tgt_lang), train)}
@@ -126,9 +124,9 @@ class VocabStep:
                 targets = [check_name(lang_of(first.target), "the language taken from %s's "
                                       "extension (pass --target_lang)" % first.target) or ""]
         if not targets:
-            raise DatagenError("--lang_tags target needs the target language: pass "
+            raise DatagenError("--lang_tags needs the target language: pass "
                                "--target_lang")
-        return {lang: lang_tag(lang) for lang in targets}
+        return {lang: lang_tag(lang, choice) for lang in targets}
 
     @property
     def reserved(self) -> Tuple[str, ...]:

@@ -56,10 +56,12 @@ def _sides(path: str, stores: Optional[ObjectStores]
 
 def write_data_bin(layout: OutputLayout, shards: Iterable[ShardReport],
                    vocabs: Tuple[Vocabulary, Vocabulary], langs: Tuple[str, str],
-                   stores: Optional[ObjectStores] = None) -> Dict[str, int]:
+                   stores: Optional[ObjectStores] = None,
+                   tags: Optional[Dict[int, str]] = None) -> Dict[str, int]:
     """Writes `{problem}.data-bin/` from the committed shards (`shards`: the encode pass's
     reports); `vocabs`: (source, target) vocabularies, the same object when shared;
-    `langs`: the run's (source, target) languages. Returns {file name: sentences}."""
+    `langs`: the run's (source, target) languages; `tags`: {id: language tag} of the source
+    vocabulary (the summary's `lang_tags`). Returns {file name: sentences}."""
     out = data_bin_dir(layout)
     file_io.delete_tree(out, stores)  # a previous run's
     shared = vocabs[0] is vocabs[1]
@@ -102,7 +104,8 @@ def write_data_bin(layout: OutputLayout, shards: Iterable[ShardReport],
             written[prefix + lang] = len(all_sizes)
     for lang, side in sorted(dict_langs.items()):
         text = fairseq_bin.dict_lines(ids[side], vocabs[side].entry,
-                                      counts[0] if shared else counts[side])
+                                      counts[0] if shared else counts[side],
+                                      tags if shared or side == 0 else None)
         file_io.write_bytes_atomically(paths.join(out, "dict.%s.txt" % lang),
                                        text.encode("utf-8"), stores)
     return written

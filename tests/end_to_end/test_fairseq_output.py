@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 from datagen_helpers import read_examples
+from format_readers import read_fairseq_side as read_side
 from pipeline import datagen
 from pipeline.tools import inspect
 from repo_paths import REPO_ROOT as ROOT
-from transforms.formats import fairseq_bin
 
 pytestmark = pytest.mark.slow
 
@@ -38,17 +38,6 @@ def outputs(tmp_path_factory):
     for fmt in ("tfrecord", "fairseq"):
         assert _run(root / fmt, fmt) == 0
     return {fmt: str(root / fmt) for fmt in ("tfrecord", "fairseq")}
-
-
-def read_side(data_bin, prefix):
-    """[[ids]] of `{prefix}.bin/.idx`, read by the documented layout."""
-    with open(os.path.join(data_bin, prefix + ".idx"), "rb") as f:
-        dtype, sizes, pointers = fairseq_bin.read_index(f.read())
-    data = np.fromfile(os.path.join(data_bin, prefix + ".bin"), dtype=dtype)
-    assert len(data) * dtype.itemsize == (pointers[-1] + sizes[-1] * dtype.itemsize
-                                          if len(sizes) else 0)
-    return [data[p // dtype.itemsize:p // dtype.itemsize + n].tolist()
-            for p, n in zip(pointers, sizes)]
 
 
 def test_data_bin_holds_the_tfrecord_ids_in_shard_order_mapped_to_fairseq(outputs):

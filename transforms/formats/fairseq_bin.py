@@ -15,7 +15,8 @@ The mapping from the job's ids (`FairseqIds`): the vocabulary's pad id is `<pad>
 EOS id `</s>` (2), and every other id of the vocabulary, in order, is the next fairseq id from
 4 on (for subword, EOS 1 and pad 0: fairseq id = id + 2). A kind whose records end without
 EOS (word: tensorflow/nmt's reader adds it) gets `</s>` appended, as fairseq-preprocess does.
-Each dict line is the vocabulary's own entry (`Vocabulary.entry`); an entry fairseq could not
+Each dict line is the vocabulary's own entry (`Vocabulary.entry`; a language tag as
+`--lang_tags` spells it); an entry fairseq could not
 read back as one distinct token (empty, holding whitespace, one of its four specials, or a
 repeat) is written `<t2t:ID>` with the job's id. Counts are the entry's occurrences in the
 train split (both sides when the two sides share one vocabulary, so both dicts are equal, as
@@ -28,7 +29,8 @@ per record), the record count (`<Q`) and the magic `T2TFSQ01` last.
 """
 
 import struct
-from typing import Any, BinaryIO, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import (Any, BinaryIO, Callable, Dict, Iterator, List, Mapping, Optional, Sequence,
+                    Tuple)
 
 import numpy as np
 
@@ -73,13 +75,14 @@ class FairseqIds:
 
 
 def dict_lines(ids: FairseqIds, entry: Callable[[int], Optional[str]],
-               counts: np.ndarray) -> str:
+               counts: np.ndarray, tags: Optional[Mapping[int, str]] = None) -> str:
     """dict.txt: a `token count` line per entry, in fairseq id order from 4 (`counts`: by
-    the job's id)."""
+    the job's id); `tags`: {job id: language tag}, written as the tag itself (`__de__`),
+    not as the vocabulary stores it (a subword vocabulary escapes it)."""
     seen = set(SPECIALS)
     lines = []
     for job_id in ids.entries:
-        token = entry(job_id)
+        token = (tags or {}).get(job_id) or entry(job_id)
         if not token or any(c.isspace() for c in token) or token in seen:
             token = "<t2t:%d>" % job_id
         seen.add(token)
