@@ -232,6 +232,8 @@ class DatagenJob:
             fairseq_data.write_data_bin(
                 self.layout, shards, (source, target), self._langs, self.stores,
                 {tag["id"]: tag["token"] for tag in self.lang_tags.values()})
+        else:  # a previous fairseq run's, gone with its shards
+            file_io.delete_tree(fairseq_data.data_bin_dir(self.layout), self.stores)
         return report
 
     # -- the job ---------------------------------------------------------------------------

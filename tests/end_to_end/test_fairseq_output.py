@@ -6,6 +6,7 @@ test_fairseq_reads_it.py); reproducible for a seed; refused with what it cannot 
 
 import glob
 import os
+import shutil
 
 import numpy as np
 import pytest
@@ -82,6 +83,14 @@ def test_same_seed_same_bytes_another_seed_another_order(outputs, tmp_path):
     first = read_side(data_bin, "train.en-zh.en")
     other = read_side(str(tmp_path / "seed" / "p.data-bin"), "train.en-zh.en")
     assert first != other and sorted(first) == sorted(other)
+
+
+def test_switching_to_another_format_removes_the_data_bin(outputs, tmp_path):
+    out = tmp_path / "out"
+    shutil.copytree(outputs["fairseq"], out)
+    assert _run(out, "tfrecord", "--overwrite") == 0
+    assert not os.path.exists(out / "p.data-bin")
+    assert sorted(os.listdir(out)) == sorted(os.listdir(outputs["tfrecord"]))
 
 
 def test_inspect_reads_the_fairseq_shards(outputs, capsys):
