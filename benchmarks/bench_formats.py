@@ -11,8 +11,8 @@ arrays and nothing else, in a fresh process per reader:
   `datasets.load_dataset("parquet")` iterated as numpy (the load's conversion counted);
 - fairseq: the data-bin's train `.bin`/`.idx` of both sides, memory-mapped as fairseq's
   `MMapIndexedDataset` reads them, each sentence copied to an int32 array (numpy only).
-The job's CPU seconds (user + sys of it and its reaped children, `wait4`) are less spoiled by a loaded machine
-than its wall time: both are shown, each with its ratio to TFRecord's.
+The job's CPU seconds (user + sys of it and its reaped children, `wait4`) are less spoiled
+by a loaded machine than its wall time: both are shown, each with its ratio to TFRecord's.
 
 Input: the bench corpus (`--data_dir`, `train.{en,zh}.xz`), all of it by default or its first
 `--lines N` pairs. Each format's records are checked equal to TFRecord's, shard by shard.
