@@ -44,6 +44,7 @@ from transforms.pairs import mixing
 from transforms.encode.encode_pairs import BEFORE_CLEANING, BEFORE_MAX_LENGTH
 from transforms.contracts.elements import RejectsReport, ShardReport, TokenCounts
 from transforms.encode.length_stats import summary_lengths
+from transforms.codecs.lang_tags import TAGS_BOTH_SIDES
 from transforms.shards.record_formats import FairseqFormat
 from transforms.storage import file_io
 from transforms.storage.object_stores import ObjectStores, StoreSettings
@@ -165,7 +166,8 @@ class DatagenJob:
 
     def tag_prefixes(self, plan: VocabPlan, datasets: Dict[str, List[Dataset]]) -> None:
         """The encode step's prefixes: each pair's target language tag id ({pair ("" with
-        one corpus): [id]}), for the summary `lang_tags`."""
+        one corpus): [id]}; with --lang_tags nllb its source language's, and the target's
+        before the targets), for the summary `lang_tags`."""
         self._vocab_paths = encoder_vocab_paths(plan)  # the fairseq data-bin's dictionaries
         self._langs = self._data_bin_langs(datasets)
         ids = self.vocab.tag_ids(plan)
@@ -173,9 +175,14 @@ class DatagenJob:
                           for lang in sorted(ids)}
         if not ids:
             return
-        pairs = {ds.pair or "": ds.target_lang or next(iter(ids))
+        pairs = {ds.pair or "": (ds.source_lang or self.vocab.one_source,
+                                 ds.target_lang or self.vocab.one_target)
                  for split in datasets for ds in datasets[split]}
-        self.encode.prefixes = {pair: [ids[lang]] for pair, lang in pairs.items()}
+        if self.config.vocab.lang_tags in TAGS_BOTH_SIDES:  # NLLB: source tag, target tag
+            self.encode.prefixes = {pair: [ids[src]] for pair, (src, _) in pairs.items()}
+            self.encode.target_prefixes = {pair: [ids[tgt]] for pair, (_, tgt) in pairs.items()}
+        else:
+            self.encode.prefixes = {pair: [ids[tgt]] for pair, (_, tgt) in pairs.items()}
 
     def _data_bin_langs(self, datasets: Dict[str, List[Dataset]]) -> Tuple[str, str]:
         """The (source, target) languages a fairseq data-bin names without language pairs:

@@ -34,7 +34,7 @@ from transforms.codecs.vocabulary import VocabFiles, Vocabulary
 from pipeline.driver.kinds import KindPlugin
 from transforms.contracts.config import DatagenConfig
 from transforms.vocab.learners import LearnerInputs, VocabLearner
-from transforms.codecs.lang_tags import lang_tag
+from transforms.codecs.lang_tags import TAGS_BOTH_SIDES, lang_tag
 
 LOG = logging.getLogger("datagen")
 
@@ -78,7 +78,8 @@ class VocabStep:
         self.fingerprint: Optional[fingerprint.Fingerprint] = None
         self.mix: Optional[mixing.MixPlan] = None  # with several corpora, once planned
         self._languages: Dict[str, str] = {}  # a mix's files: {path: language}
-        self.tags: Dict[str, str] = {}  # {target language: tag}, decided by `plan`
+        self.tags: Dict[str, str] = {}  # {language: tag}, decided by `plan`
+        self.one_source = self.one_target = ""  # a one-corpus run's tagged languages
 
     # -- which vocabularies ----------------------------------------------------------------
     def plan(self, datasets: Mapping[str, List[Dataset]]) -> VocabPlan:
@@ -126,7 +127,18 @@ class VocabStep:
         if not targets:
             raise DatagenError("--lang_tags needs the target language: pass "
                                "--target_lang")
-        return {lang: lang_tag(lang, choice) for lang in targets}
+        self.one_target = targets[0]  # a one-corpus run's
+        langs = set(targets)
+        if choice in TAGS_BOTH_SIDES:  # a source tag too, on the inputs
+            sources = sorted({ds.source_lang for split in datasets for ds in datasets[split]
+                              if ds.source_lang})
+            first = datasets["train"][0]
+            if not sources and first.target:
+                sources = [check_name(lang_of(first.source), "the language taken from %s's "
+                                      "extension (pass --source_lang)" % first.source) or ""]
+            self.one_source = sources[0] if sources else ""
+            langs.update(sources)
+        return {lang: lang_tag(lang, choice) for lang in sorted(langs)}
 
     @property
     def reserved(self) -> Tuple[str, ...]:

@@ -1,7 +1,9 @@
-"""--lang_tags t2t | fairseq | marian: each target language's tag, spelt as the trainer spells
-it (`<2de>`, `__de__`, `>>de<<`), is one reserved id that starts every input of its pair and
+"""--lang_tags t2t | fairseq | marian | nllb: each target language's tag, spelt as the trainer
+spells it (`<2de>`, `__de__`, `>>de<<`), is one reserved id that starts every input of its pair and
 that the text never gives; it is one entry of the byte_bpe tokenizer.json's vocabulary,
-spelt as the tag, and one line of the fairseq data-bin's dict.txt, written as the tag.
+spelt as the tag, and one line of the fairseq data-bin's dict.txt, written as the tag. nllb
+also starts every input with the source language's `__xx__` and every target with the
+target language's.
 """
 
 import json
@@ -81,3 +83,27 @@ def test_byte_bpe_tokenizer_json_holds_each_tag_as_one_special_token(tmp_path):
         assert loaded.id_to_token(tag["id"]) == tag["token"]
         # ...which text never gives (the job prepends it; `>>de<<` in a sentence is text)
         assert tag["id"] not in loaded.encode(tag["token"], add_special_tokens=False).ids
+
+
+def test_nllb_puts_the_source_tag_on_inputs_and_the_target_tag_first_in_targets(tmp_path):
+    corpora = corpora_file(str(tmp_path / "in"))
+    out = str(tmp_path / "nllb")
+    assert _run(out, corpora, "--lang_tags", "nllb", "--output_format", "fairseq") == 0
+    with open(os.path.join(out, "m.datagen_summary.json")) as f:
+        tags = json.load(f)["lang_tags"]
+    assert {lang: t["token"] for lang, t in tags.items()} == {
+        lang: "__%s__" % lang for lang in ("de", "en", "vi", "zh")}
+    ids = {t["id"] for t in tags.values()}
+    assert len(ids) == 4
+    with open(os.path.join(out, "m.data-bin", "dict.en.txt"), encoding="utf-8") as f:
+        dict_tokens = [line.rsplit(" ", 1)[0] for line in f]
+    for lang in ("de", "vi", "zh"):
+        records = [r for name in sorted(os.listdir(out))
+                   if name.startswith("m~en-%s-train-" % lang) for r in _records(out, name)]
+        assert records
+        assert all(r["inputs"][0] == tags["en"]["id"] and r["targets"][0] == tags[lang]["id"]
+                   for r in records)
+        assert all(not ids & set(r["inputs"][1:] + r["targets"][1:]) for r in records)
+        assert dict_tokens[tags[lang]["id"] + 2 - 4] == "__%s__" % lang
+        target = read_side(os.path.join(out, "m.data-bin"), "train.en-%s.%s" % (lang, lang))
+        assert [t[0] for t in target] == [tags[lang]["id"] + 2] * len(records)

@@ -159,8 +159,9 @@ class VocabConfig:
     lang_tags: Optional[str] = setting(
         "Prepend the target language's tag (a reserved vocabulary entry) to every input, "
         "spelt as the trainer does: t2t <2xx> (also named target; the default with more "
-        "than one target language), fairseq __xx__, marian >>xx<<; or none (the default "
-        "otherwise).", choices=LANG_TAG_CHOICES,
+        "than one target language), fairseq __xx__, marian >>xx<<, nllb (__xx__ of the "
+        "source language on the inputs and of the target first in the targets, as NLLB and "
+        "M2M-100); or none (the default otherwise).", choices=LANG_TAG_CHOICES,
         vocab=True, new=True)
     file_byte_budget: float = setting(
         "Characters sampled per file for the vocabulary (T2T's file_byte_budget).", 1e8,
