@@ -1,11 +1,15 @@
 """Helpers for the corpus format readers' tests (tests/transforms/formats/): the real fixture
 files in tests/data/formats (provenance in its README.md), the readers run on bytes, a stream
-that cannot seek, and a reader's units split into pairs and rejects."""
+that cannot seek, and a reader's units split into pairs and rejects; and a fairseq data-bin
+read by its documented layout (tests/end_to_end/test_fairseq_output.py)."""
 
 import io
 import os
 
+import numpy as np
+
 from repo_paths import DATA_DIR
+from transforms.formats import fairseq_bin
 from transforms.formats.corpus_formats import Pair, Reject, read_sgm_pair, read_tmx, read_tsv
 
 FORMATS = os.path.join(DATA_DIR, "formats")
@@ -69,3 +73,14 @@ def pairs_of(units):
 
 def rejects_of(units):
     return [u for u in units if isinstance(u, Reject)]
+
+
+def read_fairseq_side(data_bin, prefix):
+    """[[ids]] of `{prefix}.bin/.idx`, read by the documented layout."""
+    with open(os.path.join(data_bin, prefix + ".idx"), "rb") as f:
+        dtype, sizes, pointers = fairseq_bin.read_index(f.read())
+    data = np.fromfile(os.path.join(data_bin, prefix + ".bin"), dtype=dtype)
+    assert len(data) * dtype.itemsize == (pointers[-1] + sizes[-1] * dtype.itemsize
+                                          if len(sizes) else 0)
+    return [data[p // dtype.itemsize:p // dtype.itemsize + n].tolist()
+            for p, n in zip(pointers, sizes)]

@@ -38,6 +38,11 @@ OTHER_PROGRAMS = {
     "--service_port": "Beam's worker_pool_main",
     "--durations": "pytest", "--pdb": "pytest", "--strict-markers": "pytest",
     "--chdir": "sbatch",
+    "--dataset-impl": "fairseq-preprocess", "--joined-dictionary": "fairseq-preprocess",
+    "--task": "fairseq-train", "--source-lang": "fairseq-train",
+    "--target-lang": "fairseq-train", "--arch": "fairseq-train", "--optimizer": "fairseq-train",
+    "--lr": "fairseq-train", "--max-tokens": "fairseq-train",
+    "--share-all-embeddings": "fairseq-train",
 }
 PATH = re.compile(r"`([\w.-]+(?:/[\w.-]+)+\.(?:py|md|sh|txt|ini|json|png|yaml|cfg))`(?! \(new\))")
 LINK = re.compile(r"\]\(([^)\s]+)\)")

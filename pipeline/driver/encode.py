@@ -98,20 +98,22 @@ def build_encode_pass(p: beam.Pipeline, chunks: List[Chunk], vocab_paths: Tuple[
                       earlier_rejects: Sequence[str] = (),
                       prefixes: Optional[Dict[str, List[int]]] = None,
                       pair_shards: Optional[PairShards] = None,
-                      resume: Optional[Resume] = None) -> None:
+                      resume: Optional[Resume] = None,
+                      target_prefixes: Optional[Dict[str, List[int]]] = None) -> None:
     """Encodes `chunks`, writes shuffled shards, and all rejects (with those of `prepare`).
 
     `work_dirs`: where shard fragments, shards and rejects files are written
     ({"fragments", "shards", "rejects"}); the shard and rejects files are moved into place by
     the driver once the books balance. `prefixes`: {pair: ids before every input}, the
-    language tags; `pair_shards`: the pairs' own shards (`ShardPlan.pair_shards`);
+    language tags (`target_prefixes`: before every target, `--lang_tags nllb`); `pair_shards`: the pairs' own shards (`ShardPlan.pair_shards`);
     `resume`: where chunk manifests go and a killed run's are looked for (then the result's
     `resume` counts the chunks reused and encoded).
     """
     encoded = (p | "Chunks" >> beam.Create(chunks, reshuffle=False)
                | "Encode" >> EncodePairs(config.vocab.loader,
                                          vocab_paths[0], vocab_paths[1], seed, num_shards,
-                                         work_dirs["fragments"], config, prefixes, resume))
+                                         work_dirs["fragments"], config, prefixes, resume,
+                                         target_prefixes))
     shards = encoded.records | "Write" >> WriteShuffledShards(
         problem, num_shards, work_dirs["shards"], config.job.output_format, pair_shards,
         config.job.packed_length)
@@ -149,6 +151,7 @@ class EncodeStep:
         self._run_pass = run_pass
         self._stores = stores
         self.prefixes: Dict[str, List[int]] = {}  # {pair: ids before its inputs}: the tags
+        self.target_prefixes: Dict[str, List[int]] = {}  # {pair: ids before its targets}
         self.shard_plan = ShardPlan({}, {}, {})  # set by `plan_shards` before `run`
         # the run's resume key and whether a killed run left chunks under it (set by the
         # job once the fingerprint is known; a dry run has none)
@@ -173,7 +176,7 @@ class EncodeStep:
             self.work_dirs(), work("encode.json"), self._config,
             earlier_rejects, self.prefixes, self.shard_plan.pair_shards,
             None if self.resume_key is None else resuming.resume_of(
-                self._layout, self.resume_key, self.look))
+                self._layout, self.resume_key, self.look), self.target_prefixes)
 
     def work_dirs(self) -> Dict[str, str]:
         """{"fragments", "shards", "rejects"}: where the pass writes; the fragments in the

@@ -26,8 +26,8 @@ from pipeline.driver.job_record import JobRecord
 from pipeline.driver.options import Command
 from pipeline.driver.passes import PassRunner
 from pipeline.driver.prepare import Prepared, PrepareStep, rides_along
-from pipeline.driver.vocabularies import VocabPlan, VocabStep, encoder_vocab_paths
-from pipeline.output import books, commit, own_outputs
+from pipeline.driver.vocabularies import VocabPlan, VocabStep, encoder_vocab_paths, lang_of
+from pipeline.output import books, commit, fairseq_data, own_outputs
 from pipeline.output.books import SplitReport
 from pipeline.output.complete_check import read_summary
 from pipeline.output.layout import OutputLayout
@@ -44,6 +44,8 @@ from transforms.pairs import mixing
 from transforms.encode.encode_pairs import BEFORE_CLEANING, BEFORE_MAX_LENGTH
 from transforms.contracts.elements import RejectsReport, ShardReport, TokenCounts
 from transforms.encode.length_stats import summary_lengths
+from transforms.codecs.lang_tags import TAGS_BOTH_SIDES
+from transforms.shards.record_formats import FairseqFormat
 from transforms.storage import file_io
 from transforms.storage.object_stores import ObjectStores, StoreSettings
 
@@ -88,6 +90,8 @@ class DatagenJob:
         self.cleaned: Optional[dict] = None  # the summary's `cleaning`, when cleaning ran
         self.lang_tags: Dict[str, dict] = {}  # the summary's `lang_tags`, when tags are on
         self._previous_pairs: Set[str] = set()  # pairs with own shards in an earlier output
+        self._vocab_paths: Tuple[str, str] = ("", "")  # (source, target) vocabularies
+        self._langs: Tuple[str, str] = ("src", "tgt")  # the data-bin's names without pairs
 
     # -- plan ------------------------------------------------------------------------------
     def plan(self, **expand: Callable[..., List[str]]) -> Dict[str, List[Dataset]]:
@@ -163,15 +167,33 @@ class DatagenJob:
 
     def tag_prefixes(self, plan: VocabPlan, datasets: Dict[str, List[Dataset]]) -> None:
         """The encode step's prefixes: each pair's target language tag id ({pair ("" with
-        one corpus): [id]}), for the summary `lang_tags`."""
+        one corpus): [id]}; with --lang_tags nllb its source language's, and the target's
+        before the targets), for the summary `lang_tags`."""
+        self._vocab_paths = encoder_vocab_paths(plan)  # the fairseq data-bin's dictionaries
+        self._langs = self._data_bin_langs(datasets)
         ids = self.vocab.tag_ids(plan)
         self.lang_tags = {lang: {"token": self.vocab.tags[lang], "id": ids[lang]}
                           for lang in sorted(ids)}
         if not ids:
             return
-        pairs = {ds.pair or "": ds.target_lang or next(iter(ids))
+        pairs = {ds.pair or "": (ds.source_lang or self.vocab.one_source,
+                                 ds.target_lang or self.vocab.one_target)
                  for split in datasets for ds in datasets[split]}
-        self.encode.prefixes = {pair: [ids[lang]] for pair, lang in pairs.items()}
+        if self.config.vocab.lang_tags in TAGS_BOTH_SIDES:  # NLLB: source tag, target tag
+            self.encode.prefixes = {pair: [ids[src]] for pair, (src, _) in pairs.items()}
+            self.encode.target_prefixes = {pair: [ids[tgt]] for pair, (_, tgt) in pairs.items()}
+        else:
+            self.encode.prefixes = {pair: [ids[tgt]] for pair, (_, tgt) in pairs.items()}
+
+    def _data_bin_langs(self, datasets: Dict[str, List[Dataset]]) -> Tuple[str, str]:
+        """The (source, target) languages a fairseq data-bin names without language pairs:
+        the vocab files' suffixes (`VocabStep.plan`), else `src` and `tgt`."""
+        read, train = self.config.read, datasets.get("train") or []
+        first = train[0] if train else None
+        found = [None, None] if first is None else [
+            first.source_lang or (lang_of(first.source) if first.target else None),
+            first.target_lang or (lang_of(first.target) if first.target else None)]
+        return (read.source_lang or found[0] or "src", read.target_lang or found[1] or "tgt")
 
     # -- commit ----------------------------------------------------------------------------
     @property
@@ -211,6 +233,15 @@ class DatagenJob:
             LOG.info("moving %d shards into %s", len(shards), self.layout.output_dir)
         commit.promote_outputs(self.layout, shards, rejects, self.stores,
                                sorted(pairs | self._previous_pairs))
+        if isinstance(self.layout.shards.format, FairseqFormat):
+            source = self.vocab.files.load(self._vocab_paths[0])
+            target = (source if self._vocab_paths[1] == self._vocab_paths[0]
+                      else self.vocab.files.load(self._vocab_paths[1]))
+            fairseq_data.write_data_bin(
+                self.layout, shards, (source, target), self._langs, self.stores,
+                {tag["id"]: tag["token"] for tag in self.lang_tags.values()})
+        else:  # a previous fairseq run's, gone with its shards
+            file_io.delete_tree(fairseq_data.data_bin_dir(self.layout), self.stores)
         return report
 
     # -- the job ---------------------------------------------------------------------------

@@ -23,7 +23,7 @@ from transforms.contracts.config import FLAG_PARTS, DatagenConfig, VocabConfig
 from transforms.contracts.settings import Flag, flag_fields
 from pipeline.driver.corpora import read_corpora
 from pipeline.driver.kinds import KindPlugin, every_plugin, kind_part
-from transforms.shards.record_formats import SPLITS, TEXT_FORMATS
+from transforms.shards.record_formats import SPLITS, TEXT_FORMATS, FairseqFormat
 from transforms.storage import file_io
 
 LOG = logging.getLogger("datagen")
@@ -119,7 +119,8 @@ def _check_general_flags(f: argparse.Namespace) -> None:
                            "the sides)")
     if (f.train_tsv or f.dev_tsv) and f.source_column == f.target_column:
         raise DatagenError("--source_column and --target_column must be different columns")
-    if f.output_format in TEXT_FORMATS and (f.packed_length or f.lang_tags == "target"):
+    if f.output_format in TEXT_FORMATS and (f.packed_length
+                                            or f.lang_tags not in (None, "none")):
         raise DatagenError("--output_format %s writes the pairs' text, no ids: --%s acts on "
                            "ids" % (f.output_format,
                                     "packed_length" if f.packed_length else "lang_tags"))
@@ -158,6 +159,11 @@ def parse_command_line(argv: Sequence[str]) -> Command:
                            "records ending in EOS; --vocab_type %s writes records without "
                            "EOS (its reader adds it), so no reader would take them"
                            % part.kind.name)
+    if flags.output_format == FairseqFormat.name and (flags.packed_length or flags.mix_shards):
+        # fairseq-train batches by length itself and reads one data-bin per language pair
+        raise DatagenError("--output_format fairseq writes one pair per record and a "
+                           "data-bin per language pair: it takes no --%s"
+                           % ("packed_length" if flags.packed_length else "mix_shards"))
     output_dir = file_io.absolute(flags.output_dir)
     given = tuple(file_io.absolute(name) for name in part.given)
     corpora = read_corpora(flags, beam_args) if flags.corpora else None

@@ -34,6 +34,7 @@ from transforms.codecs.vocabulary import VocabFiles, Vocabulary
 from pipeline.driver.kinds import KindPlugin
 from transforms.contracts.config import DatagenConfig
 from transforms.vocab.learners import LearnerInputs, VocabLearner
+from transforms.codecs.lang_tags import TAGS_BOTH_SIDES, lang_tag
 
 LOG = logging.getLogger("datagen")
 
@@ -48,9 +49,6 @@ class VocabChoice(NamedTuple):
 VocabPlan = Dict[str, Tuple[str, List[Dataset]]]
 
 
-def lang_tag(lang: str) -> str:
-    """The tag that asks for output in `lang` (Johnson et al., 2017), prepended to inputs."""
-    return "<2%s>" % lang  # {name: (path in the output, [train datasets])}
 
 
 def encoder_vocab_paths(plan: VocabPlan) -> Tuple[str, str]:
@@ -80,7 +78,8 @@ class VocabStep:
         self.fingerprint: Optional[fingerprint.Fingerprint] = None
         self.mix: Optional[mixing.MixPlan] = None  # with several corpora, once planned
         self._languages: Dict[str, str] = {}  # a mix's files: {path: language}
-        self.tags: Dict[str, str] = {}  # {target language: tag}, decided by `plan`
+        self.tags: Dict[str, str] = {}  # {language: tag}, decided by `plan`
+        self.one_source = self.one_target = ""  # a one-corpus run's tagged languages
 
     # -- which vocabularies ----------------------------------------------------------------
     def plan(self, datasets: Mapping[str, List[Dataset]]) -> VocabPlan:
@@ -107,7 +106,7 @@ class VocabStep:
             raise DatagenError("source and target language are both %r: pass --source_lang/"
                                "--target_lang, or --shared_vocab" % src_lang)
         if self.tags:  # a tag is an entry of the vocabulary of the inputs it starts
-            raise DatagenError("--lang_tags target with one corpus needs --shared_vocab "
+            raise DatagenError("--lang_tags with one corpus needs --shared_vocab "
                                "(the tags are entries of one vocabulary of both sides)")
         return {"source": (self._layout.vocab_path(kind.codec, src_lang), train),
                 "target": (self._layout.vocab_path(kind.codec, tgt_lang), train)}
@@ -126,9 +125,20 @@ class VocabStep:
                 targets = [check_name(lang_of(first.target), "the language taken from %s's "
                                       "extension (pass --target_lang)" % first.target) or ""]
         if not targets:
-            raise DatagenError("--lang_tags target needs the target language: pass "
+            raise DatagenError("--lang_tags needs the target language: pass "
                                "--target_lang")
-        return {lang: lang_tag(lang) for lang in targets}
+        self.one_target = targets[0]  # a one-corpus run's
+        langs = set(targets)
+        if choice in TAGS_BOTH_SIDES:  # a source tag too, on the inputs
+            sources = sorted({ds.source_lang for split in datasets for ds in datasets[split]
+                              if ds.source_lang})
+            first = datasets["train"][0]
+            if not sources and first.target:
+                sources = [check_name(lang_of(first.source), "the language taken from %s's "
+                                      "extension (pass --source_lang)" % first.source) or ""]
+            self.one_source = sources[0] if sources else ""
+            langs.update(sources)
+        return {lang: lang_tag(lang, choice) for lang in sorted(langs)}
 
     @property
     def reserved(self) -> Tuple[str, ...]:

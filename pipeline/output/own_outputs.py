@@ -32,7 +32,7 @@ _VOCAB_SUFFIXES = "(%s)" % "|".join(re.escape(kind.file_suffix) for kind in CODE
 _OWN_NAMES = re.compile(
     r"(vocab\..+\.\d+\." + _VOCAB_SUFFIXES + r"(\.[^/]+)?"      # vocab files (and dirs)
     r"|\.vocab\..+\.fingerprint\.json"                           # their sidecars
-    r"|.+\.(datagen_summary\.json|DATAGEN_COMPLETE|datagen\.lock|lengths\.html)"
+    r"|.+\.(datagen_summary\.json|DATAGEN_COMPLETE|datagen\.lock|lengths\.html|data-bin)"
     r"|" + SHARD_NAME_PATTERN +                                   # shards
     r")(\.tmp-[0-9a-f]{32})?\Z"
     r"|\..+\.tmp-[0-9a-f]{32}\Z")                                  # file_io.temporary_name

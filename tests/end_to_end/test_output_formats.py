@@ -25,7 +25,7 @@ pytestmark = pytest.mark.slow
 CORPUS = os.path.join(ROOT, "tests", "data", "enzh-mlqe-pe")
 FLAGS = ["--problem", "p", "--vocab_size", "2000", "--num_train_shards", "4",
          "--num_dev_shards", "2", "--runner", "FnApiRunner"]
-SUFFIX = {"tfrecord": "", "array_record": ".array_record", "parquet": ".parquet"}
+SUFFIX = {name: fmt.suffix for name, fmt in FORMATS.items()}
 # the formats of ids (the text formats hold the text: tests/end_to_end/test_text_output.py)
 ID_FORMATS = [fmt for fmt in FORMATS if fmt not in TEXT_FORMATS]
 

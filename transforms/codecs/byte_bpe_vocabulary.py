@@ -84,6 +84,9 @@ class ByteBpeVocabulary(Vocabulary):
         pad = self.bpe.token_to_id(PAD_TOKEN)
         return self.bpe.vocab_size if pad is None else pad
 
+    def entry(self, index: int) -> Optional[str]:
+        return self.bpe.id_to_token(index)
+
     def token_id(self, token: str) -> Optional[int]:
         return self.bpe.token_to_id(token)
 

@@ -78,6 +78,11 @@ class SentencePieceVocabulary(Vocabulary):
         pad = self.model.special_ids()["pad_id"]
         return pad if pad >= 0 else self.vocab_size
 
+    def entry(self, index: int) -> Optional[str]:
+        if not 0 <= index < self.vocab_size:
+            return None
+        return str(self.model.processor.id_to_piece(index))
+
     def token_id(self, token: str) -> Optional[int]:
         processor = self.model.processor
         piece = processor.piece_to_id(token)

@@ -51,6 +51,10 @@ class SubwordVocabulary(Vocabulary):
     def eos_ids(self) -> List[int]:
         return [EOS_ID]
 
+    def entry(self, index: int) -> Optional[str]:
+        strings = self.encoder.subtoken_strings
+        return strings[index] if 0 <= index < len(strings) else None
+
     def token_id(self, token: str) -> Optional[int]:
         # a reserved token is stored escaped, as T2T stores `<pad>` and `<EOS>`
         return self.encoder.subtoken_id(escape_token_all_known(token))

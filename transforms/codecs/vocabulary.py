@@ -97,6 +97,12 @@ class Vocabulary(abc.ABC):
         0 declares another (`README`, "Vocabulary types", has the table)."""
         return 0
 
+    def entry(self, index: int) -> Optional[str]:
+        """The vocabulary's own string for id `index` (a subtoken, a word, a piece: what its
+        file lists), or None for an id it has no string for. A trainer's own vocabulary
+        listing (fairseq's dict.txt: `transforms.formats.fairseq_bin`) is made of these."""
+        return None
+
     def token_id(self, token: str) -> Optional[int]:
         """The id of `token` when it is one entry of the vocabulary (a reserved token such as
         a language tag `<2de>`, which is never split and never comes out of `encode`), else

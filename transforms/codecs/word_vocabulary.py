@@ -54,6 +54,10 @@ class WordVocabulary(Vocabulary):
     def decode(self, ids: Sequence[int]) -> str:
         return self.words.decode(ids)
 
+    def entry(self, index: int) -> Optional[str]:
+        words = self.words.words
+        return words[index] if 0 <= index < len(words) else None
+
     def token_id(self, token: str) -> Optional[int]:
         return self.words.id_of(token) if token in self.words else None
 

@@ -19,6 +19,7 @@ imports nothing of the driver.
 import dataclasses
 from typing import Any, ClassVar, Dict, Mapping, Optional, Tuple
 
+from transforms.codecs.lang_tags import LANG_TAG_CHOICES
 from transforms.codecs.vocabulary import VocabularyLoader
 from transforms.contracts.flag_ranges import INT32_MAX, bounded
 from transforms.contracts.settings import (INPUT, LANG_MAX, LOG_LEVELS, MAX_SHARDS, OPERATIONAL,
@@ -156,9 +157,12 @@ class VocabConfig:
         "weight, n_l its lines; 1 is proportional to the data.", 5.0,
         type=bounded(float, above=0), vocab=True, new=True, several_only=True)
     lang_tags: Optional[str] = setting(
-        "Prepend the target language's tag <2xx> (a reserved vocabulary entry) to every "
-        "input: target (the default with more than one target language) or none (the "
-        "default otherwise).", choices=("target", "none"), vocab=True, new=True)
+        "Prepend the target language's tag (a reserved vocabulary entry) to every input, "
+        "spelt as the trainer does: t2t <2xx> (also named target; the default with more "
+        "than one target language), fairseq __xx__, marian >>xx<<, nllb (__xx__ of the "
+        "source language on the inputs and of the target first in the targets, as NLLB and "
+        "M2M-100); or none (the default otherwise).", choices=LANG_TAG_CHOICES,
+        vocab=True, new=True)
     file_byte_budget: float = setting(
         "Characters sampled per file for the vocabulary (T2T's file_byte_budget).", 1e8,
         type=bounded(float, above=0), vocab=True)
@@ -207,8 +211,10 @@ class JobConfig:
     output_format: str = setting(
         "Record format of the shards: tfrecord (tf.train.Example records, T2T's), "
         "array_record (the same records, for Grain; names end .array_record), parquet "
-        "(inputs/targets list<int32> columns; names end .parquet), or text / text.gz (the "
-        "cleaned pairs as line-aligned text, a shard's sides in .src and .tgt files).",
+        "(inputs/targets list<int32> columns; names end .parquet), fairseq (.fairseq "
+        "shards and {problem}.data-bin/, fairseq-preprocess's binarized data), or text / "
+        "text.gz (the cleaned pairs as line-aligned text, a shard's sides in .src and .tgt "
+        "files).",
         Declared("transforms.shards.record_formats", "DEFAULT_FORMAT"),
         choices=Declared("transforms.shards.record_formats", "FORMAT_NAMES"), new=True)
     mix_shards: bool = setting(

@@ -80,11 +80,13 @@ class _EncodeChunkFn(beam.DoFn):
                  fragment_dir: str, config: DatagenConfig,
                  store_settings: Optional[StoreSettings] = None,
                  prefixes: Optional[Dict[str, List[int]]] = None,
-                 resume: Optional[Resume] = None) -> None:
+                 resume: Optional[Resume] = None,
+                 target_prefixes: Optional[Dict[str, List[int]]] = None) -> None:
         self._store_settings = store_settings or StoreSettings()
         self._resume = resume  # where chunk manifests are kept and looked for
         # {pair ("" with one corpus): ids put before every input: its language tag}
         self._prefixes = dict(prefixes or {})
+        self._target_prefixes = dict(target_prefixes or {})  # before every target (NLLB)
         self._paths = (source_vocab_path, target_vocab_path)
         self._fragment_dir = fragment_dir
         self._seed = seed
@@ -107,7 +109,8 @@ class _EncodeChunkFn(beam.DoFn):
         source = vocabularies.load(self._paths[0], for_encoding=True)
         target = (source if self._paths[1] == self._paths[0]
                   else vocabularies.load(self._paths[1], for_encoding=True))
-        tags = {i for ids in self._prefixes.values() for i in ids}
+        tags = {i for prefixes in (self._prefixes, self._target_prefixes)
+                for ids in prefixes.values() for i in ids}
         if tags:  # a tag string inside a sentence is text, never the tag's id (the tags
             shared = source is target  # are ids of the one vocabulary of both sides)
             source = source.reserving(tags)
@@ -117,6 +120,8 @@ class _EncodeChunkFn(beam.DoFn):
         self._encoder = PairEncoder(source, target, self._examples)
         self._prefix_varints = {pair: (encode_varints(ids), len(ids))
                                 for pair, ids in self._prefixes.items()}
+        self._target_prefix_varints = {pair: (encode_varints(ids), len(ids))
+                                       for pair, ids in self._target_prefixes.items()}
         self._pair_entries: Dict[str, bytes] = {}  # pair -> its `lang_pair` feature entry
         # bitmap path -> the cleaning stage's dropped lines of a dataset
         self._dropped: Dict[str, bytes] = {}
@@ -186,6 +191,7 @@ class _EncodeChunkFn(beam.DoFn):
         by_shard: Dict[int, List[FragmentEntry]] = {}  # shard -> [(key, dataset, line, record)]
         written = PairTally()
         prefix = self._prefix_varints.get(ds.get("pair", ""), (b"", 0))
+        target_prefix = self._target_prefix_varints.get(ds.get("pair", ""), (b"", 0))
         before = chunk.get("lengths_before")  # also measure the pairs cleaning dropped
         cleaned_away: List[LinePair] = []  # those of them that would be written
         max_length = max_length_of(split, self._max_length)
@@ -206,7 +212,7 @@ class _EncodeChunkFn(beam.DoFn):
                         texts.update(zip((number for number, _, _ in item.pairs), item.raw))
                     for number, source, target in self._encoder.encode(
                             item.pairs, key_of, ds["index"], num_shards, by_shard, written,
-                            max_length, too_long, prefix, pair_entry):
+                            max_length, too_long, prefix, pair_entry, target_prefix):
                         yield self._reject(chunk, LineReject(number, OVER_MAX_LENGTH, source,
                                                              target))
         if self._text:
@@ -224,7 +230,7 @@ class _EncodeChunkFn(beam.DoFn):
             yield beam.pvalue.TaggedOutput(LENGTHS, (pair_lengths_key(split, pair), lengths))
         if before or max_length:
             measured = PairTally()
-            self._encoder.measure(cleaned_away, measured, prefix)
+            self._encoder.measure(cleaned_away, measured, prefix, target_prefix)
             both = written.plus(measured).plus(too_long)
             label = BEFORE_CLEANING if before else BEFORE_MAX_LENGTH
             yield beam.pvalue.TaggedOutput(LENGTHS, (split + label, chunk_lengths(
@@ -341,7 +347,8 @@ class EncodePairs(beam.PTransform):
     class and the options it is built with, its EOS token included), whose files are at the
     two paths; `config`: the run's `transforms.contracts.config.DatagenConfig` (how lines are read and
     rejected); `prefixes`: {pair: ids} put before every input of the pair's datasets (its
-    language tag; "" is the pair of a one-corpus run); `resume`: where chunk manifests are
+    language tag; "" is the pair of a one-corpus run), `target_prefixes` likewise before every
+    target (`--lang_tags nllb`); `resume`: where chunk manifests are
     written and a killed run's looked for (and then the `resume` output says, per chunk,
     whether it was reused or encoded)."""
 
@@ -349,17 +356,19 @@ class EncodePairs(beam.PTransform):
                  target_vocab_path: str, seed: int, num_shards: Dict[str, int],
                  fragment_dir: str, config: DatagenConfig,
                  prefixes: Optional[Dict[str, List[int]]] = None,
-                 resume: Optional[Resume] = None) -> None:
+                 resume: Optional[Resume] = None,
+                 target_prefixes: Optional[Dict[str, List[int]]] = None) -> None:
         super().__init__()
         self._args = (loader, source_vocab_path, target_vocab_path, seed, num_shards,
                       fragment_dir, config)
         self._prefixes = prefixes
+        self._target_prefixes = target_prefixes
         self._resume = resume
 
     @no_annotations  # Beam takes PCollection hints only here: the outputs' are `EncodeOut`
     def expand(self, chunks: beam.PCollection) -> DoOutputsTuple:
         fn = _EncodeChunkFn(*self._args, StoreSettings.from_options(chunks.pipeline.options),
-                            self._prefixes, self._resume)
+                            self._prefixes, self._resume, self._target_prefixes)
         return (chunks
                 | "Spread" >> beam.Reshuffle()
                 | "Encode" >> beam.ParDo(fn).with_outputs(REJECTS, STATS, LENGTHS, RESUME,

@@ -119,7 +119,7 @@ class PairEncoder:
         self._line_entries: Tuple[LineEntries, LineEntries] = ({}, {})
         # the source side's entries under a prefix (a language tag's id): one prefix's at a
         # time (a chunk is one pair's), so memory does not grow with the number of pairs
-        self._prefixed: Tuple[bytes, LineEntries] = (b"", {})
+        self._prefixed: List[Tuple[bytes, LineEntries]] = [(b"", {}), (b"", {})]  # per side
 
     def _entries(self, side: int, texts: List[str], prefix: Tuple[bytes, int] = (b"", 0)
                  ) -> LineEntries:
@@ -127,9 +127,9 @@ class PairEncoder:
         appended, after `prefix`: the varints of ids put first, and how many)."""
         cache = self._line_entries[side]
         if prefix[0]:
-            if self._prefixed[0] != prefix[0]:
-                self._prefixed = (prefix[0], {})
-            cache = self._prefixed[1]
+            if self._prefixed[side][0] != prefix[0]:
+                self._prefixed[side] = (prefix[0], {})
+            cache = self._prefixed[side][1]
         distinct = list(dict.fromkeys(texts))
         entries: Dict[str, Optional[LineEntry]] = dict(zip(distinct, map(cache.get, distinct)))
         new = [text for text, known in entries.items() if known is None]
@@ -156,12 +156,13 @@ class PairEncoder:
             entries.update(made)
         return entries  # type: ignore[return-value]  # every value is set now
 
-    def _known(self, pairs: List[LinePair], prefix: Tuple[bytes, int] = (b"", 0)
+    def _known(self, pairs: List[LinePair], prefix: Tuple[bytes, int] = (b"", 0),
+               target_prefix: Tuple[bytes, int] = (b"", 0)
                ) -> Tuple[List[LineEntry], List[LineEntry]]:
         """The source and target entries of `pairs`, in their order (`prefix` before each
         source's ids)."""
         sources = self._entries(0, [source for _, source, _ in pairs], prefix)
-        targets = self._entries(1, [target for _, _, target in pairs])
+        targets = self._entries(1, [target for _, _, target in pairs], target_prefix)
         return ([sources[source] for _, source, _ in pairs],
                 [targets[target] for _, _, target in pairs])
 
@@ -175,10 +176,11 @@ class PairEncoder:
         tally.lengths.extend(zip([k[1] for k in src_known], [k[1] for k in tgt_known]))
 
     def measure(self, pairs: List[LinePair], tally: PairTally,
-                prefix: Tuple[bytes, int] = (b"", 0)) -> Tuple[
+                prefix: Tuple[bytes, int] = (b"", 0),
+                target_prefix: Tuple[bytes, int] = (b"", 0)) -> Tuple[
             List[LineEntry], List[LineEntry]]:
         """Adds `pairs`' counts to `tally`; returns their source and target entries."""
-        src_known, tgt_known = self._known(pairs, prefix)
+        src_known, tgt_known = self._known(pairs, prefix, target_prefix)
         self._count(tally, src_known, tgt_known)
         return src_known, tgt_known
 
@@ -186,11 +188,13 @@ class PairEncoder:
                num_shards: int, by_shard: Dict[int, List[FragmentEntry]],
                tally: PairTally, max_length: int = 0,
                too_long: Optional[PairTally] = None, prefix: Tuple[bytes, int] = (b"", 0),
-               pair_entry: bytes = b"") -> List[LinePair]:
+               pair_entry: bytes = b"", target_prefix: Tuple[bytes, int] = (b"", 0)
+               ) -> List[LinePair]:
         """Encodes `pairs`: each pair's record, keyed by `key_of(line number)`
         (`shuffle_keys`), goes to its shard's list in `by_shard`, its counts to `tally`.
         `prefix`: (varints, how many) of ids that go before every input's (a language
-        tag); `pair_entry`: the records' `lang_pair` feature entry (`bytes_entry`), if any.
+        tag); `pair_entry`: the records' `lang_pair` feature entry (`bytes_entry`), if any;
+        `target_prefix`: ids that go before every target's (NLLB-style target language tag).
 
         With `max_length` (--max_length; 0: no limit), a pair whose longer side has more ids
         than that, as stored (EOS and a language tag included), is not written, as T2T's
@@ -198,9 +202,9 @@ class PairEncoder:
         `too_long` and the pairs dropped are returned (none without `max_length`)."""
         dropped: List[LinePair] = []
         if not max_length:
-            src_known, tgt_known = self.measure(pairs, tally, prefix)
+            src_known, tgt_known = self.measure(pairs, tally, prefix, target_prefix)
         else:
-            src_known, tgt_known = self._known(pairs, prefix)
+            src_known, tgt_known = self._known(pairs, prefix, target_prefix)
             keep = [s[1] <= max_length and t[1] <= max_length
                     for s, t in zip(src_known, tgt_known)]
             if not all(keep):

@@ -14,6 +14,8 @@ reader and `inspect` all go through this module.
 - `parquet`: one row per record, the Example's int64 lists as `list<int32>` columns named as
   the features (`inputs`, `targets`; with --packed_length also the four segmentation and
   position features), zstd, row groups of `PARQUET_ROW_GROUP_ROWS` rows.
+- `fairseq`: each side's ids as int32 (`transforms.formats.fairseq_bin`), which the commit
+  turns into fairseq's data-bin (`pipeline.output.fairseq_data`).
 
 Adding a format: one `RecordFormat` subclass here, added to `FORMATS`; its name is then a
 value of `--output_format` (docs/design.md, "Record formats").
@@ -370,8 +372,40 @@ def text_record(source: bytes, target: bytes,
     return (examples or Int64FeaturesWriter()).serialize({"inputs": source, "targets": target})
 
 
+class FairseqFormat(_LocalFileFormat):
+    """The job's `.fairseq` shards (`transforms.formats.fairseq_bin`): each side's ids as
+    int32, from which the commit assembles fairseq's data-bin (`pipeline.output.fairseq_data`).
+    Records are read back as inputs and targets only (a pair's own shards name the pair)."""
+
+    name, suffix = "fairseq", ".fairseq"
+
+    def _write_local(self, local_path: str, records: Iterable[bytes],
+                     features: Sequence[str]) -> int:
+        from transforms.formats import fairseq_bin
+        if tuple(features) != tuple(FEATURES):
+            raise ValueError("--output_format fairseq writes one pair per record")
+        examples = Int64FeaturesWriter()
+
+        def pairs() -> Iterator[Tuple[List[int], List[int]]]:
+            for record in records:
+                values = examples.parse_all(bytes(record))
+                yield values.get("inputs", []), values.get("targets", [])
+
+        with open(local_path, "wb") as out:
+            return fairseq_bin.write_shard(out, pairs())
+
+    def _read_local(self, local_path: str) -> Iterator[bytes]:
+        from transforms.formats import fairseq_bin
+        examples = Int64FeaturesWriter()
+        with open(local_path, "rb") as f:
+            data = f.read()
+        for values in fairseq_bin.shard_pairs(data):
+            yield examples.serialize(values)
+
+
 FORMATS: Dict[str, RecordFormat] = {f.name: f for f in (
-    TFRecordFormat(), ArrayRecordFormat(), ParquetFormat(), TextFormat(), GzipTextFormat())}
+    TFRecordFormat(), ArrayRecordFormat(), ParquetFormat(), FairseqFormat(), TextFormat(),
+    GzipTextFormat())}
 TEXT_FORMATS = tuple(name for name, f in FORMATS.items() if isinstance(f, TextFormat))
 SPLITS = ("train", "dev")  # the splits a job writes, each with its own shards
 FORMAT_NAMES = tuple(sorted(FORMATS))  # --output_format's choices
