@@ -477,7 +477,7 @@ class DatagenJob:
             "complete", vocab=vocab, splits=split_report,
             lengths=dict(summary_lengths(lengths, list(prepared) + [
                 name for name in lengths if name.endswith((BEFORE_CLEANING, BEFORE_MAX_LENGTH))],
-                self.config.read.max_length), ids_end_in_eos=self.vocab.kind.codec.ends_in_eos),
+                self.config.read.max_length), ids_end_in_eos=self.vocab.kind.codec.ends_in_eos and bool(plan)),
             metrics=dict(sorted(self.run_pass.counters.items())),
             resume=dict(self.encode.reuse, shards_written=len(encoded[0])), **extra)
         self.run_pass.stop_if_interrupted()

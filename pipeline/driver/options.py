@@ -119,11 +119,12 @@ def _check_general_flags(f: argparse.Namespace) -> None:
                            "the sides)")
     if (f.train_tsv or f.dev_tsv) and f.source_column == f.target_column:
         raise DatagenError("--source_column and --target_column must be different columns")
-    if f.output_format in TEXT_FORMATS and (f.packed_length
-                                            or f.lang_tags not in (None, "none")):
+    acts_on_ids = [flag for flag, on in (("packed_length", f.packed_length),
+                                         ("max_length", f.max_length),
+                                         ("lang_tags", f.lang_tags not in (None, "none"))) if on]
+    if f.output_format in TEXT_FORMATS and acts_on_ids:
         raise DatagenError("--output_format %s writes the pairs' text, no ids: --%s acts on "
-                           "ids" % (f.output_format,
-                                    "packed_length" if f.packed_length else "lang_tags"))
+                           "ids" % (f.output_format, acts_on_ids[0]))
     if f.keep_order and (f.output_format not in TEXT_FORMATS or f.num_train_shards != 1
                          or f.num_dev_shards != 1 or f.mix_shards):
         raise DatagenError("--keep_order writes the pairs in input order: with "

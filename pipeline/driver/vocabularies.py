@@ -28,6 +28,7 @@ from pipeline.output.layout import OutputLayout, lang_of
 from pipeline.output.names import check_name
 from pipeline.runtime.errors import DatagenError, one_line
 from transforms.pairs import mixing
+from transforms.shards.record_formats import TEXT_FORMATS
 from transforms.storage.object_stores import ObjectStores
 from transforms.storage.vocab_files import VocabularyFiles
 from transforms.codecs.vocabulary import VocabFiles, Vocabulary
@@ -52,7 +53,10 @@ VocabPlan = Dict[str, Tuple[str, List[Dataset]]]
 
 
 def encoder_vocab_paths(plan: VocabPlan) -> Tuple[str, str]:
-    """(source vocab path, target vocab path); the same file twice for a shared vocab."""
+    """(source vocab path, target vocab path); the same file twice for a shared vocab;
+    ("", "") for none (the text output)."""
+    if not plan:
+        return "", ""
     if "shared" in plan:
         return plan["shared"][0], plan["shared"][0]
     return plan["source"][0], plan["target"][0]
@@ -86,6 +90,9 @@ class VocabStep:
         """{vocab name: (vocab path in the output, [train datasets])}; also decides the
         language tags (`tags`)."""
         self.tags = self._plan_tags(datasets)
+        if self._config.job.output_format in TEXT_FORMATS:
+            self.tags = {}  # the text output holds the text: no vocabulary, no tag, no
+            return {}       # vocab pass
         read, vocab = self._config.read, self._config.vocab
         kind = self.kind
         train = datasets["train"]

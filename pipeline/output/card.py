@@ -138,6 +138,9 @@ def _cell(text: Any) -> str:
 
 def _vocabulary_lines(summary: Dict[str, Any]) -> List[str]:
     flags = summary["flags"]
+    if not [name for name in summary["vocab"] if name != "passes"]:
+        return ["Vocabulary: none (the text output is for a trainer that tokenizes); lengths "
+                "are in characters."]
     lines = ["Vocabulary: `%s`%s." % (flags["vocab_type"], ", language tags %s" % " ".join(
         "`%s`" % t["token"] for t in sorted((summary.get("lang_tags") or {}).values(),
                                             key=lambda t: t["id"]))
@@ -168,7 +171,7 @@ def pair_section(pair: PairFigures, samples: Dict[str, List[Sample]],
                for reason, n in sorted(f["rejected_by_reason"].items())]
     lines += ["| split | reason | pairs |", "|---|---|---:|"] + [
         "| %s | %s | %d |" % r for r in reasons] if reasons else ["none"]
-    lines += ["", "Lengths in ids (with EOS), nearest-rank percentiles:", "",
+    lines += ["", "Lengths, nearest-rank percentiles:", "",
               "| split | side | p50 | p90 | p99 | max |", "|---|---|---:|---:|---:|---:|"]
     for split, f in pair["splits"].items():
         for side in ("inputs", "targets"):

@@ -52,21 +52,29 @@ class SampleDecoder:
                  stores: Optional[ObjectStores] = None) -> None:
         self._output_dir = output_dir
         self._stores = stores
-        kind = codec_kind(summary["flags"]["vocab_type"])
-        files = VocabularyFiles(kind.loader(summary["flags"]), stores)
-        vocab = summary["vocab"]
-        names = ("shared", "shared") if "shared" in vocab else ("source", "target")
-        loaded: Dict[str, Vocabulary] = {}
-        for name in names:
-            if name not in loaded:
-                base = vocab[name]["path"].rstrip("/").rsplit("/", 1)[-1]
-                loaded[name] = files.load(paths.join(output_dir, base))
-        self._sides = tuple(loaded[name] for name in names)
+        self._summary = summary
+        self._loaded: Tuple[Vocabulary, ...] = ()  # loaded when a record holds ids
         self._tags = {t["id"]: t["token"] for t in (summary.get("lang_tags") or {}).values()}
         self._parse = Int64FeaturesWriter().parse_all
 
+    def _sides(self) -> Tuple[Vocabulary, ...]:
+        """The source and target vocabularies (one object twice when shared)."""
+        if not self._loaded:
+            summary = self._summary
+            kind = codec_kind(summary["flags"]["vocab_type"])
+            files = VocabularyFiles(kind.loader(summary["flags"]), self._stores)
+            vocab = summary["vocab"]
+            names = ("shared", "shared") if "shared" in vocab else ("source", "target")
+            loaded: Dict[str, Vocabulary] = {}
+            for name in names:
+                if name not in loaded:
+                    base = vocab[name]["path"].rstrip("/").rsplit("/", 1)[-1]
+                    loaded[name] = files.load(paths.join(self._output_dir, base))
+            self._loaded = tuple(loaded[name] for name in names)
+        return self._loaded
+
     def _text(self, side: int, ids: Sequence[int]) -> str:
-        vocabulary = self._sides[side]
+        vocabulary = self._sides()[side]
         eos = vocabulary.eos_ids()
         body = list(ids[:-len(eos)] if eos and list(ids[-len(eos):]) == eos else ids)
         head = ""

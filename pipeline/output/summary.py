@@ -118,7 +118,8 @@ def format_summary(summary: Dict[str, Any]) -> str:
         width = max([14] + [len(split) + 8 for split in lengths])  # "... targets"
         lines.append("%-*s %6s %6s %6s %6s %9s  %s" % (
             width, "lengths", "p50", "p90", "p99", "max", "chars/id",
-            "(ids with EOS)" if summary["lengths"].get("ids_end_in_eos", True)
+            "(characters)" if str(summary.get("flags", {}).get("output_format")).startswith(
+                "text") else "(ids with EOS)" if summary["lengths"].get("ids_end_in_eos", True)
             else "(ids, no EOS)"))
         for split, figures in sorted(lengths.items()):
             for side in ("inputs", "targets"):

@@ -236,7 +236,10 @@ def inspect(output_dir: str, problem: Optional[str] = None, split: str = "train"
         raise DatagenError("unknown split %r: problem %s in %s has %s" % (
             split, problem, output_dir, ", ".join(sorted(splits))))
     check_shards(output_dir, summary, stores, verify_checksums)
-    kind, vocabs = load_vocabs(output_dir, summary)
+    kind = codec_kind(summary["flags"]["vocab_type"])
+    # a text output has no vocabulary: its records hold the text
+    vocabs = load_vocabs(output_dir, summary)[1] if len(summary["vocab"]) > 1 or (
+        summary["vocab"] and "passes" not in summary["vocab"]) else {}
     parse = Int64FeaturesWriter().parse_all
     tags = {t["id"]: t["token"] for t in (summary.get("lang_tags") or {}).values()}
     shards = [s["name"] for s in sorted(splits[split]["shards"], key=lambda s: s["name"])]
@@ -276,7 +279,8 @@ def inspect(output_dir: str, problem: Optional[str] = None, split: str = "train"
             splits_report[name]["packing"] = s["packing"]
     return {
         "output_dir": output_dir, "problem": problem, "split": split, "seed": seed,
-        "vocab_type": kind.name, "eos_appended": bool(vocabs["source"][2]),
+        "vocab_type": kind.name,
+        "eos_appended": bool(vocabs["source"][2]) if vocabs else False,
         "records_in_split": sum(s["records"] for s in splits[split]["shards"]),
         "records": records,
         "summary": {

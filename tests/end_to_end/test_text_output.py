@@ -2,7 +2,8 @@
 `.src` and `.tgt`. With --keep_order the files are OpusFilter 3.3.1's own output for the same
 filters, byte for byte (tests/opusfilter_reference runs the real OpusFilter); shuffled, they
 hold the same pairs, in an order the seed decides; text.gz is the same text gzipped with mtime
-0 (a rerun is byte-identical); the readers refuse a text output in one line, inspect shows it.
+0 (a rerun is byte-identical); no vocabulary is learnt; the readers refuse a text output in
+one line, inspect shows it.
 """
 
 import gzip
@@ -54,6 +55,7 @@ def test_keep_order_writes_opusfilters_own_files(opusfilter_output, tmp_path):
     assert theirs[0].count(b"\n") > 100  # OpusFilter kept lines, and dropped some
     assert _bytes(out / (SHARD + ".src")) == theirs[0]
     assert _bytes(out / (SHARD + ".tgt")) == theirs[1]
+    assert not [name for name in os.listdir(out) if "vocab." in name]  # no vocabulary pass
     report = inspect.inspect(str(out), num_records=1)
     first = theirs[0].split(b"\n")[0].decode("utf-8")
     assert report["records"][0]["source"] == first

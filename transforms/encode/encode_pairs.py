@@ -33,12 +33,13 @@ from transforms.contracts.config import DatagenConfig
 from transforms.contracts.elements import (Chunk, ChunkLengths, DatasetSpec, FileFacts, FragmentEntry,
                                  FragmentReport, RejectRecord, ShardKey, TokenCounts)
 from transforms.formats.example_proto import PAIR_FEATURE, Int64FeaturesWriter, PairExampleWriter
-from transforms.shards.record_formats import TEXT_FORMATS, text_record
+from transforms.shards.record_formats import TEXT_FORMATS
 from transforms.encode.length_stats import chunk_lengths
 from transforms.formats.rejects import OVER_MAX_LENGTH, max_length_of, reject_record
 from transforms.pairs.mixing import take_count
 from transforms.pairs.pair_encoding import (PairEncoder, PairTally, copy_keys, order_keys,
                                             shard_of, shuffle_keys)
+from transforms.pairs.text_pairs import TextPairs
 from transforms.storage.object_stores import ObjectStores, StoreSettings
 from transforms.shards.shard_fragments import fragment_name, write_fragment
 from transforms.encode.chunk_manifests import (ChunkRecorder, Resume, fragment_check, replay,
@@ -105,6 +106,18 @@ class _EncodeChunkFn(beam.DoFn):
         self._stores = ObjectStores(self._store_settings)
         self._counters = ChunkRecorder()  # also what a chunk added, for its manifest
         self._checks: Dict[str, List[int]] = {}  # the chunk's fragments: path -> [size, crc]
+        self._examples = PairExampleWriter("inputs", "targets")  # without TensorFlow
+        self._text_examples = Int64FeaturesWriter()
+        self._pair_entries: Dict[str, bytes] = {}  # pair -> its `lang_pair` feature entry
+        # bitmap path -> the cleaning stage's dropped lines of a dataset
+        self._dropped: Dict[str, bytes] = {}
+        self._prefix_varints = {pair: (encode_varints(ids), len(ids))
+                                for pair, ids in self._prefixes.items()}
+        self._target_prefix_varints = {pair: (encode_varints(ids), len(ids))
+                                       for pair, ids in self._target_prefixes.items()}
+        if self._text:  # no vocabulary: the pairs' characters are counted
+            self._encoder: Union[PairEncoder, TextPairs] = TextPairs(self._text_examples)
+            return
         vocabularies = VocabularyFiles(self._loader, self._stores)
         source = vocabularies.load(self._paths[0], for_encoding=True)
         target = (source if self._paths[1] == self._paths[0]
@@ -115,16 +128,7 @@ class _EncodeChunkFn(beam.DoFn):
             shared = source is target  # are ids of the one vocabulary of both sides)
             source = source.reserving(tags)
             target = source if shared else target
-        self._examples = PairExampleWriter("inputs", "targets")  # without TensorFlow
-        self._text_examples = Int64FeaturesWriter()
         self._encoder = PairEncoder(source, target, self._examples)
-        self._prefix_varints = {pair: (encode_varints(ids), len(ids))
-                                for pair, ids in self._prefixes.items()}
-        self._target_prefix_varints = {pair: (encode_varints(ids), len(ids))
-                                       for pair, ids in self._target_prefixes.items()}
-        self._pair_entries: Dict[str, bytes] = {}  # pair -> its `lang_pair` feature entry
-        # bitmap path -> the cleaning stage's dropped lines of a dataset
-        self._dropped: Dict[str, bytes] = {}
 
     def _dropped_lines(self, chunk: Chunk) -> Optional[bytes]:
         """The dataset's dropped-lines bitmap (`transforms.clean.clean_pairs`), or None: the lines
@@ -183,7 +187,6 @@ class _EncodeChunkFn(beam.DoFn):
                          chunk["num_lines"])
         key_of = (order_keys(ds["index"]) if self._keep_order
                   else shuffle_keys(self._seed, split, ds["index"]))
-        texts: Dict[int, Tuple[str, str]] = {}  # line number -> its text (text output)
         # the range of the split's shards this pair's records go to (all of them, but with
         # several pairs: its own, `pipeline.driver.encode`)
         first_shard, num_shards = chunk.get("shards") or (0, self._num_shards[split])
@@ -208,15 +211,15 @@ class _EncodeChunkFn(beam.DoFn):
                 elif item.cleaned_away:
                     cleaned_away.extend(item.pairs)
                 else:
-                    if item.raw is not None:
-                        texts.update(zip((number for number, _, _ in item.pairs), item.raw))
+                    pairs = item.pairs
+                    if item.raw is not None:  # the text output's: the lines right-stripped
+                        pairs = [(number, *raw) for (number, _, _), raw in
+                                 zip(item.pairs, item.raw)]
                     for number, source, target in self._encoder.encode(
-                            item.pairs, key_of, ds["index"], num_shards, by_shard, written,
+                            pairs, key_of, ds["index"], num_shards, by_shard, written,
                             max_length, too_long, prefix, pair_entry, target_prefix):
                         yield self._reject(chunk, LineReject(number, OVER_MAX_LENGTH, source,
                                                              target))
-        if self._text:
-            self._as_text(by_shard, texts)
         self._counters.inc(split + ".pairs_read", span.num_lines)
         self._counters.inc(split + ".pairs_encoded", len(written.lengths))
         yield from self._write_fragments(split, ds["index"], span.first_line, by_shard,
@@ -235,17 +238,6 @@ class _EncodeChunkFn(beam.DoFn):
             label = BEFORE_CLEANING if before else BEFORE_MAX_LENGTH
             yield beam.pvalue.TaggedOutput(LENGTHS, (split + label, chunk_lengths(
                 both.lengths, both.chars, both.ids)))
-
-    def _as_text(self, by_shard: Dict[int, List[FragmentEntry]],
-                 texts: Dict[int, Tuple[str, str]]) -> None:
-        """Replaces each entry's record by its pair's text record (the ids were only
-        counted, for the summary's figures)."""
-        examples = self._text_examples
-        for shard, entries in by_shard.items():
-            by_shard[shard] = [
-                (key, index, number, text_record(texts[number][0].encode("utf-8"),
-                                                 texts[number][1].encode("utf-8"), examples))
-                for key, index, number, _ in entries]
 
     def _write_fragments(self, split: str, dataset_index: int, first_line: int,
                          by_shard: Dict[int, List[FragmentEntry]], first_shard: int = 0,
