@@ -3,8 +3,10 @@
 MinHash-LSH in five steps, none holding more than one key's elements:
 
 1. `_BandsFn` reads each chunk and keys every pair with a signature (`MinHasher`) by each of
-   its LSH band keys; the value is its position (split, dataset, line: bytes that sort in
-   input order, with its chunk and byte sizes) and an 8-byte digest of its signature.
+   its LSH band keys (which hold its split and language pair); the value is one bytes
+   object, its position (split, dataset, line: bytes that sort in input order, with its
+   chunk and byte sizes) and an 8-byte digest of its signature, one object and not a
+   tuple: the local runner holds every band of every pair as Python objects.
 2. `GroupByKey` on the band key gives the buckets; `candidate_edges` links, in a bucket, the
    pairs with equal signatures to the first of them (estimated Jaccard 1: no check needed),
    and every two distinct signatures' first pairs as candidates. Only candidates go on.
@@ -14,8 +16,9 @@ MinHash-LSH in five steps, none holding more than one key's elements:
 4. Two joins bring both signatures to each candidate edge; `near_duplicates.similar` keeps
    it when the estimated Jaccard reaches the threshold, as a check of datasketch's
    `MinHashLSH.query` candidates with `MinHash.jaccard` would.
-5. The kept edges of a group (split and language pair) meet in one `GroupByKey`, whose
-   union-find (`components`) holds only the duplicates: each connected component keeps its
+5. The kept edges of a split meet in one `GroupByKey`, whose union-find (`components`)
+   holds only the duplicates (an edge never joins two language pairs: their band keys
+   differ): each connected component keeps its
    first pair in input order and drops the others as `near_duplicate`, naming it.
 
 The result depends only on the input, the options and the seed, never on the runner or how
@@ -124,36 +127,36 @@ def group_of(chunk: Chunk) -> str:
 
 
 class _BandsFn(_ChunkPairsFn):
-    """chunk -> (band key, (group, position + signature digest)) per band of each pair."""
+    """chunk -> (band key, position + signature digest) per band of each pair."""
 
-    def process(self, chunk: Chunk) -> Iterator[Tuple[bytes, Tuple[str, bytes]]]:
+    def process(self, chunk: Chunk) -> Iterator[Tuple[bytes, bytes]]:
         if chunk.get("unmatched"):
             return
-        group = group_of(chunk)
+        group = group_of(chunk).encode("utf-8")
         for position, signature in self._signatures(chunk):
-            digest = hashlib.blake2b(signature.tobytes(), digest_size=DIGEST).digest()
-            for key in self._hasher.band_keys(group.encode("utf-8"), signature):
-                yield key, (group, position + digest)
+            member = position + hashlib.blake2b(signature.tobytes(), digest_size=DIGEST).digest()
+            for key in self._hasher.band_keys(group, signature):
+                yield key, member
 
 
-def candidate_edges(bucket: Tuple[bytes, Iterable[Tuple[str, bytes]]]) -> Iterator[Any]:
-    """The edges of one LSH bucket: (group, first, other) to SAME for equal signatures, to
-    CHECK for every two distinct signatures' first pairs (positions sort in input order)."""
+def candidate_edges(bucket: Tuple[bytes, Iterable[bytes]]) -> Iterator[Any]:
+    """The edges of one LSH bucket: (split, (first, other)) to SAME for equal signatures,
+    (first, other) to CHECK for every two distinct signatures' first pairs (positions sort
+    in input order; `split`: a position's first byte)."""
     _, members = bucket
     distinct = sorted(set(members))
     if len(distinct) < 2:
         return
-    group = distinct[0][0]
     firsts: Dict[bytes, bytes] = {}  # signature digest -> its first position
-    for _, member in distinct:
+    for member in distinct:
         position, digest = member[:-DIGEST], member[-DIGEST:]
         first = firsts.setdefault(digest, position)
         if first != position:
-            yield beam.pvalue.TaggedOutput(SAME, (group, (first, position)))
+            yield beam.pvalue.TaggedOutput(SAME, (first[:1], (first, position)))
     reps = sorted(firsts.values())
     for i, a in enumerate(reps):
         for b in reps[i + 1:]:
-            yield group, a, b
+            yield a, b
 
 
 class _SignaturesFn(_ChunkPairsFn):
@@ -169,11 +172,11 @@ class _SignaturesFn(_ChunkPairsFn):
 
 
 def _first_halves(item: Tuple[bytes, Dict[str, List[Any]]]) -> Iterator[Any]:
-    """(a, {"signature": [a's], "edges": [(group, b)]}) -> (b, (group, a, a's signature))."""
+    """(a, {"signature": [a's], "edges": [b]}) -> (b, (a, a's signature))."""
     a, joined = item
     for signature in joined["signature"][:1]:
-        for group, b in joined["edges"]:
-            yield b, (group, a, signature)
+        for b in joined["edges"]:
+            yield b, (a, signature)
 
 
 class NearDuplicates(beam.PTransform):
@@ -198,8 +201,8 @@ class NearDuplicates(beam.PTransform):
                  | "Candidates" >> beam.FlatMap(candidate_edges).with_outputs(SAME, main=CHECK))
         checks = edges[CHECK] | "DistinctCandidates" >> beam.Distinct()
 
-        def ends(edge: Tuple[str, bytes, bytes]) -> Iterator[Tuple[ChunkKey, int]]:
-            for position in edge[1:]:
+        def ends(edge: Tuple[bytes, bytes]) -> Iterator[Tuple[ChunkKey, int]]:
+            for position in edge:
                 split, index, number, chunk_first, _, _ = positions.unpack(position)
                 yield (split, index, chunk_first), number
         by_chunk = chunks | "MinhashByChunk" >> beam.FlatMap(
@@ -208,21 +211,21 @@ class NearDuplicates(beam.PTransform):
                       | "CandidatesByChunk" >> beam.CoGroupByKey()
                       | "Signatures" >> beam.ParDo(_SignaturesFn(*fn_args)))
         halves = ({"signature": signatures,
-                   "edges": checks | "ByFirst" >> beam.Map(lambda e: (e[1], (e[0], e[2])))}
+                   "edges": checks}
                   | "JoinFirst" >> beam.CoGroupByKey()
                   | "FirstHalves" >> beam.FlatMap(_first_halves))
 
         def verified(item: Tuple[bytes, Dict[str, List[Any]]]) -> Iterator[Any]:
             b, joined = item
             for signature in joined["signature"][:1]:
-                for group, a, first in joined["halves"]:
+                for a, first in joined["halves"]:
                     if similar(first, signature, threshold):
-                        yield group, (a, b)
+                        yield a[:1], (a, b)
         kept = ({"signature": signatures, "halves": halves}
                 | "JoinSecond" >> beam.CoGroupByKey()
                 | "Verify" >> beam.FlatMap(verified))
 
-        def drops(item: Tuple[str, Iterable[Tuple[bytes, bytes]]]) -> Iterator[Any]:
+        def drops(item: Tuple[bytes, Iterable[Tuple[bytes, bytes]]]) -> Iterator[Any]:
             for member, root in sorted(components(item[1]).items()):
                 split, index, number, _, src_bytes, tgt_bytes = positions.unpack(member)
                 first = list(positions.unpack(root)[:3])
@@ -230,5 +233,5 @@ class NearDuplicates(beam.PTransform):
                                        tgt_bytes)
         return ((kept, edges[SAME])
                 | "AllSimilar" >> beam.Flatten()
-                | "ByGroup" >> beam.GroupByKey()
+                | "BySplit" >> beam.GroupByKey()
                 | "Components" >> beam.FlatMap(drops))
