@@ -20,6 +20,13 @@ parity tests do), and prints each method's OpusFilter and ours side by side with
     .venv/bin/python benchmarks/bench_cleaning.py --lines 20000           # a slice
     .venv/bin/python benchmarks/bench_cleaning.py --mode job              # the whole corpus
     .venv/bin/python benchmarks/bench_cleaning.py --lines 100000 --id_method cld2,fasttext
+
+`--dedup normalized|minhash` and `--decontaminate FILES` (docs/cleaning.md) have no OpusFilter
+equivalent: with them the OpusFilter run is left out, and `--no_filters` measures the dedup
+alone (the langid filter otherwise takes most of the time). Rows report CPU seconds (the
+process tree's, reaped) beside wall time: on a shared machine they move less with the load.
+
+    .venv/bin/python benchmarks/bench_cleaning.py --lines 20000 --dedup minhash --no_filters
 """
 
 import argparse
@@ -132,8 +139,9 @@ def _stage_main(argv):
     from transforms.reporting.json_result import WriteJsonResult
     spec = json.load(open(argv[0]))
     import yaml
-    cleaning = parse_cleaning_config(yaml.safe_dump({"filters": spec.get("filters", TYPICAL)}),
-                                     "typical", "pairs")
+    cleaning = parse_cleaning_config(
+        yaml.safe_dump({"filters": [] if spec["no_filters"] else spec.get("filters", TYPICAL)}),
+        "typical", spec["dedup"], decontaminate=tuple(spec["decontaminate"]))
     facts = []
     for path in (spec["source"], spec["target"]):
         with file_io.open_text_source(path) as f:
@@ -164,7 +172,9 @@ def run_stage(args, work_dir, source, target, filters=TYPICAL, name="stage"):
     spec = os.path.join(stage_dir, "spec.json")
     with open(spec, "w") as f:
         json.dump({"source": source, "target": target, "work_dir": stage_dir,
-                   "runner_args": args.runner_args, "filters": filters}, f)
+                   "runner_args": args.runner_args, "filters": filters, "dedup": args.dedup,
+                   "no_filters": args.no_filters,
+                   "decontaminate": [os.path.abspath(t) for t in args.decontaminate]}, f)
     load = os.getloadavg()[0]
     run = run_measured([sys.executable, os.path.abspath(__file__), "--_stage", spec],
                        os.path.join(stage_dir, "log"), cwd=REPO_ROOT, env=child_env())
@@ -183,8 +193,10 @@ def run_job(args, work_dir, source, target, cleaning):
         config = os.path.join(work_dir, "filters.yaml")
         import yaml
         with open(config, "w") as f:
-            yaml.safe_dump({"filters": TYPICAL}, f)
-        cmd += ["--filters", config, "--dedup", "pairs"]
+            yaml.safe_dump({"filters": [] if args.no_filters else TYPICAL}, f)
+        cmd += ["--filters", config, "--dedup", args.dedup]
+        if args.decontaminate:
+            cmd += ["--decontaminate", ",".join(args.decontaminate)]
     os.makedirs(out)
     load = os.getloadavg()[0]
     run = run_measured(cmd, os.path.join(work_dir, name), cwd=REPO_ROOT, env=child_env())
@@ -214,6 +226,10 @@ def main(argv=None):
     p.add_argument("--id_method", default=None,
                    help="cld2,fasttext,lingua: compare with LanguageIDFilter by each method")
     p.add_argument("--fasttext_model", default=None, help="a fastText model for fasttext")
+    p.add_argument("--dedup", default="pairs", choices=("pairs", "normalized", "minhash"))
+    p.add_argument("--decontaminate", default=[], type=lambda v: v.split(","),
+                   help="test files, comma-separated")
+    p.add_argument("--no_filters", action="store_true", help="dedup (and decontaminate) only")
     p.add_argument("--_stage", default=None, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args._stage:
@@ -224,36 +240,42 @@ def main(argv=None):
     if args.id_method:
         return compare_methods(args, work_dir, source, target)
     rows = {}
-    opus, deduped, kept = run_opusfilter(args, work_dir, source, target)
-    rows["opusfilter"] = dict(memory(opus), wall_seconds=opus["wall_seconds"], kept=kept,
-                              after_dedup=deduped)
+    compared = args.dedup == "pairs" and not args.decontaminate and not args.no_filters
+    if compared:
+        opus, deduped, kept = run_opusfilter(args, work_dir, source, target)
+        rows["opusfilter"] = dict(memory(opus), wall_seconds=opus["wall_seconds"], kept=kept,
+                                  after_dedup=deduped, cpu_seconds=opus.get("cpu_seconds"))
     if args.mode == "stage":
         run, our_kept, result = run_stage(args, work_dir, source, target)
         rows["stage"] = dict(memory(run), wall_seconds=run["wall_seconds"], kept=our_kept,
-                             reasons=result["reasons"])
+                             reasons=result["reasons"], cpu_seconds=run["cpu_seconds"])
     else:
         for cleaning in (True, False):
             run, summary = run_job(args, work_dir, source, target, cleaning)
             train = summary["splits"]["train"]
             rows["job-clean" if cleaning else "job-plain"] = dict(
                 memory(run), wall_seconds=run["wall_seconds"], kept=train["pairs_written"],
+                cpu_seconds=run["cpu_seconds"],
                 rejected=train["rejected_by_reason"], stages=summary["stages"])
     print(json.dumps(rows, indent=1, default=str))
     for name, row in rows.items():
-        print("%-10s %7.1f s  tree %6.0f MB  largest process %6.0f MB  kept %d  load %s" % (
-            name, row["wall_seconds"], row["tree_peak_rss_mb"], row["largest_process_mb"],
-            row["kept"], "->".join(map(str, row["load"]))))
+        print("%-10s %7.1f s  cpu %7.1f s  tree %6.0f MB  largest process %6.0f MB  kept %d  "
+              "load %s" % (name, row["wall_seconds"], row["cpu_seconds"] or 0,
+                           row["tree_peak_rss_mb"], row["largest_process_mb"], row["kept"],
+                           "->".join(map(str, row["load"]))))
     if "job-clean" in rows:
         print("cleaning adds %+.0f MB over the tree, %+.0f MB to the largest process" % (
             rows["job-clean"]["tree_peak_rss_mb"] - rows["job-plain"]["tree_peak_rss_mb"],
             rows["job-clean"]["largest_process_mb"] - rows["job-plain"]["largest_process_mb"]))
     ours = rows.get("stage", rows.get("job-clean"))
-    print("kept pairs: OpusFilter %d, ours %d: %s" % (
-        rows["opusfilter"]["kept"], ours["kept"],
-        "equal" if rows["opusfilter"]["kept"] == ours["kept"] else "DIFFERENT"))
+    if compared:
+        print("kept pairs: OpusFilter %d, ours %d: %s" % (
+            rows["opusfilter"]["kept"], ours["kept"],
+            "equal" if rows["opusfilter"]["kept"] == ours["kept"] else "DIFFERENT"))
     if args.json_out:
         with open(args.json_out, "w") as f:
-            json.dump({"lines": args.lines, "mode": args.mode, "rows": rows}, f, indent=1,
+            json.dump({"lines": args.lines, "mode": args.mode, "dedup": args.dedup,
+                       "decontaminate": args.decontaminate, "rows": rows}, f, indent=1,
                       default=str)
     if not args.work_dir:
         shutil.rmtree(work_dir, ignore_errors=True)

@@ -20,6 +20,7 @@ from pipeline.runtime.errors import DatagenError
 from transforms.clean.clean_pairs import CleanPairs, DatasetLines, with_chunk_facts
 from transforms.cleaning.config import CleaningConfig, parse_cleaning_config
 from transforms.cleaning.errors import CleaningConfigError
+from transforms.cleaning.near_duplicates import MinhashOptions
 from transforms.encode.encode_pairs import plan_chunks
 from transforms.reporting.json_result import WriteJsonResult
 from transforms.contracts.config import CleanConfig, InputConfig
@@ -46,8 +47,22 @@ def load_cleaning(clean: CleanConfig, inputs: Union[InputConfig, Sequence[InputC
     if clean.drop_dev_overlap and not any(i.dev_source or i.dev_tsv or i.dev_tmx for i in every):
         raise DatagenError("--drop_dev_overlap needs dev data (--dev_source/--dev_target, "
                            "--dev_tsv or --dev_tmx)")
+    tests: List[str] = []
+    if clean.decontaminate:
+        try:
+            tests = file_io.expand_patterns(clean.decontaminate, stores)
+        except OSError as e:
+            raise DatagenError("--decontaminate %s: %s" % (clean.decontaminate, e)) from None
+    minhash = MinhashOptions(threshold=clean.minhash_threshold, shingle=clean.minhash_shingle,
+                             permutations=clean.minhash_permutations,
+                             bands=clean.minhash_bands, seed=clean.minhash_seed)
+    if clean.minhash_bands > clean.minhash_permutations:
+        raise DatagenError("--minhash_bands %d exceeds --minhash_permutations %d"
+                           % (clean.minhash_bands, clean.minhash_permutations))
     try:
-        config = parse_cleaning_config(text, clean.filters, clean.dedup, clean.drop_dev_overlap)
+        config = parse_cleaning_config(text, clean.filters, clean.dedup, clean.drop_dev_overlap,
+                                       clean.dedup_scope, minhash, tuple(tests),
+                                       clean.decontaminate_ngram)
     except CleaningConfigError as e:
         raise DatagenError("--filters %s" % e if clean.filters else str(e)) from None
     config = with_model_files(config, "--filters %s" % clean.filters, stores)
@@ -160,8 +175,10 @@ class CleaningStep:
         parts = [", ".join(name for name, _ in self.config.filters)] if self.config.filters else []
         if self.config.per_corpus:
             parts.append("own filters for %d corpora" % len(self.config.per_corpus))
-        if self.config.dedup:
-            parts.append("dedup " + ("pairs" if len(self.config.dedup.sides) == 2 else "source"))
+        if self.config.mode != "none":
+            parts.append("dedup " + self.config.mode)
+        if self.config.decontaminate:
+            parts.append("decontaminate %d files" % len(self.config.decontaminate))
         if self.config.drop_dev_overlap:
             parts.append("dev overlap")
         label = "clean %d chunks: %s" % (len(chunks), "; ".join(parts))
@@ -198,6 +215,20 @@ class CleaningStep:
                 cleaned[split].append(p)
         return cleaned, self.summary(dropped)
 
+    def _near_summary(self) -> Dict[str, Any]:
+        """The summary's facts of --dedup minhash and --decontaminate (only when on)."""
+        facts: Dict[str, Any] = {}
+        if self.config.mode in ("normalized", "minhash"):
+            facts["dedup_scope"] = self._flags[0].dedup_scope
+        minhash = self.config.minhash
+        if minhash is not None:
+            bands, rows = minhash.layout()
+            facts["minhash"] = dict(dataclasses.asdict(minhash), bands=bands, rows=rows)
+        if self.config.decontaminate:
+            facts["decontaminate"] = {"files": list(self.config.decontaminate),
+                                      "ngram": self.config.decontaminate_ngram}
+        return facts
+
     def summary(self, dropped: Dict[str, Dict[str, int]]) -> Dict[str, Any]:
         """The summary's `cleaning`: the filters in order, the dedup and what was dropped."""
         dedup = self.config.dedup
@@ -205,9 +236,9 @@ class CleaningStep:
                for number, filters in self.config.per_corpus}
         return {"filters": [{name: params} for name, params in self.config.filters],
                 **({"filters_per_corpus": own} if own else {}),
-                "dedup": "none" if dedup is None else
-                         "pairs" if len(dedup.sides) == 2 else "source",
+                "dedup": self.config.mode,
                 "dedup_options": {} if dedup is None else {
                     k: v for k, v in dataclasses.asdict(dedup).items() if k != "sides" and v},
+                **self._near_summary(),
                 "drop_dev_overlap": self.config.drop_dev_overlap,
                 "dropped": {split: dict(sorted(r.items())) for split, r in dropped.items()}}

@@ -33,11 +33,14 @@ import hashlib
 import os
 import struct
 import tempfile
-from typing import IO, Any, Dict, Iterable, Iterator, List, Optional, Tuple
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
+from transforms.clean.pair_reading import ChunkKey, ReadPair, chunk_key, read_pairs
+from transforms.clean.near_dedup import (NearDuplicates, load_test_sets, one_drop_a_line,
+                                          outranks_duplicate)
 from transforms.cleaning.config import CleaningConfig
 from transforms.cleaning.dropped_lines import mark, new_bitmap
 from transforms.contracts.elements import Chunk, DatasetSpec, FileFacts
@@ -55,8 +58,6 @@ SCORE_BATCH_PAIRS = 10000  # the default --encode_chunk_lines: plain files' chun
 DUPLICATE = "duplicate"
 DEV_OVERLAP = "dev_overlap"
 SPLIT_ORDER = {"train": 0, "dev": 1}  # the order splits are read in
-# (number, source, target, source newline, target newline, source bytes, target bytes)
-ReadPair = Tuple[int, str, str, str, str, int, int]
 # (split, dataset index, number, filter reason or LATER or None, first line of its chunk,
 # source bytes, target bytes): a pair in its dedup group, packed by `Occurrences`
 Occurrence = Tuple[str, int, int, Optional[str], int, int, int]
@@ -65,12 +66,6 @@ Occurrence = Tuple[str, int, int, Optional[str], int, int, int]
 Drop = Tuple[Any, ...]
 # (dataset dict, its line count, source line file, target line file)
 DatasetLines = Tuple[DatasetSpec, int, str, str]
-# (split, dataset index, first line): a chunk, as the pairs awaiting costly filters name it
-ChunkKey = Tuple[str, int, int]
-
-
-def chunk_key(chunk: Chunk) -> ChunkKey:
-    return chunk["ds"]["split"], chunk["ds"]["index"], chunk["first_line"]
 
 
 class Occurrences:
@@ -115,17 +110,6 @@ def with_chunk_facts(chunk: Chunk, source_facts: FileFacts, target_facts: FileFa
     with_facts["source_file"] = [source_facts["lines"], source_facts["bytes"]]
     with_facts["target_file"] = [target_facts["lines"], target_facts["bytes"]]
     return with_facts
-
-
-def _lines(stream: IO[bytes], first_number: int, offset: int,
-           file_facts: List[int]) -> Iterator[Tuple[int, bytes, str]]:
-    """(1-based number, raw bytes, newline) of the lines from `stream`, which starts at line
-    `first_number` and byte `offset` of a file of `file_facts` [lines, bytes]."""
-    lines, size = file_facts
-    position = offset
-    for number, raw in enumerate(iter_raw_lines(stream), first_number):
-        position += len(raw) + 1
-        yield number, raw, "\n" if number < lines or position <= size else ""
 
 
 def local_model(f: Any, stores: ObjectStores) -> None:
@@ -180,6 +164,7 @@ class _Scorer(beam.DoFn):
                 f.setup()  # DoFns of the dedup path that do not run them load no model
         self._dedup = self._cleaning.key_options
         self._counters = JobCounters()
+        self._tests = load_test_sets(self._cleaning, self._stores)
 
     def _filters(self, ds: DatasetSpec) -> Tuple[List[Any], List[Any]]:
         """(cheap, costly and after) filters of the dataset's corpus."""
@@ -224,22 +209,7 @@ class _Scorer(beam.DoFn):
                               target.strip()[:REJECT_TEXT_CHARS], src_bytes, tgt_bytes)
 
     def _read(self, chunk: Chunk) -> Iterator[ReadPair]:
-        """(number, source, target, source newline, target newline, source bytes, target
-        bytes) of each pair of the chunk that decodes (an invalid UTF-8 line's pair is the
-        encoder's to reject)."""
-        src_path, tgt_path = chunk["source"], chunk["target"]
-        first = chunk["first_line"] + 1
-        with file_io.open_text_source(src_path, self._stores, chunk["source_offset"]) as s, \
-                file_io.open_text_source(tgt_path, self._stores, chunk["target_offset"]) as t:
-            pairs = zip(_lines(s, first, chunk["source_offset"], chunk["source_file"]),
-                        _lines(t, first, chunk["target_offset"], chunk["target_file"]))
-            for _ in range(chunk["num_lines"]):
-                (number, raw_s, end_s), (_, raw_t, end_t) = next(pairs)
-                source = decode_line(raw_s, src_path, number, self._on_invalid)
-                target = decode_line(raw_t, tgt_path, number, self._on_invalid)
-                if source is not None and target is not None:
-                    yield (number, source, target, end_s, end_t, len(raw_s) + len(end_s),
-                           len(raw_t) + len(end_t))
+        return read_pairs(chunk, self._stores, self._on_invalid)
 
     def _score(self, ds: DatasetSpec, chunk_first: int,
                pairs: Iterable[ReadPair]) -> Iterator[Any]:
@@ -251,7 +221,10 @@ class _Scorer(beam.DoFn):
         for pair in pairs:
             number, source, target, end_s, end_t, src_bytes, tgt_bytes = pair
             scored += 1
-            reason = self._reason(ds, source.rstrip(), target.rstrip())
+            reason = None
+            if self._tests is not None and ds["split"] == "train":
+                reason = self._tests.reason(source, target)
+            reason = reason or self._reason(ds, source.rstrip(), target.rstrip())
             if self._dedup is not None:
                 # no texts through the shuffle: the writer reads the dropped ones again
                 key = self._dedup.key((source + end_s, target + end_t))
@@ -344,7 +317,7 @@ def decide_group(packed: Iterable[bytes], codec: Occurrences, dedup_on: bool,
         first = None
         if dev_first is not None and split == "train":
             reason, first = DEV_OVERLAP, dev_first
-        elif dedup_on and kept[split] is not o:
+        elif dedup_on and kept[split] is not o and not outranks_duplicate(reason):
             reason, first = DUPLICATE, kept[split]
         if reason == LATER:
             yield PENDING, ((split, index, chunk_first), number)
@@ -401,7 +374,7 @@ class _WriteDroppedFn(beam.DoFn):
     def process(self, item: Tuple[Tuple[str, int], Iterable[Drop]]) -> Iterator[Dict[str, Any]]:
         (split, index), unsorted = item
         ds, lines, source_lines, target_lines = self._datasets["%s/%d" % (split, index)]
-        drops = sorted(unsorted, key=lambda drop: drop[0])
+        drops = one_drop_a_line(unsorted, (DEV_OVERLAP,))
         texts = self._texts((source_lines, target_lines),
                             (drop[0] for drop in drops if drop[3] is None))
         bitmap = new_bitmap(lines)
@@ -450,7 +423,7 @@ class CleanPairs(beam.PTransform):
     def expand(self, chunks: beam.PCollection) -> beam.PCollection:
         settings = StoreSettings.from_options(chunks.pipeline.options)
         codec = Occurrences((key.split("/")[0] for key in self._datasets),
-                            self._cleaning.reasons())
+                            self._cleaning.reasons() + self._cleaning.extra_reasons)
         scored = (chunks
                   | "Spread" >> beam.Reshuffle()
                   | "Score" >> beam.ParDo(_ScoreChunkFn(
@@ -485,6 +458,10 @@ class CleanPairs(beam.PTransform):
                                 self._cleaning, self._on_invalid, settings, codec)))
             drops = ((drops, decided.drops, late.drops, late_batches)
                      | "AllDrops" >> beam.Flatten())
+        if self._cleaning.minhash is not None:
+            near = chunks | "NearDuplicates" >> NearDuplicates(
+                self._cleaning.minhash, self._on_invalid, codec.splits)
+            drops = (drops, near) | "WithNearDuplicates" >> beam.Flatten()
         return (drops
                 | "GroupByDataset" >> beam.GroupByKey()
                 | "WriteDropped" >> beam.ParDo(_WriteDroppedFn(self._work_dir, self._datasets,

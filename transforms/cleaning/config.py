@@ -23,6 +23,8 @@ import yaml
 from transforms.cleaning import filters as plain
 from transforms.cleaning.filters import PairFilter
 from transforms.cleaning.dedup import DedupOptions
+from transforms.cleaning.decontaminate import reasons as test_overlap_reasons
+from transforms.cleaning.near_duplicates import SCOPE_SIDES, MinhashOptions
 from transforms.cleaning.errors import CleaningConfigError
 from transforms.cleaning.html_tags import HtmlTagFilter
 from transforms.cleaning.langid import LangidFilter, LanguageIDFilter
@@ -33,7 +35,7 @@ FILTERS = {cls.__name__: cls for cls in (
     HtmlTagFilter, plain.RegExpFilter, plain.TerminalPunctuationFilter,
     plain.NonZeroNumeralsFilter, plain.RepetitionFilter, LangidFilter, LanguageIDFilter)}
 DEDUP_OPTIONS = ("lowercase", "letters_only", "letter_words_only")
-DEDUP_MODES = ("none", "pairs", "source")
+DEDUP_MODES = ("none", "pairs", "source", "normalized", "minhash")
 TOP_LEVEL = ("filters", "remove_duplicates")
 
 
@@ -52,16 +54,27 @@ _Yaml12Loader.add_implicit_resolver(
 @dataclasses.dataclass(frozen=True)
 class CleaningConfig:
     """What the cleaning stage does: `filters` as (filter name, parameters) in order, and the
-    de-duplication (`dedup` None when off). Plain values only: it pickles to every worker."""
+    de-duplication (`dedup` None when off and with minhash, which is `minhash`), the test
+    files of --decontaminate. Plain values only: it pickles to every worker."""
     filters: Tuple[Tuple[str, Dict[str, Any]], ...] = ()
     dedup: Optional[DedupOptions] = None
     drop_dev_overlap: bool = False
+    mode: str = "none"  # --dedup
+    minhash: Optional[MinhashOptions] = None
+    decontaminate: Tuple[str, ...] = ()  # absolute paths of the test files
+    decontaminate_ngram: int = 13
     # (corpus number, its filters): a corpora entry's own file, in place of `filters`
     per_corpus: Tuple[Tuple[int, Tuple[Tuple[str, Dict[str, Any]], ...]], ...] = ()
 
     @property
     def active(self) -> bool:
-        return bool(self.filters or self.per_corpus or self.key_options)
+        return bool(self.filters or self.per_corpus or self.key_options or self.minhash
+                    or self.decontaminate)
+
+    @property
+    def extra_reasons(self) -> List[str]:
+        """The reasons beside the filters': one per --decontaminate file."""
+        return test_overlap_reasons(self.decontaminate)
 
     def filters_of(self, corpus: Optional[int]) -> Tuple[Tuple[str, Dict[str, Any]], ...]:
         """The filters of corpus number `corpus`'s pairs: its own, else `filters`."""
@@ -111,7 +124,7 @@ def _filter_entry(entry: Any) -> Tuple[str, Dict[str, Any]]:
     return name, params
 
 
-def _dedup_options(mode: str, options: Any) -> Optional[DedupOptions]:
+def _dedup_options(mode: str, options: Any, scope: str = "pair") -> Optional[DedupOptions]:
     options = {} if options is None else options
     if not isinstance(options, dict):
         raise CleaningConfigError("remove_duplicates must be a mapping, not %r" % (options,))
@@ -123,23 +136,37 @@ def _dedup_options(mode: str, options: Any) -> Optional[DedupOptions]:
         if not isinstance(value, bool):
             raise CleaningConfigError("remove_duplicates: %s must be true or false, not %r"
                                       % (name, value))
-    if mode == "none":
+    if mode in ("none", "minhash"):
         return None
+    if mode == "normalized":
+        return DedupOptions(sides=SCOPE_SIDES[scope], bifixer=True)
     return DedupOptions(sides=(0, 1) if mode == "pairs" else (0,), **options)
 
 
 def parse_cleaning_config(text: Optional[str], path: Optional[str], dedup: str = "none",
-                          drop_dev_overlap: bool = False, of_corpus: bool = False
+                          drop_dev_overlap: bool = False, scope: str = "pair",
+                          minhash: Optional[MinhashOptions] = None,
+                          decontaminate: Tuple[str, ...] = (),
+                          decontaminate_ngram: int = 13, of_corpus: bool = False
                           ) -> CleaningConfig:
     """The CleaningConfig of the `--filters` file's `text` (None: no file) with `--dedup`
-    and `--drop_dev_overlap`; CleaningConfigError ("{path}: problem") when it cannot run.
-    `of_corpus`: a corpora entry's file, a filter list only (de-duplication is the job's)."""
+    (`scope`: --dedup_scope; `minhash`: its options with --dedup minhash, else the defaults),
+    `--drop_dev_overlap` and `--decontaminate`'s files; CleaningConfigError ("{path}:
+    problem") when it cannot run. `of_corpus`: a corpora entry's file, a filter list only
+    (de-duplication is the job's)."""
     if dedup not in DEDUP_MODES:
         raise CleaningConfigError("--dedup must be one of %s, not %r"
                                   % (", ".join(DEDUP_MODES), dedup))
+    near = None
+    if dedup == "minhash":
+        near = dataclasses.replace(minhash or MinhashOptions(), scope_sides=SCOPE_SIDES[scope])
+
+    def config(filters: Tuple[Tuple[str, Dict[str, Any]], ...],
+               dedup_options: Optional[DedupOptions]) -> CleaningConfig:
+        return CleaningConfig(filters, dedup_options, drop_dev_overlap, dedup, near,
+                              tuple(decontaminate), decontaminate_ngram)
     if text is None:
-        dedup_options = _dedup_options(dedup, None)
-        return CleaningConfig((), dedup_options, drop_dev_overlap)
+        return config((), _dedup_options(dedup, None, scope))
     try:
         try:
             data = yaml.load(text, Loader=_Yaml12Loader)
@@ -158,7 +185,7 @@ def parse_cleaning_config(text: Optional[str], path: Optional[str], dedup: str =
         if not isinstance(entries, list):
             raise CleaningConfigError("filters must be a list, not %r" % (entries,))
         filters = tuple(_filter_entry(entry) for entry in entries)
-        dedup_options = _dedup_options(dedup, data.get("remove_duplicates"))
+        dedup_options = _dedup_options(dedup, data.get("remove_duplicates"), scope)
     except CleaningConfigError as e:
         raise CleaningConfigError("%s: %s" % (path, e)) from None
-    return CleaningConfig(filters, dedup_options, drop_dev_overlap)
+    return config(filters, dedup_options)

@@ -9,7 +9,8 @@ non-letter) and `lowercase`, and writes each line's own newline as the two chara
 
 The key here is built from the same normalized text and hashed with BLAKE2b (128 bits: the
 job groups pairs by it across workers; OpusFilter keeps a 64-bit xxhash per pair in memory).
-Which sides are compared is `--dedup`: `pairs` (both) or `source`.
+Which sides are compared is `--dedup`: `pairs` (both) or `source`. `--dedup normalized`
+compares the sides `--dedup_scope` names after `near_duplicates.normalize` instead (`bifixer`).
 """
 
 import dataclasses
@@ -17,6 +18,8 @@ import hashlib
 from typing import Sequence, Tuple
 
 import regex
+
+from transforms.cleaning.near_duplicates import normalize as bifixer_like
 
 NOT_LETTER = regex.compile(r"[^\p{L}]")
 ALL_LETTERS = regex.compile(r"^[\p{L}]+$")
@@ -30,9 +33,12 @@ class DedupOptions:
     lowercase: bool = False
     letters_only: bool = False
     letter_words_only: bool = False
+    bifixer: bool = False  # --dedup normalized: `near_duplicates.normalize`, not the above
 
     def normalize(self, line: str) -> str:
         """One side as compared: `line` as read, its newline (if it had one) included."""
+        if self.bifixer:
+            return bifixer_like(line)
         if self.letter_words_only:
             line = " ".join(word for word in line.split() if ALL_LETTERS.search(word))
         if self.letters_only:
@@ -43,5 +49,5 @@ class DedupOptions:
 
     def key(self, lines: Sequence[str]) -> bytes:
         """The 16-byte key of a pair: `lines` are its sides as read, newlines included."""
-        text = "\n".join(self.normalize(lines[side]) for side in self.sides)
+        text = ("\t" if self.bifixer else "\n").join(self.normalize(lines[side]) for side in self.sides)
         return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()

@@ -126,9 +126,37 @@ class CleanConfig:
         "and parameters (README, Cleaning); dropped pairs go to the rejects with the "
         "filter's name.", role=INPUT, vocab=True)
     dedup: str = setting(
-        "Drop exact duplicate pairs (or pairs with a duplicate source) within each split, "
-        "keeping the first in input order, as OpusFilter's remove_duplicates.", "none",
-        choices=("none", "pairs", "source"), vocab=True, new=True)
+        "Drop duplicate pairs within each split, keeping the first in input order: pairs or "
+        "source (exact, as OpusFilter's remove_duplicates), normalized (Bifixer-like "
+        "normalization, then exact) or minhash (near-duplicates by MinHash-LSH); the last two "
+        "compare --dedup_scope (docs/cleaning.md).", "none",
+        choices=("none", "pairs", "source", "normalized", "minhash"), vocab=True, new=True)
+    dedup_scope: str = setting(
+        "What --dedup normalized and minhash compare: the whole pair, or one side.", "pair",
+        choices=("pair", "source", "target"), vocab=True, new=True)
+    minhash_threshold: float = setting(
+        "--dedup minhash: least estimated Jaccard similarity of two duplicates.", 0.8,
+        type=bounded(float, above=0, high=1), vocab=True, new=True)
+    minhash_shingle: int = setting(
+        "--dedup minhash: characters per shingle of the normalized text.", 5,
+        type=bounded(int, 1), vocab=True, new=True)
+    minhash_permutations: int = setting(
+        "--dedup minhash: permutations (values) per signature.", 128,
+        type=bounded(int, 2, 4096), vocab=True, new=True)
+    minhash_bands: int = setting(
+        "--dedup minhash: LSH bands (rows: permutations // bands); 0 picks them as "
+        "datasketch's MinHashLSH does for the threshold.", 0, type=bounded(int, 0, 4096),
+        vocab=True, new=True)
+    minhash_seed: int = setting("--dedup minhash: seed of the permutations (datasketch's).",
+                                1, type=bounded(int, 0, 2 ** 32 - 1), vocab=True, new=True)
+    decontaminate: Optional[str] = setting(
+        "Test file pattern(s), comma-separated: drop every train pair with a side equal to a "
+        "test line after --dedup normalized's normalization, or sharing "
+        "--decontaminate_ngram words with one (reason test_overlap:FILE).", role=INPUT,
+        vocab=True, new=True)
+    decontaminate_ngram: int = setting(
+        "--decontaminate: words in a shared n-gram (lm-evaluation-harness's 13); 0: whole "
+        "lines only.", 13, type=bounded(int, 0), vocab=True, new=True)
     drop_dev_overlap: bool = setting("Drop train pairs that also occur in dev.", False,
                                      switch=True, vocab=True, new=True)
 
