@@ -61,6 +61,7 @@ def s3(tmp_path_factory):
     for name in sorted(os.listdir(corpus)):
         with open(os.path.join(corpus, name), "rb") as f:
             client.put_object(Bucket=BUCKET, Key="in/" + name, Body=f.read())
+    client.close()  # its connections, not held for the module's tests
     yield server
     server.stop()
 
