@@ -54,4 +54,7 @@ WHERE=tests
 for arg in "$@"; do
   case "$arg" in tests/*) WHERE= ;; esac
 done
-exec .venv/bin/python -m pytest $WHERE -n "${TEST_WORKERS:-2}" --dist loadfile "$@"
+# --durations: the 30 slowest phases at the end of every run (where the suite's time goes);
+# each test's time is also kept in .pytest_cache, and the next run starts the longest files
+# first (tests/file_times.py).
+exec .venv/bin/python -m pytest $WHERE -n "${TEST_WORKERS:-2}" --dist loadfile --durations=30 "$@"

@@ -61,6 +61,7 @@ def s3(tmp_path_factory):
     for name in sorted(os.listdir(corpus)):
         with open(os.path.join(corpus, name), "rb") as f:
             client.put_object(Bucket=BUCKET, Key="in/" + name, Body=f.read())
+    client.close()  # its connections, not held for the module's tests
     yield server
     server.stop()
 
@@ -113,16 +114,26 @@ def hosts(tmp_path_factory, request):
 
 
 # The longest test files (whole jobs on clusters, stores and schedulers; minutes each), run
-# first: `./run_tests.sh` hands whole files to its two processes (`--dist loadfile`) in
-# collection order, and a long file started last leaves the other process idle at the end.
+# first where no time of theirs is recorded yet (tests/file_times.py orders by the times the
+# last runs took): `./run_tests.sh` hands whole files to its two processes (`--dist loadfile`)
+# in collection order, and a long file started last leaves the other process idle at the end.
 LONGEST_FILES_FIRST = ("test_airflow_dag.py", "test_multihost_faults.py",
                        "test_multihost_jobs.py", "test_slurm_cluster.py", "test_object_stores.py",
                        "test_unattended.py", "test_dask_cluster.py", "test_signals_every_pass.py",
                        "test_console_noise.py", "test_completeness.py", "test_prism_runner.py")
 
 
+def pytest_configure(config):
+    from file_times import TimesPlugin
+    config.pluginmanager.register(TimesPlugin(config), "datagen_file_times")
+
+
 def pytest_collection_modifyitems(config, items):
-    """Files of LONGEST_FILES_FIRST first, in that order; every file's tests stay together
-    and in their order (module fixtures are shared within a file)."""
-    rank = {name: i for i, name in enumerate(LONGEST_FILES_FIRST)}
-    items.sort(key=lambda item: rank.get(os.path.basename(str(item.fspath)), len(rank)))
+    """Test files longest first, by the times recorded in pytest's cache (tests/file_times.py),
+    and LONGEST_FILES_FIRST for those never timed; every file's tests stay together and in
+    their order (module fixtures are shared within a file)."""
+    from file_times import CACHE_KEY, file_of, file_order
+    seconds = config.cache.get(CACHE_KEY, {}) if getattr(config, "cache", None) else {}
+    files = list(dict.fromkeys(file_of(item.nodeid) for item in items))
+    rank = {path: i for i, path in enumerate(file_order(files, seconds, LONGEST_FILES_FIRST))}
+    items.sort(key=lambda item: rank[file_of(item.nodeid)])
