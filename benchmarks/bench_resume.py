@@ -8,14 +8,21 @@ chunks of `--encode_chunk_lines`):
    copied into each later output directory, so every later run reuses them and its encode
    pass is the whole difference.
 2. `whole`: an uninterrupted run; its summary's `stages.encode` seconds, CPU (user + sys of
-   the tree) and peak RSS (`process_tree.run_tree`).
+   the tree) and peak RSS (`process_tree.run_tree`), and the encode pass's own CPU: the
+   tree's cumulative CPU (sampled per process every 0.1 s) between the driver's `pass N of
+   M: encode` and `pass N done` lines, timestamped as they come. CPU is what a loaded
+   machine spoils least.
 3. `killed`: a run whose process group gets SIGKILL once `--kill_at` of its chunks have
    written their manifests (an event on disk, not a time).
 4. `rerun`: the same command again, measured as `whole`; its summary says the chunks reused.
    The shards must equal `whole`'s (sha256 of each).
 
+`--scale K` takes the corpus K times as long with numbered lines, as `bench_scale.py` makes
+them (copy c of every line prefixed `c `, so no line repeats), in `<work_dir>/input-xK/`.
+
     .venv/bin/python benchmarks/bench_resume.py --work_dir /tmp/bench_resume
     .venv/bin/python benchmarks/bench_resume.py --lines 100000 --work_dir /tmp/bench_resume_100k
+    .venv/bin/python benchmarks/bench_resume.py --scale 10 --work_dir /tmp/bench_resume_10x
 """
 
 import argparse
@@ -24,10 +31,12 @@ import hashlib
 import json
 import lzma
 import os
+import re
 import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -82,10 +91,47 @@ def shard_hashes(out):
             for p in sorted(glob.glob(os.path.join(out, "bench-train-*")))}
 
 
+class EncodeWindow(threading.Thread):
+    """Copies the job's stderr to `log`, noting when the encode pass starts and ends."""
+
+    def __init__(self, pipe, log):
+        super().__init__(daemon=True)
+        self.pipe, self.log, self.start_t, self.end_t = pipe, log, None, None
+
+    def run(self):
+        number = None
+        with open(self.log, "w") as out:
+            for line in iter(self.pipe.readline, ""):
+                out.write(line)
+                started = re.match(r"\S+ pass (\d+) of \d+: encode ", line)
+                if started:
+                    number, self.start_t = started.group(1), time.time()
+                elif number and re.match(r"\S+ pass %s done" % number, line):
+                    self.end_t = time.time()
+
+
+def tree_cpu_at(timeline, moment):
+    """CPU seconds of every sampled process of the tree up to `moment` (its last sample
+    before it; a process gone before then counts all it was seen to use)."""
+    total = 0.0
+    for samples in timeline.samples.values():
+        before = [cpu for t, cpu, _ in samples if t <= moment]
+        total += before[-1] if before else 0.0
+    return total
+
+
 def measured(cmd, log):
-    with open(log, "w") as err:
+    read, write = os.pipe()
+    window = EncodeWindow(os.fdopen(read, "r", errors="replace"), log)
+    window.start()
+    with os.fdopen(write, "w") as err:
         result = run_tree(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=err)
+    window.join(60)
     assert result["returncode"] == 0, open(log).read()[-3000:]
+    assert window.start_t and window.end_t, "no encode pass lines in %s" % log
+    timeline = result["timeline"]
+    result["encode_cpu_s"] = (tree_cpu_at(timeline, window.end_t)
+                              - tree_cpu_at(timeline, window.start_t))
     return result
 
 
@@ -114,8 +160,17 @@ def main():
     parser.add_argument("--lines", type=int, default=0, help="the first N pairs (0: all)")
     parser.add_argument("--chunk_lines", type=int, default=10000)
     parser.add_argument("--kill_at", type=float, default=0.8)
+    parser.add_argument("--scale", type=int, default=0,
+                        help="the corpus K times, numbered lines as bench_scale.py's (0: as is)")
     args = parser.parse_args()
-    inputs = stage_input(args.work_dir, args.lines)
+    if args.scale:
+        from bench_scale import stage_numbered
+        os.makedirs(args.work_dir, exist_ok=True)
+        inputs = list(stage_numbered(os.path.join(DATA, "train.en.xz"),
+                                     os.path.join(DATA, "train.zh.xz"), args.scale,
+                                     args.work_dir)[:2])
+    else:
+        inputs = stage_input(args.work_dir, args.lines)
     lines = sum(1 for _ in open(inputs[0], "rb"))
     chunks = -(-lines // args.chunk_lines)
     vocab_out = os.path.join(args.work_dir, "vocab")
@@ -138,13 +193,16 @@ def main():
     print("bench_resume: %d pairs, %d chunks of %d lines; killed (SIGKILL to the group) at "
           "%d manifests; load %s" % (lines, chunks, args.chunk_lines, at_kill,
                                      os.getloadavg()))
-    print("%-6s %10s %10s %10s %12s" % ("run", "encode_s", "wall_s", "cpu_s", "peak_rss_mb"))
+    print("%-6s %10s %12s %10s %10s %12s" % ("run", "encode_s", "encode_cpu_s", "wall_s",
+                                              "cpu_s", "peak_rss_mb"))
     for name, r in rows.items():
-        print("%-6s %10.1f %10.1f %10.1f %12.0f" % (name, encode[name], r["wall_s"],
-                                                    r["cpu_s"], r["peak_sum_mb"]))
+        print("%-6s %10.1f %12.1f %10.1f %10.1f %12.0f" % (
+            name, encode[name], r["encode_cpu_s"], r["wall_s"], r["cpu_s"], r["peak_sum_mb"]))
     print("resume: %s" % summary_of(killed)["resume"])
-    print("rerun encode / whole encode: %.2f (target <= 0.35); shards identical: %s" % (
-        encode["rerun"] / encode["whole"], same))
+    print("rerun encode / whole encode: %.2f wall, %.2f CPU (target <= 0.35); shards "
+          "identical: %s" % (encode["rerun"] / encode["whole"],
+                             rows["rerun"]["encode_cpu_s"] / rows["whole"]["encode_cpu_s"],
+                             same))
     return 0 if same else 1
 
 

@@ -118,8 +118,9 @@ def hosts(tmp_path_factory, request):
 # last runs took): `./run_tests.sh` hands whole files to its two processes (`--dist loadfile`)
 # in collection order, and a long file started last leaves the other process idle at the end.
 LONGEST_FILES_FIRST = ("test_airflow_dag.py", "test_multihost_faults.py",
-                       "test_multihost_jobs.py", "test_slurm_cluster.py", "test_object_stores.py",
-                       "test_unattended.py", "test_dask_cluster.py", "test_signals_every_pass.py",
+                       "test_multihost_jobs.py", "test_multihost_resume.py",
+                       "test_slurm_cluster.py", "test_object_stores.py", "test_unattended.py",
+                       "test_dask_cluster.py", "test_signals_every_pass.py",
                        "test_console_noise.py", "test_completeness.py", "test_prism_runner.py")
 
 

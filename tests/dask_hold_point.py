@@ -2,13 +2,15 @@
 at an exact point until the test lets it go: a pass is then still running, whatever the
 load, while the test does something (adds a worker) and watches what happens.
 
-Armed by a file `hold` in the directory `$T2T_DASK_HOLD_DIR`: the first shard fragment
-write (`transforms.storage.file_io.create_atomically` of a `.frag` path: a task of the encode
-pass) of a worker that has the preload takes the file (renames it to `hold.taken`) and waits
-until a file `release` is there (or 600 s, a hang guard).
+Armed by a file `hold` in the directory `$T2T_DASK_HOLD_DIR`: the first set-up of the encode
+DoFn (`_EncodeChunkFn.setup`, in the first chunk task of the encode pass, before it encodes a
+line) on a worker that has the preload takes the file (renames it to `hold.taken`) and waits
+until a file `release` is there (or 600 s, a hang guard). Held there, a worker of one thread
+runs no chunk task of the pass until the test lets it go, however fast it is: the hold was
+first at the first fragment write, and beside a CPU hog a worker had run every chunk task
+before that write came.
 """
 
-import contextlib
 import os
 import time
 
@@ -27,23 +29,20 @@ def _held():
         time.sleep(0.05)
 
 
-def _patch_fragment_writes():
-    from transforms.storage import file_io
-    original = file_io.create_atomically
+def _patch_encode_setup():
+    from transforms.encode.encode_pairs import _EncodeChunkFn
+    original = _EncodeChunkFn.setup
 
-    @contextlib.contextmanager
-    def create_atomically(path):
-        if path.endswith(".frag"):
-            _held()
-        with original(path) as f:
-            yield f
+    def setup(self):
+        _held()
+        original(self)
 
-    file_io.create_atomically = create_atomically
+    _EncodeChunkFn.setup = setup
 
 
 def dask_setup(worker):
     if os.environ.get(HOLD_DIR):
-        _patch_fragment_writes()
+        _patch_encode_setup()
 
 
 def arm(directory):

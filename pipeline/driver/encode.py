@@ -26,6 +26,7 @@ from transforms.storage.object_stores import ObjectStores
 from transforms.contracts.elements import (Chunk, FileFacts, JsonValue, RejectsReport, ShardReport,
                                  TokenCounts)
 from transforms.encode.chunk_manifests import Resume
+from transforms.encode.shard_manifests import ShardResume
 from transforms.encode.encode_pairs import EncodePairs, plan_chunks
 from transforms.reporting.json_result import WriteJsonResult
 from transforms.encode.length_stats import LengthReportFn, candidate_max_lengths
@@ -99,15 +100,18 @@ def build_encode_pass(p: beam.Pipeline, chunks: List[Chunk], vocab_paths: Tuple[
                       prefixes: Optional[Dict[str, List[int]]] = None,
                       pair_shards: Optional[PairShards] = None,
                       resume: Optional[Resume] = None,
-                      target_prefixes: Optional[Dict[str, List[int]]] = None) -> None:
+                      target_prefixes: Optional[Dict[str, List[int]]] = None,
+                      shard_resume: Optional[ShardResume] = None) -> None:
     """Encodes `chunks`, writes shuffled shards, and all rejects (with those of `prepare`).
 
     `work_dirs`: where shard fragments, shards and rejects files are written
     ({"fragments", "shards", "rejects"}); the shard and rejects files are moved into place by
     the driver once the books balance. `prefixes`: {pair: ids before every input}, the
-    language tags (`target_prefixes`: before every target, `--lang_tags nllb`); `pair_shards`: the pairs' own shards (`ShardPlan.pair_shards`);
+    language tags (`target_prefixes`: before every target, `--lang_tags nllb`);
+    `pair_shards`: the pairs' own shards (`ShardPlan.pair_shards`);
     `resume`: where chunk manifests go and a killed run's are looked for (then the result's
-    `resume` counts the chunks reused and encoded).
+    `resume` counts the chunks reused and encoded); `shard_resume`: where shard manifests go
+    and a killed run's merged shards are looked for.
     """
     encoded = (p | "Chunks" >> beam.Create(chunks, reshuffle=False)
                | "Encode" >> EncodePairs(config.vocab.loader,
@@ -116,7 +120,7 @@ def build_encode_pass(p: beam.Pipeline, chunks: List[Chunk], vocab_paths: Tuple[
                                          target_prefixes))
     shards = encoded.records | "Write" >> WriteShuffledShards(
         problem, num_shards, work_dirs["shards"], config.job.output_format, pair_shards,
-        config.job.packed_length)
+        config.job.packed_length, shard_resume)
     token_stats = (encoded.stats
                    | "SumTokenStats" >> beam.CombinePerKey(
                        lambda rows: [sum(column) for column in zip(*rows)])
@@ -176,14 +180,17 @@ class EncodeStep:
             self.work_dirs(), work("encode.json"), self._config,
             earlier_rejects, self.prefixes, self.shard_plan.pair_shards,
             None if self.resume_key is None else resuming.resume_of(
-                self._layout, self.resume_key, self.look), self.target_prefixes)
+                self._layout, self.resume_key, self.look), self.target_prefixes,
+            None if self.resume_key is None else resuming.shard_resume_of(
+                self._layout, self.resume_key, self.look))
 
     def work_dirs(self) -> Dict[str, str]:
-        """{"fragments", "shards", "rejects"}: where the pass writes; the fragments in the
-        resume directory when the run has a resume key."""
+        """{"fragments", "shards", "rejects"}: where the pass writes; the fragments and the
+        shards in the resume directory when the run has a resume key."""
         dirs = {name: self._layout.work(name) for name in WORK_DIRS}
         if self.resume_key is not None:
             dirs["fragments"] = resuming.fragment_dir(self._layout, self.resume_key)
+            dirs["shards"] = resuming.shard_dir(self._layout, self.resume_key)
         return dirs
 
     def run(self, prepared: Dict[str, List[Prepared]], vocab_paths: Tuple[str, str],
@@ -218,6 +225,8 @@ class EncodeStep:
         if self.resume_key is not None:
             directories.append(resuming.resume_of(self._layout, self.resume_key,
                                                   self.look).manifest_dir)
+            directories.append(resuming.shard_resume_of(self._layout, self.resume_key,
+                                                        self.look).manifest_dir)
         for directory in directories:
             if not FileSystems.exists(directory):  # a killed run's resume directory is
                 FileSystems.mkdirs(directory)      # (mkdirs: a no-op on object stores)
@@ -241,7 +250,7 @@ class EncodeStep:
         shards = sum(num_shards.values())
         fragments = FileSystems.join(file_io.glob_literal(self.work_dirs()["fragments"]),
                                      "*.frag")
-        written_shards = FileSystems.join(file_io.glob_literal(self._layout.work("shards")),
+        written_shards = FileSystems.join(file_io.glob_literal(self.work_dirs()["shards"]),
                                           "*")
         encoded_at: List[float] = []  # when every chunk was first seen done
 

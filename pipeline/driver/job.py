@@ -41,6 +41,7 @@ from pipeline.runtime.errors import DatagenError
 from pipeline.runtime.storage_errors import (StoreLost, storage_error, storage_message,
                                              store_lost_message, unreachable_store)
 from transforms.pairs import mixing
+from transforms.encode.shard_manifests import REUSED as SHARDS_REUSED
 from transforms.encode.encode_pairs import BEFORE_CLEANING, BEFORE_MAX_LENGTH
 from transforms.contracts.elements import RejectsReport, ShardReport, TokenCounts
 from transforms.encode.length_stats import summary_lengths
@@ -232,7 +233,8 @@ class DatagenJob:
         if not file_io.is_local(self.layout.output_dir):  # a copy and a delete per object
             LOG.info("moving %d shards into %s", len(shards), self.layout.output_dir)
         commit.promote_outputs(self.layout, shards, rejects, self.stores,
-                               sorted(pairs | self._previous_pairs))
+                               sorted(pairs | self._previous_pairs),
+                               self.encode.work_dirs()["shards"])
         if isinstance(self.layout.shards.format, FairseqFormat):
             source = self.vocab.files.load(self._vocab_paths[0])
             target = (source if self._vocab_paths[1] == self._vocab_paths[0]
@@ -367,6 +369,15 @@ class DatagenJob:
             LOG.info("input is %.1f MB (< --in_process_below_mb %g): passes run in this "
                      "process, not in worker processes", input_bytes / 1e6, below_mb)
 
+    def _reuse(self, shards: int) -> Dict[str, int]:
+        """The summary's `resume`: chunks reused and encoded, shards merged (and, when a killed
+        run had merged some, kept: the shard writer's counter)."""
+        kept = self.run_pass.counters.get(SHARDS_REUSED, 0)
+        reuse = dict(self.encode.reuse, shards_written=shards - kept)
+        if kept:
+            reuse["shards_reused"] = kept
+        return reuse
+
     def _changed_inputs(self) -> Optional[str]:
         """One line naming an input file changed or deleted since the run started, or None
         (also when the inputs cannot be listed now: the error at hand says more)."""
@@ -479,7 +490,7 @@ class DatagenJob:
                 name for name in lengths if name.endswith((BEFORE_CLEANING, BEFORE_MAX_LENGTH))],
                 self.config.read.max_length), ids_end_in_eos=self.vocab.kind.codec.ends_in_eos and bool(plan)),
             metrics=dict(sorted(self.run_pass.counters.items())),
-            resume=dict(self.encode.reuse, shards_written=len(encoded[0])), **extra)
+            resume=self._reuse(len(encoded[0])), **extra)
         self.run_pass.stop_if_interrupted()
         self._lock.confirm()
         try:

@@ -11,6 +11,10 @@ directory is swept at the start, so another fingerprint never reuses a byte; the
 carry the key too. A run that loses its lock may still write into the directory, but only
 the bytes the new holder would write under the same names (one fingerprint, one chunking).
 
+Merged shards go there too (`shard_dir`), each followed by its manifest (`merged/`): a run
+killed in the merge or the commit leaves the shards it merged, and a rerun keeps each one its
+manifest and content vouch for (`transforms.encode.shard_manifests`) instead of merging it again.
+
 The directory is kept when a run is interrupted (SIGTERM at a SLURM walltime, Ctrl-C) or
 killed; a complete or failed run removes it with the rest of the work directory.
 """
@@ -22,11 +26,14 @@ from typing import List, Optional
 
 from pipeline.output.layout import RESUME_PREFIX, OutputLayout
 from transforms.encode.chunk_manifests import Resume
+from transforms.encode.shard_manifests import ShardResume
 from transforms.storage import file_io, paths
 from transforms.storage.object_stores import ObjectStores
 
 MANIFESTS = "chunks"
 FRAGMENTS = "fragments"
+SHARDS = "shards"  # merged shard files, before the commit moves them
+SHARD_MANIFESTS = "merged"
 
 
 def resume_key(fingerprint: dict, encode_chunk_lines: int) -> str:
@@ -71,6 +78,15 @@ def resume_of(layout: OutputLayout, key: str, look: bool) -> Resume:
 
 def fragment_dir(layout: OutputLayout, key: str) -> str:
     return paths.join(layout.resume_dir(key), FRAGMENTS)
+
+
+def shard_dir(layout: OutputLayout, key: str) -> str:
+    return paths.join(layout.resume_dir(key), SHARDS)
+
+
+def shard_resume_of(layout: OutputLayout, key: str, look: bool) -> ShardResume:
+    """The shard writer's `ShardResume` of this run."""
+    return ShardResume(key, paths.join(layout.resume_dir(key), SHARD_MANIFESTS), look)
 
 
 def keeps_chunks(layout: OutputLayout, key: str, stores: Optional[ObjectStores]) -> bool:

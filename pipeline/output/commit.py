@@ -33,10 +33,11 @@ LOG = logging.getLogger("datagen")
 
 def promote_outputs(layout: OutputLayout, shards: Iterable[ShardReport],
                     rejects: Iterable[RejectsReport], stores: Optional[ObjectStores] = None,
-                    pairs: Iterable[str] = ()) -> None:
+                    pairs: Iterable[str] = (), shards_dir: Optional[str] = None) -> None:
     """Replaces every previous shard and rejects file with this run's (`shards`, `rejects`:
     what the encode pass reported; `pairs`: the language pairs whose own shards are the
-    job's, this run's and the previous output's); removes the completion marker first, and
+    job's, this run's and the previous output's; `shards_dir`: where the pass wrote the
+    shards, the work directory's `shards` unless given); removes the completion marker first, and
     the previous length report (it describes the old shards; `mark_complete` writes the new
     one)."""
     file_io.delete_tree(layout.complete_path, stores)
@@ -52,8 +53,9 @@ def promote_outputs(layout: OutputLayout, shards: Iterable[ShardReport],
     file_io.delete_files(old, stores)
     for split in SPLITS:
         file_io.delete_tree(layout.rejects_path(split), stores)
+    shards_dir = shards_dir or layout.work("shards")
     names = [name for s in shards for name in format_of(s["name"]).files(s["name"])]
-    file_io.move_files([FileSystems.join(layout.work("shards"), name) for name in names],
+    file_io.move_files([FileSystems.join(shards_dir, name) for name in names],
                        [layout.path(name) for name in names], stores)
     written_rejects = [r for r in rejects if r["rejected"]]
     if written_rejects:

@@ -103,10 +103,11 @@ def format_summary(summary: Dict[str, Any]) -> str:
         if s.get("rejects_file"):
             lines.append("%-8s rejects: %s" % ("", _within(s["rejects_file"], output_dir)))
     reuse = summary.get("resume") or {}
-    if reuse.get("chunks_reused"):  # a rerun after a kill kept the killed run's chunks
-        lines.append("resumed: %d encode chunks reused, %d encoded, %d shards written" % (
-            reuse["chunks_reused"], reuse.get("chunks_encoded", 0),
-            reuse.get("shards_written", 0)))
+    if reuse.get("chunks_reused") or reuse.get("shards_reused"):  # a rerun after a kill kept
+        lines.append("resumed: %d encode chunks reused, %d encoded, %d shards written%s" % (
+            reuse.get("chunks_reused", 0), reuse.get("chunks_encoded", 0),  # the killed run's
+            reuse.get("shards_written", 0),
+            ", %d kept" % reuse["shards_reused"] if reuse.get("shards_reused") else ""))
     warnings = sum(len(d.get("warnings", [])) for s in summary["splits"].values()
                    for d in s.get("datasets", {}).values())
     if warnings:

@@ -15,10 +15,10 @@ times steeper; the tree of a GroupByKey adds a level at 5, 17 and 65 threads).
 
 A worker that joins mid-pass gets work: partitions are sized by the work (a `Create` is one
 partition a work item), not by the threads present when the pass starts. A cluster of one
-worker of one thread runs the encode pass (140 chunks); the worker's first fragment write is
-held (tests/dask_hold_point.py) until a worker that joined after the pass started has
-finished tasks of the pass's chunk stage, by the scheduler's account; then the job ends
-byte-identical to DirectRunner's.
+worker of one thread runs the encode pass (140 chunks); the worker's first chunk task is
+held at the encode DoFn's set-up, before it encodes a line (tests/dask_hold_point.py), until
+a worker that joined after the pass started has finished tasks of the pass's chunk stage, by
+the scheduler's account; then the job ends byte-identical to DirectRunner's.
 """
 
 import pytest
@@ -68,9 +68,6 @@ def test_tasks_per_pass_grow_linearly_with_the_threads_and_outputs_stay_the_same
         assert (many - sixteen) / (64 - 16) <= 2 * max(1, (sixteen - two) / (16 - 2)), counts
 
 
-@pytest.mark.skip(reason="order-dependent under load: beside a CPU hog worker-0 ran every chunk "
-                  "task before its first fragment write took the hold, so none was left for "
-                  "the late worker (the wait ran out); to be held before the chunk tasks")
 def test_a_worker_that_joins_mid_pass_runs_tasks_of_that_pass(tmp_path, tmp_path_factory):
     expected, _ = baseline("word", tmp_path_factory)  # chunking changes no byte
     log, hold = tmp_path / "tasks.log", tmp_path / "hold"
@@ -89,7 +86,7 @@ def test_a_worker_that_joins_mid_pass_runs_tasks_of_that_pass(tmp_path, tmp_path
             "--encode_chunk_lines", "50", "--runner", "DaskRunner",
             "--dask_client_address", cluster.address, "--output_dir", str(out)])
         job.proc.name = "the job"
-        wait_for(lambda: taken(hold), "worker-0 in a fragment write of the encode pass",
+        wait_for(lambda: taken(hold), "worker-0 in its first chunk task of the encode pass",
                  [job.proc], 600)
         cluster.add_worker("late", env={HOLD_DIR: ""})
 

@@ -1,10 +1,12 @@
 """Issue 49, item 5: a rerun after the job was killed mid-encode keeps the chunks it had
-finished, checked by content, and ends byte-identical to an uninterrupted run (README, Resume).
+finished (and the shards it had merged), checked by content, and ends byte-identical to an
+uninterrupted run (README, Resume).
 
 The kill lands on an event: the job's process group is stopped (SIGSTOP) once K chunk
 manifests are on disk, the manifests are counted while nothing runs, then the whole group gets
 SIGKILL (a lost machine, `kill -9` of the tree) or SIGTERM (a SLURM walltime). So the rerun
-knows exactly how many chunks it may reuse, whatever the machine's speed.
+knows exactly how many chunks it may reuse, whatever the machine's speed. A kill once the
+first shard's manifest is there (the merge under way) leaves shards the rerun keeps.
 """
 
 import glob
@@ -156,3 +158,29 @@ def test_on_s3_a_rerun_after_kill_9_reuses_chunks_and_gives_the_same_bytes(
         if name.startswith("p-train-"):
             assert got[name] == data, name
     assert not [k for k in got if k.startswith(".datagen-work")]
+
+
+def _merged(out):
+    """{shard name: its file is still in the resume directory} of every shard manifest."""
+    found = {}
+    for manifest in glob.glob(os.path.join(str(out), ".datagen-work", "p", "encode-*", "merged",
+                                           "*.json")):
+        name = os.path.basename(manifest)[:-len(".json")]
+        shard = os.path.join(os.path.dirname(os.path.dirname(manifest)), "shards", name)
+        found[name] = os.path.exists(shard)
+    return found
+
+
+def test_a_rerun_after_a_kill_in_the_merge_keeps_the_shards_already_merged(
+        tmp_path, corpus, uninterrupted):
+    out = tmp_path / "out"
+    _, status = _stop_then(_argv(out, corpus, DIRECT_MP2), lambda: len(_merged(out)),
+                           signal.SIGKILL, k=1)
+    assert status == -signal.SIGKILL
+    kept = sorted(name for name, there in _merged(out).items() if there)
+    assert kept and len(_manifests(out)) == CHUNKS  # every chunk done, some shard merged
+    assert datagen.main(_argv(out, corpus, FNAPI)) == 0
+    assert _summary(out)["resume"] == {"chunks_reused": CHUNKS, "shards_reused": len(kept),
+                                       "shards_written": 3 - len(kept)}
+    assert output_bytes(out) == uninterrupted
+    assert not os.path.exists(out / ".datagen-work")

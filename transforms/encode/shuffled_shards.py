@@ -47,6 +47,7 @@ from transforms.formats.rejects import reject_line
 from transforms.formats.text_lines import iter_raw_lines
 from transforms.shards.record_formats import DEFAULT_FORMAT, ShardNames, record_format
 from transforms.shards.shard_fragments import merge_fragments
+from transforms.encode.shard_manifests import REUSED, ShardResume, kept_shard, record_shard
 
 
 PairShards = Mapping[str, List[Tuple[str, int, int]]]
@@ -78,8 +79,10 @@ class _WriteShardFn(beam.DoFn):
 
     def __init__(self, problem: str, num_shards: Dict[str, int], tmp_dir: str,
                  store_settings: StoreSettings, output_format: str = DEFAULT_FORMAT,
-                 pair_shards: Optional[PairShards] = None, packed_length: int = 0) -> None:
+                 pair_shards: Optional[PairShards] = None, packed_length: int = 0,
+                 resume: Optional[ShardResume] = None) -> None:
         self._names = ShardNames(problem, record_format(output_format))
+        self._resume = resume  # where shard manifests go and a killed run's are looked for
         self._num_shards = num_shards
         self._pair_shards = pair_shards or {}
         self._tmp_dir = tmp_dir
@@ -105,6 +108,14 @@ class _WriteShardFn(beam.DoFn):
                                            self._num_shards[split])
         name = self._names.name(split, local, count, pair)
         path = FileSystems.join(self._tmp_dir, name)
+        kept = None if self._resume is None else kept_shard(self._resume, path, fragments,
+                                                            self._stores)
+        if kept is not None:  # merged by a killed run from these fragments, and whole
+            self._counters.inc(split + ".records_written", kept["records"])
+            self._counters.inc(split + ".bytes_written", kept["bytes"])
+            self._counters.inc(REUSED)
+            yield kept
+            return
         by_dataset: Dict[int, int] = {}
         copies: Dict[int, int] = {}
         for frag in fragments:
@@ -139,6 +150,8 @@ class _WriteShardFn(beam.DoFn):
             report["pair"] = pair
         if copies:
             report["copies_by_dataset"] = sorted(copies.items())
+        if self._resume is not None:
+            record_shard(self._resume, path, fragments, report, self._stores)
         yield report
 
 
@@ -222,13 +235,17 @@ class WriteShuffledShards(beam.PTransform):
 
     Every shard of every split is written, empty ones included; a language pair's own shards
     (`pair_shards`) are named with it; with `packed_length`, each shard's pairs packed (T2T's
-    `pack_examples`, per language pair) into its records.
+    `pack_examples`, per language pair) into its records. With `resume`, each shard's manifest
+    follows its file, and a shard a killed run merged from the same fragments is kept
+    (`transforms.encode.shard_manifests`).
     """
 
     def __init__(self, problem: str, num_shards: Mapping[str, int], tmp_dir: str,
                  output_format: str = DEFAULT_FORMAT,
-                 pair_shards: Optional[PairShards] = None, packed_length: int = 0) -> None:
+                 pair_shards: Optional[PairShards] = None, packed_length: int = 0,
+                 resume: Optional[ShardResume] = None) -> None:
         super().__init__()
+        self._resume = resume
         self._problem = problem
         self._format = output_format
         self._pair_shards = {split: list(ranges) for split, ranges in (pair_shards or {}).items()}
@@ -247,7 +264,8 @@ class WriteShuffledShards(beam.PTransform):
                 | "WriteShard" >> beam.ParDo(_WriteShardFn(self._problem, self._num_shards,
                                                            self._tmp_dir, settings,
                                                            self._format, self._pair_shards,
-                                                           self._packed_length)))
+                                                           self._packed_length,
+                                                           self._resume)))
 
 
 class WriteRejects(beam.PTransform):
