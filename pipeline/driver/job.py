@@ -235,15 +235,10 @@ class DatagenJob:
         commit.promote_outputs(self.layout, shards, rejects, self.stores,
                                sorted(pairs | self._previous_pairs),
                                self.encode.work_dirs()["shards"])
-        if isinstance(self.layout.shards.format, FairseqFormat):
-            source = self.vocab.files.load(self._vocab_paths[0])
-            target = (source if self._vocab_paths[1] == self._vocab_paths[0]
-                      else self.vocab.files.load(self._vocab_paths[1]))
-            fairseq_data.write_data_bin(
-                self.layout, shards, (source, target), self._langs, self.stores,
-                {tag["id"]: tag["token"] for tag in self.lang_tags.values()})
-        else:  # a previous fairseq run's, gone with its shards
-            file_io.delete_tree(fairseq_data.data_bin_dir(self.layout), self.stores)
+        fairseq_data.commit_data_bin(
+            self.layout, shards, self._vocab_paths, self.vocab.files.load
+            if isinstance(self.layout.shards.format, FairseqFormat) else None, self._langs,
+            self.stores, {tag["id"]: tag["token"] for tag in self.lang_tags.values()})
         return report
 
     # -- the job ---------------------------------------------------------------------------
@@ -488,7 +483,8 @@ class DatagenJob:
             "complete", vocab=vocab, splits=split_report,
             lengths=dict(summary_lengths(lengths, list(prepared) + [
                 name for name in lengths if name.endswith((BEFORE_CLEANING, BEFORE_MAX_LENGTH))],
-                self.config.read.max_length), ids_end_in_eos=self.vocab.kind.codec.ends_in_eos and bool(plan)),
+                self.config.read.max_length),
+                ids_end_in_eos=self.vocab.kind.codec.ends_in_eos and bool(plan)),
             metrics=dict(sorted(self.run_pass.counters.items())),
             resume=self._reuse(len(encoded[0])), **extra)
         self.run_pass.stop_if_interrupted()

@@ -17,7 +17,7 @@ checksums, `inspect`). Each file is written whole (`file_io`'s atomic writes), a
 shards are in place and before the completion marker, so a complete output has all of them.
 """
 
-from typing import Dict, Iterable, Iterator, List, Optional, Tuple
+from typing import Callable, Dict, Iterable, Iterator, List, Optional, Tuple
 
 import numpy as np
 
@@ -52,6 +52,22 @@ def _sides(path: str, stores: Optional[ObjectStores]
             yield fairseq_bin.read_shard(data)
         finally:
             del data
+
+
+def commit_data_bin(layout: OutputLayout, shards: Iterable[ShardReport],
+                    vocab_paths: Tuple[str, str],
+                    load_vocab: Optional[Callable[[str], Vocabulary]],
+                    langs: Tuple[str, str], stores: Optional[ObjectStores] = None,
+                    tags: Optional[Dict[int, str]] = None) -> None:
+    """After the commit: a fairseq output's data-bin written (`load_vocab` reads a vocabulary
+    file), or, for any other format (`load_vocab` None), a previous fairseq run's removed
+    (it would describe shards that are gone)."""
+    if load_vocab is None:
+        file_io.delete_tree(data_bin_dir(layout), stores)
+        return
+    source = load_vocab(vocab_paths[0])
+    target = source if vocab_paths[1] == vocab_paths[0] else load_vocab(vocab_paths[1])
+    write_data_bin(layout, shards, (source, target), langs, stores, tags)
 
 
 def write_data_bin(layout: OutputLayout, shards: Iterable[ShardReport],
