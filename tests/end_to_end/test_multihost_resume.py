@@ -3,8 +3,11 @@ whole tree (the driver here, the scheduler host's and both worker hosts' process
 stopped mid-encode, and a rerun on a new scheduler and new workers redoes only the chunks
 that had no manifest, ending byte-identical to DirectRunner's run (tests/multihost_jobs.py).
 
-The stop lands on an event: the store is polled (from the driver's namespace) until half the
-encode chunks have written their manifests, never after a sleep. Then
+The stop lands on an event: the store is polled (from the driver's namespace) until a
+quarter of the encode chunks have written their manifests, never after a sleep. For
+`kill -9` a worker plugin (tests/dask_chunk_gate.py) lets each of the two workers encode
+at most GATE chunks and holds the rest, so some chunks are surely unfinished when the tree
+dies, however fast the machine (without it, all 32 were once done before the kill). Then
 - `kill -9`: SIGKILL to the driver first (a driver that outlived its scheduler would fail the
   run and delete the chunks), then every process of the scheduler and worker hosts
   (`kill_host`: a lost machine each). The manifests are counted once nothing runs, and the
@@ -28,6 +31,7 @@ import psutil
 import pytest
 
 from clusters import wait_for
+from dask_chunk_gate import ChunkGate
 from multihost_jobs import (assert_same_as_direct, log, start_job, store_keys, store_summary,
                             t2t_vocab_files)
 
@@ -37,6 +41,7 @@ FLAGS = ["--problem", "p", "--encode_chunk_lines", "250"]
 CHUNKS = 28 + 4  # 7,000 train pairs and 1,000 dev pairs in chunks of 250
 GIVEN = t2t_vocab_files("p")
 TREE_HOSTS = ("sched", "w1", "w2")  # the store keeps running: it is the output
+GATE = 10  # chunks a worker may encode before the kill -9 (2 workers: at most 20 of 32)
 
 
 @pytest.fixture
@@ -90,10 +95,13 @@ def _stop_tree(cluster, job, sig):
 def test_a_rerun_after_the_whole_tree_was_stopped_mid_encode_redoes_only_unfinished_chunks(
         cluster, tmp_path_factory, sig):
     prefix = "resume-%d" % sig
+    if sig == signal.SIGKILL:  # (SIGTERM's orderly close would wait for a held chunk)
+        with cluster.client() as client:
+            client.register_plugin(ChunkGate(GATE))
     job = start_job(cluster, FLAGS, prefix, tmp_path_factory, GIVEN)
     job.proc.name = "the job"
-    wait_for(lambda: len(_manifests(cluster, prefix)) >= CHUNKS // 2,
-             "%d chunk manifests in the store" % (CHUNKS // 2), [job.proc], 900)
+    wait_for(lambda: len(_manifests(cluster, prefix)) >= CHUNKS // 4,
+             "%d chunk manifests in the store" % (CHUNKS // 4), [job.proc], 900)
     at_signal = len(_manifests(cluster, prefix))
     _stop_tree(cluster, job, sig)
     code = job.finish()
@@ -103,7 +111,7 @@ def test_a_rerun_after_the_whole_tree_was_stopped_mid_encode_redoes_only_unfinis
     for name in TREE_HOSTS:  # new hosts for the rerun
         cluster.kill_host(name)
     left = _manifests(cluster, prefix)
-    assert CHUNKS // 2 <= at_signal <= len(left) <= CHUNKS
+    assert CHUNKS // 4 <= at_signal <= len(left) <= CHUNKS
     if sig == signal.SIGKILL:  # (a SIGTERM lets running tasks end: all may be done)
         assert len(left) < CHUNKS, "every chunk was done: nothing tested"
     summary = store_summary(cluster, prefix, "p")
