@@ -13,6 +13,11 @@ the bytes the new holder would write under the same names (one fingerprint, one 
 
 The directory is kept when a run is interrupted (SIGTERM at a SLURM walltime, Ctrl-C) or
 killed; a complete or failed run removes it with the rest of the work directory.
+
+The shard writer deletes a shard's fragment files once the shard is written (temporary disk
+near the output's size, not twice it): a kill after the first shard is written costs the
+chunks whose files went, which is every chunk with records in that shard, so resume saves the
+encoding of a run killed while it encodes, not of one killed in its merge.
 """
 
 import hashlib
