@@ -133,10 +133,11 @@ def lines_done(directory: str, stores: Optional[ObjectStores]) -> int:
     counters while it runs."""
     done = 0
     for name in _names(directory, stores):
-        try:
-            done += int(name[:-len(".json")].rpartition("+")[2])
-        except ValueError:  # another file
-            pass
+        if name.endswith(".json") and not file_io.is_temporary_name(name):
+            try:
+                done += int(name[:-len(".json")].rpartition("+")[2])
+            except ValueError:  # a manifest of an older version, named after one chunk
+                pass
     return done
 
 
