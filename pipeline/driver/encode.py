@@ -25,12 +25,12 @@ from transforms.storage import file_io
 from transforms.storage.object_stores import ObjectStores
 from transforms.contracts.elements import (Chunk, FileFacts, JsonValue, RejectsReport, ShardReport,
                                  TokenCounts)
+from transforms.encode import chunk_manifests
 from transforms.encode.chunk_manifests import Resume
 from transforms.encode.shard_manifests import ShardResume
 from transforms.encode.encode_pairs import EncodePairs, plan_chunks
 from transforms.reporting.json_result import WriteJsonResult
 from transforms.encode.length_stats import LengthReportFn, candidate_max_lengths
-from transforms.shards.shard_fragments import fragment_chunk
 from transforms.pairs import mixing
 from transforms.encode.shuffled_shards import (PairShards, WriteRejects, WriteShuffledShards,
                                         rejects_file_split)
@@ -239,29 +239,30 @@ class EncodeStep:
 
     def progress(self, chunks: List[Chunk], num_shards: Dict[str, int]
                  ) -> Callable[[float], str]:
-        """progress(seconds): the pairs of the chunks whose shard fragments are written so
-        far (a chunk writes its fragments when it is done), out of every pair, and the time
-        left to encode them; once every chunk is done, the shards: the shuffle that groups the
+        """progress(seconds): the pairs encoded so far, out of every pair, and the time left
+        to encode them; once every chunk is done, the shards: the shuffle that groups the
         fragments by shard until the first is written, then how many are written and the
-        time left. On any runner, as it asks the work directory's file system."""
-        lines = {(c["ds"]["split"], c["ds"]["index"], c["first_line"]): c["num_lines"]
-                 for c in chunks if not c.get("unmatched")}
-        total = sum(lines.values())
+        time left. The pairs from the pass's counters where the runner reports them while it
+        runs, else from the names of the chunk manifests (a listing of an object per group
+        of chunks, `chunk_manifests.lines_done`); never a listing of the fragments."""
+        counted = [c["num_lines"] for c in chunks if not c.get("unmatched")]
+        total = sum(counted)
         shards = sum(num_shards.values())
-        fragments = FileSystems.join(file_io.glob_literal(self.work_dirs()["fragments"]),
-                                     "*.frag")
+        live = getattr(self._run_pass, "live_counters", dict)
+        manifests = (None if self.resume_key is None else resuming.resume_of(
+            self._layout, self.resume_key, self.look).manifest_dir)
         written_shards = FileSystems.join(file_io.glob_literal(self.work_dirs()["shards"]),
                                           "*")
         encoded_at: List[float] = []  # when every chunk was first seen done
 
         def progress(seconds):
-            done = {fragment_chunk(FileSystems.split(m.path)[1])
-                    for m in FileSystems.match([fragments])[0].metadata_list}
-            encoded = sum(lines.get(c, 0) for c in done if c is not None)  # not another file
+            read = [n for name, n in live().items() if name.endswith(".pairs_read")]
+            encoded = min(total, sum(read) if read else (
+                0 if manifests is None else chunk_manifests.lines_done(manifests, self._stores)))
             if encoded < total:
                 return console.progress_line(encoded, total, seconds,
                                              then="then %d shards" % shards,
-                                             chunks=len(lines))
+                                             chunks=len(counted))
             if not encoded_at:
                 encoded_at.append(seconds)
             names = (FileSystems.split(m.path)[1]

@@ -160,6 +160,13 @@ class PassRunner:
             self.counters[name] = self.counters.get(name, 0) + value
         return outcome["state"]
 
+    def live_counters(self) -> Dict[str, int]:
+        """The running pass's Beam counters so far, where its runner reports them while it
+        runs (a job service's, the Dask runner's); {} elsewhere (DirectRunner's result
+        exists only once the pass is done)."""
+        running = self._running
+        return counter_values(running) if running is not None else {}
+
     def _log_lost_workers(self, number: int) -> None:
         """A WARNING line for each worker the runner's cluster lost while the pass runs, and
         what of the pass it computes again (a runner whose result can tell:

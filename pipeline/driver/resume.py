@@ -17,6 +17,11 @@ manifest and content vouch for (`transforms.encode.shard_manifests`) instead of 
 
 The directory is kept when a run is interrupted (SIGTERM at a SLURM walltime, Ctrl-C) or
 killed; a complete or failed run removes it with the rest of the work directory.
+
+The shard writer deletes a shard's fragment files once the shard is written (temporary disk
+near the output's size, not twice it): a kill after the first shard is written costs the
+chunks whose files went, which is every chunk with records in that shard, so resume saves the
+encoding of a run killed while it encodes, not of one killed in its merge.
 """
 
 import hashlib

@@ -33,7 +33,8 @@ def test_the_job_writes_shards_of_thousands_of_fragments_under_ulimit_256(tmp_pa
     small = tmp_path / "one-line-chunks"
     argv = ([sys.executable, "-m", "pipeline.datagen", "--output_dir", str(small),
              "--runner", "FnApiRunner", "--train_source", train[0], "--train_target", train[1],
-             "--encode_chunk_lines", "1"] + [str(flag) for flag in FLAGS])
+             "--encode_chunk_lines", "1", "--fragment_group_mb", "0.0001"]  # a file a chunk
+            + [str(flag) for flag in FLAGS])
     done = subprocess.run(argv, cwd=REPO_ROOT, preexec_fn=_low_limit, capture_output=True,
                           text=True, timeout=4 * HANG_SECONDS)
     assert done.returncode == 0, done.stderr[-3000:]

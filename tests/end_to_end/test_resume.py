@@ -25,8 +25,9 @@ pytestmark = pytest.mark.slow
 
 LINES, CHUNK_LINES = 2000, 100
 CHUNKS = LINES // CHUNK_LINES
+# each chunk's records (~10 KB) fill a fragment group: a manifest per chunk, written as it ends
 FLAGS = ["--problem", "p", "--vocab_size", "1000", "--num_train_shards", "3",
-         "--encode_chunk_lines", str(CHUNK_LINES)]
+         "--encode_chunk_lines", str(CHUNK_LINES), "--fragment_group_mb", "0.001"]
 
 
 @pytest.fixture(scope="module")
@@ -106,7 +107,8 @@ def test_a_cut_or_changed_fragment_is_encoded_again_and_another_fingerprint_reus
     fragment_dir = os.path.join(os.path.dirname(os.path.dirname(manifests[0])), "fragments")
     for manifest, damage in zip(manifests, ("truncate", "flip")):
         with open(manifest) as f:
-            name = next(v["path"] for tag, _, v in json.load(f)["outputs"] if tag == "records")
+            name = next(v["path"] for tag, _, v in json.load(f)["chunks"][0]["outputs"]
+                        if tag == "records")
         with open(os.path.join(fragment_dir, name), "r+b") as f:
             data = f.read()
             f.seek(0)

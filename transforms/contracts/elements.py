@@ -152,8 +152,11 @@ class _FragmentReportRequired(TypedDict):
 
 class FragmentReport(_FragmentReportRequired, total=False):
     """A shard fragment written by the encode pass: its path, its records, per dataset;
-    with --mix_shards, how many of them are repeated records (`copies`)."""
+    with --mix_shards, how many of them are repeated records (`copies`); `run`: the name of
+    the chunk's run (`shard_fragments.fragment_name`), one of several in the fragment file
+    of a group (`transforms.shards.fragment_groups`)."""
     copies: List[List[int]]       # [[dataset index, repeated records]]
+    run: str
 
 
 class PackingReport(TypedDict):

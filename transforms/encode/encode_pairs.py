@@ -41,9 +41,10 @@ from transforms.pairs.pair_encoding import (PairEncoder, PairTally, copy_keys, o
                                             shard_of, shuffle_keys)
 from transforms.pairs.text_pairs import TextPairs
 from transforms.storage.object_stores import ObjectStores, StoreSettings
-from transforms.shards.shard_fragments import fragment_name, write_fragment
-from transforms.encode.chunk_manifests import (ChunkRecorder, Resume, fragment_check, replay,
-                                               reusable, write_manifest)
+from transforms.shards.fragment_groups import FragmentGroup
+from transforms.shards.shard_fragments import fragment_name
+from transforms.encode.chunk_manifests import (ChunkRecorder, FinishedChunk, ManifestIndex,
+                                               Resume, replay, write_manifest)
 from transforms.formats.text_lines import iter_raw_lines
 from transforms.storage.vocab_files import VocabularyFiles
 
@@ -95,6 +96,7 @@ class _EncodeChunkFn(beam.DoFn):
         self._on_invalid = config.read.on_invalid_utf8
         self._max_chars = config.read.max_line_chars
         self._max_length = config.read.max_length
+        self._group_bytes = int(config.read.fragment_group_mb * 2 ** 20)
         self._loader = loader
         # --output_format text: records of the pairs' text (`record_formats.text_record`),
         # the lines right-stripped as read; --keep_order: keyed by position, not shuffled
@@ -102,10 +104,10 @@ class _EncodeChunkFn(beam.DoFn):
         self._keep_order = config.job.keep_order
 
     def setup(self) -> None:
-        # Fragments go to an object store through one reused client (see write_fragment).
+        # Fragments go to an object store through one reused client (see FragmentGroup).
         self._stores = ObjectStores(self._store_settings)
         self._counters = ChunkRecorder()  # also what a chunk added, for its manifest
-        self._checks: Dict[str, List[int]] = {}  # the chunk's fragments: path -> [size, crc]
+        self._index: Optional[ManifestIndex] = None  # a killed run's manifests, once asked
         self._examples = PairExampleWriter("inputs", "targets")  # without TensorFlow
         self._text_examples = Int64FeaturesWriter()
         self._pair_entries: Dict[str, bytes] = {}  # pair -> its `lang_pair` feature entry
@@ -129,6 +131,36 @@ class _EncodeChunkFn(beam.DoFn):
             source = source.reserving(tags)
             target = source if shared else target
         self._encoder = PairEncoder(source, target, self._examples)
+
+    def start_bundle(self) -> None:
+        # a failed bundle's runs are not this one's
+        self._group = FragmentGroup(self._stores, self._group_bytes)
+        self._finished: List[FinishedChunk] = []  # chunks whose manifest waits for a flush
+        self._checks: Dict[str, List[int]] = {}  # the bundle's files: path -> [size, crc]
+
+    def finish_bundle(self) -> None:
+        self._flush()
+
+    def _flush(self) -> None:
+        """Writes the group's files, then the manifest of the chunks finished since the last
+        one (their runs are all in files now): the bundle's outputs name those files, and a
+        runner passes them on only once this returns."""
+        self._checks.update(self._group.flush())
+        if self._resume is not None and self._finished:
+            write_manifest(self._finished, self._checks, self._resume, self._stores)
+            self._finished = []
+
+    def _flush_if_full(self) -> None:
+        if self._group.full():
+            self._flush()
+
+    def _reusable(self, chunk: Chunk) -> Optional[Dict]:
+        resume = self._resume
+        if resume is None or not resume.look:
+            return None
+        if self._index is None:
+            self._index = ManifestIndex(resume, self._fragment_dir, self._stores)
+        return self._index.reusable(chunk)
 
     def _dropped_lines(self, chunk: Chunk) -> Optional[bytes]:
         """The dataset's dropped-lines bitmap (`transforms.clean.clean_pairs`), or None: the lines
@@ -159,22 +191,21 @@ class _EncodeChunkFn(beam.DoFn):
         resume = self._resume
         if resume is None or chunk.get("unmatched"):  # an unmatched chunk only rejects
             yield from self._encode(chunk)
+            self._flush_if_full()
             return
         self._counters.take()
-        manifest = (reusable(chunk, resume, self._fragment_dir, self._stores)
-                    if resume.look else None)
+        manifest = self._reusable(chunk)
         if manifest is not None:
             for name, n in sorted(manifest["counters"].items()):
                 self._counters.inc(name, n)
             yield from replay(manifest, self._fragment_dir)
             yield beam.pvalue.TaggedOutput(RESUME, ("chunks_reused", 1))
             return
-        self._checks = {}
         outputs = list(self._encode(chunk))  # a chunk's: bounded by --encode_chunk_lines
-        write_manifest(chunk, outputs, self._checks, self._counters.take(), resume,
-                       self._stores)
+        self._finished.append((chunk, outputs, self._counters.take()))
         yield from outputs
         yield beam.pvalue.TaggedOutput(RESUME, ("chunks_encoded", 1))
+        self._flush_if_full()
 
     def _encode(self, chunk: Chunk) -> Iterator[EncodeOut]:
         if chunk.get("unmatched"):
@@ -242,17 +273,16 @@ class _EncodeChunkFn(beam.DoFn):
     def _write_fragments(self, split: str, dataset_index: int, first_line: int,
                          by_shard: Dict[int, List[FragmentEntry]], first_shard: int = 0,
                          copies: int = 0) -> Iterator[Tuple[ShardKey, FragmentReport]]:
-        """Writes each shard's entries as one fragment file; yields its report. `by_shard`
-        counts shards from `first_shard`; `copies` (> 0): they are repeated records, the
-        batch from that copy on."""
+        """Adds each shard's entries as a run to the group (written when it is full, and at
+        the bundle's end); yields its report, naming the group's file of the shard and the
+        run. `by_shard` counts shards from `first_shard`; `copies` (> 0): they are repeated
+        records, the batch from that copy on."""
         for shard, entries in sorted(by_shard.items()):
             shard += first_shard
-            path = FileSystems.join(self._fragment_dir, fragment_name(
-                split, shard, dataset_index, first_line, copies))
-            data = write_fragment(path, entries, self._stores)
-            if self._resume is not None:
-                self._checks[path] = fragment_check(data)
-            report: FragmentReport = {"path": path, "records": len(entries),
+            run = fragment_name(split, shard, dataset_index, first_line, copies)
+            path = self._group.add(split, shard, FileSystems.join(self._fragment_dir, run),
+                                   entries)
+            report: FragmentReport = {"path": path, "run": run, "records": len(entries),
                                       "by_dataset": [[dataset_index, len(entries)]]}
             if copies:
                 report["copies"] = [[dataset_index, len(entries)]]
@@ -284,6 +314,7 @@ class _EncodeChunkFn(beam.DoFn):
             if size >= COPY_BATCH_RECORDS or copy == most:
                 yield from self._write_fragments(split, index, chunk["first_line"], batch,
                                                  first_shard, start)
+                self._flush_if_full()  # memory stays bounded however many copies
                 self._counters.inc(split + ".records_repeated", size)
                 batch, size, start = {}, 0, copy + 1
 

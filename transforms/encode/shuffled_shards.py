@@ -99,11 +99,11 @@ class _WriteShardFn(beam.DoFn):
         """`item`: a shard's key and what CoGroupByKey gathered for it: its `fragments`
         (FragmentReport) and an `expected` None."""
         (split, shard), grouped = item
-        # One report per fragment file: a runner that retried an encode bundle and kept
-        # both attempts' outputs would name a fragment twice, and its records would be
-        # merged in twice.
+        # One report per run of a fragment file (a group's file holds several chunks' runs):
+        # a runner that retried an encode bundle and kept both attempts' outputs would
+        # name a run twice, and its records would be counted twice; each file is merged once.
         reported: Iterable[FragmentReport] = grouped["fragments"]
-        fragments = list({frag["path"]: frag for frag in reported}.values())
+        fragments = list({(frag["path"], frag.get("run")): frag for frag in reported}.values())
         pair, local, count = shard_of_pair(self._pair_shards, split, shard,
                                            self._num_shards[split])
         name = self._names.name(split, local, count, pair)
@@ -125,7 +125,8 @@ class _WriteShardFn(beam.DoFn):
                 copies[dataset_index] = copies.get(dataset_index, 0) + count
         # Streamed (memory stays bounded); an empty shard is a 0-byte object, which Beam's
         # S3 writer cannot make, the store's own client can.
-        merged = merge_fragments([frag["path"] for frag in fragments], self._stores)
+        files = sorted({frag["path"] for frag in fragments})
+        merged = merge_fragments(files, self._stores)
         records: Iterable[bytes] = (record for _, record in merged)
         features: Sequence[str] = PAIR_FEATURES
         packing: Optional[PackingTally] = None
@@ -152,6 +153,12 @@ class _WriteShardFn(beam.DoFn):
             report["copies_by_dataset"] = sorted(copies.items())
         if self._resume is not None:
             record_shard(self._resume, path, fragments, report, self._stores)
+        # The shard is whole (and its manifest written): its fragment files are consumed, and
+        # go now rather than with the work directory, so the work files never hold the output
+        # twice (temporary disk stays near the output's size). A rerun after a kill from here
+        # on encodes the chunks whose files went again, and keeps this shard if those come
+        # out the same (docs/scaling.md, Temporary disk).
+        file_io.delete_files(files, self._stores)
         yield report
 
 

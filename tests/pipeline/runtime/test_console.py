@@ -13,12 +13,13 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from datagen_helpers import envi
 from pipeline.runtime import console
 from pipeline import datagen
+from pipeline.driver import resume as resuming
 from pipeline.driver.encode import EncodeStep
 from pipeline.output.layout import OutputLayout
 from pipeline.driver.options import DatagenOptions, default_config, job_flag_parser, parse_flags
 from pipeline.driver.passes import PassRunner
 from repo_paths import REPO_ROOT as ROOT
-from transforms.shards.shard_fragments import fragment_chunk, fragment_name
+from transforms.shards.shard_fragments import fragment_name
 
 SAMPLE = os.path.join(ROOT, "sample_data", "enzh-mlqe-pe")
 # What Beam's and TensorFlow's own logging looks like on this console.
@@ -176,30 +177,41 @@ def test_passes_are_numbered_out_of_the_expected_count(caplog):
                        "pass 4 of ~4: a pass", "pass 5 of 5: encode"]
 
 
-def test_encode_progress_counts_the_pairs_of_chunks_with_fragments_then_the_shards(tmp_path):
+class _LivePass:
+    """A pass runner whose runner reports counters while the pass runs (Prism, Dask)."""
+
+    def __init__(self):
+        self.counters = {}
+
+    def live_counters(self):
+        return dict(self.counters)
+
+
+def test_encode_progress_counts_pairs_from_manifests_or_counters_then_the_shards(tmp_path):
+    """Never from a listing of the fragments (issue 49): the chunk manifests' names (an object
+    per group of chunks) where the runner reports no counters while it runs, else them."""
     layout = OutputLayout(str(tmp_path), "p", 8192)
-    step = EncodeStep(layout, default_config(problem="p"), None, None)
+    live = _LivePass()
+    step = EncodeStep(layout, default_config(problem="p"), live, None)
+    step.resume_key = "k"
     chunks = [{"ds": {"split": "train", "index": 0}, "first_line": 0, "num_lines": 500},
               {"ds": {"split": "train", "index": 0}, "first_line": 500, "num_lines": 300},
               {"ds": {"split": "dev", "index": 1}, "first_line": 0, "num_lines": 200},
               {"ds": {"split": "train", "index": 0}, "first_line": 800, "unmatched": "source"}]
-    fragments, shards = layout.work("fragments"), layout.work("shards")
-    os.makedirs(fragments)
-    os.makedirs(shards)
+    manifests = resuming.resume_of(layout, "k", False).manifest_dir
+    fragments, shards = step.work_dirs()["fragments"], layout.work("shards")
+    for directory in (manifests, fragments, shards):
+        os.makedirs(directory)
     progress = step.progress(chunks, {"train": 2, "dev": 1})
     assert progress(5.0) == ("encode starting: 1,000 pairs, 3 chunks, none done, then 3 shards, "
                              "5 s so far")
-    for shard in (0, 3):  # one chunk, two shards: counted once
-        open(os.path.join(fragments, fragment_name("train", shard, 0, 500)), "w").close()
-    open(os.path.join(fragments, fragment_name("dev", 0, 1, 0) + ".tmp"), "w").close()
+    for shard in (0, 1):  # fragment files say nothing
+        open(os.path.join(fragments, fragment_name("train", shard, 0, 0)), "w").close()
+    open(os.path.join(manifests, "train-d0-l500+300.json"), "w").close()  # a group of one chunk
+    open(os.path.join(manifests, ".train-d0-l0+500.json.tmp-" + "0" * 32), "w").close()
     assert progress(10.0) == ("encoded 300 of 1,000 pairs (30%), 30 pairs/s, about 23 s left, "
                               "then 3 shards, 10 s so far")
-    assert fragment_chunk(fragment_name("dev", 12, 1, 400)) == ("dev", 1, 400)
-    assert fragment_chunk("notes.txt") is None
-    for c in chunks[::2]:  # every chunk done: the shuffle, then the shards as written
-        if "unmatched" not in c:
-            open(os.path.join(fragments, fragment_name(
-                c["ds"]["split"], 0, c["ds"]["index"], c["first_line"])), "w").close()
+    live.counters = {"train.pairs_read": 800, "dev.pairs_read": 200, "train.pairs_encoded": 1}
     assert progress(20.0) == ("encoded all 1,000 pairs; shuffling fragments into 3 "
                               "shards for 0 s, 20 s so far")
     names = layout.shards
