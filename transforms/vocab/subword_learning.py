@@ -148,14 +148,16 @@ def build_vocab_pass(p: beam.Pipeline, files: Optional[SampleFiles],
     `progress_stages` counts.
     """
     reserved_tokens = tuple(learner.RESERVED_TOKENS) + tuple(reserved)
-    from transforms.codecs.tokenizer import count_tokens  # T2T's, a batch in one regex pass
+    from transforms.codecs.token_count_kernel import count_weighted  # T2T's, compiled
+    from transforms.codecs.tokenizer import count_tokens  # the reference it equals
     outputs: Dict[str, Any] = {}
     # one handle per vocabulary: a process's rounds share its loaded (or built) index
     shared_indexes = {name: shared.Shared() for name in (files if files is not None
                                                          else indexes or {})}
     if files is not None:
         names = sorted(files)
-        counted = sample_and_count(p, files, config, count_tokens, scanned, marks)
+        counted = sample_and_count(p, files, config, count_tokens, scanned, marks,
+                                   count_counted=count_weighted)
         index_pc = counted["totals"] | "Index" >> BuildTokenIndexes(
             index_dir, config.vocab.max_subtoken_length, shared_indexes, reserved_tokens)
         if marks is not None:
