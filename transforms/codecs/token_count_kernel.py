@@ -17,14 +17,14 @@ The regular-expression counter (`tokenizer.count_tokens`) stays the reference: t
 the two equal on real corpora and on arbitrary text.
 """
 
-import itertools
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, Optional
 
 import numba
 import numpy as np
 
 from transforms.codecs.subword_kernel import _find, _hash, _rehash, alnum_table
+from transforms.codecs.token_arrays import TokenArrays
 
 _NJIT = dict(cache=True, nogil=True)
 _SPACE = 32
@@ -85,42 +85,6 @@ def _count_lines(codes, line_ends, times, first, whole, alnum, table, pool, used
             table[s, _COUNT] += w
             r = k
     return len(line_ends)
-
-
-class TokenArrays:
-    """Token counts as flat values: `text`, every token joined; `ends`, where each token ends
-    in it (int64); `counts` (int64). Tokens are distinct, in order of first occurrence. Has
-    the read-only part of a mapping's interface the learners use (`len`, `items`, `keys`)."""
-
-    __slots__ = ("text", "ends", "counts")
-
-    def __init__(self, text: str, ends: Any, counts: Any) -> None:
-        self.text, self.ends, self.counts = text, ends, counts
-
-    def __getstate__(self) -> tuple[str, Any, Any]:
-        return self.text, self.ends, self.counts
-
-    def __setstate__(self, state: tuple[str, Any, Any]) -> None:
-        self.text, self.ends, self.counts = state
-
-    def __len__(self) -> int:
-        return len(self.counts)
-
-    def tokens(self) -> list[str]:
-        text, ends = self.text, self.ends.tolist()
-        return list(map(text.__getitem__, map(slice, itertools.chain([0], ends), ends)))
-
-    def keys(self) -> list[str]:
-        return self.tokens()
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.tokens())
-
-    def items(self) -> Iterable[tuple[str, int]]:
-        return zip(self.tokens(), self.counts.tolist())
-
-    def as_dict(self) -> dict[str, int]:
-        return dict(self.items())
 
 
 class TokenCounter:

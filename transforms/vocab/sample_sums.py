@@ -12,7 +12,7 @@ from typing import Any, Iterable, List, Mapping, Optional, Tuple
 
 import apache_beam as beam
 
-from transforms.codecs.token_count_kernel import TokenArrays, merge_token_arrays
+from transforms.codecs.token_arrays import TokenArrays
 from transforms.contracts.elements import FileSample
 
 Counts = Mapping[str, int]  # {token: count}, or TokenArrays
@@ -51,6 +51,7 @@ def sum_counts(parts: List[Any]) -> Any:
     if len(parts) == 1:
         return parts[0]
     if all(isinstance(part, TokenArrays) for part in parts):
+        from transforms.codecs.token_count_kernel import merge_token_arrays  # numba: here only
         return merge_token_arrays(parts)
     fn = SumCountsFn()
     return fn.merge_accumulators([fn.add_input({}, part) for part in parts])

@@ -27,6 +27,7 @@ from transforms.reporting.progress_marks import MarkEach, ProgressMarks, Progres
 from transforms.vocab.subword_refine import (PROBES_LEARNT, PROBES_PLANNED, BuildTokenIndexes,
                                       LearnSubwordVocabs, round_mark_prefix)
 from transforms.contracts.config import MIN_COUNT_HIGH, MIN_COUNT_LOW
+from transforms.vocab.token_counts import count_compiled
 from transforms.vocab.learners import (SAMPLE_STAGE, LearnerInputs, Learnt, LearningStats,
                                        PassReport, SampleFiles, VocabLearner, VocabPass,
                                        check_sampling, distinct_tokens, pass_marks,
@@ -148,8 +149,7 @@ def build_vocab_pass(p: beam.Pipeline, files: Optional[SampleFiles],
     `progress_stages` counts.
     """
     reserved_tokens = tuple(learner.RESERVED_TOKENS) + tuple(reserved)
-    from transforms.codecs.token_count_kernel import count_weighted  # T2T's, compiled
-    from transforms.codecs.tokenizer import count_tokens  # the reference it equals
+    from transforms.codecs.tokenizer import count_tokens  # the reference count_compiled equals
     outputs: Dict[str, Any] = {}
     # one handle per vocabulary: a process's rounds share its loaded (or built) index
     shared_indexes = {name: shared.Shared() for name in (files if files is not None
@@ -157,7 +157,7 @@ def build_vocab_pass(p: beam.Pipeline, files: Optional[SampleFiles],
     if files is not None:
         names = sorted(files)
         counted = sample_and_count(p, files, config, count_tokens, scanned, marks,
-                                   count_counted=count_weighted)
+                                   count_counted=count_compiled)
         index_pc = counted["totals"] | "Index" >> BuildTokenIndexes(
             index_dir, config.vocab.max_subtoken_length, shared_indexes, reserved_tokens)
         if marks is not None:

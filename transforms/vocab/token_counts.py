@@ -52,7 +52,16 @@ SAMPLE_PLANNED, SAMPLED = "sample-planned", "sampled"
 
 
 # counts (line, times) pairs: -> (counts, lines, characters), as `count_counted_lines` does
-CountCounted = Callable[[Iterable[Tuple[str, int]]], Tuple[Mapping[str, int], int, int]]
+# (the counts: a {token: count} mapping, or `TokenArrays`)
+CountCounted = Callable[[Iterable[Tuple[str, int]]], Tuple[Any, int, int]]
+
+
+def count_compiled(counted_lines: Iterable[Tuple[str, int]]) -> Tuple[Any, int, int]:
+    """`token_count_kernel.count_weighted` (T2T's tokenizer compiled; the counts as
+    `TokenArrays`), imported when first called: the driver, which only builds the pipeline,
+    never loads numba."""
+    from transforms.codecs.token_count_kernel import count_weighted
+    return count_weighted(counted_lines)
 
 
 def join_parts(parts: List[Tuple[Part, Optional["array[int]"]]], groups: int
@@ -397,7 +406,7 @@ class SampleAndCountTokens(beam.PTransform):
     elements instead of one per distinct token. `count_tokens` counts the units of a batch of
     sampled (stripped) lines: T2T's tokenizer's by default (`tokenizer.count_tokens`); any
     tokenizer of one line through `count_lines_with`. `count_counted`, when given, counts a
-    part's (line, times) pairs instead (`token_count_kernel.count_weighted`: T2T's tokenizer
+    part's (line, times) pairs instead (`count_compiled`: T2T's tokenizer
     compiled, its counts as `TokenArrays`, which the sums and the totals carry as they
     are, a mapping's `items` and `len`). Returns a dict of PCollections: `totals` ((vocab_name,
     {token: count}), one per name in `vocab_names`, empty when nothing was sampled), `stats`

@@ -17,7 +17,6 @@ from transforms.codecs import tokenizer
 from beam_unit import test_pipeline, write
 from repo_paths import DATA_DIR
 from transforms.contracts.elements import SampleFile
-from transforms.codecs.token_count_kernel import count_weighted
 from transforms.storage.object_stores import StoreSettings
 from transforms.vocab import token_counts
 from transforms.vocab.sample_sums import SumCountsFn
@@ -371,7 +370,7 @@ def test_sample_puts_a_converted_sides_rejected_lines_back_in_place(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("count_counted", [None, count_weighted])
+@pytest.mark.parametrize("count_counted", [None, token_counts.count_compiled])
 def test_sample_in_parts_counts_as_the_whole_file(tmp_path, count_counted):
     """A real corpus file sampled in 2 KB parts (joined into at most `PARTS_PER_FILE`
     tasks), on TestPipeline: the totals and file statistics of T2T's whole-file sample,
