@@ -39,6 +39,7 @@ import threading
 import traceback
 from typing import TYPE_CHECKING, Any, Iterator, Literal, NoReturn, Optional
 
+from pipeline.runtime import small_input
 from pipeline.runtime.interrupts import SIGNALS, holding_job_signals, process_alive
 from pipeline.runtime.memory import freeze_long_lived, run_then_release
 
@@ -204,56 +205,17 @@ def _early_flags(argv: "list[str]") -> Any:
         return None
 
 
-def runs_in_driver(argv: "list[str]") -> bool:
-    """Whether a local look at `argv`'s input flags (`InputConfig`'s input fields) says the
-    job will run in this process (`runners.run_small_input_in_process`): every pattern a
-    local path, the files it matches under `--in_process_below_mb` in all. What it cannot
-    tell (a corpora file, a store's path, a pattern matching nothing, a value it cannot
-    read) says False: the fork server starts as ever, and a job that then runs here only
-    wastes its imports; one found small here that is not starts the server when its pool
-    does."""
-    import argparse
-    import glob
-    import os
-    from transforms.contracts.config import InputConfig, JobConfig
-    from transforms.contracts.settings import INPUT, flag_fields
-    inputs = [flag for name, flag, declared in flag_fields(InputConfig)
-              if declared.role == INPUT or name == "corpora"]  # (its inputs: in its file)
-    limit = next(declared.default for _, flag, declared in flag_fields(JobConfig)
-                 if flag == "in_process_below_mb")
-    parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False, exit_on_error=False)
-    for flag in inputs + ["in_process_below_mb"]:
-        parser.add_argument("--" + flag)
-    try:
-        flags = vars(parser.parse_known_args(list(argv))[0])
-        limit_mb = float(flags.pop("in_process_below_mb") or limit)
-    except (argparse.ArgumentError, ValueError):
-        return False
-    if flags.pop("corpora") or limit_mb <= 0:
-        return False
-    total = 0
-    for value in flags.values():
-        for pattern in (p.strip() for p in (value or "").split(",") if p.strip()):
-            files = [] if "://" in pattern else glob.glob(pattern)
-            if not files:
-                return False
-            total += sum(os.path.getsize(f) for f in files if os.path.isfile(f))
-    return 0 < total < limit_mb * 1e6
-
-
 def start_early(argv: "list[str]") -> None:
-    """Starts the fork server now, without waiting for its imports, when `argv` (the job's
-    command line) asks for DirectRunner's multi_processing mode with the pool and its input
-    is not small enough to run in this process (`runs_in_driver`: ~1.8 s of CPU spared)."""
+    """Starts the fork server now, not waiting for its imports, when `argv` (the job's
+    command line) asks for DirectRunner's multi_processing mode with the pool (`small_input`)."""
     flags = _early_flags(argv)
     if flags is None or flags.direct_running_mode != "multi_processing":
         return
     if flags.runner and flags.runner.rsplit(".", 1)[-1] != "DirectRunner":
         return  # the pool only ever serves DirectRunner's passes
-    if flags.local_worker_pool == "off" or flags.help or flags.dry_run is not None:
+    if flags.local_worker_pool == "off" or flags.help or flags.dry_run is not None \
+            or small_input.runs_in_driver(argv):  # (its passes run in this process)
         return  # no worker process will run
-    if runs_in_driver(argv):
-        return  # the passes run in this process: no worker process will run
     if fork_context().get_start_method() == "forkserver":
         from multiprocessing import forkserver, resource_tracker
         with holding_job_signals():
