@@ -39,6 +39,7 @@ import threading
 import traceback
 from typing import TYPE_CHECKING, Any, Iterator, Literal, NoReturn, Optional
 
+from pipeline.runtime import small_input
 from pipeline.runtime.interrupts import SIGNALS, holding_job_signals, process_alive
 from pipeline.runtime.memory import freeze_long_lived, run_then_release
 
@@ -205,16 +206,15 @@ def _early_flags(argv: "list[str]") -> Any:
 
 
 def start_early(argv: "list[str]") -> None:
-    """Starts the fork server now, without waiting for its imports, when `argv` (the job's
-    command line) asks for DirectRunner's multi_processing mode with the pool. The job may
-    still run in one process (`--in_process_below_mb`): the server then cost its imports, on
-    another core."""
+    """Starts the fork server now, not waiting for its imports, when `argv` (the job's
+    command line) asks for DirectRunner's multi_processing mode with the pool (`small_input`)."""
     flags = _early_flags(argv)
     if flags is None or flags.direct_running_mode != "multi_processing":
         return
     if flags.runner and flags.runner.rsplit(".", 1)[-1] != "DirectRunner":
         return  # the pool only ever serves DirectRunner's passes
-    if flags.local_worker_pool == "off" or flags.help or flags.dry_run is not None:
+    if flags.local_worker_pool == "off" or flags.help or flags.dry_run is not None \
+            or small_input.runs_in_driver(argv):  # (its passes run in this process)
         return  # no worker process will run
     if fork_context().get_start_method() == "forkserver":
         from multiprocessing import forkserver, resource_tracker

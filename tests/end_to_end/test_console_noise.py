@@ -52,8 +52,8 @@ SAMPLE_FLAGS = ["--train_source", os.path.join(SAMPLE, "train.en"),
                 "--problem", "translate_enzh_wmt8k", "--vocab_size", "8192",
                 "--runner", "DirectRunner", "--direct_running_mode", "multi_processing",
                 "--direct_num_workers", "2"]
-# `default`: the sample is below --in_process_below_mb, so the passes run in the driver, but
-# the fork server has started (and imported Beam); `worker processes`: every pass runs in the
+# `default`: the sample is below --in_process_below_mb, so the passes run in the driver (and
+# no fork server starts: `small_input.runs_in_driver`); `worker processes`: every pass runs in the
 # 2 processes (and writes ArrayRecord, for the readers' test below).
 RUNS = {"default": [], "worker processes": ["--in_process_below_mb", "0",
                                             "--output_format", "array_record"]}

@@ -22,7 +22,7 @@ CoGroupByKey, and a tuple subclass would not be a tuple to its fast coder.
 """
 
 from array import array
-from typing import Any, Dict, List, NamedTuple, Optional, Tuple, TypedDict, Union
+from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Tuple, TypedDict, Union
 
 
 # -- line pairs (corpus readers -> MaterializeDatasets) ----------------------------------------
@@ -248,7 +248,7 @@ class SampleTask(NamedTuple):
 
 class FileSample(NamedTuple):
     """What the sampled lines of a file (or part) hold: also the sum of a file's parts."""
-    counts: Dict[str, int]          # {token: count}
+    counts: Mapping[str, int]       # {token: count}: a dict, or `token_count_kernel.TokenArrays`
     lines: int
     chars: int
     error: Optional[str]            # why the file could not be read to the end, or None

@@ -210,7 +210,8 @@ def sample_items(p: beam.Pipeline, files: SampleFiles,
 
 def sample_and_count(p: beam.Pipeline, files: SampleFiles, config: DatagenConfig,
                      count_tokens: Callable, scanned: Optional[beam.PCollection] = None,
-                     marks: Optional[ProgressMarks] = None) -> Dict[str, beam.PCollection]:
+                     marks: Optional[ProgressMarks] = None,
+                     count_counted: Optional[Callable] = None) -> Dict[str, beam.PCollection]:
     """`SampleAndCountTokens` of every file of `files` (its dict of PCollections), leaving
     `SAMPLE_STAGE`'s marks when `marks` is given."""
     on_invalid = config.read.on_invalid_utf8
@@ -224,7 +225,7 @@ def sample_and_count(p: beam.Pipeline, files: SampleFiles, config: DatagenConfig
                 sorted(files), config.vocab.file_byte_budget, on_invalid,
                 count_tokens=count_tokens,
                 one_file_each=all(len(entries) == 1 for entries in files.values()),
-                marks=marks))
+                marks=marks, count_counted=count_counted))
 
 
 def distinct_tokens(files: SampleFiles, result: Mapping[str, Any]) -> Dict[str, int]:

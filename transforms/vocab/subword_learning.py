@@ -27,6 +27,7 @@ from transforms.reporting.progress_marks import MarkEach, ProgressMarks, Progres
 from transforms.vocab.subword_refine import (PROBES_LEARNT, PROBES_PLANNED, BuildTokenIndexes,
                                       LearnSubwordVocabs, round_mark_prefix)
 from transforms.contracts.config import MIN_COUNT_HIGH, MIN_COUNT_LOW
+from transforms.vocab.token_counts import count_compiled
 from transforms.vocab.learners import (SAMPLE_STAGE, LearnerInputs, Learnt, LearningStats,
                                        PassReport, SampleFiles, VocabLearner, VocabPass,
                                        check_sampling, distinct_tokens, pass_marks,
@@ -148,14 +149,15 @@ def build_vocab_pass(p: beam.Pipeline, files: Optional[SampleFiles],
     `progress_stages` counts.
     """
     reserved_tokens = tuple(learner.RESERVED_TOKENS) + tuple(reserved)
-    from transforms.codecs.tokenizer import count_tokens  # T2T's, a batch in one regex pass
+    from transforms.codecs.tokenizer import count_tokens  # the reference count_compiled equals
     outputs: Dict[str, Any] = {}
     # one handle per vocabulary: a process's rounds share its loaded (or built) index
     shared_indexes = {name: shared.Shared() for name in (files if files is not None
                                                          else indexes or {})}
     if files is not None:
         names = sorted(files)
-        counted = sample_and_count(p, files, config, count_tokens, scanned, marks)
+        counted = sample_and_count(p, files, config, count_tokens, scanned, marks,
+                                   count_counted=count_compiled)
         index_pc = counted["totals"] | "Index" >> BuildTokenIndexes(
             index_dir, config.vocab.max_subtoken_length, shared_indexes, reserved_tokens)
         if marks is not None:

@@ -79,7 +79,8 @@ def _load_index(path, stores=None):
 
 
 class _BuildIndexFn(beam.DoFn):
-    """(vocab_name, {token: count}) -> (vocab_name, {path, alphabet, distinct_tokens})."""
+    """(vocab_name, {token: count} or `TokenArrays`) -> (vocab_name, {path, alphabet,
+    distinct_tokens})."""
 
     def __init__(self, index_dir: str, max_subtoken_length: Optional[int],
                  store_settings: StoreSettings,
@@ -95,7 +96,7 @@ class _BuildIndexFn(beam.DoFn):
         self._stores = ObjectStores(self._store_settings)
         self._built: Dict[str, Any] = {}  # path -> the index built here, kept for the rounds
 
-    def process(self, item: Tuple[str, Dict[str, int]]) -> Iterator[Tuple[str, IndexInfo]]:
+    def process(self, item: Tuple[str, Any]) -> Iterator[Tuple[str, IndexInfo]]:
         from transforms.codecs.subword_index import TokenIndex
         name, counts = item
         index = TokenIndex.build(counts.items(), self._max_len)
@@ -107,7 +108,10 @@ class _BuildIndexFn(beam.DoFn):
             # the rounds in this process take the index as built instead of loading the
             # file (~1 s for a large one); kept alive while this DoFn is (the pass)
             self._built[path] = self._shared[name].acquire(lambda: index, tag=path)
-        alphabet = learner.build_alphabet(counts, self._reserved)
+        # the characters of every token: from `TokenArrays`' joined text, not a second list
+        # of the tokens' strings (665k at full size) beside the index just built
+        text = getattr(counts, "text", None)
+        alphabet = learner.build_alphabet(counts if text is None else [text], self._reserved)
         info: IndexInfo = {"path": path, "alphabet": sorted(alphabet),
                            "distinct_tokens": len(counts)}
         yield name, info

@@ -30,14 +30,18 @@ from transforms.reporting.job_metrics import JobCounters
 from transforms.reporting.progress_marks import MarkEach, ProgressMarks, mark_name, write_mark
 from transforms.storage.object_stores import ObjectStores, StoreSettings
 from transforms.codecs import tokenizer
+from transforms.vocab.sample_sums import SumCountsFn, SumSampleFn
 from transforms.formats.text_lines import (InputError, Part, few_repeats, iter_raw_lines,
                                            mixture_lines, plan_counted_sample_parts,
                                            plan_line_parts, sample_lines_for_vocab,
                                            sample_part_lines)
 
-SAMPLE_PART_BYTES = 2 << 20  # a plain file's sample is tokenized in parts of about this many
+SAMPLE_PART_BYTES = 2 << 20  # a plain file's sample is planned in parts of about this many
 # characters of distinct lines (2 M: 13 parts for the 100k bench pair balanced 2 workers
-# better than 7 of 4 M, 1.2-1.6 s against 1.4-1.8 s)
+# better than 7 of 4 M, 1.2-1.6 s against 1.4-1.8 s) ...
+PARTS_PER_FILE = 8  # ... then consecutive parts are joined into about this many (fewer,
+# larger elements: the full bench's ~46 parts a file cost Beam more than the compiled
+# counting of one)
 BATCH_CHARS = 1 << 20  # sampled lines counted together (one `count_tokens` call)
 WINDOW_CHARS = 1 << 24  # a sample read whole is counted per distinct line in windows of
 # about this many distinct characters (its memory)
@@ -45,6 +49,36 @@ Counts = Dict[str, int]  # {token: count}
 FileKey = Tuple[str, str]  # (vocab_name, path): a plain tuple, as a GroupByKey key
 # Progress marks (`transforms.reporting.progress_marks`): a sample task planned, and sampled.
 SAMPLE_PLANNED, SAMPLED = "sample-planned", "sampled"
+
+
+# counts (line, times) pairs: -> (counts, lines, characters), as `count_counted_lines` does
+# (the counts: a {token: count} mapping, or `TokenArrays`)
+CountCounted = Callable[[Iterable[Tuple[str, int]]], Tuple[Any, int, int]]
+
+
+def count_compiled(counted_lines: Iterable[Tuple[str, int]]) -> Tuple[Any, int, int]:
+    """`token_count_kernel.count_weighted` (T2T's tokenizer compiled; the counts as
+    `TokenArrays`), imported when first called: the driver, which only builds the pipeline,
+    never loads numba."""
+    from transforms.codecs.token_count_kernel import count_weighted
+    return count_weighted(counted_lines)
+
+
+def join_parts(parts: List[Tuple[Part, Optional["array[int]"]]], groups: int
+               ) -> List[Tuple[Part, Optional["array[int]"]]]:
+    """Consecutive planned parts (`plan_counted_sample_parts`'s) joined into about `groups`
+    parts of as many parts each: a part ends where the next starts, so the joined part reads
+    the same lines."""
+    size = -(-len(parts) // groups) if parts else 1
+    joined = []
+    for i in range(0, len(parts), size):
+        group = parts[i:i + size]
+        (start, _, before), times = group[0]
+        for _, more in group[1:]:
+            assert times is not None and more is not None  # planned parts count their lines
+            times = times + more
+        joined.append(((start, group[-1][0][1], before), times))
+    return joined
 
 
 def task_marks(task: SampleTask) -> List[str]:
@@ -260,6 +294,8 @@ class PlanSampleFn(beam.DoFn):
             return
         if not parts:
             yield SampleTask(item, None)
+        if item.mixture is None:
+            parts = join_parts(parts, PARTS_PER_FILE)
         for part, times in parts:
             yield SampleTask(item, part, times)
 
@@ -306,10 +342,12 @@ class _SampleFileFn(beam.DoFn):
     def __init__(self, byte_budget: float, on_invalid_utf8: str = "error",
                  count_tokens: Callable[[List[str]], Mapping[str, int]] = tokenizer.count_tokens,
                  store_settings: StoreSettings = StoreSettings(),
-                 marks: Optional[ProgressMarks] = None) -> None:
+                 marks: Optional[ProgressMarks] = None,
+                 count_counted: Optional[CountCounted] = None) -> None:
         self._budget = byte_budget
         self._on_invalid = on_invalid_utf8
-        self._count_tokens = count_tokens
+        self._count_counted = count_counted or functools.partial(
+            count_counted_lines, count_tokens=count_tokens)
         self._store_settings = store_settings
         self._marks = marks  # `SAMPLED` marks, one a task, when given
 
@@ -329,71 +367,15 @@ class _SampleFileFn(beam.DoFn):
                                self._stores) as sampled:
                 counted = (counted_in_windows(sampled) if element.times is None
                            else zip(sampled, element.times, strict=True))
-                counts, lines, chars = count_counted_lines(
-                    _tallied_bytes(counted, size_bytes) if mixed else counted,
-                    self._count_tokens)
+                counts, lines, chars = self._count_counted(
+                    _tallied_bytes(counted, size_bytes) if mixed else counted)
         except InputError as e:
             error = str(e)
         self._counters.inc("vocab.%s.sampled_lines" % vocab_name, lines)
         self._counters.inc("vocab.%s.sampled_chars" % vocab_name, chars)
-        yield (vocab_name, path), FileSample(dict(counts), lines, chars, error, size_bytes[0])
+        yield (vocab_name, path), FileSample(counts, lines, chars, error, size_bytes[0])
         if self._marks is not None:
             write_mark(self._marks, self._stores, SAMPLED, task_marks(element)[0])
-
-
-class _SumCountsFn(beam.CombineFn):
-    """Adds {token: count} dicts: the per-file counts of one vocabulary."""
-
-    def create_accumulator(self) -> Counts:
-        return {}
-
-    def add_input(self, acc: Counts, counts: Mapping[str, int]) -> Counts:
-        get = acc.get
-        for token, count in counts.items():
-            acc[token] = get(token, 0) + count
-        return acc
-
-    def merge_accumulators(self, accs: Iterable[Counts]) -> Counts:
-        accs = list(accs)
-        out = max(accs, key=len)
-        for acc in accs:
-            if acc is not out:
-                self.add_input(out, acc)
-        return out
-
-    def extract_output(self, acc: Counts) -> Counts:
-        return acc
-
-
-class _SumSampleFn(beam.CombineFn):
-    """Adds the `FileSample`s of one file's parts. Parts only exist when planning read every
-    sampled line without an error, so an error comes from a file read whole (one part): the
-    first one is kept."""
-
-    def __init__(self) -> None:
-        self._counts = _SumCountsFn()
-
-    def create_accumulator(self) -> FileSample:
-        return FileSample({}, 0, 0, None)
-
-    def add_input(self, acc: FileSample, part: FileSample) -> FileSample:
-        counts = acc.counts
-        if counts:
-            self._counts.add_input(counts, part.counts)
-        else:
-            counts = dict(part.counts)  # a copy: an input element is not to be changed
-        return FileSample(counts, acc.lines + part.lines, acc.chars + part.chars,
-                          acc.error or part.error, acc.bytes + part.bytes)
-
-    def merge_accumulators(self, accs: Iterable[FileSample]) -> FileSample:
-        accs = list(accs)
-        return FileSample(self._counts.merge_accumulators([a.counts for a in accs]),
-                          sum(a.lines for a in accs), sum(a.chars for a in accs),
-                          next((a.error for a in accs if a.error), None),
-                          sum(a.bytes for a in accs))
-
-    def extract_output(self, acc: FileSample) -> FileSample:
-        return acc
 
 
 def _file_stats(item: Tuple[FileKey, FileSample]) -> Dict[str, Any]:
@@ -423,7 +405,10 @@ class SampleAndCountTokens(beam.PTransform):
     the dicts of a file's parts, then of the files that feed a vocabulary: a few large
     elements instead of one per distinct token. `count_tokens` counts the units of a batch of
     sampled (stripped) lines: T2T's tokenizer's by default (`tokenizer.count_tokens`); any
-    tokenizer of one line through `count_lines_with`. Returns a dict of PCollections: `totals` ((vocab_name,
+    tokenizer of one line through `count_lines_with`. `count_counted`, when given, counts a
+    part's (line, times) pairs instead (`count_compiled`: T2T's tokenizer
+    compiled, its counts as `TokenArrays`, which the sums and the totals carry as they
+    are, a mapping's `items` and `len`). Returns a dict of PCollections: `totals` ((vocab_name,
     {token: count}), one per name in `vocab_names`, empty when nothing was sampled), `stats`
     (one dict per file) and `distinct` ((vocab_name, number of distinct tokens)).
     `count_triples` flattens a total into (vocab_name, token, count) elements where a
@@ -436,8 +421,10 @@ class SampleAndCountTokens(beam.PTransform):
                  on_invalid_utf8: str = "error",
                  count_tokens: Callable[[List[str]], Mapping[str, int]] = tokenizer.count_tokens,
                  part_bytes: int = SAMPLE_PART_BYTES, one_file_each: bool = False,
-                 marks: Optional[ProgressMarks] = None) -> None:
+                 marks: Optional[ProgressMarks] = None,
+                 count_counted: Optional[CountCounted] = None) -> None:
         super().__init__()
+        self._count_counted = count_counted
         self._marks = marks  # progress marks of the sample's tasks, when given
         self._one_file_each = one_file_each
         self._part_bytes = part_bytes
@@ -454,8 +441,8 @@ class SampleAndCountTokens(beam.PTransform):
                                                       self._part_bytes, self._marks)
                     | "SampleAndTokenize" >> beam.ParDo(
                         _SampleFileFn(self._budget, self._on_invalid, self._count_tokens,
-                                      stores, self._marks))
-                    | "SumParts" >> beam.CombinePerKey(_SumSampleFn()))
+                                      stores, self._marks, self._count_counted))
+                    | "SumParts" >> beam.CombinePerKey(SumSampleFn()))
         by_vocab = per_file | "ByVocab" >> beam.MapTuple(lambda key, acc: (key[0], acc.counts))
         if self._one_file_each:
             totals = by_vocab  # a file's sum is its vocabulary's: no second shuffle of it
@@ -464,7 +451,7 @@ class SampleAndCountTokens(beam.PTransform):
                 [(name, {}) for name in self._names], reshuffle=False)
             totals = ((by_vocab, every_name)
                       | "WithEveryVocab" >> beam.Flatten()
-                      | "SumCounts" >> beam.CombinePerKey(_SumCountsFn()))
+                      | "SumCounts" >> beam.CombinePerKey(SumCountsFn()))
         return {"totals": totals,
                 "stats": per_file | "FileStats" >> beam.Map(_file_stats),
                 "distinct": totals | "Distinct" >> beam.MapTuple(lambda n, c: (n, len(c)))}

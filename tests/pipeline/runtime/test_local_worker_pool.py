@@ -199,6 +199,29 @@ def test_the_early_look_at_the_flags_reads_them_as_beams_parser_does(argv):
             a.startswith(flag + "=") for a in argv) else None), flag
 
 
+def test_no_fork_server_for_a_job_that_runs_in_the_driver(tmp_path, monkeypatch):
+    """A job whose local input is under --in_process_below_mb runs its passes in the driver
+    (`runners.run_small_input_in_process`), so `start_early` starts no fork server for it;
+    a larger input, a limit of 0, a corpora file, a store's path or a pattern matching
+    nothing start it as before (what cannot be told locally is taken as large)."""
+    from multiprocessing import forkserver
+    started = []
+    monkeypatch.setattr(forkserver, "ensure_running", lambda: started.append(1))
+    small = tmp_path / "train.en"
+    small.write_text("a line\n" * 1000)  # 7 kB
+    base = ["--runner", "DirectRunner", "--direct_running_mode", "multi_processing",
+            "--train_source", str(small), "--train_target=%s" % small]
+    local_worker_pool.start_early(base)
+    local_worker_pool.start_early(base + ["--in_process_below_mb", "0.02"])
+    assert started == []
+    for more in (["--in_process_below_mb", "0.01"], ["--in_process_below_mb", "0"],
+                 ["--corpora", str(small)], ["--dev_source", "s3://bucket/dev.en"],
+                 ["--dev_target", str(tmp_path / "none*.zh")]):
+        local_worker_pool.start_early(base + more)
+        assert len(started) == 1, more
+        started.clear()
+
+
 @pytest.mark.slow
 def test_starting_the_fork_server_keeps_the_signals_blocked():
     """multiprocessing's resource tracker unblocks SIGINT/SIGTERM in the thread that starts

@@ -48,10 +48,20 @@ def _chosen(reports):
     return out
 
 
-def test_build_token_indexes_writes_an_index_per_vocab(tiny_counts, tmp_path):
+@pytest.mark.parametrize("arrays", [False, True])
+def test_build_token_indexes_writes_an_index_per_vocab(tiny_counts, tmp_path, arrays):
+    """From {token: count} dicts, and from the compiled counter's `TokenArrays` (the
+    subword sample's totals): the same index, alphabet and distinct tokens."""
     from transforms.codecs.subword_index import TokenIndex
+    from transforms.codecs.token_arrays import TokenArrays
+    import numpy as np
+    totals = sorted(tiny_counts.items())
+    if arrays:
+        totals = [(name, TokenArrays("".join(counts), np.cumsum([len(t) for t in counts]),
+                                     np.array(list(counts.values()), np.int64)))
+                  for name, counts in totals]
     with test_pipeline() as p:
-        infos = (p | beam.Create(sorted(tiny_counts.items()))
+        infos = (p | beam.Create(totals)
                  | BuildTokenIndexes(str(tmp_path), 200)
                  | beam.MapTuple(lambda n, info: (n, os.path.basename(info["path"]),
                                                   info["alphabet"], info["distinct_tokens"])))

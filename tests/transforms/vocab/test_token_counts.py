@@ -17,7 +17,10 @@ from transforms.codecs import tokenizer
 from beam_unit import test_pipeline, write
 from repo_paths import DATA_DIR
 from transforms.contracts.elements import SampleFile
-from transforms.vocab.token_counts import (SampleAndCountTokens, _SumCountsFn, count_lines_with,
+from transforms.storage.object_stores import StoreSettings
+from transforms.vocab import token_counts
+from transforms.vocab.sample_sums import SumCountsFn
+from transforms.vocab.token_counts import (SampleAndCountTokens, count_lines_with,
                                      count_triples, with_rejected_lines)
 
 
@@ -367,10 +370,13 @@ def test_sample_puts_a_converted_sides_rejected_lines_back_in_place(tmp_path):
 
 
 @pytest.mark.slow
-def test_sample_in_parts_counts_as_the_whole_file(tmp_path):
-    """A real corpus file sampled in 2 KB parts, on TestPipeline: the totals and file
-    statistics of T2T's whole-file sample; an invalid line is reported with its own number
-    whether or not parts were asked for."""
+@pytest.mark.parametrize("count_counted", [None, token_counts.count_compiled])
+def test_sample_in_parts_counts_as_the_whole_file(tmp_path, count_counted):
+    """A real corpus file sampled in 2 KB parts (joined into at most `PARTS_PER_FILE`
+    tasks), on TestPipeline: the totals and file statistics of T2T's whole-file sample,
+    counted by the regex or by the compiled counter (its `TokenArrays` summed over the
+    parts); an invalid line is reported with its own number whether or not parts were
+    asked for."""
     from transforms.formats.text_lines import (iter_raw_lines, plan_counted_sample_parts,
                                                sample_lines_for_vocab)
     src = os.path.join(os.path.dirname(os.path.dirname(DATA_DIR)), "sample_data",
@@ -386,11 +392,16 @@ def test_sample_in_parts_counts_as_the_whole_file(tmp_path):
         with open(plain, "rb") as f:  # the pipeline below does read it in parts
             assert len(plan_counted_sample_parts(iter_raw_lines(f), len(data), budget,
                                                  2048)) > 10
+        planner = token_counts.PlanSampleFn(budget, "error", 2048, StoreSettings())
+        planner.setup()
+        tasks = list(planner.process(SampleFile("v", plain, len(data))))
+        assert 1 < len(tasks) <= token_counts.PARTS_PER_FILE
         counts = collections.Counter(t for line in sample for t in tokenizer.encode(line))
         assert 100 < len(sample) < 7000 or budget == 1e8
         with test_pipeline() as p:
             out = (p | beam.Create([SampleFile("v", plain, len(data))])
-                   | SampleAndCountTokens(["v"], budget, part_bytes=2048))
+                   | SampleAndCountTokens(["v"], budget, part_bytes=2048,
+                                          count_counted=count_counted))
             assert_that(out["totals"] | beam.MapTuple(lambda n, c: (n, sorted(c.items()))),
                         equal_to([("v", sorted(counts.items()))]), label="Totals")
             assert_that(out["stats"] | beam.Map(lambda s: (
@@ -407,14 +418,14 @@ def test_sample_in_parts_counts_as_the_whole_file(tmp_path):
 
 
 def test_sum_counts_combine_merges_without_double_counting():
-    fn = _SumCountsFn()
+    fn = SumCountsFn()
     parts = [{"a": 1, "b": 2}, {"b": 3}, {}, {"a": 5, "c": 1, "d": 1}]
     accs = [fn.add_input(fn.create_accumulator(), part) for part in parts]
     assert fn.extract_output(fn.merge_accumulators(accs)) == {"a": 6, "b": 5, "c": 1, "d": 1}
     assert sorted(count_triples(("v", {"x": 2, "y": 1}))) == [("v", "x", 2), ("v", "y", 1)]
     with test_pipeline() as p:
         summed = (p | beam.Create([("v", part) for part in parts] + [("w", {"z": 1})])
-                  | beam.CombinePerKey(_SumCountsFn())
+                  | beam.CombinePerKey(SumCountsFn())
                   | beam.MapTuple(lambda n, c: (n, sorted(c.items()))))
         assert_that(summed, equal_to([("v", [("a", 6), ("b", 5), ("c", 1), ("d", 1)]),
                                       ("w", [("z", 1)])]))
