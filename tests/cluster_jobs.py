@@ -102,12 +102,14 @@ def run_like_direct_runner(kind, runner, out, tmp_path_factory):
 
 def kept_for_resume(out, problem="p"):
     """The files of `out`'s work directory, relative to it, when each is what an interrupted
-    run keeps for a rerun (README, Resume): the encode chunks' manifests and fragments, at
-    least one manifest among them; None when the directory holds anything else."""
+    run keeps for a rerun (README, Resume): the encode chunks' manifests and fragments, the
+    merged shards and their manifests, at least one chunk manifest among them; None when the
+    directory holds anything else."""
     work = os.path.join(str(out), ".datagen-work")
     kept = [os.path.relpath(os.path.join(base, name), work)
             for base, _, names in os.walk(work) for name in names]
-    pattern = r"%s/encode-[0-9a-f]{16}/(chunks/.*\.json|fragments/.*\.frag)$" % re.escape(problem)
+    pattern = (r"%s/encode-[0-9a-f]{16}/(chunks/.*\.json|fragments/.*\.frag|shards/%s-[^/]+"
+               r"|merged/%s-[^/]+\.json)$" % ((re.escape(problem),) * 3))
     if kept and all(re.match(pattern, path) for path in kept) and any(
             "/chunks/" in path for path in kept):
         return kept

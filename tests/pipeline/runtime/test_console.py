@@ -199,7 +199,7 @@ def test_encode_progress_counts_pairs_from_manifests_or_counters_then_the_shards
               {"ds": {"split": "dev", "index": 1}, "first_line": 0, "num_lines": 200},
               {"ds": {"split": "train", "index": 0}, "first_line": 800, "unmatched": "source"}]
     manifests = resuming.resume_of(layout, "k", False).manifest_dir
-    fragments, shards = step.work_dirs()["fragments"], layout.work("shards")
+    fragments, shards = step.work_dirs()["fragments"], step.work_dirs()["shards"]
     for directory in (manifests, fragments, shards):
         os.makedirs(directory)
     progress = step.progress(chunks, {"train": 2, "dev": 1})
