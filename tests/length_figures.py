@@ -5,6 +5,7 @@ nearest-rank percentiles ("inverted_cdf"), chars per token and the drops at ever
 `max_length`."""
 
 import collections
+from fractions import Fraction
 
 import numpy as np
 
@@ -37,4 +38,24 @@ def expected_report(pairs, chars, tokens):
         {"max_length": report["pair"]["p99"], "p99": True,
          "dropped": sum(n > report["pair"]["p99"] for n in pair),
          "dropped_fraction": round(sum(n > report["pair"]["p99"] for n in pair) / len(pair), 6)}]
+    report["ratio_histogram"] = expected_ratio_histogram(pairs)
     return report
+
+
+RATIO_BUCKETS = [("<0.5", None, "0.5"), ("0.5-0.67", "0.5", "0.67"), ("0.67-0.8", "0.67", "0.8"),
+                 ("0.8-0.9", "0.8", "0.9"), ("0.9-1.1", "0.9", "1.1"),
+                 ("1.1-1.25", "1.1", "1.25"), ("1.25-1.5", "1.25", "1.5"),
+                 ("1.5-2.0", "1.5", "2.0"), (">=2.0", "2.0", None)]
+
+
+def expected_ratio_histogram(pairs):
+    """[[bucket, pairs]] of targets/inputs, exactly (fractions), lo <= ratio < hi."""
+    out = []
+    for label, lo, hi in RATIO_BUCKETS:
+        def inside(a, b):
+            r = Fraction(b, a) if a else (Fraction(1) if not b else None)
+            if r is None:  # empty inputs, some targets: infinitely long
+                return hi is None
+            return (lo is None or r >= Fraction(lo)) and (hi is None or r < Fraction(hi))
+        out.append([label, sum(inside(a, b) for a, b in pairs)])
+    return out

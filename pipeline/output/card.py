@@ -155,7 +155,8 @@ def _vocabulary_lines(summary: Dict[str, Any]) -> List[str]:
 def pair_section(pair: PairFigures, samples: Dict[str, List[Sample]],
                  dedup: bool) -> List[str]:
     """The body's section of one language pair: its books per split, the duplicate rate,
-    the reject reasons, the length percentiles and the samples."""
+    the reject reasons, the length percentiles, the length ratio histogram and the
+    samples."""
     lines = ["## %s" % pair["name"], "",
              "| split | pairs read | pairs written | pairs rejected | duplicate rate | shards |",
              "|---|---:|---:|---:|---:|---:|"]
@@ -180,6 +181,7 @@ def pair_section(pair: PairFigures, samples: Dict[str, List[Sample]],
                 lines.append("| %s | %s | %d | %d | %d | %d |" % (
                     split, side, figures["p50"], figures["p90"], figures["p99"],
                     figures["max"]))
+    lines += ratio_lines(pair)
     for split, drawn in samples.items():
         if drawn:
             lines += ["", "Sample %s pairs (record positions drawn with the seed):" % split, "",
@@ -187,6 +189,23 @@ def pair_section(pair: PairFigures, samples: Dict[str, List[Sample]],
             lines += ["| %d | %s | %s |" % (s["position"], _cell(s["source"]),
                                             _cell(s["target"])) for s in drawn]
     return lines + [""]
+
+
+def ratio_lines(pair: PairFigures) -> List[str]:
+    """The length ratio histogram (`length_stats.RATIO_EDGES`' buckets, counted by the
+    encode pass): per split, each bucket's pairs and share. A split whose counts do not add
+    up to its pairs (chunks replayed from a run before the ratio was counted) says so."""
+    lines = ["", "Length ratio, targets/inputs (a bucket holds lo <= ratio < hi):", "",
+             "| split | ratio | pairs | share |", "|---|---|---:|---:|"]
+    for split, f in pair["splits"].items():
+        buckets = f["lengths"].get("ratio_histogram") or []
+        total = sum(n for _, n in buckets)
+        if total != f["lengths"].get("pairs", 0) or not total:
+            lines.append("| %s | not measured | | |" % split)
+            continue
+        lines += ["| %s | %s | %d | %.4f |" % (split, label, n, n / total)
+                  for label, n in buckets]
+    return lines
 
 
 def render_card(summary: Dict[str, Any], corpora: Sequence[CorpusConfig],

@@ -98,6 +98,11 @@ def test_the_cards_numbers_are_the_summarys(many):
             assert row[2:] == [str(lengths[side][k]) for k in ("p50", "p90", "p99", "max")]
         rejected = {r[1]: int(r[2]) for r in train if len(r) == 3}
         assert rejected == books["rejected_by_reason"]
+        ratio = [r[1:] for r in train if len(r) == 4]
+        assert [[label, int(n)] for label, n, _ in ratio] == lengths["ratio_histogram"]
+        assert sum(int(n) for _, n, _ in ratio) == lengths["pairs"] == books["pairs_written"]
+        assert [share for _, _, share in ratio] == [
+            "%.4f" % (n / lengths["pairs"]) for _, n in lengths["ratio_histogram"]]
     samples = re.findall(r"^\| (\d+) \| &lt;2(\w+)&gt; ", text, re.M)
     assert len(samples) == 4 * 3 + 0  # four train samples per pair (no dev split)
     assert {lang for _, lang in samples} == {"zh", "de", "vi"}

@@ -63,8 +63,10 @@ def test_data_bin_holds_the_tfrecord_ids_in_shard_order_mapped_to_fairseq(output
         subtokens = [line.rstrip("\n")[1:-1] for line in f]
     with open(os.path.join(data_bin, "dict.en.txt"), encoding="utf-8") as f:
         lines = [line.rstrip("\n").rsplit(" ", 1) for line in f]
-    assert len(lines) == len(subtokens) - 2  # every entry but <pad> and <EOS>
-    for k, (token, count) in enumerate(lines):  # fairseq id 4 + k is the job's id 2 + k
+    real = len(subtokens) - 2  # every entry but <pad> and <EOS>, then fairseq's padding
+    assert (len(lines) + 4) % 8 == 0 and len(lines) - real < 8
+    assert lines[real:] == [["madeupword%04d" % k, "0"] for k in range(len(lines) - real)]
+    for k, (token, count) in enumerate(lines[:real]):  # fairseq id 4 + k: the job's 2 + k
         assert token == (subtokens[2 + k] if " " not in subtokens[2 + k]
                          else "<t2t:%d>" % (2 + k))
     counts = np.bincount([i for ids in read_side(data_bin, "train.en-zh.en") for i in ids],

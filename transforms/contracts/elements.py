@@ -269,6 +269,7 @@ class ChunkLengths(NamedTuple):
     pair: Histogram           # of max(inputs, targets)
     chars: List[int]          # [inputs, targets] characters of the stripped lines
     tokens: List[int]         # [inputs, targets] ids without EOS
+    ratio: Histogram          # {bucket of targets/inputs length (RATIO_EDGES): pairs}
 
 
 JsonValue = Any  # what `json.dumps` takes: the job's results and summaries

@@ -208,10 +208,13 @@ def replay(manifest: Dict[str, Any], fragment_dir: str) -> Iterator[Any]:
             report = dict(value)
             report["path"] = paths.join(fragment_dir, value["path"])
             yield tuple(key), report
-        elif isinstance(value, list) and len(value) == 5 and tag == "lengths":
-            inputs, targets, pair = ({int(k): n for k, n in h} for h in value[:3])
+        elif isinstance(value, list) and len(value) in (5, 6) and tag == "lengths":
+            # a manifest written before the ratio histogram has none: the card says so
+            ratio_items = value[5] if len(value) == 6 else []
+            inputs, targets, pair, ratio = ({int(k): n for k, n in h}
+                                            for h in value[:3] + [ratio_items])
             yield TaggedOutput(tag, (key, ChunkLengths(inputs, targets, pair, value[3],
-                                                       value[4])))
+                                                       value[4], ratio)))
         else:
             yield TaggedOutput(tag, (key, value))
 

@@ -1,5 +1,7 @@
 """Length statistics of the encoded pairs: histograms, percentiles, characters per token and
-how many pairs Tensor2Tensor's length filter would drop, per split and side.
+how many pairs Tensor2Tensor's length filter would drop, per split and side, and a histogram
+of each pair's targets/inputs length ratio (`RATIO_EDGES`' buckets: a misaligned corpus shows
+as mass far from 1, which the per-side figures cannot show).
 
 Users pick `max_length`, a batch size in tokens and bucket boundaries from these figures. The
 encode DoFn already holds every pair's lengths, so it only counts: per chunk it keeps the
@@ -22,6 +24,7 @@ max(len(inputs), len(targets)) > max_length. Percentiles are nearest-rank: the p
 percentile is the smallest length L with at least ceil(p% of N) lengths <= L.
 """
 
+import bisect
 import collections
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
@@ -32,6 +35,8 @@ from transforms.contracts.elements import ChunkLengths, Histogram, JsonValue
 SIDES = ("inputs", "targets")
 PERCENTILES = (50, 90, 99)
 CANDIDATE_MAX_LENGTHS = (64, 128, 256, 512)  # and the split's p99 pair length
+# targets/inputs length: bucket i holds ratios in [RATIO_EDGES[i-1], RATIO_EDGES[i])
+RATIO_EDGES = (0.5, 0.67, 0.8, 0.9, 1.1, 1.25, 1.5, 2.0)
 DROP_RULE = ("T2T 1.15.7 data_reader.input_fn keeps a pair when hparams.min_length (default "
              "0) <= max(len(inputs), len(targets)) <= max_length (lengths with EOS); "
              "dropped: max(len(inputs), len(targets)) > max_length")
@@ -46,12 +51,30 @@ def chunk_lengths(pair_lengths: Iterable[Tuple[int, int]], chars: Sequence[int],
     inputs: Histogram = {}
     targets: Histogram = {}
     pair: Histogram = {}
+    ratio: Histogram = {}
     for (a, b), n in collections.Counter(pair_lengths).items():
         inputs[a] = inputs.get(a, 0) + n
         targets[b] = targets.get(b, 0) + n
         m = a if a > b else b
         pair[m] = pair.get(m, 0) + n
-    return ChunkLengths(inputs, targets, pair, list(chars), list(tokens))
+        r = ratio_bucket(a, b)
+        ratio[r] = ratio.get(r, 0) + n
+    return ChunkLengths(inputs, targets, pair, list(chars), list(tokens), ratio)
+
+
+def ratio_bucket(inputs: int, targets: int) -> int:
+    """The `RATIO_EDGES` bucket of targets/inputs (two empty sides: ratio 1; empty inputs
+    only: the last bucket)."""
+    if not inputs:
+        return len(RATIO_EDGES) if targets else bisect.bisect_right(RATIO_EDGES, 1.0)
+    return bisect.bisect_right(RATIO_EDGES, targets / inputs)
+
+
+def ratio_labels() -> List[str]:
+    """The buckets' names, in order: `<0.5`, `0.5-0.67`, ..., `>=2.0`."""
+    edges = [str(e) for e in RATIO_EDGES]
+    return (["<" + edges[0]] + ["%s-%s" % pair for pair in zip(edges, edges[1:])]
+            + [">=" + edges[-1]])
 
 
 def _add_histogram(into: Histogram, histogram: Histogram) -> None:
@@ -98,7 +121,7 @@ def length_report(accumulator: ChunkLengths,
                   max_lengths: Sequence[int] = CANDIDATE_MAX_LENGTHS) -> Dict[str, JsonValue]:
     """The figures of one split from its summed counts (see `chunk_lengths`), with the drops
     at `max_lengths` (`candidate_max_lengths`) and the p99: JSON-able."""
-    inputs, targets, pair, chars, tokens = accumulator
+    inputs, targets, pair, chars, tokens = accumulator[:5]
     pairs = sum(pair.values())
     report: Dict[str, Any] = {"pairs": pairs}
     for i, (side, histogram) in enumerate(zip(SIDES, (inputs, targets))):
@@ -107,6 +130,9 @@ def length_report(accumulator: ChunkLengths,
                         "chars_per_token": round(chars[i] / tokens[i], 4) if tokens[i] else None})
         report[side] = figures
     report["pair"] = _distribution(pair)
+    ratio = accumulator.ratio
+    report["ratio_histogram"] = [[label, ratio.get(i, 0)]
+                                 for i, label in enumerate(ratio_labels())]
     candidates: List[Dict[str, Any]] = [{"max_length": m} for m in max_lengths]
     if pairs:
         candidates.append({"max_length": report["pair"]["p99"], "p99": True})
@@ -126,12 +152,12 @@ class LengthReportFn(beam.CombineFn):
         self._max_lengths = tuple(max_lengths)
 
     def create_accumulator(self) -> ChunkLengths:
-        return ChunkLengths({}, {}, {}, [0, 0], [0, 0])
+        return ChunkLengths({}, {}, {}, [0, 0], [0, 0], {})
 
     def add_input(self, accumulator: ChunkLengths, counts: ChunkLengths) -> ChunkLengths:
-        for into, histogram in zip(accumulator[:3], counts[:3]):
+        for into, histogram in zip(accumulator[:3] + accumulator[5:], counts[:3] + counts[5:]):
             _add_histogram(into, histogram)
-        for sums, totals in zip(accumulator[3:], counts[3:]):
+        for sums, totals in zip(accumulator[3:5], counts[3:5]):
             sums[0] += totals[0]
             sums[1] += totals[1]
         return accumulator

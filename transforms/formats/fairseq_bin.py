@@ -9,7 +9,11 @@ fairseq's side (fairseq 0.12.2, `fairseq/data/indexed_dataset.py` and `dictionar
   `<Q`, the dtype's code as `<B` (8 uint16, 9 uint32), the count as `<Q`, then the sizes
   (int32, in tokens) and the pointers (int64, byte offsets into `.bin`).
 - `dict.{lang}.txt`: one `token count` line per entry; `Dictionary.load` puts `<s>`=0,
-  `<pad>`=1, `</s>`=2, `<unk>`=3 first, so line k is id 4 + k.
+  `<pad>`=1, `</s>`=2, `<unk>`=3 first, so line k is id 4 + k. After the real entries,
+  `madeupword0000 0`, `madeupword0001 0`... until the 4 specials plus the lines are a
+  multiple of 8 (`Dictionary.pad_to_multiple_`, padding_factor 8, as fairseq-preprocess's
+  `finalize` writes it; a name the vocabulary already holds is skipped, as `add_symbol`
+  does). The padded size picks the dtype, as it does in fairseq-preprocess.
 
 The mapping from the job's ids (`FairseqIds`): the vocabulary's pad id is `<pad>` (1), its
 EOS id `</s>` (2), and every other id of the vocabulary, in order, is the next fairseq id from
@@ -39,6 +43,8 @@ INDEX_VERSION = 1
 DTYPE_CODES: Dict[np.dtype, int] = {np.dtype(np.uint16): 8, np.dtype(np.uint32): 9}
 SPECIALS = ("<s>", "<pad>", "</s>", "<unk>")  # fairseq's Dictionary: ids 0..3
 BOS, PAD, EOS, UNK = range(4)
+PADDING_FACTOR = 8  # fairseq-preprocess's Dictionary.finalize(padding_factor=8)
+MADEUP_WORD = "madeupword%04d"
 FIRST_ENTRY = len(SPECIALS)
 SHARD_MAGIC = b"T2TFSQ01"
 SPLIT_NAMES = {"train": "train", "dev": "valid"}  # the job's split: fairseq's
@@ -64,7 +70,8 @@ class FairseqIds:
         if 0 <= eos < vocab_size:
             table[eos] = EOS
         self.table = table
-        self.dictionary_size = FIRST_ENTRY + len(self.entries)
+        self.dictionary_size = -(-(FIRST_ENTRY + len(self.entries)) // PADDING_FACTOR) \
+            * PADDING_FACTOR
         self.dtype = best_fitting_dtype(self.dictionary_size)
 
     def map(self, ids: np.ndarray) -> np.ndarray:
@@ -87,6 +94,13 @@ def dict_lines(ids: FairseqIds, entry: Callable[[int], Optional[str]],
             token = "<t2t:%d>" % job_id
         seen.add(token)
         lines.append("%s %d\n" % (token, int(counts[job_id]) if job_id < len(counts) else 0))
+    madeup = 0
+    while (FIRST_ENTRY + len(lines)) % PADDING_FACTOR:
+        token = MADEUP_WORD % madeup
+        madeup += 1
+        if token not in seen:
+            seen.add(token)
+            lines.append("%s 0\n" % token)
     return "".join(lines)
 
 

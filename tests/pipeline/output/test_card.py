@@ -1,7 +1,8 @@
 """The dataset card's pure parts (`pipeline.output.card`, `card_samples`): Hugging Face's size
-categories, and sample positions drawn across every shard with the seed, reproducibly."""
+categories, the length ratio rows, and sample positions drawn across every shard with the
+seed, reproducibly."""
 
-from pipeline.output.card import size_category
+from pipeline.output.card import ratio_lines, size_category
 from pipeline.output.card_samples import draw_positions
 
 
@@ -22,3 +23,12 @@ def test_positions_are_drawn_across_every_shard_and_mapped_to_their_shard():
     assert [p for p, _, _ in some] == sorted(p for p, _, _ in some)
     assert max(p for p, _, _ in some) >= 1000  # not only the head of the first shard
     assert draw_positions([0, 0], 4, 0) == []
+
+
+def test_ratio_histogram_rows_are_the_summarys_or_say_not_measured():
+    counted = {"pairs": 4, "ratio_histogram": [["<0.5", 1], ["0.5-0.67", 0], [">=2.0", 3]]}
+    replayed = {"pairs": 5, "ratio_histogram": [["<0.5", 1], [">=2.0", 3]]}  # an old chunk
+    lines = ratio_lines({"splits": {"train": {"lengths": counted},
+                                    "dev": {"lengths": replayed}}})
+    assert lines[-4:] == ["| train | <0.5 | 1 | 0.2500 |", "| train | 0.5-0.67 | 0 | 0.0000 |",
+                          "| train | >=2.0 | 3 | 0.7500 |", "| dev | not measured | | |"]

@@ -51,7 +51,7 @@ def _finished(tmp_path, key="k1"):
     outputs += [TaggedOutput("rejects", ("train", {"line": 7, "reason": "empty"})),
                 TaggedOutput("stats", ("train", [10, 1, 12, 0])),
                 TaggedOutput("lengths", ("train", ChunkLengths({3: 2, 10: 1}, {4: 3}, {4: 2, 10: 1},
-                                                               [30, 40], [9, 12])))]
+                                                               [30, 40], [9, 12], {4: 3})))]
     chunk_manifests.write_manifest([(chunk, outputs, {"train.pairs_read": 100}),
                                     (_other_chunk(run_dir), other, {})], checks, resume, None)
     return resume, chunk, fragments, outputs, sorted(checks)

@@ -35,7 +35,8 @@ def test_chunk_counts_and_report_of_a_tiny_split():
     pairs = [(3, 5), (10, 2), (3, 3), (70, 4), (3, 200)]
     counts = chunk_lengths(pairs, [30, 40], [10, 20])
     assert counts == ({3: 3, 10: 1, 70: 1}, {5: 1, 2: 1, 3: 1, 4: 1, 200: 1},
-                      {5: 1, 10: 1, 3: 1, 70: 1, 200: 1}, [30, 40], [10, 20])
+                      {5: 1, 10: 1, 3: 1, 70: 1, 200: 1}, [30, 40], [10, 20],
+                      {7: 1, 0: 2, 4: 1, 8: 1})  # 5/3, 2/10 and 4/70, 3/3, 200/3
     report = length_report(counts)
     assert (report["inputs"]["p50"], report["inputs"]["p90"], report["inputs"]["p99"],
             report["inputs"]["max"]) == (3, 70, 70, 70)
@@ -45,6 +46,16 @@ def test_chunk_counts_and_report_of_a_tiny_split():
     assert [(d["max_length"], d["dropped"]) for d in report["drops"]] == [
         (64, 2), (128, 1), (256, 0), (512, 0), (200, 0)]
     assert report == _expected_report(pairs, [30, 40], [10, 20])
+
+
+def test_ratio_buckets_are_half_open_and_exact_at_the_edges():
+    # each edge, as a ratio of small lengths, falls in the bucket it opens
+    pairs = [(2, 1), (100, 67), (5, 4), (10, 9), (10, 11), (4, 5), (2, 3), (1, 2), (3, 2),
+             (1, 1), (0, 0), (0, 3), (7, 1), (1, 9), (100, 66), (10, 8)]
+    report = length_report(chunk_lengths(pairs, [0, 0], [0, 0]))
+    from length_figures import expected_ratio_histogram
+    assert report["ratio_histogram"] == expected_ratio_histogram(pairs)
+    assert [n for _, n in report["ratio_histogram"]] == [1, 3, 1, 2, 3, 1, 1, 1, 3]
 
 
 def test_report_of_no_pairs():

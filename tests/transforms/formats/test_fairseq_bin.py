@@ -28,7 +28,7 @@ def test_index_is_fairseqs_mmap_index_byte_by_byte():
 def test_ids_map_to_fairseqs_dictionary():
     subword = fairseq_bin.FairseqIds(10, pad_id=0, eos_ids=[1])
     assert subword.map(np.array([5, 2, 9, 1])).tolist() == [7, 4, 11, 2]  # id + 2, EOS = 2
-    assert (subword.dictionary_size, subword.append_eos) == (12, False)
+    assert (subword.dictionary_size, subword.append_eos) == (16, False)  # 12, padded
     assert subword.dtype == np.uint16
     word = fairseq_bin.FairseqIds(6, pad_id=2, eos_ids=[])  # <unk> <s> </s> a b c
     assert word.append_eos and word.map(np.array([0, 1, 3, 5])).tolist() == [4, 5, 6, 8]
@@ -42,7 +42,26 @@ def test_dict_lines_keep_entries_fairseq_reads_as_one_token():
     entries = {2: "the_", 3: "a b", 4: "", 5: "<unk>", 6: "the_"}
     text = fairseq_bin.dict_lines(ids, entries.get, np.array([0, 0, 9, 8, 7, 6, 5]))
     assert text.splitlines() == ["the_ 9", "<t2t:3> 8", "<t2t:4> 7", "<t2t:5> 6",
-                                 "<t2t:6> 5"]
+                                 "<t2t:6> 5"] + ["madeupword%04d 0" % k for k in range(7)]
+
+
+@pytest.mark.parametrize("real", [0, 3, 4, 5, 12, 65530])
+def test_dict_is_padded_as_fairseq_preprocess_pads_it(real):
+    # fairseq's Dictionary.pad_to_multiple_(8): the 4 specials count, madeupwords follow
+    ids = fairseq_bin.FairseqIds(real + 2, pad_id=0, eos_ids=[1])
+    lines = fairseq_bin.dict_lines(ids, lambda i: "w%d" % i, np.zeros(real + 2)).splitlines()
+    padded = -(-(4 + real) // 8) * 8
+    assert len(lines) + 4 == padded == ids.dictionary_size
+    assert lines[:real] == ["w%d 0" % (i + 2) for i in range(real)]
+    assert lines[real:] == ["madeupword%04d 0" % k for k in range(padded - 4 - real)]
+    assert ids.dtype == (np.uint16 if padded < 65500 else np.uint32)
+
+
+def test_a_madeupword_the_vocabulary_holds_is_skipped():
+    ids = fairseq_bin.FairseqIds(3, pad_id=0, eos_ids=[1])
+    lines = fairseq_bin.dict_lines(ids, {2: "madeupword0000"}.get, np.zeros(3)).splitlines()
+    assert lines == ["madeupword0000 0", "madeupword0001 0", "madeupword0002 0",
+                     "madeupword0003 0"]
 
 
 def test_shard_reads_back_every_record_in_order():
