@@ -226,6 +226,17 @@ def test_a_store_that_stops_answering_mid_run_is_one_line_and_no_marker(s3, monk
         Bucket=BUCKET, Prefix="gone/out/").get("Contents", [])}
 
 
+@pytest.fixture(scope="module")
+def slow_requests_s3(s3):
+    """The S3 server behind a proxy that delays each request by 30 ms but not an upload's
+    body again per chunk: the commit's copies and deletes are as late as through `slow_s3`,
+    the job's passes before it are not slowed by the bytes they write."""
+    from object_store_servers import DelayProxy
+    proxy = DelayProxy(s3.port, 0.03, bodies=False)
+    yield proxy
+    proxy.stop()
+
+
 def _killed_in_the_commit(client, out, server, endpoint, *extra):
     """Starts the job through `endpoint` (a delaying proxy: the commit's moves are quick,
     each request is delayed there, so the kill lands inside them) and kill -9s it once the
@@ -249,12 +260,12 @@ def _rerun_takes_over(out, server, killed, *extra):
 
 @pytest.mark.parametrize("moment", ["vocab pass", "encode pass", "commit"])
 def test_kill_9_at_any_moment_then_a_rerun_gives_the_same_bytes_and_no_stray_object(
-        s3, slow_s3, local_output, moment):
+        s3, slow_requests_s3, local_output, moment):
     out = "s3://%s/kill-%s/out" % (BUCKET, moment.replace(" ", "-"))
     prefix = out.split("/", 3)[3] + "/"
     client = s3.client()
     if moment == "commit":
-        killed = _killed_in_the_commit(client, out, s3, slow_s3.endpoint)
+        killed = _killed_in_the_commit(client, out, s3, slow_requests_s3.endpoint)
     else:
         proc = _start_job(out, s3, s3.endpoint)
         try:
@@ -276,7 +287,7 @@ def test_kill_9_at_any_moment_then_a_rerun_gives_the_same_bytes_and_no_stray_obj
 
 @pytest.mark.parametrize("fmt", ["array_record", "parquet"])
 def test_other_formats_killed_in_the_commit_then_rerun_give_the_local_bytes_on_s3(
-        s3, slow_s3, tmp_path, capsys, fmt):
+        s3, slow_requests_s3, tmp_path, capsys, fmt):
     """ArrayRecord and Parquet: a job killed with SIGKILL while its commit moves the shards,
     then rerun, leaves the bytes the same job leaves on local disk; a rerun after that
     rewrites nothing; `inspect` and the readers without TensorFlow read it from the store."""
@@ -285,7 +296,8 @@ def test_other_formats_killed_in_the_commit_then_rerun_give_the_local_bytes_on_s
     out = "s3://%s/%s/out" % (BUCKET, fmt)
     prefix = fmt + "/out/"
     client = s3.client()
-    killed = _killed_in_the_commit(client, out, s3, slow_s3.endpoint, "--output_format", fmt)
+    killed = _killed_in_the_commit(client, out, s3, slow_requests_s3.endpoint,
+                                   "--output_format", fmt)
     assert prefix + "p.DATAGEN_COMPLETE" not in _keys(client, prefix)
     _rerun_takes_over(out, s3, killed, "--output_format", fmt)
     objects = _objects(client, prefix)
