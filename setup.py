@@ -5,6 +5,11 @@ runtime requirements."""
 import setuptools
 
 REQUIRED = [
+    # LanguageIDFilter's other id_methods (transforms/cleaning/lid_methods.py): CLD2, lingua
+    # (OpusFilter 3.3.1's own lower bound) and fastText (the user's model file).
+    "pycld2>=0.41",
+    "lingua-language-detector>=2.1.1",
+    "fasttext>=0.9.2",
     "apache-beam>=2.77,<3",
     "google-crc32c>=1.5",
     # Object stores (transforms/storage/object_stores.py): the lease's conditional writes, 0-byte
@@ -82,10 +87,5 @@ setuptools.setup(
         # Loading Parquet outputs with Hugging Face datasets (pipeline/tools/batches.py's
         # dataset_batches takes a loaded dataset; the module itself does not import it).
         "hf": ["datasets>=3"],
-        # LanguageIDFilter's other id_methods (transforms/cleaning/lid_methods.py): CLD2,
-        # lingua (OpusFilter 3.3.1's own lower bound) and fastText (the user's model file).
-        "cld2": ["pycld2>=0.41"],
-        "lingua": ["lingua-language-detector>=2.1.1"],
-        "fasttext": ["fasttext>=0.9.2"],
     },
 )

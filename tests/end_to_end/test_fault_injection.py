@@ -292,17 +292,6 @@ def _required_distributions():
     raise AssertionError("setup.py has no REQUIRED list")
 
 
-def _extras():
-    """{distribution: extra} of setup.py's extras_require, read without running setup.py."""
-    with open(os.path.join(ROOT, "setup.py"), encoding="utf-8") as f:
-        tree = ast.parse(f.read())
-    for node in ast.walk(tree):
-        if isinstance(node, ast.keyword) and node.arg == "extras_require":
-            return {_normalized(re.match(r"[A-Za-z0-9._-]+", r).group(0)): extra
-                    for extra, rs in ast.literal_eval(node.value).items() for r in rs}
-    raise AssertionError("setup.py has no extras_require")
-
-
 def _imports(package):
     """(module, file) of every absolute import in a package, including ones inside functions
     (a lazy import is still a runtime import)."""
@@ -331,12 +320,9 @@ def _distributions_of(module, by_top):
 
 def test_every_runtime_import_is_in_install_requires():
     """What `pip install .` (and --setup_file workers) get must cover every import of the
-    two packages; `regex` once was only in the test extra. An optional extra's package
-    (`[cld2]`...) may be imported where the module names the pip command of its extra (the
-    one line a run without it gets)."""
+    two packages; `regex` once was only in the test extra."""
     required = _required_distributions()
     assert "regex" in required
-    extras = _extras()  # an extra's import is allowed where a missing one is one line
     by_top = importlib.metadata.packages_distributions()
     missing = []
     for package in ("pipeline", "transforms"):
@@ -345,11 +331,6 @@ def test_every_runtime_import_is_in_install_requires():
             if top in sys.stdlib_module_names or top in ("pipeline", "transforms"):
                 continue
             providers = _distributions_of(module, by_top)
-            extra = next((extras[d] for d in sorted(providers) if d in extras), None)
-            text = open(path, encoding="utf-8").read()
-            if extra and "t2t-beam-datagen[" in text and (
-                    '"%s")' % extra in text or "t2t-beam-datagen[%s]" % extra in text):
-                continue  # an optional extra, whose absence the importing module names
             if not providers & required:
                 missing.append("%s (%s): provided by %s" % (
                     module, os.path.relpath(path, ROOT), sorted(providers) or "nothing installed"))

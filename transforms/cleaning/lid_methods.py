@@ -14,8 +14,8 @@ runs OpusFilter itself):
   downloaded. A bucket path is copied to a local file by the Beam stage before `load`.
 
 As in OpusFilter an empty side is 1.0 and another language's label 0.0. The packages are
-optional extras (`pip install 't2t-beam-datagen[cld2]'` ...): a missing one is a
-CleaningConfigError naming the pip command, when the configuration is read. The identifier
+install requirements; one missing from a broken install is a CleaningConfigError naming
+the pip command, when the configuration is read. The identifier
 (its model) is built in `load`, once per worker (`PairFilter.setup`), never when the file is
 checked. Written from OpusFilter's documented semantics and read source; no code copied.
 """
@@ -26,18 +26,18 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from transforms.cleaning.errors import CleaningConfigError
 
 # id_method -> (module imported, the extra that installs it)
-PACKAGES = {"cld2": ("pycld2", "cld2"), "lingua": ("lingua", "lingua"),
+PACKAGES = {"cld2": ("pycld2", "pycld2"), "lingua": ("lingua", "lingua-language-detector"),
             "fasttext": ("fasttext", "fasttext")}
 LINGUA_MODES = ("low", "high")
 
 
 def require(filter_name: str, id_method: str) -> None:
     """CleaningConfigError naming the pip command when `id_method`'s package is missing."""
-    module, extra = PACKAGES[id_method]
+    module, distribution = PACKAGES[id_method]
     if importlib.util.find_spec(module) is None:
         raise CleaningConfigError(
-            "%s: id_method %s needs the %s package: pip install 't2t-beam-datagen[%s]'"
-            % (filter_name, id_method, module, extra))
+            "%s: id_method %s needs the %s package: pip install %s"
+            % (filter_name, id_method, module, distribution))
 
 
 class Identifier:

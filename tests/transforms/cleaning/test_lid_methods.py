@@ -44,7 +44,7 @@ def test_a_missing_package_names_the_pip_command(monkeypatch):
     monkeypatch.setattr(importlib.util, "find_spec",
                         lambda name, *a: None if name == "pycld2" else real(name, *a))
     with pytest.raises(CleaningConfigError, match=r"id_method cld2 needs the pycld2 package: "
-                                                  r"pip install 't2t-beam-datagen\[cld2\]'"):
+                                                  r"pip install pycld2"):
         parse({"id_method": "cld2"})
 
 
