@@ -20,6 +20,7 @@ import textwrap
 from repo_paths import REPO_ROOT
 
 RUN_BY = {
+    "quick-start": "tests/end_to_end/test_readme_examples.py",
     "pandas": "tests/end_to_end/test_readme_examples.py",
     "cleaning": "tests/end_to_end/test_readme_examples.py",
     "cleaning-lid": "tests/end_to_end/test_readme_examples.py",
@@ -29,6 +30,8 @@ RUN_BY = {
     "first-run": "tests/end_to_end/test_console_noise.py",
     "k8s-manifest": "tests/pipeline/runtime/test_container_start.py",
     "slurm": "tests/end_to_end/test_slurm_cluster.py",
+    "dataflow": "tests/pipeline/runtime/test_runners.py",
+    "many-pairs": "tests/end_to_end/test_many_pairs.py",
 }
 _BLOCK = re.compile(r"^[ \t]*<!-- example: ([\w-]+) -->\n([ \t]*)```(\w+)\n(.*?)^\2```",
                     re.M | re.S)

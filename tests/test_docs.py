@@ -1,7 +1,8 @@
 """The documentation kept honest where a machine can check it.
 
 - docs/design.md holds design only, within `DESIGN_MAX_LINES` lines (the reference for users is
-  the README and `--help`).
+  the README, the other pages of docs/ and `--help`); README.md is a user's guide within
+  `README_MAX_LINES` lines (a topic's detail goes to its page of docs/).
 - Every file path README.md, CONTRIBUTING.md or a page of docs/ names (`pipeline/driver/job.py`,
   a link such as `(docs/design.md#the-lock-protocol)`) exists, and every `#anchor` of a link
   into one of them is a heading there. A path followed by "(new)" is one a walk-through adds.
@@ -31,6 +32,7 @@ ROOT = pathlib.Path(REPO_ROOT)
 DOCS = ("README.md", "CONTRIBUTING.md") + tuple(
     sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs").glob("*.md")))
 DESIGN_MAX_LINES = 700
+README_MAX_LINES = 300
 # Flags of programs other than this project's, as the docs show their commands.
 OTHER_PROGRAMS = {
     "--no-deps": "pip install",
@@ -64,8 +66,15 @@ def _slug(heading):
 def test_design_doc_is_within_its_length():
     lines = len(_text("docs/design.md").splitlines())
     assert lines <= DESIGN_MAX_LINES, (
-        "docs/design.md has %d lines: design only, within %d (reference goes to README or "
-        "--help)" % (lines, DESIGN_MAX_LINES))
+        "docs/design.md has %d lines: design only, within %d (reference goes to README, "
+        "docs/ or --help)" % (lines, DESIGN_MAX_LINES))
+
+
+def test_readme_is_a_guide_within_its_length():
+    lines = len(_text("README.md").splitlines())
+    assert lines <= README_MAX_LINES, (
+        "README.md has %d lines: a user's guide, within %d (a topic's detail goes to its page "
+        "of docs/)" % (lines, README_MAX_LINES))
 
 
 def _named_paths(doc):

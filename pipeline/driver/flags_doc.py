@@ -18,9 +18,12 @@ HEADER = """# Flags
 
 Every flag of `python -m pipeline.datagen`, generated from the flags' declarations by
 `python -m pipeline.driver.flags_doc > docs/flags.md` (a test fails when this page is not
-current; `--help` shows the same); the [README](../README.md) says how they work together.
+current; `--help` shows the same). The [README](../README.md#common-flags) has the common ones;
+the topic pages say how they work together ([formats](formats.md), [vocabularies](vocabularies.md),
+[cleaning](cleaning.md), [many language pairs](many-pairs.md), [runners](runners.md),
+[operations](operations.md)).
 Beam's pipeline options (`--runner`, `--project`, `--setup_file`, a runner's own flags) pass
-through to Beam and are not listed here. Flags of another
+through to Beam and are not listed here: [runners](runners.md). Flags of another
 `--vocab_type` than the run's are errors, not ignored.
 """
 
