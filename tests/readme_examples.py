@@ -21,6 +21,10 @@ from repo_paths import REPO_ROOT
 
 RUN_BY = {
     "quick-start": "tests/end_to_end/test_readme_examples.py",
+    "near-dedup-setup": "tests/end_to_end/test_readme_examples.py",
+    "dedup-normalized": "tests/end_to_end/test_readme_examples.py",
+    "dedup-minhash": "tests/end_to_end/test_readme_examples.py",
+    "decontaminate": "tests/end_to_end/test_readme_examples.py",
     "pandas": "tests/end_to_end/test_readme_examples.py",
     "cleaning": "tests/end_to_end/test_readme_examples.py",
     "cleaning-lid": "tests/end_to_end/test_readme_examples.py",

@@ -95,6 +95,35 @@ def test_the_quick_start_command_runs_as_written(tmp_path):
     assert len(re.findall(r"^  source: \S", outputs[1], re.M)) == 2, outputs[1]
 
 
+@pytest.mark.parametrize("name, example, cleaning", [
+    ("dedup-normalized", lambda r: readme_examples.shell_script("dedup-normalized", replace=r),
+     {"dedup": "normalized", "dedup_scope": "source"}),
+    ("dedup-minhash", lambda r: readme_examples.shell_script("dedup-minhash", replace=r),
+     {"dedup": "minhash", "dedup_scope": "pair"}),
+    ("decontaminate", lambda r: readme_examples.shell_script("decontaminate", replace=r),
+     {"dedup": "none"})])
+def test_the_near_duplicate_examples_run_as_written(tmp_path, name, example, cleaning):
+    """docs/cleaning.md's commands: its setup lines (`S`, `RUN`), then the example, with bash
+    from a directory holding the project's `sample_data` (`python`: this interpreter), the
+    output under the test's directory instead of /tmp."""
+    os.symlink(SAMPLE_DATA, tmp_path / "sample_data")
+    script = (readme_examples.shell_script("near-dedup-setup")
+              + example([("/tmp/", str(tmp_path) + "/")]))
+    env = dict(os.environ, PYTHONPATH=REPO_ROOT,
+               PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"])
+    done = subprocess.run(["bash", "-c", script], cwd=str(tmp_path), env=env,
+                          capture_output=True, text=True, timeout=1200)
+    assert done.returncode == 0, done.stderr[-3000:]
+    (out,) = [p for p in tmp_path.iterdir() if p.name.startswith("out-")]
+    with open(out / "p.datagen_summary.json") as f:
+        summary = json.load(f)
+    assert summary["status"] == "complete"
+    assert {k: summary["cleaning"].get(k) for k in cleaning} == cleaning
+    if name == "decontaminate":
+        assert summary["cleaning"]["decontaminate"]["ngram"] == 8
+        assert summary["splits"]["dev"]["pairs_written"] == 1000  # dev is never touched
+
+
 def test_the_pandas_example_reads_the_parquet_output(cleaned, monkeypatch):
     out, summary = cleaned
     monkeypatch.chdir(os.path.dirname(out))  # the example reads "out"
