@@ -29,8 +29,13 @@ through to Beam and are not listed here: [runners](runners.md). Flags of another
 
 
 def _cell(text: Any) -> str:
-    """`text` as one table cell: on one line, its pipes escaped."""
-    return " ".join(str(text).split()).replace("|", "\\|")
+    """`text` as one table cell: on one line, its pipes escaped, and outside code spans its
+    `<` and `>` too, so that `<s>` or `<2xx>` in a help text shows as written (Markdown would
+    take them for HTML)."""
+    parts = " ".join(str(text).split()).replace("|", "\\|").split("`")
+    for i in range(0, len(parts), 2):
+        parts[i] = parts[i].replace("<", "&lt;").replace(">", "&gt;")
+    return "`".join(parts)
 
 
 def _code(value: Any) -> str:

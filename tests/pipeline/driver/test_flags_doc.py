@@ -30,6 +30,15 @@ def test_every_flag_has_one_row_with_its_default():
     assert rows["output_format"] == "`tfrecord`" and rows["output_dir"] == ""
 
 
+def test_markup_in_a_help_text_shows_as_written():
+    """`<s>` in a help text would be HTML (strike-through) on GitHub: escaped, but not inside
+    a code span."""
+    page = flags_doc.flags_markdown()
+    assert "misplaced &lt;unk&gt;, &lt;s&gt;, &lt;/s&gt; are moved" in page
+    assert "<s>" not in page.replace("`<", "")
+    assert flags_doc._cell("a `<b>` <c> | d") == "a `<b>` &lt;c&gt; \\| d"
+
+
 def test_a_numbers_range_comes_from_its_type():
     page = flags_doc.flags_markdown()
     assert "| `--num_train_shards` | an integer from 1 to 99999 | `10` |" in page
