@@ -111,8 +111,8 @@ def print_help() -> None:
                "--direct_num_workers, --project, --setup_file, ...), and the job's own "
                "runner options: --local_worker_pool auto|off (DirectRunner's worker "
                "processes kept for every pass), --execution_mode_for_batch, "
-               "--number_of_execution_retries, --execution_retry_delay (Flink; README, "
-               "Runners).")
+               "--number_of_execution_retries, --execution_retry_delay (Flink; "
+               "docs/runners.md).")
     parser.print_help()
 
 

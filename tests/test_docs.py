@@ -1,14 +1,15 @@
 """The documentation kept honest where a machine can check it.
 
 - docs/design.md holds design only, within `DESIGN_MAX_LINES` lines (the reference for users is
-  the README and `--help`).
-- Every file path README.md, CONTRIBUTING.md or docs/design.md names (`pipeline/driver/job.py`,
+  the README, the other pages of docs/ and `--help`); README.md is a user's guide within
+  `README_MAX_LINES` lines (a topic's detail goes to its page of docs/).
+- Every file path README.md, CONTRIBUTING.md or a page of docs/ names (`pipeline/driver/job.py`,
   a link such as `(docs/design.md#the-lock-protocol)`) exists, and every `#anchor` of a link
   into one of them is a heading there. A path followed by "(new)" is one a walk-through adds.
 - Every name on a **Code:** line of docs/design.md (the modules and functions each step of the
   walk-through runs) is defined in the module named before it (or, with none, somewhere in
   `pipeline/` or `transforms/`): a rename or a move fails here until the doc follows.
-- Every `--flag` the three files name is a flag of `python -m pipeline.datagen` (its own or a
+- Every `--flag` these files name is a flag of `python -m pipeline.datagen` (its own or a
   Beam pipeline option it accepts), of `python -m pipeline.tools.inspect`, of a benchmark
   script, or of one of the few other programs the docs show commands of (`OTHER_PROGRAMS`).
   `--spm_*` stands for the flags it prefixes.
@@ -28,8 +29,10 @@ from pipeline.tools import inspect
 from repo_paths import REPO_ROOT
 
 ROOT = pathlib.Path(REPO_ROOT)
-DOCS = ("README.md", "CONTRIBUTING.md", "docs/design.md")
+DOCS = ("README.md", "CONTRIBUTING.md") + tuple(
+    sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs").glob("*.md")))
 DESIGN_MAX_LINES = 700
+README_MAX_LINES = 300
 # Flags of programs other than this project's, as the docs show their commands.
 OTHER_PROGRAMS = {
     "--no-deps": "pip install",
@@ -37,7 +40,7 @@ OTHER_PROGRAMS = {
     "--nworkers": "dask worker", "--nthreads": "dask worker", "--name": "dask worker",
     "--service_port": "Beam's worker_pool_main",
     "--durations": "pytest", "--pdb": "pytest", "--strict-markers": "pytest",
-    "--chdir": "sbatch",
+    "--chdir": "sbatch", "--aggressive_dedup": "Bifixer",
     "--dataset-impl": "fairseq-preprocess", "--joined-dictionary": "fairseq-preprocess",
     "--task": "fairseq-train", "--source-lang": "fairseq-train",
     "--target-lang": "fairseq-train", "--arch": "fairseq-train", "--optimizer": "fairseq-train",
@@ -63,8 +66,15 @@ def _slug(heading):
 def test_design_doc_is_within_its_length():
     lines = len(_text("docs/design.md").splitlines())
     assert lines <= DESIGN_MAX_LINES, (
-        "docs/design.md has %d lines: design only, within %d (reference goes to README or "
-        "--help)" % (lines, DESIGN_MAX_LINES))
+        "docs/design.md has %d lines: design only, within %d (reference goes to README, "
+        "docs/ or --help)" % (lines, DESIGN_MAX_LINES))
+
+
+def test_readme_is_a_guide_within_its_length():
+    lines = len(_text("README.md").splitlines())
+    assert lines <= README_MAX_LINES, (
+        "README.md has %d lines: a user's guide, within %d (a topic's detail goes to its page "
+        "of docs/)" % (lines, README_MAX_LINES))
 
 
 def _named_paths(doc):

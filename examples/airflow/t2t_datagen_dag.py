@@ -3,8 +3,8 @@
 Copy this file into Airflow's DAGs folder (Airflow 3; `pip install apache-airflow`, nothing
 else). The task is a BashOperator: it needs no provider, its timeout sends SIGTERM to the
 job's process group (the job stops cleanly: summary "interrupted", lock released, exit 143),
-and it reads the job's output as it comes. See README, "Scheduled runs", for the job's exit
-statuses and what a retry after each one does.
+and it reads the job's output as it comes. See docs/operations.md, "Scheduling", for the
+job's exit statuses and what a retry after each one does.
 
 Every run writes `{output_dir}/{{ ds }}`: a rerun of a day whose output is complete is a
 no-op (exit 0), a rerun whose inputs or flags changed since fails with one line (exit 2).
@@ -108,8 +108,8 @@ with DAG(
 
 # -- the same job through the Apache Beam provider, for Dataflow -------------------------------
 # BeamRunPythonPipelineOperator imports only with apache-airflow-providers-google installed
-# (even for DirectRunner; 2.2 GB with Airflow). Caveats with provider 6.3.1 (README,
-# "Scheduled runs"; the first two measured here, the third read from its source):
+# (even for DirectRunner; 2.2 GB with Airflow). Caveats with provider 6.3.1 (docs/operations.md,
+# "Scheduling"; the first two measured here, the third read from its source):
 # - on execution_timeout it fails the task but does NOT stop the job: its on_kill cancels only
 #   a Dataflow job it has seen. A local job runs on with its output directory's lock (a retry
 #   meanwhile exits 2, "... is in use by run ...") and may complete the day unwatched.

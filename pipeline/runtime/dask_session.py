@@ -47,7 +47,7 @@ SILENT_SECONDS = 15.0  # a worker silent this long (heartbeats every 0.5-5 s) is
 SILENT_REPEAT_SECONDS = 60.0  # and named again this often while it stays silent
 LOOK_SECONDS = 5.0  # how often a running pass asks the scheduler about its workers
 HOW_TO_FIX = ("run the scheduler and every worker from the driver's environment or from the "
-              "project's image (README, Runners: Dask on a cluster)")
+              "project's image (docs/runners.md, Dask on a cluster)")
 IDENTITY_FIELDS = (("python", "Python"), ("apache-beam", "apache-beam"),
                    ("version", dask_worker.DISTRIBUTION))
 

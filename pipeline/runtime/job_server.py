@@ -159,8 +159,9 @@ def job_server_command(options: Any, artifacts_dir: str) -> Tuple[List[str], str
         return server.subprocess_cmd_and_endpoint()
     except Exception as e:  # a missing file, an HTTP error, no network: Beam's message says
         raise DatagenError(
-            "cannot get Beam's %s job server jar (%s): fetch it ahead of time (README, "
-            "Runners) and pass %s PATH" % (name.capitalize(), one_line(e)[:300], flag)) from e
+            "cannot get Beam's %s job server jar (%s): fetch it ahead of time "
+            "(docs/runners.md, Flink and Spark) and pass %s PATH"
+            % (name.capitalize(), one_line(e)[:300], flag)) from e
 
 
 def check_prism_location(options: Any) -> None:
@@ -171,7 +172,7 @@ def check_prism_location(options: Any) -> None:
     location = options.view_as(PrismRunnerOptions).prism_location
     if not location:
         raise DatagenError("--runner PrismRunner needs --prism_location PATH, a Prism binary: "
-                           "build one with `GOBIN=DIR %s` (README, Runners)" % PRISM_BUILD)
+                           "build one with `GOBIN=DIR %s` (docs/runners.md, Prism)" % PRISM_BUILD)
     if "://" not in location and not os.access(location, os.X_OK):
         raise DatagenError("--prism_location %s: no executable Prism binary there (build one "
                            "with `GOBIN=DIR %s`)" % (location, PRISM_BUILD))

@@ -295,19 +295,17 @@ def test_a_rerun_is_a_no_op_and_an_edited_corpora_file_is_refused(three_pairs):
 
 
 def test_the_readme_example_runs_as_written(tmp_path):
-    """README, "Many language pairs": its commands, from a directory holding the project's
-    `sample_data` (python: this interpreter)."""
-    import re
+    """docs/many-pairs.md's commands (its `many-pairs` example), from a directory holding the
+    project's `sample_data` (python: this interpreter)."""
     import shlex
     import subprocess
     import sys
+    import readme_examples
     from repo_paths import REPO_ROOT
-    with open(os.path.join(REPO_ROOT, "README.md"), encoding="utf-8") as f:
-        section = f.read().split("## Many language pairs", 1)[1]
-    block = re.search(r"```sh\n(.*?)```", section, re.S).group(1)
+    block = readme_examples.shell_script("many-pairs")
     os.symlink(os.path.join(REPO_ROOT, "sample_data"), tmp_path / "sample_data")
     outputs = []
-    for command in block.replace("\\\n", " ").strip().split("\n"):
+    for command in block.replace("\\\n", " ").strip().split("\n")[1:]:  # after `set -e...`
         argv = shlex.split(command)
         assert argv[0] == "python"
         done = subprocess.run([sys.executable] + argv[1:], cwd=str(tmp_path), env=dict(

@@ -1,7 +1,7 @@
-"""README's examples run as a user runs them (tests/readme_examples.py finds them): the
-cleaning YAML on the bundled sample, the pandas lines on the Parquet output it makes, and the
-local S3 recipe end to end (moto's server, the sample written to it, `inspect` reading it
-back). The Airflow recipe runs in tests/end_to_end/test_airflow_dag.py, beside the cached
+"""The examples of README and docs/ run as a user runs them (tests/readme_examples.py finds
+them): the quick start's command and `inspect` on the bundled sample, the cleaning YAML on it,
+the pandas lines on the Parquet output it makes, and the local S3 recipe end to end (moto's
+server, the sample written to it, `inspect` reading it back). The Airflow recipe runs in tests/end_to_end/test_airflow_dag.py, beside the cached
 Airflow venv. Issue 45, items 4 and 7: `pd.read_parquet` of a glob raised
 FileNotFoundError, and the cleaning example dropped 22% of the sample's clean pairs.
 """
@@ -19,7 +19,7 @@ import readme_examples
 from object_store_servers import free_port
 from pipeline import datagen
 from plain_install import copy_of_checkout
-from repo_paths import SAMPLE_DATA
+from repo_paths import REPO_ROOT, SAMPLE_DATA
 
 pytestmark = pytest.mark.slow
 
@@ -72,6 +72,56 @@ def test_the_language_id_example_runs_cld2_in_the_job(tmp_path):
 
 
 LID_EXAMPLE_DROPS = 352
+
+
+def test_the_quick_start_command_runs_as_written(tmp_path):
+    """README's quick start by hand: the job on the sample, then `inspect`, from a directory
+    holding the project's `sample_data` (python: this interpreter)."""
+    import shlex
+    os.symlink(SAMPLE_DATA, tmp_path / "sample_data")
+    script = readme_examples.shell_script("quick-start")
+    outputs = []
+    for command in script.replace("\\\n", " ").strip().split("\n")[1:]:  # after `set -e...`
+        argv = shlex.split(command)
+        assert argv[0] == "python", command
+        done = subprocess.run([sys.executable] + argv[1:], cwd=str(tmp_path), env=dict(
+            os.environ, PYTHONPATH=REPO_ROOT), capture_output=True,
+            text=True, timeout=1200)
+        assert done.returncode == 0, done.stderr[-2000:]
+        outputs.append(done.stdout)
+    assert outputs[0].startswith("datagen complete: problem translate_enzh_wmt8k"), outputs[0]
+    assert re.search(r"^dev +1000 +1000 +0 +1$", outputs[0], re.M), outputs[0]
+    assert re.search(r"^train +7000 +7000 +0 +10$", outputs[0], re.M), outputs[0]
+    assert len(re.findall(r"^  source: \S", outputs[1], re.M)) == 2, outputs[1]
+
+
+@pytest.mark.parametrize("name, example, cleaning", [
+    ("dedup-normalized", lambda r: readme_examples.shell_script("dedup-normalized", replace=r),
+     {"dedup": "normalized", "dedup_scope": "source"}),
+    ("dedup-minhash", lambda r: readme_examples.shell_script("dedup-minhash", replace=r),
+     {"dedup": "minhash", "dedup_scope": "pair"}),
+    ("decontaminate", lambda r: readme_examples.shell_script("decontaminate", replace=r),
+     {"dedup": "none"})])
+def test_the_near_duplicate_examples_run_as_written(tmp_path, name, example, cleaning):
+    """docs/cleaning.md's commands: its setup lines (`S`, `RUN`), then the example, with bash
+    from a directory holding the project's `sample_data` (`python`: this interpreter), the
+    output under the test's directory instead of /tmp."""
+    os.symlink(SAMPLE_DATA, tmp_path / "sample_data")
+    script = (readme_examples.shell_script("near-dedup-setup")
+              + example([("/tmp/", str(tmp_path) + "/")]))
+    env = dict(os.environ, PYTHONPATH=REPO_ROOT,
+               PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"])
+    done = subprocess.run(["bash", "-c", script], cwd=str(tmp_path), env=env,
+                          capture_output=True, text=True, timeout=1200)
+    assert done.returncode == 0, done.stderr[-3000:]
+    (out,) = [p for p in tmp_path.iterdir() if p.name.startswith("out-")]
+    with open(out / "p.datagen_summary.json") as f:
+        summary = json.load(f)
+    assert summary["status"] == "complete"
+    assert {k: summary["cleaning"].get(k) for k in cleaning} == cleaning
+    if name == "decontaminate":
+        assert summary["cleaning"]["decontaminate"]["ngram"] == 8
+        assert summary["splits"]["dev"]["pairs_written"] == 1000  # dev is never touched
 
 
 def test_the_pandas_example_reads_the_parquet_output(cleaned, monkeypatch):

@@ -74,7 +74,7 @@ class InputConfig:
     corpora: Optional[str] = setting(
         "Many language pairs in one job: a YAML file listing named corpora, each with "
         "source_lang, target_lang, train (and dev) inputs in any form the input flags take, "
-        "and an optional weight (README, Many language pairs). Replaces the input and "
+        "and an optional weight (docs/many-pairs.md). Replaces the input and "
         "language flags.", vocab=True, new=True)
 
 
@@ -127,7 +127,7 @@ class CleanConfig:
     flags_title: ClassVar[str] = "cleaning"
     filters: Optional[str] = setting(
         "Clean the corpus: a YAML file whose `filters:` list uses OpusFilter's filter names "
-        "and parameters (README, Cleaning); dropped pairs go to the rejects with the "
+        "and parameters (docs/cleaning.md); dropped pairs go to the rejects with the "
         "filter's name.", role=INPUT, vocab=True)
     dedup: str = setting(
         "Drop duplicate pairs within each split, keeping the first in input order: pairs or "

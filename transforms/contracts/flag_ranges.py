@@ -43,4 +43,5 @@ def bounded(kind: Type[Any], low: Any = None, high: Any = None, above: Any = Non
             raise argparse.ArgumentTypeError("must be %s %s, not %s" % (what, bounds, shown))
         return value
     parse.__name__ = kind.__name__
+    parse.__doc__ = "%s %s" % (what, bounds)  # what it takes, as docs/flags.md shows it
     return parse

@@ -6,8 +6,8 @@ name (the field's, unless `flag=` says otherwise), default, help, argparse type 
 and what it means to a fingerprint. Everything else is derived from the fields:
 `pipeline.driver.options` builds the parser, the defaults and `--help` from them,
 `pipeline.driver.fingerprint` its flag lists, `pipeline.driver.kinds` which flags are a
-kind's own. A new flag is one field here or in a kind's settings (plus its test and a
-README line). `derived()` marks a field made from flags (an absolute path, the kind's part),
+kind's own, `pipeline.driver.flags_doc` the flags' page (docs/flags.md). A new flag is one
+field here or in a kind's settings (plus its test, and the page generated again). `derived()` marks a field made from flags (an absolute path, the kind's part),
 which is no flag.
 
 The fields have no dataclass defaults on purpose: a config is built from the parsed flags

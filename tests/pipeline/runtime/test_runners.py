@@ -180,11 +180,11 @@ def test_dataflow_dry_run_translates_every_pass(capsys, extra, passes):
 
 
 def _readme_dataflow_command():
-    """The README's Dataflow command (section Runners), placeholders and all, as argv."""
+    """The Dataflow command of docs/runners.md (its `dataflow` example), placeholders and
+    all, as argv."""
     import shlex
-    with open(os.path.join(REPO, "README.md"), encoding="utf-8") as f:
-        readme = f.read()
-    block = readme.split("**Dataflow:**", 1)[1].split("```sh\n", 1)[1].split("```", 1)[0]
+    import readme_examples
+    block = readme_examples.shell_script("dataflow")
     command = block.replace("\\\n", " ").splitlines()
     (line,) = [c for c in command if c.startswith("python -m pipeline.datagen")]
     argv = shlex.split(line)
