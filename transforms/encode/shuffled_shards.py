@@ -109,8 +109,9 @@ class _WriteShardFn(beam.DoFn):
                                            self._num_shards[split])
         name = self._names.name(split, local, count, pair)
         path = FileSystems.join(self._tmp_dir, name)
+        fmt = self._names.format_of_pair(pair)
         kept = None if self._resume is None else kept_shard(self._resume, path, fragments,
-                                                            self._stores)
+                                                            self._stores, fmt.files(path))
         if kept is not None:  # merged by a killed run from these fragments, and whole
             self._counters.inc(split + ".records_written", kept["records"])
             self._counters.inc(split + ".bytes_written", kept["bytes"])
@@ -135,7 +136,7 @@ class _WriteShardFn(beam.DoFn):
             features, packing = PACKED_FEATURES, PackingTally()
             records = pack_records(records, self._packed_length, packing)
         checksum = google_crc32c.Checksum()  # of the whole file, as it streams past
-        written, size = self._names.format_of_pair(pair).write_shard(
+        written, size = fmt.write_shard(
             path, records, self._stores, checksum, features)
         self._counters.inc(split + ".records_written", written)
         self._counters.inc(split + ".bytes_written", size)
