@@ -171,8 +171,6 @@ class DatagenJob:
         one corpus): [id]}; with --lang_tags nllb its source language's, and the target's
         before the targets), for the summary `lang_tags`."""
         self._vocab_paths = encoder_vocab_paths(plan)  # the fairseq data-bin's dictionaries
-        self._langs = self._data_bin_langs(datasets)
-        self.layout.name_languages(self._langs)  # a text shard's files end with them
         ids = self.vocab.tag_ids(plan)
         self.lang_tags = {lang: {"token": self.vocab.tags[lang], "id": ids[lang]}
                           for lang in sorted(ids)}
@@ -423,6 +421,8 @@ class DatagenJob:
                                 if isinstance(split, dict)
                                 for pair in split.get("language_pairs") or {}}
         self._previous_langs = summary_languages(previous)  # its text shards end with them
+        self._langs = self._data_bin_langs(datasets)  # this run's: in each summary it writes
+        self.layout.name_languages(self._langs)  # (`JobRecord.summary`: the running one too)
         # Leftovers of a killed run must not be read back, nor look like output; nor fill
         # the temporary directory (shard scratch of killed worker processes). Only its
         # finished encode chunks of this very fingerprint stay, each checked before reuse.
@@ -479,7 +479,6 @@ class DatagenJob:
                 commit.remove_work_dir(layout, self.stores)
             commit.remove_orphan_scratch()  # of worker processes killed with a pass
         extra: Dict[str, Any] = {} if self.cleaned is None else {"cleaning": self.cleaned}
-        extra["languages"] = list(self.layout.shards.langs)  # `summary_languages` reads it
         if self.lang_tags:
             extra["lang_tags"] = self.lang_tags
         summary = self.record.summary(
