@@ -6,7 +6,8 @@ Modelled on TFDS's `FileFormat` and its file adapters: the job makes format-neut
 puts them in shard order, and hands them to the run's `RecordFormat`, which writes them as a
 shard file, reads a shard back as the same records, and gives its names (`ShardNames`). No
 other module knows a container: the shard writer, the commit, the own-outputs check, the
-reader and `inspect` all go through this module.
+reader and `inspect` all go through this module (the base, `RecordFormat`, is in
+`format_base`, the text adapter in `text_format`: named here too).
 
 - `tfrecord` (the default): TFRecord framing around each record, today's bytes exactly.
 - `array_record`: the same Example bytes, one ArrayRecord record each, one record per chunk
@@ -16,6 +17,9 @@ reader and `inspect` all go through this module.
   position features), zstd, row groups of `PARQUET_ROW_GROUP_ROWS` rows.
 - `fairseq`: each side's ids as int32 (`transforms.formats.fairseq_bin`), which the commit
   turns into fairseq's data-bin (`pipeline.output.fairseq_data`).
+- `text`, `text.gz`: the pairs' text, a file a side ending with its language (`.en`, `.zh`):
+  `transforms.shards.text_format`, whose names need the languages (`ShardNames.langs`,
+  `parse_shard_name`'s `langs`).
 
 Adding a format: one `RecordFormat` subclass here, added to `FORMATS`; its name is then a
 value of `--output_format` (docs/design.md, "Record formats").
