@@ -46,6 +46,8 @@ OTHER_PROGRAMS = {
     "--target-lang": "fairseq-train", "--arch": "fairseq-train", "--optimizer": "fairseq-train",
     "--lr": "fairseq-train", "--max-tokens": "fairseq-train",
     "--share-all-embeddings": "fairseq-train",
+    "--trainpref": "fairseq-preprocess", "--validpref": "fairseq-preprocess",
+    "--destdir": "fairseq-preprocess",
 }
 PATH = re.compile(r"`([\w.-]+(?:/[\w.-]+)+\.(?:py|md|sh|txt|ini|json|png|yaml|cfg))`(?! \(new\))")
 LINK = re.compile(r"\]\(([^)\s]+)\)")

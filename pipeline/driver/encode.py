@@ -28,6 +28,7 @@ from transforms.contracts.elements import (Chunk, FileFacts, JsonValue, RejectsR
 from transforms.encode import chunk_manifests
 from transforms.encode.chunk_manifests import Resume
 from transforms.encode.shard_manifests import ShardResume
+from transforms.shards.record_formats import DEFAULT_LANGS, Langs
 from transforms.encode.encode_pairs import EncodePairs, plan_chunks
 from transforms.reporting.json_result import WriteJsonResult
 from transforms.encode.length_stats import LengthReportFn, candidate_max_lengths
@@ -101,7 +102,8 @@ def build_encode_pass(p: beam.Pipeline, chunks: List[Chunk], vocab_paths: Tuple[
                       pair_shards: Optional[PairShards] = None,
                       resume: Optional[Resume] = None,
                       target_prefixes: Optional[Dict[str, List[int]]] = None,
-                      shard_resume: Optional[ShardResume] = None) -> None:
+                      shard_resume: Optional[ShardResume] = None,
+                      langs: Langs = DEFAULT_LANGS) -> None:
     """Encodes `chunks`, writes shuffled shards, and all rejects (with those of `prepare`).
 
     `work_dirs`: where shard fragments, shards and rejects files are written
@@ -111,7 +113,8 @@ def build_encode_pass(p: beam.Pipeline, chunks: List[Chunk], vocab_paths: Tuple[
     `pair_shards`: the pairs' own shards (`ShardPlan.pair_shards`);
     `resume`: where chunk manifests go and a killed run's are looked for (then the result's
     `resume` counts the chunks reused and encoded); `shard_resume`: where shard manifests go
-    and a killed run's merged shards are looked for.
+    and a killed run's merged shards are looked for; `langs`: a one-pair output's (source,
+    target) languages, which a text shard's files end with.
     """
     encoded = (p | "Chunks" >> beam.Create(chunks, reshuffle=False)
                | "Encode" >> EncodePairs(config.vocab.loader,
@@ -120,7 +123,7 @@ def build_encode_pass(p: beam.Pipeline, chunks: List[Chunk], vocab_paths: Tuple[
                                          target_prefixes))
     shards = encoded.records | "Write" >> WriteShuffledShards(
         problem, num_shards, work_dirs["shards"], config.job.output_format, pair_shards,
-        config.job.packed_length, shard_resume)
+        config.job.packed_length, shard_resume, langs)
     token_stats = (encoded.stats
                    | "SumTokenStats" >> beam.CombinePerKey(
                        lambda rows: [sum(column) for column in zip(*rows)])
@@ -182,7 +185,7 @@ class EncodeStep:
             None if self.resume_key is None else resuming.resume_of(
                 self._layout, self.resume_key, self.look), self.target_prefixes,
             None if self.resume_key is None else resuming.shard_resume_of(
-                self._layout, self.resume_key, self.look))
+                self._layout, self.resume_key, self.look), self._layout.shards.langs)
 
     def work_dirs(self) -> Dict[str, str]:
         """{"fragments", "shards", "rejects"}: where the pass writes; the fragments and the

@@ -30,7 +30,7 @@ from pipeline.driver.vocabularies import VocabPlan, VocabStep, encoder_vocab_pat
 from pipeline.output import books, commit, fairseq_data, own_outputs
 from pipeline.output.books import SplitReport
 from pipeline.output.complete_check import read_summary
-from pipeline.output.layout import OutputLayout
+from pipeline.output.layout import OutputLayout, summary_languages
 from pipeline.output.lock import OutputLock
 from pipeline.runtime import staging
 from pipeline.runtime.interrupts import Interrupted
@@ -46,7 +46,7 @@ from transforms.encode.encode_pairs import BEFORE_CLEANING, BEFORE_MAX_LENGTH
 from transforms.contracts.elements import RejectsReport, ShardReport, TokenCounts
 from transforms.encode.length_stats import summary_lengths
 from transforms.codecs.lang_tags import TAGS_BOTH_SIDES
-from transforms.shards.record_formats import FairseqFormat
+from transforms.shards.record_formats import DEFAULT_LANGS, FairseqFormat
 from transforms.storage import file_io
 from transforms.storage.object_stores import ObjectStores, StoreSettings
 
@@ -92,7 +92,7 @@ class DatagenJob:
         self.lang_tags: Dict[str, dict] = {}  # the summary's `lang_tags`, when tags are on
         self._previous_pairs: Set[str] = set()  # pairs with own shards in an earlier output
         self._vocab_paths: Tuple[str, str] = ("", "")  # (source, target) vocabularies
-        self._langs: Tuple[str, str] = ("src", "tgt")  # the data-bin's names without pairs
+        self._langs = self._previous_langs = DEFAULT_LANGS  # one-pair file names' (`finish`)
 
     # -- plan ------------------------------------------------------------------------------
     def plan(self, **expand: Callable[..., List[str]]) -> Dict[str, List[Dataset]]:
@@ -171,7 +171,6 @@ class DatagenJob:
         one corpus): [id]}; with --lang_tags nllb its source language's, and the target's
         before the targets), for the summary `lang_tags`."""
         self._vocab_paths = encoder_vocab_paths(plan)  # the fairseq data-bin's dictionaries
-        self._langs = self._data_bin_langs(datasets)
         ids = self.vocab.tag_ids(plan)
         self.lang_tags = {lang: {"token": self.vocab.tags[lang], "id": ids[lang]}
                           for lang in sorted(ids)}
@@ -187,8 +186,8 @@ class DatagenJob:
             self.encode.prefixes = {pair: [ids[tgt]] for pair, (_, tgt) in pairs.items()}
 
     def _data_bin_langs(self, datasets: Dict[str, List[Dataset]]) -> Tuple[str, str]:
-        """The (source, target) languages a fairseq data-bin names without language pairs:
-        the vocab files' suffixes (`VocabStep.plan`), else `src` and `tgt`."""
+        """The (source, target) languages naming a one-pair output's files (data-bin, text
+        shards; the summary's `languages`): the vocab files' suffixes, else `src`, `tgt`."""
         read, train = self.config.read, datasets.get("train") or []
         first = train[0] if train else None
         found = [None, None] if first is None else [
@@ -234,7 +233,7 @@ class DatagenJob:
             LOG.info("moving %d shards into %s", len(shards), self.layout.output_dir)
         commit.promote_outputs(self.layout, shards, rejects, self.stores,
                                sorted(pairs | self._previous_pairs),
-                               self.encode.work_dirs()["shards"])
+                               self.encode.work_dirs()["shards"], self._previous_langs)
         fairseq_data.commit_data_bin(
             self.layout, shards, self._vocab_paths, self.vocab.files.load
             if isinstance(self.layout.shards.format, FairseqFormat) else None, self._langs,
@@ -421,6 +420,9 @@ class DatagenJob:
         self._previous_pairs = {pair for split in (previous.get("splits") or {}).values()
                                 if isinstance(split, dict)
                                 for pair in split.get("language_pairs") or {}}
+        self._previous_langs = summary_languages(previous)  # its text shards end with them
+        self._langs = self._data_bin_langs(datasets)  # this run's: in each summary it writes
+        self.layout.name_languages(self._langs)  # (`JobRecord.summary`: the running one too)
         # Leftovers of a killed run must not be read back, nor look like output; nor fill
         # the temporary directory (shard scratch of killed worker processes). Only its
         # finished encode chunks of this very fingerprint stay, each checked before reuse.
@@ -476,7 +478,7 @@ class DatagenJob:
             else:
                 commit.remove_work_dir(layout, self.stores)
             commit.remove_orphan_scratch()  # of worker processes killed with a pass
-        extra: Dict[str, dict] = {} if self.cleaned is None else {"cleaning": self.cleaned}
+        extra: Dict[str, Any] = {} if self.cleaned is None else {"cleaning": self.cleaned}
         if self.lang_tags:
             extra["lang_tags"] = self.lang_tags
         summary = self.record.summary(

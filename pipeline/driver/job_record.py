@@ -65,7 +65,10 @@ class JobRecord:
             "flags": self._config.flags(),
             "runner": self._options.get_all_options().get("runner"),
             "passes": self._run_pass.count, "stages": self.stages,
-            "fingerprint": self.fingerprint}
+            "fingerprint": self.fingerprint,
+            # what a one-pair output's files end with (`layout.summary_languages`): in the
+            # running summary too, so a rerun after a kill finds them to replace
+            "languages": list(self._layout.shards.langs)}
         if self._run_pass.job_server_seconds is not None:  # FlinkRunner, SparkRunner
             summary["job_server_start_seconds"] = self._run_pass.job_server_seconds
         summary.update(facts)

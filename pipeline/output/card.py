@@ -26,7 +26,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import yaml
 
 from pipeline.output.card_samples import Sample
-from pipeline.output.layout import lang_of
+from pipeline.output.layout import lang_of, summary_languages
 from transforms.contracts.config import CorpusConfig
 
 CARD_MARK = "<!-- dataset card of problem %s, written by t2t-beam-datagen -->"
@@ -226,8 +226,9 @@ def render_card(summary: Dict[str, Any], corpora: Sequence[CorpusConfig],
                  "Load it with `datasets.load_dataset(\"path/to/this/directory\")`"
                  + (" (`name=` a language pair)." if len(pairs) > 1 else ".")
                  if "configs" in header else
-                 ("Line-aligned text: each shard's `.src` and `.tgt` files, for Marian, "
-                  "OpenNMT-py or Sockeye." if fmt.startswith("text") else
+                 ("Line-aligned text: each shard's `.%s` and `.%s` files, for Marian, "
+                  "OpenNMT-py, Sockeye or fairseq-preprocess." % summary_languages(summary)
+                  if fmt.startswith("text") else
                   "`datasets` does not read this format: read it with "
                   "`pipeline.tools.reader` (tf.data) or `pipeline.tools.batches`.")), ""]
     lines += _vocabulary_lines(summary) + [""]

@@ -15,6 +15,7 @@ import itertools
 import random
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
+from pipeline.output.layout import summary_languages
 from transforms.codecs.kinds import codec_kind
 from transforms.codecs.vocabulary import Vocabulary
 from transforms.formats.example_proto import PAIR_FEATURE, Int64FeaturesWriter
@@ -109,7 +110,8 @@ class SampleDecoder:
         for shard, group in itertools.groupby(positions, key=lambda p: p[1]):
             wanted = list(group)
             path = paths.join(self._output_dir, ordered[shard][0])
-            records = _records(path, self._stores)
+            records = iter(format_of(path, [summary_languages(self._summary)]).read_shard(
+                path, self._stores))
             at = 0
             for position, _, index in wanted:
                 record = next(itertools.islice(records, index - at, None))
@@ -117,6 +119,3 @@ class SampleDecoder:
                 samples.append(self.sample(record, position))
         return samples
 
-
-def _records(path: str, stores: Optional[ObjectStores]) -> Iterator[bytes]:
-    return iter(format_of(path).read_shard(path, stores))

@@ -24,7 +24,7 @@ from pipeline.output.own_outputs import old_shards
 from pipeline.runtime.interrupts import process_alive
 from transforms.contracts.config import CorpusConfig
 from transforms.contracts.elements import RejectsReport, ShardReport
-from transforms.shards.record_formats import SPLITS, format_of, scratch_pid
+from transforms.shards.record_formats import SPLITS, scratch_pid
 from transforms.storage.object_stores import ObjectStores
 from transforms.storage import file_io
 
@@ -33,18 +33,21 @@ LOG = logging.getLogger("datagen")
 
 def promote_outputs(layout: OutputLayout, shards: Iterable[ShardReport],
                     rejects: Iterable[RejectsReport], stores: Optional[ObjectStores] = None,
-                    pairs: Iterable[str] = (), shards_dir: Optional[str] = None) -> None:
+                    pairs: Iterable[str] = (), shards_dir: Optional[str] = None,
+                    previous_langs: Sequence[str] = ()) -> None:
     """Replaces every previous shard and rejects file with this run's (`shards`, `rejects`:
     what the encode pass reported; `pairs`: the language pairs whose own shards are the
     job's, this run's and the previous output's; `shards_dir`: where the pass wrote the
-    shards, the work directory's `shards` unless given); removes the completion marker first, and
+    shards, the work directory's `shards` unless given; `previous_langs`: the languages
+    the previous output's text shards end with); removes the completion marker first, and
     the previous length report (it describes the old shards; `mark_complete` writes the new
     one)."""
     file_io.delete_tree(layout.complete_path, stores)
     file_io.delete_tree(layout.lengths_report_path, stores)
     old: list[str] = []
     for split in SPLITS:
-        previous, others = old_shards(layout, split, stores, pairs)  # a user's notes stay
+        previous, others = old_shards(layout, split, stores, pairs,  # a user's notes stay
+                                      [layout.shards.langs, previous_langs])
         old.extend(previous)
         if others:
             LOG.warning("left alone in --output_dir (not shards of this job, but a reader's "
@@ -54,7 +57,7 @@ def promote_outputs(layout: OutputLayout, shards: Iterable[ShardReport],
     for split in SPLITS:
         file_io.delete_tree(layout.rejects_path(split), stores)
     shards_dir = shards_dir or layout.work("shards")
-    names = [name for s in shards for name in format_of(s["name"]).files(s["name"])]
+    names = [name for s in shards for name in layout.shards.files(s["name"])]
     file_io.move_files([FileSystems.join(shards_dir, name) for name in names],
                        [layout.path(name) for name in names], stores)
     written_rejects = [r for r in rejects if r["rejected"]]

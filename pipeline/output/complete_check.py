@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Any, Dict, IO, Iterator, List, Optional, Tuple
 import google_crc32c
 
 from transforms.formats.tfrecord_framing import CorruptRecordError, read_records
-from transforms.shards.record_formats import format_of
+from pipeline.output.layout import summary_languages
+from transforms.shards.record_formats import RecordFormat, format_of
 from transforms.storage import paths
 
 if TYPE_CHECKING:
@@ -65,11 +66,12 @@ class _Summing:
         pass
 
 
-def _read_whole(path: str, stores: Optional["ObjectStores"]) -> Tuple[Optional[int], str, int]:
-    """(records, or None when the file cannot be read as its format; crc32c; size): one read
-    for TFRecord shards, two for the other formats (the bytes, then their library's reader)."""
+def _read_whole(path: str, stores: Optional["ObjectStores"], fmt: RecordFormat
+                ) -> Tuple[Optional[int], str, int]:
+    """(records, or None when the file cannot be read as its format `fmt`; crc32c; size): one
+    read for TFRecord shards, two for the other formats (the bytes, then their library's
+    reader)."""
     from transforms.storage import file_io
-    fmt = format_of(path)
     if fmt.name != "tfrecord":
         checksum, size = google_crc32c.Checksum(), 0
         for name in fmt.files(path):  # a text shard's two files, in order
@@ -110,9 +112,11 @@ def _shard_problems(output_dir: str, summary: Dict[str, Any], stores: Optional["
     if listed is None:
         listed = listed_sizes(output_dir, stores)
     problems: List[Tuple[str, str]] = []
+    langs = [summary_languages(summary)]  # a one-pair text shard's files end with them
     for shard in shards_of(summary):
         name = shard["name"]
-        files = format_of(name).files(name)  # a text shard is two
+        fmt = format_of(name, langs)
+        files = fmt.files(name)  # a text shard is two
         absent = [f for f in files if f not in listed]
         size = sum(listed.get(f, 0) for f in files)
         if absent:
@@ -123,7 +127,7 @@ def _shard_problems(output_dir: str, summary: Dict[str, Any], stores: Optional["
             problems.append((name, "%d bytes, the summary records %d (cut short or changed "
                                    "since the run)" % (size, shard["bytes"])))
         elif full:
-            records, crc, _ = _read_whole(paths.join(output_dir, name), stores)
+            records, crc, _ = _read_whole(paths.join(output_dir, name), stores, fmt)
             if crc != shard["crc32c"]:
                 problems.append((name, "crc32c %s, the summary records %s (changed since the "
                                        "run)" % (crc, shard["crc32c"])))

@@ -25,7 +25,7 @@ from pipeline.output.layout import OutputLayout
 from transforms.codecs.vocabulary import Vocabulary
 from transforms.contracts.elements import ShardReport
 from transforms.formats import fairseq_bin
-from transforms.shards.record_formats import local_copy
+from transforms.shards.record_formats import local_copy, pair_languages
 from transforms.storage import file_io, paths
 from transforms.storage.object_stores import ObjectStores
 
@@ -37,10 +37,7 @@ def data_bin_dir(layout: OutputLayout) -> str:
 
 
 def _pair_langs(pair: Optional[str], langs: Tuple[str, str]) -> Tuple[str, str]:
-    if pair:
-        src, tgt = pair.split("-", 1)
-        return src, tgt
-    return langs
+    return pair_languages(pair) if pair else langs
 
 
 def _sides(path: str, stores: Optional[ObjectStores]

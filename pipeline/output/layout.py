@@ -5,12 +5,12 @@ whose names no reader's `{problem}-train*` glob matches.
 """
 
 import os
-from typing import TYPE_CHECKING, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Tuple
 
 from transforms.formats.checked_decompress import strip_compression_suffix
 from transforms.storage import paths
-from transforms.shards.record_formats import (DEFAULT_FORMAT, ShardNames, problem_of_head,
-                                             record_format)
+from transforms.shards.record_formats import (DEFAULT_FORMAT, DEFAULT_LANGS, ShardNames,
+                                             problem_of_head, record_format)
 
 if TYPE_CHECKING:
     from transforms.codecs.kinds import CodecKind
@@ -35,6 +35,16 @@ def lang_of(path: str) -> str:
     return name.rsplit(".", 1)[-1] if "." in name else name
 
 
+def summary_languages(summary: Dict[str, Any]) -> Tuple[str, str]:
+    """The (source, target) languages a one-pair output's files end with, as its summary
+    records them (`languages`: a text shard's `.en`/`.zh`); `src` and `tgt` for a summary
+    written before it recorded them, whose text shards were named so."""
+    langs = summary.get("languages")
+    if isinstance(langs, list) and len(langs) == 2 and all(isinstance(x, str) for x in langs):
+        return langs[0], langs[1]
+    return DEFAULT_LANGS
+
+
 def marked_problem(directory: str, head: str, exists: Callable[[str], bool]
                    ) -> Optional[str]:
     """The problem with a completion marker in `directory` that a shard name's head
@@ -57,6 +67,11 @@ class OutputLayout:
         self.vocab_size = vocab_size
         self.run_id = run_id
         self.shards = ShardNames(problem, record_format(output_format))
+
+    def name_languages(self, langs: Tuple[str, str]) -> None:
+        """The (source, target) languages of a one-pair output, once the run knows them
+        (`pipeline.driver.job`): a text shard's files end with them."""
+        self.shards = ShardNames(self.problem, self.shards.format, langs)
 
     def path(self, *names: str) -> str:
         return paths.join(self.output_dir, *names)

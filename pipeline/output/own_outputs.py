@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Iterable, List, Optional, Tuple
 from apache_beam.io.filesystems import FileSystems
 
 from pipeline.output.layout import WORK_NAME, OutputLayout
-from transforms.shards.record_formats import (DEFAULT_FORMAT, SHARD_NAME_PATTERN, SPLITS, ShardNames,
-                                      record_format)
+from transforms.shards.record_formats import (DEFAULT_FORMAT, SHARD_NAME_PATTERN, SPLITS, Langs,
+                                             ShardNames, record_format)
 from transforms.codecs.kinds import CODEC_KINDS
 
 if TYPE_CHECKING:
@@ -50,10 +50,13 @@ def is_problem_file(name: str, problem: str) -> bool:
     return any(is_shard_name(name, problem, split) for split in SPLITS)
 
 
-def is_shard_name(name: str, problem: str, split: str, pairs: Iterable[str] = ()) -> bool:
+def is_shard_name(name: str, problem: str, split: str, pairs: Iterable[str] = (),
+                  langs: Optional[Iterable[Langs]] = None) -> bool:
     """Whether the base name `name` is a shard of `problem`'s `split` as the job names them
-    (in any record format), or one of `pairs`' own shards."""
-    return ShardNames(problem, record_format(DEFAULT_FORMAT)).is_shard(name, split, pairs)
+    (in any record format), or one of `pairs`' own shards; a one-pair text shard's file
+    ending with one of `langs` ((source, target) pairs; None: any)."""
+    return ShardNames(problem, record_format(DEFAULT_FORMAT)).is_shard(name, split, pairs,
+                                                                       langs)
 
 
 def _under(path: str, directory: str) -> bool:
@@ -87,26 +90,30 @@ def exclude_own(paths: Iterable[str], output_dir: str) -> Tuple[List[str], List[
 
 
 def old_shards(layout: OutputLayout, split: str, stores: "Optional[ObjectStores]" = None,
-               pairs: Iterable[str] = ()) -> Tuple[List[str], List[str]]:
+               pairs: Iterable[str] = (), langs: Iterable[Langs] = ()
+               ) -> Tuple[List[str], List[str]]:
     """(the paths of `split`'s shards in the output directory, other files a
     `{problem}-{split}-*` glob matches there): only the first are the job's to replace.
     `stores`: the job's ObjectStores (one listing on an object store). `pairs`: language
     pairs whose own shards (`{problem}~{pair}-{split}-...`) are the job's too (this run's and
     the previous output's: another problem may be named like a pair's shards, and its files
-    are not this job's)."""
+    are not this job's). `langs`: the (source, target) languages a one-pair text shard of
+    this run or the previous output ends with (`{problem}-train-00000-of-00001.en`; a user's
+    `{problem}-train-00000-of-00001.bak` is not a shard)."""
     from transforms.storage import file_io
-    pairs = list(pairs)
+    pairs, langs = list(pairs), list(langs)
     shards: List[str] = []
     others: List[str] = []
     directory = file_io.glob_literal(layout.output_dir)
     pattern = FileSystems.join(directory, layout.shards.glob(split))
     for path, _, _ in file_io.match_files(pattern, stores):
         name = path.rstrip("/").rsplit("/", 1)[-1]
-        (shards if is_shard_name(name, layout.problem, split) else others).append(path)
+        (shards if is_shard_name(name, layout.problem, split, (), langs) else others
+         ).append(path)
     if pairs:
         pattern = FileSystems.join(directory, layout.shards.glob(split, "*"))
         for path, _, _ in file_io.match_files(pattern, stores):
             name = path.rstrip("/").rsplit("/", 1)[-1]
-            if path not in shards and is_shard_name(name, layout.problem, split, pairs):
+            if path not in shards and is_shard_name(name, layout.problem, split, pairs, langs):
                 shards.append(path)
     return shards, others

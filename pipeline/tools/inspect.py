@@ -53,6 +53,7 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from pipeline.output.complete_check import shard_mismatches
+from pipeline.output.layout import summary_languages
 from pipeline.runtime import flags
 from pipeline.tools import output_files
 from transforms.contracts.flag_ranges import bounded
@@ -64,7 +65,7 @@ from transforms.storage.object_stores import ObjectStores, StoreSettings
 from transforms.formats.example_proto import PAIR_FEATURE, Int64FeaturesWriter
 from transforms.formats.packed_examples import unpack
 from transforms.formats.tfrecord_framing import CorruptRecordError
-from transforms.shards.record_formats import format_of
+from transforms.shards.record_formats import DEFAULT_LANGS, format_of
 from transforms.codecs.kinds import CodecKind, codec_kind
 
 PROG = "python -m pipeline.tools.inspect"
@@ -149,16 +150,17 @@ def load_vocabs(output_dir: str,
     return kind, {side: loaded[name] for side, name in sides.items()}
 
 
-def split_records(output_dir: str, shard_names: Iterable[str]
-                  ) -> Iterator[Tuple[str, int, bytes]]:
+def split_records(output_dir: str, shard_names: Iterable[str],
+                  langs: Tuple[str, str] = DEFAULT_LANGS) -> Iterator[Tuple[str, int, bytes]]:
     """(shard name, index in the shard, record bytes) of every record, shards in the order
-    given (name order: the order a trainer reads them), one record in memory at a time."""
+    given (name order: the order a trainer reads them), one record in memory at a time.
+    `langs`: a one-pair output's languages, which its text shards' files end with."""
     for name in shard_names:
         path = FileSystems.join(output_dir, name)
         if not file_io.exists(path):
             raise DatagenError("%s: shard missing (the summary lists it)" % path)
         try:  # the shard's format from its name (`transforms.shards.record_formats`)
-            for i, data in enumerate(format_of(name).read_shard(path)):
+            for i, data in enumerate(format_of(name, [langs]).read_shard(path)):
                 yield name, i, data
         except (CorruptRecordError, ValueError, OSError, RuntimeError) as e:
             raise DatagenError("%s: %s" % (path, one_line(e))) from None
@@ -244,8 +246,8 @@ def inspect(output_dir: str, problem: Optional[str] = None, split: str = "train"
     tags = {t["id"]: t["token"] for t in (summary.get("lang_tags") or {}).values()}
     shards = [s["name"] for s in sorted(splits[split]["shards"], key=lambda s: s["name"])]
     records = []
-    for position, (shard, index, data) in pick(split_records(output_dir, shards),
-                                                num_records, seed):
+    every = split_records(output_dir, shards, summary_languages(summary))
+    for position, (shard, index, data) in pick(every, num_records, seed):
         features = parse(data)
         where = "%s record %d" % (shard, index)
         inputs, targets = features.get("inputs", []), features.get("targets", [])

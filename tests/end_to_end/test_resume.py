@@ -189,3 +189,20 @@ def test_a_rerun_after_a_kill_in_the_merge_keeps_the_shards_already_merged(
                                        "shards_written": 3 - len(kept)}
     assert output_bytes(out) == uninterrupted
     assert not os.path.exists(out / ".datagen-work")
+
+
+def test_a_text_shard_merged_before_a_kill_is_kept_by_both_its_files(tmp_path, corpus):
+    """--output_format text: a shard is two files (`.en`, `.zh`) whose size and crc32c the
+    manifest has together; the rerun checks both and keeps the shard (it merged it again
+    when it read the `.en` file alone), ending as an uninterrupted run."""
+    whole, out = tmp_path / "whole", tmp_path / "out"
+    text = ["--output_format", "text"]
+    assert datagen.main(_argv(whole, corpus, FNAPI, *text)) == 0
+    _, status = _stop_then(_argv(out, corpus, DIRECT_MP2, *text), lambda: len(_merged(out)),
+                           signal.SIGKILL, k=1)
+    assert status == -signal.SIGKILL
+    kept = sorted(name for name, there in _merged(out).items() if there)
+    assert kept and all(name.endswith(".en") for name in kept)
+    assert datagen.main(_argv(out, corpus, FNAPI, *text)) == 0
+    assert _summary(out)["resume"]["shards_reused"] == len(kept)
+    assert output_bytes(out) == output_bytes(whole)

@@ -245,8 +245,8 @@ class JobConfig:
         "array_record (the same records, for Grain; names end .array_record), parquet "
         "(inputs/targets list<int32> columns; names end .parquet), fairseq (.fairseq "
         "shards and {problem}.data-bin/, fairseq-preprocess's binarized data), or text / "
-        "text.gz (the cleaned pairs as line-aligned text, a shard's sides in .src and .tgt "
-        "files).",
+        "text.gz (the cleaned pairs as line-aligned text, a shard's sides in files ending "
+        "with the languages: .en and .zh, .en.gz and .zh.gz).",
         Declared("transforms.shards.record_formats", "DEFAULT_FORMAT"),
         choices=Declared("transforms.shards.record_formats", "FORMAT_NAMES"), new=True)
     mix_shards: bool = setting(

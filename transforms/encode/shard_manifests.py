@@ -17,7 +17,7 @@ Verifying trusts content, never names or timestamps, as the chunk manifests do
 """
 
 import json
-from typing import Any, Dict, List, NamedTuple, Optional
+from typing import Any, Dict, List, NamedTuple, Optional, Sequence
 
 import google_crc32c
 
@@ -49,26 +49,31 @@ def fragment_identity(fragments: List[FragmentReport]) -> List[Any]:
                    [list(pair) for pair in f["by_dataset"]]] for f in fragments)
 
 
-def _file_check(path: str, stores: Optional[ObjectStores]) -> Optional[List[Any]]:
-    """[size, crc32c hex] of the file, streamed; None when it cannot be read."""
+def _file_check(files: Sequence[str], stores: Optional[ObjectStores]) -> Optional[List[Any]]:
+    """[size, crc32c hex] of the files in order (a shard's: a text shard is two), streamed;
+    None when one cannot be read."""
     checksum, size = google_crc32c.Checksum(), 0
     try:
-        with file_io.open_for_read(path, stores) as f:
-            while True:
-                block = f.read(_READ)
-                if not block:
-                    break
-                size += len(block)
-                checksum.update(block)
+        for path in files:
+            with file_io.open_for_read(path, stores) as f:
+                while True:
+                    block = f.read(_READ)
+                    if not block:
+                        break
+                    size += len(block)
+                    checksum.update(block)
     except OSError:  # gone (BeamIOError is an OSError)
         return None
     return [size, checksum.hexdigest().decode("ascii")]
 
 
 def kept_shard(resume: ShardResume, shard_path: str, fragments: List[FragmentReport],
-               stores: Optional[ObjectStores]) -> Optional[ShardReport]:
+               stores: Optional[ObjectStores], files: Sequence[str] = ()
+               ) -> Optional[ShardReport]:
     """The report of the shard at `shard_path` when a killed run merged it from these very
-    `fragments` and its file checks out; else None (it is merged again)."""
+    `fragments` and its file checks out; else None (it is merged again). `files`: the
+    shard's files when it is more than `shard_path` (a text shard's two, whose size and
+    crc32c the report has together: `RecordFormat.files`)."""
     if not resume.look:
         return None
     try:
@@ -80,7 +85,7 @@ def kept_shard(resume: ShardResume, shard_path: str, fragments: List[FragmentRep
             manifest.get("fragments") != fragment_identity(fragments):
         return None
     report: Dict[str, Any] = manifest.get("report") or {}
-    if _file_check(shard_path, stores) != [report.get("bytes"), report.get("crc32c")]:
+    if _file_check(files or [shard_path], stores) != [report.get("bytes"), report.get("crc32c")]:
         return None
     return report  # type: ignore[return-value]  # a ShardReport, as written below
 

@@ -45,7 +45,8 @@ from transforms.formats.packed_examples import (PACKED_FEATURES, PAIR_FEATURES, 
                                                 pack_records)
 from transforms.formats.rejects import reject_line
 from transforms.formats.text_lines import iter_raw_lines
-from transforms.shards.record_formats import DEFAULT_FORMAT, ShardNames, record_format
+from transforms.shards.record_formats import (DEFAULT_FORMAT, DEFAULT_LANGS, Langs, ShardNames,
+                                             record_format)
 from transforms.shards.shard_fragments import merge_fragments
 from transforms.encode.shard_manifests import REUSED, ShardResume, kept_shard, record_shard
 
@@ -80,8 +81,8 @@ class _WriteShardFn(beam.DoFn):
     def __init__(self, problem: str, num_shards: Dict[str, int], tmp_dir: str,
                  store_settings: StoreSettings, output_format: str = DEFAULT_FORMAT,
                  pair_shards: Optional[PairShards] = None, packed_length: int = 0,
-                 resume: Optional[ShardResume] = None) -> None:
-        self._names = ShardNames(problem, record_format(output_format))
+                 resume: Optional[ShardResume] = None, langs: Langs = DEFAULT_LANGS) -> None:
+        self._names = ShardNames(problem, record_format(output_format), langs)
         self._resume = resume  # where shard manifests go and a killed run's are looked for
         self._num_shards = num_shards
         self._pair_shards = pair_shards or {}
@@ -108,8 +109,9 @@ class _WriteShardFn(beam.DoFn):
                                            self._num_shards[split])
         name = self._names.name(split, local, count, pair)
         path = FileSystems.join(self._tmp_dir, name)
+        fmt = self._names.format_of_pair(pair)
         kept = None if self._resume is None else kept_shard(self._resume, path, fragments,
-                                                            self._stores)
+                                                            self._stores, fmt.files(path))
         if kept is not None:  # merged by a killed run from these fragments, and whole
             self._counters.inc(split + ".records_written", kept["records"])
             self._counters.inc(split + ".bytes_written", kept["bytes"])
@@ -134,7 +136,7 @@ class _WriteShardFn(beam.DoFn):
             features, packing = PACKED_FEATURES, PackingTally()
             records = pack_records(records, self._packed_length, packing)
         checksum = google_crc32c.Checksum()  # of the whole file, as it streams past
-        written, size = self._names.format.write_shard(
+        written, size = fmt.write_shard(
             path, records, self._stores, checksum, features)
         self._counters.inc(split + ".records_written", written)
         self._counters.inc(split + ".bytes_written", size)
@@ -241,7 +243,7 @@ class WriteShuffledShards(beam.PTransform):
     """((split, shard), fragment {path, records, by_dataset}) -> one report per shard file.
 
     Every shard of every split is written, empty ones included; a language pair's own shards
-    (`pair_shards`) are named with it; with `packed_length`, each shard's pairs packed (T2T's
+    (`pair_shards`) are named with it (`langs`: a one-pair output's languages); with `packed_length`, each shard's pairs packed (T2T's
     `pack_examples`, per language pair) into its records. With `resume`, each shard's manifest
     follows its file, and a shard a killed run merged from the same fragments is kept
     (`transforms.encode.shard_manifests`).
@@ -250,8 +252,9 @@ class WriteShuffledShards(beam.PTransform):
     def __init__(self, problem: str, num_shards: Mapping[str, int], tmp_dir: str,
                  output_format: str = DEFAULT_FORMAT,
                  pair_shards: Optional[PairShards] = None, packed_length: int = 0,
-                 resume: Optional[ShardResume] = None) -> None:
+                 resume: Optional[ShardResume] = None, langs: Langs = DEFAULT_LANGS) -> None:
         super().__init__()
+        self._langs = tuple(langs)  # a one-pair output's: a text shard's files end with them
         self._resume = resume
         self._problem = problem
         self._format = output_format
@@ -272,7 +275,7 @@ class WriteShuffledShards(beam.PTransform):
                                                            self._tmp_dir, settings,
                                                            self._format, self._pair_shards,
                                                            self._packed_length,
-                                                           self._resume)))
+                                                           self._resume, self._langs)))
 
 
 class WriteRejects(beam.PTransform):

@@ -6,7 +6,8 @@ Modelled on TFDS's `FileFormat` and its file adapters: the job makes format-neut
 puts them in shard order, and hands them to the run's `RecordFormat`, which writes them as a
 shard file, reads a shard back as the same records, and gives its names (`ShardNames`). No
 other module knows a container: the shard writer, the commit, the own-outputs check, the
-reader and `inspect` all go through this module.
+reader and `inspect` all go through this module (the base, `RecordFormat`, is in
+`format_base`, the text adapter in `text_format`: named here too).
 
 - `tfrecord` (the default): TFRecord framing around each record, today's bytes exactly.
 - `array_record`: the same Example bytes, one ArrayRecord record each, one record per chunk
@@ -16,6 +17,9 @@ reader and `inspect` all go through this module.
   position features), zstd, row groups of `PARQUET_ROW_GROUP_ROWS` rows.
 - `fairseq`: each side's ids as int32 (`transforms.formats.fairseq_bin`), which the commit
   turns into fairseq's data-bin (`pipeline.output.fairseq_data`).
+- `text`, `text.gz`: the pairs' text, a file a side ending with its language (`.en`, `.zh`):
+  `transforms.shards.text_format`, whose names need the languages (`ShardNames.langs`,
+  `parse_shard_name`'s `langs`).
 
 Adding a format: one `RecordFormat` subclass here, added to `FORMATS`; its name is then a
 value of `--output_format` (docs/design.md, "Record formats").
@@ -26,20 +30,23 @@ import contextlib
 import itertools
 import os
 import re
-import shutil
 import tempfile
-from types import ModuleType
 from typing import TYPE_CHECKING, Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from transforms.formats.example_proto import PAIR_FEATURE, Int64FeaturesWriter
-from transforms.formats.packed_examples import PAIR_FEATURES
 from transforms.formats.tfrecord_framing import frame_record, read_records
+# the base and the text adapter, in modules of their own; named here as before
+from transforms.shards.format_base import (COPY_BYTES, DEFAULT_LANGS, FEATURES,  # noqa: F401
+                                           SCRATCH_PREFIX, RecordFormat, local_copy,
+                                           scratch_pid, summed)
+from transforms.shards.format_base import file_io_module as _file_io
+from transforms.shards.text_format import (GzipTextFormat, TextFormat,  # noqa: F401
+                                           text_langs, text_record)
 from transforms.storage import paths
 
 if TYPE_CHECKING:
     from transforms.storage.object_stores import ObjectStores
 
-FEATURES = PAIR_FEATURES  # the features of a record of one pair, in this order
 PARQUET_ROW_GROUP_ROWS = 8192     # ~2 MB of ids per group: one group in memory per read step
 # One record per chunk (`group_size:1`), as Grain requires: its ArrayRecordDataSource logs an
 # ERROR per shard of any other group size ("Grain requires group size 1 ... re-generate"),
@@ -52,55 +59,6 @@ PARQUET_ROW_GROUP_ROWS = 8192     # ~2 MB of ids per group: one group in memory 
 # postscript block (the reader finds the postscript at size - 64 KiB; array_record pads both
 # whatever the options say), so a shard is a multiple of 64 KiB and at least 128 KiB.
 ARRAY_RECORD_OPTIONS = "group_size:1,uncompressed"
-_COPY_BYTES = 1 << 22
-
-
-def _file_io() -> ModuleType:
-    """`transforms.storage.file_io` (Beam's FileSystems), imported when a shard is written or
-    read through it: importing this module imports no Beam, so the readers without
-    TensorFlow (`pipeline.tools.batches`) name and find shards without it."""
-    from transforms.storage import file_io
-    return file_io
-
-
-class RecordFormat(abc.ABC):
-    """A shard container: `name` is the `--output_format` value, `suffix` ends its shard
-    names (after T2T's `{problem}-{split}-NNNNN-of-NNNNN`)."""
-
-    name: str = ""
-    suffix: str = ""
-    # the suffixes of a shard's other files, when it is more than one (`files`)
-    other_suffixes: Tuple[str, ...] = ()
-
-    def files(self, name: str) -> Tuple[str, ...]:
-        """The files (names or paths) that make shard `name`: the shard's own name, then
-        one per `other_suffixes` (a text shard is a file per side: the seam's one extension,
-        which the commit, the own-outputs and completeness checks follow)."""
-        head = name[:len(name) - len(self.suffix)]
-        return (name,) + tuple(head + other for other in self.other_suffixes)
-
-    @abc.abstractmethod
-    def write_shard(self, path: str, records: Iterable[bytes],
-                    stores: Optional["ObjectStores"] = None,
-                    checksum: Optional[Any] = None,
-                    features: Sequence[str] = FEATURES) -> Tuple[int, int]:
-        """Writes `records` (serialized Examples, in order) as the whole shard `path`, whole
-        or not there (as `file_io.write_chunks`); returns (records, bytes written).
-        `checksum` (a google_crc32c.Checksum), if given, is updated with every byte of the
-        file as it streams to `path`: the shard's crc32c without a second read. `features`:
-        the int64 features every record holds (a columnar format's columns)."""
-
-    @abc.abstractmethod
-    def read_shard(self, path: str, stores: Optional["ObjectStores"] = None) -> Iterator[bytes]:
-        """The shard's records (serialized Examples) in file order."""
-
-
-def _summed(chunks: Iterable[bytes], checksum: Optional[Any]) -> Iterator[bytes]:
-    """`chunks`, each added to `checksum` (if any) as it passes."""
-    for chunk in chunks:
-        if checksum is not None:
-            checksum.update(chunk)
-        yield chunk
 
 
 class TFRecordFormat(RecordFormat):
@@ -111,7 +69,7 @@ class TFRecordFormat(RecordFormat):
                     checksum: Optional[Any] = None,
                     features: Sequence[str] = FEATURES) -> Tuple[int, int]:
         return _file_io().write_chunks(
-            path, _summed((frame_record(r) for r in records), checksum), stores)
+            path, summed((frame_record(r) for r in records), checksum), stores)
 
     def read_shard(self, path: str, stores: Optional["ObjectStores"] = None) -> Iterator[bytes]:
         # a local shard with `open`: a reader in a trainer's process imports no Beam for it
@@ -119,16 +77,6 @@ class TFRecordFormat(RecordFormat):
               else _file_io().open_for_read(path, stores)) as f:
             yield from read_records(f)
 
-
-SCRATCH_PREFIX = "datagen-shard-"  # + the writing process's pid + "-": `scratch_pid`
-
-
-def scratch_pid(name: str) -> Optional[int]:
-    """The pid of the process that made a scratch directory of `_LocalFileFormat` (its name
-    in the temporary directory), or None for another name: a directory whose process is
-    gone (killed with its pass) is the driver's to remove (`pipeline.output.commit`)."""
-    m = re.match(re.escape(SCRATCH_PREFIX) + r"(\d+)-", name)
-    return int(m.group(1)) if m else None
 
 
 class _LocalFileFormat(RecordFormat):
@@ -164,7 +112,7 @@ class _LocalFileFormat(RecordFormat):
             count = self._write_local(local, records, features)
             with open(local, "rb") as f:
                 _, size = _file_io().write_chunks(
-                    path, _summed(iter(lambda: f.read(_COPY_BYTES), b""), checksum), stores)
+                    path, summed(iter(lambda: f.read(COPY_BYTES), b""), checksum), stores)
         return count, size
 
     def _write_beside(self, path: str, records: Iterable[bytes], checksum: Optional[Any],
@@ -177,7 +125,7 @@ class _LocalFileFormat(RecordFormat):
             count = self._write_local(tmp, records, features)
             size = 0
             with open(tmp, "rb") as f:
-                for chunk in _summed(iter(lambda: f.read(_COPY_BYTES), b""), checksum):
+                for chunk in summed(iter(lambda: f.read(COPY_BYTES), b""), checksum):
                     size += len(chunk)
             os.replace(tmp, path)
         except BaseException:
@@ -190,19 +138,6 @@ class _LocalFileFormat(RecordFormat):
         with local_copy(path, stores) as local:
             yield from self._read_local(local)
 
-
-@contextlib.contextmanager
-def local_copy(path: str, stores: Optional["ObjectStores"] = None) -> Iterator[str]:
-    """A local path holding `path`'s bytes: `path` itself on this machine's disk, else a
-    temporary copy, deleted afterwards."""
-    if paths.is_local(path):
-        yield path
-        return
-    with tempfile.TemporaryDirectory(prefix="datagen-read-") as tmp:
-        local = os.path.join(tmp, path.rstrip("/").rsplit("/", 1)[-1])
-        with _file_io().open_for_read(path, stores) as src, open(local, "wb") as dst:
-            shutil.copyfileobj(src, dst, _COPY_BYTES)
-        yield local
 
 
 class ArrayRecordFormat(_LocalFileFormat):
@@ -292,86 +227,6 @@ class ParquetFormat(_LocalFileFormat):
                 yield examples.serialize(values)
 
 
-class TextFormat(RecordFormat):
-    """`text`: the pairs as line-aligned text, a shard being two files, `{shard}.src` and
-    `{shard}.tgt`, each line a side's text and "\\n" (what Marian, OpenNMT-py, Sockeye and
-    OpusFilter read). A record is an Example with the two sides as bytes features `inputs`
-    and `targets` (`text_record`), so fragments, merging and the shuffle stay the formats'.
-    `text.gz`: the same files gzipped, with no name and mtime 0 in the header, so a rerun
-    writes the same bytes. The shard's size and crc32c are of its two files in order."""
-    name, suffix, other_suffixes = "text", ".src", (".tgt",)
-    compressed = False
-
-    def _sink(self, path: str) -> Any:
-        import gzip
-        raw = open(path, "wb")
-        if not self.compressed:
-            return raw
-        return _ClosingGzip(gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0), raw)
-
-    def write_shard(self, path: str, records: Iterable[bytes],
-                    stores: Optional["ObjectStores"] = None,
-                    checksum: Optional[Any] = None,
-                    features: Sequence[str] = FEATURES) -> Tuple[int, int]:
-        parse = Int64FeaturesWriter().parse_all
-        count = size = 0
-        with tempfile.TemporaryDirectory(prefix="%s%d-" % (SCRATCH_PREFIX, os.getpid())) as tmp:
-            local = [os.path.join(tmp, "source"), os.path.join(tmp, "target")]
-            with contextlib.closing(self._sink(local[0])) as source, \
-                    contextlib.closing(self._sink(local[1])) as target:
-                for record in records:
-                    sides = parse(bytes(record))
-                    source.write(sides["inputs"] + b"\n")
-                    target.write(sides["targets"] + b"\n")
-                    count += 1
-            for written, final in zip(local, self.files(path)):
-                with open(written, "rb") as f:
-                    size += _file_io().write_chunks(final, _summed(
-                        iter(lambda: f.read(_COPY_BYTES), b""), checksum), stores)[1]
-        return count, size
-
-    def read_shard(self, path: str, stores: Optional["ObjectStores"] = None) -> Iterator[bytes]:
-        import gzip
-        examples = Int64FeaturesWriter()
-        with contextlib.ExitStack() as stack:
-            sides = []
-            for name in self.files(path):
-                local = stack.enter_context(local_copy(name, stores))
-                f = stack.enter_context(gzip.open(local, "rb") if self.compressed
-                                        else open(local, "rb"))
-                sides.append(f)
-            for source, target in itertools.zip_longest(*sides):
-                if source is None or target is None:
-                    raise ValueError("%s: its two files have different line counts" % path)
-                yield text_record(source.rstrip(b"\n"), target.rstrip(b"\n"), examples)
-
-
-class GzipTextFormat(TextFormat):
-    name, suffix, other_suffixes = "text.gz", ".src.gz", (".tgt.gz",)
-    compressed = True
-
-
-class _ClosingGzip:
-    """A GzipFile that closes the file under it too (GzipFile leaves a `fileobj` open)."""
-
-    def __init__(self, gz: Any, raw: Any) -> None:
-        self._gz, self._raw = gz, raw
-
-    def write(self, data: bytes) -> int:
-        return int(self._gz.write(data))
-
-    def close(self) -> None:
-        self._gz.close()
-        self._raw.close()
-
-
-def text_record(source: bytes, target: bytes,
-                examples: Optional[Int64FeaturesWriter] = None) -> bytes:
-    """The record of a text pair: an Example with bytes features `inputs` and `targets`
-    (`examples`: a writer to reuse; making one builds its message class)."""
-    return (examples or Int64FeaturesWriter()).serialize({"inputs": source, "targets": target})
-
-
 class FairseqFormat(_LocalFileFormat):
     """The job's `.fairseq` shards (`transforms.formats.fairseq_bin`): each side's ids as
     int32, from which the commit assembles fairseq's data-bin (`pipeline.output.fairseq_data`).
@@ -421,30 +276,56 @@ def record_format(name: str) -> RecordFormat:
                        % (name, ", ".join(sorted(FORMATS)))) from None
 
 
-# every file's suffix of every format (a text shard's other file's too), longest first
-_FILE_SUFFIXES = {suffix: f for f in FORMATS.values()
-                  for suffix in (f.suffix,) + f.other_suffixes if suffix}
-_SUFFIXES = "|".join(re.escape(s) for s in sorted(_FILE_SUFFIXES, key=len, reverse=True))
-SHARD_NAME = re.compile(r"(?P<problem>.+)-(?P<split>[^-/]+)-(?P<shard>\d{5})-of-(?P<n>\d{5})"
-                        r"(?P<suffix>%s)?\Z" % _SUFFIXES)
-# What `_OWN_NAMES` (pipeline.output.own_outputs) matches as a shard: any format's.
-SHARD_NAME_PATTERN = r".+-(train|dev)-\d{5}-of-\d{5}(%s)?" % _SUFFIXES
+Langs = Sequence[str]  # a (source, target) pair of language codes
+# The suffix of each format with fixed names (every format but the text ones, whose names
+# end with the languages: `transforms.shards.text_format`), longest first.
+_FIXED_SUFFIXES = {f.suffix: f for f in FORMATS.values() if not isinstance(f, TextFormat)}
+_SUFFIXES = "|".join(re.escape(s) for s in sorted(_FIXED_SUFFIXES, key=len, reverse=True)
+                     if s)
+_STEM = r"(?P<problem>.+)-(?P<split>[^-/]+)-(?P<shard>\d{5})-of-(?P<n>\d{5})"
+SHARD_NAME = re.compile(_STEM + r"(?P<suffix>%s)?\Z" % _SUFFIXES)
+_TEXT_NAME = re.compile(_STEM + r"\.(?P<lang>[^/]+?)(?P<gz>\.gz)?\Z")
+# What `_OWN_NAMES` (pipeline.output.own_outputs) matches as a shard: any format's, a text
+# shard's in any language (never read as an input; deleting asks `parse_shard_name`).
+SHARD_NAME_PATTERN = r".+-(train|dev)-\d{5}-of-\d{5}(%s|\.[^/]+)?" % _SUFFIXES
 
 
-def parse_shard_name(name: str) -> Optional[Tuple[str, str, int, int, RecordFormat]]:
+def parse_shard_name(name: str, langs: Optional[Iterable[Langs]] = None
+                     ) -> Optional[Tuple[str, str, int, int, RecordFormat]]:
     """(problem, split, shard, shards, its RecordFormat) of a shard's base name in any
-    format, or None for another name."""
+    format, or None for another name. A text shard's file ends with a language: its pair's
+    for a pair's own shard (the name holds the pair), else one of `langs` (the one-pair
+    output's (source, target) languages; `src` and `tgt` always). With `langs` None (the
+    output's languages unknown), any ending is taken for a text shard's, bound to no
+    languages unless it is `src` or `tgt` (its format, not its files: `TextFormat.files`)."""
     m = SHARD_NAME.match(name)
-    if not m:
+    if m:
+        fmt: Optional[RecordFormat] = _FIXED_SUFFIXES[m["suffix"] or ""]
+    else:
+        m = _TEXT_NAME.match(name)
+        fmt = m and _text_format(m["lang"], bool(m["gz"]), m["problem"], langs)
+    if not m or fmt is None:
         return None
-    fmt = _FILE_SUFFIXES.get(m["suffix"] or "", FORMATS[DEFAULT_FORMAT])
     return m["problem"], m["split"], int(m["shard"]), int(m["n"]), fmt
 
 
-def format_of(path: str) -> RecordFormat:
+def _text_format(lang: str, gz: bool, head: str, langs: Optional[Iterable[Langs]]
+                 ) -> Optional[RecordFormat]:
+    """The text format, bound to its languages, of a shard file ending with `lang`."""
+    base = FORMATS[GzipTextFormat.name if gz else TextFormat.name]
+    pair = head.split(PAIR_SEPARATOR, 1)[1] if PAIR_SEPARATOR in head else None
+    candidates = [pair_languages(pair)] if pair else [DEFAULT_LANGS, *(langs or ())]
+    for candidate in candidates:
+        if lang in text_langs(candidate):
+            return base.for_langs(candidate)
+    return base.for_langs(None) if langs is None and not pair else None
+
+
+def format_of(path: str, langs: Optional[Iterable[Langs]] = None) -> RecordFormat:
     """The format of a shard path (from its suffix; a name that is no datagen shard's is
-    read as TFRecord, as before formats existed)."""
-    parsed = parse_shard_name(path.rstrip("/").rsplit("/", 1)[-1])
+    read as TFRecord, as before formats existed). `langs`: as `parse_shard_name`'s (a
+    reader's, from the output's summary: `pipeline.output.complete_check.summary_languages`)."""
+    parsed = parse_shard_name(path.rstrip("/").rsplit("/", 1)[-1], langs)
     return parsed[4] if parsed else FORMATS[DEFAULT_FORMAT]
 
 
@@ -461,36 +342,54 @@ def problem_of_head(head: str) -> str:
     return head.split(PAIR_SEPARATOR, 1)[0]
 
 
+def pair_languages(pair: str) -> Tuple[str, str]:
+    """(source, target) of a language pair's name `{src}-{tgt}` (at its first `-`: the
+    corpora file refuses two pairs of one name, `pipeline.driver.corpora`)."""
+    src, _, tgt = pair.partition("-")
+    return src, tgt
+
+
 class ShardNames:
     """The shard names of one problem in one format: the only place a shard is named. With
     several language pairs, a pair's own shards carry it after the problem and
-    PAIR_SEPARATOR: `{problem}~{src}-{tgt}-{split}-00000-of-00002`."""
+    PAIR_SEPARATOR: `{problem}~{src}-{tgt}-{split}-00000-of-00002`. `langs`: the (source,
+    target) languages of a one-pair output, which a text shard's files end with."""
 
-    def __init__(self, problem: str, fmt: RecordFormat) -> None:
+    def __init__(self, problem: str, fmt: RecordFormat, langs: Langs = DEFAULT_LANGS) -> None:
         self.problem = problem
         self.format = fmt
+        self.langs = tuple(langs)
 
     def head(self, pair: Optional[str] = None) -> str:
         """What a shard name starts with: the problem (T2T's), or `{problem}~{pair}`."""
         return "%s%s%s" % (self.problem, PAIR_SEPARATOR, pair) if pair else self.problem
 
+    def format_of_pair(self, pair: Optional[str] = None) -> RecordFormat:
+        """The format bound to the pair's languages (`pair` None: the one pair's)."""
+        return self.format.for_langs(pair_languages(pair) if pair else self.langs)
+
     def name(self, split: str, shard: int, num_shards: int, pair: Optional[str] = None) -> str:
         """T2T's `{problem}-{split}-00000-of-00010` (`{problem}~{pair}-{split}-...` for a
         language pair's own shards), then the format's suffix."""
         return "%s-%s-%05d-of-%05d%s" % (self.head(pair), split, shard, num_shards,
-                                         self.format.suffix)
+                                         self.format_of_pair(pair).suffix)
+
+    def files(self, name: str) -> Tuple[str, ...]:
+        """The files of shard `name` (as `name` or a path): a text shard's two."""
+        parsed = parse_shard_name(name.rstrip("/").rsplit("/", 1)[-1], [self.langs])
+        return (parsed[4] if parsed else self.format).files(name)
 
     def glob(self, split: str, pair: Optional[str] = None) -> str:
         """A glob of the split's shards in every format (a reader's `{problem}-train*`);
         with `pair` "*", those of every pair."""
         return "%s-%s-*" % (self.head(pair), split)
 
-    def is_shard(self, name: str, split: str, pairs: Iterable[str] = ()) -> bool:
+    def is_shard(self, name: str, split: str, pairs: Iterable[str] = (),
+                 langs: Optional[Iterable[Langs]] = None) -> bool:
         """Whether base name `name` is a shard of this problem's `split`, in any format (a run
         replaces them all: switching formats leaves no shards of the old one), or one of
-        `pairs`' own shards."""
-        parsed = parse_shard_name(name)
+        `pairs`' own shards; a one-pair text shard's in one of `langs` (None: any)."""
+        parsed = parse_shard_name(name, langs)
         heads = {self.problem} | {self.head(pair) for pair in pairs}
         return bool(parsed and parsed[0] in heads and parsed[1] == split
                     and split in SPLITS)
-

@@ -60,3 +60,22 @@ def test_other_fragments_another_key_or_no_look_keep_nothing(tmp_path):
     with open(os.path.join(resume.manifest_dir, os.path.basename(shard) + ".json"), "wb") as f:
         f.write(b'{"version": 1, "ke')  # cut short
     assert kept_shard(resume, shard, fragments, None) is None
+
+
+def test_a_text_shard_is_kept_by_its_two_files(tmp_path):
+    """A text shard's report sums its two files (`.en`, `.zh`): a rerun checks both, so a
+    whole one is kept and one with a side changed or gone is merged again."""
+    resume, _, fragments, report = _merged(tmp_path)
+    files = [str(tmp_path / ("p-train-00001-of-00003" + side)) for side in (".en", ".zh")]
+    for path, data in zip(files, (DATA[:500], DATA[500:])):
+        with open(path, "wb") as f:
+            f.write(data)
+    record_shard(resume, files[0], fragments, report, None)
+    assert kept_shard(resume, files[0], fragments, None, files) == dict(
+        report, by_dataset=[[0, 4]])
+    assert kept_shard(resume, files[0], fragments, None) is None  # its source side alone
+    with open(files[1], "r+b") as f:
+        f.write(b"X")
+    assert kept_shard(resume, files[0], fragments, None, files) is None
+    os.remove(files[1])
+    assert kept_shard(resume, files[0], fragments, None, files) is None

@@ -183,3 +183,45 @@ def test_a_text_shard_is_two_line_aligned_files_read_back_as_its_records(tmp_pat
     for file in (source, target):  # either file names the shard's format
         assert format_of(file) is fmt and parse_shard_name(os.path.basename(file))[4] is fmt
     assert os.listdir(scratch) == []
+
+
+@pytest.mark.parametrize("name,ext", [("text", ""), ("text.gz", ".gz")])
+def test_text_shard_files_end_with_the_languages_and_name_each_other(name, ext):
+    """A one-pair output's text shards end with its languages, a pair's own with the pair's;
+    either file names the shard's two (the commit, the checks and inspect follow them)."""
+    names = ShardNames("p", FORMATS[name], ("en", "zh"))
+    one = names.name("train", 0, 2)
+    assert one == "p-train-00000-of-00002.en" + ext
+    both = ("p-train-00000-of-00002.en" + ext, "p-train-00000-of-00002.zh" + ext)
+    assert names.files(one) == names.files(both[1]) == both
+    assert names.files("/out/" + both[1]) == tuple("/out/" + f for f in both)
+    pair = names.name("dev", 1, 3, "de-fr")
+    assert pair == "p~de-fr-dev-00001-of-00003.de" + ext
+    assert names.files(pair)[1] == "p~de-fr-dev-00001-of-00003.fr" + ext
+    for file in both:  # with the output's languages, either file is the shard's, bound
+        parsed = parse_shard_name(file, [("en", "zh")])
+        assert parsed[:4] == ("p", "train", 0, 2) and parsed[4].files(file) == both
+    # same-language pairs would give two files one name: named src and tgt
+    assert ShardNames("p", FORMATS[name], ("en", "en")).name("train", 0, 1).endswith(
+        ".src" + ext)
+
+
+def test_a_text_shards_ending_is_checked_against_the_outputs_languages():
+    """Deleting old shards asks with the languages (`langs`): a user's `{shard}.bak`, or a
+    language no output had, is not the job's; a pair's shard must end with one of its
+    languages. Without them (a reader given a pattern), the format is known, not the other
+    file: reading says so in one line."""
+    ours = [("en", "zh")]
+    assert parse_shard_name("p-train-00000-of-00001.bak", ours) is None
+    assert parse_shard_name("p-train-00000-of-00001.de", ours) is None
+    assert parse_shard_name("p~en-de-train-00000-of-00001.zh") is None
+    assert parse_shard_name("p~en-de-train-00000-of-00001.de.gz")[4].name == "text.gz"
+    assert parse_shard_name("p-train-00000-of-00001.src", ours)[4] is FORMATS["text"]  # older
+    assert parse_shard_name("p-train-00000-of-00001.parquet", ours)[4] is FORMATS["parquet"]
+    names = ShardNames("p", FORMATS["tfrecord"])
+    assert names.is_shard("p-train-00000-of-00001.zh", "train", (), ours)
+    assert not names.is_shard("p-train-00000-of-00001.bak", "train", (), ours)
+    loose = parse_shard_name("p-train-00000-of-00001.en")[4]
+    assert loose.name == "text"
+    with pytest.raises(ValueError, match="languages are unknown"):
+        loose.files("p-train-00000-of-00001.en")
