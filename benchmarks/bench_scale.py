@@ -21,7 +21,9 @@ process of the tree, reaped as a child subreaper; largest process's peak RSS) an
 sampler here, every `--interval` s, over the live tree: the driver's RSS, the most open file
 descriptors of any one process (psutil `num_fds`), and the bytes under the output's
 `.datagen-work` plus the job's own temp directory (`TMPDIR` is set to a fresh directory per
-run, so other users' /tmp is not counted). Checks against 1x: CPU per pair <= 1.15x, largest
+run, so other users' /tmp is not counted), each top-level work directory apart, with the pass
+the job's log says is running (`temp_disk.py`): the peak is printed with what made it and
+when, and `--json_out` has each pass's and each directory's own peak. Checks against 1x: CPU per pair <= 1.15x, largest
 peak RSS <= 1.2x; at every scale: temp bytes <= 1.2x the output's bytes, open files <
 `MERGE_FAN_IN + --fd_margin`. Prints a table, exits 1 if a check fails.
 
@@ -56,6 +58,7 @@ sys.path[:0] = [HERE, REPO_ROOT, os.path.join(REPO_ROOT, "tests")]
 
 from bench_subword import DATA_DIR, JOB_FLAGS, PROBLEM  # noqa: E402
 from process_tree import run_tree  # noqa: E402
+import temp_disk  # noqa: E402
 
 from transforms.shards.shard_fragments import MERGE_FAN_IN  # noqa: E402
 
@@ -106,14 +109,16 @@ def dir_bytes(path):
 
 class ScaleSampler(threading.Thread):
     """Every `interval` s: the driver's RSS, the most fds of any one process of the tree,
-    the bytes under the temp directories."""
+    the bytes under the temp directories, by directory and by pass (`temp_disk`: `out_dir`
+    None for an output on a store, whose work files are not on this disk)."""
 
-    def __init__(self, temp_dirs, interval):
+    def __init__(self, tmp_dir, out_dir, log_path, interval):
         super().__init__(daemon=True)
-        self.temp_dirs, self.interval = temp_dirs, interval
-        self.driver_rss = self.fds = self.temp = 0
+        self.tmp_dir, self.out_dir, self.interval = tmp_dir, out_dir, interval
+        self.driver_rss = self.fds = 0
         self.fds_who = None
-        self.by_dir = [0] * len(temp_dirs)  # each directory's own peak
+        self.passes = temp_disk.PassTracker(log_path)
+        self.disk = temp_disk.DiskPeaks()
         self._halt = threading.Event()
 
     def run(self):
@@ -136,9 +141,9 @@ class ScaleSampler(threading.Thread):
                     self.fds, self.fds_who = fds, proc.pid
                 if driver:
                     self.driver_rss = max(self.driver_rss, rss)
-            sizes = [dir_bytes(d) for d in self.temp_dirs]
-            self.temp = max(self.temp, sum(sizes))
-            self.by_dir = [max(a, b) for a, b in zip(self.by_dir, sizes)]
+            where = self.passes.poll()
+            self.disk.add(temp_disk.breakdown(self.out_dir, self.tmp_dir) if self.out_dir
+                          else {"tmp": dir_bytes(self.tmp_dir)}, where)
             if self._halt.wait(self.interval):
                 return
 
@@ -206,9 +211,8 @@ def run_scale(args, scale, inputs, pairs, s3):
            "--train_target", inputs[1], "--output_dir", out] + JOB_FLAGS + [
            "--runner", "DirectRunner", "--direct_running_mode", "multi_processing",
            "--direct_num_workers", str(args.workers)] + extra
-    temp_dirs = [tmp] + ([] if s3 else [os.path.join(out, WORK_NAME)])
     try:
-        row = _measured(args, scale, pairs, s3, cmd, env, temp_dirs, run_dir, server)
+        row = _measured(args, scale, pairs, s3, cmd, env, tmp, run_dir, server)
     finally:
         if server is not None:
             server.stop()
@@ -217,13 +221,14 @@ def run_scale(args, scale, inputs, pairs, s3):
     return row
 
 
-def _measured(args, scale, pairs, s3, cmd, env, temp_dirs, run_dir, server):
+def _measured(args, scale, pairs, s3, cmd, env, tmp, run_dir, server):
     """run_scale's measured run and its figures (the server still up, for its listing)."""
     out = cmd[cmd.index("--output_dir") + 1]
-    sampler = ScaleSampler(temp_dirs, args.interval)
+    log_path = os.path.join(run_dir, "job.log")
+    sampler = ScaleSampler(tmp, None if s3 else out, log_path, args.interval)
     requests = []
     load_before = os.getloadavg()[0]
-    with open(os.path.join(run_dir, "job.log"), "wb") as log:
+    with open(log_path, "wb") as log:
         sampler.start()
         try:
             if s3:
@@ -245,8 +250,7 @@ def _measured(args, scale, pairs, s3, cmd, env, temp_dirs, run_dir, server):
            "cpu_us_per_pair": result["cpu_s"] / pairs * 1e6,
            "peak_largest_mb": result["peak_largest_mb"], "peak_sum_mb": result["peak_sum_mb"],
            "driver_peak_mb": sampler.driver_rss / 2.0 ** 20, "max_fds": sampler.fds,
-           "temp_peak_bytes": sampler.temp,
-           "temp_peak_by_dir": dict(zip(temp_dirs, sampler.by_dir)), "load_before": load_before,
+           **sampler.disk.report(), "load_before": load_before,
            "load_after": os.getloadavg()[0], "command": cmd}
     if s3:
         client = server.client()
@@ -321,6 +325,7 @@ def main(argv=None):
         print("x%d: exit %d, wall %.1f s, CPU %.1f s, load %.1f -> %.1f" % (
             scale, row["returncode"], row["wall_s"], row["cpu_s"], row["load_before"],
             row["load_after"]), flush=True)
+        temp_disk.print_report(scale, row, row["output_bytes"])
     fd_bound = MERGE_FAN_IN + args.fd_margin
     print("\n| scale | pairs | wall s | CPU s | CPU µs/pair | largest peak RSS MB | driver "
           "peak MB | tree peak MB | temp peak MB | output MB | most fds |")
