@@ -223,7 +223,8 @@ def run_scale(args, scale, inputs, pairs, s3):
         server.client().create_bucket(Bucket=BUCKET)
         out = "s3://%s/out" % BUCKET
         extra = server.beam_flags()
-    given = (["--train_tsv", stage_tsv(*inputs)] if args.tsv else
+    given = (["--train_tsv", stage_tsv(*inputs), "--source_lang", "en", "--target_lang", "zh"]
+             if args.tsv else
              ["--train_source", inputs[0], "--train_target", inputs[1]])
     cmd = [args.python, "-m", "pipeline.datagen"] + given + ["--output_dir", out] + JOB_FLAGS + [
            "--runner", "DirectRunner", "--direct_running_mode", "multi_processing",
