@@ -21,7 +21,9 @@ process of the tree, reaped as a child subreaper; largest process's peak RSS) an
 sampler here, every `--interval` s, over the live tree: the driver's RSS, the most open file
 descriptors of any one process (psutil `num_fds`), and the bytes under the output's
 `.datagen-work` plus the job's own temp directory (`TMPDIR` is set to a fresh directory per
-run, so other users' /tmp is not counted). Checks against 1x: CPU per pair <= 1.15x, largest
+run, so other users' /tmp is not counted), each top-level work directory apart, with the pass
+the job's log says is running (`temp_disk.py`): the peak is printed with what made it and
+when, and `--json_out` has each pass's and each directory's own peak. Checks against 1x: CPU per pair <= 1.15x, largest
 peak RSS <= 1.2x; at every scale: temp bytes <= 1.2x the output's bytes, open files <
 `MERGE_FAN_IN + --fd_margin`. Prints a table, exits 1 if a check fails.
 
@@ -56,6 +58,7 @@ sys.path[:0] = [HERE, REPO_ROOT, os.path.join(REPO_ROOT, "tests")]
 
 from bench_subword import DATA_DIR, JOB_FLAGS, PROBLEM  # noqa: E402
 from process_tree import run_tree  # noqa: E402
+import temp_disk  # noqa: E402
 
 from transforms.shards.shard_fragments import MERGE_FAN_IN  # noqa: E402
 
@@ -93,6 +96,18 @@ def stage_numbered(source, target, scale, work_dir):
     return out[0], out[1], pairs * scale
 
 
+def stage_tsv(en, zh):
+    """One TSV file of the staged sides (`--tsv`): the job then converts it into line pairs
+    in its work directory first (the prepare pass's `materialized/`), as for TMX and archive
+    members. A tab inside a line makes that pair a counted rejection."""
+    out = os.path.join(os.path.dirname(en), "train.tsv")
+    if not os.path.exists(out):
+        with open(out + ".tmp", "wb") as f:
+            subprocess.run(["paste", en, zh], stdout=f, check=True)
+        os.replace(out + ".tmp", out)
+    return out
+
+
 def dir_bytes(path):
     total = 0
     for root, _, files in os.walk(path):
@@ -106,14 +121,17 @@ def dir_bytes(path):
 
 class ScaleSampler(threading.Thread):
     """Every `interval` s: the driver's RSS, the most fds of any one process of the tree,
-    the bytes under the temp directories."""
+    the bytes under the temp directories, by directory and by pass (`temp_disk`: `out_dir`
+    None for an output on a store, whose work files are not on this disk)."""
 
-    def __init__(self, temp_dirs, interval):
+    def __init__(self, tmp_dir, out_dir, log_path, interval):
         super().__init__(daemon=True)
-        self.temp_dirs, self.interval = temp_dirs, interval
-        self.driver_rss = self.fds = self.temp = 0
+        self.tmp_dir, self.out_dir, self.interval = tmp_dir, out_dir, interval
+        self.driver_rss = self.fds = 0
         self.fds_who = None
-        self.by_dir = [0] * len(temp_dirs)  # each directory's own peak
+        self.largest = (0, None, None)  # (RSS, which process, during which pass)
+        self.passes = temp_disk.PassTracker(log_path)
+        self.disk = temp_disk.DiskPeaks()
         self._halt = threading.Event()
 
     def run(self):
@@ -123,22 +141,24 @@ class ScaleSampler(threading.Thread):
                 procs = me.children(recursive=True)
             except psutil.Error:
                 procs = []
+            where = self.passes.poll()
             for proc in procs:
                 try:
                     with proc.oneshot():
                         fds = proc.num_fds()
                         rss = proc.memory_info().rss
-                        driver = proc.ppid() == me.pid and "pipeline.datagen" in " ".join(
-                            proc.cmdline())
+                        cmd = " ".join(proc.cmdline())
+                        driver = proc.ppid() == me.pid and "pipeline.datagen" in cmd
                 except psutil.Error:
                     continue
+                if rss > self.largest[0]:
+                    self.largest = (rss, "driver" if driver else cmd[-60:], where)
                 if fds > self.fds:
                     self.fds, self.fds_who = fds, proc.pid
                 if driver:
                     self.driver_rss = max(self.driver_rss, rss)
-            sizes = [dir_bytes(d) for d in self.temp_dirs]
-            self.temp = max(self.temp, sum(sizes))
-            self.by_dir = [max(a, b) for a, b in zip(self.by_dir, sizes)]
+            self.disk.add(temp_disk.breakdown(self.out_dir, self.tmp_dir) if self.out_dir
+                          else {"tmp": dir_bytes(self.tmp_dir)}, where)
             if self._halt.wait(self.interval):
                 return
 
@@ -189,12 +209,13 @@ def recorded(path):
 
 def run_scale(args, scale, inputs, pairs, s3):
     """One measured run of the job at `scale`; returns its row (a dict)."""
-    run_dir = os.path.join(args.work_dir, "run-x%d%s" % (scale, "-s3" if s3 else ""))
+    run_dir = os.path.join(args.work_dir, "run-x%d%s%s" % (scale, "-s3" if s3 else "",
+                                                          "-tsv" if args.tsv else ""))
     shutil.rmtree(run_dir, ignore_errors=True)
     tmp = os.path.join(run_dir, "tmp")
     os.makedirs(tmp)
     out = os.path.join(run_dir, "out")
-    env = dict(os.environ, TMPDIR=tmp)
+    env = dict(os.environ, TMPDIR=tmp, PYTHONPATH=args.code_dir)
     extra, server = [], None
     if s3:
         from object_store_servers import MotoServer
@@ -202,13 +223,14 @@ def run_scale(args, scale, inputs, pairs, s3):
         server.client().create_bucket(Bucket=BUCKET)
         out = "s3://%s/out" % BUCKET
         extra = server.beam_flags()
-    cmd = [args.python, "-m", "pipeline.datagen", "--train_source", inputs[0],
-           "--train_target", inputs[1], "--output_dir", out] + JOB_FLAGS + [
+    given = (["--train_tsv", stage_tsv(*inputs), "--source_lang", "en", "--target_lang", "zh"]
+             if args.tsv else
+             ["--train_source", inputs[0], "--train_target", inputs[1]])
+    cmd = [args.python, "-m", "pipeline.datagen"] + given + ["--output_dir", out] + JOB_FLAGS + [
            "--runner", "DirectRunner", "--direct_running_mode", "multi_processing",
            "--direct_num_workers", str(args.workers)] + extra
-    temp_dirs = [tmp] + ([] if s3 else [os.path.join(out, WORK_NAME)])
     try:
-        row = _measured(args, scale, pairs, s3, cmd, env, temp_dirs, run_dir, server)
+        row = _measured(args, scale, pairs, s3, cmd, env, tmp, run_dir, server)
     finally:
         if server is not None:
             server.stop()
@@ -217,26 +239,27 @@ def run_scale(args, scale, inputs, pairs, s3):
     return row
 
 
-def _measured(args, scale, pairs, s3, cmd, env, temp_dirs, run_dir, server):
+def _measured(args, scale, pairs, s3, cmd, env, tmp, run_dir, server):
     """run_scale's measured run and its figures (the server still up, for its listing)."""
     out = cmd[cmd.index("--output_dir") + 1]
-    sampler = ScaleSampler(temp_dirs, args.interval)
+    log_path = os.path.join(run_dir, "job.log")
+    sampler = ScaleSampler(tmp, None if s3 else out, log_path, args.interval)
     requests = []
     load_before = os.getloadavg()[0]
-    with open(os.path.join(run_dir, "job.log"), "wb") as log:
+    with open(log_path, "wb") as log:
         sampler.start()
         try:
             if s3:
                 recorder(server, "reset-recording")
                 recorder(server, "start-recording")
                 try:
-                    result = run_tree(cmd, cwd=REPO_ROOT, env=env, interval=args.interval,
+                    result = run_tree(cmd, cwd=args.code_dir, env=env, interval=args.interval,
                                       stdout=log, stderr=subprocess.STDOUT)
                 finally:
                     recorder(server, "stop-recording")
                 requests = recorded(server.recording)
             else:
-                result = run_tree(cmd, cwd=REPO_ROOT, env=env, interval=args.interval,
+                result = run_tree(cmd, cwd=args.code_dir, env=env, interval=args.interval,
                                   stdout=log, stderr=subprocess.STDOUT)
         finally:
             sampler.stop()
@@ -245,8 +268,8 @@ def _measured(args, scale, pairs, s3, cmd, env, temp_dirs, run_dir, server):
            "cpu_us_per_pair": result["cpu_s"] / pairs * 1e6,
            "peak_largest_mb": result["peak_largest_mb"], "peak_sum_mb": result["peak_sum_mb"],
            "driver_peak_mb": sampler.driver_rss / 2.0 ** 20, "max_fds": sampler.fds,
-           "temp_peak_bytes": sampler.temp,
-           "temp_peak_by_dir": dict(zip(temp_dirs, sampler.by_dir)), "load_before": load_before,
+           "largest_sampled": [sampler.largest[0] / 2.0 ** 20] + list(sampler.largest[1:]),
+           **sampler.disk.report(), "load_before": load_before,
            "load_after": os.getloadavg()[0], "command": cmd}
     if s3:
         client = server.client()
@@ -296,6 +319,8 @@ def main(argv=None):
                    "the first is the reference of the ratios")
     p.add_argument("--s3", action="store_true", help="the largest scale only, output on a "
                    "moto server, its requests counted")
+    p.add_argument("--tsv", action="store_true", help="the input as one TSV file, which the "
+                   "job converts into line pairs in its work directory first")
     p.add_argument("--source", default=os.path.join(DATA_DIR, "train.en.xz"))
     p.add_argument("--target", default=os.path.join(DATA_DIR, "train.zh.xz"))
     p.add_argument("--workers", type=int, default=2)
@@ -304,6 +329,8 @@ def main(argv=None):
                    help="open files allowed beyond MERGE_FAN_IN (pipes, sockets, libraries)")
     p.add_argument("--work_dir", default="/tmp/bench_scale")
     p.add_argument("--keep", action="store_true", help="keep each run's output and logs")
+    p.add_argument("--code_dir", default=REPO_ROOT, help="the job's code (its cwd and "
+                   "PYTHONPATH): e.g. an export of another commit, to compare")
     p.add_argument("--python", default=os.path.join(REPO_ROOT, ".venv", "bin", "python"))
     p.add_argument("--json_out", default=None)
     args = p.parse_args(argv)
@@ -321,6 +348,9 @@ def main(argv=None):
         print("x%d: exit %d, wall %.1f s, CPU %.1f s, load %.1f -> %.1f" % (
             scale, row["returncode"], row["wall_s"], row["cpu_s"], row["load_before"],
             row["load_after"]), flush=True)
+        temp_disk.print_report(scale, row, row["output_bytes"])
+        print("x%d largest process sampled: %.0f MB, %s, during %s" % (
+            scale, *row["largest_sampled"]), flush=True)
     fd_bound = MERGE_FAN_IN + args.fd_margin
     print("\n| scale | pairs | wall s | CPU s | CPU µs/pair | largest peak RSS MB | driver "
           "peak MB | tree peak MB | temp peak MB | output MB | most fds |")

@@ -29,6 +29,7 @@ from pipeline.output.names import check_name
 from pipeline.runtime.errors import DatagenError, one_line
 from transforms.pairs import mixing
 from transforms.shards.record_formats import TEXT_FORMATS
+from transforms.storage import file_io
 from transforms.storage.object_stores import ObjectStores
 from transforms.storage.vocab_files import VocabularyFiles
 from transforms.codecs.vocabulary import VocabFiles, Vocabulary
@@ -337,7 +338,7 @@ class VocabStep:
             files, self._languages = self.mixed_sample_files(to_learn, prepared)
         else:
             files = self.sample_files(to_learn, prepared)
-        return self.kind.learner(LearnerInputs(self._layout.work_dir, files, self._config,
+        return self.kind.learner(LearnerInputs(self._layout.vocab_work_dir, files, self._config,
                                                self.reserved))
 
     def _mix_report(self, sampling: List[dict]) -> Dict[str, Any]:
@@ -386,6 +387,10 @@ class VocabStep:
             LOG.info("vocab %s: %d entries -> %s", name, report[name]["size"],
                      FileSystems.split(path)[1])
         report["passes"] = stats.passes
+        # The learner's work files have no reader left (the vocabularies are written), and
+        # the subword token indexes alone outweigh the whole output at the bench's size: kept
+        # through the encode pass they made its temporary disk 1.3x the output (issue 49).
+        file_io.delete_tree(self._layout.vocab_work_dir, self._stores)
         return report
 
     def dry_run(self, plan: VocabPlan, riding: Optional[RidingPrepare] = None) -> None:
@@ -395,7 +400,7 @@ class VocabStep:
         files = {name: [(ds.source, None if riding else 0) for ds in train]
                  for name, (_, train) in plan.items()}
         self.passes.translate(self.kind.learner(LearnerInputs(
-            self._layout.work_dir, files, self._config, self.reserved)), riding)
+            self._layout.vocab_work_dir, files, self._config, self.reserved)), riding)
 
 
 def id_facts(vocabulary: Vocabulary) -> Dict[str, Any]:

@@ -118,3 +118,10 @@ class OutputLayout:
 
     def work(self, *names: str) -> str:
         return paths.join(self.work_dir, *names)
+
+    @property
+    def vocab_work_dir(self) -> str:
+        """The vocab learner's files (its passes' results and marks, the subword token
+        indexes: 1.5x the output at the bench's size): a directory of their own, removed as
+        soon as the vocabularies are written, before the encode pass fills the disk."""
+        return self.work("vocab")
