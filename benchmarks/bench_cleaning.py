@@ -128,7 +128,14 @@ def run_opusfilter(args, work_dir, source, target, filters=TYPICAL, name="opusfi
 
 
 def _stage_main(argv):
-    """--_stage config.json: the cleaning stage alone; prints {"dropped": n, "reasons"}."""
+    """--_stage config.json: the cleaning stage alone; prints {"dropped": n, "reasons"}.
+
+    The pipeline runs as the job runs its cleaning pass (`PassEngine`: DirectRunner's passes
+    on the job's worker pool, its fork server started before Beam's import), so the stage's
+    start-up is what a user's job pays, not Beam's stock DirectRunner's."""
+    spec = json.load(open(argv[0]))
+    from pipeline.runtime import local_worker_pool
+    local_worker_pool.start_early(shlex.split(spec["runner_args"]))
     import apache_beam as beam
     from apache_beam.options.pipeline_options import PipelineOptions
     from transforms.clean.clean_pairs import CleanPairs, with_chunk_facts
@@ -137,7 +144,7 @@ def _stage_main(argv):
     from transforms.formats.text_lines import scan_stream
     from transforms.storage import file_io
     from transforms.reporting.json_result import WriteJsonResult
-    spec = json.load(open(argv[0]))
+    from pipeline.runtime.pass_engine import PassEngine
     import yaml
     cleaning = parse_cleaning_config(
         yaml.safe_dump({"filters": [] if spec["no_filters"] else spec.get("filters", TYPICAL)}),
@@ -154,13 +161,17 @@ def _stage_main(argv):
     chunks = [with_chunk_facts(c, *facts) for c in plan_chunks(ds, spec["source"],
                                                                 spec["target"], *facts)]
     result = os.path.join(spec["work_dir"], "cleaning.json")
-    options = PipelineOptions(shlex.split(spec["runner_args"]))
-    with beam.Pipeline(options=options) as p:
-        out = (p | beam.Create(chunks, reshuffle=False)
-               | CleanPairs(cleaning, "error", {"train/0": (ds, facts[0]["lines"], spec["source"],
-                                                           spec["target"])},
-                            spec["work_dir"]))
-        _ = {"cleaned": out} | WriteJsonResult(result)
+    engine = PassEngine(PipelineOptions(shlex.split(spec["runner_args"])))
+    runner, options = engine.runner_and_options()
+    try:
+        with beam.Pipeline(runner=runner, options=options) as p:
+            out = (p | beam.Create(chunks, reshuffle=False)
+                   | CleanPairs(cleaning, "error", {"train/0": (
+                       ds, facts[0]["lines"], spec["source"], spec["target"])},
+                                spec["work_dir"]))
+            _ = {"cleaned": out} | WriteJsonResult(result)
+    finally:
+        engine.close()
     reports = json.load(open(result)).get("cleaned", [])
     print(json.dumps({"pairs": facts[0]["lines"], "dropped": sum(r["dropped"] for r in reports),
                       "reasons": [r["reasons"] for r in reports]}))
