@@ -175,14 +175,15 @@ class _Scorer(beam.DoFn):
         """(cheap, costly and after) filters of the dataset's corpus."""
         return self._sets.get(ds.get("corpus", 0), self._sets[None])  # one corpus: 0
 
-    def _reason(self, ds: DatasetSpec, source: str, target: str) -> Optional[str]:
-        """The first cheap filter that drops the pair, else LATER (costly filters follow)
-        or None."""
-        cheap, late = self._filters(ds)
-        for f in cheap:
+    @staticmethod
+    def _reason(filters: Tuple[List[Any], List[Any]], source: str,
+                target: str) -> Optional[str]:
+        """The first cheap filter of `filters` (`_filters`) that drops the pair, else LATER
+        (costly filters follow) or None."""
+        for f in filters[0]:
             if not f.accept(source, target):
                 return f.reason
-        return LATER if late else None
+        return LATER if filters[1] else None
 
     def _late_reasons(self, ds: DatasetSpec, pairs: List[Tuple[str, str]],
                       languages: Optional[Tuple[str, str]] = None) -> List[Optional[str]]:
@@ -229,13 +230,14 @@ class _Scorer(beam.DoFn):
         drops: List[Drop] = []
         buckets: Dict[int, List[Tuple[bytes, bytes]]] = {}
         prefix = ds["pair"].encode() + b"\0" if "pair" in ds else b""
+        filters = self._filters(ds)
         for pair in pairs:
             number, source, target, end_s, end_t, src_bytes, tgt_bytes = pair
             scored += 1
             reason = None
             if self._tests is not None and ds["split"] == "train":
                 reason = self._tests.reason(source, target)
-            reason = reason or self._reason(ds, source.rstrip(), target.rstrip())
+            reason = reason or self._reason(filters, source.rstrip(), target.rstrip())
             if self._dedup is not None:
                 # no texts through the shuffle: the writer reads the dropped ones again;
                 # several language pairs: duplicates within a pair only (`prefix`)
@@ -307,7 +309,7 @@ class _LateScoreFn(_Scorer):
             return
         chunk = joined["chunk"][0]
         wanted = set(itertools.chain.from_iterable(joined["numbers"]))
-        pairs = (pair for pair in self._read(chunk) if pair[0] in wanted)
+        pairs = read_pairs(chunk, self._stores, self._on_invalid, wanted)
         if chunk["num_lines"] <= SCORE_BATCH_PAIRS:
             yield from self._score_late(chunk["ds"], list(pairs))
         else:

@@ -3,7 +3,7 @@ encoder reads them: each pair with its line number, its lines' newlines (the exa
 keeps them) and raw byte sizes (the sampler sizes a cleaned file's sample from them)."""
 
 import itertools
-from typing import Iterator, List, Optional, Tuple
+from typing import Iterator, List, Optional, Set, Tuple
 
 from transforms.contracts.elements import Chunk
 from transforms.formats.text_lines import decode_line, iter_raw_lines
@@ -49,9 +49,11 @@ def _decoded(raw: List[bytes]) -> Optional[List[str]]:
         return None
 
 
-def read_pairs(chunk: Chunk, stores: ObjectStores, on_invalid: str) -> Iterator[ReadPair]:
+def read_pairs(chunk: Chunk, stores: ObjectStores, on_invalid: str,
+               wanted: Optional[Set[int]] = None) -> Iterator[ReadPair]:
     """Each pair of the chunk (`with_chunk_facts`) that decodes, as a ReadPair (an invalid
-    UTF-8 line's pair is the encoder's to reject; `on_invalid`: --on_invalid_utf8). Lines
+    UTF-8 line's pair is the encoder's to reject; `on_invalid`: --on_invalid_utf8), or only
+    those whose line number is in `wanted`. Lines
     are read and decoded a block of BLOCK_LINES per side at a time: a call per line cost
     more than the cheap filters."""
     src_path, tgt_path = chunk["source"], chunk["target"]
@@ -80,7 +82,8 @@ def read_pairs(chunk: Chunk, stores: ObjectStores, on_invalid: str) -> Iterator[
             for n, source, target, r_s, r_t, end_s, end_t in zip(
                     range(number, number + count), texts_s, texts_t, raw_s, raw_t, ends_s,
                     ends_t):
-                if source is not None and target is not None:
+                if source is not None and target is not None and (
+                        wanted is None or n in wanted):
                     yield (n, source, target, end_s, end_t, len(r_s) + len(end_s),
                            len(r_t) + len(end_t))
             number += count

@@ -63,3 +63,16 @@ def test_invalid_utf8_names_the_first_bad_line_of_either_side(tmp_path):
     with pytest.raises(InputError) as caught:
         _read(tmp_path, SOURCE, target, "error", 100)
     assert str(caught.value).startswith(str(tmp_path / "t") + ":2:")
+
+
+def test_only_the_wanted_lines(tmp_path):
+    paths = []
+    for name, data in (("s", SOURCE), ("t", TARGET)):
+        (tmp_path / name).write_bytes(data)
+        paths.append(str(tmp_path / name))
+    facts = scan(paths[0], 100), scan(paths[1], 100)
+    ds = {"split": "train", "index": 0, "name": "s", "format": "lines"}
+    chunk = with_chunk_facts(plan_chunks(ds, paths[0], paths[1], *facts)[0], *facts)
+    got = pair_reading.read_pairs(chunk, ObjectStores(StoreSettings()), "reject", {2, 5, 9})
+    assert [pair for pair in _reference(SOURCE, TARGET, "reject") if pair[0] in {2, 5, 9}] \
+        == list(got)
