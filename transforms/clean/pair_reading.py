@@ -73,8 +73,10 @@ def read_pairs(chunk: Chunk, stores: ObjectStores, on_invalid: str,
             count = min(len(raw_s), len(raw_t))
             if not count:
                 return
-            texts_s, texts_t = _decoded(raw_s), _decoded(raw_t)
-            if texts_s is None or texts_t is None:  # as the pairs come, the error's line
+            block_s, block_t = _decoded(raw_s), _decoded(raw_t)
+            texts_s: List[Optional[str]] = list(block_s or [])
+            texts_t: List[Optional[str]] = list(block_t or [])
+            if block_s is None or block_t is None:  # as the pairs come, the error's line
                 texts_s, texts_t = [], []
                 for n, line_s, line_t in zip(range(number, number + count), raw_s, raw_t):
                     texts_s.append(decode_line(line_s, src_path, n, on_invalid))
