@@ -42,7 +42,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO_ROOT = os.path.dirname(HERE)
 sys.path[:0] = [HERE, os.path.join(REPO_ROOT, "tests"), REPO_ROOT]
 
-from bench_runs import DEFAULT_RUNNER_ARGS, child_env, run_measured  # noqa: E402
+from bench_runs import DEFAULT_RUNNER_ARGS, child_env  # noqa: E402
+from process_tree import run_tree  # noqa: E402
 
 DEFAULT_DATA_DIR = "/work/shared/data/bench/enzh-wmt21-24"  # --data_dir
 
@@ -76,6 +77,22 @@ def train_fasttext(work_dir, source, target, lines=20000):
     path = os.path.join(work_dir, "lid.bin")
     model.save_model(path)
     return path
+
+
+def run_measured(cmd, log_prefix, cwd=None, env=None):
+    """`cmd` measured over its whole tree (`process_tree.run_tree`: the job's worker
+    processes are forked from a fork server, which the command's own rusage misses), with
+    the keys the rows read: wall_seconds, cpu_seconds, tree_peak_rss_mb,
+    max_single_process_rss_mb, peak_mb, tree_peak_pss_mb (None), returncode, stdout_path,
+    stderr_path."""
+    out_path, err_path = log_prefix + ".stdout", log_prefix + ".stderr"
+    with open(out_path, "wb") as out, open(err_path, "wb") as err:
+        run = run_tree(cmd, cwd=cwd, env=env, stdout=out, stderr=err)
+    return {"returncode": run["returncode"], "wall_seconds": run["wall_s"],
+            "cpu_seconds": run["cpu_s"], "tree_peak_rss_mb": run["peak_sum_mb"],
+            "max_single_process_rss_mb": run["peak_largest_mb"],
+            "peak_mb": max(run["peak_sum_mb"], run["peak_largest_mb"]),
+            "tree_peak_pss_mb": None, "stdout_path": out_path, "stderr_path": err_path}
 
 
 def prepare_input(args, work_dir):
