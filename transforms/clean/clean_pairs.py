@@ -11,16 +11,19 @@ stage's time is that filter's, and a duplicate or a pair a cheap filter drops ne
 A pair's reason is the same as if every filter ran on every pair: a duplicate is `duplicate`
 (not also charged to a filter), otherwise the first failing filter in the file's order.
 
-With de-duplication on, every pair goes, keyed by its 16-byte de-duplication key, through
-one `GroupByKey`, so no worker ever holds more than the pairs of one key: the first
-occurrence in input order (dataset, then line, within a split) is kept and the others are
-dropped as `duplicate` with the first one named (`duplicate_of`; a filter may drop that one
-too); with `--drop_dev_overlap` a train pair whose key occurs in dev is dropped as
-`dev_overlap`. Only positions and sizes go through that shuffle, not the texts. The kept
-pairs that still await a costly filter go, as line numbers, back to their chunk
-(`CoGroupByKey` with the chunks), which `_LateScoreFn` reads again to run the rest of the
-filters on them. Without de-duplication `_ScoreChunkFn` runs them itself, on the chunk's
-pairs that passed the cheap filters.
+With de-duplication on, every pair's 16-byte de-duplication key and packed position go
+through one `GroupByKey` on a byte of the key (DEDUP_BUCKETS buckets), a list per chunk and
+bucket: the runner handles an element per chunk and bucket, not one per pair (at ~760k pairs
+the per-element cost of the local runner was most of the stage with a fast language ID).
+`decide_bucket` groups a bucket's pairs by key: the first occurrence in input order
+(dataset, then line, within a split) is kept and the others are dropped as `duplicate` with
+the first one named (`duplicate_of`; a filter may drop that one too); with
+`--drop_dev_overlap` a train pair whose key occurs in dev is dropped as `dev_overlap`. Only
+positions and sizes go through that shuffle, not the texts. The kept pairs that still await
+a costly filter go, as lists of line numbers per chunk, back to their chunk (`CoGroupByKey`
+with the chunks), which `_LateScoreFn` reads again to run the rest of the filters on them.
+Without de-duplication `_ScoreChunkFn` runs them itself, on the chunk's pairs that passed
+the cheap filters. Drops travel as lists per dataset, too.
 
 The drops are grouped per dataset and `_WriteDroppedFn` writes, under `work_dir`, a bitmap of
 the dropped line numbers (`transforms.cleaning.dropped_lines`: read by the vocab sample and
@@ -30,17 +33,18 @@ the dropped lines per side (the sampler sizes a cleaned file's sample from what 
 """
 
 import hashlib
+import itertools
 import os
-import struct
 import tempfile
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
+from transforms.clean.dedup_groups import (DEDUP_BUCKETS, DEV_OVERLAP, LATER, PENDING, Drop,
+                                           Occurrences, decide_bucket)
 from transforms.clean.pair_reading import ChunkKey, ReadPair, chunk_key, read_pairs
-from transforms.clean.near_dedup import (NearDuplicates, load_test_sets, one_drop_a_line,
-                                          outranks_duplicate)
+from transforms.clean.near_dedup import NearDuplicates, load_test_sets, one_drop_a_line
 from transforms.cleaning.config import CleaningConfig
 from transforms.cleaning.dropped_lines import mark, new_bitmap
 from transforms.contracts.elements import Chunk, DatasetSpec, FileFacts
@@ -52,49 +56,9 @@ from transforms.storage.object_stores import ObjectStores, StoreSettings
 
 KEYED = "keyed"
 BATCHES = "batches"
-PENDING = "pending"
-LATER = "(later)"  # the reason of a pair that awaits the costly filters; never written
 SCORE_BATCH_PAIRS = 10000  # the default --encode_chunk_lines: plain files' chunks stay whole
-DUPLICATE = "duplicate"
-DEV_OVERLAP = "dev_overlap"
-SPLIT_ORDER = {"train": 0, "dev": 1}  # the order splits are read in
-# (split, dataset index, number, filter reason or LATER or None, first line of its chunk,
-# source bytes, target bytes): a pair in its dedup group, packed by `Occurrences`
-Occurrence = Tuple[str, int, int, Optional[str], int, int, int]
-# (number, reason, first occurrence [split, dataset index, line] or None, source text,
-# target text, source bytes, target bytes)
-Drop = Tuple[Any, ...]
 # (dataset dict, its line count, source line file, target line file)
 DatasetLines = Tuple[DatasetSpec, int, str, str]
-
-
-class Occurrences:
-    """Packs an Occurrence into 39 bytes for the dedup shuffle, and back.
-
-    Every pair of the corpus goes through that `GroupByKey`, which the local runner holds in
-    the driver as Python objects until the pass ends: a tuple of ten fields cost ~330 bytes a
-    pair there (~250 MB at the bench corpus' 760k pairs), the packed bytes ~70. Big-endian,
-    split (in SPLIT_ORDER), dataset index and line number first: the bytes sort in input
-    order. `splits`: every split name of the job; `reasons`: the filters' reasons."""
-
-    LAYOUT = struct.Struct(">BIQHQQQ")
-
-    def __init__(self, splits: Iterable[str], reasons: Iterable[str]) -> None:
-        self.splits = sorted(set(splits), key=lambda split: (SPLIT_ORDER.get(split, 2), split))
-        self.reasons: List[Optional[str]] = [None, LATER] + list(dict.fromkeys(reasons))
-        self._split_codes = {split: code for code, split in enumerate(self.splits)}
-        self._reason_codes = {reason: code for code, reason in enumerate(self.reasons)}
-
-    def pack(self, split: str, index: int, number: int, reason: Optional[str],
-             chunk_first: int, src_bytes: int, tgt_bytes: int) -> bytes:
-        return self.LAYOUT.pack(self._split_codes[split], index, number,
-                                self._reason_codes[reason], chunk_first, src_bytes, tgt_bytes)
-
-    def unpack(self, packed: bytes) -> Occurrence:
-        split, index, number, reason, chunk_first, src_bytes, tgt_bytes = \
-            self.LAYOUT.unpack(packed)
-        return (self.splits[split], index, number, self.reasons[reason], chunk_first,
-                src_bytes, tgt_bytes)
 
 
 def dropped_paths(work_dir: str, split: str, index: int) -> Tuple[str, str]:
@@ -132,7 +96,7 @@ def local_model(f: Any, stores: ObjectStores) -> None:
 class _Scorer(beam.DoFn):
     """What the scoring DoFns share (`_ScoreChunkFn`, `_ScoreBatchFn`, `_LateScoreFn`).
 
-    chunk -> drops ((split, dataset index), drop) decided by the filters alone, or with
+    chunk -> drops ((split, dataset index), [drop]) decided by the filters alone, or with
     de-duplication on, every pair keyed for the dedup group (KEYED output), its reason LATER
     when it passed the cheap filters and awaits the costly ones. A chunk of more than
     SCORE_BATCH_PAIRS lines (a compressed file is one chunk: it cannot be split) is only
@@ -170,14 +134,15 @@ class _Scorer(beam.DoFn):
         """(cheap, costly and after) filters of the dataset's corpus."""
         return self._sets.get(ds.get("corpus", 0), self._sets[None])  # one corpus: 0
 
-    def _reason(self, ds: DatasetSpec, source: str, target: str) -> Optional[str]:
-        """The first cheap filter that drops the pair, else LATER (costly filters follow)
-        or None."""
-        cheap, late = self._filters(ds)
-        for f in cheap:
+    @staticmethod
+    def _reason(filters: Tuple[List[Any], List[Any]], source: str,
+                target: str) -> Optional[str]:
+        """The first cheap filter of `filters` (`_filters`) that drops the pair, else LATER
+        (costly filters follow) or None."""
+        for f in filters[0]:
             if not f.accept(source, target):
                 return f.reason
-        return LATER if late else None
+        return LATER if filters[1] else None
 
     def _late_reasons(self, ds: DatasetSpec, pairs: List[Tuple[str, str]],
                       languages: Optional[Tuple[str, str]] = None) -> List[Optional[str]]:
@@ -198,50 +163,59 @@ class _Scorer(beam.DoFn):
         return reasons
 
     def _score_late(self, ds: DatasetSpec, pairs: List[ReadPair]) -> Iterator[Any]:
-        """Drops ((split, dataset index), drop) among `pairs` by the costly filters and
-        those after them."""
-        where = (ds["split"], ds["index"])
+        """((split, dataset index), [drop]) of the drops among `pairs` by the costly filters
+        and those after them."""
         reasons = self._late_reasons(ds, [(p[1].rstrip(), p[2].rstrip()) for p in pairs],
                                      (ds.get("source_lang", ""), ds.get("target_lang", "")))
-        for (number, source, target, _, _, src_bytes, tgt_bytes), reason in zip(pairs, reasons):
-            if reason:
-                yield where, (number, reason, None, source.strip()[:REJECT_TEXT_CHARS],
-                              target.strip()[:REJECT_TEXT_CHARS], src_bytes, tgt_bytes)
+        drops = [(number, reason, None, source.strip()[:REJECT_TEXT_CHARS],
+                  target.strip()[:REJECT_TEXT_CHARS], src_bytes, tgt_bytes)
+                 for (number, source, target, _, _, src_bytes, tgt_bytes), reason
+                 in zip(pairs, reasons) if reason]
+        if drops:
+            yield (ds["split"], ds["index"]), drops
 
     def _read(self, chunk: Chunk) -> Iterator[ReadPair]:
         return read_pairs(chunk, self._stores, self._on_invalid)
 
     def _score(self, ds: DatasetSpec, chunk_first: int,
                pairs: Iterable[ReadPair]) -> Iterator[Any]:
-        """Drops and keyed pairs of `pairs`, read from the chunk at line `chunk_first`."""
-        where = (ds["split"], ds["index"])
+        """Drops ((split, dataset index), [drop]) and keyed pairs (KEYED: (bucket, [(key,
+        packed occurrence)])) of `pairs`, read from the chunk at line `chunk_first`: one
+        element per bucket and chunk, not per pair (an element costs the runner more than
+        the pair's own scoring)."""
         pack = self._occurrences.pack
         scored = 0
         later: List[ReadPair] = []  # without dedup: the pairs for the costly filters
+        drops: List[Drop] = []
+        buckets: Dict[int, List[Tuple[bytes, bytes]]] = {}
+        prefix = ds["pair"].encode() + b"\0" if "pair" in ds else b""
+        filters = self._filters(ds)
         for pair in pairs:
             number, source, target, end_s, end_t, src_bytes, tgt_bytes = pair
             scored += 1
             reason = None
             if self._tests is not None and ds["split"] == "train":
                 reason = self._tests.reason(source, target)
-            reason = reason or self._reason(ds, source.rstrip(), target.rstrip())
+            reason = reason or self._reason(filters, source.rstrip(), target.rstrip())
             if self._dedup is not None:
-                # no texts through the shuffle: the writer reads the dropped ones again
+                # no texts through the shuffle: the writer reads the dropped ones again;
+                # several language pairs: duplicates within a pair only (`prefix`)
                 key = self._dedup.key((source + end_s, target + end_t))
-                if "pair" in ds:  # several language pairs: duplicates within a pair only
-                    key = ds["pair"].encode() + b"\0" + key
-                yield beam.pvalue.TaggedOutput(KEYED, (key, pack(
+                buckets.setdefault(key[-1] % DEDUP_BUCKETS, []).append((prefix + key, pack(
                     ds["split"], ds["index"], number, reason, chunk_first, src_bytes,
                     tgt_bytes)))
             elif reason == LATER:
                 later.append(pair)
             elif reason:
-                yield where, (number, reason, None, source.strip()[:REJECT_TEXT_CHARS],
-                              target.strip()[:REJECT_TEXT_CHARS], src_bytes, tgt_bytes)
+                drops.append((number, reason, None, source.strip()[:REJECT_TEXT_CHARS],
+                              target.strip()[:REJECT_TEXT_CHARS], src_bytes, tgt_bytes))
         self._counters.inc("cleaning.pairs_scored", scored)
+        for bucket in sorted(buckets):
+            yield beam.pvalue.TaggedOutput(KEYED, (bucket, buckets[bucket]))
+        if drops:
+            yield (ds["split"], ds["index"]), drops
         if later:
             yield from self._score_late(ds, later)
-
 
 
 class _ScoreChunkFn(_Scorer):
@@ -284,7 +258,7 @@ class _ScoreBatchFn(_Scorer):
 
 
 class _LateScoreFn(_Scorer):
-    """(chunk key, {"chunk": [chunk], "numbers": [line number]}) -> the drops among those
+    """(chunk key, {"chunk": [chunk], "numbers": [[line number]]}) -> the drops among those
     lines of the chunk (pairs de-duplication kept, awaiting the costly filters) by the
     costly filters and those after them; a long chunk's pairs go out in batches."""
 
@@ -293,49 +267,16 @@ class _LateScoreFn(_Scorer):
         if not joined["numbers"] or not joined["chunk"]:
             return
         chunk = joined["chunk"][0]
-        wanted = set(joined["numbers"])
-        pairs = (pair for pair in self._read(chunk) if pair[0] in wanted)
+        wanted = set(itertools.chain.from_iterable(joined["numbers"]))
+        pairs = read_pairs(chunk, self._stores, self._on_invalid, wanted)
         if chunk["num_lines"] <= SCORE_BATCH_PAIRS:
             yield from self._score_late(chunk["ds"], list(pairs))
         else:
             yield from _batches(chunk, True, pairs)
 
 
-def decide_group(packed: Iterable[bytes], codec: Occurrences, dedup_on: bool,
-                 drop_dev_overlap: bool) -> Iterator[Any]:
-    """The drops among the occurrences of one dedup key (`packed` by `codec`). Yields
-    ((split, dataset index), drop) as `_ScoreChunkFn` does, the texts None (the writer reads
-    them), and for a kept occurrence that awaits the costly filters, (PENDING, ((split,
-    dataset index, chunk's first line), line number))."""
-    occurrences = [codec.unpack(o) for o in sorted(packed)]  # in input order
-    kept: Dict[str, Occurrence] = {}  # split -> its first occurrence
-    for o in occurrences:
-        kept.setdefault(o[0], o)
-    dev_first = kept.get("dev") if drop_dev_overlap else None
-    for o in occurrences:
-        split, index, number, reason, chunk_first, src_bytes, tgt_bytes = o
-        first = None
-        if dev_first is not None and split == "train":
-            reason, first = DEV_OVERLAP, dev_first
-        elif dedup_on and kept[split] is not o and not outranks_duplicate(reason):
-            reason, first = DUPLICATE, kept[split]
-        if reason == LATER:
-            yield PENDING, ((split, index, chunk_first), number)
-        elif reason:
-            named = None if first is None else [first[0], first[1], first[2]]
-            yield (split, index), (number, reason, named, None, None, src_bytes, tgt_bytes)
-
-
-def _split_pending(decided: Tuple[Any, Any]) -> Iterator[Any]:
-    """decide_group's items: drops to the main output, pending pairs to PENDING."""
-    if decided[0] == PENDING:
-        yield beam.pvalue.TaggedOutput(PENDING, decided[1])
-    else:
-        yield decided
-
-
 class _WriteDroppedFn(beam.DoFn):
-    """((split, dataset index), drops) -> the dataset's bitmap and rejects file (in line
+    """((split, dataset index), [[drop]]) -> the dataset's bitmap and rejects file (in line
     order), and its report {split, index, dropped, reasons, dropped_bytes, bitmap, rejects}.
 
     With de-duplication on, the drops come without their texts (every pair went through the
@@ -371,8 +312,10 @@ class _WriteDroppedFn(beam.DoFn):
                     if next_number is None:
                         return
 
-    def process(self, item: Tuple[Tuple[str, int], Iterable[Drop]]) -> Iterator[Dict[str, Any]]:
-        (split, index), unsorted = item
+    def process(self, item: Tuple[Tuple[str, int], Iterable[List[Drop]]]
+                ) -> Iterator[Dict[str, Any]]:
+        (split, index), lists = item
+        unsorted = itertools.chain.from_iterable(lists)
         ds, lines, source_lines, target_lines = self._datasets["%s/%d" % (split, index)]
         drops = one_drop_a_line(unsorted, (DEV_OVERLAP,))
         texts = self._texts((source_lines, target_lines),
@@ -442,8 +385,7 @@ class CleanPairs(beam.PTransform):
             decided = (keyed
                        | "GroupByKey" >> beam.GroupByKey()
                        | "Decide" >> beam.FlatMap(
-                           lambda kv: decide_group(kv[1], codec, dedup_on, overlap))
-                       | "SplitPending" >> beam.FlatMap(_split_pending).with_outputs(
+                           decide_bucket, codec, dedup_on, overlap).with_outputs(
                            PENDING, main="drops"))
             by_chunk = chunks | "ByChunk" >> beam.FlatMap(
                 lambda chunk: [] if chunk.get("unmatched") else [(chunk_key(chunk), chunk)])

@@ -180,8 +180,9 @@ def _first_halves(item: Tuple[bytes, Dict[str, List[Any]]]) -> Iterator[Any]:
 
 
 class NearDuplicates(beam.PTransform):
-    """Chunks -> ((split, dataset index), drop) of every near duplicate (`--dedup minhash`):
-    a drop as `CleanPairs` writes it, naming its component's first pair, texts None."""
+    """Chunks -> ((split, dataset index), [drop]) of the near duplicates (`--dedup minhash`)
+    per dataset: each drop as `CleanPairs` writes it, naming its component's first pair,
+    texts None."""
 
     def __init__(self, options: MinhashOptions, on_invalid: str, splits: Sequence[str]) -> None:
         super().__init__()
@@ -226,11 +227,13 @@ class NearDuplicates(beam.PTransform):
                 | "Verify" >> beam.FlatMap(verified))
 
         def drops(item: Tuple[bytes, Iterable[Tuple[bytes, bytes]]]) -> Iterator[Any]:
+            by_dataset: Dict[Tuple[str, int], List[Tuple[Any, ...]]] = {}
             for member, root in sorted(components(item[1]).items()):
                 split, index, number, _, src_bytes, tgt_bytes = positions.unpack(member)
                 first = list(positions.unpack(root)[:3])
-                yield (split, index), (number, NEAR_DUPLICATE, first, None, None, src_bytes,
-                                       tgt_bytes)
+                by_dataset.setdefault((split, index), []).append(
+                    (number, NEAR_DUPLICATE, first, None, None, src_bytes, tgt_bytes))
+            yield from by_dataset.items()
         return ((kept, edges[SAME])
                 | "AllSimilar" >> beam.Flatten()
                 | "BySplit" >> beam.GroupByKey()

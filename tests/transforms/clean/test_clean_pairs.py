@@ -3,7 +3,7 @@
 import pytest
 
 from cleaning_helpers import run_clean_pairs
-from transforms.clean.clean_pairs import decide_group
+from transforms.clean.dedup_groups import decide_group
 from transforms.cleaning.dropped_lines import is_dropped
 from transforms.cleaning.config import parse_cleaning_config
 
@@ -69,7 +69,7 @@ def test_nothing_dropped_writes_nothing(tmp_path):
 
 
 def test_decide_group_order_and_precedence():
-    from transforms.clean.clean_pairs import LATER, Occurrences
+    from transforms.clean.dedup_groups import LATER, Occurrences
     codec = Occurrences(["dev", "train"], ["LengthFilter"])
 
     def occ(split, index, number, reason=None):
@@ -193,3 +193,36 @@ def test_the_costly_filter_runs_after_dedup_with_the_reasons_of_the_file_order(
     for drops in (whole, batched):
         assert {n: r["reason"] for n, r in drops[("train", 0)].items()} == expected
     assert reports[("train", 0)]["dropped"] == len(expected)
+
+
+def test_decide_bucket_is_decide_group_per_key():
+    """A bucket's decisions (lists per dataset and chunk, a key seen once decided without
+    decide_group) are decide_group's of each of its keys."""
+    from transforms.clean.dedup_groups import LATER, Occurrences, PENDING, decide_bucket
+    codec = Occurrences(["dev", "train"], ["LengthFilter"])
+    reasons = [None, LATER, "LengthFilter"]
+    keyed, number = [], 0
+    for key in range(12):  # keys of 1, 2 and 3 pairs, every reason, train and dev
+        for i in range(1 + key % 3):
+            number += 1
+            split = "dev" if (key + i) % 4 == 0 else "train"
+            reason = reasons[(key // 3 + i) % 3]
+            keyed.append((b"k%d" % key, codec.pack(split, i % 2, number, reason,
+                                                   10 * (number // 10), 1, 2)))
+    lists = [keyed[:7], keyed[7:]]  # two chunks' lists of one bucket
+    for dedup_on, overlap in ((True, False), (False, True), (True, True)):
+        expected_drops, expected_pending = [], []
+        for key in sorted({k for k, _ in keyed}):
+            for where, decided in decide_group([p for k, p in keyed if k == key], codec,
+                                               dedup_on, overlap):
+                (expected_pending if where == PENDING else expected_drops).append(
+                    decided if where == PENDING else (where, decided))
+        drops, pending = [], []
+        for out in decide_bucket((0, lists), codec, dedup_on, overlap):
+            if getattr(out, "tag", None) == PENDING:
+                pending += [(out.value[0], n) for n in out.value[1]]
+            else:
+                drops += [(out[0], drop) for drop in out[1]]
+        assert sorted(drops) == sorted(expected_drops)
+        assert sorted(pending) == sorted(expected_pending)
+        assert pending and drops
