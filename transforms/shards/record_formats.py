@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Dict, Iterable, Iterator, List, Optional,
 
 from transforms.formats.example_proto import PAIR_FEATURE, Int64FeaturesWriter
 from transforms.formats.packed_examples import PAIR_FEATURES
-from transforms.formats.tfrecord_framing import frame_record, read_records
+from transforms.formats.tfrecord_framing import framed_chunks, read_records
 from transforms.storage import paths
 
 if TYPE_CHECKING:
@@ -110,8 +110,10 @@ class TFRecordFormat(RecordFormat):
                     stores: Optional["ObjectStores"] = None,
                     checksum: Optional[Any] = None,
                     features: Sequence[str] = FEATURES) -> Tuple[int, int]:
-        return _file_io().write_chunks(
-            path, _summed((frame_record(r) for r in records), checksum), stores)
+        counted = [0]
+        _, size = _file_io().write_chunks(
+            path, _summed(framed_chunks(records, counted), checksum), stores)
+        return counted[0], size
 
     def read_shard(self, path: str, stores: Optional["ObjectStores"] = None) -> Iterator[bytes]:
         # a local shard with `open`: a reader in a trainer's process imports no Beam for it
