@@ -12,8 +12,9 @@ chunks of `--encode_chunk_lines`):
    tree's cumulative CPU (sampled per process every 0.1 s) between the driver's `pass N of
    M: encode` and `pass N done` lines, timestamped as they come. CPU is what a loaded
    machine spoils least.
-3. `killed`: a run whose process group gets SIGKILL once `--kill_at` of its chunks have
-   written their manifests (an event on disk, not a time).
+3. `killed`: a run whose process group gets SIGKILL once its manifests hold `--kill_at` of
+   the lines (an event on disk, not a time; a manifest per group of chunks, its lines in
+   its name).
 4. `rerun`: the same command again, measured as `whole`; its summary says the chunks reused.
    The shards must equal `whole`'s (sha256 of each).
 
@@ -135,23 +136,38 @@ def measured(cmd, log):
     return result
 
 
-def kill_at(cmd, out, fraction, chunks, log):
-    """Starts `cmd`, SIGKILLs its group once `fraction` of `chunks` have manifests."""
-    want = max(1, int(fraction * chunks))
+def lines_in_manifests(pattern):
+    """The lines of the chunks the manifests matching `pattern` hold, from their names
+    (`{first chunk}+{lines}.json`: a manifest per group of chunks)."""
+    done = 0
+    for path in glob.glob(pattern):
+        try:
+            done += int(os.path.basename(path)[:-len(".json")].rpartition("+")[2])
+        except ValueError:
+            pass
+    return done
+
+
+def kill_at(cmd, out, fraction, lines, log):
+    """Starts `cmd`, SIGKILLs its group once manifests hold `fraction` of the `lines` (an
+    event on disk: a manifest is written once its chunks' fragments are); returns the lines
+    they held then."""
+    want = max(1, int(fraction * lines))
     pattern = os.path.join(out, ".datagen-work", "bench", "encode-*", "chunks", "*.json")
     with open(log, "w") as err:
         proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=err,
                                 start_new_session=True)
         try:
-            while len(glob.glob(pattern)) < want:
+            while lines_in_manifests(pattern) < want:
                 if proc.poll() is not None:
-                    raise SystemExit("the job ended before %d manifests" % want)
+                    raise SystemExit("the job ended before its manifests held %d lines"
+                                     % want)
                 time.sleep(0.05)
         finally:
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
-    return len(glob.glob(pattern))
+    return lines_in_manifests(pattern)
 
 
 def main():
@@ -183,7 +199,7 @@ def main():
                              os.path.join(args.work_dir, "whole.log"))
     killed = os.path.join(args.work_dir, "killed")
     with_vocab(vocab_out, killed)
-    at_kill = kill_at(command(inputs, killed, args), killed, args.kill_at, chunks,
+    at_kill = kill_at(command(inputs, killed, args), killed, args.kill_at, lines,
                       os.path.join(args.work_dir, "killed.log"))
     rows["rerun"] = measured(command(inputs, killed, args),
                              os.path.join(args.work_dir, "rerun.log"))
@@ -191,7 +207,8 @@ def main():
     encode = {name: summary_of(whole if name == "whole" else killed)["stages"]["encode"][
         "seconds"] for name in rows}
     print("bench_resume: %d pairs, %d chunks of %d lines; killed (SIGKILL to the group) at "
-          "%d manifests; load %s" % (lines, chunks, args.chunk_lines, at_kill,
+          "manifests of %d lines (%.0f%%); load %s" % (lines, chunks, args.chunk_lines, at_kill,
+                                     100.0 * at_kill / lines,
                                      os.getloadavg()))
     print("%-6s %10s %12s %10s %10s %12s" % ("run", "encode_s", "encode_cpu_s", "wall_s",
                                               "cpu_s", "peak_rss_mb"))

@@ -103,7 +103,8 @@ def build_encode_pass(p: beam.Pipeline, chunks: List[Chunk], vocab_paths: Tuple[
                       resume: Optional[Resume] = None,
                       target_prefixes: Optional[Dict[str, List[int]]] = None,
                       shard_resume: Optional[ShardResume] = None,
-                      langs: Langs = DEFAULT_LANGS) -> None:
+                      langs: Langs = DEFAULT_LANGS,
+                      pass_bytes: Optional[int] = None) -> None:
     """Encodes `chunks`, writes shuffled shards, and all rejects (with those of `prepare`).
 
     `work_dirs`: where shard fragments, shards and rejects files are written
@@ -114,13 +115,14 @@ def build_encode_pass(p: beam.Pipeline, chunks: List[Chunk], vocab_paths: Tuple[
     `resume`: where chunk manifests go and a killed run's are looked for (then the result's
     `resume` counts the chunks reused and encoded); `shard_resume`: where shard manifests go
     and a killed run's merged shards are looked for; `langs`: a one-pair output's (source,
-    target) languages, which a text shard's files end with.
+    target) languages, which a text shard's files end with; `pass_bytes`: the chunks' input
+    bytes, which bound each encode worker's fragment group (`fragment_groups.flush_bytes`).
     """
     encoded = (p | "Chunks" >> beam.Create(chunks, reshuffle=False)
                | "Encode" >> EncodePairs(config.vocab.loader,
                                          vocab_paths[0], vocab_paths[1], seed, num_shards,
                                          work_dirs["fragments"], config, prefixes, resume,
-                                         target_prefixes))
+                                         target_prefixes, pass_bytes))
     shards = encoded.records | "Write" >> WriteShuffledShards(
         problem, num_shards, work_dirs["shards"], config.job.output_format, pair_shards,
         config.job.packed_length, shard_resume, langs)
@@ -172,9 +174,11 @@ class EncodeStep:
         return self.shard_plan.num_shards
 
     def build(self, chunks: List[Chunk], vocab_paths: Tuple[str, str],
-              num_shards: Dict[str, int], earlier_rejects: Sequence[str]
+              num_shards: Dict[str, int], earlier_rejects: Sequence[str],
+              pass_bytes: Optional[int] = None
               ) -> Tuple[str, Callable[[beam.Pipeline], None]]:
-        """(label, build(pipeline)) of the encode pass."""
+        """(label, build(pipeline)) of the encode pass; `pass_bytes`: the input bytes of
+        its datasets (both sides)."""
         work = self._layout.work
         label = "encode %d chunks into %s" % (len(chunks), ", ".join(
             "%d %s shards" % (n, s) for s, n in sorted(num_shards.items())))
@@ -185,7 +189,8 @@ class EncodeStep:
             None if self.resume_key is None else resuming.resume_of(
                 self._layout, self.resume_key, self.look), self.target_prefixes,
             None if self.resume_key is None else resuming.shard_resume_of(
-                self._layout, self.resume_key, self.look), self._layout.shards.langs)
+                self._layout, self.resume_key, self.look), self._layout.shards.langs,
+            pass_bytes)
 
     def work_dirs(self) -> Dict[str, str]:
         """{"fragments", "shards", "rejects"}: where the pass writes; the fragments and the
@@ -233,7 +238,9 @@ class EncodeStep:
         for directory in directories:
             if not FileSystems.exists(directory):  # a killed run's resume directory is
                 FileSystems.mkdirs(directory)      # (mkdirs: a no-op on object stores)
-        self._run_pass(*self.build(chunks, vocab_paths, num_shards, earlier),
+        pass_bytes = sum(p.source_facts["bytes"] + p.target_facts["bytes"]
+                         for split in prepared for p in prepared[split])
+        self._run_pass(*self.build(chunks, vocab_paths, num_shards, earlier, pass_bytes),
                        progress=self.progress(chunks, num_shards))
         result = file_io.read_work_json(self._layout.work("encode.json"), self._stores)
         self.reuse = dict(result.get("resume", []))

@@ -14,6 +14,8 @@ import pytest
 from datagen_helpers import FNAPI, output_bytes, small_corpus
 from object_store_servers import BUCKET
 from pipeline import datagen
+from transforms.encode import encode_pairs
+from transforms.shards import fragment_groups
 from transforms.shards.record_formats import DEFAULT_FORMAT, record_format
 
 pytestmark = pytest.mark.slow
@@ -103,3 +105,31 @@ def test_work_files_peak_below_the_output_plus_one_shard(corpus, tmp_path, monke
     assert len(samples) >= SHARDS  # the dev split's shard too
     output, largest = sum(len(v) for v in shards), max(len(v) for v in shards)
     assert max(samples) <= output + 2 * largest, (max(samples), output, largest)
+
+
+def test_a_group_is_written_at_a_share_of_the_pass_so_a_kill_loses_little(
+        corpus, tmp_path, monkeypatch):
+    """A worker writes its group (and the manifest of its chunks) once the group holds a
+    GROUPS_PER_PASS-th of the pass's input bytes, not only at --fragment_group_mb or the
+    bundle's end: the manifests, recorded as they are written, follow the chunks one or two
+    at a time here (each chunk is a 40th of this input, its records about a 64th; the floor
+    for small jobs lowered so this small one shows it). On main the one bundle wrote one manifest of all 40
+    chunks at its end: a kill before then kept nothing. The shards are the same bytes."""
+    monkeypatch.setattr(fragment_groups, "MIN_FLUSH_BYTES", 1)
+    written = []
+    write = encode_pairs.write_manifest
+
+    def recorded(finished, *args):
+        written.append([chunk["first_line"] for chunk, _, _ in finished])
+        return write(finished, *args)
+    monkeypatch.setattr(encode_pairs, "write_manifest", recorded)
+    out = tmp_path / "out"
+    assert datagen.main(_argv(out, corpus)) == 0
+    train = [first for manifest in written for first in manifest if first is not None]
+    assert sorted(train) == sorted(set(train)) and len(train) == CHUNKS, written
+    assert max(len(manifest) for manifest in written) <= 2, written
+
+    monkeypatch.undo()
+    grouped = tmp_path / "one-group"
+    assert datagen.main(_argv(grouped, corpus)) == 0
+    assert output_bytes(out) == output_bytes(grouped)

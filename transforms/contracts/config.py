@@ -111,8 +111,8 @@ class ReadConfig:
         "the end.", 10000, type=bounded(int, 1), role=OPERATIONAL)
     fragment_group_mb: float = setting(
         "Encoded bytes (MiB) an encode worker gathers before it writes them, one work file "
-        "per shard: larger, fewer objects; smaller, less to encode again after a kill "
-        "(docs/scaling.md).", 64.0, type=bounded(float, above=0), role=OPERATIONAL, new=True)
+        "per shard (sooner at a 64th of the pass's input, at least 1 MiB): larger, fewer "
+        "objects; smaller, less to encode again after a kill (docs/scaling.md).", 64.0, type=bounded(float, above=0), role=OPERATIONAL, new=True)
     max_length: int = setting(
         "Reject train pairs whose longer side has more than this many ids, as stored (EOS "
         "included): T2T's training-time length filter applied at datagen time (reason "

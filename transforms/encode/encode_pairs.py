@@ -41,7 +41,7 @@ from transforms.pairs.pair_encoding import (PairEncoder, PairTally, copy_keys, o
                                             shard_of, shuffle_keys)
 from transforms.pairs.text_pairs import TextPairs
 from transforms.storage.object_stores import ObjectStores, StoreSettings
-from transforms.shards.fragment_groups import FragmentGroup
+from transforms.shards.fragment_groups import FragmentGroup, flush_bytes
 from transforms.shards.shard_fragments import fragment_name
 from transforms.encode.chunk_manifests import (ChunkRecorder, FinishedChunk, ManifestIndex,
                                                Resume, replay, write_manifest)
@@ -83,7 +83,8 @@ class _EncodeChunkFn(beam.DoFn):
                  store_settings: Optional[StoreSettings] = None,
                  prefixes: Optional[Dict[str, List[int]]] = None,
                  resume: Optional[Resume] = None,
-                 target_prefixes: Optional[Dict[str, List[int]]] = None) -> None:
+                 target_prefixes: Optional[Dict[str, List[int]]] = None,
+                 pass_bytes: Optional[int] = None) -> None:
         self._store_settings = store_settings or StoreSettings()
         self._resume = resume  # where chunk manifests are kept and looked for
         # {pair ("" with one corpus): ids put before every input: its language tag}
@@ -96,7 +97,11 @@ class _EncodeChunkFn(beam.DoFn):
         self._on_invalid = config.read.on_invalid_utf8
         self._max_chars = config.read.max_line_chars
         self._max_length = config.read.max_length
+        # a group is written at --fragment_group_mb, or sooner in a pass of known size
+        # (`fragment_groups.flush_bytes`: a kill loses little of it)
         self._group_bytes = int(config.read.fragment_group_mb * 2 ** 20)
+        if pass_bytes is not None:
+            self._group_bytes = flush_bytes(self._group_bytes, pass_bytes)
         self._loader = loader
         # --output_format text: records of the pairs' text (`record_formats.text_record`),
         # the lines right-stripped as read; --keep_order: keyed by position, not shuffled
@@ -373,15 +378,18 @@ class EncodePairs(beam.PTransform):
     language tag; "" is the pair of a one-corpus run), `target_prefixes` likewise before every
     target (`--lang_tags nllb`); `resume`: where chunk manifests are
     written and a killed run's looked for (and then the `resume` output says, per chunk,
-    whether it was reused or encoded)."""
+    whether it was reused or encoded); `pass_bytes`: the input bytes of every chunk's files,
+    which bound a worker's fragment group (`fragment_groups.flush_bytes`)."""
 
     def __init__(self, loader: VocabularyLoader, source_vocab_path: str,
                  target_vocab_path: str, seed: int, num_shards: Dict[str, int],
                  fragment_dir: str, config: DatagenConfig,
                  prefixes: Optional[Dict[str, List[int]]] = None,
                  resume: Optional[Resume] = None,
-                 target_prefixes: Optional[Dict[str, List[int]]] = None) -> None:
+                 target_prefixes: Optional[Dict[str, List[int]]] = None,
+                 pass_bytes: Optional[int] = None) -> None:
         super().__init__()
+        self._pass_bytes = pass_bytes
         self._args = (loader, source_vocab_path, target_vocab_path, seed, num_shards,
                       fragment_dir, config)
         self._prefixes = prefixes
@@ -391,7 +399,8 @@ class EncodePairs(beam.PTransform):
     @no_annotations  # Beam takes PCollection hints only here: the outputs' are `EncodeOut`
     def expand(self, chunks: beam.PCollection) -> DoOutputsTuple:
         fn = _EncodeChunkFn(*self._args, StoreSettings.from_options(chunks.pipeline.options),
-                            self._prefixes, self._resume, self._target_prefixes)
+                            self._prefixes, self._resume, self._target_prefixes,
+                            self._pass_bytes)
         return (chunks
                 | "Spread" >> beam.Reshuffle()
                 | "Encode" >> beam.ParDo(fn).with_outputs(REJECTS, STATS, LENGTHS, RESUME,

@@ -13,7 +13,7 @@ the job writes its shards uncompressed, as T2T does.
 
 import functools
 import struct
-from typing import Iterator
+from typing import Iterable, Iterator, List
 
 from transforms.formats.text_lines import ByteStream
 
@@ -43,6 +43,30 @@ def frame_record(data: bytes) -> bytes:
     """One record's bytes as they appear in a TFRecord file."""
     data = bytes(data)
     return b"".join((_length_header(len(data)), data, _CRC.pack(masked_crc32c(data))))
+
+
+_CHUNK = 1 << 20  # bytes of framed records `framed_chunks` hands on at once
+
+
+def framed_chunks(records: Iterable[bytes], counted: List[int]) -> Iterator[bytes]:
+    """`records` framed, as `frame_record` frames each, in chunks of about 1 MiB (a write and
+    a checksum update per chunk, not per record: most of a shard's writing was those);
+    `counted[0]` is increased by one per record."""
+    pending: List[bytes] = []
+    size = n = 0
+    pack, header, crc = _CRC.pack, _length_header, masked_crc32c
+    for data in records:
+        length = len(data)
+        pending += (header(length), data, pack(crc(data)))
+        size += length
+        n += 1
+        if size >= _CHUNK:
+            counted[0] += n
+            yield b"".join(pending)
+            pending, size, n = [], 0, 0
+    counted[0] += n
+    if pending:
+        yield b"".join(pending)
 
 
 class CorruptRecordError(ValueError):

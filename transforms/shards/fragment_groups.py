@@ -9,6 +9,15 @@ holds `FLUSH_BYTES`, and at the end of every bundle. The files of a job are then
 (bundles + output bytes / FLUSH_BYTES) x shards, whatever the chunks: each worker writes a
 file per shard per bundle, and a large bundle one per FLUSH_BYTES.
 
+A bound in bytes alone made a kill lose a lot of a job of moderate size: at the full bench
+(200 MB of input, 76 chunks, 2 workers) each worker's 64 MiB held half its chunks, and its
+first group was written near the end of its bundle, so a run killed at 80% of its encode pass
+had kept nothing. So a group is also written once it holds a `GROUPS_PER_PASS`-th of the
+pass's input bytes (`flush_bytes`; at least `MIN_FLUSH_BYTES`, so a small job still writes
+a file a shard per bundle): a kill loses at most about that share of the pass per worker,
+and the files of a job are at most about (GROUPS_PER_PASS + bundles + output bytes /
+FLUSH_BYTES) x shards, still not growing with the chunks.
+
 The global order is untouched: entries are ordered by (key, dataset index, line number),
 which never ties, so merging runs here and their files in the shard writer gives the order a
 merge of the per-chunk fragments gave, byte for byte. A group's file of a shard is named
@@ -23,13 +32,31 @@ from typing import Dict, Iterable, Iterator, List, Optional
 import google_crc32c
 
 from transforms.contracts.elements import FragmentEntry, ShardKey
-from transforms.shards.shard_fragments import (entries_of, entry_chunks, fragment_bytes,
-                                               stored)
+from transforms.shards.shard_fragments import (MERGE_FAN_IN, entries_of, entry_chunks,
+                                               fragment_bytes, stored)
 from transforms.storage import file_io
 from transforms.storage.object_stores import ObjectStores
 
 FLUSH_BYTES = 64 << 20
 """The fragment bytes an encode DoFn holds before it writes them: a file per shard."""
+
+GROUPS_PER_PASS = MERGE_FAN_IN
+"""A group is written once it holds this share of the pass's input bytes: a kill loses at
+most about 1/64 of the pass a worker. Fragment bytes are ~0.7x the input's for subword ids,
+so a worker's groups of a shard stay under MERGE_FAN_IN and a shard's merge of a one-worker
+pass stays one level (smaller groups cost the merge a level and the job more files)."""
+
+MIN_FLUSH_BYTES = 1 << 20
+"""... but never below this, so a small job keeps a file a shard per bundle."""
+
+
+def flush_bytes(most: int, pass_bytes: int) -> int:
+    """The fragment bytes after which an encode worker writes its group: `most`
+    (--fragment_group_mb), or a GROUPS_PER_PASS-th of the pass's input bytes `pass_bytes`
+    (both sides of every dataset) when that is smaller, but at least MIN_FLUSH_BYTES (or
+    `most`, when that is smaller still). Depends only on the job, never on time, so a retried
+    bundle groups its chunks as the first attempt did (same names, same bytes)."""
+    return min(most, max(MIN_FLUSH_BYTES, pass_bytes // GROUPS_PER_PASS))
 
 
 class FragmentGroup:
@@ -66,7 +93,7 @@ class FragmentGroup:
         for key in sorted(self._runs):
             runs = self._runs[key]
             chunks: Iterable[bytes] = runs if len(runs) == 1 else entry_chunks(heapq.merge(
-                *(entries_of(run) for run in runs), key=lambda entry: entry[0]))
+                *(entries_of(run) for run in runs)))  # entries never tie on (key, ds, line)
             check = [0, 0]
 
             def checked(chunks: Iterable[bytes] = chunks, check: List[int] = check

@@ -34,7 +34,7 @@ import tempfile
 from typing import TYPE_CHECKING, Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from transforms.formats.example_proto import PAIR_FEATURE, Int64FeaturesWriter
-from transforms.formats.tfrecord_framing import frame_record, read_records
+from transforms.formats.tfrecord_framing import framed_chunks, read_records
 # the base and the text adapter, in modules of their own; named here as before
 from transforms.shards.format_base import (COPY_BYTES, DEFAULT_LANGS, FEATURES,  # noqa: F401
                                            SCRATCH_PREFIX, RecordFormat, local_copy,
@@ -68,8 +68,10 @@ class TFRecordFormat(RecordFormat):
                     stores: Optional["ObjectStores"] = None,
                     checksum: Optional[Any] = None,
                     features: Sequence[str] = FEATURES) -> Tuple[int, int]:
-        return _file_io().write_chunks(
-            path, summed((frame_record(r) for r in records), checksum), stores)
+        counted = [0]
+        _, size = _file_io().write_chunks(
+            path, summed(framed_chunks(records, counted), checksum), stores)
+        return counted[0], size
 
     def read_shard(self, path: str, stores: Optional["ObjectStores"] = None) -> Iterator[bytes]:
         # a local shard with `open`: a reader in a trainer's process imports no Beam for it
