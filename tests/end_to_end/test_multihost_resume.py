@@ -74,7 +74,9 @@ def _job_processes(host):
 def _stop_tree(cluster, job, sig):
     """`sig` to the whole tree: SIGKILL to the driver, then every process of the scheduler
     and worker hosts (`kill_host`); SIGTERM to the driver and each Dask process at once
-    (each stopped first, signalled, then let go)."""
+    (each stopped first, signalled, then let go). A stop can leave the `nsenter` that
+    started a Dask process stopped (it stops with its child): `kill_host` kills it too,
+    else the host's end waited for it minutes (tests/network_hosts.py, `Host.kill`)."""
     if sig == signal.SIGKILL:
         os.kill(job.proc.pid, sig)
         for name in TREE_HOSTS:
