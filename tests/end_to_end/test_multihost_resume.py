@@ -100,6 +100,17 @@ def test_a_rerun_after_the_whole_tree_was_stopped_mid_encode_redoes_only_unfinis
     if sig == signal.SIGKILL:  # (SIGTERM's orderly close would wait for a held chunk)
         with cluster.client() as client:
             client.register_plugin(ChunkGate(GATE))
+        try:
+            _stop_and_rerun(cluster, tmp_path_factory, sig, prefix)
+        except BaseException:  # no gated worker is left to the tests sharing the hosts
+            for name in TREE_HOSTS:
+                cluster.kill_host(name)
+            raise
+    else:
+        _stop_and_rerun(cluster, tmp_path_factory, sig, prefix)
+
+
+def _stop_and_rerun(cluster, tmp_path_factory, sig, prefix):
     job = start_job(cluster, FLAGS, prefix, tmp_path_factory, GIVEN)
     job.proc.name = "the job"
     wait_for(lambda: len(_manifests(cluster, prefix)) >= CHUNKS // 4,
