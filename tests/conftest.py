@@ -99,11 +99,13 @@ def numba_cache(tmp_path_factory):
     return warm_numba_cache(str(cache))
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def hosts(tmp_path_factory, request):
     """A MultiHostCluster (store, sched, w1, w2: each a host of its own, in network, mount
     and PID namespaces) whose bucket holds the sample under `in/`; skips where hosts cannot
-    be made (fails under CI=true). A test calls `hosts.ensure_up()` first."""
+    be made (fails under CI=true). A test calls `hosts.ensure_up()` first, which boots again
+    what an earlier test left down, so the test files that use it share one per process
+    (its start is 20-50 s) and each writes under an output prefix of its own."""
     from network_hosts import require_hosts
     require_hosts()
     from multihost_cluster import running_hosts

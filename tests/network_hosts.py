@@ -8,7 +8,8 @@ namespace (the bridge's address, .1): no host has a route anywhere else.
   binds back, read-only, the installed environment every host runs from (`keep`: the
   project, its venv and the Python it was made from), as a cluster image would be.
   `Host.run` starts a process inside the host (`nsenter`). `Host.kill` SIGKILLs that first
-  process, and the kernel kills every process of the host at once, a host lost whole;
+  process (and each nsenter), and the kernel kills every process of the host at once, a
+  host lost whole;
   `Host.start` boots it again (a fresh /tmp, as after a reboot). `link_down`/`link_up` cut
   and restore its cable (the bridge side of its veth pair).
 - Names carry `PREFIX`, the owning process id and a letter per network of that process
@@ -228,14 +229,25 @@ class Host:
 
     def kill(self, seconds=60):
         """Every process of the host killed at once (SIGKILL to its pid 1: the kernel kills
-        the rest of its PID namespace); returns once none is left."""
-        if self.init_pid is not None:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(self.init_pid, signal.SIGKILL)
+        the rest of its PID namespace), with the `nsenter` of each `run` (outside that
+        namespace); returns once none is left, raises if one is after `seconds`.
+
+        The launchers die too because nsenter stops itself when its child stops (SIGSTOP)
+        and stays stopped when the child alone is continued: the child, once ended, is then
+        a zombie only that nsenter may reap, and pid 1 cannot end before it is reaped (the
+        kernel waits for every process of the namespace). Waiting for them here took twice
+        `seconds` a host after test_multihost_resume.py's SIGTERM, silently."""
+        for pid in [self.init_pid] + [proc.pid for proc in self.procs]:
+            if pid is not None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
         for proc in [self.init] + self.procs:
             if proc is not None:
-                with contextlib.suppress(subprocess.TimeoutExpired):
+                try:
                     proc.wait(seconds)
+                except subprocess.TimeoutExpired:
+                    raise RuntimeError("host %s: %s still runs %d s after SIGKILL" % (
+                        self.name, " ".join(proc.args[:6]), seconds)) from None
         _kill_netns_processes(self.netns, seconds)
         self.procs, self.init, self.init_pid = [], None, None
 

@@ -257,12 +257,19 @@ class DelayProxy:
     `delay` seconds (so every request is late by at least that much). `bodies=False` delays
     only the chunks that start a request (an HTTP method first): every request is still late
     by `delay`, but an upload's body is not late again per 64 KB (a job's shards and fragments
-    through the proxy took about 5 s more for that alone, loaded machine)."""
+    through the proxy took about 5 s more for that alone, loaded machine). `after` (e.g.
+    `x-amz-copy-source`: an S3 copy, as a commit's moves start): nothing is delayed until a
+    request holding it comes, every request from then on (its own too), so the passes before
+    a commit are not slowed by the requests they make."""
 
-    def __init__(self, port, delay, bodies=True):
+    def __init__(self, port, delay, bodies=True, after=None):
         self._target = ("127.0.0.1", port)
         self._delay = delay
         self._bodies = bodies
+        self._after = after.lower().encode() if after else None
+        self._delaying = threading.Event()
+        if after is None:
+            self._delaying.set()
         self._listener = socket.socket()
         self._listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._listener.bind(("127.0.0.1", 0))
@@ -286,19 +293,28 @@ class DelayProxy:
                 continue
             pair = _Pair(client, server, self._open)
             threading.Thread(target=self._pump, args=(client, server, self._delay, pair,
-                                                      self._bodies), daemon=True).start()
+                                                      self._bodies, self._starts_delay),
+                             daemon=True).start()
             threading.Thread(target=self._pump, args=(server, client, 0, pair),
                              daemon=True).start()
             del client, server, pair  # held here, the last connection's sockets stayed open
 
+    def _starts_delay(self, data):
+        """Whether requests are delayed, once `data` (a client's chunk) has come."""
+        if not self._delaying.is_set() and data.startswith(_HTTP_METHODS) and \
+                self._after in data.lower():
+            self._delaying.set()
+        return self._delaying.is_set()
+
     @staticmethod
-    def _pump(source, sink, delay, pair, bodies=True):
+    def _pump(source, sink, delay, pair, bodies=True, delaying=None):
         with contextlib.suppress(OSError):
             while True:
                 data = source.recv(65536)
                 if not data:
                     break
-                if delay and (bodies or data.startswith(_HTTP_METHODS)):
+                if delay and (bodies or data.startswith(_HTTP_METHODS)) and (
+                        delaying is None or delaying(data)):
                     time.sleep(delay)
                 sink.sendall(data)
         pair.pump_ended()

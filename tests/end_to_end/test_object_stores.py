@@ -226,13 +226,14 @@ def test_a_store_that_stops_answering_mid_run_is_one_line_and_no_marker(s3, monk
         Bucket=BUCKET, Prefix="gone/out/").get("Contents", [])}
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def slow_requests_s3(s3):
-    """The S3 server behind a proxy that delays each request by 30 ms but not an upload's
-    body again per chunk: the commit's copies and deletes are as late as through `slow_s3`,
-    the job's passes before it are not slowed by the bytes they write."""
+    """The S3 server behind a proxy that delays each request by 30 ms from the first copy
+    on (a commit's first move), but not an upload's body again per chunk: the commit's copies
+    and deletes are as late as through `slow_s3`, the job's passes before it are not slowed
+    by the requests they make. One a test: the first copy of each starts its delays."""
     from object_store_servers import DelayProxy
-    proxy = DelayProxy(s3.port, 0.03, bodies=False)
+    proxy = DelayProxy(s3.port, 0.03, bodies=False, after="x-amz-copy-source")
     yield proxy
     proxy.stop()
 

@@ -4,12 +4,15 @@ killed. Skipped where hosts cannot be made (failed under CI=true)."""
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 import urllib.request
 
+import psutil
 import pytest
 
 from multihost_cluster import hidden_dirs, image_dirs
@@ -156,3 +159,36 @@ def test_what_a_killed_run_left_is_removed_by_the_next(tmp_path):
     assert tag_netns + "-h1" in removed and _ours(tag_netns) == [] and _ours(tag_link) == []
     assert _ends(int(init_pid))  # its host's pid 1 (the kernel ends it once all else is)
     assert all(name.startswith((PREFIX, "tmh")) for name in removed)
+
+
+def test_a_host_whose_launcher_stopped_with_its_process_is_killed_at_once(network):
+    """A process a host runs is the child of the `nsenter` that started it (outside the
+    host's PID namespace). nsenter stops itself when its child stops (SIGSTOP) and continues
+    it only when continued itself, so a test that stops a host's processes, signals them and
+    continues them (tests/end_to_end/test_multihost_resume.py's SIGTERM) can leave nsenter
+    stopped: its child, once it has ended, is a zombie nobody reaps, and the host's pid 1
+    cannot end until it is (the kernel waits for every process of the namespace). `kill`
+    then waited out its own timeouts, twice 60 s a host, silently. It kills the launchers
+    with pid 1: the host is gone when it returns. The guard below is far above what a kill
+    takes and below those timeouts, so a silent wait fails the test."""
+    host = network.add_host("h1", "h1", 11)
+    launcher = host.run("sleep", ["sleep", "600"])
+    wait = time.time() + 120
+    while time.time() < wait and not [p for p in host.pids() if psutil.Process(p).name()
+                                      == "sleep"]:
+        time.sleep(0.1)
+    [child] = [p for p in host.pids() if psutil.Process(p).name() == "sleep"]
+    os.kill(child, signal.SIGSTOP)
+    while time.time() < wait and psutil.Process(launcher.pid).status() != psutil.STATUS_STOPPED:
+        time.sleep(0.1)
+    assert psutil.Process(launcher.pid).status() == psutil.STATUS_STOPPED  # as nsenter does
+    os.kill(child, signal.SIGCONT)  # the child alone: its launcher stays stopped
+    os.kill(child, signal.SIGTERM)
+    assert _ends(child)  # a zombie of the stopped launcher
+    assert psutil.Process(launcher.pid).status() == psutil.STATUS_STOPPED
+    done = threading.Event()
+    killer = threading.Thread(target=lambda: (host.kill(), done.set()), daemon=True)
+    killer.start()
+    killer.join(45)
+    assert done.is_set(), "Host.kill waited on the stopped launcher"
+    assert launcher.poll() is not None and host.pids() == []
