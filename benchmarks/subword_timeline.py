@@ -11,6 +11,7 @@ seconds in which fewer than `--busy` cores were busy (the serial part) and what 
     .venv/bin/python benchmarks/subword_timeline.py --workers 2                # full bench corpus
     .venv/bin/python benchmarks/subword_timeline.py --workers 1 --slot 1
     .venv/bin/python benchmarks/subword_timeline.py --code_dir /tmp/base-a1458ff --lines 100000
+    .venv/bin/python benchmarks/subword_timeline.py --rss --slot 1     # memory, not CPU
 """
 
 import argparse
@@ -55,6 +56,17 @@ def cpu_per_slot(samples, start, slot, slots):
     return [u / slot for u in used]
 
 
+def rss_per_slot(samples, start, slot, slots):
+    """[the largest RSS sampled in each slot, MB] from a process's [(t, cpu s, rss)]
+    samples (0 where it was not alive)."""
+    peak = [0.0] * slots
+    for t, _, rss in samples:
+        k = int((t - start) // slot)
+        if 0 <= k < slots:
+            peak[k] = max(peak[k], rss / 2 ** 20)
+    return peak
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--code_dir", default=REPO_ROOT)
@@ -69,6 +81,8 @@ def main(argv=None):
     p.add_argument("--busy", type=float, default=1.5,
                    help="below this many busy cores a slot counts as serial")
     p.add_argument("--beam_log", action="store_true", help="with Beam's stage lines (-v)")
+    p.add_argument("--rss", action="store_true", help="each process's largest RSS (MB) in "
+                   "a slot instead of its CPU: where the peak memory is")
     p.add_argument("extra", nargs="*", help="more job flags (after --)")
     args = p.parse_args(argv)
     os.makedirs(args.work_dir, exist_ok=True)
@@ -97,13 +111,15 @@ def main(argv=None):
     for pid in pids:
         role = timeline.roles[pid]
         names.append("%s %d" % (role if role != "forkserver" else "fork srv", pid))
-    per = {pid: cpu_per_slot(timeline.samples[pid], start, args.slot, slots) for pid in pids}
+    per_slot = rss_per_slot if args.rss else cpu_per_slot
+    per = {pid: per_slot(timeline.samples[pid], start, args.slot, slots) for pid in pids}
     width = max(len(n) for n in names) if names else 8
     print("exit %s, wall %.2f s, CPU %.2f s (user %.2f, sys %.2f) over the tree, largest "
           "process %.0f MB, tree %.0f MB" % (
               run["returncode"], run["wall_s"], run["cpu_s"], run["user_s"], run["sys_s"],
               run["peak_largest_mb"], run["peak_sum_mb"]))
-    print("cores busy per %.2f s slot; columns: %s" % (args.slot, " | ".join(names)))
+    print("%s per %.2f s slot; columns: %s" % (
+        "largest RSS, MB," if args.rss else "cores busy", args.slot, " | ".join(names)))
     serial = []
     ev = sorted(events)
     e = 0
@@ -115,10 +131,10 @@ def main(argv=None):
         while e < len(ev) and ev[e][0] < t0 + args.slot:
             lines.append(ev[e][1])
             e += 1
-        if busy < args.busy:
+        if busy < args.busy and not args.rss:
             serial.append((k, busy, row))
-        print("%7.2f %s  sum %4.2f %s" % (
-            k * args.slot, " ".join("%4.2f" % v for v in row), busy,
+        print(("%7.2f %s  sum %5.0f %s" if args.rss else "%7.2f %s  sum %4.2f %s") % (
+            k * args.slot, " ".join(("%5.0f" if args.rss else "%4.2f") % v for v in row), busy,
             ("  << " + " // ".join(line[:110] for line in lines)) if lines else ""))
     print()
     print("per process: CPU s, busy share of the job's wall")

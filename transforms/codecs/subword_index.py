@@ -38,7 +38,9 @@ import numba
 import numpy as np
 import pydivsufsort
 
-from transforms.codecs.subword import Selection, escape_token_all_known
+from transforms.codecs.index_text import escaped_tokens
+from transforms.codecs.subword import Selection
+from transforms.codecs.token_arrays import TokenArrays
 
 
 _NJIT = dict(cache=True, nogil=True)
@@ -297,19 +299,13 @@ class TokenIndex:
     # -- building and storing ---------------------------------------------------------------
 
     @classmethod
-    def build(cls, token_counts: Iterable[tuple[str, int]], max_subtoken_length: Optional[int]
-              ) -> "TokenIndex":
-        """Index of (token, count) pairs (distinct tokens; order does not matter)."""
-        tokens = []
-        counts = []
-        for token, count in token_counts:
-            tokens.append(escape_token_all_known(token))
-            counts.append(count)
-        span = None if max_subtoken_length is None else max(0, max_subtoken_length - 1)
-        lengths = np.fromiter((len(t) for t in tokens), np.int64, len(tokens))
+    def build(cls, token_counts: Union[Iterable[tuple[str, int]], TokenArrays],
+              max_subtoken_length: Optional[int]) -> "TokenIndex":
+        """Index of (token, count) pairs or `TokenArrays` (distinct tokens; order does not
+        matter)."""
         # Each token is followed by one separator slot; "\0" is a placeholder overwritten below.
-        text = "\0".join(tokens) + "\0" if tokens else ""
-        points = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), np.uint32)
+        text, points, lengths, counts = escaped_tokens(token_counts)
+        span = None if max_subtoken_length is None else max(0, max_subtoken_length - 1)
         n = len(points)
         ends = np.cumsum(lengths + 1) - 1  # separator position of each token
         starts = ends - lengths
