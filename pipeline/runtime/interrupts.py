@@ -35,11 +35,13 @@ import os
 import signal
 import sys
 import threading
+import time
 from types import FrameType
 from typing import Any, Callable, Dict, Iterator, List, Literal, Optional, Set, Union
 
 # SIGHUP: a closed terminal or ssh session, a stop as much as SIGTERM is.
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+GONE_SECONDS = 10.0  # how long `kill_worker_processes` waits for the killed to end
 WAKE = signal.SIGUSR1
 # How long the watcher waits for a signal before it looks whether the run is over: the end
 # of every run waits for it that long at most.
@@ -240,6 +242,13 @@ def kill_worker_processes() -> None:
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
+    # SIGKILL is delivered at once but a process ends later: one with a large heap is still
+    # freeing it (a worker of ~1 GB, on a loaded machine, for a while). The job promises no
+    # worker left when it exits (a scheduler then reuses the memory), so it waits for them,
+    # a bounded time: one stuck in the kernel is not worth a job that never ends.
+    deadline = time.monotonic() + GONE_SECONDS
+    while any(process_alive(pid) for pid in seen) and time.monotonic() < deadline:
+        time.sleep(0.01)
 
 def process_alive(pid: int) -> bool:
     """Whether a process of this host exists (a permission error means it does) and has not
