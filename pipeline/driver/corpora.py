@@ -231,15 +231,15 @@ def _check_pair_name(corpus: CorpusConfig, i: int,
                                 corpus.source_lang, corpus.target_lang, name, *known))
 
 
-def _check_name_lengths(corpora: Sequence[CorpusConfig], problem: str, problems: _Problems
-                        ) -> None:
+def _check_name_lengths(corpora: Sequence[CorpusConfig], problem: str, output_format: str,
+                        problems: _Problems) -> None:
     """A pair's own shards are named with the problem and both languages; the documented
     limits of each (--problem 100 characters, a language 64) together exceed a file name's
     NAME_MAX_BYTES: such a pair is a problem, before anything runs, not ENAMETOOLONG after
     two passes."""
     for i, corpus in enumerate(corpora):
         pair = "%s-%s" % (corpus.source_lang, corpus.target_lang)
-        longest = longest_pair_shard_name(problem, pair)
+        longest = longest_pair_shard_name(problem, pair, output_format)
         if longest > NAME_MAX_BYTES:
             problems.add("corpora[%d] (%s)" % (i, corpus.name), (
                 "source_lang and target_lang: with --problem %s (%d characters) the pair "
@@ -286,7 +286,7 @@ def parse_corpora(text: str, path: str, flags: argparse.Namespace) -> Tuple[Corp
         _check_pair_name(corpus, i, languages, problems)
         corpora.append(corpus)
     if len(corpora) > 1 and not problems.found:  # (indices of corpora: entries')
-        _check_name_lengths(corpora, flags.problem, problems)
+        _check_name_lengths(corpora, flags.problem, flags.output_format, problems)
     problems.raise_any()
     return tuple(corpora)
 

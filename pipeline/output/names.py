@@ -42,10 +42,10 @@ def check_name(value: Optional[str], what: str, most: int = LANG_MAX) -> Optiona
                        "(not starting with . or -), at most %d characters" % (what, shown, most))
 
 
-def longest_pair_shard_name(problem: str, pair: str) -> int:
-    """Bytes of the longest name a language pair's shard is written under: the temporary
-    name (`.{name}.tmp-<32 hex digits>`, `file_io.temporary_name`) of its train shard's name
-    in the format with the longest suffix."""
-    longest = max(len(ShardNames(problem, fmt).name("train", 0, MAX_SHARDS, pair).encode())
-                  for fmt in FORMATS.values())
-    return longest + len("..tmp-") + 32
+def longest_pair_shard_name(problem: str, pair: str, output_format: str) -> int:
+    """Bytes of the longest name a language pair's shard is written under in `output_format`:
+    the temporary name (`.{name}.tmp-<32 hex digits>`, `file_io.temporary_name`) of its train
+    shard's name (a text format's ends with a language: the longer of the pair's two)."""
+    names = ShardNames(problem, FORMATS[output_format])
+    name = names.name("train", 0, MAX_SHARDS, pair)
+    return max(len(file.encode()) for file in names.files(name)) + len("..tmp-") + 32

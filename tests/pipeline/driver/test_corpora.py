@@ -222,6 +222,10 @@ def test_a_pair_whose_shard_names_exceed_a_file_name_is_refused_up_front(tmp_pat
     assert "over the 255 a file name may hold" in message
     assert not (tmp_path / "out").exists()
     assert len(parse_command_line(argv + ["--problem", "p" * 40]).config.corpora) == 2
+    # a text shard's files end with a language too: the same names are too long as text,
+    # and only the run's own format counts (it was the longest suffix of every format)
+    with pytest.raises(DatagenError, match="names of 297 bytes"):
+        parse_command_line(argv + ["--problem", "p" * 40, "--output_format", "text.gz"])
 
 
 def test_an_entry_whose_files_hold_no_pair_is_refused_once_counted(tmp_path):
