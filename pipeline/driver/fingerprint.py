@@ -35,7 +35,7 @@ from transforms.storage.object_stores import ObjectStores
 _FLAGS = tuple(declared_flags())
 # Flags that change no byte of the output: where it goes, how the job runs or how it is
 # parallelized (the vocab search and the encode chunks give the same result for any value,
-# README "flags"), and what happens to an existing or empty output.
+# docs/flags.md), and what happens to an existing or empty output.
 OPERATIONAL_FLAGS = frozenset(name for name, flag in _FLAGS if flag.role == OPERATIONAL)
 # Flags naming existing vocabularies (each kind's `given_flag`), and every flag naming input
 # files: compared through the files they name, not their spelling.
@@ -43,7 +43,7 @@ GIVEN_VOCAB_FLAGS = tuple(kind.given_flag for kind in every_plugin() if kind.giv
 INPUT_FLAGS = tuple(name for name, flag in _FLAGS if flag.role == INPUT)
 # Flags that determine a vocabulary (with the train inputs and the given vocab files): the
 # general ones and every kind's own. Not --max_line_chars: the pairs it rejects are still
-# sampled (README, "Vocabulary sample").
+# sampled (docs/vocabularies.md).
 VOCAB_FLAGS = tuple(name for name, flag in _FLAGS if flag.vocab and flag.role != INPUT)
 VOCAB_INPUT_FLAGS = tuple(name for name, flag in _FLAGS if flag.vocab and flag.role == INPUT)
 # Flags added after fingerprints existed (`Flag.new`: cleaning, formats, lengths, many pairs,

@@ -322,7 +322,7 @@ class DatagenJob:
                 held.enter_context(lock)
             except (OSError, DatagenError) as e:
                 # A read-only --output_dir (a published data set) holding this very output:
-                # nothing to do, and nothing needs the lock (README: exit 0).
+                # nothing to do, and nothing needs the lock (docs/operations.md: exit 0).
                 unwritable = storage_error(e) or isinstance(e, PermissionError) or isinstance(
                     e.__context__, PermissionError)
                 summary = self._complete_unchanged() if unwritable else None

@@ -163,7 +163,7 @@ class VocabStep:
                 raise DatagenError("%s %s has no %s: a vocabulary for these pairs holds every "
                                    "language tag as one entry (or pass --lang_tags none)" % (
                                        flag, path, ", ".join(missing)))
-            for tag in self.reserved:  # a tag text gives would not stay text (README, Tags)
+            for tag in self.reserved:  # a tag text gives would not stay text (docs/many-pairs.md)
                 why = vocabulary.text_gives(tag)
                 if why:
                     raise DatagenError("%s %s: %s" % (flag, path, why))

@@ -27,7 +27,7 @@ before its next pass, aborts the pass it is in, and deletes nothing.
 Other Beam file systems (hdfs://, ...) offer neither exclusive create nor a conditional
 write: there the lease is written, read back after SETTLE_SECONDS, and the run whose id is
 there goes on; two runs that both check-then-write within the settle time are sorted out,
-slower ones are not (README: "Running on object stores"). Staleness compares heartbeat times
+slower ones are not (docs/runners.md, "Object stores"). Staleness compares heartbeat times
 across hosts, so their clocks must roughly agree.
 """
 

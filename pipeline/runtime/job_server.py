@@ -48,7 +48,7 @@ from pipeline.runtime.errors import DatagenError, one_line
 LOG = logging.getLogger("datagen")
 START_SECONDS = 120  # a job server's JVM answers in a few seconds; a cold disk takes longer
 STOP_SECONDS = 10
-# How a user gets a Prism binary on a machine that cannot download Beam's release (README).
+# How a user gets a Prism binary on a machine that cannot download Beam's release (docs/runners.md).
 PRISM_BUILD = "go install github.com/apache/beam/sdks/v2/go/cmd/prism@v2.77.0"
 
 # Runs the job server's command ("$@") and stops it when its standard input (a pipe from the

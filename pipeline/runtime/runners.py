@@ -135,7 +135,7 @@ def check_pipeline_options(options: PipelineOptions) -> None:
         raise DatagenError("--direct_num_workers must be 0 (one per CPU) to %d, not %s"
                            % (MAX_DIRECT_WORKERS, workers))
     if is_dry_run(options):
-        return  # translated only: a Dataflow dry run needs no project (README)
+        return  # translated only: a Dataflow dry run needs no project (docs/runners.md)
     name = options.view_as(StandardOptions).runner
     if not isinstance(name, str) or runner_name(options) != "dataflow":
         return  # other runners' options Beam validates are Dataflow's (GCP) only

@@ -10,7 +10,7 @@ is removed when the job ends.
 
 A Dataflow dry run (`--dry_run True`) must need no network and no credentials: Beam's option
 validation tries to create a default bucket (network, credentials, minutes of retries) when
-`--temp_location` and `--staging_location` name invalid buckets, such as the README's `BUCKET`
+`--temp_location` and `--staging_location` name invalid buckets, such as docs/runners.md's `BUCKET`
 placeholder, and refuses an invalid `--project` such as `PROJECT`. A dry run translates with
 stand-ins for those, and says so in one warning line.
 """

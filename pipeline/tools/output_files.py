@@ -8,7 +8,7 @@ logs a line) and no TensorFlow, so `pipeline.tools.batches` imports neither for 
 output. A path with a scheme (gs://, s3://) goes through Beam's FileSystems, as everywhere in
 the project, imported then without its start-up line (`console.quiet_import`).
 
-A directory may hold several problems (README, "Outputs"): each function that takes a
+A directory may hold several problems (docs/formats.md, "Outputs"): each function that takes a
 directory takes the problem too, and the error that asks for it names the caller's argument
 (`how`: `inspect`'s `--problem`, the readers' `problem=`).
 """
@@ -221,7 +221,7 @@ def output_facts(files: Iterable[str], mode: str) -> OutputFacts:
                     "%s holds --vocab_type %s records learnt with an earlier id layout (not %s: "
                     "their EOS is the id batches are padded with); rerun the job with "
                     "--overwrite (%s)" % (directory, kind, layout, summary_path))
-            wanted = (("t2t" if codec_kind(kind).ends_in_eos else "nmt")  # README, "Outputs"
+            wanted = (("t2t" if codec_kind(kind).ends_in_eos else "nmt")  # docs/formats.md
                       if kind in KIND_NAMES else None)
             if wanted and wanted != mode:
                 raise ValueError(

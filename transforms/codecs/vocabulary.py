@@ -94,7 +94,7 @@ class Vocabulary(abc.ABC):
     def pad_id(self) -> int:
         """The id the readers pad batches with (mode `t2t`; T2T's `weights_nonzero` masks
         0): T2T's reserved `<pad>` = 0, which no record holds. A kind whose records can hold
-        0 declares another (`README`, "Vocabulary types", has the table)."""
+        0 declares another (README's "The kinds" and docs/vocabularies.md have the table)."""
         return 0
 
     def entry(self, index: int) -> Optional[str]:
