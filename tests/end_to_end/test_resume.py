@@ -20,11 +20,14 @@ from datagen_helpers import (DIRECT_MP2, FNAPI, output_bytes, small_corpus, star
                              wait_for)
 from object_store_servers import BUCKET
 from pipeline import datagen
+from repo_paths import REPO_ROOT
 
 pytestmark = pytest.mark.slow
 
 LINES, CHUNK_LINES = 2000, 100
 CHUNKS = LINES // CHUNK_LINES
+TESTS_DIR = os.path.join(REPO_ROOT, "tests")
+PASSED = 8  # chunks a gated job encodes (tests/local_chunk_gate.py): 5 <= finished <= 8 < CHUNKS
 # each chunk's records (~10 KB) fill a fragment group: a manifest per chunk, written as it ends
 FLAGS = ["--problem", "p", "--vocab_size", "1000", "--num_train_shards", "3",
          "--encode_chunk_lines", str(CHUNK_LINES), "--fragment_group_mb", "0.001"]
@@ -59,10 +62,23 @@ def _manifests(out):
                                          "*.json")))
 
 
-def _stop_then(argv, count, sig, k=5):
+def _gated(gate_dir, passed):
+    """The environment of a job whose local workers encode only the first `passed` chunks and
+    hold the rest (tests/local_chunk_gate.py): without it a loaded machine's poll saw 5 manifests
+    only once all 20 chunks were done."""
+    os.makedirs(gate_dir)
+    site = os.path.join(os.path.dirname(gate_dir), "gate_site")
+    os.makedirs(site)
+    with open(os.path.join(site, "sitecustomize.py"), "w") as f:
+        f.write("import local_chunk_gate\nlocal_chunk_gate.install()\n")
+    path = os.pathsep.join(p for p in (site, TESTS_DIR, os.environ.get("PYTHONPATH")) if p)
+    return dict(os.environ, PYTHONPATH=path, T2T_TEST_CHUNK_GATE="%s:%d" % (gate_dir, passed))
+
+
+def _stop_then(argv, count, sig, k=5, env=None):
     """Starts the job, stops its group once `k` chunk manifests exist, counts them
     (`count()`), sends `sig` to the group; returns (manifests then, exit status)."""
-    proc = start_job(argv)
+    proc = start_job(argv, env=env)
     try:
         wait_for(lambda: count() >= k, "%d chunk manifests" % k, proc)
         os.killpg(proc.pid, signal.SIGSTOP)
@@ -81,8 +97,8 @@ def test_a_rerun_after_a_kill_mid_encode_reuses_the_finished_chunks(tmp_path, co
                                                                     uninterrupted, sig):
     out = tmp_path / "out"
     finished, status = _stop_then(_argv(out, corpus, DIRECT_MP2), lambda: len(_manifests(out)),
-                                  sig)
-    assert 5 <= finished < CHUNKS
+                                  sig, env=_gated(str(tmp_path / "gate"), PASSED))
+    assert 5 <= finished <= PASSED and finished <= len(os.listdir(tmp_path / "gate"))  # gated
     if sig == signal.SIGTERM:  # an orderly stop: the chunks stay, nothing else of the run
         assert status == 128 + sig and _summary(out)["status"] == "interrupted"
         assert [os.path.basename(d) for d in glob.glob(str(out / ".datagen-work" / "p" / "*"))
@@ -102,7 +118,7 @@ def test_a_cut_or_changed_fragment_is_encoded_again_and_another_fingerprint_reus
         tmp_path, corpus, uninterrupted, capsys):
     out = tmp_path / "out"
     finished, _ = _stop_then(_argv(out, corpus, DIRECT_MP2), lambda: len(_manifests(out)),
-                             signal.SIGKILL)
+                             signal.SIGKILL, env=_gated(str(tmp_path / "gate"), PASSED))
     manifests = _manifests(out)[:finished]
     fragment_dir = os.path.join(os.path.dirname(os.path.dirname(manifests[0])), "fragments")
     for manifest, damage in zip(manifests, ("truncate", "flip")):
