@@ -17,8 +17,7 @@ time), and malloc is asked to give pages back only when it holds enough free one
 import gc
 from typing import Any, List
 
-from transforms.storage.heap import (TRIM_ABOVE_BYTES, malloc_free_bytes,  # noqa: F401
-                                     release_free_memory)
+from transforms.storage.heap import release_free_memory
 
 
 def freeze_long_lived() -> None:

@@ -16,10 +16,11 @@ from typing import Any, List, Optional, Tuple
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from pipeline.runtime import local_worker_pool
-from pipeline.runtime.memory import freeze_long_lived, release_free_memory
 from pipeline.runtime.job_server import JobServer, needs_job_server
+from pipeline.runtime.memory import freeze_long_lived
 from pipeline.runtime.runners import (is_dry_run, runner_for_pass, runner_name,
                                       uses_local_worker_pool, uses_worker_processes, worker_count)
+from transforms.storage.heap import release_free_memory
 
 LOG = logging.getLogger("datagen")
 

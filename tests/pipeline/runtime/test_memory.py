@@ -4,7 +4,7 @@ import sys
 
 import pytest
 
-from pipeline.runtime.memory import release_free_memory
+from transforms.storage.heap import release_free_memory
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc_trim")
@@ -34,7 +34,8 @@ def test_freed_heap_pages_go_back_to_the_system():
 
 _PROBE = """
 import ctypes, gc, json
-from pipeline.runtime.memory import freeze_long_lived, malloc_free_bytes, release_free_memory
+from pipeline.runtime.memory import freeze_long_lived
+from transforms.storage.heap import malloc_free_bytes, release_free_memory
 facts = {"free_at_start": malloc_free_bytes(), "trimmed_at_start": release_free_memory()}
 libc = ctypes.CDLL(None)
 libc.malloc.restype = ctypes.c_void_p
