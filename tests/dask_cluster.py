@@ -101,7 +101,9 @@ class DaskCluster:
             if not info:
                 return {}
             pids = client.run(os.getpid)
-            return {info[address]["name"]: pid for address, pid in pids.items()}
+            # a worker that joined between the two calls is not in `info`: the next poll has it
+            return {info[address]["name"]: pid for address, pid in pids.items()
+                    if address in info}
 
     def executed(self):
         """{worker name: tasks it has executed since it started}."""

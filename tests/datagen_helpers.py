@@ -57,15 +57,20 @@ def shard_files(output_dir, problem, split):
     return sorted(glob.glob(os.path.join(str(output_dir), "%s-%s-*" % (problem, split))))
 
 
+def output_files(output_dir):
+    """{relative path: bytes} of every file under `output_dir`."""
+    files = {}
+    for base, _, names in os.walk(str(output_dir)):
+        for name in names:
+            with open(os.path.join(base, name), "rb") as f:
+                files[os.path.relpath(os.path.join(base, name), str(output_dir))] = f.read()
+    return files
+
+
 def output_bytes(output_dir):
     """{relative path: bytes} of every output file except the summary (it holds timings)."""
-    files = {}
-    for path in sorted(glob.glob(os.path.join(str(output_dir), "**"), recursive=True)):
-        rel = os.path.relpath(path, str(output_dir))
-        if os.path.isfile(path) and not rel.endswith((".datagen_summary.json", ".DATAGEN_COMPLETE")):
-            with open(path, "rb") as f:
-                files[rel] = f.read()
-    return files
+    return {rel: data for rel, data in sorted(output_files(output_dir).items())
+            if not rel.endswith((".datagen_summary.json", ".DATAGEN_COMPLETE"))}
 
 
 def t2t_pairs(source, target, source_encoder, target_encoder):

@@ -7,12 +7,11 @@ removes them (the data-bin, both text objects), as on local disk.
 """
 
 import json
-import os
 import re
 
 import pytest
 
-from datagen_helpers import MLQE as CORPUS
+from datagen_helpers import MLQE as CORPUS, output_files
 from object_store_servers import BUCKET
 from pipeline import datagen
 from pipeline.tools import inspect
@@ -31,15 +30,6 @@ def _argv(prefix, out, *extra):
             "--output_dir", out] + FLAGS + list(extra)
 
 
-def _local_files(out):
-    files = {}
-    for base, _, names in os.walk(out):
-        for name in names:
-            with open(os.path.join(base, name), "rb") as f:
-                files[os.path.relpath(os.path.join(base, name), out)] = f.read()
-    return files
-
-
 def _objects(client, prefix):
     listed = client.list_objects_v2(Bucket=BUCKET, Prefix=prefix).get("Contents", [])
     return {o["Key"][len(prefix):]: client.get_object(Bucket=BUCKET, Key=o["Key"])["Body"].read()
@@ -55,7 +45,7 @@ def test_fairseq_and_text_on_s3_are_the_local_bytes_and_another_format_replaces_
         s3, tmp_path, capsys, fmt, made):
     assert datagen.main(_argv(CORPUS + "/", str(tmp_path / "local"), "--output_format",
                               fmt)) == 0
-    local = _local_files(str(tmp_path / "local"))
+    local = output_files(tmp_path / "local")
     assert all(name in local for name in made)
     out = "s3://%s/%s/out" % (BUCKET, fmt)
     argv = _argv("s3://%s/in/" % BUCKET, out, *s3.beam_flags())

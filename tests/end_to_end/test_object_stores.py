@@ -18,8 +18,8 @@ import time
 
 import pytest
 
-from datagen_helpers import (MLQE as CORPUS, end_group, pass_started, start_job, wait_for,
-                             wait_for_line)
+from datagen_helpers import (MLQE as CORPUS, end_group, output_files, pass_started, start_job,
+                             wait_for, wait_for_line)
 from object_store_servers import BUCKET
 from pipeline import datagen
 from pipeline.tools import batches, inspect, reader
@@ -43,12 +43,7 @@ def _local_files(out, *extra):
     """{relative path: bytes} of the job's output on local disk, run into `out`."""
     assert datagen.main(_inputs(CORPUS + "/") + ["--output_dir", str(out)] + FLAGS
                         + list(extra)) == 0
-    files = {}
-    for base, _, names in os.walk(out):
-        for name in names:
-            with open(os.path.join(base, name), "rb") as f:
-                files[os.path.relpath(os.path.join(base, name), out)] = f.read()
-    return files
+    return output_files(out)
 
 
 @pytest.fixture(scope="module")

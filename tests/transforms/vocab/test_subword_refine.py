@@ -178,28 +178,17 @@ def test_the_index_build_first_hands_back_what_the_process_freed(tmp_path):
     """The token index is a pass's largest allocation: built on what the sample's counting
     freed, it stacked on it (the full bench's largest process, +170 MB); the build first
     gives freed heap pages back."""
-    import ctypes
-
     import psutil
+    from heap_holes import freed_heap_pages
     from transforms.storage.object_stores import StoreSettings
     from transforms.vocab.subword_refine import _BuildIndexFn
-    libc = ctypes.CDLL(None)
-    libc.malloc.restype = ctypes.c_void_p
-    libc.free.argtypes = [ctypes.c_void_p]
     build = _BuildIndexFn(str(tmp_path), 200, StoreSettings())
     build.setup()
     list(build.process(("warm", {"a": 1})))  # imports and compiled loops loaded first
     process = psutil.Process()
-    blocks = []
-    for _ in range(200000):  # 200k x 1 KB below the mmap threshold: heap pages
-        block = libc.malloc(1024)
-        ctypes.memset(block, 1, 1024)
-        blocks.append(block)
-    for block in blocks[:-1]:  # the last one keeps the heap's top in place
-        libc.free(block)
-    before = process.memory_info().rss
-    (name, info), = build.process(("en", {"hello": 3, "world": 2}))
-    after = process.memory_info().rss
-    libc.free(blocks[-1])
+    with freed_heap_pages():
+        before = process.memory_info().rss
+        (name, info), = build.process(("en", {"hello": 3, "world": 2}))
+        after = process.memory_info().rss
     assert name == "en" and info["distinct_tokens"] == 2
     assert before - after > 100 * 2 ** 20
