@@ -25,7 +25,6 @@ fragments' order, so the records come out exactly as one merge of all would give
 """
 
 import heapq
-import io
 import struct
 import uuid
 import zlib
@@ -83,21 +82,28 @@ def read_fragment(path: str, stores: Optional[ObjectStores] = None
             raise ValueError("%s: fragment damaged or cut short (%s)" % (path, e)) from None
 
 
+def _cut(buffer: bytes, pos: int, cut_to: List[int]) -> Iterator[Tuple[EntryKey, bytes]]:
+    """The whole entries of `buffer` from `pos` on, cut from memory; `cut_to[0]`: where the
+    first incomplete one (or the end) is."""
+    unpack, header, end = _HEADER.unpack_from, _HEADER.size, len(buffer)
+    while end - pos >= header:
+        key, dataset_index, number, length = unpack(buffer, pos)
+        stop = pos + header + length
+        if stop > end:
+            break
+        yield (key, dataset_index, number), buffer[pos + header:stop]
+        pos = stop
+    cut_to[0] = pos
+
+
 def _block_entries(raw: IO[bytes], path: str) -> Iterator[Tuple[EntryKey, bytes]]:
     unpacker = zlib.decompressobj(31)  # 31: gzip's framing, its trailer checked
-    unpack, header = _HEADER.unpack_from, _HEADER.size
-    buffer, pos, ended, started = b"", 0, False, False
+    buffer, pos, ended, started, cut_to = b"", 0, False, False, [0]
     while True:
-        end = len(buffer)
-        while end - pos >= header:
-            key, dataset_index, number, length = unpack(buffer, pos)
-            stop = pos + header + length
-            if stop > end:
-                break
-            yield (key, dataset_index, number), buffer[pos + header:stop]
-            pos = stop
+        yield from _cut(buffer, pos, cut_to)
+        pos = cut_to[0]
         if ended:
-            if pos != end:
+            if pos != len(buffer):
                 raise ValueError("%s: fragment ends inside an entry" % path)
             return
         block = raw.read(_READ_BLOCK)
@@ -130,27 +136,16 @@ def stored(chunks: Iterable[bytes]) -> Iterator[bytes]:
 
 def entries_of(data: bytes) -> Iterator[Tuple[EntryKey, bytes]]:
     """Yields the entries of fragment bytes held in memory, as `read_fragment` does."""
-    return _entries(io.BytesIO(data), "a fragment in memory")
+    cut_to = [0]
+    yield from _cut(data, 0, cut_to)
+    if cut_to[0] != len(data):
+        raise ValueError("a fragment in memory ends inside an entry")
 
 
 def fragment_bytes(entries: Iterable[FragmentEntry]) -> bytes:
     """`entries` sorted, in the fragment format."""
     return b"".join(_HEADER.pack(key, dataset_index, number, len(record)) + bytes(record)
                     for key, dataset_index, number, record in sorted(entries))
-
-
-def _entries(f: io.BufferedIOBase, path: str) -> Iterator[Tuple[EntryKey, bytes]]:
-    while True:
-        header = f.read(_HEADER.size)
-        if not header:
-            return
-        if len(header) != _HEADER.size:
-            raise ValueError("%s: fragment ends inside an entry header" % path)
-        key, dataset_index, number, length = _HEADER.unpack(header)
-        record = f.read(length)
-        if len(record) != length:
-            raise ValueError("%s: fragment ends inside a record" % path)
-        yield (key, dataset_index, number), record
 
 
 def _merge(paths: List[str], stores: Optional[ObjectStores]
