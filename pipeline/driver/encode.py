@@ -28,7 +28,8 @@ from transforms.contracts.elements import (Chunk, FileFacts, JsonValue, RejectsR
 from transforms.encode import chunk_manifests
 from transforms.encode.chunk_manifests import Resume
 from transforms.encode.shard_manifests import ShardResume
-from transforms.shards.record_formats import DEFAULT_LANGS, Langs
+from transforms.shards.format_base import DEFAULT_LANGS
+from transforms.shards.record_formats import Langs
 from transforms.encode.encode_pairs import EncodePairs, plan_chunks
 from transforms.reporting.json_result import WriteJsonResult
 from transforms.encode.length_stats import LengthReportFn, candidate_max_lengths

@@ -46,7 +46,8 @@ from transforms.encode.encode_pairs import BEFORE_CLEANING, BEFORE_MAX_LENGTH
 from transforms.contracts.elements import RejectsReport, ShardReport, TokenCounts
 from transforms.encode.length_stats import summary_lengths
 from transforms.codecs.lang_tags import TAGS_BOTH_SIDES
-from transforms.shards.record_formats import DEFAULT_LANGS, FairseqFormat
+from transforms.shards.format_base import DEFAULT_LANGS
+from transforms.shards.record_formats import FairseqFormat
 from transforms.storage import file_io
 from transforms.storage.object_stores import ObjectStores, StoreSettings
 

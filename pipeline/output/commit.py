@@ -24,7 +24,8 @@ from pipeline.output.own_outputs import old_shards
 from pipeline.runtime.interrupts import process_alive
 from transforms.contracts.config import CorpusConfig
 from transforms.contracts.elements import RejectsReport, ShardReport
-from transforms.shards.record_formats import SPLITS, scratch_pid
+from transforms.shards.format_base import scratch_pid
+from transforms.shards.record_formats import SPLITS
 from transforms.storage.object_stores import ObjectStores
 from transforms.storage import file_io
 

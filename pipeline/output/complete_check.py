@@ -24,7 +24,8 @@ import google_crc32c
 
 from transforms.formats.tfrecord_framing import CorruptRecordError, read_records
 from pipeline.output.layout import summary_languages
-from transforms.shards.record_formats import RecordFormat, format_of
+from transforms.shards.format_base import RecordFormat
+from transforms.shards.record_formats import format_of
 from transforms.storage import paths
 
 if TYPE_CHECKING:

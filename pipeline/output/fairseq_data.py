@@ -25,7 +25,8 @@ from pipeline.output.layout import OutputLayout
 from transforms.codecs.vocabulary import Vocabulary
 from transforms.contracts.elements import ShardReport
 from transforms.formats import fairseq_bin
-from transforms.shards.record_formats import local_copy, pair_languages
+from transforms.shards.format_base import local_copy
+from transforms.shards.record_formats import pair_languages
 from transforms.storage import file_io, paths
 from transforms.storage.object_stores import ObjectStores
 

@@ -9,8 +9,9 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Tuple
 
 from transforms.formats.checked_decompress import strip_compression_suffix
 from transforms.storage import paths
-from transforms.shards.record_formats import (DEFAULT_FORMAT, DEFAULT_LANGS, ShardNames,
-                                             problem_of_head, record_format)
+from transforms.shards.format_base import DEFAULT_LANGS
+from transforms.shards.record_formats import (DEFAULT_FORMAT, ShardNames, problem_of_head,
+                                              record_format)
 
 if TYPE_CHECKING:
     from transforms.codecs.kinds import CodecKind

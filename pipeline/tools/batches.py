@@ -44,7 +44,8 @@ from pipeline.tools.bucketing import Batch
 from pipeline.tools.mixture import Mixture
 from transforms.formats.example_proto import Int64FeaturesWriter
 from transforms.formats.packed_examples import PACKED_FEATURES
-from transforms.shards.record_formats import FEATURES, ArrayRecordFormat, ParquetFormat, format_of
+from transforms.shards.format_base import FEATURES
+from transforms.shards.record_formats import ArrayRecordFormat, ParquetFormat, format_of
 from transforms.storage import paths
 
 Source = Union[str, Sequence[str]]
@@ -123,7 +124,7 @@ def _parse(examples: Int64FeaturesWriter, record: bytes, keys: Sequence[str] = F
 
 @contextlib.contextmanager
 def _local(files: Sequence[str]) -> Iterator[List[str]]:
-    from transforms.shards.record_formats import local_copy
+    from transforms.shards.format_base import local_copy
     with contextlib.ExitStack() as stack:
         yield [stack.enter_context(local_copy(path)) for path in files]
 

@@ -65,7 +65,8 @@ from transforms.storage.object_stores import ObjectStores, StoreSettings
 from transforms.formats.example_proto import PAIR_FEATURE, Int64FeaturesWriter
 from transforms.formats.packed_examples import unpack
 from transforms.formats.tfrecord_framing import CorruptRecordError
-from transforms.shards.record_formats import DEFAULT_LANGS, format_of
+from transforms.shards.format_base import DEFAULT_LANGS
+from transforms.shards.record_formats import format_of
 from transforms.codecs.kinds import CodecKind, codec_kind
 
 PROG = "python -m pipeline.tools.inspect"

@@ -144,7 +144,7 @@ def test_switching_formats_needs_overwrite_and_leaves_no_shard_of_the_old_one(
     # what a worker killed while it wrote a Parquet shard for an object store left (issue
     # 42, item 11): the run removes it
     import tempfile
-    from transforms.shards.record_formats import SCRATCH_PREFIX
+    from transforms.shards.format_base import SCRATCH_PREFIX
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
     gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
                           capture_output=True, text=True, check=True)

@@ -103,7 +103,7 @@ class _EncodeChunkFn(beam.DoFn):
         if pass_bytes is not None:
             self._group_bytes = flush_bytes(self._group_bytes, pass_bytes)
         self._loader = loader
-        # --output_format text: records of the pairs' text (`record_formats.text_record`),
+        # --output_format text: records of the pairs' text (`text_format.text_record`),
         # the lines right-stripped as read; --keep_order: keyed by position, not shuffled
         self._text = config.job.output_format in TEXT_FORMATS
         self._keep_order = config.job.keep_order

@@ -45,8 +45,8 @@ from transforms.formats.packed_examples import (PACKED_FEATURES, PAIR_FEATURES, 
                                                 pack_records)
 from transforms.formats.rejects import reject_line
 from transforms.formats.text_lines import iter_raw_lines
-from transforms.shards.record_formats import (DEFAULT_FORMAT, DEFAULT_LANGS, Langs, ShardNames,
-                                             record_format)
+from transforms.shards.format_base import DEFAULT_LANGS
+from transforms.shards.record_formats import DEFAULT_FORMAT, Langs, ShardNames, record_format
 from transforms.shards.shard_fragments import merge_fragments
 from transforms.encode.shard_manifests import REUSED, ShardResume, kept_shard, record_shard
 

@@ -4,7 +4,7 @@ records, keyed for the shuffle as encoded pairs are, and counted without a vocab
 No vocabulary is learnt for a text output (the trainer tokenizes), so there are no ids to
 count: a pair's lengths are its sides' characters (the summary and the length report say
 so: `transforms.encode.length_stats` takes whatever unit the tally holds), and its record is
-the Example of the two sides' bytes (`transforms.shards.record_formats.text_record`), which
+the Example of the two sides' bytes (`transforms.shards.text_format.text_record`), which
 the text format writes as two line-aligned files. Same calls as `PairEncoder`, so the encode
 DoFn reads, rejects, shuffles and writes fragments as for every format.
 """

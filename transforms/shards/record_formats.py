@@ -35,13 +35,10 @@ from typing import TYPE_CHECKING, Any, Dict, Iterable, Iterator, List, Optional,
 
 from transforms.formats.example_proto import PAIR_FEATURE, Int64FeaturesWriter
 from transforms.formats.tfrecord_framing import framed_chunks, read_records
-# the base and the text adapter, in modules of their own; named here as before
-from transforms.shards.format_base import (COPY_BYTES, DEFAULT_LANGS, FEATURES,  # noqa: F401
-                                           SCRATCH_PREFIX, RecordFormat, local_copy,
-                                           scratch_pid, summed)
+from transforms.shards.format_base import (COPY_BYTES, DEFAULT_LANGS, FEATURES, SCRATCH_PREFIX,
+                                           RecordFormat, local_copy, summed)
 from transforms.shards.format_base import file_io_module as _file_io
-from transforms.shards.text_format import (GzipTextFormat, TextFormat,  # noqa: F401
-                                           text_langs, text_record)
+from transforms.shards.text_format import GzipTextFormat, TextFormat, text_langs
 from transforms.storage import paths
 
 if TYPE_CHECKING:

@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 from pipeline.output.commit import remove_orphan_scratch
-from transforms.shards.record_formats import SCRATCH_PREFIX
+from transforms.shards.format_base import SCRATCH_PREFIX
 
 
 def test_the_scratch_of_gone_processes_is_removed_and_a_live_ones_kept(tmp_path):

@@ -134,7 +134,7 @@ def test_an_interrupted_local_shard_leaves_no_file(tmp_path, scratch, name):
 
 
 def test_scratch_names_carry_the_writers_pid():
-    from transforms.shards.record_formats import scratch_pid
+    from transforms.shards.format_base import scratch_pid
     assert scratch_pid("datagen-shard-4242-abc_12") == 4242
     assert scratch_pid("datagen-read-4242-abc") is None
     assert scratch_pid("datagen-shard-x-abc") is None
@@ -162,7 +162,8 @@ def test_no_problem_names_its_shards_as_another_problems_pair_shards():
 def test_a_text_shard_is_two_line_aligned_files_read_back_as_its_records(tmp_path, scratch,
                                                                         name):
     import gzip
-    from transforms.shards.record_formats import format_of, parse_shard_name, text_record
+    from transforms.shards.record_formats import format_of, parse_shard_name
+    from transforms.shards.text_format import text_record
     fmt = FORMATS[name]
     path = str(tmp_path / ("p-train-00000-of-00001" + fmt.suffix))
     pairs = [("Hello  world .", "你好 ， 世界 。"), ("a|b", "\tc")]
