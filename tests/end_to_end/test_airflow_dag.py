@@ -113,9 +113,12 @@ def direct_output(tmp_path_factory):
     return output_bytes(out)
 
 
-# Flags that make the job slower without changing its output: 2 worker processes, one
-# bisection round per pass (so the timeout hits it while its passes run).
-SLOW_FLAGS = RUNNER_FLAGS + ["--in_process_below_mb", "0", "--bisection_rounds_per_pass", "1"]
+# Flags that make the job slower without changing its output (so the timeout hits it while
+# its passes run): 2 worker processes, one parallel bisection round probing 4 levels of the
+# search (15 probes a vocabulary), the rest of the search one probe after another, and
+# 400 encode chunks.
+SLOW_FLAGS = RUNNER_FLAGS + ["--in_process_below_mb", "0", "--bisection_rounds_per_pass", "1",
+                             "--bisection_lookahead", "3", "--encode_chunk_lines", "20"]
 
 
 @pytest.fixture(scope="module")

@@ -272,16 +272,13 @@ def bisect_min_count(target_size: int, size_of: SizeOf, low: int = 1, high: int 
 
 
 def next_probes(known_sizes: Mapping[int, int], target_size: int, lookahead: int, low: int = 1,
-                high: int = 1000, rounds_left: Optional[int] = None, width: int = 1,
+                high: int = 1000, width: int = 1,
                 margin: Optional[float] = None) -> tuple[Optional[int], list[int]]:
     """Replays the bisection with the sizes known so far.
 
     `known_sizes` is {min_count: vocab size}. Returns (chosen min_count, []) when the search
     is decided, else (None, the min_counts to probe next: the node the search needs and its
-    subtree `lookahead` levels deep, less what is known). With `rounds_left` the subtree is
-    deep enough (never less than `lookahead`) for the rest of the search to fit in that
-    many rounds: the bisection of [lo, hi] needs at most floor(log2(hi - lo + 1)) + 1 levels.
-    With `width` more than the probes that gives, the nodes the search is likely to need
+    subtree `lookahead` levels deep, less what is known). With `width` more than the probes that gives, the nodes the search is likely to need
     after them follow, up to `width` in all (`predicted_path`): a round of `width` parallel
     probes then advances about `width` levels instead of one. With `margin` (a fraction of
     a guess) the guessed path follows as far as its turns are clear (`_sure_side`), up to and
@@ -295,11 +292,7 @@ def next_probes(known_sizes: Mapping[int, int], target_size: int, lookahead: int
     try:
         return bisect_min_count(target_size, size_of, low, high), []
     except NeedProbe as need:
-        depth = lookahead
-        if rounds_left:
-            levels = (need.high - need.low + 1).bit_length()
-            depth = max(lookahead, -(-levels // rounds_left) - 1)
-        subtree = probe_subtree(need.low, need.high, depth)
+        subtree = probe_subtree(need.low, need.high, lookahead)
         wanted = [t for t in subtree if t not in known_sizes] or [need.min_count]
         if margin is not None:
             wanted.extend(t for t in predicted_path(known_sizes, target_size, low, high, margin)

@@ -208,17 +208,17 @@ class VocabConfig:
         "search that many levels (parallelism only; the result does not depend on it).", 2,
         type=bounded(int, 1, SEARCH_PROBES), role=OPERATIONAL)
     bisection_rounds: int = setting(
-        "Bisection rounds (each: 4 refinement iterations of its probes) in one Beam "
-        "pipeline. Each round probes the min_count the search needs and enough levels below "
-        "it for the search to end within the pass's rounds (10 always decides the search "
-        "over [1, 1000] in one pass; a round left with nothing to probe does no work); fewer "
-        "rounds: fewer stages, more probes per round.", 10,
+        "Bisection rounds built as parallel stages of the vocab pass (each: 4 refinement "
+        "iterations of its probes; a round probes the min_count the search needs and the "
+        "ones it likely needs next). A search still undecided after them ends in one more "
+        "stage, a work item per vocabulary probing what the bisection asks one after "
+        "another, so the pass always decides it and the vocabulary is the same for any "
+        "value; more rounds: more stages, and each may have nothing left to do.", 4,
         type=bounded(int, 1, SEARCH_LEVELS), flag="bisection_rounds_per_pass",
         role=OPERATIONAL)
     bisection_lookahead: int = setting(
-        "Least number of bisection levels below the needed min_count that a round probes "
-        "too (more when the rounds left need it).", 0, type=bounded(int, 0, SEARCH_LEVELS),
-        role=OPERATIONAL)
+        "Bisection levels below the needed min_count that a parallel round probes too.", 0,
+        type=bounded(int, 0, SEARCH_LEVELS), role=OPERATIONAL)
     given: Tuple[str, ...] = derived("absolute paths of the given vocabularies (none: learnt)")
     loader: VocabularyLoader = derived("the kind's Vocabulary class and its build options")
     kind_settings: Any = derived("a frozen dataclass of the kind's own flags, or None")

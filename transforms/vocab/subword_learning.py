@@ -1,11 +1,11 @@
 """SubwordLearner: T2T subword vocabularies learnt in one Beam pass or more (a `VocabLearner`).
 
 Pass 1 samples every file (T2T's byte budget), counts tokens with a combine, checkpoints the
-counts under the work directory and runs the first bisection probes. Every later pass reads the
-checkpoint and runs the next probes. Each pass runs all four refinement iterations of its
-probes (`LearnSubwordVocabs`), for every vocabulary still searching, so the source and target
-vocabularies share passes. With `bisection_lookahead` L a pass also probes the L bisection
-levels below the current one, so the search advances L+1 levels per pass.
+counts under the work directory and runs the bisection: `bisection_rounds` rounds of probes
+in parallel, then one stage that ends every search still going on (`LearnSubwordVocabs`), so
+pass 1 decides every search and the source and target vocabularies share it. Each probe runs
+all four refinement iterations. A later pass (reading the checkpoint, continuing from the
+sizes known) is still stated the same way, should a pass ever end with a search undecided.
 
 The bisection itself (`subword_learner.bisect_min_count`) is replayed from the start after each
 pass with every size learnt so far; where it needs a size it does not have, that is the next
@@ -24,8 +24,9 @@ from transforms.codecs.subword_vocabulary import SubwordVocabulary
 from transforms.contracts.config import DatagenConfig
 from transforms.reporting.json_result import WriteJsonResult
 from transforms.reporting.progress_marks import MarkEach, ProgressMarks, ProgressStage
-from transforms.vocab.subword_refine import (PROBES_LEARNT, PROBES_PLANNED, BuildTokenIndexes,
-                                      LearnSubwordVocabs, round_mark_prefix)
+from transforms.vocab.subword_refine import (FINISH_MARK_PREFIX, PROBES_LEARNT, PROBES_PLANNED,
+                                             BuildTokenIndexes, LearnSubwordVocabs,
+                                             round_mark_prefix)
 from transforms.contracts.config import MIN_COUNT_HIGH, MIN_COUNT_LOW
 from transforms.vocab.token_counts import count_compiled
 from transforms.vocab.learners import (SAMPLE_STAGE, LearnerInputs, Learnt, LearningStats,
@@ -83,8 +84,9 @@ def _index_marks(item):
 def progress_stages(names, first: bool, first_round: int, rounds: int
                     ) -> Tuple[ProgressStage, ...]:
     """The stages of a vocab pass as the progress line counts them: sampling and indexing
-    (the first pass), then each bisection round's probes (numbered on from `first_round`
-    + 1, as the log numbers them)."""
+    (the first pass), then each parallel bisection round's probes (numbered on from
+    `first_round` + 1, as the log numbers them) and the probes of the stage that ends the
+    search ("rounds N+", as many rounds as the searches still need)."""
     stages: Tuple[ProgressStage, ...] = ()
     if first:
         stages = (SAMPLE_STAGE,
@@ -92,7 +94,9 @@ def progress_stages(names, first: bool, first_round: int, rounds: int
     return stages + tuple(
         ProgressStage("round %d" % (first_round + r), "probes learnt", PROBES_LEARNT,
                       planned=PROBES_PLANNED, prefix=round_mark_prefix(r))
-        for r in range(1, rounds + 1))
+        for r in range(1, rounds + 1)) + (
+        ProgressStage("rounds %d+" % (first_round + rounds + 1), "probes learnt", PROBES_LEARNT,
+                      planned=PROBES_PLANNED, prefix=FINISH_MARK_PREFIX),)
 
 
 class SubwordVocabSearch:
@@ -141,9 +145,9 @@ def build_vocab_pass(p: beam.Pipeline, files: Optional[SampleFiles],
     The first pass (`files` given: {name: [(path, size)]}) samples and counts tokens and
     writes each vocabulary's token index under `index_dir`; later passes (`files` None) read
     the indexes the first pass wrote (`indexes`: {name: info}); a size None in `files` comes
-    from `scanned`, the prepare stage's scan in the same pipeline. Then up to
-    `bisection_rounds` rounds of the bisection run, from the sizes already `known`
-    ({name: {min_count: size}}). The pass's results go to `result_path`. `reserved`:
+    from `scanned`, the prepare stage's scan in the same pipeline. Then `bisection_rounds`
+    parallel rounds of the bisection and the stage that ends it run, from the sizes already
+    `known` ({name: {min_count: size}}). The pass's results go to `result_path`. `reserved`:
     tokens after T2T's `<pad>` and `<EOS>` in every vocabulary (T2T's `reserved_tokens`:
     their characters join the alphabet); with `marks`, its stages leave the progress marks
     `progress_stages` counts.
@@ -179,16 +183,20 @@ def build_vocab_pass(p: beam.Pipeline, files: Optional[SampleFiles],
     _ = outputs | "Result" >> WriteJsonResult(result_path)
 
 
+def _rounds_text(first: int, last: int) -> str:
+    return "round %d" % first if first == last else "rounds %d-%d" % (first, last)
+
+
 def token_index_dir(work_dir: str) -> str:
     return FileSystems.join(work_dir, "token_index")
 
 
 class SubwordLearner(VocabLearner):
-    """T2T's bisection over min_count: a first pass that samples, counts and indexes, then as
-    many passes as the search needs (`SubwordVocabSearch`), each continuing from every size
-    learnt so far."""
+    """T2T's bisection over min_count (`SubwordVocabSearch`): a first pass that samples,
+    counts, indexes and decides every search; were a search left undecided, a later pass
+    would continue from every size learnt so far."""
 
-    passes_needed = None  # usually one; the bisection may need more
+    passes_needed = 1  # the pass's last stage ends every search
 
     def __init__(self, inputs: LearnerInputs):
         super().__init__(inputs)
@@ -216,7 +224,8 @@ class SubwordLearner(VocabLearner):
 
         rounds = config.vocab.bisection_rounds
         steps = (("sample, count, index",) if first else ()) + (
-            "bisection rounds %d-%d" % ((pass_no - 1) * rounds + 1, pass_no * rounds),)
+            "bisection %s, then to the end" % _rounds_text((pass_no - 1) * rounds + 1,
+                                                           pass_no * rounds),)
         return VocabPass("vocab %s" % ", ".join(sorted(files)), steps, build, result_path,
                          lambda result, seconds: self._read(pass_no, result, seconds),
                          marks_dir, progress_stages(files, first, (pass_no - 1) * rounds,

@@ -13,6 +13,7 @@ No worker counts or holds substrings: see `transforms.codecs.subword_index` for 
 result is exactly T2T's.
 """
 
+import functools
 import io
 import itertools
 from typing import (Any, Dict, Iterable, Iterator, List, Literal, Mapping, Optional, Sequence,
@@ -60,19 +61,24 @@ RefineOut = Union[Tuple[int, Dict[Probe, List[str]]], LearntOut, SizesOut, Probe
 PROBES_PLANNED, PROBES_LEARNT = "probes-planned", "probes-learnt"
 
 
+# The stage that ends the search (`_FinishSearchFn`) puts this before its rounds' prefixes.
+FINISH_MARK_PREFIX = "rest."
+
+
 def round_mark_prefix(round_no: int) -> str:
     return "r%03d." % round_no
 
 
-def _planned_marks(item):
+def _planned_marks(item, stage_prefix=""):
     round_no, probes = item
-    return [round_mark_prefix(round_no) + "%s.%d" % (name, t)
+    return [stage_prefix + round_mark_prefix(round_no) + "%s.%d" % (name, t)
             for name, planned in probes.items() for t in planned]
 
 
-def _learnt_marks(item):
+def _learnt_marks(item, stage_prefix=""):
     round_no, vocabs = item
-    return [round_mark_prefix(round_no) + "%s.%d" % (name, t) for name, t in vocabs]
+    return [stage_prefix + round_mark_prefix(round_no) + "%s.%d" % (name, t)
+            for name, t in vocabs]
 
 
 def _load_index(path, stores=None):
@@ -148,7 +154,48 @@ class BuildTokenIndexes(beam.PTransform):
             self._shared, self._reserved))
 
 
-class _RefineProbesFn(beam.DoFn):
+class _ProbesFn(beam.DoFn):
+    """What a stage of probes shares: a vocabulary's index loaded once per worker process
+    (or taken as built, `shared_indexes`) and its probes run, each with `num_iterations`
+    refinement iterations (`_run`)."""
+
+    def __init__(self, num_iterations, reserved_tokens, shared_indexes, store_settings):
+        self._store_settings = store_settings
+        self._iterations = num_iterations
+        self._reserved = reserved_tokens
+        self._shared = shared_indexes
+        self._indexes: Dict[str, Any] = {}  # path -> loaded TokenIndex, per worker (`setup`)
+
+    def setup(self) -> None:
+        self._indexes = {}
+        self._stores = ObjectStores(self._store_settings)
+
+    def _index(self, name, path):
+        if path not in self._indexes:
+            # One loaded index per vocabulary and worker process, whichever round asks first.
+            # A Shared handle keeps one object (a new tag replaces it): one handle per vocabulary.
+            self._indexes[path] = self._shared[name].acquire(
+                lambda: _load_index(path, self._stores), tag=path)
+        return self._indexes[path]
+
+    def _run(self, round_no: int, name: str, info: IndexInfo, wanted: Sequence[int]
+             ) -> Tuple[List[RefineOut], Dict[int, int]]:
+        """The outputs of `wanted`'s probes on vocabulary `name` in round `round_no` (sizes per
+        iteration, learnt sizes, vocabularies) and their sizes, {min_count: size}."""
+        sizes: List[Tuple[int, Dict[Probe, int]]] = []
+        vocabs = learner.refine_indexed(
+            self._index(name, info["path"]), info["alphabet"], wanted, self._iterations,
+            self._reserved, on_iteration=lambda it, v: sizes.append(
+                (it, {(name, t): len(vocab) for t, vocab in v.items()})))
+        outputs: List[RefineOut] = [beam.pvalue.TaggedOutput(SIZES, (round_no, it, report))
+                                    for it, report in sizes]
+        for t, vocab in vocabs.items():
+            outputs.append(beam.pvalue.TaggedOutput(LEARNT, ((name, t), len(vocab))))
+            outputs.append((round_no, {(name, t): vocab}))
+        return outputs, {t: len(vocab) for t, vocab in vocabs.items()}
+
+
+class _RefineProbesFn(_ProbesFn):
     """(vocab_name, info, share) -> (round, {(vocab_name, min_count): vocab list}).
 
     Each work item plans the round itself (`plan`: the bisection replayed with the sizes known
@@ -167,26 +214,10 @@ class _RefineProbesFn(beam.DoFn):
 
     def __init__(self, round_no, num_shares, num_iterations, reserved_tokens, shared_indexes,
                  plan, store_settings):
-        self._store_settings = store_settings
+        super().__init__(num_iterations, reserved_tokens, shared_indexes, store_settings)
         self._round = round_no
         self._shares = num_shares
-        self._iterations = num_iterations
-        self._reserved = reserved_tokens
-        self._shared = shared_indexes
         self._plan = plan
-        self._indexes: Dict[str, Any] = {}  # path -> loaded TokenIndex, per worker (`setup`)
-
-    def setup(self) -> None:
-        self._indexes = {}
-        self._stores = ObjectStores(self._store_settings)
-
-    def _index(self, name, path):
-        if path not in self._indexes:
-            # One loaded index per vocabulary and worker process, whichever round asks first.
-            # A Shared handle keeps one object (a new tag replaces it): one handle per vocabulary.
-            self._indexes[path] = self._shared[name].acquire(
-                lambda: _load_index(path, self._stores), tag=path)
-        return self._indexes[path]
 
     # `learnt_before`: one List[Learnt] per earlier round. Typed Any: Beam reads a `*args`
     # hint as the type of the whole tuple of side inputs, not of each one.
@@ -203,16 +234,40 @@ class _RefineProbesFn(beam.DoFn):
             if planned:  # the search goes on: have the index loaded for the next round
                 self._index(name, info["path"])
             return
-        sizes: List[Tuple[int, Dict[Probe, int]]] = []
-        vocabs = learner.refine_indexed(
-            self._index(name, info["path"]), info["alphabet"], wanted, self._iterations,
-            self._reserved, on_iteration=lambda it, v: sizes.append(
-                (it, {(name, t): len(vocab) for t, vocab in v.items()})))
-        for iteration, report in sizes:
-            yield beam.pvalue.TaggedOutput(SIZES, (self._round, iteration, report))
-        for t, vocab in vocabs.items():
-            yield beam.pvalue.TaggedOutput(LEARNT, ((name, t), len(vocab)))
-            yield self._round, {(name, t): vocab}
+        outputs, _ = self._run(self._round, name, info, wanted)
+        yield from outputs
+
+
+class _FinishSearchFn(_ProbesFn):
+    """(vocab_name, info, share) -> what `_RefineProbesFn` yields, for the rounds after the
+    stages: share 0 of a vocabulary still searching after the parallel rounds runs the rest
+    of the bisection here, round after round (numbered on from `first_round`), each probing
+    only the min_count the search asks next (`plan`, one wide, no guesses: nothing is
+    computed that T2T's search does not read). One stage, whatever the rounds left, so no
+    round is built as a stage that has nothing to do."""
+
+    def __init__(self, first_round, num_iterations, reserved_tokens, shared_indexes, plan,
+                 store_settings):
+        super().__init__(num_iterations, reserved_tokens, shared_indexes, store_settings)
+        self._first_round = first_round
+        self._plan = plan
+
+    # `learnt_before`: as `_RefineProbesFn.process`'s, one List[Learnt] per parallel round.
+    def process(self, item: WorkItem, *learnt_before: Any) -> Iterator[RefineOut]:
+        name, info, share = item
+        if share != 0:
+            return
+        learnt: List[Learnt] = list(itertools.chain.from_iterable(learnt_before))
+        round_no = self._first_round
+        while True:
+            wanted = self._plan(name, learnt)
+            if not wanted:  # decided
+                return
+            yield beam.pvalue.TaggedOutput(PROBES, (round_no, {name: wanted}))
+            outputs, sizes = self._run(round_no, name, info, wanted)
+            yield from outputs
+            learnt.extend(((name, t), size) for t, size in sizes.items())
+            round_no += 1
 
 
 def _work_items(item, num_shares):
@@ -235,11 +290,10 @@ class _RoundPlan:
     pairs); at least `width` while the search goes on (one per work item), and the guessed
     path as far as `margin` says its turns are clear."""
 
-    def __init__(self, known, target_size, lookahead, rounds_left, width, margin=None):
+    def __init__(self, known, target_size, lookahead, width, margin=None):
         self._known = known
         self._target = target_size
         self._lookahead = lookahead
-        self._rounds_left = rounds_left
         self._width = width
         self._margin = margin
 
@@ -251,8 +305,7 @@ class _RoundPlan:
         sizes = dict(self._known.get(name, {}))
         sizes.update((t, size) for (n, t), size in learnt if n == name)
         _, wanted = learner.next_probes(sizes, self._target, self._lookahead,
-                                        rounds_left=self._rounds_left, width=self._width,
-                                        margin=self._margin)
+                                        width=self._width, margin=self._margin)
         return wanted
 
 
@@ -260,19 +313,21 @@ class LearnSubwordVocabs(beam.PTransform):
     """Index infos -> vocabularies of the bisection's probes, round after round.
 
     The input holds one (vocab_name, info) per vocabulary, `info` as `BuildTokenIndexes`
-    emits it. Each of `rounds` bisection rounds replays T2T's bisection over `min_count` with
-    the sizes learnt so far (`known`: {vocab_name: {min_count: size}} from earlier passes, then
-    the earlier rounds' results) and probes the min_count the search needs next plus its
-    subtree, each probe with `num_iterations` refinement iterations. The subtree is
-    `lookahead` levels deep, or with `fit_rounds` deeper where that lets the search finish in
-    the rounds left. Where that is fewer probes than `num_partitions` (the work items of a
+    emits it. Each of `rounds` bisection rounds, a stage each, replays T2T's bisection over
+    `min_count` with the sizes learnt so far (`known`: {vocab_name: {min_count: size}} from
+    before the pipeline, then the earlier rounds' results) and probes the min_count the
+    search needs next plus its subtree `lookahead` levels deep, each probe with
+    `num_iterations` refinement iterations. Where that is fewer probes than `num_partitions` (the work items of a
     vocabulary), the nodes the search will likely need next fill the round up: guessed from
     the sizes known (`subword_learner.predicted_path`), they let each work item of a round
     advance the search by about a level. With `guess_margin` the round also probes the
     guessed path as far as its turns are clear (a search walking to min_count 1000 is decided
     in its third round, not its sixth); the work items share those probes. A round with
     nothing left to probe does no work; an idle work item of a vocabulary still searching
-    loads its index for the rounds to come.
+    loads its index for the rounds to come. With `finish`, one more stage ends every search
+    still going on after them (`_FinishSearchFn`: one work item per vocabulary, the rest of
+    the bisection one probe after another), so the pipeline always decides the searches and
+    builds `rounds` + 1 stages of probes however many rounds they take.
 
     Returns a dict of PCollections: `vocabs` ((round, {(vocab_name, min_count): vocab list}),
     one per probe), `sizes` ((round, iteration, {probe: size}), one per work item and
@@ -285,12 +340,12 @@ class LearnSubwordVocabs(beam.PTransform):
                  rounds: int = 10, lookahead: int = 0,
                  known: Optional[Mapping[str, Mapping[int, int]]] = None, num_iterations: int = 4,
                  reserved_tokens: Sequence[str] = learner.RESERVED_TOKENS,
-                 fit_rounds: bool = True, marks: Optional[ProgressMarks] = None,
+                 finish: bool = True, marks: Optional[ProgressMarks] = None,
                  shared_indexes: Optional[Mapping[str, shared.Shared]] = None,
                  guess_margin: Optional[float] = GUESS_MARGIN) -> None:
         super().__init__()
         self._marks = marks  # each round's probes planned and learnt, when given
-        self._fit_rounds = fit_rounds
+        self._finish = finish
         self._margin = guess_margin
         self._shared = shared_indexes
         self._known = {name: dict((known or {}).get(name, {})) for name in vocab_names}
@@ -313,8 +368,7 @@ class LearnSubwordVocabs(beam.PTransform):
         size_reports: List[Any] = []
         probe_reports: List[Any] = []
         for r in range(1, self._rounds + 1):
-            plan = _RoundPlan(self._known, self._target, self._lookahead,
-                              self._rounds - r + 1 if self._fit_rounds else None, self._parts,
+            plan = _RoundPlan(self._known, self._target, self._lookahead, self._parts,
                               self._margin)
             refined = work | "Round%d" % r >> beam.ParDo(
                 _RefineProbesFn(r, self._parts, self._iterations, self._reserved,
@@ -330,6 +384,23 @@ class LearnSubwordVocabs(beam.PTransform):
             vocab_reports.append(refined.vocabs)
             size_reports.append(refined[SIZES])
             probe_reports.append(refined[PROBES])
+        if self._finish:
+            finished = work | "Finish" >> beam.ParDo(
+                _FinishSearchFn(self._rounds + 1, self._iterations, self._reserved,
+                                shared_indexes, _RoundPlan(self._known, self._target, 0, 1),
+                                stores),
+                *[beam.pvalue.AsList(sizes) for sizes in learnt]).with_outputs(
+                    LEARNT, SIZES, PROBES, main="vocabs")
+            if self._marks is not None:
+                _ = finished[PROBES] | "FinishPlanned" >> MarkEach(
+                    self._marks, PROBES_PLANNED,
+                    functools.partial(_planned_marks, stage_prefix=FINISH_MARK_PREFIX))
+                _ = finished.vocabs | "FinishLearnt" >> MarkEach(
+                    self._marks, PROBES_LEARNT,
+                    functools.partial(_learnt_marks, stage_prefix=FINISH_MARK_PREFIX))
+            vocab_reports.append(finished.vocabs)
+            size_reports.append(finished[SIZES])
+            probe_reports.append(finished[PROBES])
         return {"vocabs": vocab_reports | "AllVocabs" >> beam.Flatten(),
                 "sizes": size_reports | "AllSizes" >> beam.Flatten(),
                 "probes": probe_reports | "AllProbes" >> beam.Flatten()}

@@ -35,7 +35,7 @@ def test_defaults_come_from_the_flag_definitions():
         "subword", 8192, False)
     assert config.vocab.max_subtoken_length == 200
     assert config.vocab.file_byte_budget == 1e8
-    assert config.vocab.bisection_rounds == 10  # from --bisection_rounds_per_pass
+    assert config.vocab.bisection_rounds == 4  # from --bisection_rounds_per_pass
     assert (config.job.problem, config.job.seed, config.job.output_format) == (
         "translate_enzh_wmt8k", 0, "tfrecord")
     assert (config.job.num_train_shards, config.job.num_dev_shards) == (10, 1)

@@ -172,24 +172,6 @@ def test_partitions_never_split_a_two_character_prefix():
             assert not a & b
 
 
-@pytest.mark.parametrize("target", [300, 2000, 8192])
-@pytest.mark.parametrize("rounds", [1, 2, 3])
-def test_rounds_fitted_lookahead_finishes_the_search_in_time(target, rounds):
-    """With sizes as a decreasing function of min_count, `rounds` rounds decide the search."""
-    def size(m):
-        return 30000 // m + 40
-
-    known = {}
-    for _ in range(rounds):
-        chosen, wanted = learner.next_probes(known, target, 0, rounds_left=rounds - _)
-        if chosen is not None:
-            break
-        known.update({m: size(m) for m in wanted})
-    chosen, wanted = learner.next_probes(known, target, 0)
-    assert wanted == [] and chosen == learner.bisect_min_count(
-        target, lambda m, lo, hi: size(m))
-
-
 @settings(max_examples=200, deadline=None)
 @given(st.integers(50, 60000), st.floats(0.2, 2.0), st.integers(0, 5000),
        st.integers(1, 40000), st.integers(1, 4), st.integers(0, 3),
@@ -257,8 +239,7 @@ def test_sure_guesses_end_a_search_to_the_bound_in_three_rounds(side, rounds_bef
     def run(margin):
         known, rounds = {}, 0
         while True:
-            chosen, wanted = learner.next_probes(known, 8192, 0, rounds_left=10 - rounds,
-                                                 width=2, margin=margin)
+            chosen, wanted = learner.next_probes(known, 8192, 0, width=2, margin=margin)
             if chosen is not None:
                 return rounds, chosen, known
             rounds += 1

@@ -77,7 +77,18 @@ def test_build_token_indexes_writes_an_index_per_vocab(tiny_counts, tmp_path, ar
                 == learner.refine(counts.items(), alphabet, [3], 200))
 
 
+def _rounds_in_turn(reports):
+    """[(round, [vocab_name])] -> {vocab_name: its rounds, in order}."""
+    rounds = collections.defaultdict(list)
+    for round_no, names in sorted(reports):
+        for name in names:
+            rounds[name].append(round_no)
+    return [dict(rounds)]
+
+
 def test_learn_subword_vocabs_equals_the_reference_learner(tiny_counts, tmp_path):
+    """Two parallel rounds, then the stage that ends the search (here 9 levels from
+    min_count 500 down to 1 or 2: more rounds than the stages) runs the rest."""
     expected = [(name, [], learner.learn_vocab(counts, TARGET, 200, indexed=False))
                 for name, counts in sorted(tiny_counts.items())]
     with test_pipeline() as p:
@@ -86,10 +97,13 @@ def test_learn_subword_vocabs_equals_the_reference_learner(tiny_counts, tmp_path
                   | LearnSubwordVocabs(["de", "en"], TARGET, num_partitions=2, rounds=2))
         chosen = learnt["vocabs"] | beam.combiners.ToList() | beam.FlatMap(_chosen)
         assert_that(chosen, equal_to(expected), label="Chosen")
-        # every round's probes are reported, and each probe has 4 iterations of sizes
-        rounds = learnt["probes"] | beam.MapTuple(lambda r, probes: (r, sorted(probes)))
-        assert_that(rounds, equal_to([(1, ["de"]), (1, ["en"]), (2, ["de"]), (2, ["en"])]),
-                    label="Rounds")  # one report per vocabulary and round
+        # every round's probes are reported, one report per vocabulary and round: the two
+        # built as stages, then those of the finishing stage, numbered on
+        rounds = (learnt["probes"] | beam.MapTuple(lambda r, probes: (r, sorted(probes)))
+                  | "AllRounds" >> beam.combiners.ToList()
+                  | "InTurn" >> beam.FlatMap(_rounds_in_turn))
+        assert_that(rounds, equal_to([{name: list(range(1, 10)) for name in ("de", "en")}]),
+                    label="Rounds")
         iterations = (learnt["sizes"] | beam.MapTuple(lambda r, it, sizes: it)
                       | beam.Distinct())
         assert_that(iterations, equal_to([1, 2, 3, 4]), label="Iterations")
@@ -123,13 +137,13 @@ def test_refinement_round_planning_pieces():
         ("v", {"path": "p"}, 0), ("v", {"path": "p"}, 1), ("v", {"path": "p"}, 2)]
     # sizes known before the pipeline and learnt by earlier rounds (other vocabularies' too)
     learnt = [(("v", 250), 150), (("v", 375), 120), (("w", 1), 5)]
-    plan = _RoundPlan({"v": {500: 90}, "w": {}}, 100, 0, None, 1)
+    plan = _RoundPlan({"v": {500: 90}, "w": {}}, 100, 0, 1)
     assert plan("v", learnt) == [437]  # 500 -> 90 < 100, 250 -> 150, 375 -> 120: then 437
     # width 2: the node after it on the path the known sizes predict (437 -> ~103 > 100)
-    assert _RoundPlan({"v": {500: 90}}, 100, 0, None, 2)("v", learnt) == [437, 468]
+    assert _RoundPlan({"v": {500: 90}}, 100, 0, 2)("v", learnt) == [437, 468]
     # the first probe of a fresh search is the middle of T2T's [1, 1000]; nothing to guess from
-    assert _RoundPlan({"v": {}}, 100, 0, None, 2)("v", []) == [500]
-    assert _RoundPlan({"v": {}}, 100, 1, None, 1)("v", []) == [250, 500, 750]
+    assert _RoundPlan({"v": {}}, 100, 0, 2)("v", []) == [500]
+    assert _RoundPlan({"v": {}}, 100, 1, 1)("v", []) == [250, 500, 750]
     assert plan.rank("v") == 0 and plan.rank("w") == 1
 
 
@@ -152,7 +166,7 @@ def test_rounds_take_the_index_built_in_their_process_and_idle_shares_load_it(
                         lambda path, stores=None: loads.append(path) or real_load(path, stores))
 
     def round_fn(known):
-        plan = subword_refine._RoundPlan(known, TARGET, 0, 10, 2)
+        plan = subword_refine._RoundPlan(known, TARGET, 0, 2)
         fn = subword_refine._RefineProbesFn(1, 2, 4, learner.RESERVED_TOKENS, handles, plan,
                                             StoreSettings())
         fn.setup()
@@ -192,3 +206,26 @@ def test_the_index_build_first_hands_back_what_the_process_freed(tmp_path):
         after = process.memory_info().rss
     assert name == "en" and info["distinct_tokens"] == 2
     assert before - after > 100 * 2 ** 20
+
+
+def test_the_pass_builds_the_flags_rounds_and_one_stage_to_end_the_search(tmp_path):
+    """The job's vocab pass with the default flags: 4 parallel rounds and the stage that
+    ends the search, not 10 rounds built whatever the search needs (the bench's searches
+    are decided in rounds 3 and 4; rounds 5-10 ran as empty stages)."""
+    from driver_fixtures import applied, config
+    from transforms.vocab.learners import LearnerInputs
+    from transforms.vocab.subword_learning import SubwordLearner
+    cfg = config(tmp_path)
+    path = tmp_path / "train.src"
+    files = {"source": [(str(path), 10)], "target": [(str(path), 10)]}
+    first = SubwordLearner(LearnerInputs(str(tmp_path / "work"), files, cfg)).next_pass()
+    p = beam.Pipeline()
+    first.build(p, None)
+    probe_stages = sorted(label.rsplit("/", 1)[-1] for label in applied(p)
+                          if label.split("/")[-2:-1] == ["Learn"]
+                          and label.rsplit("/", 1)[-1].startswith(("Round", "Finish"))
+                          and "Planned" not in label and "Learnt" not in label)
+    assert cfg.vocab.bisection_rounds == 4
+    assert probe_stages == ["Finish", "Round1", "Round2", "Round3", "Round4"]
+    assert first.progress[-1].label == "rounds 5+"
+    assert first.label().endswith("bisection rounds 1-4, then to the end")

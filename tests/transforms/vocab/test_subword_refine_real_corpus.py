@@ -101,8 +101,9 @@ def test_sample_count_index_and_learn_in_one_pipeline(corpus, tmp_path):
 
 
 def test_search_continues_from_known_sizes(corpus, tmp_path):
-    """One round per pipeline: each pass starts from the sizes the earlier ones learnt
-    (without the guessed path, which would end this search in its second pass)."""
+    """One round per pipeline, no stage ending the search: each pass starts from the sizes
+    the earlier ones learnt (without the guessed path, which would end this search in its
+    second pass)."""
     _, counts = corpus
     known = {"target": {}}
     reports = []
@@ -111,7 +112,7 @@ def test_search_continues_from_known_sizes(corpus, tmp_path):
             infos = (p | beam.Create([("target", counts["target"])])
                      | BuildTokenIndexes(str(tmp_path), 200))
             learnt = infos | LearnSubwordVocabs(["target"], TARGET, num_partitions=3, rounds=1,
-                                                lookahead=1, known=known, fit_rounds=False,
+                                                lookahead=1, known=known, finish=False,
                                                 guess_margin=None)
             out = str(tmp_path / ("pass%d.pickle" % pass_no))
             _ = learnt["vocabs"] | beam.combiners.ToList() | beam.Map(_dump, out)
@@ -126,3 +127,29 @@ def test_search_continues_from_known_sizes(corpus, tmp_path):
     assert pass_no >= 2  # lookahead 1 and one round per pass: several passes were needed
     assert _chosen_vocabs(reports) == [
         ("target", [], learner.learn_vocab(counts["target"], TARGET, 200))]
+
+
+@pytest.mark.parametrize("name", ["source", "target"])
+def test_a_search_longer_than_the_rounds_built_chooses_t2ts_vocabulary(corpus, tmp_path,
+                                                                        name):
+    """One parallel round of one probe, no guesses: the rest of the bisection (its own
+    levels) runs in the stage that ends it, and the vocabulary is T2T 1.15.7's own
+    `build_to_target_size` result over the lines T2T samples, the same list and file bytes."""
+    t2t = pytest.importorskip("t2t_reference")
+    from transforms.codecs.subword import vocab_file_text
+    files, _ = corpus
+    lines = t2t.t2t_sample_lines(files[name], 1e8)
+    encoder = t2t.t2t_build_vocab_from_lines(lines, TARGET, 200)
+    counts = dict(t2t.t2t_token_counts(lines))
+    with TestPipeline() as p:
+        learnt = (p | beam.Create([(name, counts)]) | BuildTokenIndexes(str(tmp_path), 200)
+                  | LearnSubwordVocabs([name], TARGET, num_partitions=1, rounds=1,
+                                       guess_margin=None))
+        out = str(tmp_path / "vocabs.pickle")
+        _ = learnt["vocabs"] | beam.combiners.ToList() | beam.Map(_dump, out)
+    with open(out, "rb") as f:
+        reports = pickle.load(f)
+    assert len({round_no for round_no, _ in reports}) > 2  # more rounds than the one built
+    (_, wanted, vocab), = _chosen_vocabs(reports)
+    assert wanted == [] and vocab == list(encoder.all_subtoken_strings)
+    assert vocab_file_text(vocab).encode("utf-8") == t2t.t2t_vocab_bytes(encoder)
