@@ -1,15 +1,17 @@
 """NearDuplicates: `--dedup minhash` as Beam stages, and what `--decontaminate` adds to scoring.
 
-MinHash-LSH in five steps, none holding more than one key's elements:
+MinHash-LSH in five steps, none holding more than a bounded share of the corpus in a process:
 
-1. `_BandsFn` reads each chunk and keys every pair with a signature (`MinHasher`) by each of
-   its LSH band keys (which hold its split and language pair); the value is one bytes
-   object, its position (split, dataset, line: bytes that sort in input order, with its
-   chunk and byte sizes) and an 8-byte digest of its signature, one object and not a
-   tuple: the local runner holds every band of every pair as Python objects.
-2. `GroupByKey` on the band key gives the buckets; `candidate_edges` links, in a bucket, the
-   pairs with equal signatures to the first of them (estimated Jaccard 1: no check needed),
-   and every two distinct signatures' first pairs as candidates. Only candidates go on.
+1. `_BandsFn` reads each chunk and gives every pair with a signature (`MinHasher`) an entry
+   per LSH band: its band key (which holds its split and language pair), then its position
+   (split, dataset, line: bytes that sort in input order, with its chunk and byte sizes) and
+   an 8-byte digest of its signature. The chunk's entries go, sorted, to one run file in the
+   work directory (`band_runs`), not through a `GroupByKey`: the in-process runners hold a
+   shuffle's whole input in the driver, 9 elements a pair.
+2. The buckets (equal band keys) are grouped in rounds of at most `round_entries` entries
+   (`band_runs.plan_rounds`, `key_groups`); `candidate_edges` links, in a bucket, the pairs
+   with equal signatures to the first of them (estimated Jaccard 1: no check needed), and
+   every two distinct signatures' first pairs as candidates. Only candidates go on.
 3. The candidates' signatures are computed again where their chunks are read
    (`_SignaturesFn`, the chunk joined with the candidates' line numbers): signatures never
    travel for the pairs that have no candidate, nearly all of them.
@@ -21,9 +23,9 @@ MinHash-LSH in five steps, none holding more than one key's elements:
    differ): each connected component keeps its
    first pair in input order and drops the others as `near_duplicate`, naming it.
 
-The result depends only on the input, the options and the seed, never on the runner or how
-the work was split. The drops join the filters' in `CleanPairs`: a line dropped twice keeps
-one reason (`one_drop_a_line`).
+The result depends only on the input, the options and the seed, never on the runner, how
+the work was split or the number of rounds. The drops join the filters' in `CleanPairs`: a
+line dropped twice keeps one reason (`one_drop_a_line`).
 """
 
 import hashlib
@@ -31,7 +33,10 @@ import struct
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
 
+from transforms.clean.band_runs import (KEY_BYTES, ROUND_ENTRIES, RunPart, key_groups,
+                                       plan_rounds, read_round, write_run)
 from transforms.clean.pair_reading import ChunkKey, chunk_key, read_pairs
 from transforms.cleaning.config import CleaningConfig
 from transforms.cleaning.decontaminate import REASON_PREFIX, OverlapIndex
@@ -45,6 +50,7 @@ SAME = "same"
 CHECK = "check"
 POSITION = struct.Struct(">BIQQQQ")  # split, dataset index, line, chunk's first line, bytes
 DIGEST = 8
+ENTRY = KEY_BYTES + POSITION.size + DIGEST  # a band run's entry: band key, position, digest
 
 
 def load_test_sets(cleaning: CleaningConfig, stores: ObjectStores) -> Optional[OverlapIndex]:
@@ -127,16 +133,40 @@ def group_of(chunk: Chunk) -> str:
 
 
 class _BandsFn(_ChunkPairsFn):
-    """chunk -> (band key, position + signature digest) per band of each pair."""
+    """chunk -> (its band run's path, entries per bucket): each pair's entry per band (band
+    key, position, signature digest) written sorted to the run (`band_runs.write_run`)."""
 
-    def process(self, chunk: Chunk) -> Iterator[Tuple[bytes, bytes]]:
+    def __init__(self, options: MinhashOptions, on_invalid: str, settings: StoreSettings,
+                 splits: Sequence[str], run_dir: str) -> None:
+        super().__init__(options, on_invalid, settings, splits)
+        self._run_dir = run_dir
+
+    def process(self, chunk: Chunk) -> Iterator[Tuple[str, List[int]]]:
         if chunk.get("unmatched"):
             return
         group = group_of(chunk).encode("utf-8")
+        entries = []
         for position, signature in self._signatures(chunk):
             member = position + hashlib.blake2b(signature.tobytes(), digest_size=DIGEST).digest()
-            for key in self._hasher.band_keys(group, signature):
-                yield key, member
+            entries += [key + member for key in self._hasher.band_keys(group, signature)]
+        path = FileSystems.join(self._run_dir, "%s-%d-%d.bands" % chunk_key(chunk))
+        counts = write_run(path, entries, self._stores)
+        if counts:
+            yield path, counts
+
+
+class _RoundFn(beam.DoFn):
+    """[run part] -> `candidate_edges` of every bucket of the round's band runs."""
+
+    def __init__(self, settings: StoreSettings) -> None:
+        self._settings = settings
+
+    def setup(self) -> None:
+        self._stores = ObjectStores(self._settings)
+
+    def process(self, parts: List[RunPart]) -> Iterator[Any]:
+        for key, members in key_groups(read_round(parts, self._stores), ENTRY):
+            yield from candidate_edges((key, members))
 
 
 def candidate_edges(bucket: Tuple[bytes, Iterable[bytes]]) -> Iterator[Any]:
@@ -184,11 +214,14 @@ class NearDuplicates(beam.PTransform):
     per dataset: each drop as `CleanPairs` writes it, naming its component's first pair,
     texts None."""
 
-    def __init__(self, options: MinhashOptions, on_invalid: str, splits: Sequence[str]) -> None:
+    def __init__(self, options: MinhashOptions, on_invalid: str, splits: Sequence[str],
+                 work_dir: str, round_entries: int = ROUND_ENTRIES) -> None:
         super().__init__()
         self._options = options
         self._on_invalid = on_invalid
         self._splits = list(splits)
+        self._run_dir = FileSystems.join(work_dir, "minhash-bands")
+        self._round_entries = round_entries
 
     def expand(self, chunks: beam.PCollection) -> beam.PCollection:
         settings = StoreSettings.from_options(chunks.pipeline.options)
@@ -197,9 +230,12 @@ class NearDuplicates(beam.PTransform):
         threshold = self._options.threshold
         edges = (chunks
                  | "SpreadMinhash" >> beam.Reshuffle()
-                 | "Bands" >> beam.ParDo(_BandsFn(*fn_args))
-                 | "GroupBands" >> beam.GroupByKey()
-                 | "Candidates" >> beam.FlatMap(candidate_edges).with_outputs(SAME, main=CHECK))
+                 | "BandRuns" >> beam.ParDo(_BandsFn(*fn_args, self._run_dir))
+                 | "AllRuns" >> beam.combiners.ToList()
+                 | "Rounds" >> beam.FlatMap(plan_rounds, self._round_entries, ENTRY)
+                 | "SpreadRounds" >> beam.Reshuffle()
+                 | "Candidates" >> beam.ParDo(_RoundFn(settings)).with_outputs(
+                     SAME, main=CHECK))
         checks = edges[CHECK] | "DistinctCandidates" >> beam.Distinct()
 
         def ends(edge: Tuple[bytes, bytes]) -> Iterator[Tuple[ChunkKey, int]]:
