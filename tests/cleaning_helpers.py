@@ -19,10 +19,9 @@ def scan(path, every):
     return {"bytes": size, "lines": lines, "checkpoints": checkpoints}
 
 
-def run_clean_pairs(work_dir, datasets, cleaning, chunk_lines=100, runner=None):
-    """Runs CleanPairs over `datasets` ([(split, source path, target path)], numbered in
-    their split in order) with `cleaning` (a CleaningConfig); returns
-    ({(split, index): {line number: reject record}}, {(split, index): report})."""
+def planned_chunks(datasets, chunk_lines):
+    """(chunks with their files' facts, {"split/index": (dataset, lines, source, target)}) of
+    `datasets` ([(split, source path, target path)], numbered in their split in order)."""
     chunks, known, numbered = [], {}, {}
     for split, source, target in datasets:
         index = numbered[split] = numbered.get(split, -1) + 1
@@ -31,6 +30,14 @@ def run_clean_pairs(work_dir, datasets, cleaning, chunk_lines=100, runner=None):
         facts = scan(source, chunk_lines), scan(target, chunk_lines)
         chunks += [with_chunk_facts(c, *facts) for c in plan_chunks(ds, source, target, *facts)]
         known["%s/%d" % (split, index)] = (ds, max(f["lines"] for f in facts), source, target)
+    return chunks, known
+
+
+def run_clean_pairs(work_dir, datasets, cleaning, chunk_lines=100, runner=None):
+    """Runs CleanPairs over `datasets` ([(split, source path, target path)], numbered in
+    their split in order) with `cleaning` (a CleaningConfig); returns
+    ({(split, index): {line number: reject record}}, {(split, index): report})."""
+    chunks, known = planned_chunks(datasets, chunk_lines)
     result = os.path.join(str(work_dir), "cleaning.json")
     pipeline = test_pipeline() if runner is None else beam.Pipeline(runner=runner)
     with pipeline as p:
@@ -51,6 +58,25 @@ def run_clean_pairs(work_dir, datasets, cleaning, chunk_lines=100, runner=None):
         assert sorted(records) == [n for n in range(1, lines + 1) if is_dropped(bitmap, n)]
         drops[where] = records
     return drops, by_dataset
+
+
+def near_duplicate_drops(work_dir, datasets, options, round_entries, chunk_lines=100):
+    """The drops NearDuplicates (`--dedup minhash` with `options`) gives for `datasets` (as
+    `planned_chunks` takes them) with band rounds of `round_entries` entries, sorted, and the
+    run files' names it left in `work_dir`."""
+    from transforms.clean.near_dedup import NearDuplicates
+    chunks, _ = planned_chunks(datasets, chunk_lines)
+    result = os.path.join(str(work_dir), "near.json")
+    with test_pipeline() as p:
+        out = (p | beam.Create(chunks, reshuffle=False)
+               | NearDuplicates(options, "error", ["train", "dev"], str(work_dir),
+                                round_entries)
+               | beam.FlatMap(lambda item: [[item[0][0], item[0][1]] + list(drop[:3])
+                                            for drop in item[1]]))
+        _ = {"drops": out} | WriteJsonResult(result)
+    with open(result, encoding="utf-8") as f:
+        drops = sorted(json.load(f).get("drops", []))
+    return drops, sorted(os.listdir(os.path.join(str(work_dir), "minhash-bands")))
 
 
 def our_drops(source, target, filters, batched=False):

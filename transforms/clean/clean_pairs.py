@@ -402,7 +402,7 @@ class CleanPairs(beam.PTransform):
                      | "AllDrops" >> beam.Flatten())
         if self._cleaning.minhash is not None:
             near = chunks | "NearDuplicates" >> NearDuplicates(
-                self._cleaning.minhash, self._on_invalid, codec.splits)
+                self._cleaning.minhash, self._on_invalid, codec.splits, self._work_dir)
             drops = (drops, near) | "WithNearDuplicates" >> beam.Flatten()
         return (drops
                 | "GroupByDataset" >> beam.GroupByKey()

@@ -1,37 +1,43 @@
 """NearDuplicates: `--dedup minhash` as Beam stages, and what `--decontaminate` adds to scoring.
 
-MinHash-LSH in five steps, none holding more than one key's elements:
+MinHash-LSH in four steps, none holding more than a bounded share of the corpus in a process
+but the last, which holds the similar pairs:
 
-1. `_BandsFn` reads each chunk and keys every pair with a signature (`MinHasher`) by each of
-   its LSH band keys (which hold its split and language pair); the value is one bytes
-   object, its position (split, dataset, line: bytes that sort in input order, with its
-   chunk and byte sizes) and an 8-byte digest of its signature, one object and not a
-   tuple: the local runner holds every band of every pair as Python objects.
-2. `GroupByKey` on the band key gives the buckets; `candidate_edges` links, in a bucket, the
-   pairs with equal signatures to the first of them (estimated Jaccard 1: no check needed),
-   and every two distinct signatures' first pairs as candidates. Only candidates go on.
-3. The candidates' signatures are computed again where their chunks are read
-   (`_SignaturesFn`, the chunk joined with the candidates' line numbers): signatures never
-   travel for the pairs that have no candidate, nearly all of them.
-4. Two joins bring both signatures to each candidate edge; `near_duplicates.similar` keeps
-   it when the estimated Jaccard reaches the threshold, as a check of datasketch's
-   `MinHashLSH.query` candidates with `MinHash.jaccard` would.
-5. The kept edges of a split meet in one `GroupByKey`, whose union-find (`components`)
+1. `_BandsFn` reads each chunk and gives every pair with a signature (`MinHasher`) an entry
+   per LSH band: its band key (which holds its split and language pair), then its position
+   (split, dataset, line: bytes that sort in input order, with its chunk and byte sizes) and
+   an 8-byte digest of its signature. The chunk's entries go, sorted, to one run file in the
+   work directory (`band_runs`), and its signatures to a file of one slot a line, not
+   through a shuffle: the in-process runners hold a shuffle's whole input in the driver (9
+   elements a pair for the bands, and the candidates' signatures for their joins).
+2. The buckets (equal band keys) are grouped in rounds of at most `round_entries` entries
+   (`band_runs.plan_rounds`, `key_groups`); `candidate_edges` links, in a bucket, the pairs
+   with equal signatures to the first of them (estimated Jaccard 1: no check needed), and
+   every two distinct signatures' first pairs as candidates.
+3. The round reads a candidate's two signatures from their chunks' files and keeps it when
+   `near_duplicates.similar` says the estimated Jaccard reaches the threshold, as a check of
+   datasketch's `MinHashLSH.query` candidates with `MinHash.jaccard` would. Only similar
+   pairs go on, one bytes value each.
+4. The similar pairs of a split meet in one `GroupByKey`, whose union-find (`components`)
    holds only the duplicates (an edge never joins two language pairs: their band keys
    differ): each connected component keeps its
    first pair in input order and drops the others as `near_duplicate`, naming it.
 
-The result depends only on the input, the options and the seed, never on the runner or how
-the work was split. The drops join the filters' in `CleanPairs`: a line dropped twice keeps
-one reason (`one_drop_a_line`).
+The result depends only on the input, the options and the seed, never on the runner, how
+the work was split or the number of rounds. The drops join the filters' in `CleanPairs`: a
+line dropped twice keeps one reason (`one_drop_a_line`).
 """
 
+import collections
 import hashlib
 import struct
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
 
+from transforms.clean.band_runs import (KEY_BYTES, ROUND_ENTRIES, RunPart, key_groups,
+                                       plan_rounds, read_round, write_run)
 from transforms.clean.pair_reading import ChunkKey, chunk_key, read_pairs
 from transforms.cleaning.config import CleaningConfig
 from transforms.cleaning.decontaminate import REASON_PREFIX, OverlapIndex
@@ -44,7 +50,9 @@ NEAR_DUPLICATE = "near_duplicate"
 SAME = "same"
 CHECK = "check"
 POSITION = struct.Struct(">BIQQQQ")  # split, dataset index, line, chunk's first line, bytes
+POSITION_BYTES = POSITION.size
 DIGEST = 8
+ENTRY = KEY_BYTES + POSITION_BYTES + DIGEST  # a band run's entry: band key, position, digest
 
 
 def load_test_sets(cleaning: CleaningConfig, stores: ObjectStores) -> Optional[OverlapIndex]:
@@ -93,56 +101,64 @@ class _Positions:
         return self.splits[split], index, number, chunk_first, src_bytes, tgt_bytes
 
 
-class _ChunkPairsFn(beam.DoFn):
-    """What the DoFns reading chunks for signatures share."""
-
-    def __init__(self, options: MinhashOptions, on_invalid: str, settings: StoreSettings,
-                 splits: Sequence[str]) -> None:
-        self._options = options
-        self._on_invalid = on_invalid
-        self._settings = settings
-        self._positions = _Positions(splits)
-
-    def setup(self) -> None:
-        self._stores = ObjectStores(self._settings)
-        self._hasher = MinHasher(self._options)  # the permutations, drawn once
-
-    def _signatures(self, chunk: Chunk, wanted: Optional[set] = None
-                    ) -> Iterator[Tuple[bytes, Any]]:
-        """(position, signature) of the chunk's pairs with one (of `wanted` lines only)."""
-        ds = chunk["ds"]
-        for number, source, target, _, _, src_bytes, tgt_bytes in read_pairs(
-                chunk, self._stores, self._on_invalid):
-            if wanted is not None and number not in wanted:
-                continue
-            signature = self._hasher.pair_signature((source.rstrip(), target.rstrip()))
-            if signature is not None:
-                yield self._positions.pack(ds["split"], ds["index"], number,
-                                           chunk["first_line"], src_bytes, tgt_bytes), signature
-
-
 def group_of(chunk: Chunk) -> str:
     """Where near duplicates are looked for: within a split and a language pair."""
     return chunk["ds"]["split"] + "\0" + chunk["ds"].get("pair", "")
 
 
-class _BandsFn(_ChunkPairsFn):
-    """chunk -> (band key, position + signature digest) per band of each pair."""
+def _run_paths(run_dir: str, chunk: ChunkKey) -> Tuple[str, str]:
+    """(band run, signatures) file paths of a chunk."""
+    base = FileSystems.join(run_dir, "%s-%d-%d" % chunk)
+    return base + ".bands", base + ".signatures"
 
-    def process(self, chunk: Chunk) -> Iterator[Tuple[bytes, bytes]]:
+
+class _BandsFn(beam.DoFn):
+    """chunk -> (its band run's path, entries per bucket): each pair's entry per band (band
+    key, position, signature digest) written sorted to the run (`band_runs.write_run`), and
+    the chunk's signatures to a file of one slot a line (`_Signatures` reads them back)."""
+
+    def __init__(self, options: MinhashOptions, on_invalid: str, settings: StoreSettings,
+                 splits: Sequence[str], run_dir: str) -> None:
+        self._options = options
+        self._on_invalid = on_invalid
+        self._settings = settings
+        self._positions = _Positions(splits)
+        self._run_dir = run_dir
+
+    def setup(self) -> None:
+        self._stores = ObjectStores(self._settings)
+        self._hasher = MinHasher(self._options)  # the permutations, drawn once
+
+    def process(self, chunk: Chunk) -> Iterator[Tuple[str, List[int]]]:
         if chunk.get("unmatched"):
             return
+        ds, first_line = chunk["ds"], chunk["first_line"]
         group = group_of(chunk).encode("utf-8")
-        for position, signature in self._signatures(chunk):
-            member = position + hashlib.blake2b(signature.tobytes(), digest_size=DIGEST).digest()
-            for key in self._hasher.band_keys(group, signature):
-                yield key, member
+        size = 4 * self._options.permutations
+        entries = []
+        slots = bytearray(size * chunk["num_lines"])
+        for number, source, target, _, _, src_bytes, tgt_bytes in read_pairs(
+                chunk, self._stores, self._on_invalid):
+            signature = self._hasher.pair_signature((source.rstrip(), target.rstrip()))
+            if signature is None:
+                continue
+            raw = signature.tobytes()
+            slot = (number - first_line - 1) * size
+            slots[slot:slot + size] = raw
+            member = self._positions.pack(ds["split"], ds["index"], number, first_line,
+                                          src_bytes, tgt_bytes) + hashlib.blake2b(
+                                              raw, digest_size=DIGEST).digest()
+            entries += [key + member for key in self._hasher.band_keys(group, signature)]
+        bands, signatures = _run_paths(self._run_dir, chunk_key(chunk))
+        counts = write_run(bands, entries, self._stores)
+        if counts:
+            file_io.write_bytes_atomically(signatures, bytes(slots), self._stores)
+            yield bands, counts
 
 
-def candidate_edges(bucket: Tuple[bytes, Iterable[bytes]]) -> Iterator[Any]:
-    """The edges of one LSH bucket: (split, (first, other)) to SAME for equal signatures,
-    (first, other) to CHECK for every two distinct signatures' first pairs (positions sort
-    in input order; `split`: a position's first byte)."""
+def candidate_edges(bucket: Tuple[bytes, Iterable[bytes]]) -> Iterator[Tuple[str, bytes, bytes]]:
+    """The edges of one LSH bucket: (SAME, first, other) for equal signatures, (CHECK, first,
+    other) for every two distinct signatures' first pairs (positions sort in input order)."""
     _, members = bucket
     distinct = sorted(set(members))
     if len(distinct) < 2:
@@ -152,31 +168,74 @@ def candidate_edges(bucket: Tuple[bytes, Iterable[bytes]]) -> Iterator[Any]:
         position, digest = member[:-DIGEST], member[-DIGEST:]
         first = firsts.setdefault(digest, position)
         if first != position:
-            yield beam.pvalue.TaggedOutput(SAME, (first[:1], (first, position)))
+            yield SAME, first, position
     reps = sorted(firsts.values())
     for i, a in enumerate(reps):
         for b in reps[i + 1:]:
-            yield a, b
+            yield CHECK, a, b
 
 
-class _SignaturesFn(_ChunkPairsFn):
-    """(chunk key, {"chunk": [chunk], "numbers": [line]}) -> (position, signature bytes) of
-    those lines of the chunk."""
+class _Signatures:
+    """A position's signature, read from its chunk's signatures file: one read of its slot,
+    local files kept open (OPEN_FILES at most)."""
 
-    def process(self, item: Tuple[ChunkKey, Dict[str, List[Any]]]) -> Iterator[Any]:
-        _, joined = item
-        if joined["chunk"] and joined["numbers"]:
-            for position, signature in self._signatures(joined["chunk"][0],
-                                                        set(joined["numbers"])):
-                yield position, signature.tobytes()
+    OPEN_FILES = 64
+
+    def __init__(self, run_dir: str, positions: _Positions, size: int,
+                 stores: ObjectStores) -> None:
+        self._run_dir, self._positions, self._size, self._stores = (
+            run_dir, positions, size, stores)
+        self._open: "collections.OrderedDict[str, Any]" = collections.OrderedDict()
+
+    def read(self, position: bytes) -> bytes:
+        split, index, number, chunk_first, _, _ = self._positions.unpack(position)
+        path = _run_paths(self._run_dir, (split, index, chunk_first))[1]
+        offset = (number - chunk_first - 1) * self._size
+        if not file_io.is_local(path):
+            with file_io.open_for_read(path, self._stores, offset) as f:
+                return f.read(self._size)
+        f = self._open.pop(path, None) or file_io.open_for_read(path, self._stores)
+        self._open[path] = f
+        if len(self._open) > self.OPEN_FILES:
+            self._open.popitem(last=False)[1].close()
+        f.seek(offset)
+        return f.read(self._size)
+
+    def close(self) -> None:
+        while self._open:
+            self._open.popitem()[1].close()
 
 
-def _first_halves(item: Tuple[bytes, Dict[str, List[Any]]]) -> Iterator[Any]:
-    """(a, {"signature": [a's], "edges": [b]}) -> (b, (a, a's signature))."""
-    a, joined = item
-    for signature in joined["signature"][:1]:
-        for b in joined["edges"]:
-            yield b, (a, signature)
+class _RoundFn(beam.DoFn):
+    """[run part] -> (split, first + other) of every similar pair of the round's buckets:
+    equal signatures, and candidates whose signatures (`_Signatures`) estimate a Jaccard of
+    at least the threshold (`similar`), each checked once a round."""
+
+    def __init__(self, settings: StoreSettings, splits: Sequence[str], run_dir: str,
+                 options: MinhashOptions) -> None:
+        self._settings = settings
+        self._positions = _Positions(splits)
+        self._run_dir = run_dir
+        self._options = options
+
+    def setup(self) -> None:
+        self._stores = ObjectStores(self._settings)
+
+    def process(self, parts: List[RunPart]) -> Iterator[Tuple[bytes, bytes]]:
+        signatures = _Signatures(self._run_dir, self._positions, 4 * self._options.permutations,
+                                 self._stores)
+        done = set()
+        try:
+            for key, members in key_groups(read_round(parts, self._stores), ENTRY):
+                for kind, a, b in candidate_edges((key, members)):
+                    if a + b in done:
+                        continue
+                    done.add(a + b)
+                    if kind == SAME or similar(signatures.read(a), signatures.read(b),
+                                               self._options.threshold):
+                        yield a[:1], a + b
+        finally:
+            signatures.close()
 
 
 class NearDuplicates(beam.PTransform):
@@ -184,57 +243,38 @@ class NearDuplicates(beam.PTransform):
     per dataset: each drop as `CleanPairs` writes it, naming its component's first pair,
     texts None."""
 
-    def __init__(self, options: MinhashOptions, on_invalid: str, splits: Sequence[str]) -> None:
+    def __init__(self, options: MinhashOptions, on_invalid: str, splits: Sequence[str],
+                 work_dir: str, round_entries: int = ROUND_ENTRIES) -> None:
         super().__init__()
         self._options = options
         self._on_invalid = on_invalid
         self._splits = list(splits)
+        self._run_dir = FileSystems.join(work_dir, "minhash-bands")
+        self._round_entries = round_entries
 
     def expand(self, chunks: beam.PCollection) -> beam.PCollection:
         settings = StoreSettings.from_options(chunks.pipeline.options)
-        fn_args = (self._options, self._on_invalid, settings, self._splits)
         positions = _Positions(self._splits)
-        threshold = self._options.threshold
-        edges = (chunks
-                 | "SpreadMinhash" >> beam.Reshuffle()
-                 | "Bands" >> beam.ParDo(_BandsFn(*fn_args))
-                 | "GroupBands" >> beam.GroupByKey()
-                 | "Candidates" >> beam.FlatMap(candidate_edges).with_outputs(SAME, main=CHECK))
-        checks = edges[CHECK] | "DistinctCandidates" >> beam.Distinct()
+        similar_pairs = (
+            chunks
+            | "SpreadMinhash" >> beam.Reshuffle()
+            | "BandRuns" >> beam.ParDo(_BandsFn(self._options, self._on_invalid, settings,
+                                                self._splits, self._run_dir))
+            | "AllRuns" >> beam.combiners.ToList()
+            | "Rounds" >> beam.FlatMap(plan_rounds, self._round_entries, ENTRY)
+            | "SpreadRounds" >> beam.Reshuffle()
+            | "Similar" >> beam.ParDo(_RoundFn(settings, self._splits, self._run_dir,
+                                               self._options)))
 
-        def ends(edge: Tuple[bytes, bytes]) -> Iterator[Tuple[ChunkKey, int]]:
-            for position in edge:
-                split, index, number, chunk_first, _, _ = positions.unpack(position)
-                yield (split, index, chunk_first), number
-        by_chunk = chunks | "MinhashByChunk" >> beam.FlatMap(
-            lambda chunk: [] if chunk.get("unmatched") else [(chunk_key(chunk), chunk)])
-        signatures = ({"chunk": by_chunk, "numbers": checks | "Ends" >> beam.FlatMap(ends)}
-                      | "CandidatesByChunk" >> beam.CoGroupByKey()
-                      | "Signatures" >> beam.ParDo(_SignaturesFn(*fn_args)))
-        halves = ({"signature": signatures,
-                   "edges": checks}
-                  | "JoinFirst" >> beam.CoGroupByKey()
-                  | "FirstHalves" >> beam.FlatMap(_first_halves))
-
-        def verified(item: Tuple[bytes, Dict[str, List[Any]]]) -> Iterator[Any]:
-            b, joined = item
-            for signature in joined["signature"][:1]:
-                for a, first in joined["halves"]:
-                    if similar(first, signature, threshold):
-                        yield a[:1], (a, b)
-        kept = ({"signature": signatures, "halves": halves}
-                | "JoinSecond" >> beam.CoGroupByKey()
-                | "Verify" >> beam.FlatMap(verified))
-
-        def drops(item: Tuple[bytes, Iterable[Tuple[bytes, bytes]]]) -> Iterator[Any]:
+        def drops(item: Tuple[bytes, Iterable[bytes]]) -> Iterator[Any]:
             by_dataset: Dict[Tuple[str, int], List[Tuple[Any, ...]]] = {}
-            for member, root in sorted(components(item[1]).items()):
+            ends = ((edge[:POSITION_BYTES], edge[POSITION_BYTES:]) for edge in item[1])
+            for member, root in sorted(components(ends).items()):
                 split, index, number, _, src_bytes, tgt_bytes = positions.unpack(member)
                 first = list(positions.unpack(root)[:3])
                 by_dataset.setdefault((split, index), []).append(
                     (number, NEAR_DUPLICATE, first, None, None, src_bytes, tgt_bytes))
             yield from by_dataset.items()
-        return ((kept, edges[SAME])
-                | "AllSimilar" >> beam.Flatten()
+        return (similar_pairs
                 | "BySplit" >> beam.GroupByKey()
                 | "Components" >> beam.FlatMap(drops))

@@ -10,7 +10,7 @@ import unicodedata
 
 import pytest
 
-from cleaning_helpers import run_clean_pairs
+from cleaning_helpers import near_duplicate_drops, run_clean_pairs
 from repo_paths import DATA_DIR
 from transforms.cleaning.config import parse_cleaning_config
 from transforms.cleaning.near_duplicates import MinhashOptions
@@ -138,6 +138,30 @@ def test_minhash_is_the_same_for_any_chunking(tmp_path):
     one, _ = run_clean_pairs(tmp_path / "w1", [("train",) + files], cleaning, chunk_lines=7)
     other, _ = run_clean_pairs(tmp_path / "w2", [("train",) + files], cleaning, chunk_lines=500)
     assert one == other and _groups_of(one) == datasketch_groups(pairs, cleaning.minhash)
+
+
+def test_minhash_in_bounded_rounds_equals_one_round_and_datasketch(tmp_path, monkeypatch):
+    """The bands grouped in rounds of 100 entries (pair scope: 9 bands of ~260 pairs over
+    chunks of 30 lines: tens of rounds) drop what one round of every band drops, and what
+    datasketch finds; each chunk left one band run (and its signatures file). Two
+    signature files open at most: the rounds reopen them (the pipeline runs in this
+    process)."""
+    from transforms.clean import near_dedup
+    monkeypatch.setattr(near_dedup._Signatures, "OPEN_FILES", 2)
+    pairs = _planted(100, seed=11)
+    files = _write(tmp_path, "a", pairs)
+    options = MinhashOptions(threshold=0.8, permutations=128)
+    bounded, runs = near_duplicate_drops(tmp_path / "w1", [("train",) + files], options,
+                                         round_entries=100, chunk_lines=30)
+    whole, _ = near_duplicate_drops(tmp_path / "w2", [("train",) + files], options,
+                                    round_entries=10 ** 9, chunk_lines=30)
+    chunks = -(-len(pairs) // 30)
+    assert bounded == whole and [name.rsplit(".", 1)[1] for name in runs].count("bands") == chunks
+    groups = {}
+    for split, index, number, reason, first in bounded:
+        assert (split, index, reason, first[:2]) == ("train", 0, "near_duplicate", ["train", 0])
+        groups.setdefault(first[2], {first[2]}).add(number)
+    assert sorted(sorted(g) for g in groups.values()) == datasketch_groups(pairs, options)
 
 
 def reference_normalized_dedup(pairs, sides):
