@@ -3,12 +3,14 @@
 Each element is one chunk: a range of lines of a source/target file pair, with the byte offsets
 where the range starts in both files (found by `ScanTextFiles`), so chunks are read by
 different workers. The DoFn here only wires the pure parts to Beam and the file systems: it
-loads both vocabularies once per worker in `setup`, opens the chunk's files, and hands their
-lines to `transforms.pairs.chunk_reading` (lines -> blocks of pairs, or rejects with a reason: T2T
-drops pairs with an empty side silently; the lines the cleaning stage dropped,
-`chunk["dropped"]`, are skipped, or with `chunk["lengths_before"]` only measured, for the
-split's lengths before cleaning) and the blocks to `transforms.pairs.pair_encoding` (pairs ->
-serialized `tf.train.Example`s keyed for the deterministic shuffle, and their counts; with
+loads both vocabularies once per worker in `setup`, reads the chunk into its typed plan
+(`transforms.encode.chunk_plans`: what to do is a field of the plan, not a key of the chunk),
+opens the chunk's files, and hands their lines to `transforms.pairs.chunk_reading` (lines ->
+blocks of pairs, or rejects with a reason: T2T drops pairs with an empty side silently; the
+lines the cleaning stage dropped are skipped, or only measured, for the split's lengths before
+cleaning) and each block to `transforms.pairs.pair_encoding` (a block's pairs -> an
+`EncodedBlock`: serialized `tf.train.Example`s keyed for the deterministic shuffle, by shard,
+and their counts, which the DoFn adds up over the chunk; with
 --max_length the train pairs T2T's length filter would drop are rejected there, and the
 split's lengths before that drop measured too). A
 chunk's records are written as one sorted fragment file per shard
