@@ -16,6 +16,8 @@ from typing import Any, List, Optional
 
 import yaml
 
+from transforms.errors import JobError
+
 # YAML 1.2 core schema: booleans and floats (ints are read as YAML 1.1 reads them)
 _BOOL = re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$")
 _FLOAT = re.compile(r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
@@ -39,7 +41,7 @@ for _first, _resolvers in CorporaLoader.yaml_implicit_resolvers.items():
     _resolvers.sort(key=lambda resolver: resolver[0] != _TAG_INT)
 
 
-class RepeatedKey(ValueError):
+class RepeatedKey(JobError, ValueError):
     """A mapping names a key twice: `where` is its path (`corpora[1] (en-de): train`, or ""
     at the top), `key` the key and `line` its second occurrence's line (1-based)."""
 

@@ -23,6 +23,7 @@ from pipeline.runtime.interrupts import Interrupted, kill_worker_processes, stop
 from pipeline.runtime.pass_engine import PassEngine
 from pipeline.runtime.runners import REMOTE_RUNNERS, is_dry_run, runner_name
 from transforms.reporting.job_metrics import counter_values
+from transforms.errors import JobError
 
 LOG = logging.getLogger("datagen")
 PROGRESS_SECONDS = 30.0  # a long pass logs where it stands this often (--progress_seconds)
@@ -30,7 +31,7 @@ WATCH_SECONDS = 0.5  # how often a pass checks for a signal, a lost lock and dea
 STOP_SECONDS = 60.0  # at most this long for an interrupted in-process pass to end
 
 
-class WorkerDied(RuntimeError):
+class WorkerDied(JobError, RuntimeError):
     """A worker process of the job ended while a pass ran (killed for memory, most often).
     The pass's own thread is left blocked in Beam: the program must exit without waiting
     for threads (`python -m pipeline.datagen` does)."""
@@ -41,7 +42,7 @@ class WorkerDied(RuntimeError):
             " (out of memory?)" if any("SIGKILL" in d for d in dead) else ""))
 
 
-class PassFailed(RuntimeError):
+class PassFailed(JobError, RuntimeError):
     """A pass failed on a remote runner (Flink, Spark, a portable job service, Dataflow):
     the runner's error (often a Java stack trace of dozens of lines) as one line naming
     the pass, for `python -m pipeline.datagen` to print without a traceback. The runner's

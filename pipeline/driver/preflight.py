@@ -13,8 +13,9 @@ from pipeline.driver.fingerprint import INPUT_FLAGS, fingerprint_values, input_k
 from pipeline.output.layout import REJECTS_NAME, WORK_NAME, OutputLayout
 from pipeline.runtime.errors import DatagenError, one_line
 from transforms.contracts.config import DatagenConfig
+from transforms.errors import StoreUnreachable
 from transforms.storage import file_io
-from transforms.storage.object_stores import ObjectStores, StoreUnreachable
+from transforms.storage.object_stores import ObjectStores
 
 def named_paths(config: DatagenConfig) -> List[Tuple[str, str]]:
     """(flag, path) of every path the flags name (input patterns, vocabularies, output)."""

@@ -10,6 +10,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Protocol, Sequence
 from pipeline.runtime.errors import DatagenError
 from transforms.contracts.elements import RejectsReport, ShardReport
 from transforms.formats.packed_examples import packing_figures
+from transforms.errors import JobError
 
 SplitReport = Dict[str, Any]  # `split_report`: a split's part of the summary (JSON)
 
@@ -30,8 +31,8 @@ class PreparedDataset(Protocol):
     def target_facts(self) -> Mapping[str, Any]: ...
 
 
-class BooksDoNotBalance(RuntimeError):
-    pass
+class BooksDoNotBalance(JobError, RuntimeError):
+    """The books of an output do not balance: pairs read != written + rejected."""
 
 
 def _written_by_dataset(split_shards: Iterable[ShardReport], key: str = "by_dataset"

@@ -6,8 +6,10 @@ message one line of bounded length (a scheduler's log shows one line per failure
 storage errors (a store lost, a bucket refused) are `pipeline.runtime.storage_errors`'.
 """
 
+from transforms.errors import JobError
 
-class DatagenError(Exception):
+
+class DatagenError(JobError):
     """A problem with the job's input or flags, reported without a traceback."""
 
 

@@ -14,6 +14,8 @@ import errno
 import os
 from typing import List, Optional
 
+from transforms.errors import JobError
+
 STORAGE_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG)
 
 
@@ -53,7 +55,7 @@ _UNANSWERED = ("Could not connect to the endpoint URL", "Connect timeout on endp
                "Connection was closed before we received a valid response from endpoint URL")
 
 
-class StoreLost(RuntimeError):
+class StoreLost(JobError, RuntimeError):
     """The object store stopped answering while the job ran (its client's retries ran
     out): one line, no marker; a rerun starts over."""
 

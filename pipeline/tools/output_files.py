@@ -23,11 +23,12 @@ from pipeline.output.layout import COMPLETE_NAME, SUMMARY_NAME, marked_problem
 from pipeline.runtime import console
 from transforms.shards.record_formats import PAIR_SEPARATOR, parse_shard_name, problem_of_head
 from transforms.storage import paths
+from transforms.errors import JobError
 
 READER_HOW = "pass problem=<name>"  # what the readers' errors ask for
 
 
-class IncompleteOutputError(ValueError):
+class IncompleteOutputError(JobError, ValueError):
     """Shards of a datagen output that is not complete (no completion marker: a run still
     going, failed, or killed while committing), or not all of a split's shards; or no such
     output, or a directory of several problems where none was named."""

@@ -134,16 +134,20 @@ Example training loop (t2t mode)::
         optimizer.apply_gradients(zip(grads, model.trainable_variables))
 """
 
-from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
+import dataclasses
+from typing import Any, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 from pipeline.runtime import console
 from pipeline.tools import output_files
+from pipeline.tools.read_options import (Batching, NmtBatching, RecordReading, T2TBatching,
+                                         options_of)
 from pipeline.tools.bucketing import NMT_KEYS, t2t_batching_scheme, t2t_bucket_boundaries  # noqa: F401
 from pipeline.tools.output_files import IncompleteOutputError, check_complete
+from transforms.errors import StoreUnreachable
 
-__all__ = ["IncompleteOutputError", "StoreUnreachableError", "check_complete",
-           "complete_output_files", "file_system_options", "make_dataset",
-           "t2t_batching_scheme", "t2t_bucket_boundaries"]
+__all__ = ["IncompleteOutputError", "NmtBatching", "RecordReading", "StoreUnreachableError",
+           "T2TBatching", "check_complete", "complete_output_files", "file_system_options",
+           "make_dataset", "read_dataset", "t2t_batching_scheme", "t2t_bucket_boundaries"]
 
 
 def _tensorflow() -> Any:
@@ -171,9 +175,9 @@ def file_system_options(flags: Iterable[str]) -> None:
     FileSystems.set_options(PipelineOptions(list(flags)))
 
 
-class StoreUnreachableError(OSError):
-    """The object store of an output directory did not answer (one line: the store's
-    error), raised within about 30 s instead of Beam's minutes of retries."""
+# The object store of an output directory did not answer (one line: the store's error): the
+# job's one store-unreachable error, under the name this module has always given it.
+StoreUnreachableError = StoreUnreachable
 
 
 def complete_output_files(output_dir: str, split: str = "train",
@@ -281,78 +285,56 @@ def _first_record_packed(files: Sequence[Tuple[str, bool]]) -> bool:
     return False
 
 
-def make_dataset(file_pattern: Any, batch_size: int, mode: str = "nmt",
-                 num_shards: int = 1, shard_index: int = 0, skip_count: Optional[int] = None,
-                 shuffle: bool = True, random_seed: Optional[int] = None,
-                 output_buffer_size: Optional[int] = None,
-                 reshuffle_each_iteration: bool = True, src_max_len: Optional[int] = None,
-                 tgt_max_len: Optional[int] = None, num_buckets: int = 1, sos_id: int = 1,
-                 eos_id: int = 2, num_parallel_calls: int = 4, as_tuple: bool = False,
-                 max_length: Optional[int] = None, min_length: Optional[int] = None,
-                 min_length_bucket: Optional[int] = None,
-                 length_bucket_step: Optional[float] = None,
-                 drop_long_sequences: Optional[bool] = None,
-                 batch_shuffle_size: Optional[int] = None, require_complete: bool = True
+def make_dataset(file_pattern: Any, batch_size: int, mode: str = "nmt", **settings: Any
                  ) -> Any:
-    """A batched `tf.data.Dataset` over the TFRecord files matching `file_pattern`.
+    """A batched `tf.data.Dataset` over the TFRecord files matching `file_pattern`: the flat
+    call, `read_dataset` with its options given as keywords (`read_options.options_of`).
 
     file_pattern: a glob (or a list of globs; files of each are sorted, lists concatenated);
       any path TensorFlow reads, and s3:// through Beam's FileSystems
       (`file_system_options`). `complete_output_files(output_dir)` gives a complete
       output's shards. Or a `pipeline.tools.mixture.Mixture` (language pairs mixed).
-    require_complete: datagen shards (`{problem}-{split}-NNNNN-of-NNNNN`) are read only from
-      an output with its completion marker and all its shards (IncompleteOutputError).
     batch_size: sentence pairs per batch in mode "nmt"; TOKENS per batch in mode "t2t".
     mode: "nmt" or "t2t" (see the module docstring for each pipeline).
-    num_shards, shard_index, skip_count: `Dataset.shard` / `Dataset.skip` on the records.
-    shuffle, random_seed, output_buffer_size, reshuffle_each_iteration: record shuffling.
-    num_parallel_calls: parallelism of the maps (results are deterministic regardless).
-    nmt only: src_max_len, tgt_max_len, num_buckets, sos_id, eos_id, as_tuple.
-    t2t only: max_length (default batch_size; for packed records the output's
-      --packed_length), min_length (0), min_length_bucket (8), length_bucket_step (1.1),
-      drop_long_sequences (True), batch_shuffle_size (512).
+    settings: both modes' (`RecordReading`): num_shards, shard_index, skip_count, shuffle,
+      random_seed, output_buffer_size, reshuffle_each_iteration, num_parallel_calls,
+      require_complete; nmt only (`NmtBatching`): src_max_len, tgt_max_len, num_buckets,
+      sos_id, eos_id, as_tuple; t2t only (`T2TBatching`): max_length (default batch_size;
+      for packed records the output's --packed_length), min_length (0), min_length_bucket
+      (8), length_bucket_step (1.1), drop_long_sequences (True), batch_shuffle_size (512).
     """
-    tf = _tensorflow()
+    reading, batching = options_of(mode, settings)
+    return read_dataset(file_pattern, batch_size, batching, reading)
 
-    if mode not in ("nmt", "t2t"):
-        raise ValueError("mode must be 'nmt' or 't2t', got %r" % (mode,))
+
+def read_dataset(file_pattern: Any, batch_size: int, batching: Batching,
+                 reading: RecordReading = RecordReading()) -> Any:
+    """A batched `tf.data.Dataset` over the records of `file_pattern` (as `make_dataset`
+    takes it), read as `reading` says and batched as `batching` says: `NmtBatching()` or
+    `T2TBatching()` (the mode is the type)."""
+    tf = _tensorflow()
     if batch_size < 1:
         raise ValueError("batch_size must be >= 1, got %r" % (batch_size,))
-    t2t_only = dict(max_length=max_length, min_length=min_length,
-                    min_length_bucket=min_length_bucket, length_bucket_step=length_bucket_step,
-                    drop_long_sequences=drop_long_sequences,
-                    batch_shuffle_size=batch_shuffle_size)
-    if mode == "nmt":
-        misused = sorted(k for k, v in t2t_only.items() if v is not None)
-    else:
-        misused = sorted(k for k, v in dict(src_max_len=src_max_len, tgt_max_len=tgt_max_len,
-                                            as_tuple=as_tuple or None).items() if v is not None)
-        if num_buckets != 1:
-            misused.append("num_buckets")
-    if misused:
-        raise ValueError("mode %r does not take %s" % (mode, ", ".join(misused)))
-
-    if output_buffer_size is None:
-        output_buffer_size = batch_size * 1000 if mode == "nmt" else 1024
-
+    mode = batching.mode
     from transforms.formats.packed_examples import PACKED_FEATURES, PAIR_FEATURES
     mixture = hasattr(file_pattern, "tf_records")  # a `pipeline.tools.mixture.Mixture`
     files = (_record_files(file_pattern.all_files(), False) if mixture
-             else _record_files(file_pattern, require_complete))
+             else _record_files(file_pattern, reading.require_complete))
     packed_length, pad_id = output_files.output_facts([path for path, _ in files], mode)
-    dataset = (file_pattern.tf_records(tf, shuffle, random_seed) if mixture
+    dataset = (file_pattern.tf_records(tf, reading.shuffle, reading.random_seed) if mixture
                else _records_dataset(tf, files))
     keys = PACKED_FEATURES if _first_record_packed(files) else PAIR_FEATURES
     if keys is PACKED_FEATURES and mode == "nmt":
         raise ValueError("the records are packed (--packed_length): several pairs a record, "
                          "for T2T's training; read them with mode='t2t'")
-    if keys is PACKED_FEATURES and max_length is None and packed_length:
-        max_length = packed_length  # T2T: a packed problem's max_length is its packed_length
-    dataset = dataset.shard(num_shards, shard_index)
-    if skip_count is not None:
-        dataset = dataset.skip(skip_count)
-    if shuffle:
-        dataset = dataset.shuffle(output_buffer_size, random_seed, reshuffle_each_iteration)
+    dataset = dataset.shard(reading.num_shards, reading.shard_index)
+    if reading.skip_count is not None:
+        dataset = dataset.skip(reading.skip_count)
+    if reading.shuffle:
+        buffer_size = reading.output_buffer_size
+        dataset = dataset.shuffle(batching.buffer_size(batch_size) if buffer_size is None
+                                  else buffer_size, reading.random_seed,
+                                  reading.reshuffle_each_iteration)
 
     spec = {key: tf.io.VarLenFeature(tf.int64) for key in keys}
 
@@ -360,28 +342,21 @@ def make_dataset(file_pattern: Any, batch_size: int, mode: str = "nmt",
         features = tf.io.parse_single_example(serialized, spec)
         return tuple(tf.cast(tf.sparse.to_dense(features[key]), tf.int32) for key in keys)
 
-    dataset = dataset.map(parse, num_parallel_calls=num_parallel_calls)
-    if mode == "nmt":
-        dataset = _nmt_batches(tf, dataset, batch_size, src_max_len, tgt_max_len, num_buckets,
-                               sos_id, eos_id, num_parallel_calls, as_tuple)
+    dataset = dataset.map(parse, num_parallel_calls=reading.num_parallel_calls)
+    if isinstance(batching, NmtBatching):
+        dataset = _nmt_batches(tf, dataset, batch_size, batching, reading.num_parallel_calls)
     else:
-        dataset = _t2t_batches(
-            tf, dataset, batch_size, num_parallel_calls, keys,
-            max_length=max_length,
-            min_length=0 if min_length is None else min_length,
-            min_length_bucket=8 if min_length_bucket is None else min_length_bucket,
-            length_bucket_step=1.1 if length_bucket_step is None else length_bucket_step,
-            drop_long_sequences=True if drop_long_sequences is None else drop_long_sequences,
-            pad_id=pad_id,
-            batch_shuffle_size=(512 if batch_shuffle_size is None else batch_shuffle_size)
-            if shuffle else 0,
-            random_seed=random_seed, reshuffle_each_iteration=reshuffle_each_iteration)
+        if keys is PACKED_FEATURES and batching.max_length is None and packed_length:
+            # T2T: a packed problem's max_length is its packed_length
+            batching = dataclasses.replace(batching, max_length=packed_length)
+        dataset = _t2t_batches(tf, dataset, batch_size, keys, batching, reading, pad_id)
     return dataset.prefetch(tf.data.AUTOTUNE)
 
 
-def _nmt_batches(tf: Any, dataset: Any, batch_size: int, src_max_len: Optional[int],
-                 tgt_max_len: Optional[int], num_buckets: int, sos_id: int, eos_id: int,
-                 num_parallel_calls: int, as_tuple: bool) -> Any:
+def _nmt_batches(tf: Any, dataset: Any, batch_size: int, batching: NmtBatching,
+                 num_parallel_calls: int) -> Any:
+    src_max_len, tgt_max_len = batching.src_max_len, batching.tgt_max_len
+    num_buckets, sos_id, eos_id = batching.num_buckets, batching.sos_id, batching.eos_id
     dataset = dataset.filter(lambda src, tgt: tf.logical_and(tf.size(src) > 0,
                                                              tf.size(tgt) > 0))
     if src_max_len:
@@ -421,32 +396,31 @@ def _nmt_batches(tf: Any, dataset: Any, batch_size: int, src_max_len: Optional[i
                                           window_size=batch_size)
     else:
         dataset = batching_func(dataset)
-    if not as_tuple:
+    if not batching.as_tuple:
         dataset = dataset.map(lambda *batch: dict(zip(NMT_KEYS, batch)))
     return dataset
 
 
-def _t2t_batches(tf: Any, dataset: Any, batch_size: int, num_parallel_calls: int,
-                 keys: Sequence[str], max_length: Optional[int], min_length: int,
-                 min_length_bucket: int,
-                 length_bucket_step: float, drop_long_sequences: bool,
-                 batch_shuffle_size: int, random_seed: Optional[int],
-                 reshuffle_each_iteration: bool, pad_id: int = 0) -> Any:
-    scheme = t2t_batching_scheme(batch_size, max_length, min_length_bucket, length_bucket_step)
+def _t2t_batches(tf: Any, dataset: Any, batch_size: int, keys: Sequence[str],
+                 batching: T2TBatching, reading: RecordReading, pad_id: int = 0) -> Any:
+    scheme = t2t_batching_scheme(batch_size, batching.max_length, batching.min_length_bucket,
+                                 batching.length_bucket_step)
+    min_length = batching.min_length
     dataset = dataset.map(lambda *features: dict(zip(keys, features)),
-                          num_parallel_calls=num_parallel_calls)
+                          num_parallel_calls=reading.num_parallel_calls)
 
     def example_length(example: Any) -> Any:
         return tf.maximum(tf.size(example["inputs"]), tf.size(example["targets"]))
 
-    longest = scheme["max_length"] if drop_long_sequences else 10 ** 9
+    longest = scheme["max_length"] if batching.drop_long_sequences else 10 ** 9
     dataset = dataset.filter(lambda ex: tf.logical_and(example_length(ex) >= min_length,
                                                        example_length(ex) <= longest))
     padding = {key: tf.constant(pad_id if key in ("inputs", "targets") else 0, tf.int32)
                for key in keys}  # the packed features with 0, as T2T pads them
     dataset = dataset.bucket_by_sequence_length(
         example_length, scheme["boundaries"], scheme["batch_sizes"], padding_values=padding)
-    if batch_shuffle_size:
-        seed = None if random_seed is None else random_seed + 1
-        dataset = dataset.shuffle(batch_shuffle_size, seed, reshuffle_each_iteration)
+    if reading.shuffle and batching.batch_shuffle_size:
+        seed = None if reading.random_seed is None else reading.random_seed + 1
+        dataset = dataset.shuffle(batching.batch_shuffle_size, seed,
+                                  reading.reshuffle_each_iteration)
     return dataset

@@ -31,6 +31,7 @@ import pytest
 from bad_input_files import corpus as _corpus
 from cluster_jobs import kept_for_resume
 from datagen_helpers import DIRECT_MP2, FNAPI
+from registries import assert_covers, every_kind
 from repo_paths import REPO_ROOT
 
 pytestmark = pytest.mark.slow
@@ -38,6 +39,10 @@ pytestmark = pytest.mark.slow
 KINDS = {"subword": ["--vocab_size", "300"], "word": ["--vocab_size", "300"],
          "byte_bpe": ["--vocab_size", "300"],
          "sentencepiece": ["--vocab_size", "30", "--spm_model_type", "bpe"]}
+
+
+def test_every_kind_has_its_flags_here():
+    assert_covers(KINDS, every_kind(), "test_signals_every_pass.KINDS")
 
 
 def _argv(tmp_path, kind, runner):

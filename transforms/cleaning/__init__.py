@@ -9,5 +9,5 @@ reads the `--filters` YAML file and checks every filter name and parameter befor
 starts. The Beam stages are `transforms.clean.clean_pairs` and `near_dedup`. Beyond the
 standard library it uses regex, PyYAML, numpy, py3langid and threadpoolctl.
 
-May import: none.
+May import: transforms.errors.
 """

@@ -198,12 +198,6 @@ class SubwordEncoder:
         """The id of one subtoken string of the vocabulary, or None."""
         return self._ids.get(subtoken)
 
-    def token_to_ids(self, token: str) -> list[int]:
-        """Ids of one token (a string as `tokenizer.encode` yields it)."""
-        if token == " ":
-            return self._token_ids_uncached(token)
-        return self._cache[token]
-
     def _token_ids_uncached(self, token: str) -> list[int]:
         if self.alphabet.issuperset(token):
             escaped = escape_token_all_known(token)

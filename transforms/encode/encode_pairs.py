@@ -3,12 +3,14 @@
 Each element is one chunk: a range of lines of a source/target file pair, with the byte offsets
 where the range starts in both files (found by `ScanTextFiles`), so chunks are read by
 different workers. The DoFn here only wires the pure parts to Beam and the file systems: it
-loads both vocabularies once per worker in `setup`, opens the chunk's files, and hands their
-lines to `transforms.pairs.chunk_reading` (lines -> blocks of pairs, or rejects with a reason: T2T
-drops pairs with an empty side silently; the lines the cleaning stage dropped,
-`chunk["dropped"]`, are skipped, or with `chunk["lengths_before"]` only measured, for the
-split's lengths before cleaning) and the blocks to `transforms.pairs.pair_encoding` (pairs ->
-serialized `tf.train.Example`s keyed for the deterministic shuffle, and their counts; with
+loads both vocabularies once per worker in `setup`, reads the chunk into its typed plan
+(`transforms.encode.chunk_plans`: what to do is a field of the plan, not a key of the chunk),
+opens the chunk's files, and hands their lines to `transforms.pairs.chunk_reading` (lines ->
+blocks of pairs, or rejects with a reason: T2T drops pairs with an empty side silently; the
+lines the cleaning stage dropped are skipped, or only measured, for the split's lengths before
+cleaning) and each block to `transforms.pairs.pair_encoding` (a block's pairs -> an
+`EncodedBlock`: serialized `tf.train.Example`s keyed for the deterministic shuffle, by shard,
+and their counts, which the DoFn adds up over the chunk; with
 --max_length the train pairs T2T's length filter would drop are rejected there, and the
 split's lengths before that drop measured too). A
 chunk's records are written as one sorted fragment file per shard
@@ -25,7 +27,7 @@ from apache_beam.pvalue import DoOutputsTuple, TaggedOutput
 from apache_beam.typehints.decorators import no_annotations
 from apache_beam.io.filesystems import FileSystems
 
-from transforms.pairs.chunk_reading import ChunkSpan, LineReject, LinePair, read_chunk, read_unmatched
+from transforms.pairs.chunk_reading import LineReject, LinePair, read_chunk, read_unmatched
 from transforms.codecs.varints import encode_varints
 from transforms.codecs.vocabulary import VocabularyLoader
 from transforms.storage import file_io
@@ -37,12 +39,14 @@ from transforms.shards.record_formats import TEXT_FORMATS
 from transforms.encode.length_stats import chunk_lengths
 from transforms.formats.rejects import OVER_MAX_LENGTH, max_length_of, reject_record
 from transforms.pairs.mixing import take_count
-from transforms.pairs.pair_encoding import (PairEncoder, PairTally, copy_keys, order_keys,
-                                            shard_of, shuffle_keys)
+from transforms.pairs.pair_encoding import (BlockPlan, PairEncoder, PairTally, copy_keys,
+                                            order_keys, shard_of, shuffle_keys)
 from transforms.pairs.text_pairs import TextPairs
 from transforms.storage.object_stores import ObjectStores, StoreSettings
 from transforms.shards.fragment_groups import FragmentGroup, flush_bytes
 from transforms.shards.shard_fragments import fragment_name
+from transforms.encode.chunk_plans import (Cleaned, Copies, PairsPlan, UnmatchedPlan,
+                                           plan_of)
 from transforms.encode.chunk_manifests import (ChunkRecorder, FinishedChunk, ManifestIndex,
                                                Resume, replay, write_manifest)
 from transforms.formats.text_lines import iter_raw_lines
@@ -167,18 +171,17 @@ class _EncodeChunkFn(beam.DoFn):
             self._index = ManifestIndex(resume, self._fragment_dir, self._stores)
         return self._index.reusable(chunk)
 
-    def _dropped_lines(self, chunk: Chunk) -> Optional[bytes]:
-        """The dataset's dropped-lines bitmap (`transforms.clean.clean_pairs`), or None: the lines
-        the cleaning stage dropped, whose rejects it wrote; read once per worker."""
-        path = chunk.get("dropped")
-        if path is None:
+    def _dropped_lines(self, cleaned: Optional[Cleaned]) -> Optional[bytes]:
+        """The dataset's dropped-lines bitmap (`transforms.clean.clean_pairs`), or None: the
+        lines the cleaning stage dropped, whose rejects it wrote; read once per worker."""
+        if cleaned is None or cleaned.bitmap is None:
             return None
+        path = cleaned.bitmap
         if path not in self._dropped:
             self._dropped = {path: file_io.read_bytes(path, self._stores)}
         return self._dropped[path]
 
-    def _reject(self, chunk: Chunk, reject: LineReject) -> RejectOut:
-        ds = chunk["ds"]
+    def _reject(self, ds: DatasetSpec, reject: LineReject) -> RejectOut:
         self._counters.inc("%s.rejected.%s" % (ds["split"], reject.reason))
         return beam.pvalue.TaggedOutput(REJECTS, (ds["split"], reject_record(
             ds, reject.number, "line %d" % reject.number, reject.reason, reject.source,
@@ -193,9 +196,13 @@ class _EncodeChunkFn(beam.DoFn):
         return self._pair_entries[pair]
 
     def process(self, chunk: Chunk) -> Iterator[EncodeOut]:
-        resume = self._resume
-        if resume is None or chunk.get("unmatched"):  # an unmatched chunk only rejects
-            yield from self._encode(chunk)
+        plan = plan_of(chunk, self._num_shards)
+        if isinstance(plan, UnmatchedPlan):  # it only rejects: nothing to resume
+            yield from self._unmatched(plan)
+            self._flush_if_full()
+            return
+        if self._resume is None:
+            yield from self._encode(plan)
             self._flush_if_full()
             return
         self._counters.take()
@@ -206,44 +213,43 @@ class _EncodeChunkFn(beam.DoFn):
             yield from replay(manifest, self._fragment_dir)
             yield beam.pvalue.TaggedOutput(RESUME, ("chunks_reused", 1))
             return
-        outputs = list(self._encode(chunk))  # a chunk's: bounded by --encode_chunk_lines
+        outputs = list(self._encode(plan))  # a chunk's: bounded by --encode_chunk_lines
         self._finished.append((chunk, outputs, self._counters.take()))
         yield from outputs
         yield beam.pvalue.TaggedOutput(RESUME, ("chunks_encoded", 1))
         self._flush_if_full()
 
-    def _encode(self, chunk: Chunk) -> Iterator[EncodeOut]:
-        if chunk.get("unmatched"):
-            yield from self._unmatched(chunk)
-            return
-        ds = chunk["ds"]
-        split = ds["split"]
-        pair = ds.get("pair")
-        span = ChunkSpan(chunk["source"], chunk["target"], chunk["first_line"],
-                         chunk["num_lines"])
+    def _block_plan(self, plan: PairsPlan) -> BlockPlan:
+        """How the chunk's blocks are encoded: keyed in order (--keep_order) or for the
+        shuffle, over its range of shards, under its pair's tags."""
+        ds = plan.ds
+        split, pair = ds["split"], ds.get("pair", "")
         key_of = (order_keys(ds["index"]) if self._keep_order
                   else shuffle_keys(self._seed, split, ds["index"]))
-        # the range of the split's shards this pair's records go to (all of them, but with
-        # several pairs: its own, `pipeline.driver.encode`)
-        first_shard, num_shards = chunk.get("shards") or (0, self._num_shards[split])
-        pair_entry = self._pair_entry(pair)
+        return BlockPlan(key_of, ds["index"], plan.num_shards,
+                         max_length_of(split, self._max_length),
+                         self._prefix_varints.get(pair, (b"", 0)), self._pair_entry(pair),
+                         self._target_prefix_varints.get(pair, (b"", 0)))
+
+    def _encode(self, plan: PairsPlan) -> Iterator[EncodeOut]:
+        ds, span, cleaned = plan.ds, plan.span, plan.cleaned
+        split = ds["split"]
+        pair = ds.get("pair")
+        block_plan = self._block_plan(plan)
         by_shard: Dict[int, List[FragmentEntry]] = {}  # shard -> [(key, dataset, line, record)]
         written = PairTally()
-        prefix = self._prefix_varints.get(ds.get("pair", ""), (b"", 0))
-        target_prefix = self._target_prefix_varints.get(ds.get("pair", ""), (b"", 0))
-        before = chunk.get("lengths_before")  # also measure the pairs cleaning dropped
-        cleaned_away: List[LinePair] = []  # those of them that would be written
-        max_length = max_length_of(split, self._max_length)
         too_long = PairTally()  # the pairs --max_length drops
+        measure_before = cleaned is not None and cleaned.measure_before
+        cleaned_away: List[LinePair] = []  # the pairs cleaning dropped that would be written
         with file_io.open_text_source(span.source_path, self._stores,
-                                      chunk["source_offset"]) as src, \
+                                      plan.offsets[0]) as src, \
                 file_io.open_text_source(span.target_path, self._stores,
-                                         chunk["target_offset"]) as tgt:
+                                         plan.offsets[1]) as tgt:
             for item in read_chunk(iter_raw_lines(src), iter_raw_lines(tgt), span,
                                    self._on_invalid, self._max_chars,
-                                   self._dropped_lines(chunk), bool(before), self._text):
+                                   self._dropped_lines(cleaned), measure_before, self._text):
                 if isinstance(item, LineReject):
-                    yield self._reject(chunk, item)
+                    yield self._reject(ds, item)
                 elif item.cleaned_away:
                     cleaned_away.extend(item.pairs)
                 else:
@@ -251,27 +257,29 @@ class _EncodeChunkFn(beam.DoFn):
                     if item.raw is not None:  # the text output's: the lines right-stripped
                         pairs = [(number, *raw) for (number, _, _), raw in
                                  zip(item.pairs, item.raw)]
-                    for number, source, target in self._encoder.encode(
-                            pairs, key_of, ds["index"], num_shards, by_shard, written,
-                            max_length, too_long, prefix, pair_entry, target_prefix):
-                        yield self._reject(chunk, LineReject(number, OVER_MAX_LENGTH, source,
-                                                             target))
+                    block = self._encoder.encode(pairs, block_plan)
+                    for shard, entries in block.by_shard.items():
+                        by_shard.setdefault(shard, []).extend(entries)
+                    written.add(block.written)
+                    too_long.add(block.too_long)
+                    for number, source, target in block.dropped:
+                        yield self._reject(ds, LineReject(number, OVER_MAX_LENGTH, source,
+                                                          target))
         self._counters.inc(split + ".pairs_read", span.num_lines)
         self._counters.inc(split + ".pairs_encoded", len(written.lengths))
         yield from self._write_fragments(split, ds["index"], span.first_line, by_shard,
-                                         first_shard)
-        if chunk.get("copies"):
-            yield from self._write_copies(chunk, by_shard, first_shard, num_shards)
+                                         plan.first_shard)
+        if plan.copies is not None:
+            yield from self._write_copies(plan, plan.copies, by_shard)
         yield beam.pvalue.TaggedOutput(STATS, (split, written.token_counts()))
         lengths = chunk_lengths(written.lengths, written.chars, written.ids)
         yield beam.pvalue.TaggedOutput(LENGTHS, (split, lengths))
         if pair:  # and the pair's own figures
             yield beam.pvalue.TaggedOutput(LENGTHS, (pair_lengths_key(split, pair), lengths))
-        if before or max_length:
-            measured = PairTally()
-            self._encoder.measure(cleaned_away, measured, prefix, target_prefix)
+        if measure_before or block_plan.max_length:
+            measured = self._encoder.measure(cleaned_away, block_plan)
             both = written.plus(measured).plus(too_long)
-            label = BEFORE_CLEANING if before else BEFORE_MAX_LENGTH
+            label = BEFORE_CLEANING if measure_before else BEFORE_MAX_LENGTH
             yield beam.pvalue.TaggedOutput(LENGTHS, (split + label, chunk_lengths(
                 both.lengths, both.chars, both.ids)))
 
@@ -293,18 +301,16 @@ class _EncodeChunkFn(beam.DoFn):
                 report["copies"] = [[dataset_index, len(entries)]]
             yield (split, shard), report
 
-    def _write_copies(self, chunk: Chunk, by_shard: Dict[int, List[FragmentEntry]],
-                      first_shard: int, num_shards: int
+    def _write_copies(self, plan: PairsPlan, copies: Copies,
+                      by_shard: Dict[int, List[FragmentEntry]]
                       ) -> Iterator[Tuple[ShardKey, FragmentReport]]:
-        """--mix_shards: the chunk's records repeated as their pair's rate asks (`copies`:
-        [the dataset's first line's index in its pair, the pair's lines, the records they
-        give]; a line gives `mixing.take_count` records), each copy with a key of its own,
-        written in batches of about COPY_BATCH_RECORDS so memory stays bounded."""
-        ds = chunk["ds"]
-        split, index = ds["split"], ds["index"]
-        offset, lines, take = chunk["copies"]
+        """--mix_shards: the chunk's records repeated as their pair's rate asks (a line gives
+        `mixing.take_count` records), each copy with a key of its own, written in batches
+        of about COPY_BATCH_RECORDS so memory stays bounded."""
+        split, index = plan.ds["split"], plan.ds["index"]
         base = [entry for entries in by_shard.values() for entry in entries]
-        extra = {number: take_count(offset + number - 1, lines, take) - 1
+        extra = {number: take_count(copies.offset + number - 1, copies.lines,
+                                    copies.records) - 1
                  for _, _, number, _ in base}
         key_of = copy_keys(self._seed, split, index)
         batch: Dict[int, List[FragmentEntry]] = {}
@@ -313,27 +319,26 @@ class _EncodeChunkFn(beam.DoFn):
             for _, _, number, record in base:
                 if extra[number] >= copy:
                     key = key_of(number, copy)
-                    batch.setdefault(shard_of(key, num_shards), []).append(
+                    batch.setdefault(shard_of(key, plan.num_shards), []).append(
                         (key, index, number, record))
                     size += 1
             if size >= COPY_BATCH_RECORDS or copy == most:
-                yield from self._write_fragments(split, index, chunk["first_line"], batch,
-                                                 first_shard, start)
+                yield from self._write_fragments(split, index, plan.span.first_line, batch,
+                                                 plan.first_shard, start)
                 self._flush_if_full()  # memory stays bounded however many copies
                 self._counters.inc(split + ".records_repeated", size)
                 batch, size, start = {}, 0, copy + 1
 
-    def _unmatched(self, chunk: Chunk) -> Iterator[RejectOut]:
+    def _unmatched(self, plan: UnmatchedPlan) -> Iterator[RejectOut]:
         """Lines of the longer file of a misaligned pair (--on_misaligned reject)."""
-        side = chunk["unmatched"]
-        path = chunk["source"] if side == "source" else chunk["target"]
         read = 0
-        with file_io.open_text_source(path, self._stores, chunk["offset"]) as f:
-            for reject in read_unmatched(iter_raw_lines(f), path, side, chunk["first_line"],
-                                         chunk["skip"]):
+        ds = plan.chunk["ds"]
+        with file_io.open_text_source(plan.path, self._stores, plan.offset) as f:
+            for reject in read_unmatched(iter_raw_lines(f), plan.path, plan.side,
+                                         plan.first_line, plan.skip):
                 read += 1
-                yield self._reject(chunk, reject)
-        self._counters.inc(chunk["ds"]["split"] + ".pairs_read", read)
+                yield self._reject(ds, reject)
+        self._counters.inc(plan.split + ".pairs_read", read)
 
 
 def plan_chunks(ds: DatasetSpec, source_path: str, target_path: str, source_scan: FileFacts,

@@ -67,12 +67,6 @@ def shard_of_pair(pair_shards: PairShards, split: str, shard: int, num_shards: i
     return None, shard, num_shards
 
 
-def shard_file_name(problem: str, split: str, shard: int, num_shards: int,
-                    output_format: str = DEFAULT_FORMAT) -> str:
-    """T2T's name, `{problem}-{split}-00000-of-00010`, and the format's suffix."""
-    return ShardNames(problem, record_format(output_format)).name(split, shard, num_shards)
-
-
 class _WriteShardFn(beam.DoFn):
     """Merges a shard's fragments into its file in the run's format. An empty shard is a
     0-byte object, which Beam's S3 writer cannot make: that one goes through the store's own

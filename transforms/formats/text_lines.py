@@ -9,6 +9,8 @@ decoded as strict UTF-8, and each line is `str.strip()`-ed before use. These hel
 from array import array
 from typing import Dict, Iterable, Iterator, List, Literal, Optional, Protocol, Tuple, overload
 
+from transforms.errors import JobError
+
 _CHUNK = 1 << 22
 
 
@@ -25,7 +27,7 @@ Marks = Dict[str, int]  # `scan_stream`'s counts: lone_cr, nul; bom, wide_bom as
 Part = Tuple[int, int, int]  # a sample's part: (start byte, end byte, line number before)
 
 
-class InputError(ValueError):
+class InputError(JobError, ValueError):
     """Bad input that names the file and (1-based) line."""
 
     def __init__(self, path: str, line_number: int, message: str) -> None:
@@ -36,7 +38,7 @@ class InputError(ValueError):
 
 
 
-class FormatError(ValueError):
+class FormatError(JobError, ValueError):
     """An unrecoverable problem in a corpus file (`transforms.formats.corpus_formats`); str() is "path:where: message"."""
 
     def __init__(self, path: str, where: str, message: str) -> None:

@@ -19,6 +19,8 @@ from transforms.formats.text_lines import ByteStream
 
 import google_crc32c
 
+from transforms.errors import JobError
+
 _LENGTH = struct.Struct("<Q")
 _CRC = struct.Struct("<I")
 _MASK_DELTA = 0xA282EAD8
@@ -69,7 +71,7 @@ def framed_chunks(records: Iterable[bytes], counted: List[int]) -> Iterator[byte
         yield b"".join(pending)
 
 
-class CorruptRecordError(ValueError):
+class CorruptRecordError(JobError, ValueError):
     """The stream is not valid TFRecord framing (truncated, or a checksum does not match)."""
 
 

@@ -13,7 +13,7 @@ key space, so a pair lands in the same shard at the same place whichever worker 
 
 import hashlib
 from itertools import repeat
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, NamedTuple, Optional, Tuple
 
 from transforms.pairs.chunk_reading import LinePair
 from transforms.codecs.varints import encode_varints
@@ -88,11 +88,57 @@ class PairTally:
     def plus(self, other: "PairTally") -> "PairTally":
         """A new tally of both."""
         both = PairTally()
-        both.lengths = self.lengths + other.lengths
-        both.ids = [a + b for a, b in zip(self.ids, other.ids)]
-        both.oov = [a + b for a, b in zip(self.oov, other.oov)]
-        both.chars = [a + b for a, b in zip(self.chars, other.chars)]
+        both.add(self)
+        both.add(other)
         return both
+
+    def add(self, other: "PairTally") -> None:
+        """Adds `other`'s pairs to this tally (a block's to its chunk's)."""
+        self.lengths.extend(other.lengths)
+        for mine, theirs in ((self.ids, other.ids), (self.oov, other.oov),
+                             (self.chars, other.chars)):
+            mine[0] += theirs[0]
+            mine[1] += theirs[1]
+
+
+class BlockPlan(NamedTuple):
+    """How every block of one chunk is encoded (the chunk's, so built once a chunk).
+
+    `key_of`: line number -> the record's key (`shuffle_keys`, `order_keys`); `num_shards`:
+    how many shards the keys are spread over; `max_length`: --max_length (0: no limit);
+    `prefix`/`target_prefix`: (varints, how many) of ids put before every input's / target's
+    (a language tag; NLLB-style on the target); `pair_entry`: the records' `lang_pair`
+    feature entry (`bytes_entry`), if any."""
+    key_of: Callable[[int], int]
+    dataset_index: int
+    num_shards: int
+    max_length: int = 0
+    prefix: Tuple[bytes, int] = (b"", 0)
+    pair_entry: bytes = b""
+    target_prefix: Tuple[bytes, int] = (b"", 0)
+
+
+class EncodedBlock(NamedTuple):
+    """What one block of pairs gave: its records by shard (shard -> [(key, dataset index,
+    line number, record)]), the counts of the pairs written, those of the pairs
+    --max_length drops (`too_long`), and those pairs (`dropped`: the caller rejects them)."""
+    by_shard: Dict[int, List[FragmentEntry]]
+    written: PairTally
+    too_long: PairTally
+    dropped: List[LinePair]
+
+
+def shard_records(pairs: List[LinePair], records: List[bytes], plan: BlockPlan
+                  ) -> Dict[int, List[FragmentEntry]]:
+    """{shard: [(key, dataset index, line number, record)]} of `pairs`' `records`, each
+    keyed by `plan.key_of(line number)`, in the pairs' order."""
+    by_shard: Dict[int, List[FragmentEntry]] = {}
+    key_of, index, num_shards = plan.key_of, plan.dataset_index, plan.num_shards
+    for (number, _, _), record in zip(pairs, records):
+        key = key_of(number)
+        by_shard.setdefault(shard_of(key, num_shards), []).append(
+            (key, index, number, record))
+    return by_shard
 
 
 class PairEncoder:
@@ -175,50 +221,36 @@ class PairEncoder:
             tally.chars[side] += sum(k[4] for k in known)
         tally.lengths.extend(zip([k[1] for k in src_known], [k[1] for k in tgt_known]))
 
-    def measure(self, pairs: List[LinePair], tally: PairTally,
-                prefix: Tuple[bytes, int] = (b"", 0),
-                target_prefix: Tuple[bytes, int] = (b"", 0)) -> Tuple[
-            List[LineEntry], List[LineEntry]]:
-        """Adds `pairs`' counts to `tally`; returns their source and target entries."""
-        src_known, tgt_known = self._known(pairs, prefix, target_prefix)
-        self._count(tally, src_known, tgt_known)
-        return src_known, tgt_known
+    def measure(self, pairs: List[LinePair], plan: BlockPlan) -> PairTally:
+        """The counts of `pairs` as `plan` would encode them (its prefixes), none written:
+        the pairs the cleaning stage dropped, for the lengths before it."""
+        tally = PairTally()
+        self._count(tally, *self._known(pairs, plan.prefix, plan.target_prefix))
+        return tally
 
-    def encode(self, pairs: List[LinePair], key_of: Callable[[int], int], dataset_index: int,
-               num_shards: int, by_shard: Dict[int, List[FragmentEntry]],
-               tally: PairTally, max_length: int = 0,
-               too_long: Optional[PairTally] = None, prefix: Tuple[bytes, int] = (b"", 0),
-               pair_entry: bytes = b"", target_prefix: Tuple[bytes, int] = (b"", 0)
-               ) -> List[LinePair]:
-        """Encodes `pairs`: each pair's record, keyed by `key_of(line number)`
-        (`shuffle_keys`), goes to its shard's list in `by_shard`, its counts to `tally`.
-        `prefix`: (varints, how many) of ids that go before every input's (a language
-        tag); `pair_entry`: the records' `lang_pair` feature entry (`bytes_entry`), if any;
-        `target_prefix`: ids that go before every target's (NLLB-style target language tag).
+    def encode(self, pairs: List[LinePair], plan: BlockPlan) -> EncodedBlock:
+        """Encodes a block of `pairs` as `plan` says: each pair's record, keyed by
+        `plan.key_of(line number)` (`shuffle_keys`), in its shard's list, and its counts.
 
-        With `max_length` (--max_length; 0: no limit), a pair whose longer side has more ids
-        than that, as stored (EOS and a language tag included), is not written, as T2T's
-        training-time filter drops it (`transforms.encode.length_stats.dropped`): its counts go to
-        `too_long` and the pairs dropped are returned (none without `max_length`)."""
+        With `plan.max_length` (--max_length; 0: no limit), a pair whose longer side has more
+        ids than that, as stored (EOS and a language tag included), is not written, as T2T's
+        training-time filter drops it (`transforms.encode.length_stats.dropped`): its counts
+        go to `too_long` and the pair to `dropped` (both empty without `max_length`)."""
+        written, too_long = PairTally(), PairTally()
         dropped: List[LinePair] = []
-        if not max_length:
-            src_known, tgt_known = self.measure(pairs, tally, prefix, target_prefix)
-        else:
-            src_known, tgt_known = self._known(pairs, prefix, target_prefix)
+        src_known, tgt_known = self._known(pairs, plan.prefix, plan.target_prefix)
+        max_length = plan.max_length
+        if max_length:
             keep = [s[1] <= max_length and t[1] <= max_length
                     for s, t in zip(src_known, tgt_known)]
             if not all(keep):
                 dropped = [pair for pair, kept in zip(pairs, keep) if not kept]
-                self._count(too_long if too_long is not None else PairTally(),
-                            [s for s, kept in zip(src_known, keep) if not kept],
+                self._count(too_long, [s for s, kept in zip(src_known, keep) if not kept],
                             [t for t, kept in zip(tgt_known, keep) if not kept])
                 pairs = [pair for pair, kept in zip(pairs, keep) if kept]
                 src_known = [s for s, kept in zip(src_known, keep) if kept]
                 tgt_known = [t for t, kept in zip(tgt_known, keep) if kept]
-            self._count(tally, src_known, tgt_known)
-        join = self._examples.join
-        for (number, _, _), src, tgt in zip(pairs, src_known, tgt_known):
-            key = key_of(number)
-            by_shard.setdefault(shard_of(key, num_shards), []).append(
-                (key, dataset_index, number, join(src[0], tgt[0], pair_entry)))
-        return dropped
+        self._count(written, src_known, tgt_known)
+        join, pair_entry = self._examples.join, plan.pair_entry
+        records = [join(src[0], tgt[0], pair_entry) for src, tgt in zip(src_known, tgt_known)]
+        return EncodedBlock(shard_records(pairs, records, plan), written, too_long, dropped)

@@ -9,12 +9,11 @@ the text format writes as two line-aligned files. Same calls as `PairEncoder`, s
 DoFn reads, rejects, shuffles and writes fragments as for every format.
 """
 
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import List
 
-from transforms.contracts.elements import FragmentEntry
 from transforms.formats.example_proto import Int64FeaturesWriter
 from transforms.pairs.chunk_reading import LinePair
-from transforms.pairs.pair_encoding import PairTally, shard_of
+from transforms.pairs.pair_encoding import BlockPlan, EncodedBlock, PairTally, shard_records
 
 
 class TextPairs:
@@ -24,30 +23,23 @@ class TextPairs:
         self._examples = examples
 
     @staticmethod
-    def measure(pairs: List[LinePair], tally: PairTally,
-                prefix: Tuple[bytes, int] = (b"", 0),
-                target_prefix: Tuple[bytes, int] = (b"", 0)) -> None:
-        """Adds `pairs`' characters to `tally` (each side's characters are its length)."""
+    def measure(pairs: List[LinePair], plan: BlockPlan) -> PairTally:
+        """`pairs`' characters (each side's characters are its length)."""
+        tally = PairTally()
         for _, source, target in pairs:
             tally.chars[0] += len(source)
             tally.chars[1] += len(target)
             tally.ids[0] += len(source)
             tally.ids[1] += len(target)
             tally.lengths.append((len(source), len(target)))
+        return tally
 
-    def encode(self, pairs: List[LinePair], key_of: Callable[[int], int], dataset_index: int,
-               num_shards: int, by_shard: Dict[int, List[FragmentEntry]],
-               tally: PairTally, max_length: int = 0,
-               too_long: Optional[PairTally] = None, prefix: Tuple[bytes, int] = (b"", 0),
-               pair_entry: bytes = b"", target_prefix: Tuple[bytes, int] = (b"", 0)
-               ) -> List[LinePair]:
+    def encode(self, pairs: List[LinePair], plan: BlockPlan) -> EncodedBlock:
         """As `PairEncoder.encode`, with the text as the record; no pair is too long (a
         text output takes no --max_length) and no tag is written (nor --lang_tags taken)."""
-        self.measure(pairs, tally)
         serialize = self._examples.serialize
-        for number, source, target in pairs:
-            key = key_of(number)
-            by_shard.setdefault(shard_of(key, num_shards), []).append((
-                key, dataset_index, number, serialize({"inputs": source.encode("utf-8"),
-                                                       "targets": target.encode("utf-8")})))
-        return []
+        records = [serialize({"inputs": source.encode("utf-8"),
+                              "targets": target.encode("utf-8")})
+                   for _, source, target in pairs]
+        return EncodedBlock(shard_records(pairs, records, plan), self.measure(pairs, plan),
+                            PairTally(), [])

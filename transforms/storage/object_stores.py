@@ -27,17 +27,14 @@ from typing import IO, Any, Dict, List, Optional, Tuple, Type, Union
 
 from apache_beam.options.pipeline_options import PipelineOptions, S3Options
 
+from transforms.errors import StoreUnreachable
+
 SCHEMES = ("s3", "gs")
 
 
 class PreconditionFailed(Exception):
     """A conditional write or delete found another version (or an object where none was
     expected)."""
-
-
-class StoreUnreachable(OSError):
-    """The store did not answer (no connection, timeouts), as `probe` found: unlike an
-    answer refusing the request (no such bucket, access denied)."""
 
 
 # S3 copies an object in one CopyObject request up to 5 GB only; a larger one is a multipart

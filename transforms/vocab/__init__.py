@@ -4,5 +4,5 @@ sample stage) and one learner a module: `subword_learning` (with `subword_refine
 subtoken-count refinement as Beam stages), `sentencepiece_learning`, `word_learning`,
 `byte_bpe_learning`.
 
-May import: transforms.codecs, transforms.formats, transforms.cleaning, transforms.contracts, transforms.pairs, transforms.storage, transforms.shards, transforms.reporting.
+May import: transforms.codecs, transforms.formats, transforms.cleaning, transforms.contracts, transforms.pairs, transforms.storage, transforms.shards, transforms.reporting, transforms.errors.
 """

@@ -30,6 +30,7 @@ from apache_beam.io.filesystems import FileSystems
 from transforms.codecs.vocabulary import VocabFiles
 from transforms.contracts.config import DatagenConfig, VocabConfig
 from transforms.contracts.elements import SampleFile
+from transforms.errors import JobError
 from transforms.reporting.json_result import WriteJsonResult
 from transforms.reporting.progress_marks import ProgressMarks, ProgressStage
 from transforms.storage.object_stores import StoreSettings
@@ -42,7 +43,7 @@ the files each vocabulary samples (`SampleFile`'s fields after the name); a size
 from the prepare stage's scan in the same pass."""
 
 
-class SamplingFailed(ValueError):
+class SamplingFailed(JobError, ValueError):
     """A file could not be sampled (bad input): the job stops before writing anything."""
 
 

@@ -10,6 +10,7 @@ import pytest
 from driver_fixtures import command_line
 from pipeline.driver.options import default_config, flag_defaults
 from pipeline.runtime.errors import DatagenError
+from registries import every_kind
 
 BASE = ["--output_dir", "/tmp/out", "--train_source", "a.en", "--train_target", "a.de"]
 
@@ -285,7 +286,7 @@ KIND_FLAGS = [
     ("spm_special_ids", "sentencepiece", "sentencepiece"),
     ("spm_trainer_options", "split_digits=true", "sentencepiece"),
 ]
-KINDS = ("subword", "byte_bpe", "word", "sentencepiece")
+KINDS = every_kind()
 
 
 @pytest.mark.parametrize("flag, value, kind", KIND_FLAGS)

@@ -13,6 +13,7 @@ from driver_fixtures import (config, layout, pass_runner, prepared, vocab_pass_d
 from pipeline.driver import fingerprint
 from pipeline.driver.datasets import plan_datasets
 from pipeline.runtime.errors import DatagenError
+from registries import every_kind
 
 WORDS = "<unk>\n<s>\n</s>\nhello\n"
 
@@ -42,9 +43,10 @@ def test_one_vocabulary_per_side_named_by_the_files_extensions(tmp_path):
         "target": (out.path("vocab.translate_enzh_wmt8k.8192.subwords.de"), planned["train"])}
 
 
-@pytest.mark.parametrize("kind, suffix", [("subword", "subwords"), ("word", "words"),
-                                          ("byte_bpe", "bpe"), ("sentencepiece", "spm")])
-def test_a_shared_vocabulary_is_named_by_its_kind(tmp_path, kind, suffix):
+@pytest.mark.parametrize("kind", every_kind())
+def test_a_shared_vocabulary_is_named_by_its_kind(tmp_path, kind):
+    from transforms.codecs.kinds import codec_kind
+    suffix = codec_kind(kind).file_suffix  # "subwords" for T2T's kind, as the test above
     step, planned, out = setup(tmp_path, "--shared_vocab", "--vocab_type", kind,
                                "--vocab_size", "300")
     assert step.plan(planned) == {

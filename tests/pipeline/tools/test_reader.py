@@ -175,6 +175,17 @@ def test_nmt_mode_dict_and_tuple_agree(envi):
     _assert_same_batches(as_tuple, as_dict)
 
 
+def test_the_options_objects_read_as_the_flat_call(envi):
+    """`read_dataset` with `RecordReading` and a mode's batching gives the batches
+    `make_dataset`'s keywords give; the mode is the batching's type."""
+    flat = _dict_batches(reader.make_dataset(envi["pattern"], 9, mode="nmt", num_buckets=5,
+                                             src_max_len=50, shuffle=False, num_shards=2))
+    options = _dict_batches(reader.read_dataset(
+        envi["pattern"], 9, reader.NmtBatching(num_buckets=5, src_max_len=50),
+        reader.RecordReading(shuffle=False, num_shards=2)))
+    _assert_same_batches(options, flat)
+
+
 def test_argument_checks(envi, tmp_path):
     with pytest.raises(ValueError, match="no files match"):
         reader.make_dataset(str(tmp_path / "nothing-*"), 4)

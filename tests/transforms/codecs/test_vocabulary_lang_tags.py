@@ -19,7 +19,7 @@ from transforms.codecs.varints import encode_varints
 from transforms.codecs.word import SPECIALS, WordVocab
 from transforms.codecs.word_vocabulary import WordVocabulary
 from transforms.formats.example_proto import Int64FeaturesWriter, PairExampleWriter
-from transforms.pairs.pair_encoding import PairEncoder, PairTally
+from transforms.pairs.pair_encoding import BlockPlan, PairEncoder
 
 TAGS = ("<2de>", "<2eng_Latn>", "<2zh>")
 
@@ -108,9 +108,8 @@ def test_the_encoder_puts_a_tags_id_before_every_input_and_keeps_pairs_apart():
     pairs: List[LinePair] = [(1, "hello", "hallo"), (2, "hello", "hello")]
     results = {}
     for tag in (3, 4, None, 3):  # the same lines under another tag: not the cached entries
-        by_shard, tally = {}, PairTally()
         prefix = (encode_varints([tag]), 1) if tag else (b"", 0)
-        encoder.encode(pairs, lambda n: n, 0, 1, by_shard, tally, prefix=prefix)
+        by_shard, tally, _, _ = encoder.encode(pairs, BlockPlan(lambda n: n, 0, 1, prefix=prefix))
         records = [parse(record) for *_, record in by_shard[0]]
         results.setdefault(tag, []).append([r["inputs"] for r in records])
         assert [r["targets"] for r in records] == [[6], [5]]

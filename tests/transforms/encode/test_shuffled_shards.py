@@ -17,13 +17,19 @@ from apache_beam.testing.util import assert_that, equal_to
 from beam_unit import test_pipeline
 from transforms.formats.rejects import reject_record
 from transforms.shards.shard_fragments import fragment_name, read_fragment, write_fragment
-from transforms.encode.shuffled_shards import WriteRejects, WriteShuffledShards, shard_file_name
+from transforms.encode.shuffled_shards import WriteRejects, WriteShuffledShards
+from transforms.shards.record_formats import DEFAULT_FORMAT, ShardNames, record_format
 from transforms.formats.tfrecord_framing import read_records
 
 
 def _read_shard(path):
     with open(path, "rb") as f:
         return list(read_records(f))
+
+
+def shard_file_name(problem, split, shard, num_shards):
+    """The name the job gives a shard in the default format (`ShardNames.name`)."""
+    return ShardNames(problem, record_format(DEFAULT_FORMAT)).name(split, shard, num_shards)
 
 
 def test_shard_file_name_is_t2ts():

@@ -9,7 +9,8 @@ from transforms.codecs.subword import vocab_file_text
 from transforms.codecs.subword_vocabulary import SubwordVocabulary
 from transforms.codecs.vocabulary import SINGLE_FILE
 from transforms.formats.example_proto import Int64FeaturesWriter, PairExampleWriter
-from transforms.pairs.pair_encoding import PairEncoder, PairTally, shard_of, shuffle_keys
+from transforms.pairs.pair_encoding import (BlockPlan, PairEncoder, PairTally, shard_of,
+                                            shuffle_keys)
 
 SOURCE = [b"hello world", b"", b"  hello  ", b"w\xffrld", b"world hello", b"hello"]
 TARGET = [b"\xe4\xbd\xa0\xe5\xa5\xbd", b"x", b"world\r", b"hello", b"  ", b"world"]
@@ -24,8 +25,9 @@ def _encoder():
 def test_pairs_become_records_by_shard_with_their_counts():
     vocab, encoder = _encoder()
     pairs = [(1, "hello world", "你好世界"), (2, "hello", "world!"), (3, "hello world", "你好")]
-    by_shard, tally = {}, PairTally()
-    encoder.encode(pairs, shuffle_keys(7, "train", 0), 0, 3, by_shard, tally)
+    by_shard, tally, too_long, dropped = encoder.encode(
+        pairs, BlockPlan(shuffle_keys(7, "train", 0), 0, 3))
+    assert too_long.lengths == dropped == []
     key_of = shuffle_keys(7, "train", 0)
     examples = Int64FeaturesWriter()
     expected = {}
@@ -53,12 +55,14 @@ def test_the_line_cache_changes_no_record(monkeypatch):
         _, encoder = _encoder()
         by_shard, tally = {}, PairTally()
         for start in range(0, len(pairs), 4):
-            encoder.encode(pairs[start:start + 4], shuffle_keys(1, "dev", 2), 2, 2, by_shard,
-                           tally)
+            block = encoder.encode(pairs[start:start + 4],
+                                   BlockPlan(shuffle_keys(1, "dev", 2), 2, 2))
+            for shard, entries in block.by_shard.items():
+                by_shard.setdefault(shard, []).extend(entries)
+            tally.add(block.written)
         results.append((by_shard, tally.lengths, tally.ids, tally.chars))
     assert results[0] == results[1]
-    measured = PairTally()
-    _encoder()[1].measure([p for p in pairs], measured)
+    measured = _encoder()[1].measure(pairs, BlockPlan(shuffle_keys(1, "dev", 2), 2, 2))
     assert (measured.lengths, measured.ids, measured.chars) == results[0][1:]
 
 
@@ -71,17 +75,16 @@ def test_max_length_keeps_the_pairs_t2t_keeps_and_returns_the_others():
              (4, "hello hello hello hello", "world")]
     lengths = {n: max(len(vocab.encode(s)), len(vocab.encode(t))) + 1 for n, s, t in pairs}
     limit = sorted(lengths.values())[1]  # at least one pair on each side of it
-    by_shard, tally, too_long = {}, PairTally(), PairTally()
-    dropped = encoder.encode(pairs, shuffle_keys(7, "train", 0), 0, 3, by_shard, tally,
-                             limit, too_long)
+    by_shard, tally, too_long, dropped = encoder.encode(
+        pairs, BlockPlan(shuffle_keys(7, "train", 0), 0, 3, limit))
     assert dropped == [p for p in pairs if lengths[p[0]] > limit] != []
     kept = [p for p in pairs if lengths[p[0]] <= limit]
-    alone, alone_tally = {}, PairTally()
-    _encoder()[1].encode(kept, shuffle_keys(7, "train", 0), 0, 3, alone, alone_tally)
+    alone, alone_tally, _, _ = _encoder()[1].encode(
+        kept, BlockPlan(shuffle_keys(7, "train", 0), 0, 3))
     assert by_shard == alone and tally.lengths == alone_tally.lengths
     assert tally.ids == alone_tally.ids and tally.chars == alone_tally.chars
     assert sorted(max(pair) for pair in too_long.lengths) == sorted(
         lengths[n] for n, _, _ in dropped)
-    everything = PairTally()
-    _encoder()[1].measure(pairs, everything)
+    everything = _encoder()[1].measure(
+        pairs, BlockPlan(shuffle_keys(7, "train", 0), 0, 3))
     assert [a + b for a, b in zip(tally.ids, too_long.ids)] == everything.ids

@@ -21,9 +21,9 @@ import pytest
 
 from pipeline.output.names import PROBLEM_MAX
 from pipeline.runtime.errors import DatagenError
-from transforms.shards.record_formats import (ARRAY_RECORD_OPTIONS, FORMATS, ArrayRecordFormat,
-                                              ShardNames, parse_shard_name, problem_of_head,
-                                              record_format)
+from transforms.shards.record_formats import (ARRAY_RECORD_OPTIONS, FORMATS, TEXT_FORMATS,
+                                              ArrayRecordFormat, ShardNames, _LocalFileFormat,
+                                              parse_shard_name, problem_of_head, record_format)
 
 BLOCK = 64 * 1024
 
@@ -92,7 +92,11 @@ def scratch(tmp_path, monkeypatch):
     return tmp
 
 
-@pytest.mark.parametrize("name", ["array_record", "parquet"])
+# the formats whose library writes local files (`_LocalFileFormat`), from the registry
+LOCAL_FORMATS = [name for name, fmt in FORMATS.items() if isinstance(fmt, _LocalFileFormat)]
+
+
+@pytest.mark.parametrize("name", LOCAL_FORMATS)
 def test_a_local_shard_is_built_beside_its_name_not_in_the_temporary_directory(
         tmp_path, scratch, name):
     fmt = FORMATS[name]
@@ -120,7 +124,7 @@ def test_a_local_shard_is_built_beside_its_name_not_in_the_temporary_directory(
     assert list(fmt.read_shard(path)) == records
 
 
-@pytest.mark.parametrize("name", ["array_record", "parquet"])
+@pytest.mark.parametrize("name", LOCAL_FORMATS)
 def test_an_interrupted_local_shard_leaves_no_file(tmp_path, scratch, name):
     fmt = FORMATS[name]
     path = str(tmp_path / "shards" / ("p-train-00000-of-00001" + fmt.suffix))
@@ -158,7 +162,7 @@ def test_no_problem_names_its_shards_as_another_problems_pair_shards():
     assert problem_of_head(parse_shard_name(pair_name)[0]) == "p"
 
 
-@pytest.mark.parametrize("name", ["text", "text.gz"])
+@pytest.mark.parametrize("name", TEXT_FORMATS)
 def test_a_text_shard_is_two_line_aligned_files_read_back_as_its_records(tmp_path, scratch,
                                                                         name):
     import gzip
