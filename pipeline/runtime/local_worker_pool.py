@@ -13,7 +13,7 @@ Beam's worker pool API as Beam's own pool does in thread mode (a StartWorker run
 `SdkHarness` in a thread, not kept once it ends), and a front service in the driver hands
 a pass's StartWorker requests to the processes in turn, so its N workers land in N processes.
 They are forked from one server (`multiprocessing`'s forkserver) that imported Beam and the
-project first (`PRELOAD`), started before the driver's own imports (`start_early`; a script
+project first (`worker_preload`: its kind's modules), started before the driver's own imports (`start_early`; a script
 calling `pipeline.datagen.main` needs the `if __name__ == "__main__":` guard). A process gets
 the options through its start arguments (not argv, which anyone can read) and ends when its
 pipe from the driver closes: at the end of the job, or when the driver dies in any way.
@@ -37,9 +37,9 @@ import signal
 import sys
 import threading
 import traceback
-from typing import TYPE_CHECKING, Any, Iterator, Literal, NoReturn, Optional
+from typing import TYPE_CHECKING, Any, Iterator, Literal, NoReturn, Optional, Sequence
 
-from pipeline.runtime import small_input
+from pipeline.runtime import small_input, worker_preload
 from pipeline.runtime.interrupts import SIGNALS, holding_job_signals, process_alive
 from pipeline.runtime.memory import freeze_long_lived, run_then_release
 
@@ -53,7 +53,7 @@ if TYPE_CHECKING:  # Beam is imported where it is used: see start_early
 
 START_TIMEOUT_SECONDS = 120
 FN_RUNNER = "apache_beam.runners.portability.fn_api_runner.fn_runner"
-SDK_WORKER = "apache_beam.runners.worker.sdk_worker"
+SDK_WORKER = worker_preload.SDK_WORKER
 API = "apache_beam.portability.api"  # its modules are attributes, not importable by name
 
 # (module, attribute, parameters this module passes to it): every internal used below.
@@ -72,17 +72,6 @@ REQUIRED_INTERNALS = [
     (API, "beam_fn_api_pb2.StartWorkerResponse", ()),
     (API, "beam_provision_api_pb2.ProvisionInfo", ()),
 ]
-# What every worker process needs before its first bundle, imported once by the fork server:
-# Beam's harness, the project's transforms, numba's compiled loops loaded (worker_warmup).
-# `worker_start` first: the console set-up, before Beam's import logs "apitools not found ..."
-# (the fork server is a fresh interpreter).
-PRELOAD = ("pipeline.runtime.worker_start", "apache_beam", SDK_WORKER,
-           "pipeline.runtime.local_worker_pool", "transforms.vocab.token_counts",
-           "transforms.vocab.subword_refine", "transforms.encode.encode_pairs",
-           "transforms.codecs.kinds", "transforms.vocab.learners",
-           "transforms.vocab.word_learning", "transforms.vocab.byte_bpe_learning",
-           "transforms.vocab.subword_learning", "transforms.vocab.sentencepiece_learning",
-           "pipeline.runtime.worker_warmup")
 
 
 def internals_missing() -> Optional[str]:
@@ -160,12 +149,13 @@ def leave(status: int, exit_handlers: bool) -> NoReturn:
     os._exit(status)
 
 
-def fork_context() -> multiprocessing.context.BaseContext:
-    """Processes forked from a server that preloaded `PRELOAD` where the platform has one
-    (Linux, macOS); else spawned, each importing what it needs."""
+def fork_context(preload: Sequence[str] = ()) -> multiprocessing.context.BaseContext:
+    """Processes forked from a server that preloads `preload` (default: what any job's
+    workers need, `worker_preload.preload()`) where the platform has one (Linux, macOS);
+    else spawned, each importing what it needs. A server already running keeps its own."""
     if "forkserver" in multiprocessing.get_all_start_methods():
         forkserver = multiprocessing.get_context("forkserver")
-        forkserver.set_forkserver_preload(list(PRELOAD))
+        forkserver.set_forkserver_preload(list(preload or worker_preload.preload()))
         return forkserver
     return multiprocessing.get_context("spawn")
 
@@ -216,7 +206,7 @@ def start_early(argv: "list[str]") -> None:
     if flags.local_worker_pool == "off" or flags.help or flags.dry_run is not None \
             or small_input.runs_in_driver(argv):  # (its passes run in this process)
         return  # no worker process will run
-    if fork_context().get_start_method() == "forkserver":
+    if fork_context(worker_preload.preload(argv)).get_start_method() == "forkserver":
         from multiprocessing import forkserver, resource_tracker
         with holding_job_signals():
             with keeping_signal_mask():

@@ -45,6 +45,10 @@ class CodecKind:
     # recorded in the fingerprints (`pipeline.driver.fingerprint`), so a vocabulary (or an
     # output) learnt with the layout before is never reused as if it were this one
     learnt_layout: str = ""
+    # the modules its passes run in the workers, which their fork server imports before it
+    # forks (`pipeline.runtime.worker_preload`): its learner's, and for subword the module
+    # that loads numba's compiled loops; a job of another kind imports none of these
+    worker_modules: Tuple[str, ...] = ()
 
     def loader(self, flag_values: Mapping[str, Any]) -> VocabularyLoader:
         """How this kind's vocabularies are loaded under the run's flags ({flag: value}, as
@@ -55,13 +59,18 @@ class CodecKind:
 
 
 CODEC_KINDS = (
-    CodecKind("subword", "T2T SubwordTextEncoder", SubwordVocabulary, "subwords", ends_in_eos=True),
+    CodecKind("subword", "T2T SubwordTextEncoder", SubwordVocabulary, "subwords", ends_in_eos=True,
+              worker_modules=("transforms.vocab.subword_refine", "transforms.vocab.subword_learning",
+                              "pipeline.runtime.worker_warmup")),
     CodecKind("byte_bpe", "GPT-2 style byte-level BPE", ByteBpeVocabulary, "bpe", ends_in_eos=True,
               option_flags=(("bpe_eos_token", "eos_token"),),
-              learnt_layout="<pad> 0, EOS 1"),  # before 2026-12-02: EOS 0, no <pad>
-    CodecKind("word", "tensorflow/nmt word vocabulary", WordVocabulary, "words", ends_in_eos=False, counts_oov=True),
+              learnt_layout="<pad> 0, EOS 1",  # before 2026-12-02: EOS 0, no <pad>
+              worker_modules=("transforms.vocab.byte_bpe_learning",)),
+    CodecKind("word", "tensorflow/nmt word vocabulary", WordVocabulary, "words", ends_in_eos=False, counts_oov=True,
+              worker_modules=("transforms.vocab.word_learning",)),
     CodecKind("sentencepiece",
-              "a SentencePiece model (SentencePiece's own trainer)", SentencePieceVocabulary, "spm", ends_in_eos=True),
+              "a SentencePiece model (SentencePiece's own trainer)", SentencePieceVocabulary, "spm", ends_in_eos=True,
+              worker_modules=("transforms.vocab.sentencepiece_learning",)),
 )
 KIND_NAMES = tuple(kind.name for kind in CODEC_KINDS)  # --vocab_type's choices
 DEFAULT_KIND = CODEC_KINDS[0].name
