@@ -68,9 +68,12 @@ def output_files(output_dir):
 
 
 def output_bytes(output_dir):
-    """{relative path: bytes} of every output file except the summary (it holds timings)."""
+    """{relative path: bytes} of every output file a user sees: not the summary (it holds
+    timings) nor hidden files (a vocabulary's fingerprint sidecar names the inputs' paths and
+    mtimes, so it differs between runs over copies of the same data)."""
     return {rel: data for rel, data in sorted(output_files(output_dir).items())
-            if not rel.endswith((".datagen_summary.json", ".DATAGEN_COMPLETE"))}
+            if not rel.endswith((".datagen_summary.json", ".DATAGEN_COMPLETE"))
+            and not any(part.startswith(".") for part in rel.split(os.sep))}
 
 
 def t2t_pairs(source, target, source_encoder, target_encoder):
