@@ -1,6 +1,6 @@
 """The text a `subword_index.TokenIndex` is built over: every distinct token escaped as T2T
 escapes it (`subword.escape_token_all_known`, which also ends it with "_"), each followed by
-one "\\0" slot, as a string and as code points, with each escaped token's length.
+one "\\0" slot, as code points, with each escaped token's length.
 
 From `TokenArrays` (the compiled counter's counts: the tokens' text joined, where each ends)
 that text is made without a string per token. The escape replaces single characters by fixed
@@ -27,10 +27,11 @@ def code_points(text: str) -> Any:
 
 
 def escaped_tokens(token_counts: Union[TokenArrays, Iterable[tuple[str, int]]]
-                   ) -> tuple[str, Any, Any, Any]:
-    """(text, its code points, each escaped token's length with its "_", the counts) of
+                   ) -> tuple[Any, Any, Any]:
+    """(the text's code points, each escaped token's length with its "_", the counts) of
     (token, count) pairs or of `TokenArrays`, tokens in their order: the text is
-    `"\\0".join(escaped tokens) + "\\0"`."""
+    `"\\0".join(escaped tokens) + "\\0"` (not made as a string: the index needs its code
+    points only)."""
     if isinstance(token_counts, TokenArrays):
         return _escaped_arrays(token_counts)
     tokens, counts = [], []
@@ -39,13 +40,14 @@ def escaped_tokens(token_counts: Union[TokenArrays, Iterable[tuple[str, int]]]
         counts.append(count)
     lengths = np.fromiter(map(len, tokens), np.int64, len(tokens))
     text = "\0".join(tokens) + "\0" if tokens else ""
-    return text, code_points(text), lengths, counts
+    del tokens
+    return code_points(text), lengths, counts
 
 
-def _escaped_arrays(arrays: TokenArrays) -> tuple[str, Any, Any, Any]:
+def _escaped_arrays(arrays: TokenArrays) -> tuple[Any, Any, Any]:
     ends = np.asarray(arrays.ends, np.int64)
     if not len(ends):
-        return "", np.zeros(0, np.uint32), np.zeros(0, np.int64), arrays.counts
+        return np.zeros(0, np.uint32), np.zeros(0, np.int64), arrays.counts
     suffix = escape_token_all_known("")
     raw = code_points(arrays.text)
     # what the escape adds for each character (most add nothing), looked up by code point
@@ -70,4 +72,4 @@ def _escaped_arrays(arrays: TokenArrays) -> tuple[str, Any, Any, Any]:
                        np.tile(tail, len(ends)))
     del escaped
     lengths = np.diff(escaped_ends, prepend=0) + len(suffix)
-    return points.tobytes().decode(*_UTF32), points, lengths, arrays.counts
+    return points, lengths, arrays.counts

@@ -41,6 +41,8 @@ import pydivsufsort
 from transforms.codecs.index_text import escaped_tokens
 from transforms.codecs.subword import Selection
 from transforms.codecs.token_arrays import TokenArrays
+from transforms.codecs.token_index_arrays import (capped, derived_arrays, position_type,
+                                                  span_type, strings_at, token_counts)
 
 
 _NJIT = dict(cache=True, nogil=True)
@@ -247,12 +249,6 @@ def _select(lcp_next, remaining, weights, first, marks, use_all, lo, hi, min_cou
     return (acc_rank[:accepted], acc_len[:accepted], acc_cnt[:accepted], char_raw, char_taken)
 
 
-def _capped(values: np.ndarray, cap: Optional[int], dtype: Any) -> np.ndarray:
-    if cap is not None:
-        values = np.minimum(values, cap)
-    return values.astype(dtype)
-
-
 class TokenIndex:
     """The escaped distinct tokens of one vocabulary, suffix-sorted, with their counts.
 
@@ -281,15 +277,13 @@ class TokenIndex:
     weights: np.ndarray
 
     def __init__(self, chars: Iterable[str], max_subtoken_length: Optional[int],
-                 text: Optional[str] = None, **arrays: np.ndarray) -> None:
+                 **arrays: np.ndarray) -> None:
         self.chars = list(chars)
         self.max_subtoken_length = max_subtoken_length
         for name in self.ARRAYS:
             setattr(self, name, arrays[name])
         # sorted code points of the characters, to encode vocabulary strings
         self._points = np.array([ord(c) for c in self.chars], np.int64)
-        # the text itself (separators as "\0"), so that an accepted string is one slice
-        self._text = text if text is not None else self._decode(self.codes)
         self._partitions: dict[int, list[tuple[int, int]]] = {}
         self._capacity = 4096
         # a suffix rank of every string `select` accepted: where its range is (see
@@ -304,13 +298,12 @@ class TokenIndex:
         """Index of (token, count) pairs or `TokenArrays` (distinct tokens; order does not
         matter)."""
         # Each token is followed by one separator slot; "\0" is a placeholder overwritten below.
-        text, points, lengths, counts = escaped_tokens(token_counts)
+        points, lengths, counts = escaped_tokens(token_counts)
         span = None if max_subtoken_length is None else max(0, max_subtoken_length - 1)
         n = len(points)
-        ends = np.cumsum(lengths + 1) - 1  # separator position of each token
-        starts = ends - lengths
         is_sep = np.zeros(n, np.bool_)
-        is_sep[ends] = True
+        is_sep[np.cumsum(lengths + 1) - 1] = True  # the separator after each token
+        del lengths
         chars_points = np.flatnonzero(np.bincount(points[~is_sep], minlength=1))  # no sort
         code_type = np.uint16 if len(chars_points) < 2 ** 16 - 1 else np.uint32
         rank = np.zeros(int(chars_points[-1]) + 1 if len(chars_points) else 1, code_type)
@@ -321,35 +314,27 @@ class TokenIndex:
         del is_sep
         chars = [chr(int(c)) for c in chars_points]
         if n:
-            sa = pydivsufsort.divsufsort(codes).astype(np.int32)
-            lcp = pydivsufsort.kasai(codes, sa)
+            sa = pydivsufsort.divsufsort(codes).astype(position_type(n), copy=False)
+            lcp_next = capped(pydivsufsort.kasai(codes, sa), span, n)
         else:
             sa = np.zeros(0, np.int32)
-            lcp = np.zeros(0, np.int64)
-        isa = np.empty(n, np.int32)
-        isa[sa] = np.arange(n, dtype=np.int32)
-        wide = np.int32 if n < 2 ** 31 else np.int64
-        # window lengths and LCPs never exceed the span: one byte when it is short
-        narrow = np.uint8 if span is not None and span < 256 else wide
-        lcp_next = _capped(lcp, span, narrow)
-        del lcp
-        remaining = (np.repeat(ends, lengths + 1) - np.arange(n))[sa]
-        weights_arr = np.asarray(counts, np.int64)
-        weight_type = np.int32 if (weights_arr.size == 0 or weights_arr.max() < 2 ** 31) else np.int64
-        weights = np.repeat(weights_arr.astype(weight_type), lengths + 1)[sa]
-        return cls(chars, max_subtoken_length, text,
-                   codes=codes, isa=isa, starts=starts.astype(np.int64), sa=sa,
-                   lcp_next=lcp_next, first=codes[sa],
-                   remaining=_capped(remaining, span, narrow), weights=weights)
+            lcp_next = np.zeros(0, span_type(span, 0))
+        return cls(chars, max_subtoken_length, codes=codes, sa=sa, lcp_next=lcp_next,
+                   **derived_arrays(codes, sa, counts, span))
+
+    # What a file holds: the rest is derived again on load (`token_index_arrays`).
+    STORED = ("codes", "sa", "lcp_next")
 
     def save(self, fileobj: IO[bytes]) -> None:
-        """Writes the index to a binary file object (numpy .npz)."""
+        """Writes the index to a binary file object (numpy .npz): the codes, the suffix
+        array, its capped LCP and each token's count."""
         # Characters as code points: a numpy `<U` array drops trailing NULs, so a lone "\0"
         # (a NUL byte in the text is an ordinary character to T2T) would come back empty.
         np.savez(fileobj, chars=self._points.astype(np.uint32),
                  max_subtoken_length=np.array(-1 if self.max_subtoken_length is None
                                               else self.max_subtoken_length),
-                 **{name: getattr(self, name) for name in self.ARRAYS})
+                 counts=token_counts(self.weights, self.isa, self.starts),
+                 **{name: getattr(self, name) for name in self.STORED})
 
     @classmethod
     def load(cls, fileobj: Union[IO[bytes], bytes, bytearray]) -> "TokenIndex":
@@ -358,8 +343,12 @@ class TokenIndex:
             fileobj = io.BytesIO(fileobj)
         with np.load(fileobj, allow_pickle=False) as data:
             max_len = int(data["max_subtoken_length"])
-            return cls([chr(c) for c in data["chars"].tolist()], None if max_len < 0 else max_len,
-                       **{name: data[name] for name in cls.ARRAYS})
+            stored = {name: data[name] for name in cls.STORED}
+            counts = data["counts"]
+            chars = [chr(c) for c in data["chars"].tolist()]
+        span = None if max_len < 0 else max(0, max_len - 1)
+        return cls(chars, None if max_len < 0 else max_len, **stored,
+                   **derived_arrays(stored["codes"], stored["sa"], counts, span))
 
     # -- what the refinement asks -------------------------------------------------------------
 
@@ -396,12 +385,6 @@ class TokenIndex:
             ranges.append((n, n))
         self._partitions[num_partitions] = ranges
         return ranges
-
-    def _decode(self, codes: np.ndarray) -> str:
-        points = np.zeros(len(codes), np.uint32)
-        known = codes != 0
-        points[known] = self._points[codes[known].astype(np.int64) - 1]
-        return points.tobytes().decode("utf-32-le", "surrogatepass")
 
     def _encode(self, strings: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Concatenated character codes of `strings` and their offsets (code K+1 = unknown)."""
@@ -481,9 +464,8 @@ class TokenIndex:
                     break
                 capacity *= 4  # more accepted strings than room: rerun with more
             self._capacity = max(self._capacity, capacity)
-            text = self._text
-            positions = self.sa[ranks].tolist()
-            strings = [text[p:p + length] for p, length in zip(positions, lens.tolist())]
+            strings = strings_at(self.codes, self._points, self.sa[ranks].astype(np.int64),
+                                 lens)
             if len(self._rank_of) > RANK_MEMO_LIMIT:
                 self._rank_of = {}  # bounded memory; those missing are searched for
             self._rank_of.update(zip(strings, ranks.tolist()))

@@ -20,6 +20,7 @@ from transforms.codecs import subword_learner as learner
 from transforms.codecs import tokenizer
 from transforms.codecs.subword import escape_token_all_known, segment
 from transforms.codecs.subword_index import TokenIndex
+from transforms.codecs.token_index_arrays import text_of
 
 
 
@@ -164,7 +165,7 @@ def test_partitions_never_split_a_two_character_prefix():
     parts = index.partitions(7)
     assert parts[0][0] == 0 and parts[-1][1] == len(index.sa)
     assert all(a[1] == b[0] for a, b in zip(parts, parts[1:]))
-    text = index._text
+    text = text_of(index.codes, index._points)
     heads = [{text[p:p + 2] for p in index.sa[lo:hi].tolist()
               if index.remaining[index.isa[p]] >= 2} for lo, hi in parts]
     for i, a in enumerate(heads):
