@@ -72,3 +72,16 @@ def install():
     directory, passed = setting.rsplit(":", 1)
     sys.meta_path.insert(0, _PatchOnImport(directory, int(passed)))
 
+
+def gate_variables(gate_dir, passed):
+    """{PYTHONPATH, T2T_TEST_CHUNK_GATE} for a job whose local workers encode only the first
+    `passed` chunks and hold the rest: a `sitecustomize` calling `install()` in a new folder
+    beside `gate_dir`, then this folder, then the caller's PYTHONPATH."""
+    os.makedirs(gate_dir)
+    site = os.path.join(os.path.dirname(gate_dir), "gate_site")
+    os.makedirs(site)
+    with open(os.path.join(site, "sitecustomize.py"), "w") as f:
+        f.write("import local_chunk_gate\nlocal_chunk_gate.install()\n")
+    here = os.path.dirname(os.path.abspath(__file__))
+    path = os.pathsep.join(p for p in (site, here, os.environ.get("PYTHONPATH")) if p)
+    return {"PYTHONPATH": path, "T2T_TEST_CHUNK_GATE": "%s:%d" % (gate_dir, passed)}

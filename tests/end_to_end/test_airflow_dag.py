@@ -33,6 +33,7 @@ import pytest
 
 from cached_venvs import cache_dir, installed_venv
 from datagen_helpers import output_bytes
+from local_chunk_gate import gate_variables
 from repo_paths import REPO_ROOT as ROOT
 
 pytestmark = pytest.mark.slow
@@ -113,12 +114,16 @@ def direct_output(tmp_path_factory):
     return output_bytes(out)
 
 
-# Flags that make the job slower without changing its output (so the timeout hits it while
-# its passes run): 2 worker processes, one parallel bisection round probing 4 levels of the
-# search (15 probes a vocabulary), the rest of the search one probe after another, and
-# 400 encode chunks.
-SLOW_FLAGS = RUNNER_FLAGS + ["--in_process_below_mb", "0", "--bisection_rounds_per_pass", "1",
-                             "--bisection_lookahead", "3", "--encode_chunk_lines", "20"]
+# The timed-out job: its 2 worker processes (not the driver: --in_process_below_mb 0) hold every
+# encode chunk (tests/local_chunk_gate.py), so it is still in its encode pass when any timeout
+# after its lock fires, however fast or loaded the machine (flags that only slowed it, more
+# bisection passes, stopped doing so once the search took fewer passes).
+SLOW_FLAGS = RUNNER_FLAGS + ["--in_process_below_mb", "0"]
+
+
+def _held_chunks(gate_dir):
+    """The environment variables that make a job's workers hold every encode chunk."""
+    return gate_variables(str(gate_dir), 0)
 
 
 @pytest.fixture(scope="module")
@@ -134,7 +139,8 @@ def timeout_seconds(tmp_path_factory):
     start = time.monotonic()
     job = subprocess.Popen([sys.executable, "-m", "pipeline.datagen"] + _flags(out)[:-len(
         RUNNER_FLAGS)] + SLOW_FLAGS, cwd=ROOT, stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL, start_new_session=True)
+        stderr=subprocess.DEVNULL, start_new_session=True,
+        env=dict(os.environ, **_held_chunks(tmp_path_factory.mktemp("measure") / "gate")))
     to_lock = None
     while job.poll() is None and to_lock is None:
         if lock.exists():
@@ -191,7 +197,7 @@ def test_timed_out_day_is_stopped_retried_then_rerun_to_a_direct_runs_bytes_then
     # 1. An execution_timeout measured to fall inside the slowed job's passes
     # (`timeout_seconds`) and one retry, 2 s later.
     slow = dict(conf, extra_args=SLOW_FLAGS)
-    timed_out = airflow.dags_test("2026-11-20", slow,
+    timed_out = airflow.dags_test("2026-11-20", slow, **_held_chunks(tmp_path / "gate"),
                                   T2T_DATAGEN_TIMEOUT_SECONDS=str(timeout_seconds),
                                   T2T_DATAGEN_RETRIES="1", T2T_DATAGEN_RETRY_DELAY_SECONDS="2")
     log = timed_out.output

@@ -18,15 +18,14 @@ import pytest
 
 from datagen_helpers import (DIRECT_MP2, FNAPI, output_bytes, small_corpus, start_job, end_group,
                              wait_for)
+from local_chunk_gate import gate_variables
 from object_store_servers import BUCKET
 from pipeline import datagen
-from repo_paths import REPO_ROOT
 
 pytestmark = pytest.mark.slow
 
 LINES, CHUNK_LINES = 2000, 100
 CHUNKS = LINES // CHUNK_LINES
-TESTS_DIR = os.path.join(REPO_ROOT, "tests")
 PASSED = 8  # chunks a gated job encodes (tests/local_chunk_gate.py): 5 <= finished <= 8 < CHUNKS
 # each chunk's records (~10 KB) fill a fragment group: a manifest per chunk, written as it ends
 FLAGS = ["--problem", "p", "--vocab_size", "1000", "--num_train_shards", "3",
@@ -66,13 +65,7 @@ def _gated(gate_dir, passed):
     """The environment of a job whose local workers encode only the first `passed` chunks and
     hold the rest (tests/local_chunk_gate.py): without it a loaded machine's poll saw 5 manifests
     only once all 20 chunks were done."""
-    os.makedirs(gate_dir)
-    site = os.path.join(os.path.dirname(gate_dir), "gate_site")
-    os.makedirs(site)
-    with open(os.path.join(site, "sitecustomize.py"), "w") as f:
-        f.write("import local_chunk_gate\nlocal_chunk_gate.install()\n")
-    path = os.pathsep.join(p for p in (site, TESTS_DIR, os.environ.get("PYTHONPATH")) if p)
-    return dict(os.environ, PYTHONPATH=path, T2T_TEST_CHUNK_GATE="%s:%d" % (gate_dir, passed))
+    return dict(os.environ, **gate_variables(gate_dir, passed))
 
 
 def _stop_then(argv, count, sig, k=5, env=None):
