@@ -39,7 +39,7 @@ import threading
 import traceback
 from typing import TYPE_CHECKING, Any, Iterator, Literal, NoReturn, Optional, Sequence
 
-from pipeline.runtime import small_input, worker_preload
+from pipeline.runtime import grpc_servers, small_input, worker_preload
 from pipeline.runtime.interrupts import SIGNALS, holding_job_signals, process_alive
 from pipeline.runtime.memory import freeze_long_lived, run_then_release
 
@@ -71,7 +71,14 @@ REQUIRED_INTERNALS = [
     (API, "beam_fn_api_pb2_grpc.BeamFnExternalWorkerPoolStub", ("channel",)),
     (API, "beam_fn_api_pb2.StartWorkerResponse", ()),
     (API, "beam_provision_api_pb2.ProvisionInfo", ()),
+    ("apache_beam.runners.worker.channel_factory", "GRPCChannelFactory.DEFAULT_OPTIONS", ()),
 ]
+
+
+def beam_ping_interval_ms() -> int:
+    """How often Beam's channels ping: the pool's servers accept it (grpc_servers)."""
+    from apache_beam.runners.worker.channel_factory import GRPCChannelFactory
+    return dict(GRPCChannelFactory.DEFAULT_OPTIONS)["grpc.keepalive_time_ms"]
 
 
 def internals_missing() -> Optional[str]:
@@ -241,8 +248,6 @@ class LocalWorkerPool:
         """Starts the processes (in a thread: the first waits for the fork server's imports
         while the driver builds its first pass) and the front service; a worker request
         waits for its process, `ready` for all."""
-        import grpc
-        from concurrent import futures
         from apache_beam.portability.api import beam_fn_api_pb2_grpc
         settings = {"options": self._options.get_all_options(drop_default=True),
                     "log_level": self._log_level}
@@ -254,7 +259,7 @@ class LocalWorkerPool:
             self._at_exit = multiprocessing.util.Finalize(self, self.close, exitpriority=10)
             threading.Thread(target=self._start_processes, args=(context, settings),
                              name="datagen-start-workers", daemon=True).start()
-            self._server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+            self._server = grpc_servers.new_server(beam_ping_interval_ms())
             beam_fn_api_pb2_grpc.add_BeamFnExternalWorkerPoolServicer_to_server(
                 _RoundRobin(self._backends), self._server)
             self.address = "localhost:%d" % self._server.add_insecure_port("localhost:0")
@@ -453,8 +458,6 @@ class _HarnessThreads(_PoolService):
 def _serve(settings, pipe):
     """A worker process: harnesses in threads until the driver closes `pipe`."""
     import os
-    import grpc
-    from concurrent import futures
     from apache_beam.internal import pickler
     from apache_beam.io.filesystems import FileSystems
     from apache_beam.options.pipeline_options import (PipelineOptions, SetupOptions,
@@ -476,7 +479,7 @@ def _serve(settings, pipe):
     freeze_long_lived()  # the fork server's imports: kept to the end, out of gc's way
     pickler.set_library(options.view_as(SetupOptions).pickle_library)
     with console.library_logging(settings["log_level"]):
-        server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+        server = grpc_servers.new_server(beam_ping_interval_ms())
         beam_fn_api_pb2_grpc.add_BeamFnExternalWorkerPoolServicer_to_server(
             _HarnessThreads(options.view_as(WorkerOptions).max_cache_memory_usage_mb << 20),
             server)
